@@ -1,0 +1,29 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both create .venv and install
+# the project into it when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast test-slow bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash demo/demo.sh
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m slow
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,19 @@
+"""agent-registry: several AI coding agents on one git repository, coordinated through an
+orphan branch of that repository.  The library is the product; the CLI is a thin layer.
+
+    from agent_registry import Registry
+    with Registry.open(".") as registry:
+        registry.register("kimi-1", provider="Kimi", working_on="auth")
+        registry.claim("kimi-1", ["src/auth.py"])
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # lazy, so that `import agent_registry.guard` stays standard-library only
+    if name == "Registry":
+        from .registry import Registry
+        return Registry
+    raise AttributeError(name)

@@ -1,0 +1,452 @@
+"""The ``agent-registry`` command: a thin click layer over :mod:`agent_registry.registry`.
+
+Each command parses its arguments, calls one library function, and prints the result:
+a short human text, or with ``--json`` the result as one JSON document on stdout.  Every
+failure is a RegistryError, turned into a one-line message and an exit code in one place
+(:func:`main`).  Feature areas (sync, hooks, wiki, dashboard …) live in their own modules,
+imported only when their command runs, so a hot command pays only for itself.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from datetime import datetime, timezone
+
+import click
+
+from .errors import BAD_INPUT, BadInput, RegistryError
+
+SESSION_ENV = "AGENT_REGISTRY_SESSION"
+
+# name -> "module:attribute" of commands that live outside this file
+LAZY_COMMANDS: dict[str, str] = {}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, attr = LAZY_COMMANDS[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+class Output:
+    """Where results go: --json, --quiet, and the registry opened for this command."""
+
+    def __init__(self, json_mode: bool, quiet: bool, directory: str) -> None:
+        self.json = json_mode
+        self.quiet = quiet
+        self.directory = directory
+        self._registry = None
+
+    @property
+    def registry(self):
+        if self._registry is None:
+            from .registry import Registry
+            self._registry = Registry.open(self.directory)
+        return self._registry
+
+    def emit(self, data, text: str | None = None) -> None:
+        if self.json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        elif text and not self.quiet:
+            click.echo(text)
+
+    def warn(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(f"agent-registry: warning: {message}", err=True)
+
+    def close(self) -> None:
+        if self._registry is not None:
+            for message in getattr(self._registry, "warnings", []):
+                self.warn(message)
+            self._registry.close()
+
+
+pass_out = click.make_pass_decorator(Output)
+
+
+def resolve_sid(sid: str | None) -> str:
+    sid = sid or os.environ.get(SESSION_ENV)
+    if not sid:
+        raise BadInput(f"no session id: pass SID or set {SESSION_ENV}")
+    return sid
+
+
+session_option = click.option("--session", "sid", metavar="SID", envvar=SESSION_ENV,
+                              help=f"Session id (default: ${SESSION_ENV}).")
+
+
+def local_time(text: str | None) -> str:
+    """An ISO UTC timestamp shown in AGENT_REGISTRY_TZ (default: the system zone)."""
+    if not text:
+        return ""
+    from .records import parse_iso
+    ts = parse_iso(text)
+    if ts is None:
+        return text
+    zone = None
+    if os.environ.get("AGENT_REGISTRY_TZ"):
+        from zoneinfo import ZoneInfo
+        try:
+            zone = ZoneInfo(os.environ["AGENT_REGISTRY_TZ"])
+        except Exception:
+            zone = None
+    moment = datetime.fromtimestamp(ts, timezone.utc)
+    return (moment.astimezone(zone) if zone else moment.astimezone()).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def render_table(headers: list[str], rows: list[list], max_width: int = 40) -> str:
+    cells = [[str(c if c is not None else "")[:max_width] for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--json", "json_mode", is_flag=True, help="Print the result as JSON on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("-C", "directory", default=".", metavar="PATH",
+              help="Run as if started in PATH (like git -C).")
+@click.version_option(package_name="agent-registry")
+@click.pass_context
+def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> None:
+    """Coordinate AI coding agents working on one git repository.
+
+    State lives on the orphan branch `agent-registry` of this repository. Exit codes:
+    0 done, 1 refused or not found, 2 bad input, 3 done locally but not confirmed by
+    the remote.
+    """
+    ctx.obj = Output(json_mode, quiet, directory)
+    ctx.call_on_close(ctx.obj.close)
+
+
+# -- setup ----------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--branch", metavar="NAME", help="Use NAME as the registry branch (saved in git config).")
+@pass_out
+def init(out: Output, branch: str | None) -> None:
+    """Create the registry branch (idempotent; never touches the working tree)."""
+    if branch:
+        from .registry import Registry
+        Registry(out.registry.repo, branch=branch, config=out.registry.config)  # validates
+        out.registry.repo.git("config", "agent-registry.branch", branch)
+        out._registry = Registry(out.registry.repo, branch=branch)
+    result = out.registry.init()
+    out.emit(result, f"{'created' if result['created'] else 'already have'} branch {result['branch']}")
+
+
+# -- sessions -------------------------------------------------------------------------
+
+def session_text(s) -> str:
+    lines = [f"{s.id}  {s.status}  {s.provider} {s.ai_version}".rstrip()]
+    for label, value in (("working on", s.working_on), ("project", s.project),
+                         ("branch", s.git_branch), ("host", f"{s.host} pid {s.pid}"),
+                         ("registered", local_time(s.registered_at)),
+                         ("heartbeat", local_time(s.heartbeat_at)),
+                         ("ended", local_time(s.finished_at)),
+                         ("todo past", ", ".join(s.todo_past)),
+                         ("todo present", ", ".join(s.todo_present)),
+                         ("todo future", ", ".join(s.todo_future)),
+                         ("space", ", ".join(s.space)), ("locks", ", ".join(s.locks)),
+                         ("issues", s.issues), ("handoff", s.handoff)):
+        if value:
+            lines.append(f"  {label + ':':<14}{value}")
+    return "\n".join(lines)
+
+
+@cli.command(context_settings={"ignore_unknown_options": False})
+@click.argument("positional", nargs=-1, metavar="[SID [PROVIDER AI_VERSION WORKING_ON]]")
+@click.option("--provider", help="Agent or tool: Claude, Codex, Gemini, Kimi, human …")
+@click.option("--ai-version", default=None, help="Model or tool version.")
+@click.option("--working-on", default=None, help="What this session works on.")
+@click.option("--space", default="", metavar="CSV", help="Paths this session expects to touch.")
+@click.option("--todo-present", default="", metavar="CSV", help="Current to-do items.")
+@click.option("--pid", type=int, default=None,
+              help="Owner process (default: nearest long-lived ancestor, e.g. the agent).")
+@pass_out
+def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
+             todo_present, pid) -> None:
+    """Register a session (also: register SID PROVIDER AI_VERSION WORKING_ON).
+
+    Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
+    <provider>-<unix time>-<random> and printed, to export as AGENT_REGISTRY_SESSION.
+    """
+    if len(positional) not in (0, 1, 4):
+        raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
+    sid = positional[0] if positional else os.environ.get(SESSION_ENV)
+    if len(positional) == 4:
+        provider = provider or positional[1]
+        ai_version = ai_version if ai_version is not None else positional[2]
+        working_on = working_on if working_on is not None else positional[3]
+    if not provider:
+        raise BadInput("--provider is required")
+    if not sid:
+        import secrets
+        import time
+        slug = "".join(c for c in provider.lower() if c.isalnum()) or "agent"
+        sid = f"{slug}-{int(time.time())}-{secrets.token_hex(2)}"
+    session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
+                                     working_on=working_on or "", space=space,
+                                     todo_present=todo_present, pid=pid)
+    out.emit({"session": session.to_dict()}, session.id)
+
+
+@cli.command()
+@click.argument("sid", required=False)
+@click.option("--working-on")
+@click.option("--todo-past", metavar="CSV")
+@click.option("--todo-present", metavar="CSV")
+@click.option("--todo-future", metavar="CSV")
+@click.option("--space", metavar="CSV")
+@click.option("--issues", metavar="TEXT")
+@click.option("--status", type=click.Choice(["OnWorking", "Finished", "Stop", "Killed"]))
+@pass_out
+def update(out: Output, sid, **fields) -> None:
+    """Update fields of a live session (lists are comma-separated)."""
+    session = out.registry.update(resolve_sid(sid), **fields)
+    out.emit({"session": session.to_dict()}, f"updated {session.id}")
+
+
+@cli.command()
+@click.argument("sid", required=False)
+@pass_out
+def finish(out: Output, sid) -> None:
+    """Mark a session Finished and release every lock it holds, in one commit."""
+    result = out.registry.finish(resolve_sid(sid))
+    s = result["session"]
+    note = " (had already ended)" if result.get("already") else \
+        f", released {len(result['released'])} lock(s)"
+    out.emit(result, f"{s['id']} {s['status']}{note}")
+
+
+@cli.command()
+@click.argument("sid")
+@click.argument("path")
+@pass_out
+def handoff(out: Output, sid, path) -> None:
+    """Record the path of the session's handoff document."""
+    session = out.registry.handoff(sid, path)
+    out.emit({"session": session.to_dict()}, f"{session.id} handoff: {session.handoff}")
+
+
+@cli.group()
+def context() -> None:
+    """The session diary (contexts/<sid>.md on the branch)."""
+
+
+@context.command("log")
+@click.argument("sid")
+@click.argument("text")
+@pass_out
+def context_log(out: Output, sid, text) -> None:
+    """Append a timestamped line to the session's diary."""
+    result = out.registry.context_log(sid, text)
+    out.emit(result, result["line"])
+
+
+@cli.command()
+@click.argument("sid", required=False)
+@pass_out
+def show(out: Output, sid) -> None:
+    """Show one session in full (default: every live session)."""
+    sessions = [out.registry.session(sid)] if sid else out.registry.sessions()
+    out.emit({"sessions": [s.to_dict() for s in sessions]},
+             "\n\n".join(session_text(s) for s in sessions) or "no live sessions")
+
+
+def sync_line(state: dict) -> str:
+    if not state.get("enabled"):
+        return f"sync: off ({state.get('detail', 'no remote configured')})"
+    parts = [f"sync: {state.get('remote')}", f"ahead {state.get('ahead', 0)}",
+             f"behind {state.get('behind', 0)}"]
+    if state.get("last_success"):
+        parts.append(f"last success {local_time(state['last_success'])}")
+    if state.get("last_error"):
+        parts.append(f"last error: {state['last_error']}")
+    return ", ".join(parts)
+
+
+@cli.command()
+@click.option("--status", "status_filter", metavar="S", help="Only sessions with this status.")
+@click.option("--provider", metavar="P", help="Only this provider (case-insensitive).")
+@click.option("--project", metavar="P", help="Only projects whose path contains P.")
+@click.option("--all", "show_all", is_flag=True, help="Include ended sessions.")
+@pass_out
+def status(out: Output, status_filter, provider, project, show_all) -> None:
+    """Table of sessions (default: live ones) and the sync state."""
+    registry = out.registry
+    include_ended = show_all or (status_filter not in (None, "OnWorking"))
+    sessions = registry.sessions(include_ended=include_ended)
+    if status_filter:
+        sessions = [s for s in sessions if s.status.lower() == status_filter.lower()]
+    if provider:
+        sessions = [s for s in sessions if s.provider.lower() == provider.lower()]
+    if project:
+        sessions = [s for s in sessions if project in s.project]
+    sync = registry.sync_state()
+    now = registry.clock()
+    from .records import parse_iso
+    rows = [[s.id, s.provider, s.project, s.working_on, s.status,
+             age(now - (parse_iso(s.registered_at) or now))] for s in sessions]
+    text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows)
+            if rows else "no sessions") + "\n" + sync_line(sync)
+    out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync}, text)
+
+
+@cli.command()
+@pass_out
+def cleanup(out: Output) -> None:
+    """Stop zombie sessions (dead process, or no heartbeat past the TTL) and free their locks."""
+    result = out.registry.cleanup()
+    text = "\n".join(f"stopped {s['session']}: {s['reason']} (released {len(s['released'])})"
+                     for s in result["stopped"]) or "no zombie sessions"
+    out.emit(result, text)
+
+
+@cli.command()
+@click.argument("sid")
+@click.option("--force", is_flag=True, help="SIGKILL at once instead of SIGTERM then SIGKILL after 5 s.")
+@pass_out
+def kill(out: Output, sid, force) -> None:
+    """End a session as Killed: signal its process if it runs here, else stop it logically."""
+    result = out.registry.kill(sid, force=force)
+    out.emit(result, f"{sid} Killed ({result['signal'] or 'logical stop'}), "
+                     f"released {len(result['released'])} lock(s)")
+
+
+# -- locks ----------------------------------------------------------------------------
+
+@cli.group()
+def lock() -> None:
+    """Claim, release and inspect locks on files, directories (dir/) and globs."""
+
+
+@lock.command("acquire")
+@click.argument("paths", nargs=-1, required=True)
+@session_option
+@click.option("--ttl", type=int, default=600, show_default=True,
+              help="Seconds without a heartbeat before the lock goes stale.")
+@click.option("--shared", is_flag=True, help="Shared mode: many readers, no writer.")
+@pass_out
+def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
+    """Claim every PATH, or none of them (exit 1 naming the owner)."""
+    result = out.registry.claim(resolve_sid(sid), paths, ttl=ttl, shared=shared)
+    out.emit(result, "\n".join(f"{l['status']}: {l['path']}" for l in result["locks"]))
+
+
+@lock.command("release")
+@click.argument("paths", nargs=-1, required=True)
+@session_option
+@pass_out
+def lock_release(out: Output, paths, sid) -> None:
+    """Release PATHs held by the session (refused if another session holds one)."""
+    result = out.registry.release(resolve_sid(sid), paths)
+    out.emit(result, "\n".join(f"{l['status']}: {l['path']}" for l in result["locks"]))
+
+
+@lock.command("check")
+@click.argument("paths", nargs=-1, required=True)
+@session_option
+@pass_out
+def lock_check(out: Output, paths, sid) -> None:
+    """Per PATH: free, locked (owner, age), locked-by-me or stale."""
+    results = out.registry.check(paths, sid)
+    lines = []
+    for r in results:
+        if r["state"] == "free":
+            lines.append(f"free: {r['path']}")
+        else:
+            extra = f", {r['stale_reason']}" if r.get("stale_reason") else ""
+            what = f" ({r['working_on']})" if r.get("working_on") else ""
+            lines.append(f"{r['state']}: {r['path']} by {r['owner']}{what}, "
+                         f"{age(r['age_seconds'])} ago{extra}")
+    out.emit({"paths": results}, "\n".join(lines))
+
+
+@lock.command("list")
+@pass_out
+def lock_list(out: Output) -> None:
+    """Every lock held by a live session."""
+    locks = out.registry.locks()
+    rows = [[l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
+             "stale" if l["stale_reason"] else "fresh"] for l in locks]
+    out.emit({"locks": locks}, render_table(["PATH", "MODE", "OWNER", "AGE", "STATE"], rows)
+             if rows else "no locks")
+
+
+@lock.command("heartbeat")
+@session_option
+@pass_out
+def lock_heartbeat(out: Output, sid) -> None:
+    """Renew the session and every lock it holds, in one commit."""
+    result = out.registry.heartbeat(resolve_sid(sid))
+    out.emit(result, f"heartbeat {result['session']} ({result['locks']} lock(s))")
+
+
+@lock.command("heartbeat-loop")
+@session_option
+@click.option("--interval", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Seconds between heartbeats (keep it under half the TTL).")
+@pass_out
+def lock_heartbeat_loop(out: Output, sid, interval) -> None:
+    """Heartbeat until the session ends or its process dies (run it in the background)."""
+    why = out.registry.heartbeat_loop(resolve_sid(sid), interval)
+    out.emit({"stopped": why}, f"heartbeat-loop stopped: {why}")
+
+
+@lock.command("force-release")
+@click.argument("path")
+@click.option("--force", is_flag=True, help="Required to free a lock whose owner is alive.")
+@click.option("--reason", required=True, help="Why; recorded in the registry commit.")
+@click.option("--by", default=None, help="Who frees it (default: $AGENT_REGISTRY_SESSION or $USER).")
+@pass_out
+def lock_force_release(out: Output, path, force, reason, by) -> None:
+    """Free another session's lock (a fresh one only with --force), recording who and why."""
+    author = by or os.environ.get(SESSION_ENV) or os.environ.get("USER") or "a person"
+    result = out.registry.force_release(path, reason=reason, by=author, force=force)
+    out.emit(result, f"freed {result['path']} (held by {', '.join(result['previous'])})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI and map every failure to one line and an exit code."""
+    json_mode = "--json" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
+    except RegistryError as exc:
+        if json_mode:
+            click.echo(json.dumps({"error": {"code": exc.exit_code, "message": exc.message,
+                                             **exc.details}}, indent=2, ensure_ascii=False))
+        click.echo(f"agent-registry: {exc.message}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""The one module that talks to git.
+
+Reads go through one persistent ``git cat-file --batch``.  Writes create loose objects
+directly (the format is git's own: zlib of ``"<type> <size>\\0" + data``, named by its
+hash), which saves a ``hash-object``/``mktree``/``commit-tree`` process per object, and
+then move the branch with ``git update-ref -m REASON REF NEW OLD``: the compare-and-swap.
+Only the trees on the paths that change are rewritten, so a write costs what it changes.
+
+Every git process runs with a clean environment (no GIT_DIR/GIT_INDEX_FILE leaking in
+from a hook) plus an explicit GIT_DIR, so registry writes can never touch the user's
+index, working tree or HEAD.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import BadInput, RegistryError
+
+TREE_MODE = b"40000"
+BLOB_MODE = b"100644"
+
+# Environment variables that describe *where* git works: inherited from a hook they would
+# redirect our plumbing at the user's index.  Everything else (config, ssh, proxies,
+# tracing) is the user's and is kept.
+_GIT_LOCATION_VARS = {
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH", "GIT_REFLOG_ACTION", "GIT_EDITOR", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+}
+
+
+def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for name in _GIT_LOCATION_VARS:
+        env.pop(name, None)
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    return env
+
+
+class GitError(RegistryError):
+    """git failed in a way the registry cannot interpret."""
+
+
+class CasFailed(Exception):
+    """update-ref found the ref somewhere other than expected: re-read and retry."""
+
+
+def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
+            input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, input=input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")
+    return proc
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    git_dir: str  # this worktree's git dir
+    common_dir: str  # shared by all worktrees: refs, objects, our local state
+    toplevel: str | None  # None for a bare repository
+    prefix: str  # cwd relative to toplevel, "" or "sub/dir/"
+    object_format: str  # "sha1" or "sha256"
+
+
+def discover(path: str = ".") -> RepoInfo:
+    """Find the repository containing *path* the way git does (honouring GIT_DIR)."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--absolute-git-dir",
+             "--git-common-dir", "--show-object-format", "--is-bare-repository",
+             "--show-prefix"],
+            cwd=path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except (FileNotFoundError, NotADirectoryError):
+        raise BadInput(f"not a directory: {path}") from None
+    if proc.returncode != 0:
+        raise BadInput(f"not a git repository: {os.path.abspath(path)}")
+    git_dir, common, fmt, bare, prefix = (proc.stdout.decode().split("\n") + [""] * 5)[:5]
+    toplevel = None
+    if bare != "true":
+        cwd = os.path.realpath(path)
+        depth = len([p for p in prefix.split("/") if p])
+        toplevel = cwd
+        for _ in range(depth):
+            toplevel = os.path.dirname(toplevel)
+    return RepoInfo(git_dir, common, toplevel, prefix, fmt or "sha1")
+
+
+class ObjectReader:
+    """A persistent ``git cat-file --batch``: one process for every read of a command."""
+
+    def __init__(self, git_dir: str, env: dict[str, str]) -> None:
+        self._git_dir = git_dir
+        self._env = env
+        self._proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        if self._proc is None:
+            self._proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"], env=self._env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return self._proc
+
+    def read(self, rev: str) -> tuple[str, bytes] | None:
+        """(type, content) of *rev* (an oid or ``<oid>:<path>``), None when missing."""
+        if "\n" in rev:
+            raise ValueError("object name with a newline")
+        proc = self._start()
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(rev.encode() + b"\n")
+        proc.stdin.flush()
+        header = proc.stdout.readline()
+        if not header:
+            raise GitError("git cat-file --batch exited")
+        parts = header.split()
+        if parts[-1] == b"missing" or parts[-1] == b"ambiguous":
+            return None
+        size = int(parts[2])
+        data = proc.stdout.read(size + 1)[:-1]
+        return parts[1].decode(), data
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.stdin.close()  # type: ignore[union-attr]
+            self._proc.wait()
+            self._proc = None
+
+
+def parse_tree(data: bytes, oid_len: int) -> dict[bytes, tuple[bytes, bytes]]:
+    """name -> (mode, binary oid) of a raw tree object."""
+    entries: dict[bytes, tuple[bytes, bytes]] = {}
+    i = 0
+    while i < len(data):
+        sp = data.index(b" ", i)
+        nul = data.index(b"\0", sp)
+        mode, name = data[i:sp], data[sp + 1:nul]
+        entries[name] = (mode, data[nul + 1:nul + 1 + oid_len])
+        i = nul + 1 + oid_len
+    return entries
+
+
+def _tree_sort_key(item: tuple[bytes, tuple[bytes, bytes]]) -> bytes:
+    name, (mode, _) = item
+    return name + b"/" if mode == TREE_MODE else name
+
+
+def format_tree(entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
+    return b"".join(mode + b" " + name + b"\0" + oid
+                    for name, (mode, oid) in sorted(entries.items(), key=_tree_sort_key))
+
+
+class Repo:
+    """The repository's object database and the registry ref, seen through plumbing."""
+
+    def __init__(self, info: RepoInfo) -> None:
+        self.info = info
+        self.env = clean_env()
+        self.env["GIT_DIR"] = info.git_dir
+        self._hash = hashlib.sha256 if info.object_format == "sha256" else hashlib.sha1
+        self.oid_len = self._hash().digest_size
+        self.zero_oid = "0" * (2 * self.oid_len)
+        self.reader = ObjectReader(info.git_dir, self.env)
+        self._objects = Path(info.common_dir, "objects")
+
+    # -- local state -----------------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        """Local-only state shared by every worktree of this clone; never committed."""
+        return Path(self.info.common_dir, "agent-registry")
+
+    def git(self, *args: str, check: bool = True, input: bytes | None = None,
+            cwd: str | None = None) -> subprocess.CompletedProcess:
+        return run_git(list(args), env=self.env, check=check, input=input, cwd=cwd)
+
+    def close(self) -> None:
+        self.reader.close()
+
+    # -- refs ------------------------------------------------------------------------
+    def read_ref(self, ref: str) -> str | None:
+        """The ref's commit, read the way git stores it (loose file, then packed-refs)."""
+        loose = Path(self.info.common_dir, ref)
+        try:
+            value = loose.read_text().strip()
+            if value.startswith("ref: "):
+                return self.read_ref(value[5:])
+            if value:
+                return value
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            pass
+        try:
+            with open(Path(self.info.common_dir, "packed-refs")) as packed:
+                for line in packed:
+                    if line.endswith(" " + ref + "\n"):
+                        return line.split(" ", 1)[0]
+        except FileNotFoundError:
+            pass
+        return None
+
+    def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> None:
+        """Compare-and-swap: move *ref* to *new* only if it still points at *old*."""
+        proc = self.git("update-ref", "-m", reason, ref, new, old or self.zero_oid,
+                        check=False)
+        if proc.returncode != 0:
+            raise CasFailed(proc.stderr.decode(errors="replace").strip())
+
+    # -- objects ---------------------------------------------------------------------
+    def write_object(self, kind: str, data: bytes) -> str:
+        raw = f"{kind} {len(data)}".encode() + b"\0" + data
+        oid = self._hash(raw).hexdigest()
+        folder = self._objects / oid[:2]
+        final = folder / oid[2:]
+        if final.exists():
+            return oid
+        folder.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=self._objects)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(zlib.compress(raw, 1))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, final)  # atomic: a reader sees the whole object or none
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return oid
+
+    def blob_oid(self, data: bytes) -> str:
+        return self._hash(f"blob {len(data)}".encode() + b"\0" + data).hexdigest()
+
+    def read_blob(self, rev: str) -> bytes | None:
+        found = self.reader.read(rev)
+        return found[1] if found and found[0] == "blob" else None
+
+    def read_tree(self, rev: str) -> dict[bytes, tuple[bytes, bytes]]:
+        found = self.reader.read(rev)
+        if not found or found[0] != "tree":
+            return {}
+        return parse_tree(found[1], self.oid_len)
+
+    def commit_tree(self, tree: str, parents: list[str], message: str, author: str,
+                    timestamp: int) -> str:
+        ident = f"{author} {timestamp} +0000"
+        lines = [f"tree {tree}", *(f"parent {p}" for p in parents),
+                 f"author {ident}", f"committer agent-registry <agent-registry@localhost> {timestamp} +0000",
+                 "", message.rstrip("\n") + "\n"]
+        return self.write_object("commit", "\n".join(lines).encode())
+
+    def commit_info(self, oid: str) -> tuple[str, list[str], str]:
+        """(tree, parents, message) of a commit."""
+        found = self.reader.read(oid)
+        if not found or found[0] != "commit":
+            raise GitError(f"not a commit: {oid}")
+        head, _, message = found[1].decode(errors="replace").partition("\n\n")
+        tree, parents = "", []
+        for line in head.splitlines():
+            if line.startswith("tree "):
+                tree = line[5:]
+            elif line.startswith("parent "):
+                parents.append(line[7:])
+        return tree, parents, message
+
+    def edit_tree(self, base_tree: str | None, changes: dict[str, bytes | None]) -> str:
+        """A new root tree: *base_tree* with each path set to a blob (bytes) or removed
+        (None).  Only the trees along changed paths are read and rewritten."""
+        nested: dict = {}
+        for path, data in changes.items():
+            node = nested
+            *dirs, name = path.split("/")
+            for d in dirs:
+                node = node.setdefault(d, {})
+            node[name] = data
+        return self._edit(base_tree, nested) or self.write_object("tree", b"")
+
+    def _edit(self, tree_oid: str | None, nested: dict) -> str | None:
+        entries = self.read_tree(tree_oid) if tree_oid else {}
+        for name, change in nested.items():
+            key = name.encode()
+            if isinstance(change, dict):
+                old = entries.get(key)
+                sub = self._edit(old[1].hex() if old and old[0] == TREE_MODE else None, change)
+                if sub is None:
+                    entries.pop(key, None)
+                else:
+                    entries[key] = (TREE_MODE, bytes.fromhex(sub))
+            elif change is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = (BLOB_MODE, bytes.fromhex(self.write_object("blob", change)))
+        if not entries:
+            return None  # git has no empty subtrees: the parent drops this name
+        return self.write_object("tree", format_tree(entries))
+
+    def list_tree(self, rev: str) -> Iterator[tuple[str, bool, str]]:
+        """(name, is_tree, oid) of the entries of a tree named by *rev*."""
+        for name, (mode, oid) in self.read_tree(rev).items():
+            yield name.decode(errors="replace"), mode == TREE_MODE, oid.hex()

@@ -1,0 +1,298 @@
+"""The files on the registry branch: session YAML and lock records.  Standard library
+only, so the guard can read them.
+
+Session files are YAML.  We write them in a canonical form (one ``key: value`` per line,
+strings JSON-quoted, lists in block style) that this module reads and writes without
+ruamel.  A file a person has edited by hand (comments, other styles) no longer
+re-emits byte for byte; it is then rewritten through ruamel.yaml's round-trip mode,
+which keeps the comments.  So a claim, which rewrites its session file, stays fast, and
+a hand edit is never lost.
+
+Lock records are JSON: the guard reads them with ``json`` alone.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+
+LIVE = "OnWorking"
+STATUSES = ("OnWorking", "Finished", "Stop", "Killed")
+
+# Characters JSON leaves raw that YAML would read as line breaks or a byte-order mark.
+_YAML_UNSAFE = re.compile("[\u0080-\u009f\u2028\u2029\ufeff]")
+
+
+class UnreadableRecord(ValueError):
+    """A file on the branch that cannot be parsed; reported by name, the rest works."""
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+
+
+@dataclass
+class Session:
+    id: str
+    provider: str = ""
+    ai_version: str = ""
+    working_on: str = ""
+    status: str = LIVE
+    project: str = ""
+    repo: str = ""
+    git_branch: str = ""
+    host: str = ""
+    pid: int | None = None
+    pid_start: int | None = None
+    cmdline: str = ""
+    registered_at: str = ""
+    heartbeat_at: str = ""
+    finished_at: str | None = None
+    todo_past: list[str] = field(default_factory=list)
+    todo_present: list[str] = field(default_factory=list)
+    todo_future: list[str] = field(default_factory=list)
+    space: list[str] = field(default_factory=list)
+    issues: str = ""
+    handoff: str = ""
+    locks: list[str] = field(default_factory=list)
+    # keys a person or a later version added: kept as they are
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.status == LIVE
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Session":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        for name in ("todo_past", "todo_present", "todo_future", "space", "locks"):
+            value = kwargs.get(name)
+            if value is None:
+                kwargs[name] = []
+            elif isinstance(value, str):
+                kwargs[name] = [v.strip() for v in value.split(",") if v.strip()]
+            else:
+                kwargs[name] = [str(v) for v in value]
+        for name in ("pid", "pid_start"):
+            if kwargs.get(name) is not None:
+                try:
+                    kwargs[name] = int(kwargs[name])
+                except (TypeError, ValueError):
+                    kwargs[name] = None
+        if "id" not in kwargs:
+            raise UnreadableRecord("no id")
+        for name, value in list(kwargs.items()):
+            if name not in ("pid", "pid_start", "finished_at") and value is None:
+                kwargs.pop(name)
+            elif isinstance(value, datetime):  # ruamel reads unquoted timestamps as dates
+                kwargs[name] = value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        session = cls(**kwargs)
+        session.extra = {k: v for k, v in data.items() if k not in known}
+        return session
+
+    def heartbeat_ts(self) -> float:
+        return parse_iso(self.heartbeat_at) or parse_iso(self.registered_at) or 0.0
+
+
+# -- session YAML ---------------------------------------------------------------------
+
+def _scalar(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = json.dumps(str(value), ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+
+
+def emit_yaml(data: dict) -> str:
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, (list, tuple)):
+            if not value:
+                lines.append(f"{key}: []")
+            else:
+                lines.append(f"{key}:")
+                lines.extend(f"- {_scalar(v)}" for v in value)
+        else:
+            lines.append(f"{key}: {_scalar(value)}")
+    return "\n".join(lines) + "\n"
+
+
+_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
+
+
+def _plain(text: str):
+    text = text.strip()
+    if text.startswith('"'):
+        value, end = json.JSONDecoder().raw_decode(text)
+        rest = text[end:].strip()
+        if rest and not rest.startswith("#"):
+            raise UnreadableRecord(f"unexpected text after a string: {rest[:20]!r}")
+        return value
+    if " #" in text:
+        text = text[:text.index(" #")].rstrip()
+    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
+        return text[1:-1].replace("''", "'")
+    if text in ("", "null", "~"):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    if text == "[]":
+        return []
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text.startswith(("[", "{", "|", ">", "&", "*", "!")):
+        raise UnreadableRecord(f"YAML construct this reader does not handle: {text[:20]!r}")
+    return text
+
+
+def parse_yaml(text: str) -> dict:
+    """Read a flat YAML mapping of scalars and lists of scalars (the session files,
+    hand edits with comments included).  Anything else raises UnreadableRecord."""
+    data: dict = {}
+    current: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped == "---":
+            continue
+        try:
+            if stripped.startswith("- ") or stripped == "-":
+                if current is None or not isinstance(data.get(current), list):
+                    raise UnreadableRecord("list item outside a list")
+                data[current].append(_plain(stripped[1:]))
+                continue
+            match = _KEY.match(line)
+            if not match:
+                raise UnreadableRecord(f"cannot read {stripped[:30]!r}")
+            key, rest = match.group(1), match.group(2)
+            if rest is None or rest.strip() == "" or rest.strip().startswith("#"):
+                data[key], current = [], key
+            else:
+                data[key], current = _plain(rest), None
+        except (ValueError, IndexError) as exc:
+            raise UnreadableRecord(f"line {number}: {exc}") from None
+    return data
+
+
+def load_session(raw: bytes) -> Session:
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = parse_yaml(text)
+    except UnreadableRecord:
+        data = _ruamel_load(text)
+    if not isinstance(data, dict):
+        raise UnreadableRecord("not a mapping")
+    return Session.from_dict(data)
+
+
+def dump_session(session: Session, previous: bytes | None = None) -> bytes:
+    """The session file's new bytes.  A hand-edited *previous* is updated in place
+    through ruamel.yaml so its comments and layout survive."""
+    data = session.to_dict()
+    if previous is not None:
+        text = previous.decode("utf-8", errors="replace")
+        try:
+            canonical = emit_yaml(parse_yaml(text)) == text
+        except UnreadableRecord:
+            canonical = False
+        if not canonical:
+            return _ruamel_update(text, data).encode()
+    return emit_yaml(data).encode()
+
+
+def _ruamel():
+    from ruamel.yaml import YAML  # only for hand-edited files: costs ~20 ms to import
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _ruamel_load(text: str):
+    try:
+        return _ruamel().load(text)
+    except Exception as exc:  # ruamel raises many types; all mean "cannot read"
+        raise UnreadableRecord(str(exc).splitlines()[0]) from None
+
+
+def _ruamel_update(text: str, data: dict) -> str:
+    import io
+    yaml = _ruamel()
+    try:
+        doc = yaml.load(text)
+    except Exception:
+        doc = None
+    if not hasattr(doc, "items"):
+        return emit_yaml(data)  # unreadable before: replaced by what we know
+    for key in [k for k in doc if k not in data]:
+        del doc[key]
+    for key, value in data.items():
+        if doc.get(key) != value:
+            doc[key] = value
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+# -- lock records ---------------------------------------------------------------------
+
+@dataclass
+class Holder:
+    session: str
+    generation: str
+    acquired_at: str
+    ttl: int
+
+    def to_dict(self) -> dict:
+        return {"session": self.session, "generation": self.generation,
+                "acquired_at": self.acquired_at, "ttl": self.ttl}
+
+
+@dataclass
+class Lock:
+    """One locked target: a file, a directory (``dir/``) or a glob; one or more holders
+    (more than one only in shared mode)."""
+    path: str
+    mode: str = "exclusive"
+    holders: list[Holder] = field(default_factory=list)
+
+    def to_bytes(self) -> bytes:
+        body = {"path": self.path, "mode": self.mode,
+                "holders": [h.to_dict() for h in self.holders]}
+        return (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "Lock":
+        try:
+            body = json.loads(raw)
+            return cls(body["path"], body.get("mode", "exclusive"),
+                       [Holder(h["session"], h.get("generation", ""),
+                               h.get("acquired_at", ""), int(h.get("ttl", 600)))
+                        for h in body.get("holders", [])])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UnreadableRecord(f"lock record: {exc}") from None
+
+    def holder(self, sid: str) -> Holder | None:
+        return next((h for h in self.holders if h.session == sid), None)

@@ -1,0 +1,702 @@
+"""The registry as a Python API: sessions and locks on the registry branch.
+
+Every mutation is an *operation*: a small JSON-able dict (``{"op": "claim", ...}``)
+applied to the branch tip inside one critical section:
+
+    flock  ->  read tip  ->  apply (validate, decide)  ->  write objects  ->
+    update-ref NEW OLD (the compare-and-swap)  ->  unlock
+
+The operation is recorded in the commit's ``Registry-*`` trailers, so the branch history
+is an operation log that sync can replay on top of another tip.  A refused operation
+raises before anything is written.  The clock is injectable so tests of staleness need no
+sleeping.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from . import paths as P
+from .errors import BadInput, NotFound, Refused, RegistryError
+from .gitstore import CasFailed, Repo, discover, run_git
+from .procinfo import cmdline, hostname, is_alive, owner_pid, start_time
+from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
+                      load_session, parse_iso)
+from .render import branch_readme, registry_md
+from .staleness import DEFAULT_TTL, session_stale_reason, stale_reason
+from .view import View, context_path
+
+DEFAULT_BRANCH = "agent-registry"
+TRAILER = "Registry-"
+CAS_ATTEMPTS = 20
+_BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
+
+
+# Operations defined outside this module (e.g. the wiki's "end"): name -> handler
+OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
+
+
+def operation(name: str):
+    """Register *name* as an operation ``handler(registry, view, op) -> Outcome``."""
+    def register(handler):
+        OPERATIONS[name] = handler
+        return handler
+    return register
+
+
+@dataclass
+class Outcome:
+    """What an applied operation returns: the result for the caller, and the commit
+    subject saying what happened (None: nothing to commit)."""
+    result: dict
+    subject: str | None
+
+
+@contextmanager
+def _flock(path: str) -> Iterator[None]:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: the platform-conditional dependency
+        from filelock import FileLock
+        with FileLock(path):
+            yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock, also when we are killed
+
+
+def read_config(info_git_dir: str) -> dict[str, str]:
+    """``agent-registry.*`` keys of git config, in one process."""
+    proc = run_git(["config", "-z", "--get-regexp", r"^agent-registry\."],
+                   env={**os.environ, "GIT_DIR": info_git_dir}, check=False)
+    out = {}
+    for item in proc.stdout.decode(errors="replace").split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            out[key.lower()] = value
+    return out
+
+
+class Registry:
+    def __init__(self, repo: Repo, *, branch: str | None = None,
+                 clock: Callable[[], float] = time.time, host: str | None = None,
+                 config: dict[str, str] | None = None) -> None:
+        self.repo = repo
+        self.config = config if config is not None else read_config(repo.info.git_dir)
+        self.branch = branch or self.config.get("agent-registry.branch") or DEFAULT_BRANCH
+        if not _BRANCH_NAME.fullmatch(self.branch) or ".." in self.branch \
+                or self.branch.endswith((".lock", "/", ".")):
+            raise BadInput(f"invalid registry branch name {self.branch!r}")
+        self.ref = f"refs/heads/{self.branch}"
+        self.clock = clock
+        self.host = host or hostname()
+        self.lock_file = str(repo.state_dir / "lock")
+
+    @classmethod
+    def open(cls, path: str = ".", **kwargs) -> "Registry":
+        return cls(Repo(discover(path)), **kwargs)
+
+    def close(self) -> None:
+        self.repo.close()
+
+    def __enter__(self) -> "Registry":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the transaction -------------------------------------------------------------
+    def view(self) -> View:
+        """A read-only snapshot of the branch tip."""
+        return View(self.repo, self.repo.read_ref(self.ref))
+
+    def apply(self, op: dict) -> dict:
+        """Apply one operation to the branch tip and commit it; returns its result."""
+        method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
+        if method is None and op["op"] not in OPERATIONS:
+            raise BadInput(f"unknown operation {op['op']!r}")
+        handler = method or (lambda view, op: OPERATIONS[op["op"]](self, view, op))
+        with _flock(self.lock_file):
+            for _ in range(CAS_ATTEMPTS):
+                view = self.view()
+                outcome = handler(view, op)
+                if outcome.subject is None or not view.writes:
+                    return outcome.result
+                try:
+                    self._commit(view, op, outcome.subject)
+                except CasFailed:
+                    continue  # the ref moved under us (a fetch, a user): decide again
+                return outcome.result
+        raise RegistryError(f"{self.ref} kept moving; gave up after {CAS_ATTEMPTS} attempts")
+
+    def _commit(self, view: View, op: dict, subject: str) -> str:
+        at = op["at"]
+        view.write("registry.md", registry_md(view, at, subject))
+        view.write("README.md", branch_readme(self.branch))
+        tree = self.repo.edit_tree(view.tree, view.writes)
+        author = op.get("session") or op.get("by") or "agent-registry"
+        commit = self.repo.commit_tree(
+            tree, [view.tip] if view.tip else [], subject + "\n\n" + trailers(op),
+            f"{author} <{author}@{self.host}>", int(at))
+        self.repo.update_ref(self.ref, commit, view.tip, f"agent-registry: {subject}")
+        return commit
+
+    def sync_state(self) -> dict:
+        """Where this clone stands against its remote (see agent_registry.sync)."""
+        return {"enabled": False, "detail": "no remote configured"}
+
+    def _op(self, kind: str, **fields) -> dict:
+        return {"op": kind, "at": self.clock(), **fields}
+
+    # -- setup -----------------------------------------------------------------------
+    def init(self) -> dict:
+        """Create the orphan registry branch if it does not exist (idempotent)."""
+        if self.repo.read_ref(self.ref):
+            return {"branch": self.branch, "created": False}
+        self.apply(self._op("init"))
+        return {"branch": self.branch, "created": True}
+
+    def _op_init(self, view: View, op: dict) -> Outcome:
+        if view.tip:
+            return Outcome({}, None)
+        view.write("sessions/recent.json", b"[]\n")
+        return Outcome({}, "init registry")
+
+    # -- sessions --------------------------------------------------------------------
+    def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
+                 space: Iterable[str] = (), todo_present: Iterable[str] = (),
+                 pid: int | None = None) -> Session:
+        P.validate_session_id(sid)
+        for label, value in (("provider", provider), ("ai-version", ai_version),
+                             ("working-on", working_on)):
+            P.validate_text(label, value)
+        if not provider:
+            raise BadInput("--provider is required")
+        owner = pid if pid is not None else owner_pid()
+        if pid is not None and start_time(pid) is None and os.path.exists("/proc/self"):
+            raise BadInput(f"--pid {pid}: no such process")
+        info = self.repo.info
+        fields = {
+            "provider": provider, "ai_version": ai_version, "working_on": working_on,
+            "space": self._targets(space), "todo_present": _csv_items(todo_present),
+            "project": info.toplevel or info.git_dir, "repo": _repo_name(info.common_dir),
+            "git_branch": _current_branch(info.git_dir), "host": self.host,
+            "pid": owner, "pid_start": start_time(owner), "cmdline": " ".join(cmdline(owner))[:300],
+        }
+        return Session.from_dict(self.apply(self._op("register", session=sid, fields=fields))["session"])
+
+    def _op_register(self, view: View, op: dict) -> Outcome:
+        sid, at = op["session"], iso(op["at"])
+        if view.done_session(sid):
+            raise Refused(f"session {sid} has already ended; register a new id")
+        session = view.session(sid)
+        if session is None:
+            session = Session(id=sid, registered_at=at)
+            subject = f"register {sid} ({op['fields']['provider']}): {op['fields']['working_on']}"
+        else:
+            subject = f"re-register {sid}"
+        for key, value in op["fields"].items():
+            setattr(session, key, value)
+        session.status, session.heartbeat_at = LIVE, at
+        view.put_session(session)
+        return Outcome({"session": session.to_dict()}, subject)
+
+    def update(self, sid: str, **changes) -> Session:
+        P.validate_session_id(sid)
+        fields = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key in ("todo_past", "todo_present", "todo_future"):
+                value = _csv_items(value)
+            elif key == "space":
+                value = self._targets(value)
+            elif key == "status":
+                if value not in STATUSES:
+                    raise BadInput(f"invalid status {value!r}: one of {', '.join(STATUSES)}")
+            elif key in ("working_on", "issues"):
+                P.validate_text(key.replace("_", "-"), value)
+            else:
+                raise BadInput(f"unknown session field {key!r}")
+            fields[key] = value
+        if not fields:
+            raise BadInput("nothing to update: pass at least one field")
+        return Session.from_dict(self.apply(self._op("update", session=sid, fields=fields))["session"])
+
+    def _op_update(self, view: View, op: dict) -> Outcome:
+        session = self._live(view, op["session"])
+        fields = dict(op["fields"])
+        status = fields.pop("status", LIVE)
+        for key, value in fields.items():
+            setattr(session, key, value)
+        session.heartbeat_at = iso(op["at"])
+        if status != LIVE:
+            released = self._end(view, session, status, op["at"])
+            return Outcome({"session": session.to_dict(), "released": released},
+                           f"{status.lower()} {session.id} (update)")
+        view.put_session(session)
+        return Outcome({"session": session.to_dict()},
+                       f"update {session.id}: {', '.join(sorted(fields))}")
+
+    def finish(self, sid: str, status: str = "Finished") -> dict:
+        P.validate_session_id(sid)
+        return self.apply(self._op("finish", session=sid, status=status))
+
+    def _op_finish(self, view: View, op: dict) -> Outcome:
+        sid = op["session"]
+        session = view.session(sid)
+        if session is None:
+            done = view.done_session(sid)
+            if done is None:
+                raise NotFound(f"unknown session {sid}")
+            return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
+        released = self._end(view, session, op["status"], op["at"])
+        verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
+        extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""
+        return Outcome({"session": session.to_dict(), "released": released},
+                       f"{verb} {sid}, releasing {len(released)} lock(s){extra}")
+
+    def _end(self, view: View, session: Session, status: str, at: float) -> list[str]:
+        """End *session*: release what it holds and move it among the ended."""
+        released = []
+        for target in session.locks:
+            lock = view.lock(target)
+            if lock and lock.holder(session.id):
+                lock.holders = [h for h in lock.holders if h.session != session.id]
+                view.put_lock(lock)
+                released.append(target)
+        session.locks, session.status, session.finished_at = [], status, iso(at)
+        view.put_session(session)
+        return released
+
+    def handoff(self, sid: str, path: str) -> Session:
+        P.validate_session_id(sid)
+        P.validate_text("handoff path", path)
+        if not path:
+            raise BadInput("empty handoff path")
+        return Session.from_dict(self.apply(self._op("handoff", session=sid, path=path))["session"])
+
+    def _op_handoff(self, view: View, op: dict) -> Outcome:
+        session = self._live(view, op["session"])
+        session.handoff = op["path"]
+        view.put_session(session)
+        return Outcome({"session": session.to_dict()}, f"handoff {session.id}: {op['path']}")
+
+    def context_log(self, sid: str, text: str) -> dict:
+        P.validate_session_id(sid)
+        P.validate_text("diary text", text, allow_newlines=True)
+        if not text.strip():
+            raise BadInput("empty diary text")
+        return self.apply(self._op("context-log", session=sid, text=text))
+
+    def _op_context_log(self, view: View, op: dict) -> Outcome:
+        sid = op["session"]
+        session = view.session(sid) or view.done_session(sid)
+        if session is None:
+            raise NotFound(f"unknown session {sid}")
+        path = context_path(sid)
+        diary = view.read(path)
+        if diary is None:
+            diary = (f"# Diary of {sid}\n\n- provider: {session.provider} {session.ai_version}\n"
+                     f"- working on: {session.working_on}\n- project: {session.project}\n"
+                     f"- registered: {session.registered_at}\n\n").encode()
+        line = f"- {iso(op['at'])} " + op["text"].strip().replace("\n", "\n  ") + "\n"
+        view.write(path, diary + line.encode())
+        return Outcome({"session": sid, "path": path, "line": line.rstrip("\n")},
+                       f"context log {sid}")
+
+    def session(self, sid: str) -> Session:
+        P.validate_session_id(sid)
+        view = self.view()
+        found = view.session(sid) or view.done_session(sid)
+        if found is None:
+            raise NotFound(f"unknown session {sid}")
+        return found
+
+    def sessions(self, *, include_ended: bool = False) -> list[Session]:
+        view = self.view()
+        out = view.live_sessions()
+        if include_ended and view.tree:
+            for shard in view.names("sessions/done"):
+                for name in view.names(f"sessions/done/{shard}"):
+                    raw = view.read(f"sessions/done/{shard}/{name}")
+                    try:
+                        out.append(load_session(raw or b""))
+                    except UnreadableRecord as exc:  # reported by name; the rest lists
+                        view.warnings.append(f"sessions/done/{shard}/{name} is unreadable: {exc}")
+        self.warnings = view.warnings
+        return sorted(out, key=lambda s: s.registered_at)
+
+    def cleanup(self) -> dict:
+        return self.apply(self._op("cleanup", by=self.host))
+
+    def _op_cleanup(self, view: View, op: dict) -> Outcome:
+        stopped = []
+        for session in view.live_sessions():
+            ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
+                    if h.session == session.id]
+            reason = session_stale_reason(session, op["at"], max(ttls, default=DEFAULT_TTL),
+                                          self.host)
+            if reason:
+                released = self._end(view, session, "Stop", op["at"])
+                stopped.append({"session": session.id, "reason": reason, "released": released})
+        subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
+        return Outcome({"stopped": stopped}, subject)
+
+    def kill(self, sid: str, *, force: bool = False, grace: float = 5.0) -> dict:
+        """Terminate a live local session's process (SIGTERM, then SIGKILL after *grace*
+        seconds; at once with *force*), only if its start time still matches; a session
+        of another host is stopped logically.  Either way it ends as Killed."""
+        session = self.session(sid)
+        if not session.live:
+            raise Refused(f"session {sid} is not live ({session.status})")
+        signalled = None
+        if session.host == self.host and is_alive(session.pid, session.pid_start):
+            signalled = _terminate(session.pid, session.pid_start, grace, force)
+        result = self.apply(self._op("finish", session=sid, status="Killed", by=self.host,
+                                     reason=f"killed ({signalled or 'logical stop'})"))
+        result["signal"] = signalled
+        return result
+
+    # -- locks -----------------------------------------------------------------------
+    def _targets(self, raw: Iterable[str]) -> list[str]:
+        info = self.repo.info
+        out = []
+        for item in _csv_items(raw) if isinstance(raw, str) else raw:
+            target = P.normalize(item, toplevel=info.toplevel, prefix=info.prefix)
+            if target not in out:
+                out.append(target)
+        return out
+
+    def claim(self, sid: str, paths: Iterable[str], *, ttl: int = DEFAULT_TTL,
+              shared: bool = False) -> dict:
+        """Claim every target or none.  Returns per target whether it was acquired,
+        renewed (already ours) or taken over (from a stale holder)."""
+        P.validate_session_id(sid)
+        targets = self._targets(paths)
+        if not targets:
+            raise BadInput("no path to lock")
+        if not 1 <= ttl <= 7 * 86400:
+            raise BadInput(f"--ttl {ttl}: between 1 and 604800 seconds")
+        generations = {t: secrets.token_hex(8) for t in targets}
+        return self.apply(self._op("claim", session=sid, paths=targets, ttl=ttl,
+                                   mode="shared" if shared else "exclusive",
+                                   generations=generations))
+
+    def _covering(self, view: View, target: str) -> list[Lock]:
+        """Every lock whose target overlaps *target*, found by direct lookups: the exact
+        record and each ancestor directory, the few glob locks, and (only for a
+        directory or glob claim) the paths live sessions say they hold below it."""
+        found: dict[str, Lock] = {}
+        prefix = P.literal_prefix(target)
+        for key in (P.lookup_keys(prefix) if prefix else []) + [target]:
+            if key not in found and (lock := view.lock(key)) and P.overlaps(lock.path, target):
+                found[key] = lock
+        for lock in view.pattern_locks():
+            if P.overlaps(lock.path, target):
+                found.setdefault(lock.path, lock)
+        if P.is_dir(target) or P.is_glob(target):
+            for session in view.live_sessions():
+                for held in session.locks:
+                    if held not in found and P.overlaps(held, target) and (lock := view.lock(held)):
+                        found[held] = lock
+        return list(found.values())
+
+    def _judge(self, view: View, holder: Holder, at: float) -> str | None:
+        """Why *holder* no longer counts, or None while it does."""
+        session = view.session(holder.session, strict=False)
+        if session is None and holder.session in view.unreadable:
+            return None  # an unreadable session file keeps its locks held
+        return stale_reason(holder, session, at, self.host)
+
+    def _conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
+        out = []
+        for lock in self._covering(view, target):
+            for holder in lock.holders:
+                if holder.session == sid or (lock.mode == "shared" and mode == "shared"):
+                    continue
+                if self._judge(view, holder, at) is None:
+                    owner = view.session(holder.session, strict=False)
+                    out.append({"path": target, "target": lock.path, "owner": holder.session,
+                                "working_on": owner.working_on if owner else "",
+                                "since": holder.acquired_at, "mode": lock.mode})
+        return out
+
+    def _op_claim(self, view: View, op: dict) -> Outcome:
+        sid, at, mode = op["session"], op["at"], op["mode"]
+        me = self._live(view, sid)
+        conflicts = [c for t in op["paths"] for c in self._conflicts(view, sid, t, mode, at)]
+        if conflicts:
+            raise Refused(describe_conflicts(conflicts), details={"conflicts": conflicts})
+        results = []
+        for target in op["paths"]:
+            lock = view.lock(target) or Lock(target, mode)
+            dropped = [h for h in lock.holders
+                       if h.session != sid and self._judge(view, h, at) is not None]
+            for holder in dropped:
+                self._forget(view, holder.session, target)
+            lock.holders = [h for h in lock.holders if h not in dropped]
+            mine = lock.holder(sid)
+            if mine:
+                mine.acquired_at, mine.ttl, state = iso(at), op["ttl"], "renewed"
+            else:
+                mine = Holder(sid, op["generations"][target], iso(at), op["ttl"])
+                lock.holders.append(mine)
+                state = "taken-over" if dropped else "acquired"
+            lock.mode = mode
+            view.put_lock(lock)
+            if target not in me.locks:
+                me.locks.append(target)
+            results.append({"path": target, "status": state, "mode": mode,
+                            "generation": mine.generation,
+                            "previous": [h.session for h in dropped]})
+        me.heartbeat_at = iso(at)
+        view.put_session(me)
+        names = op["paths"][0] + (f" and {len(op['paths']) - 1} more" if len(op["paths"]) > 1 else "")
+        return Outcome({"session": sid, "locks": results},
+                       f"claim {names} by {sid}" + (" (shared)" if mode == "shared" else ""))
+
+    def _forget(self, view: View, sid: str, target: str) -> None:
+        """Drop *target* from the held list of session *sid* (its lock is gone)."""
+        session = view.session(sid, strict=False)
+        if session is not None and target in session.locks:
+            session.locks.remove(target)
+            view.put_session(session)
+
+    def release(self, sid: str, paths: Iterable[str]) -> dict:
+        P.validate_session_id(sid)
+        targets = self._targets(paths)
+        if not targets:
+            raise BadInput("no path to release")
+        return self.apply(self._op("release", session=sid, paths=targets))
+
+    def _op_release(self, view: View, op: dict) -> Outcome:
+        sid = op["session"]
+        me = self._live(view, sid)
+        results, changes = [], []
+        for target in op["paths"]:
+            lock = view.lock(target)
+            if lock is None or not lock.holders:
+                results.append({"path": target, "status": "not-locked"})
+            elif lock.holder(sid) is None:
+                owners = ", ".join(h.session for h in lock.holders)
+                raise Refused(f"{target} is held by {owners}, not by {sid}",
+                              details={"path": target, "owners": owners.split(", ")})
+            else:
+                changes.append(lock)
+                results.append({"path": target, "status": "released"})
+        for lock in changes:
+            lock.holders = [h for h in lock.holders if h.session != sid]
+            view.put_lock(lock)
+        held = [t for t in me.locks if t not in op["paths"]]
+        if held == me.locks and not changes:
+            return Outcome({"session": sid, "locks": results}, None)
+        me.locks = held
+        view.put_session(me)
+        released = [lock.path for lock in changes] or ["stale entries"]
+        more = f" and {len(released) - 1} more" if len(released) > 1 else ""
+        return Outcome({"session": sid, "locks": results},
+                       f"release {released[0]}{more} by {sid}")
+
+    def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
+        """Per target: free, locked (by a live session), locked-by-me, or stale."""
+        if sid:
+            P.validate_session_id(sid)
+        targets = self._targets(paths)
+        if not targets:
+            raise BadInput("no path to check")
+        view, at = self.view(), self.clock()
+        out = []
+        for target in targets:
+            states = []
+            for lock in self._covering(view, target):
+                for holder in lock.holders:
+                    reason = self._judge(view, holder, at)
+                    owner = view.session(holder.session, strict=False)
+                    state = ("locked-by-me" if holder.session == sid and reason is None
+                             else "stale" if reason else "locked")
+                    states.append({"path": target, "state": state, "target": lock.path,
+                                   "owner": holder.session, "mode": lock.mode,
+                                   "working_on": owner.working_on if owner else "",
+                                   "since": holder.acquired_at,
+                                   "age_seconds": _age(holder.acquired_at, at),
+                                   "stale_reason": reason})
+            rank = {"locked": 0, "locked-by-me": 1, "stale": 2}
+            states.sort(key=lambda s: rank[s["state"]])
+            out.append(states[0] if states else {"path": target, "state": "free"})
+        self.warnings = view.warnings
+        return out
+
+    def locks(self) -> list[dict]:
+        """Every lock held by a live session, with its state."""
+        view, at = self.view(), self.clock()
+        out = []
+        for session in view.live_sessions():
+            for target in session.locks:
+                lock = view.lock(target)
+                holder = lock.holder(session.id) if lock else None
+                if holder is None:
+                    continue
+                out.append({"path": target, "owner": session.id, "mode": lock.mode,
+                            "working_on": session.working_on, "since": holder.acquired_at,
+                            "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
+                            "generation": holder.generation,
+                            "stale_reason": stale_reason(holder, session, at, self.host)})
+        self.warnings = view.warnings
+        return sorted(out, key=lambda l: l["path"])
+
+    def heartbeat(self, sid: str) -> dict:
+        P.validate_session_id(sid)
+        return self.apply(self._op("heartbeat", session=sid))
+
+    def _op_heartbeat(self, view: View, op: dict) -> Outcome:
+        session = self._live(view, op["session"])
+        session.heartbeat_at = iso(op["at"])
+        view.put_session(session)
+        return Outcome({"session": session.id, "heartbeat_at": session.heartbeat_at,
+                        "locks": len(session.locks)},
+                       f"heartbeat {session.id} ({len(session.locks)} lock(s))")
+
+    def heartbeat_loop(self, sid: str, interval: float, *, stop: Callable[[], bool] = lambda: False,
+                       sleep: Callable[[float], None] = time.sleep) -> str:
+        """Heartbeat every *interval* seconds until the session ends or, on this host,
+        its process dies (so a dead agent's locks go stale instead of living forever)."""
+        while not stop():
+            session = self.session(sid)
+            if not session.live:
+                return f"session {sid} is {session.status}"
+            if session.host == self.host and session.pid and \
+                    not is_alive(session.pid, session.pid_start):
+                return f"the process {session.pid} of session {sid} is gone"
+            self.heartbeat(sid)
+            sleep(interval)
+        return "stopped"
+
+    def force_release(self, path: str, *, reason: str, by: str, force: bool = False) -> dict:
+        target = self._targets([path])[0]
+        P.validate_text("reason", reason)
+        if not reason.strip():
+            raise BadInput("--reason is required: say why the lock is freed")
+        P.validate_text("author", by)
+        return self.apply(self._op("force-release", path=target, reason=reason, by=by,
+                                   force=force))
+
+    def _op_force_release(self, view: View, op: dict) -> Outcome:
+        target = op["path"]
+        lock = view.lock(target)
+        if lock is None or not lock.holders:
+            raise NotFound(f"{target} is not locked")
+        fresh = [h.session for h in lock.holders if self._judge(view, h, op["at"]) is None]
+        if fresh and not op["force"]:
+            raise Refused(f"{target} is held by live session {', '.join(fresh)}: "
+                          "pass --force to free it anyway")
+        for holder in lock.holders:
+            self._forget(view, holder.session, target)
+        previous = [h.session for h in lock.holders]
+        lock.holders = []
+        view.put_lock(lock)
+        return Outcome({"path": target, "previous": previous, "was_fresh": bool(fresh),
+                        "by": op["by"], "reason": op["reason"]},
+                       f"force-release {target} (held by {', '.join(previous)}) "
+                       f"by {op['by']}: {op['reason']}")
+
+    # -- helpers ---------------------------------------------------------------------
+    def _live(self, view: View, sid: str) -> Session:
+        session = view.session(sid)
+        if session is not None:
+            return session
+        if view.done_session(sid):
+            raise Refused(f"session {sid} has ended")
+        raise NotFound(f"unknown session {sid}: register it first")
+
+
+def trailers(op: dict) -> str:
+    """The operation as commit-message trailers: readable, and parseable for replay."""
+    lines = [f"{TRAILER}Op: {op['op']}"]
+    if op.get("session"):
+        lines.append(f"{TRAILER}Session: {op['session']}")
+    for path in op.get("paths") or ([op["path"]] if op.get("path") else []):
+        lines.append(f"{TRAILER}Path: {path}")
+    for path, generation in (op.get("generations") or {}).items():
+        lines.append(f"{TRAILER}Generation: {generation} {path}")
+    if op.get("reason"):
+        lines.append(f"{TRAILER}Reason: {' '.join(str(op['reason']).split())}")
+    if op.get("by"):
+        lines.append(f"{TRAILER}By: {op['by']}")
+    lines.append(f"{TRAILER}Data: {json.dumps(op, ensure_ascii=True, sort_keys=True)}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_op(message: str) -> dict | None:
+    """The operation recorded in a registry commit message, or None."""
+    for line in reversed(message.splitlines()):
+        if line.startswith(f"{TRAILER}Data: "):
+            try:
+                return json.loads(line[len(TRAILER) + 6:])
+            except ValueError:
+                return None
+    return None
+
+
+def describe_conflicts(conflicts: list[dict]) -> str:
+    parts = []
+    for c in conflicts:
+        via = f" (via {c['target']})" if c["target"] != c["path"] else ""
+        what = f", working on: {c['working_on']}" if c["working_on"] else ""
+        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}")
+    return "; ".join(parts)
+
+
+def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:
+    if not force:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not is_alive(pid, started):
+                return "SIGTERM"
+            time.sleep(0.1)
+    if is_alive(pid, started):
+        os.kill(pid, signal.SIGKILL)
+        return "SIGKILL"
+    return "SIGTERM"
+
+
+def _csv_items(value: Iterable[str] | str) -> list[str]:
+    if isinstance(value, str):
+        value = value.split(",")
+    items = [v.strip() for v in value if v and v.strip()]
+    for item in items:
+        P.validate_text("list item", item)
+    return items
+
+
+def _age(since: str, at: float) -> int | None:
+    ts = parse_iso(since)
+    return None if ts is None else max(0, int(at - ts))
+
+
+def _repo_name(common_dir: str) -> str:
+    common = common_dir.rstrip("/")
+    base = os.path.basename(common)
+    return os.path.basename(os.path.dirname(common)) if base == ".git" else base.removesuffix(".git")
+
+
+def _current_branch(git_dir: str) -> str:
+    try:
+        with open(os.path.join(git_dir, "HEAD")) as f:
+            head = f.read().strip()
+    except OSError:
+        return ""
+    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else ""

@@ -1,0 +1,169 @@
+"""The registry as of one commit, plus the writes of the operation being built on it.
+
+Every read is a direct lookup by path through ``cat-file --batch`` (``<tree>:<path>``):
+nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md):
+
+    sessions/live/<sid>.yaml         live sessions (OnWorking)
+    sessions/done/<xx>/<sid>.yaml    ended sessions, fanned out by sha1(sid)
+    sessions/recent.json             the last few ended sessions, for registry.md
+    locks/<xx>/<sha1(target)>.json   file and directory locks
+    locks/patterns/<sha1>.json       glob locks: few, read together
+    contexts/<sid>.md                session diaries
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .errors import RegistryError
+from .gitstore import Repo
+from .paths import record_name
+from .records import Lock, Session, UnreadableRecord, dump_session, load_session
+
+LIVE_DIR = "sessions/live"
+DONE_DIR = "sessions/done"
+RECENT = "sessions/recent.json"
+PATTERNS_DIR = "locks/patterns"
+
+
+def live_path(sid: str) -> str:
+    return f"{LIVE_DIR}/{sid}.yaml"
+
+
+def done_path(sid: str) -> str:
+    return f"{DONE_DIR}/{hashlib.sha1(sid.encode()).hexdigest()[:2]}/{sid}.yaml"
+
+
+def context_path(sid: str) -> str:
+    return f"contexts/{sid}.md"
+
+
+class View:
+    def __init__(self, repo: Repo, tip: str | None) -> None:
+        self.repo = repo
+        self.tip = tip
+        self.tree = repo.commit_info(tip)[0] if tip else None
+        self.writes: dict[str, bytes | None] = {}
+        self._sessions: dict[str, Session | None] = {}
+        self.warnings: list[str] = []
+        self.unreadable: set[str] = set()  # live session ids whose file cannot be parsed
+
+    # -- raw files -------------------------------------------------------------------
+    def read(self, path: str) -> bytes | None:
+        if path in self.writes:
+            return self.writes[path]
+        if not self.tree:
+            return None
+        return self.repo.read_blob(f"{self.tree}:{path}")
+
+    def write(self, path: str, data: bytes | None) -> None:
+        self.writes[path] = data
+
+    def names(self, folder: str) -> list[str]:
+        """Entry names of *folder*, pending writes included."""
+        names = set()
+        if self.tree:
+            names = {n for n, _, _ in self.repo.list_tree(f"{self.tree}:{folder}")}
+        prefix = folder + "/"
+        for path, data in self.writes.items():
+            if path.startswith(prefix) and "/" not in path[len(prefix):]:
+                name = path[len(prefix):]
+                if data is None:
+                    names.discard(name)
+                else:
+                    names.add(name)
+        return sorted(names)
+
+    # -- sessions --------------------------------------------------------------------
+    def session(self, sid: str, *, strict: bool = True) -> Session | None:
+        """The live session *sid*.  An unreadable file raises when *strict*, else it is
+        reported in ``warnings`` and treated as live-but-unknown (None)."""
+        if sid not in self._sessions:
+            raw = self.read(live_path(sid))
+            try:
+                self._sessions[sid] = load_session(raw) if raw is not None else None
+            except UnreadableRecord as exc:
+                self._sessions[sid] = None
+                self.unreadable.add(sid)
+                self.warnings.append(f"{live_path(sid)} is unreadable: {exc}")
+        if strict and sid in self.unreadable:
+            raise RegistryError(f"{live_path(sid)} is unreadable; fix or remove it by hand")
+        return self._sessions[sid]
+
+    def done_session(self, sid: str) -> Session | None:
+        raw = self.read(done_path(sid))
+        if raw is None:
+            return None
+        try:
+            return load_session(raw)
+        except UnreadableRecord as exc:
+            raise RegistryError(f"{done_path(sid)} is unreadable: {exc}") from None
+
+    def live_ids(self) -> list[str]:
+        return [n[:-5] for n in self.names(LIVE_DIR) if n.endswith(".yaml")]
+
+    def live_sessions(self) -> list[Session]:
+        out = []
+        for sid in self.live_ids():
+            session = self.session(sid, strict=False)
+            if session is not None:
+                out.append(session)
+        return out
+
+    def put_session(self, session: Session) -> None:
+        path = live_path(session.id)
+        if session.live:
+            self.write(path, dump_session(session, self.read(path)))
+            self._sessions[session.id] = session
+            self.unreadable.discard(session.id)
+        else:
+            previous = self.read(path)
+            self.write(path, None)
+            self.write(done_path(session.id), dump_session(session, previous))
+            self._sessions[session.id] = None
+            self._remember_ended(session)
+
+    def _remember_ended(self, session: Session, keep: int = 20) -> None:
+        raw = self.read(RECENT)
+        try:
+            recent = json.loads(raw) if raw else []
+        except ValueError:
+            self.warnings.append(f"{RECENT} was unreadable and is rebuilt")
+            recent = []
+        entry = {"id": session.id, "provider": session.provider,
+                 "working_on": session.working_on, "status": session.status,
+                 "finished_at": session.finished_at}
+        recent = [entry] + [r for r in recent if r.get("id") != session.id]
+        self.write(RECENT, (json.dumps(recent[:keep], indent=1, ensure_ascii=False) + "\n").encode())
+
+    def recent(self) -> list[dict]:
+        raw = self.read(RECENT)
+        try:
+            return json.loads(raw) if raw else []
+        except ValueError:
+            return []
+
+    # -- locks -----------------------------------------------------------------------
+    def lock(self, target: str) -> Lock | None:
+        raw = self.read(record_name(target))
+        if raw is None:
+            return None
+        try:
+            return Lock.from_bytes(raw)
+        except UnreadableRecord as exc:
+            # reported by name; a claim on the path replaces the broken record
+            self.warnings.append(f"{record_name(target)} is unreadable: {exc}")
+            return None
+
+    def put_lock(self, lock: Lock) -> None:
+        self.write(record_name(lock.path), lock.to_bytes() if lock.holders else None)
+
+    def pattern_locks(self) -> list[Lock]:
+        out = []
+        for name in self.names(PATTERNS_DIR):
+            raw = self.read(f"{PATTERNS_DIR}/{name}")
+            try:
+                out.append(Lock.from_bytes(raw or b""))
+            except UnreadableRecord as exc:
+                self.warnings.append(f"{PATTERNS_DIR}/{name} is unreadable: {exc}")
+        return out
