@@ -78,10 +78,11 @@ def is_alive(pid: int | None, started: int | None) -> bool:
     if not pid:
         return False
     if os.path.exists("/proc/self/stat"):
-        now = start_time(pid)
-        if now is None:
+        fields = _stat_fields(pid)
+        # a zombie (state Z) has exited and only waits for its parent to reap it
+        if fields is None or fields[1] == "Z":
             return False
-        return started is None or now == started
+        return started is None or int(fields[20]) == started
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
