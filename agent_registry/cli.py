@@ -441,7 +441,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        # usage errors too are one line (and a JSON document with --json), exit 2
+        where = getattr(getattr(exc, "ctx", None), "command_path", None) or "agent-registry"
+        message = exc.format_message()
+        if json_mode:
+            click.echo(json.dumps({"error": {"code": BAD_INPUT, "message": message}},
+                                  indent=2, ensure_ascii=False))
+        click.echo(f"{where}: {message} (see --help)", err=True)
         return BAD_INPUT
     except KeyboardInterrupt:
         return 130
