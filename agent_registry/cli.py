@@ -21,7 +21,10 @@ from .errors import BAD_INPUT, BadInput, RegistryError
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
 
 # name -> "module:attribute" of commands that live outside this file
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "sync": "agent_registry.sync_cli:sync",
+    "gc": "agent_registry.sync_cli:gc",
+}
 
 
 class LazyGroup(click.Group):
@@ -140,14 +143,22 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 
 @cli.command()
 @click.option("--branch", metavar="NAME", help="Use NAME as the registry branch (saved in git config).")
+@click.option("--remote", metavar="NAME",
+              help="Sync with remote NAME (saved in git config; `none` turns sync off).")
 @pass_out
-def init(out: Output, branch: str | None) -> None:
+def init(out: Output, branch: str | None, remote: str | None) -> None:
     """Create the registry branch (idempotent; never touches the working tree)."""
+    from .registry import Registry
+    repo = out.registry.repo
     if branch:
-        from .registry import Registry
-        Registry(out.registry.repo, branch=branch, config=out.registry.config)  # validates
-        out.registry.repo.git("config", "agent-registry.branch", branch)
-        out._registry = Registry(out.registry.repo, branch=branch)
+        Registry(repo, branch=branch, config=out.registry.config)  # validates the name
+        repo.git("config", "agent-registry.branch", branch)
+    if remote:
+        if remote.lower() != "none" and repo.git("remote", "get-url", remote, check=False).returncode:
+            raise BadInput(f"no remote named {remote!r} (see `git remote -v`)")
+        repo.git("config", "agent-registry.remote", remote)
+    if branch or remote:
+        out._registry = Registry(repo)
     result = out.registry.init()
     out.emit(result, f"{'created' if result['created'] else 'already have'} branch {result['branch']}")
 
@@ -288,9 +299,13 @@ def sync_line(state: dict) -> str:
 @click.option("--provider", metavar="P", help="Only this provider (case-insensitive).")
 @click.option("--project", metavar="P", help="Only projects whose path contains P.")
 @click.option("--all", "show_all", is_flag=True, help="Include ended sessions.")
+@click.option("--remote", "remote_url", metavar="URL",
+              help="Read sessions and locks straight from a remote, without a clone.")
 @pass_out
-def status(out: Output, status_filter, provider, project, show_all) -> None:
+def status(out: Output, status_filter, provider, project, show_all, remote_url) -> None:
     """Table of sessions (default: live ones) and the sync state."""
+    if remote_url:
+        return remote_status(out, remote_url)
     registry = out.registry
     include_ended = show_all or (status_filter not in (None, "OnWorking"))
     sessions = registry.sessions(include_ended=include_ended)
@@ -308,6 +323,20 @@ def status(out: Output, status_filter, provider, project, show_all) -> None:
     text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows)
             if rows else "no sessions") + "\n" + sync_line(sync)
     out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync}, text)
+
+
+def remote_status(out: Output, url: str) -> None:
+    from .sync import remote_snapshot
+    snap = remote_snapshot(url)
+    rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"], s["host"]]
+            for s in snap["sessions"]]
+    locks = [[l["path"], l["mode"], l["owner"], "stale" if l["stale_reason"] else "fresh"]
+             for l in snap["locks"]]
+    text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "HOST"], rows)
+            if rows else "no live sessions") + "\n\n" + \
+        (render_table(["PATH", "MODE", "OWNER", "STATE"], locks) if locks else "no locks") + \
+        f"\nread from {url} at {snap['tip'][:12]}"
+    out.emit(snap, text)
 
 
 @cli.command()
@@ -374,6 +403,7 @@ def lock_check(out: Output, paths, sid) -> None:
             lines.append(f"free: {r['path']}")
         else:
             extra = f", {r['stale_reason']}" if r.get("stale_reason") else ""
+            extra += "" if r.get("confirmed", True) else ", not confirmed by the remote yet"
             what = f" ({r['working_on']})" if r.get("working_on") else ""
             lines.append(f"{r['state']}: {r['path']} by {r['owner']}{what}, "
                          f"{age(r['age_seconds'])} ago{extra}")
@@ -386,7 +416,8 @@ def lock_list(out: Output) -> None:
     """Every lock held by a live session."""
     locks = out.registry.locks()
     rows = [[l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
-             "stale" if l["stale_reason"] else "fresh"] for l in locks]
+             ("stale" if l["stale_reason"] else "fresh")
+             + ("" if l["confirmed"] else ", unconfirmed")] for l in locks]
     out.emit({"locks": locks}, render_table(["PATH", "MODE", "OWNER", "AGE", "STATE"], rows)
              if rows else "no locks")
 

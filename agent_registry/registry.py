@@ -78,8 +78,9 @@ def _flock(path: str) -> Iterator[None]:
 
 
 def read_config(info_git_dir: str) -> dict[str, str]:
-    """``agent-registry.*`` keys of git config, in one process."""
-    proc = run_git(["config", "-z", "--get-regexp", r"^agent-registry\."],
+    """``agent-registry.*`` keys of git config (and whether origin exists), in one
+    process."""
+    proc = run_git(["config", "-z", "--get-regexp", r"^(agent-registry\.|remote\.origin\.url$)"],
                    env={**os.environ, "GIT_DIR": info_git_dir}, check=False)
     out = {}
     for item in proc.stdout.decode(errors="replace").split("\0"):
@@ -118,47 +119,96 @@ class Registry:
         self.close()
 
     # -- the transaction -------------------------------------------------------------
+    @property
+    def remote(self) -> str | None:
+        """The remote this clone syncs with: ``agent-registry.remote``, else ``origin``
+        when it exists; ``none`` turns sync off."""
+        name = self.config.get("agent-registry.remote")
+        if name is None:
+            return "origin" if "remote.origin.url" in self.config else None
+        return None if name.lower() in ("", "none", "false") else name
+
+    @property
+    def tracking_ref(self) -> str | None:
+        return f"refs/remotes/{self.remote}/{self.branch}" if self.remote else None
+
+    def tip(self) -> str | None:
+        """The local branch tip; a clone that never had the branch starts from what it
+        fetched (``git clone`` makes the remote-tracking ref, not the branch)."""
+        tip = self.repo.read_ref(self.ref)
+        if tip is None and self.tracking_ref:
+            tip = self.repo.read_ref(self.tracking_ref)
+        return tip
+
     def view(self) -> View:
         """A read-only snapshot of the branch tip."""
-        return View(self.repo, self.repo.read_ref(self.ref))
+        return View(self.repo, self.tip())
 
     def apply(self, op: dict) -> dict:
-        """Apply one operation to the branch tip and commit it; returns its result."""
-        method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
-        if method is None and op["op"] not in OPERATIONS:
-            raise BadInput(f"unknown operation {op['op']!r}")
-        handler = method or (lambda view, op: OPERATIONS[op["op"]](self, view, op))
+        """Apply one operation to the branch tip and commit it; returns its result.
+        With a remote, the operation is also confirmed by a push (agent_registry.sync)."""
+        self._handler(op)  # an unknown operation fails before anything happens
         with _flock(self.lock_file):
-            for _ in range(CAS_ATTEMPTS):
-                view = self.view()
-                outcome = handler(view, op)
-                if outcome.subject is None or not view.writes:
-                    return outcome.result
-                try:
-                    self._commit(view, op, outcome.subject)
-                except CasFailed:
-                    continue  # the ref moved under us (a fetch, a user): decide again
-                return outcome.result
+            if self.remote:
+                from .sync import apply_synced
+                return apply_synced(self, op)
+            return self.apply_locally(op)
+
+    def apply_locally(self, op: dict) -> dict:
+        """Commit *op* on the local tip (caller holds the flock); a lost CAS is retried."""
+        for _ in range(CAS_ATTEMPTS):
+            old = self.repo.read_ref(self.ref)
+            base = self.tip()
+            commit, result = self.build(base, op)
+            if commit is None:
+                return result
+            try:
+                self.repo.update_ref(self.ref, commit, old, f"agent-registry: {op['op']}")
+            except CasFailed:
+                continue  # the ref moved under us (a fetch, a user): decide again
+            return result
         raise RegistryError(f"{self.ref} kept moving; gave up after {CAS_ATTEMPTS} attempts")
 
-    def _commit(self, view: View, op: dict, subject: str) -> str:
+    def knows(self, op: dict) -> bool:
+        return hasattr(self, "_op_" + op["op"].replace("-", "_")) or op["op"] in OPERATIONS
+
+    def _handler(self, op: dict) -> Callable[[View, dict], "Outcome"]:
+        method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
+        if method is not None:
+            return method
+        if op["op"] not in OPERATIONS:
+            raise BadInput(f"unknown operation {op['op']!r}")
+        return lambda view, op: OPERATIONS[op["op"]](self, view, op)
+
+    def build(self, base: str | None, op: dict, note: str = "") -> tuple[str | None, dict]:
+        """Apply *op* on commit *base* and write the resulting commit (not moving any
+        ref).  Returns (commit or None when nothing changes, result); raises when the
+        operation is refused.  *note* is appended to the message (sync's replays)."""
+        view = View(self.repo, base)
+        outcome = self._handler(op)(view, op)
+        if outcome.subject is None or not view.writes:
+            return None, outcome.result
+        return self.write_commit(view, op, outcome.subject, note), outcome.result
+
+    def write_commit(self, view: View, op: dict, subject: str, note: str = "") -> str:
         at = op["at"]
         view.write("registry.md", registry_md(view, at, subject))
         view.write("README.md", branch_readme(self.branch))
         tree = self.repo.edit_tree(view.tree, view.writes)
         author = op.get("session") or op.get("by") or "agent-registry"
-        commit = self.repo.commit_tree(
-            tree, [view.tip] if view.tip else [], subject + "\n\n" + trailers(op),
-            f"{author} <{author}@{self.host}>", int(at))
-        self.repo.update_ref(self.ref, commit, view.tip, f"agent-registry: {subject}")
-        return commit
+        message = subject + "\n\n" + (note + "\n\n" if note else "") + trailers(op)
+        return self.repo.commit_tree(tree, [view.tip] if view.tip else [], message,
+                                     f"{author} <{author}@{self.host}>", int(at))
 
     def sync_state(self) -> dict:
         """Where this clone stands against its remote (see agent_registry.sync)."""
-        return {"enabled": False, "detail": "no remote configured"}
+        if not self.remote:
+            return {"enabled": False, "detail": "no remote configured"}
+        from .sync import sync_state
+        return sync_state(self)
 
     def _op(self, kind: str, **fields) -> dict:
-        return {"op": kind, "at": self.clock(), **fields}
+        return {"op": kind, "at": self.clock(), "id": secrets.token_hex(8), **fields}
 
     # -- setup -----------------------------------------------------------------------
     def init(self) -> dict:
@@ -518,6 +568,7 @@ class Registry:
         if not targets:
             raise BadInput("no path to check")
         view, at = self.view(), self.clock()
+        unconfirmed = self.unconfirmed_claims()
         out = []
         for target in targets:
             states = []
@@ -532,7 +583,8 @@ class Registry:
                                    "working_on": owner.working_on if owner else "",
                                    "since": holder.acquired_at,
                                    "age_seconds": _age(holder.acquired_at, at),
-                                   "stale_reason": reason})
+                                   "stale_reason": reason,
+                                   "confirmed": (holder.session, lock.path) not in unconfirmed})
             rank = {"locked": 0, "locked-by-me": 1, "stale": 2}
             states.sort(key=lambda s: rank[s["state"]])
             out.append(states[0] if states else {"path": target, "state": "free"})
@@ -542,6 +594,7 @@ class Registry:
     def locks(self) -> list[dict]:
         """Every lock held by a live session, with its state."""
         view, at = self.view(), self.clock()
+        unconfirmed = self.unconfirmed_claims()
         out = []
         for session in view.live_sessions():
             for target in session.locks:
@@ -553,9 +606,17 @@ class Registry:
                             "working_on": session.working_on, "since": holder.acquired_at,
                             "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
                             "generation": holder.generation,
-                            "stale_reason": stale_reason(holder, session, at, self.host)})
+                            "stale_reason": stale_reason(holder, session, at, self.host),
+                            "confirmed": (session.id, target) not in unconfirmed})
         self.warnings = view.warnings
         return sorted(out, key=lambda l: l["path"])
+
+    def unconfirmed_claims(self) -> set[tuple[str, str]]:
+        """(session, path) of claims this clone made that its remote has not seen yet."""
+        if not self.remote:
+            return set()
+        from .sync import unconfirmed_claims
+        return unconfirmed_claims(self)
 
     def heartbeat(self, sid: str) -> dict:
         P.validate_session_id(sid)

@@ -1,0 +1,81 @@
+"""``gc --keep-days N``: squash registry history older than N days into one commit.
+
+The state at the tip is unchanged; only history is shorter, so years of heartbeats do
+not weigh on every clone.  Later commits are rewritten byte for byte except for their
+parent line.  With a remote, the rewrite is pushed with ``--force-with-lease`` naming the
+exact remote tip we rewrote (and a refspec without ``+``, which would override the
+lease); other clones see a rewritten remote and replay their own pending operations on
+it (agent_registry.sync).
+"""
+from __future__ import annotations
+
+import json
+
+from .errors import BadInput, RegistryError
+from .records import iso
+from .registry import TRAILER, Registry, _flock
+
+GC_OP = "gc"
+
+
+def gc(registry: Registry, keep_days: int) -> dict:
+    if keep_days < 0:
+        raise BadInput("--keep-days must be 0 or more")
+    with _flock(registry.lock_file):
+        if registry.remote:
+            from .sync import Offline, _rebase, fetch, publish
+            try:
+                _rebase(registry, registry.repo.read_ref(registry.tracking_ref), fetch(registry))
+            except Offline as exc:
+                raise RegistryError(f"gc needs {registry.remote} to be reachable: {exc}") from None
+            if not publish(registry)["pushed"]:
+                raise RegistryError(f"gc needs this clone in sync with {registry.remote}; "
+                                    "run `agent-registry sync` first")
+        tip = registry.repo.read_ref(registry.ref)
+        if tip is None:
+            return {"squashed": 0, "kept": 0, "tip": None}
+        cutoff = registry.clock() - keep_days * 86400
+        git = registry.repo.git
+        old = git("rev-list", "-1", "--first-parent", f"--before={int(cutoff)}", tip).stdout.decode().strip()
+        squashed = int(git("rev-list", "--count", "--first-parent", old).stdout) if old else 0
+        if squashed <= 1:
+            return {"squashed": 0, "kept": _count(registry, tip), "tip": tip}
+        later = git("rev-list", "--reverse", "--first-parent", f"{old}..{tip}").stdout.decode().split()
+        op = {"op": GC_OP, "at": registry.clock(), "keep_days": keep_days, "squashed": squashed,
+              "before": iso(cutoff)}
+        message = (f"gc: squash {squashed} commits before {iso(cutoff)}\n\n"
+                   f"{TRAILER}Op: {GC_OP}\n{TRAILER}Data: {json.dumps(op, sort_keys=True)}\n")
+        tree = registry.repo.commit_info(old)[0]
+        parent = registry.repo.commit_tree(tree, [], message,
+                                           "agent-registry <agent-registry@localhost>",
+                                           int(op["at"]))
+        for commit in later:
+            parent = _reparent(registry, commit, parent)
+        registry.repo.update_ref(registry.ref, parent, tip, f"agent-registry: gc {squashed}")
+        if registry.remote:
+            _push_rewrite(registry, parent, tip)
+        return {"squashed": squashed, "kept": len(later), "tip": parent}
+
+
+def _count(registry: Registry, tip: str) -> int:
+    return int(registry.repo.git("rev-list", "--count", tip).stdout)
+
+
+def _reparent(registry: Registry, commit: str, parent: str) -> str:
+    kind, raw = registry.repo.reader.read(commit)  # type: ignore[misc]
+    head, sep, body = raw.partition(b"\n\n")
+    lines = [l for l in head.split(b"\n") if not l.startswith(b"parent ")]
+    lines.insert(1, b"parent " + parent.encode())  # right after the tree line
+    return registry.repo.write_object(kind, b"\n".join(lines) + sep + body)
+
+
+def _push_rewrite(registry: Registry, new: str, old: str) -> None:
+    dst = f"refs/heads/{registry.branch}"
+    from .sync import _git_net
+    proc = _git_net(registry, "push", "--porcelain", "--quiet",
+                    f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")
+    if proc.returncode != 0:
+        registry.repo.update_ref(registry.ref, old, new, "agent-registry: gc undone")
+        raise RegistryError(f"{registry.remote} moved during gc; nothing was rewritten, "
+                            "run gc again")
+    registry.repo.git("update-ref", registry.tracking_ref, new)
