@@ -24,6 +24,9 @@ SESSION_ENV = "AGENT_REGISTRY_SESSION"
 LAZY_COMMANDS: dict[str, str] = {
     "sync": "agent_registry.sync_cli:sync",
     "gc": "agent_registry.sync_cli:gc",
+    "guard": "agent_registry.guard_cli:guard",
+    "hooks": "agent_registry.guard_cli:hooks",
+    "harness": "agent_registry.harness_cli:harness",
 }
 
 
@@ -145,8 +148,10 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 @click.option("--branch", metavar="NAME", help="Use NAME as the registry branch (saved in git config).")
 @click.option("--remote", metavar="NAME",
               help="Sync with remote NAME (saved in git config; `none` turns sync off).")
+@click.option("--hooks", "with_hooks", is_flag=True,
+              help="Also install the git hooks (as `hooks install`).")
 @pass_out
-def init(out: Output, branch: str | None, remote: str | None) -> None:
+def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool = False) -> None:
     """Create the registry branch (idempotent; never touches the working tree)."""
     from .registry import Registry
     repo = out.registry.repo
@@ -160,7 +165,12 @@ def init(out: Output, branch: str | None, remote: str | None) -> None:
     if branch or remote:
         out._registry = Registry(repo)
     result = out.registry.init()
-    out.emit(result, f"{'created' if result['created'] else 'already have'} branch {result['branch']}")
+    text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}"
+    if with_hooks:
+        from .githooks import install
+        result["hooks"] = install(repo.info)
+        text += f"\ninstalled git hooks in {result['hooks']['hooks_dir']}"
+    out.emit(result, text)
 
 
 # -- sessions -------------------------------------------------------------------------

@@ -1,0 +1,135 @@
+"""Installing the git hooks shipped in the top-level ``hooks/`` folder.
+
+The hooks directory is git's own answer (``git rev-parse --git-path hooks``), so
+``core.hooksPath`` and linked worktrees (which share the common hooks directory) are
+honoured.  An existing hook is never overwritten: it is renamed to
+``<name>.agent-registry-chained`` (a rename keeps its bytes, mode and symlink-ness), our
+hook runs it first, and ``uninstall`` renames it back.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .data import folder
+from .errors import Refused
+from .gitstore import RepoInfo, clean_env
+from .guard import branch_name, push_guard_enabled, read_config
+
+HOOK_NAMES = ("pre-commit", "pre-push", "post-merge", "post-checkout")
+MARKER = "# agent-registry hook: "
+CHAINED_SUFFIX = ".agent-registry-chained"
+PYTHON_PLACEHOLDER = "@PYTHON@"
+
+
+def hooks_dir(info: RepoInfo) -> Path:
+    """Where git looks for this worktree's hooks."""
+    proc = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path", "hooks"],
+                          cwd=info.toplevel or info.git_dir,
+                          env={**clean_env(), "GIT_DIR": info.git_dir},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    return Path(proc.stdout.decode().strip())
+
+
+def hook_text(name: str) -> str:
+    """The shipped hook *name*, pointed at the interpreter running now."""
+    text = folder("hooks").joinpath(name).read_text(encoding="utf-8")
+    return text.replace(PYTHON_PLACEHOLDER, sys.executable.replace("'", "'\\''"))
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return MARKER.encode() in f.read(400)
+    except OSError:
+        return False
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def install(info: RepoInfo) -> dict:
+    directory = hooks_dir(info)
+    directory.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in HOOK_NAMES:
+        target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
+        state = "installed"
+        if _exists(target) and not is_ours(target):
+            if _exists(chained):
+                raise Refused(f"{target} is not ours and {chained.name} already exists: "
+                              "move one of them away, then install again")
+            os.rename(target, chained)
+            state = "installed, chaining the existing hook"
+        elif _exists(target):
+            state = "updated"
+        tmp = directory / f".{name}.agent-registry-tmp"
+        tmp.write_text(hook_text(name), encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, target)
+        results.append({"hook": name, "path": str(target), "state": state,
+                        "chained": str(chained) if _exists(chained) else None})
+    return {"hooks_dir": str(directory), "hooks": results}
+
+
+def uninstall(info: RepoInfo) -> dict:
+    directory = hooks_dir(info)
+    results = []
+    for name in HOOK_NAMES:
+        target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
+        if not is_ours(target):
+            state = "not installed" if not _exists(target) else "left alone (not ours)"
+        elif _exists(chained):
+            os.replace(chained, target)
+            state = "removed, chained hook restored"
+        else:
+            target.unlink()
+            state = "removed"
+        results.append({"hook": name, "path": str(target), "state": state})
+    return {"hooks_dir": str(directory), "hooks": results}
+
+
+def status(info: RepoInfo) -> dict:
+    """What is installed, and the mode the guard is in."""
+    directory = hooks_dir(info)
+    config = read_config(info.git_dir)
+    branch = branch_name(config)
+    hooks = []
+    for name in HOOK_NAMES:
+        target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
+        state = ("installed" if is_ours(target) else
+                 "other hook (not ours)" if _exists(target) else "not installed")
+        python = _installed_python(target) if state == "installed" else None
+        if python is not None and not os.access(python, os.X_OK):
+            state = f"broken ({python} is gone: run hooks install)"
+        hooks.append({"hook": name, "path": str(target), "state": state,
+                      "chained": str(chained) if _exists(chained) else None})
+    has_branch = _has_branch(info, branch)
+    guarded = hooks[0]["state"] == "installed"
+    if not guarded:
+        mode = "off: the pre-commit hook is not installed"
+    elif not has_branch:
+        mode = f"off: no registry branch {branch!r} yet (commits pass, with a notice)"
+    else:
+        mode = "enforcing"
+    return {"hooks_dir": str(directory), "hooks": hooks, "branch": branch,
+            "branch_present": has_branch, "mode": mode,
+            "push_guard": hooks[1]["state"] == "installed" and push_guard_enabled(config, ""),
+            "override_env": "AGENT_REGISTRY_ALLOW"}
+
+
+def _installed_python(path: Path) -> str | None:
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("AGENT_REGISTRY_PYTHON='"):
+            return line.split("'", 2)[1]
+    return None
+
+
+def _has_branch(info: RepoInfo, branch: str) -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
+                          env={**clean_env(), "GIT_DIR": info.git_dir},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc.returncode == 0

@@ -1,0 +1,450 @@
+"""The guard: refuse a commit or a push that touches a path another live session holds.
+
+It runs on every commit, so it imports the standard library only (no click, no ruamel,
+no search or web stack) and looks up only what the commit touches: for each path, the
+lock record of the path itself and of each ancestor directory, plus the few glob locks,
+all read through one ``git cat-file --batch`` from the registry branch tip.
+
+    python -m agent_registry.guard pre-commit           # what the pre-commit hook runs
+    python -m agent_registry.guard pre-push REMOTE URL  # refs on stdin, as git gives them
+    python -m agent_registry.guard check PATH...        # the same decision for any paths
+    python -m agent_registry.guard background-sync      # post-merge / post-checkout
+
+Who commits: ``$AGENT_REGISTRY_SESSION``, else the live session on this host whose
+process is an ancestor of the hook, else a person.  Locks held by anyone else block,
+unless stale.  ``AGENT_REGISTRY_ALLOW=1`` lets the commit through and records the
+override on the registry branch.  The guard never lets a commit through silently: when
+the registry branch is missing or unreadable it says so on stderr.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from . import paths as P
+from .gitstore import Repo, RepoInfo, clean_env, discover
+from .procinfo import ancestors, hostname, start_time
+from .records import Lock, Session, UnreadableRecord, load_session
+from .staleness import stale_reason
+
+SESSION_ENV = "AGENT_REGISTRY_SESSION"
+ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
+# set in the environment of the sync the pre-push hook starts, whose own push of the
+# registry branch would otherwise run this hook again
+IN_HOOK_ENV = "AGENT_REGISTRY_IN_HOOK"
+DEFAULT_BRANCH = "agent-registry"
+SYNC_TIMEOUT = 20.0
+PERSON = "a person"
+
+
+@dataclass
+class Conflict:
+    """A path the committer may not touch: who holds it, through which lock target."""
+    path: str
+    target: str
+    owner: str
+    working_on: str
+    since: str
+    mode: str
+    host: str
+
+
+@dataclass
+class Report:
+    """The guard's answer for a set of paths."""
+    checked: list[str]
+    committer: str | None = None  # a session id, or None for a person
+    conflicts: list[Conflict] = field(default_factory=list)
+    stale: list[dict] = field(default_factory=list)  # locks that no longer count
+    mode: str = "enforcing"  # or "off: <why>" when the registry could not be read
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.conflicts)
+
+    def to_dict(self) -> dict:
+        return {"checked": self.checked, "committer": self.committer or PERSON,
+                "blocked": self.blocked, "mode": self.mode,
+                "conflicts": [asdict(c) for c in self.conflicts], "stale": self.stale,
+                "warnings": self.warnings}
+
+
+def read_config(git_dir: str) -> dict[str, str]:
+    """``agent-registry.*`` git config keys (lower-cased names), in one process."""
+    proc = subprocess.run(["git", "config", "-z", "--get-regexp", r"^agent-registry\."],
+                          env={**clean_env(), "GIT_DIR": git_dir},
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = {}
+    for item in proc.stdout.decode(errors="replace").split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            out[key.lower()] = value
+    return out
+
+
+def branch_name(config: dict[str, str]) -> str:
+    return config.get("agent-registry.branch") or DEFAULT_BRANCH
+
+
+class LockLookup:
+    """The registry as of one tip, read path by path: never a scan of all locks."""
+
+    def __init__(self, repo: Repo, tip: str, now: float, host: str) -> None:
+        self.repo = repo
+        self.tip = tip
+        self.now = now
+        self.host = host
+        self._patterns: list[Lock] | None = None
+        self._sessions: dict[str, tuple[Session | None, bool]] = {}
+        self.warnings: list[str] = []
+
+    def _lock(self, name: str) -> Lock | None:
+        raw = self.repo.read_blob(f"{self.tip}:{name}")
+        if raw is None:
+            return None
+        try:
+            return Lock.from_bytes(raw)
+        except UnreadableRecord as exc:
+            self.warnings.append(f"{name} is unreadable: {exc}")
+            return None
+
+    def patterns(self) -> list[Lock]:
+        if self._patterns is None:
+            names = [n for n, is_tree, _ in self.repo.list_tree(f"{self.tip}:locks/patterns")
+                     if not is_tree]
+            self._patterns = [lock for n in names
+                              if (lock := self._lock(f"locks/patterns/{n}")) is not None]
+        return self._patterns
+
+    def session(self, sid: str) -> tuple[Session | None, bool]:
+        """(live session or None, unreadable?)"""
+        if sid not in self._sessions:
+            raw = self.repo.read_blob(f"{self.tip}:sessions/live/{sid}.yaml")
+            try:
+                self._sessions[sid] = (load_session(raw) if raw is not None else None, False)
+            except UnreadableRecord as exc:
+                self.warnings.append(f"sessions/live/{sid}.yaml is unreadable: {exc}")
+                self._sessions[sid] = (None, True)
+        return self._sessions[sid]
+
+    def covering(self, path: str) -> list[Lock]:
+        """Locks whose target covers *path*: its own record, its ancestor directories',
+        and the glob locks that match it."""
+        found = [lock for key in P.lookup_keys(path)
+                 if (lock := self._lock(P.record_name(key))) is not None
+                 and P.covers(lock.path, path)]
+        return found + [lock for lock in self.patterns() if P.covers(lock.path, path)]
+
+
+def _is_my_process(session: Session, host: str, mine: set[int]) -> bool:
+    return (session.host == host and session.pid in mine
+            and (session.pid_start is None or start_time(session.pid) == session.pid_start))
+
+
+def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
+             my_pids: set[int]) -> Report:
+    """Which of *paths* are held by a live session other than the committer."""
+    report = Report(checked=list(paths), committer=committer)
+    seen: set[tuple[str, str, str]] = set()
+    for path in paths:
+        for lock in lookup.covering(path):
+            for holder in lock.holders:
+                key = (path, lock.path, holder.session)
+                if key in seen:
+                    continue
+                seen.add(key)
+                session, unreadable = lookup.session(holder.session)
+                if committer is not None and holder.session == committer:
+                    continue
+                if committer is None and session is not None and \
+                        _is_my_process(session, lookup.host, my_pids):
+                    continue  # the holder is the agent that runs this commit
+                # an unreadable session file keeps its locks held, as in the registry
+                reason = None if unreadable else stale_reason(holder, session, lookup.now,
+                                                               lookup.host)
+                if reason:
+                    report.stale.append({"path": path, "target": lock.path,
+                                         "owner": holder.session, "reason": reason})
+                    continue
+                report.conflicts.append(Conflict(
+                    path, lock.path, holder.session,
+                    session.working_on if session else "", holder.acquired_at, lock.mode,
+                    session.host if session else ""))
+    report.warnings = lookup.warnings
+    return report
+
+
+def identify(lookup: LockLookup | None, my_pids: set[int]) -> str | None:
+    """The committing session: the env var, else a live session of this host whose
+    process is an ancestor of ours; None for a person.  Lists live sessions (not
+    locks), so it is only called when its answer is needed."""
+    sid = os.environ.get(SESSION_ENV)
+    if sid:
+        return sid
+    if lookup is None:
+        return None
+    for name, is_tree, _ in lookup.repo.list_tree(f"{lookup.tip}:sessions/live"):
+        if is_tree or not name.endswith(".yaml"):
+            continue
+        session, _ = lookup.session(name[:-5])
+        if session is not None and _is_my_process(session, lookup.host, my_pids):
+            return session.id
+    return None
+
+
+class Guard:
+    """One repository's guard: the repo, its registry tip, and the committer."""
+
+    def __init__(self, info: RepoInfo, *, now: float | None = None,
+                 host: str | None = None) -> None:
+        self.info = info
+        self.repo = Repo(info)
+        self.config = read_config(info.git_dir)
+        self.branch = branch_name(self.config)
+        self.host = host or hostname()
+        self.now = time.time() if now is None else now
+        self.my_pids = set(ancestors())
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the registry tip (again)."""
+        self.tip = self.repo.read_ref(f"refs/heads/{self.branch}")
+        self.lookup = LockLookup(self.repo, self.tip, self.now, self.host) if self.tip else None
+
+    @classmethod
+    def open(cls, path: str = ".") -> "Guard":
+        return cls(discover(path))
+
+    def close(self) -> None:
+        self.repo.close()
+
+    def committer(self) -> str | None:
+        return identify(self.lookup, self.my_pids)
+
+    def check(self, paths: list[str]) -> Report:
+        env_sid = os.environ.get(SESSION_ENV) or None
+        if self.lookup is None:
+            return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
+                                               "in this repository")
+        try:
+            report = evaluate(self.lookup, paths, env_sid, self.my_pids)
+            if report.blocked:
+                report.committer = self.committer()
+        except Exception as exc:  # an unreadable registry must not block, nor pass silently
+            return Report(paths, env_sid, mode=f"off: the registry branch {self.branch!r} "
+                                               f"is unreadable ({exc})")
+        return report
+
+    def staged_paths(self) -> list[str]:
+        """Paths the commit being made changes, read with the hook's own environment
+        (git may point GIT_INDEX_FILE at a temporary index).  Without rename detection
+        a rename is a deletion plus an addition, so both sides are checked."""
+        proc = subprocess.run(
+            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames",
+             "--no-ext-diff", "--ignore-submodules=none"],
+            cwd=self.info.toplevel, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.decode(errors="replace").strip())
+        return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+    def pushed_commits(self, remote: str, updates: list[tuple[str, str, str, str]]
+                       ) -> dict[str, list[str]]:
+        """commit -> paths it changes, for the commits a push would send."""
+        tips = [local_sha for local_ref, local_sha, _, _ in updates
+                if set(local_sha) != {"0"} and local_ref != f"refs/heads/{self.branch}"]
+        if not tips:
+            return {}
+        excluded = [f"^{remote_sha}" for _, _, _, remote_sha in updates
+                    if set(remote_sha) != {"0"} and self.repo.reader.read(remote_sha)]
+        commits = self.repo.git("rev-list", *tips, *excluded, "--not",
+                                f"--remotes={remote}", "--").stdout.decode().split()
+        if not commits:
+            return {}
+        out = self.repo.git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z",
+                            "--no-renames", "--always",
+                            input="\n".join(commits).encode() + b"\n").stdout
+        changed: dict[str, list[str]] = {}
+        current = None
+        for item in out.decode("utf-8", "surrogateescape").split("\0"):
+            item = item.strip("\n")
+            if not item:
+                continue
+            if len(item) in (40, 64) and item in commits:
+                current = changed.setdefault(item, [])
+            elif current is not None:
+                current.append(item)
+        return changed
+
+
+# -- messages -------------------------------------------------------------------------
+
+def describe(conflict: Conflict) -> str:
+    via = f" (via {conflict.target})" if conflict.target != conflict.path else ""
+    what = f', working on "{conflict.working_on}"' if conflict.working_on else ""
+    where = f" on {conflict.host}" if conflict.host else ""
+    return f"{conflict.path}: locked by {conflict.owner}{where}{via} since {conflict.since}{what}"
+
+
+def how_to_proceed(action: str) -> str:
+    return (f"agent-registry: ask the owner to release it (agent-registry lock release PATH), "
+            f"or override deliberately: {ALLOW_ENV}=1 git {action} ... (recorded on the "
+            f"registry branch) or git {action} --no-verify (not recorded"
+            + ("; the pre-push guard still checks it)" if action == "commit" else ")"))
+
+
+def refusal_text(report: Report, action: str) -> str:
+    who = report.committer or PERSON
+    lines = [f"agent-registry: {action} refused: {len(report.conflicts)} path(s) locked by "
+             f"another live session (committing as {who}):"]
+    lines += ["  " + describe(c) for c in report.conflicts]
+    lines.append(how_to_proceed(action))
+    return "\n".join(lines)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# -- hook entry points ----------------------------------------------------------------
+
+def override(guard: Guard, report: Report, action: str) -> None:
+    """Let the change through and record who overrode which locks (rare: imports the
+    registry only here)."""
+    from .override import record_override
+    say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed over {len(report.conflicts)} "
+        "lock(s) held by others:")
+    for conflict in report.conflicts:
+        say("  " + describe(conflict))
+    try:
+        record_override(guard.info, report, action)
+        say("agent-registry: the override is recorded on the registry branch")
+    except Exception as exc:  # recording must never turn an allowed commit into a failure
+        say(f"agent-registry: could not record the override: {exc}")
+
+
+def pre_commit(guard: Guard) -> int:
+    try:
+        paths = guard.staged_paths()
+    except RuntimeError as exc:
+        say(f"agent-registry: cannot read the staged paths ({exc}): commit not checked")
+        return 0
+    return _decide(guard, guard.check(paths), "commit")
+
+
+def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) -> int:
+    """Print what the guard found; 0 to let the change through, 1 to refuse it."""
+    for warning in report.warnings:
+        say(f"agent-registry: warning: {warning}")
+    if report.mode != "enforcing":
+        say(f"agent-registry: guard {report.mode}: {action} not checked")
+        return 0
+    if not report.blocked:
+        return 0
+    if os.environ.get(ALLOW_ENV) == "1":
+        override(guard, report, action)
+        return 0
+    say("\n".join([refusal_text(report, action), *details]))
+    return 1
+
+
+def sync_registry(info: RepoInfo) -> str | None:
+    """Bring the registry branch up to date from the remote; None when done, else why
+    not (the guard then uses local state)."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "agent_registry", "sync", "--quiet"],
+                              cwd=info.toplevel or info.git_dir,
+                              env={**clean_env(), IN_HOOK_ENV: "1"},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=SYNC_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"sync took longer than {SYNC_TIMEOUT:.0f} s"
+    except OSError as exc:
+        return str(exc)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"sync exited {proc.returncode}"
+    return None
+
+
+def push_guard_enabled(config: dict[str, str], remote: str) -> bool:
+    for key in (f"agent-registry.{remote.lower()}.guardpush", "agent-registry.guardpush"):
+        if key in config:
+            return config[key].strip().lower() not in ("false", "no", "off", "0")
+    return True
+
+
+def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
+    if not push_guard_enabled(guard.config, remote):
+        return 0
+    updates = [tuple(line.split()) for line in stdin_text.splitlines() if len(line.split()) == 4]
+    if not updates or all(u[0] == f"refs/heads/{guard.branch}" for u in updates):
+        return 0  # nothing to push, or only the registry branch itself (sync's own push)
+    why = sync_registry(guard.info)
+    if why:
+        say(f"agent-registry: could not bring the registry branch up to date ({why}); "
+            "the guard uses local state")
+    else:
+        guard.refresh()  # the sync may have moved the ref
+    commits = guard.pushed_commits(remote, updates)  # type: ignore[arg-type]
+    report = guard.check(sorted({p for changed in commits.values() for p in changed}))
+    held = {c.path for c in report.conflicts}
+    details = [f"  commit {commit[:12]} touches {', '.join(hit)}"
+               for commit, changed in commits.items()
+               if (hit := [p for p in changed if p in held])]
+    return _decide(guard, report, "push",
+                   ["agent-registry: commits that touch them:", *details] if details else [])
+
+
+def background_sync(info: RepoInfo) -> None:
+    """Start a sync detached from this process, so the user's command never waits."""
+    subprocess.Popen([sys.executable, "-m", "agent_registry", "sync", "--quiet"],
+                     cwd=info.toplevel or info.git_dir, env={**clean_env(), IN_HOOK_ENV: "1"},
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+USAGE = ("usage: python -m agent_registry.guard pre-commit | pre-push REMOTE [URL] | "
+         "check PATH... | background-sync")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] not in ("pre-commit", "pre-push", "check", "background-sync"):
+        say(USAGE)
+        return 2
+    if os.environ.get(IN_HOOK_ENV) and args[0] in ("pre-push", "background-sync"):
+        return 0
+    try:
+        info = discover(".")
+    except Exception as exc:
+        say(f"agent-registry: guard off: {exc}")
+        return 0
+    if args[0] == "background-sync":
+        background_sync(info)
+        return 0
+    if args[0] == "pre-push" and len(args) < 2:
+        say(USAGE)
+        return 2
+    guard = Guard(info)
+    try:
+        if args[0] == "pre-commit":
+            return pre_commit(guard)
+        if args[0] == "pre-push":
+            return pre_push(guard, args[1], sys.stdin.read())
+        from .errors import BadInput
+        try:
+            paths = [P.normalize(p, toplevel=info.toplevel, prefix=info.prefix) for p in args[1:]]
+        except BadInput as exc:
+            say(f"agent-registry: {exc.message}")
+            return 2
+        return _decide(guard, guard.check(paths), "commit")
+    finally:
+        guard.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

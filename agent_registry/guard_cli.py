@@ -1,0 +1,97 @@
+"""``agent-registry guard`` and ``agent-registry hooks``: thin click commands over
+:mod:`agent_registry.guard` and :mod:`agent_registry.githooks`.  (The git hooks
+themselves run ``python -m agent_registry.guard``, which never imports click.)"""
+from __future__ import annotations
+
+import click
+
+from .cli import Output, pass_out
+
+
+def _info(out: Output):
+    from .gitstore import discover
+    return discover(out.directory)
+
+
+@click.command()
+@click.argument("paths", nargs=-1)
+@pass_out
+def guard(out: Output, paths) -> None:
+    """Check PATHs (default: the staged paths) as the pre-commit hook does.
+
+    Exit 1 when one is locked by another live session (named with what it works on),
+    0 otherwise. The committer is $AGENT_REGISTRY_SESSION, else the live session whose
+    process is an ancestor of this one, else a person.
+    """
+    from . import guard as G
+    from .errors import BadInput
+    from .paths import normalize
+    info = _info(out)
+    checker = G.Guard(info)
+    try:
+        if paths:
+            targets = [normalize(p, toplevel=info.toplevel, prefix=info.prefix) for p in paths]
+        else:
+            try:
+                targets = checker.staged_paths()
+            except RuntimeError as exc:
+                raise BadInput(f"cannot read the staged paths: {exc}") from None
+        report = checker.check(targets)
+    finally:
+        checker.close()
+    for warning in report.warnings:
+        out.warn(warning)
+    if report.mode != "enforcing":
+        out.warn(f"guard {report.mode}: nothing checked")
+    lines = [G.describe(c) for c in report.conflicts]
+    text = ("\n".join(lines) if lines else
+            f"ok: {len(report.checked)} path(s), none locked by another live session")
+    if report.blocked:
+        out.emit(report.to_dict())
+        if not out.json:
+            click.echo(G.refusal_text(report, "commit"), err=True)
+        raise click.exceptions.Exit(1)
+    out.emit(report.to_dict(), text)
+
+
+@click.group()
+def hooks() -> None:
+    """Install, remove and inspect the git hooks (pre-commit, pre-push, post-merge,
+    post-checkout) that enforce locks."""
+
+
+def _hook_lines(result: dict) -> str:
+    lines = [f"hooks directory: {result['hooks_dir']}"]
+    for hook in result["hooks"]:
+        chained = f" (chains {hook['chained']})" if hook.get("chained") else ""
+        lines.append(f"  {hook['hook']}: {hook['state']}{chained}")
+    return "\n".join(lines)
+
+
+@hooks.command("install")
+@pass_out
+def hooks_install(out: Output) -> None:
+    """Install the hooks (honours core.hooksPath and worktrees); an existing hook is
+    kept and still runs first, and uninstall restores it."""
+    from .githooks import install
+    result = install(_info(out))
+    out.emit(result, _hook_lines(result))
+
+
+@hooks.command("uninstall")
+@pass_out
+def hooks_uninstall(out: Output) -> None:
+    """Remove our hooks and put back the hooks they chained, byte for byte."""
+    from .githooks import uninstall
+    result = uninstall(_info(out))
+    out.emit(result, _hook_lines(result))
+
+
+@hooks.command("status")
+@pass_out
+def hooks_status(out: Output) -> None:
+    """Which hooks are installed, and the guard's mode (enforcing, or off and why)."""
+    from .githooks import status
+    result = status(_info(out))
+    out.emit(result, _hook_lines(result) + f"\nguard: {result['mode']}\n"
+             f"pre-push guard: {'on' if result['push_guard'] else 'off'}")

@@ -1,0 +1,308 @@
+"""Agents that follow the protocol without being told: harness integration.
+
+Claude Code runs hooks at fixed points and talks JSON (its hooks reference): each hook
+command gets the event as a JSON object on stdin (``session_id``, ``cwd``,
+``hook_event_name``, and per event ``tool_name``/``tool_input``, ``source``, ``reason``);
+a PreToolUse hook denies a tool call by printing
+``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+"permissionDecisionReason": "..."}}``.  ``install_claude`` merges four hooks into
+``.claude/settings.json``:
+
+- SessionStart registers the session (id ``claude-<session_id>``) and exports it as
+  ``AGENT_REGISTRY_SESSION`` through ``$CLAUDE_ENV_FILE``;
+- PreToolUse on Edit|Write|MultiEdit|NotebookEdit denies an edit of a path another live
+  session holds, naming the owner (with ``--auto-claim`` it claims a free path first);
+- Stop (which Claude Code fires at the end of every turn, not of the session) renews the
+  session's heartbeat, so its locks stay fresh while it works;
+- SessionEnd finishes the session and releases its locks.
+
+Harnesses without such hooks (Codex, Gemini CLI, any other) get the protocol as text in
+the file they read at start (AGENTS.md, GEMINI.md), between markers, idempotently.  The
+text is the protocol section of the branch README (templates/README.md), so the two
+never disagree.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from string import Template
+
+from .errors import BadInput, NotFound, Refused
+from .gitstore import RepoInfo, discover
+
+CLAUDE_EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
+HOOK_MARK = "harness hook claude"  # how we recognise our own entries in settings.json
+BLOCK_START = "<!-- agent-registry:protocol:start -->"
+BLOCK_END = "<!-- agent-registry:protocol:end -->"
+PROTOCOL_FILES = {"claude": "CLAUDE.md", "codex": "AGENTS.md", "gemini": "GEMINI.md",
+                  "generic": "AGENTS.md"}
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,90}")
+
+
+# -- installing ---------------------------------------------------------------------
+
+def default_command() -> str:
+    """How settings.json calls us: plain ``agent-registry`` when that is on PATH and is
+    this installation, else the absolute path of this installation's script."""
+    here = Path(sys.executable).parent / "agent-registry"
+    found = shutil.which("agent-registry")
+    if found and (not here.exists() or Path(found).resolve() == here.resolve()):
+        return "agent-registry"
+    return str(here) if here.exists() else "agent-registry"
+
+
+def _claude_hooks(command: str, auto_claim: bool) -> dict[str, dict]:
+    run = f"{command} {HOOK_MARK}"
+    claim = " --auto-claim" if auto_claim else ""
+    return {
+        "SessionStart": {"hooks": [{"type": "command", "command": f"{run} session-start"}]},
+        "PreToolUse": {"matcher": CLAUDE_EDIT_TOOLS,
+                       "hooks": [{"type": "command", "command": f"{run} pre-tool-use{claim}"}]},
+        "Stop": {"hooks": [{"type": "command", "command": f"{run} stop"}]},
+        "SessionEnd": {"hooks": [{"type": "command", "command": f"{run} session-end"}]},
+    }
+
+
+def _is_ours(group) -> bool:
+    return isinstance(group, dict) and any(
+        isinstance(h, dict) and HOOK_MARK in str(h.get("command", ""))
+        for h in group.get("hooks") or [])
+
+
+def merge_claude_settings(settings: dict, command: str, auto_claim: bool) -> dict:
+    """*settings* with our hooks added, or updated in place when already there; every
+    other key, event and hook is kept as it is."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise BadInput("settings.json: \"hooks\" is not an object")
+    for event, group in _claude_hooks(command, auto_claim).items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise BadInput(f"settings.json: hooks.{event} is not a list")
+        mine = [i for i, g in enumerate(groups) if _is_ours(g)]
+        if mine:
+            groups[mine[0]] = group
+        else:
+            groups.append(group)
+    return settings
+
+
+def install_claude(toplevel: str, *, auto_claim: bool = False,
+                   command: str | None = None) -> dict:
+    path = Path(toplevel, ".claude", "settings.json")
+    settings: dict = {}
+    if path.exists():
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except ValueError as exc:
+            raise BadInput(f"{path} is not valid JSON ({exc}); nothing changed") from None
+        if not isinstance(settings, dict):
+            raise BadInput(f"{path} is not a JSON object; nothing changed")
+    merge_claude_settings(settings, command or default_command(), auto_claim)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".settings.json.agent-registry-tmp")
+    tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    block = install_protocol(toplevel, "claude")
+    return {"harness": "claude", "settings": str(path), "auto_claim": auto_claim,
+            "events": list(_claude_hooks("", False)), "protocol_file": block["file"]}
+
+
+def protocol_text(branch: str = "agent-registry") -> str:
+    """The protocol section of the branch README, as the branch renders it."""
+    from .data import read_text
+    readme = Template(read_text("templates", "README.md")).substitute(branch=branch)
+    start = readme.index("## The protocol")
+    end = readme.find("\n## ", start + 1)
+    body = readme[start:end if end != -1 else len(readme)].strip()
+    return (body.replace("## The protocol", "## agent-registry: the protocol", 1)
+            + "\n\nThe state lives on the git branch `" + branch + "` of this repository; "
+            "`git log " + branch + "` is the audit trail.")
+
+
+def install_protocol(toplevel: str, harness: str, *, file_name: str | None = None,
+                     branch: str = "agent-registry") -> dict:
+    """Write the protocol block into the harness's instructions file, between markers:
+    replaced when present, appended otherwise; the rest of the file is kept."""
+    name = file_name or PROTOCOL_FILES[harness]
+    path = Path(toplevel, name)
+    block = f"{BLOCK_START}\n{protocol_text(branch)}\n{BLOCK_END}\n"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BLOCK_START in old and BLOCK_END in old:
+        head, rest = old.split(BLOCK_START, 1)
+        tail = rest.split(BLOCK_END, 1)[1].lstrip("\n")
+        new = head + block + tail
+    else:
+        new = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old else "") + block
+    changed = new != old
+    if changed:
+        path.write_text(new, encoding="utf-8")
+    return {"harness": harness, "file": str(path), "changed": changed}
+
+
+# -- the Claude Code hooks ------------------------------------------------------------
+
+def _state_file(info: RepoInfo, claude_id: str) -> Path:
+    safe = claude_id if _SAFE_ID.fullmatch(claude_id) else hashlib.sha1(claude_id.encode()).hexdigest()
+    return Path(info.common_dir, "agent-registry", "claude", safe)
+
+
+def session_for(info: RepoInfo, claude_id: str) -> str:
+    """Our session id for Claude Code's *claude_id*: remembered locally, so a resumed
+    conversation whose session had ended gets a new id and keeps it."""
+    try:
+        return _state_file(info, claude_id).read_text().strip()
+    except OSError:
+        safe = claude_id if _SAFE_ID.fullmatch(claude_id) else hashlib.sha1(claude_id.encode()).hexdigest()[:16]
+        return f"claude-{safe}"
+
+
+def _remember(info: RepoInfo, claude_id: str, sid: str) -> None:
+    path = _state_file(info, claude_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sid + "\n")
+
+
+def _event(raw: str) -> dict:
+    try:
+        event = json.loads(raw or "{}")
+    except ValueError as exc:
+        raise BadInput(f"hook input is not JSON: {exc}") from None
+    if not isinstance(event, dict) or not event.get("session_id"):
+        raise BadInput("hook input has no session_id")
+    return event
+
+
+def _repo_of(event: dict) -> RepoInfo:
+    return discover(event.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or ".")
+
+
+def session_start(raw: str, env: dict[str, str]) -> dict:
+    event = _event(raw)
+    info = _repo_of(event)
+    from .registry import Registry
+    sid = session_for(info, event["session_id"])
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        try:
+            registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
+                              working_on=f"Claude Code session ({event.get('source') or 'startup'})")
+        except Refused:  # this id has ended (a resumed conversation): a fresh one
+            sid = f"{sid.split('~')[0]}~{int(registry.clock())}"
+            registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
+                              working_on="Claude Code session (resumed)")
+        _remember(info, event["session_id"], sid)
+        others = [s for s in registry.sessions() if s.id != sid]
+    if env.get("CLAUDE_ENV_FILE"):
+        with open(env["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as f:
+            f.write(f"export AGENT_REGISTRY_SESSION={sid}\n")
+    lines = [f"agent-registry: you are session {sid} (exported as AGENT_REGISTRY_SESSION). "
+             "Claim paths before editing them (agent-registry lock acquire PATH); an edit of "
+             "a path another live session holds is denied."]
+    for other in others[:10]:
+        held = f"; holds {', '.join(other.locks[:5])}" if other.locks else ""
+        lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}{held}")
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                   "additionalContext": "\n".join(lines)}}
+
+
+def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
+    """The documented deny decision when another live session holds the file; None
+    (no decision: Claude Code's normal permission flow goes on) otherwise."""
+    event = _event(raw)
+    tool_input = event.get("tool_input") or {}
+    target = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not target:
+        return None
+    info = _repo_of(event)
+    from .paths import normalize
+    try:
+        path = normalize(target, toplevel=info.toplevel,
+                         prefix=info.prefix if not os.path.isabs(target) else "")
+    except BadInput:
+        return None  # outside this repository: not ours to guard
+    sid = session_for(info, event["session_id"])
+    from .guard import Guard, describe
+    guard = Guard(info)
+    try:
+        report = guard.check([path]) if guard.lookup else None
+        conflicts = report.conflicts if report else []
+        # the edit is made by this Claude session, whatever the env of the hook says
+        conflicts = [c for c in conflicts if c.owner != sid]
+    finally:
+        guard.close()
+    if not conflicts and auto_claim:
+        conflicts = _claim(info, sid, path)
+    if not conflicts:
+        return None
+    reasons = "; ".join(describe(c) for c in conflicts)
+    owners = ", ".join(sorted({c.owner for c in conflicts}))
+    return {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": (
+            f"agent-registry: {path} is locked by {owners}, another live session ({reasons}). "
+            "Do not edit it: work on something else, or ask the user to coordinate with "
+            f"{owners}.")}}
+
+
+def _claim(info: RepoInfo, sid: str, path: str) -> list:
+    """Claim *path* for *sid*; the conflicts when someone was faster."""
+    from .guard import Conflict
+    from .registry import Registry
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        try:
+            registry.claim(sid, [path])
+        except NotFound:  # SessionStart did not run (hooks installed mid-session)
+            registry.register(sid, provider="Claude", working_on="Claude Code session")
+            registry.claim(sid, [path])
+        except Refused as exc:
+            return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
+                             c.get("since", ""), c.get("mode", ""), "")
+                    for c in exc.details.get("conflicts", [])] or \
+                   [Conflict(path, path, "another session", "", "", "", "")]
+    return []
+
+
+def stop(raw: str) -> None:
+    """End of a turn: renew the session's heartbeat so its locks stay fresh."""
+    event = _event(raw)
+    info = _repo_of(event)
+    from .registry import Registry
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        try:
+            registry.heartbeat(session_for(info, event["session_id"]))
+        except (NotFound, Refused):
+            pass  # not registered here, or already ended: nothing to keep alive
+
+
+def session_end(raw: str) -> dict:
+    event = _event(raw)
+    info = _repo_of(event)
+    from .registry import Registry
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        try:
+            return registry.finish(session_for(info, event["session_id"]))
+        except NotFound:
+            return {}
+
+
+def run_claude_hook(name: str, raw: str, *, auto_claim: bool = False,
+                    env: dict[str, str] | None = None) -> dict | None:
+    """Run Claude Code hook *name* on its JSON input; the JSON to print, if any."""
+    env = dict(os.environ) if env is None else env
+    if name == "session-start":
+        return session_start(raw, env)
+    if name == "pre-tool-use":
+        return pre_tool_use(raw, auto_claim=auto_claim)
+    if name == "stop":
+        stop(raw)
+        return None
+    if name == "session-end":
+        session_end(raw)
+        return None
+    raise BadInput(f"unknown Claude Code hook {name!r}")
+

@@ -1,0 +1,57 @@
+"""``agent-registry harness``: thin click commands over :mod:`agent_registry.harness`."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .cli import Output, pass_out
+
+
+@click.group()
+def harness() -> None:
+    """Make agent harnesses follow the protocol by themselves (Claude Code hooks; the
+    protocol text for Codex, Gemini CLI and others)."""
+
+
+@harness.command("install")
+@click.argument("name", type=click.Choice(["claude", "codex", "gemini", "generic"]))
+@click.option("--auto-claim", is_flag=True,
+              help="claude: claim a free path before each edit (default: only deny held ones).")
+@click.option("--file", "file_name", metavar="NAME",
+              help="codex/gemini/generic: the instructions file (default AGENTS.md, GEMINI.md).")
+@pass_out
+def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | None) -> None:
+    """Install the harness integration NAME in this repository.
+
+    claude: merge hooks into .claude/settings.json (SessionStart registers, PreToolUse
+    denies edits of paths others hold, Stop renews the heartbeat, SessionEnd finishes)
+    and write the protocol into CLAUDE.md. codex, gemini, generic: write the protocol
+    between markers into AGENTS.md or GEMINI.md (idempotent).
+    """
+    from .errors import BadInput
+    from .gitstore import discover
+    from . import harness as H
+    info = discover(out.directory)
+    if info.toplevel is None:
+        raise BadInput("harness install needs a working tree (this repository is bare)")
+    if name == "claude":
+        result = H.install_claude(info.toplevel, auto_claim=auto_claim)
+        text = f"merged Claude Code hooks into {result['settings']}; protocol in {result['protocol_file']}"
+    else:
+        result = H.install_protocol(info.toplevel, name, file_name=file_name)
+        text = f"{'wrote' if result['changed'] else 'already up to date:'} protocol block in {result['file']}"
+    out.emit(result, text)
+
+
+@harness.command("hook", hidden=True)
+@click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude"]))
+@click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "stop", "session-end"]))
+@click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
+def harness_hook(harness_name: str, event: str, auto_claim: bool) -> None:
+    """Run by Claude Code: reads the hook's JSON on stdin, prints the JSON decision."""
+    from .harness import run_claude_hook
+    answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim)
+    if answer is not None:
+        click.echo(json.dumps(answer))
