@@ -389,8 +389,12 @@ class Registry:
         self.warnings = view.warnings
         return sorted(out, key=lambda s: s.registered_at)
 
-    def cleanup(self) -> dict:
-        return self.apply(self._op("cleanup", by=self.host))
+    def cleanup(self, *, by: str | None = None, reason: str | None = None) -> dict:
+        """Stop zombie sessions; *by* and *reason* (who asked, and why) go in the commit."""
+        for label, value in (("author", by or ""), ("reason", reason or "")):
+            P.validate_text(label, value)
+        return self.apply(self._op("cleanup", by=by or self.host,
+                                   **({"reason": reason} if reason else {})))
 
     def _op_cleanup(self, view: View, op: dict) -> Outcome:
         stopped = []
@@ -405,18 +409,23 @@ class Registry:
         subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
         return Outcome({"stopped": stopped}, subject)
 
-    def kill(self, sid: str, *, force: bool = False, grace: float = 5.0) -> dict:
+    def kill(self, sid: str, *, force: bool = False, grace: float = 5.0,
+             by: str | None = None, reason: str | None = None) -> dict:
         """Terminate a live local session's process (SIGTERM, then SIGKILL after *grace*
         seconds; at once with *force*), only if its start time still matches; a session
-        of another host is stopped logically.  Either way it ends as Killed."""
+        of another host is stopped logically.  Either way it ends as Killed.  *by* and
+        *reason* (who killed it, and why) go in the commit."""
+        for label, value in (("author", by or ""), ("reason", reason or "")):
+            P.validate_text(label, value)
         session = self.session(sid)
         if not session.live:
             raise Refused(f"session {sid} is not live ({session.status})")
         signalled = None
         if session.host == self.host and is_alive(session.pid, session.pid_start):
             signalled = _terminate(session.pid, session.pid_start, grace, force)
-        result = self.apply(self._op("finish", session=sid, status="Killed", by=self.host,
-                                     reason=f"killed ({signalled or 'logical stop'})"))
+        why = f"killed ({signalled or 'logical stop'})" + (f": {reason}" if reason else "")
+        result = self.apply(self._op("finish", session=sid, status="Killed",
+                                     by=by or self.host, reason=why))
         result["signal"] = signalled
         return result
 
