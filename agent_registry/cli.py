@@ -27,6 +27,9 @@ LAZY_COMMANDS: dict[str, str] = {
     "guard": "agent_registry.guard_cli:guard",
     "hooks": "agent_registry.guard_cli:hooks",
     "harness": "agent_registry.harness_cli:harness",
+    "end": "agent_registry.wiki.cli:end",
+    "wiki": "agent_registry.wiki.cli:wiki",
+    "import-home": "agent_registry.wiki.cli:import_home",
 }
 
 

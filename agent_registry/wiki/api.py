@@ -1,0 +1,105 @@
+"""The wiki's library functions: search, show, ingest, rebuild.  The CLI and the dashboard
+call these; none of them imports Whoosh or langchain before it needs to."""
+from __future__ import annotations
+
+from ..errors import BadInput, NotFound, RegistryError
+from ..registry import Registry
+from . import llm
+from .entry import NARRATIVE_FIELDS, documented, entry_id, read_entry, resolve
+from .ops import apply_ingest
+
+CANDIDATES = 10  # Whoosh candidates handed to the LLM
+
+
+def search(registry: Registry, text: str, limit: int = 10) -> dict:
+    """``{"ranker": "whoosh"|"llm", "results": [{id, session_id, router, what, score, why,
+    ...}]}``; with an LLM configured its rerank is the answer, unless it fails (then
+    ``llm_error`` says why and the Whoosh ranking stands).  No candidate: no LLM call."""
+    from .index import WikiIndex, search_index
+    if not text or not text.strip():
+        raise BadInput("empty query")
+    if limit < 1:
+        raise BadInput("--limit must be at least 1")
+    index = WikiIndex(registry)
+    candidates = search_index(index.open(), text, max(limit, CANDIDATES))
+    answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.events}
+    cfg = llm.config()
+    if not candidates or cfg is None:
+        return answer
+    try:
+        ranked = llm.rerank(cfg, text, candidates)
+    except llm.LLMError as exc:
+        answer["llm_error"] = exc.message
+        return answer
+    by_id = {c["id"]: c for c in candidates}
+    answer["ranker"], answer["model"] = "llm", cfg.model
+    answer["results"] = [{**by_id[r["id"]], "description": r["description"], "why": r["why"]}
+                         for r in ranked][:limit]
+    return answer
+
+
+def get_entry(registry: Registry, id_or_sid: str) -> dict:
+    """Every frontmatter field of one entry, plus ``body``; NotFound when absent."""
+    view = registry.view()
+    if not view.tree:
+        raise NotFound(f"no wiki entry {id_or_sid}")
+    entry = read_entry(view, resolve(view, id_or_sid))
+    assert entry is not None
+    return entry
+
+
+def rebuild(registry: Registry) -> dict:
+    from .index import WikiIndex
+    index = WikiIndex(registry)
+    ix = index.rebuild()
+    with ix.searcher() as searcher:
+        count = searcher.doc_count() - 1  # the __meta__ document
+    return {"entries": count, "path": str(index.root)}
+
+
+def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> dict:
+    """Let the LLM fill what entry *sid* left undocumented, and a router line.  On any
+    failure the entry is left exactly as it was (still pending) and LLMError is raised."""
+    cfg = cfg or llm.config()
+    if cfg is None:
+        raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
+                            "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
+    entry = get_entry(registry, sid)
+    wanted = [name for name in NARRATIVE_FIELDS if not documented(entry.get(name))]
+    if not wanted and not entry["pending_ingest"]:
+        return {"entry": {"id": entry["id"], "session_id": entry["session_id"]}, "filled": [],
+                "already": True}
+    distilled = llm.distil(cfg, entry, wanted) if wanted else {}
+    return apply_ingest(registry, entry["session_id"], distilled, cfg.model)
+
+
+def ingest_pending(registry: Registry) -> dict:
+    """Ingest every pending entry; one failure does not stop the others."""
+    from .index import WikiIndex, pending_sids
+    cfg = llm.config()
+    if cfg is None:
+        raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
+                            "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
+    done, failed = [], []
+    for sid in pending_sids(WikiIndex(registry).open()):
+        try:
+            result = ingest(registry, sid, cfg)
+            done.append({"session_id": sid, "id": entry_id(sid), "filled": result["filled"]})
+        except RegistryError as exc:
+            failed.append({"session_id": sid, "id": entry_id(sid), "error": exc.message})
+    return {"ingested": done, "failed": failed}
+
+
+def entry_text(entry: dict) -> str:
+    """A wiki entry for a person: the fields, then the diary."""
+    lines = [f"{entry['id']}  {entry['session_id']}  {entry['provider']} {entry['model']}  "
+             f"{entry['date']}  {entry['status']}".rstrip()]
+    if entry.get("pending_ingest"):
+        lines[0] += "  (pending ingest)"
+    for name in ("router", "what", "how", "solved"):
+        lines.append(f"{name + ':':<15}{entry.get(name, '')}")
+    for name in ("files_touched", "bugs", "tools", "git_pushes"):
+        lines.append(f"{name + ':':<15}{', '.join(entry.get(name, []))}")
+    if entry.get("handoff"):
+        lines.append(f"{'handoff:':<15}{entry['handoff']}")
+    return "\n".join(lines) + "\n\n" + entry.get("body", "").rstrip() + "\n"

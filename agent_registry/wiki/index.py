@@ -1,0 +1,224 @@
+"""The Whoosh index of the wiki: a local cache, never committed, always rebuildable.
+
+Layout under ``<git common dir>/agent-registry/``::
+
+    wiki-index.lock           flock: one updater at a time
+    wiki-index/CURRENT        name of the live index directory (replaced atomically)
+    wiki-index/ix-<token>/    a Whoosh index; holds a "__meta__" document with the
+                              branch commit it reflects, written in the same Whoosh
+                              commit as the entries, so the two never disagree
+    wiki-index/ix-<token>/UPDATING   present while an update runs
+
+Each query brings the index up to the branch tip by a tree diff of ``wiki/`` since the
+indexed commit (cost: the entries that changed).  An update killed half-way leaves
+UPDATING behind; whoever next holds the lock sees it and rebuilds into a fresh
+directory, as it does for an index that fails to open or a commit that no longer
+exists (a force-pushed branch).  ``wiki rebuild`` does the same on request.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from ..errors import RegistryError
+from ..records import UnreadableRecord
+from ..registry import Registry, _flock
+from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
+
+META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
+SEARCH_FIELDS = ("router", "what", "bugs", "body")
+FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
+EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
+
+
+def schema():
+    from whoosh.analysis import StemmingAnalyzer
+    from whoosh.fields import ID, STORED, TEXT, Schema
+    text = lambda: TEXT(analyzer=StemmingAnalyzer(), stored=True)
+    return Schema(key=ID(stored=True, unique=True), id=ID(stored=True), router=text(),
+                  what=text(), bugs=text(), body=TEXT(analyzer=StemmingAnalyzer()),
+                  provider=STORED, date=STORED, pending=ID(stored=True), commit=STORED,
+                  excerpt=STORED)
+
+
+def document(sid: str, raw: bytes) -> dict | None:
+    """The index document of one entry file, or None for an unreadable one."""
+    try:
+        entry = parse_entry(raw, sid)
+    except UnreadableRecord:
+        return None
+    clean = lambda v: "" if v.strip().lower() == NOT_DOCUMENTED else v
+    body = entry["body"]
+    return {"key": sid, "id": entry_id(sid), "router": clean(entry["router"]),
+            "what": clean(entry["what"]), "bugs": "\n".join(entry["bugs"]), "body": body,
+            "provider": entry["provider"], "date": entry["date"],
+            "pending": "1" if entry["pending_ingest"] else "0",
+            "excerpt": " ".join(body.split())[-600:]}
+
+
+class WikiIndex:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.repo = registry.repo
+        self.root = Path(registry.repo.state_dir, "wiki-index")
+        self.lock_file = str(Path(registry.repo.state_dir, "wiki-index.lock"))
+        self.events: list[str] = []  # what the last refresh did: "rebuilt: why", "updated N"
+
+    # -- opening ---------------------------------------------------------------------
+    def _current_dir(self) -> Path | None:
+        try:
+            name = (self.root / "CURRENT").read_text().strip()
+        except OSError:
+            return None
+        return self.root / name if name.startswith("ix-") else None
+
+    def _open(self):
+        """(index, indexed commit), or None when missing, half-updated or unreadable."""
+        from whoosh import index as windex
+        folder = self._current_dir()
+        if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
+            return None
+        try:
+            ix = windex.open_dir(str(folder))
+            with ix.searcher() as searcher:
+                meta = searcher.document(key=META_KEY)
+        except Exception:  # any Whoosh failure to read means: rebuild
+            return None
+        if not meta or not meta.get("commit"):
+            return None
+        return ix, meta["commit"]
+
+    def open(self):
+        """The index, brought up to the branch tip."""
+        tip = self.repo.read_ref(self.registry.ref) or EMPTY
+        try:
+            opened = self._open()
+        except Exception:
+            opened = None
+        if opened and opened[1] == tip:
+            return opened[0]  # the usual case: no lock, no writes
+        with _flock(self.lock_file):
+            tip = self.repo.read_ref(self.registry.ref) or EMPTY
+            opened = self._open()
+            if opened is None:
+                why = "no index yet" if self._current_dir() is None else \
+                    "the previous index was incomplete or unreadable"
+                return self._rebuild(tip, why)
+            ix, indexed = opened
+            if indexed == tip:
+                return ix
+            changes = self._diff(indexed, tip)
+            if changes is None:
+                return self._rebuild(tip, f"indexed commit {indexed[:12]} is not an ancestor view")
+            return self._update(ix, tip, changes)
+
+    def rebuild(self):
+        with _flock(self.lock_file):
+            return self._rebuild(self.repo.read_ref(self.registry.ref) or EMPTY, "requested")
+
+    # -- writing ---------------------------------------------------------------------
+    def _diff(self, old: str, new: str) -> list[tuple[str, str]] | None:
+        """[(status, sid)] of wiki entries changed between two commits, None if unknown."""
+        if old == EMPTY or new == EMPTY:
+            return None
+        proc = self.repo.git("diff-tree", "-r", "-z", "--no-renames", "--name-status",
+                             old, new, "--", WIKI_DIR + "/", check=False)
+        if proc.returncode != 0:
+            return None
+        parts = proc.stdout.decode(errors="replace").split("\0")
+        out = []
+        for status, path in zip(parts[0::2], parts[1::2]):
+            folder, _, name = path.rpartition("/")
+            if folder == WIKI_DIR and (sid := sid_of(name)):
+                out.append((status[:1], sid))
+        return out
+
+    def _update(self, ix, tip: str, changes: list[tuple[str, str]]):
+        folder = self._current_dir()
+        marker = folder / "UPDATING"
+        marker.write_text(f"{os.getpid()}\n")
+        writer = ix.writer()
+        try:
+            tree = self.repo.commit_info(tip)[0]
+            for status, sid in changes:
+                raw = None if status == "D" else self.repo.read_blob(f"{tree}:{WIKI_DIR}/{sid}.md")
+                doc = document(sid, raw) if raw is not None else None
+                if doc is None:
+                    writer.delete_by_term("key", sid)
+                else:
+                    writer.update_document(**doc)
+            writer.update_document(key=META_KEY, commit=tip)
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
+        marker.unlink()
+        self.events.append(f"updated {len(changes)} entr{'y' if len(changes) == 1 else 'ies'}")
+        return ix
+
+    def _rebuild(self, tip: str, why: str):
+        from whoosh import index as windex
+        self.root.mkdir(parents=True, exist_ok=True)
+        folder = self.root / f"ix-{secrets.token_hex(6)}"
+        folder.mkdir()
+        ix = windex.create_in(str(folder), schema())
+        writer = ix.writer(limitmb=128)
+        try:
+            if tip != EMPTY:
+                tree = self.repo.commit_info(tip)[0]
+                for name, is_tree, oid in self.repo.list_tree(f"{tree}:{WIKI_DIR}"):
+                    sid = sid_of(name)
+                    raw = None if is_tree or not sid else self.repo.read_blob(oid)
+                    doc = document(sid, raw) if raw is not None else None
+                    if doc is not None:
+                        writer.add_document(**doc)
+            writer.add_document(key=META_KEY, commit=tip)
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        pointer = self.root / f"CURRENT.{os.getpid()}"
+        pointer.write_text(folder.name + "\n")
+        os.replace(pointer, self.root / "CURRENT")  # atomic switch to the new index
+        for old in self.root.iterdir():
+            if old != folder and old.name.startswith(("ix-", "CURRENT.")):
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        self.events.append(f"rebuilt ({why})")
+        return ix
+
+
+def search_index(ix, text: str, limit: int) -> list[dict]:
+    """Whoosh BM25F candidates: [{id, session_id, router, what, score, why, ...}]."""
+    from whoosh import qparser, scoring
+    parser = qparser.MultifieldParser(list(SEARCH_FIELDS), ix.schema, fieldboosts=FIELD_BOOSTS,
+                                      group=qparser.OrGroup.factory(0.9))
+    # a question is plain words: "auth: fix (401)" must not turn into field or range syntax
+    for plugin in (qparser.FieldsPlugin, qparser.WildcardPlugin, qparser.RangePlugin,
+                   qparser.BoostPlugin):
+        parser.remove_plugin_class(plugin)
+    try:
+        query = parser.parse(text)
+    except Exception as exc:  # Whoosh's parser errors are not part of our contract
+        raise RegistryError(f"cannot parse the query: {exc}") from None
+    out = []
+    with ix.searcher(weighting=scoring.BM25F()) as searcher:
+        for hit in searcher.search(query, limit=limit, terms=True):
+            fields = sorted({f for f, _ in hit.matched_terms()}, key=SEARCH_FIELDS.index)
+            words = sorted({t.decode(errors="replace") if isinstance(t, bytes) else t
+                            for _, t in hit.matched_terms()})
+            out.append({"id": hit["id"], "session_id": hit["key"], "router": hit["router"],
+                        "what": hit["what"], "score": round(hit.score, 3),
+                        "why": f"matches {', '.join(words)} in {', '.join(fields)}",
+                        "provider": hit.get("provider", ""), "date": hit.get("date", ""),
+                        "pending_ingest": hit.get("pending") == "1",
+                        "excerpt": hit.get("excerpt", "")})
+    return out
+
+
+def pending_sids(ix) -> list[str]:
+    from whoosh.query import Term
+    with ix.searcher() as searcher:
+        return sorted(hit["key"] for hit in searcher.search(Term("pending", "1"), limit=None))
