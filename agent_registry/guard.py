@@ -211,8 +211,12 @@ class Guard:
         self.refresh()
 
     def refresh(self) -> None:
-        """Read the registry tip (again)."""
+        """Read the registry tip (again): the local branch, else, in a clone that never
+        had it, the remote-tracking branch git clone made (as the registry does)."""
         self.tip = self.repo.read_ref(f"refs/heads/{self.branch}")
+        remote = self.config.get("agent-registry.remote") or "origin"
+        if self.tip is None and remote.lower() not in ("none", "false"):
+            self.tip = self.repo.read_ref(f"refs/remotes/{remote}/{self.branch}")
         self.lookup = LockLookup(self.repo, self.tip, self.now, self.host) if self.tip else None
 
     @classmethod
@@ -254,8 +258,8 @@ class Guard:
     def pushed_commits(self, remote: str, updates: list[tuple[str, str, str, str]]
                        ) -> dict[str, list[str]]:
         """commit -> paths it changes, for the commits a push would send."""
-        tips = [local_sha for local_ref, local_sha, _, _ in updates
-                if set(local_sha) != {"0"} and local_ref != f"refs/heads/{self.branch}"]
+        tips = [local_sha for _, local_sha, remote_ref, _ in updates
+                if set(local_sha) != {"0"} and remote_ref != f"refs/heads/{self.branch}"]
         if not tips:
             return {}
         excluded = [f"^{remote_sha}" for _, _, _, remote_sha in updates
@@ -381,7 +385,7 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
     if not push_guard_enabled(guard.config, remote):
         return 0
     updates = [tuple(line.split()) for line in stdin_text.splitlines() if len(line.split()) == 4]
-    if not updates or all(u[0] == f"refs/heads/{guard.branch}" for u in updates):
+    if not updates or all(u[2] == f"refs/heads/{guard.branch}" for u in updates):
         return 0  # nothing to push, or only the registry branch itself (sync's own push)
     why = sync_registry(guard.info)
     if why:

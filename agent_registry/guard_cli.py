@@ -24,7 +24,7 @@ def guard(out: Output, paths) -> None:
     process is an ancestor of this one, else a person.
     """
     from . import guard as G
-    from .errors import BadInput
+    from .errors import BadInput, Refused
     from .paths import normalize
     info = _info(out)
     checker = G.Guard(info)
@@ -43,15 +43,16 @@ def guard(out: Output, paths) -> None:
         out.warn(warning)
     if report.mode != "enforcing":
         out.warn(f"guard {report.mode}: nothing checked")
-    lines = [G.describe(c) for c in report.conflicts]
-    text = ("\n".join(lines) if lines else
-            f"ok: {len(report.checked)} path(s), none locked by another live session")
     if report.blocked:
-        out.emit(report.to_dict())
         if not out.json:
-            click.echo(G.refusal_text(report, "commit"), err=True)
-        raise click.exceptions.Exit(1)
-    out.emit(report.to_dict(), text)
+            for conflict in report.conflicts:
+                click.echo("  " + G.describe(conflict), err=True)
+        owners = ", ".join(sorted({c.owner for c in report.conflicts}))
+        raise Refused(f"{len(report.conflicts)} path(s) locked by another live session "
+                      f"({owners}); committing as {report.committer or G.PERSON}",
+                      details=report.to_dict())
+    out.emit(report.to_dict(),
+             f"ok: {len(report.checked)} path(s), none locked by another live session")
 
 
 @click.group()
