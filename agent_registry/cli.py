@@ -30,6 +30,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "end": "agent_registry.wiki.cli:end",
     "wiki": "agent_registry.wiki.cli:wiki",
     "import-home": "agent_registry.wiki.cli:import_home",
+    "dashboard": "agent_registry.dashboard.cli:dashboard",
 }
 
 

@@ -1,0 +1,244 @@
+"""The dashboard's FastAPI app: the JSON API, the page, and the event stream.
+
+Every endpoint is a thin call into the registry (or the wiki and sync modules, imported
+only when asked for: 503 while they are missing).  Endpoints are plain functions, so
+FastAPI runs them in its thread pool; each borrows a Registry from a small pool because a
+Registry's ``git cat-file --batch`` serves one reader at a time.  Every call re-reads the
+branch tip, so nothing here caches registry state.
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import importlib
+import os
+import secrets
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from .. import __version__
+from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
+from ..gitstore import GitError, Repo
+from ..registry import Registry
+from . import queries
+from .events import POLL_SECONDS, change_stream
+from .security import TOKEN_COOKIE, Guard, offers_token
+from .timeline import DEFAULT_LIMIT, session_timeline
+
+APP_NAME = "agent-registry-dashboard"
+STATIC = Path(__file__).resolve().parent / "static"
+# who acted becomes part of a commit's author line: keep it to plain name characters
+AUTHOR_PATTERN = r"^[\w.@+:-][\w .@+:-]{0,63}$"
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+STATUS_BY_ERROR = ((BadInput, 400), (NotFound, 404), (Unconfirmed, 202), (GitError, 500))
+
+
+class Unavailable(Exception):
+    """A feature whose module is not installed (yet): answered with 503."""
+
+
+class RegistryPool:
+    """Registries lent to one request at a time; idle ones keep their cat-file process."""
+
+    def __init__(self, repo_path: str, clock: Callable[[], float] | None) -> None:
+        first = Registry.open(repo_path, **({"clock": clock} if clock else {}))
+        self.info, self.config, self.clock = first.repo.info, first.config, first.clock
+        self._idle = [first]
+
+    @contextmanager
+    def borrow(self) -> Iterator[Registry]:
+        try:
+            registry = self._idle.pop()  # list.pop/append are atomic: no lock needed
+        except IndexError:
+            registry = Registry(Repo(self.info), config=self.config, clock=self.clock)
+        try:
+            yield registry
+        except GitError:
+            registry.close()  # its cat-file may be mid-answer: do not lend it again
+            raise
+        self._idle.append(registry)
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+
+
+class Action(BaseModel):
+    by: str | None = Field(None, pattern=AUTHOR_PATTERN,
+                           description="Who acts (default: the user running the dashboard).")
+    reason: str = Field(..., min_length=1, max_length=300, pattern=TEXT_PATTERN,
+                        description="Why; recorded in the registry commit.")
+
+
+class KillRequest(Action):
+    force: bool = Field(False, description="SIGKILL at once instead of SIGTERM, then SIGKILL after 5 s.")
+
+
+class ForceReleaseRequest(Action):
+    path: str = Field(..., min_length=1, max_length=4096, description="The locked path or pattern.")
+    force: bool = Field(False, description="Required to free a lock whose owner is alive.")
+
+
+def repo_id(common_dir: str) -> str:
+    """Names the repository without revealing its path (for the port probe)."""
+    return hashlib.sha256(os.path.realpath(common_dir).encode()).hexdigest()[:16]
+
+
+def default_author() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "dashboard"
+
+
+def load_feature(module: str, what: str):
+    """agent_registry.<module>, or Unavailable saying what is missing."""
+    try:
+        return importlib.import_module(f"agent_registry.{module}")
+    except ImportError as exc:
+        if getattr(exc, "name", None) == f"agent_registry.{module}":
+            raise Unavailable(f"{what} is not available: this installation has no "
+                              f"agent_registry.{module} module") from None
+        raise Unavailable(f"{what} is not available: {exc}") from None
+
+
+def create_app(repo_path: str, token: str | None = None, *,
+               clock: Callable[[], float] | None = None,
+               poll_interval: float = POLL_SECONDS) -> FastAPI:
+    """The dashboard for the repository at *repo_path*.  With *token*, every request but
+    /api/health must carry it (for a bind other than loopback); without, only loopback
+    Host names are answered.  Changes always need ``app.state.post_token``."""
+    pool = RegistryPool(repo_path, clock)
+    post_token = token or secrets.token_urlsafe(24)
+    author = default_author()
+    page = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{token}}", post_token)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        pool.close()
+
+    app = FastAPI(title="agent-registry dashboard", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
+                  description="Sessions, locks, sync and wiki of one repository's registry "
+                              "branch, live. Changes are POSTs with the X-Agent-Registry-Token "
+                              "header.")
+    app.state.post_token = post_token
+    app.state.repo_id = repo_id(pool.info.common_dir)
+    app.add_middleware(Guard, access_token=token, post_token=post_token)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(RegistryError)
+    async def registry_error(request: Request, exc: RegistryError) -> JSONResponse:
+        status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 409)
+        return JSONResponse({"error": {"code": exc.exit_code, "message": exc.message,
+                                       **exc.details}}, status_code=status)
+
+    @app.exception_handler(Unavailable)
+    async def unavailable(request: Request, exc: Unavailable) -> JSONResponse:
+        return JSONResponse({"error": {"code": 503, "message": str(exc)}}, status_code=503)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request):
+        if token and request.query_params.get("token"):
+            # the printed link carries the token once; from now on a cookie does
+            response = RedirectResponse("/", status_code=303)
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return response
+        return HTMLResponse(page)
+
+    @app.get("/api/health", summary="Which repository this dashboard serves")
+    def health(request: Request) -> dict:
+        answer = {"app": APP_NAME, "version": __version__, "repo_id": app.state.repo_id}
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        if token is None or offers_token(request.scope, headers, token):
+            with pool.borrow() as registry:
+                answer.update(common_dir=pool.info.common_dir, branch=registry.branch,
+                              repo=os.path.basename(pool.info.toplevel or pool.info.common_dir),
+                              host=registry.host, timezone=os.environ.get("AGENT_REGISTRY_TZ"),
+                              default_author=author)
+        return answer
+
+    @app.get("/api/sessions", summary="Sessions, newest first (default: the live ones)")
+    def sessions(status: str | None = Query(None, description="OnWorking, Finished, Stop or Killed"),
+                 provider: str | None = Query(None, description="Only this provider (any case)"),
+                 project: str | None = Query(None, description="Projects whose path contains this"),
+                 date: str | None = Query(None, description="Active on this day: YYYY-MM-DD or today"),
+                 history: bool = Query(False, description="Include ended sessions"),
+                 limit: int = Query(500, ge=1, le=5000)) -> dict:
+        with pool.borrow() as registry:
+            return queries.list_sessions(registry, status=status or None, provider=provider,
+                                         project=project, day=date or None, history=history,
+                                         limit=limit)
+
+    @app.get("/api/sessions/{sid}", summary="One session in full, with its diary")
+    def session(sid: str) -> dict:
+        with pool.borrow() as registry:
+            return queries.session_detail(registry, sid)
+
+    @app.get("/api/sessions/{sid}/timeline", summary="A session's history: events and chart lanes")
+    def timeline(sid: str, limit: int = Query(DEFAULT_LIMIT, ge=1, le=20000)) -> dict:
+        queries.check_session_id(sid)
+        with pool.borrow() as registry:
+            return session_timeline(registry, sid, limit)
+
+    @app.get("/api/locks", summary="Every lock held by a live session, with its state")
+    def locks() -> dict:
+        with pool.borrow() as registry:
+            return queries.list_locks(registry)
+
+    @app.get("/api/sync", summary="Where this clone stands against its remote")
+    def sync_state() -> dict:
+        with pool.borrow() as registry:
+            return registry.sync_state()
+
+    @app.get("/api/wiki", summary="Search the wiki")
+    def wiki_search(q: str = Query(..., min_length=1, max_length=500, pattern=TEXT_PATTERN),
+                    limit: int = Query(10, ge=1, le=100)) -> dict:
+        wiki = load_feature("wiki", "wiki search")
+        with pool.borrow() as registry:
+            return wiki.search(registry, q, limit=limit)
+
+    @app.get("/api/wiki/{entry_id}", summary="One wiki entry (by id or session id); body is the diary")
+    def wiki_entry(entry_id: str) -> dict:
+        wiki = load_feature("wiki", "the wiki")
+        with pool.borrow() as registry:
+            return wiki.get_entry(registry, entry_id)
+
+    @app.get("/api/events", summary="Server-Sent Events: hello, then change {areas, sessions, tip}",
+             response_class=EventSourceResponse)
+    async def events(request: Request):
+        return EventSourceResponse(change_stream(pool.borrow, request.is_disconnected,
+                                                 poll_interval), ping=15)
+
+    @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
+    def kill(sid: str, action: KillRequest) -> dict:
+        with pool.borrow() as registry:
+            return registry.kill(queries.check_session_id(sid), force=action.force,
+                                 by=action.by or author, reason=action.reason)
+
+    @app.post("/api/locks/force-release", summary="Free a lock: at once if stale, with force if fresh")
+    def force_release(action: ForceReleaseRequest) -> dict:
+        with pool.borrow() as registry:
+            return registry.force_release(action.path, reason=action.reason,
+                                          by=action.by or author, force=action.force)
+
+    @app.post("/api/cleanup", summary="Stop zombie sessions and free their locks")
+    def cleanup(action: Action) -> dict:
+        with pool.borrow() as registry:
+            return registry.cleanup(by=action.by or author, reason=action.reason)
+
+    @app.post("/api/sync", summary="Fetch, replay and push now")
+    def sync_now() -> dict:
+        sync = load_feature("sync", "sync")
+        with pool.borrow() as registry:
+            return sync.sync(registry)
+
+    return app

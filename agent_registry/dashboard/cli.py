@@ -1,0 +1,49 @@
+"""``agent-registry dashboard``: serve the live dashboard for this repository."""
+from __future__ import annotations
+
+import click
+
+from ..cli import Output, pass_out
+from ..errors import RegistryError
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback requires the access token.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port (0: any free one). Taken by this repository's dashboard: reused; "
+                   "by something else: the next free port.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@pass_out
+def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
+    """Serve a live web page of sessions, locks, sync and wiki, with actions.
+
+    Needs the web extra: pip install 'agent-registry[web]'. Changes through the API
+    need the X-Agent-Registry-Token header with the token printed at start; a bind other
+    than 127.0.0.1 needs that token (or $AGENT_REGISTRY_DASHBOARD_TOKEN) for every request.
+    """
+    try:
+        from .app import create_app, repo_id
+        from .serve import access_token, place, serve
+    except ImportError as exc:
+        raise RegistryError(f"the dashboard needs the web extra ({exc.name} is missing): "
+                            "pip install 'agent-registry[web]'") from None
+    registry = out.registry  # validates the repository before anything listens
+    token = access_token(host)
+    placement = place(host, port, repo_id(registry.repo.info.common_dir))
+    app = None if placement.reused else create_app(out.directory, token)
+    post_token = app.state.post_token if app else None
+    url = placement.url(token)
+    for note in placement.notes:
+        out.warn(note)
+    out.emit({"url": url, "host": placement.host, "port": placement.port,
+              "reused": placement.reused, "token": post_token,
+              "token_required": token is not None, "notes": placement.notes},
+             f"dashboard: {url}" + (f"\nchanges through the API need the header "
+                                    f"X-Agent-Registry-Token: {post_token}" if post_token else ""))
+    click.get_text_stream("stdout").flush()
+    if open_browser:
+        import webbrowser
+        webbrowser.open(url)
+    if app is not None:
+        serve(app, placement)

@@ -1,0 +1,86 @@
+"""Live updates: notice when the registry changes and tell the page what changed.
+
+Cheap polling: every few hundred milliseconds each event stream reads the registry refs
+(a file read each, no git process) and the mtime of the clone's local state folder
+(where sync records its status).  Only when something moved does it run one
+``git diff-tree`` to learn which areas changed (sessions, locks, wiki, contexts), so the
+page re-fetches those and nothing else.  A fresh connection first gets a ``hello`` with
+the current tip, after which the page loads everything once.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import AsyncIterator, Callable
+
+from ..registry import Registry
+
+POLL_SECONDS = 0.3
+AREAS = ("sessions", "locks", "wiki", "contexts", "messages")
+
+
+def signature(registry: Registry) -> tuple:
+    """What identifies the registry's current state: local tip, remote-tracking tip,
+    and the local state folder's mtime."""
+    tracking = registry.tracking_ref
+    try:
+        state_mtime = os.stat(registry.repo.state_dir).st_mtime_ns
+    except OSError:
+        state_mtime = None
+    return (registry.repo.read_ref(registry.ref),
+            registry.repo.read_ref(tracking) if tracking else None, state_mtime)
+
+
+def _tip(state: tuple) -> str | None:
+    """The tip the registry reads from: the local branch, else what was fetched."""
+    return state[0] or state[1]
+
+
+def changed_paths(registry: Registry, old: str | None, new: str | None) -> list[str]:
+    """Files that differ between two registry commits (one git process)."""
+    if new is None or old == new:
+        return []
+    if old is None:
+        args = ["ls-tree", "-r", "--name-only", "-z", new]
+    else:
+        args = ["diff-tree", "-r", "--name-only", "--no-renames", "-z", old, new]
+    proc = registry.repo.git(*args, check=False)
+    return [p for p in proc.stdout.decode("utf-8", errors="replace").split("\0") if p]
+
+
+def describe_change(paths: list[str]) -> dict:
+    """The areas and session ids touched by *paths*."""
+    areas, sessions = set(), set()
+    for path in paths:
+        top, _, rest = path.partition("/")
+        if top in AREAS:
+            areas.add(top)
+        name = rest.rsplit("/", 1)[-1]
+        if top == "sessions" and name.endswith(".yaml"):
+            sessions.add(name[:-5])
+        elif top in ("contexts", "wiki") and name.endswith(".md"):
+            sessions.add(name[:-3])
+    return {"areas": sorted(areas), "sessions": sorted(sessions)}
+
+
+async def change_stream(borrow: Callable, is_disconnected: Callable,
+                        interval: float = POLL_SECONDS) -> AsyncIterator[dict]:
+    """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves.
+    *borrow* lends a Registry (a context manager); *is_disconnected* ends the stream."""
+    with borrow() as registry:
+        last = signature(registry)
+    yield {"event": "hello", "data": json.dumps({"tip": _tip(last)})}
+    while not await is_disconnected():
+        await asyncio.sleep(interval)
+        with borrow() as registry:
+            current = signature(registry)
+            if current == last:
+                continue
+            paths = await asyncio.to_thread(changed_paths, registry, _tip(last), _tip(current))
+        change = describe_change(paths)
+        if current[1:] != last[1:]:
+            change["areas"].append("sync")
+        change.update(tip=_tip(current), previous=_tip(last))
+        last = current
+        yield {"event": "change", "data": json.dumps(change)}

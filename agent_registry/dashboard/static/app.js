@@ -1,0 +1,493 @@
+// The dashboard page.  Every value from the registry reaches the page as a text node
+// (el() below, textContent): never as HTML, so a session called <script> shows as text.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="agent-registry-token"]').content;
+const SVG = "http://www.w3.org/2000/svg";
+const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [] };
+
+// -- building elements safely -----------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function $(id) { return document.getElementById(id); }
+
+// -- talking to the API -----------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path, body) {
+  const options = { headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    options.method = "POST";
+    options.headers["Content-Type"] = "application/json";
+    options.headers["X-Agent-Registry-Token"] = TOKEN;
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  let data = null;
+  try { data = await response.json(); } catch (e) { data = null; }
+  if (!response.ok) {
+    let message = response.statusText;
+    if (data && data.error) message = data.error.message;
+    else if (data && data.detail) message = JSON.stringify(data.detail);
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}
+
+function notify(message, isError) {
+  const box = $("notice");
+  box.textContent = message;
+  box.className = isError ? "error" : "";
+  box.hidden = false;
+}
+
+// -- times ------------------------------------------------------------------------------
+
+function formatTime(value) {
+  if (!value) return "";
+  const date = typeof value === "number" ? new Date(value * 1000) : new Date(value);
+  if (isNaN(date)) return String(value);
+  const options = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
+                    minute: "2-digit", second: "2-digit", hour12: false };
+  try {
+    return new Intl.DateTimeFormat("sv-SE", { ...options, timeZone: state.zone }).format(date);
+  } catch (e) {
+    return new Intl.DateTimeFormat("sv-SE", options).format(date);
+  }
+}
+
+function today() {
+  try {
+    return new Intl.DateTimeFormat("en-CA", { timeZone: state.zone, year: "numeric",
+                                              month: "2-digit", day: "2-digit" }).format(new Date());
+  } catch (e) {
+    return new Date().toISOString().slice(0, 10);
+  }
+}
+
+function age(seconds) {
+  if (seconds === null || seconds === undefined) return "?";
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
+    if (seconds >= size) return Math.floor(seconds / size) + unit;
+  }
+  return Math.floor(seconds) + "s";
+}
+
+// -- sessions ---------------------------------------------------------------------------
+
+function sessionQuery() {
+  const params = new URLSearchParams();
+  const status = $("f-status").value;
+  if (status) params.set("status", status);
+  if (status !== "OnWorking") params.set("history", "true");
+  for (const [id, name] of [["f-date", "date"], ["f-provider", "provider"], ["f-project", "project"]]) {
+    if ($(id).value) params.set(name, $(id).value);
+  }
+  return params.toString();
+}
+
+async function loadSessions() {
+  const data = await api("/api/sessions?" + sessionQuery());
+  const body = $("sessions").tBodies[0];
+  const rows = [];
+  for (const s of data.sessions) {
+    const isOpen = state.openSession === s.id;
+    const toggle = el("button", { type: "button", class: "link", "aria-expanded": String(isOpen) },
+                      isOpen ? "hide" : "timeline");
+    toggle.addEventListener("click", () => toggleSession(s.id));
+    const actions = el("td", {}, toggle);
+    if (s.status === "OnWorking") {
+      const kill = el("button", { type: "button", class: "action" }, "Kill…");
+      kill.addEventListener("click", () => confirmKill(s));
+      actions.append(kill);
+    }
+    const status = el("span", { class: "state " + s.status }, s.status);
+    if (s.stale_reason) status.setAttribute("title", s.stale_reason);
+    rows.push(el("tr", { "data-session": s.id },
+      el("td", { class: "mono" }, s.id),
+      el("td", {}, s.provider, s.ai_version ? " " + s.ai_version : ""),
+      el("td", { class: "mono wrap" }, s.project),
+      el("td", { class: "wrap" }, s.working_on),
+      el("td", {}, status, s.stale_reason ? el("div", { class: "muted" }, "zombie: " + s.stale_reason) : null),
+      el("td", {}, formatTime(s.registered_at)),
+      el("td", {}, s.status === "OnWorking" ? age(s.heartbeat_age_seconds) + " ago" : formatTime(s.finished_at)),
+      el("td", {}, String((s.locks || []).length)),
+      actions));
+    if (isOpen) rows.push(el("tr", { class: "detail", "data-detail": s.id },
+                             el("td", { colspan: "9", id: "session-detail" }, "loading…")));
+  }
+  body.replaceChildren(...rows);
+  $("sessions-empty").hidden = data.sessions.length > 0;
+  $("session-count").textContent = data.total > data.sessions.length
+    ? `${data.sessions.length} of ${data.total}` : `${data.total}`;
+  fillChoices($("f-provider"), data.providers);
+  $("projects").replaceChildren(...data.projects.map((p) => el("option", { value: p })));
+  if (state.openSession && data.sessions.some((s) => s.id === state.openSession)) {
+    await loadSessionDetail(state.openSession);
+  }
+}
+
+function fillChoices(select, values) {
+  const chosen = select.value;
+  const options = [el("option", { value: "" }, "any"), ...values.map((v) => el("option", { value: v }, v))];
+  select.replaceChildren(...options);
+  select.value = values.includes(chosen) ? chosen : "";
+}
+
+async function toggleSession(sid) {
+  state.openSession = state.openSession === sid ? null : sid;
+  await refresh(loadSessions);
+}
+
+async function loadSessionDetail(sid) {
+  const [detail, timeline] = await Promise.all([
+    api("/api/sessions/" + encodeURIComponent(sid)),
+    api("/api/sessions/" + encodeURIComponent(sid) + "/timeline")]);
+  const cell = $("session-detail");
+  if (!cell) return;
+  const s = detail.session;
+  const fields = el("dl", { class: "fields" });
+  for (const key of ["working_on", "git_branch", "host", "pid", "cmdline", "todo_past",
+                     "todo_present", "todo_future", "space", "locks", "issues", "handoff"]) {
+    const value = Array.isArray(s[key]) ? s[key].join(", ") : s[key];
+    if (value === "" || value === null || value === undefined) continue;
+    fields.append(el("dt", {}, key.replaceAll("_", " ")), el("dd", { class: "mono" }, String(value)));
+  }
+  const parts = [el("h3", {}, "Timeline of ", el("span", { class: "mono" }, sid)),
+                 drawTimeline(timeline), eventList(timeline), fields];
+  if (detail.diary) parts.push(el("details", {}, el("summary", {}, "diary"), el("pre", { class: "diary" }, detail.diary)));
+  cell.replaceChildren(...parts);
+}
+
+function eventList(timeline) {
+  const items = timeline.events.map((e) => el("li", {},
+    el("span", { class: "muted" }, formatTime(e.at) + " "), el("strong", {}, e.kind), " ",
+    e.paths.length ? el("span", { class: "mono" }, e.paths.join(", ") + " ") : null,
+    e.by ? el("span", { class: "muted" }, `by ${e.by}${e.reason ? ": " + e.reason : ""}`) : null));
+  const note = timeline.truncated ? " (only the most recent are shown)" : "";
+  return el("details", {}, el("summary", {}, `${timeline.events.length} events${note}`), el("ol", {}, items));
+}
+
+// -- the timeline chart (SVG drawn here: no chart library, no network) -----------------------
+
+function drawTimeline(timeline) {
+  const lanes = timeline.lanes.filter((l) => l.intervals.length || l.marks.length);
+  // from the first event to the last one, or to now while something is still open
+  const times = [];
+  let open = false;
+  for (const lane of lanes) {
+    for (const i of lane.intervals) {
+      times.push(i.start);
+      if (i.end === null) open = true; else times.push(i.end);
+    }
+    for (const m of lane.marks) times.push(m.at);
+  }
+  if (open || !times.length) times.push(timeline.now);
+  const first = Math.min(...times), last = Math.max(...times);
+  const span = Math.max(last - first, 1);
+  const width = 1000, label = 230, laneHeight = 26, top = 10;
+  const height = top + Math.max(lanes.length, 1) * laneHeight + 34;
+  const x = (t) => label + ((t - first) / span) * (width - label - 16);
+  const chart = svg("svg", { class: "timeline", viewBox: `0 0 ${width} ${height}`, role: "img" });
+  chart.append(svg("title", {}, "timeline of " + timeline.session));
+  const axis = svg("g", { class: "axis" });
+  for (let k = 0; k <= 4; k++) {
+    const t = first + (span * k) / 4;
+    axis.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: height - 24 }));
+    axis.append(svg("text", { x: x(t), y: height - 8, "text-anchor": k === 0 ? "start" : k === 4 ? "end" : "middle" },
+                    formatTime(t)));
+  }
+  chart.append(axis);
+  lanes.forEach((lane, index) => {
+    const y = top + index * laneHeight;
+    const isSession = index === 0 && lane.label === "session";
+    const name = lane.label.length > 34 ? lane.label.slice(0, 33) + "…" : lane.label;
+    const text = svg("text", { x: 4, y: y + 16 }, isSession ? "session" : name);
+    text.append(svg("title", {}, lane.label));
+    chart.append(text);
+    for (const interval of lane.intervals) {
+      const end = interval.end === null ? timeline.now : interval.end;
+      const bar = svg("rect", { class: `bar ${isSession ? "session" : "lock"}${interval.end === null ? " open" : ""}`,
+                                x: x(interval.start), y: y + 5, width: Math.max(x(end) - x(interval.start), 2),
+                                height: laneHeight - 10, rx: 3 });
+      bar.append(svg("title", {}, `${lane.label}: ${formatTime(interval.start)} → ${interval.end === null ? "now" : formatTime(end)}`));
+      chart.append(bar);
+    }
+    for (const mark of lane.marks) {
+      const at = x(mark.at);
+      const kind = ["finished", "stopped", "killed", "lock freed"].includes(mark.kind) ? "end" : mark.kind;
+      const shape = mark.kind === "heartbeat"
+        ? svg("line", { class: "mark heartbeat", x1: at, x2: at, y1: y + 7, y2: y + laneHeight - 7 })
+        : svg(kind === "end" ? "rect" : "circle", kind === "end"
+          ? { class: "mark end", x: at - 4, y: y + 9, width: 8, height: 8 }
+          : { class: "mark " + kind, cx: at, cy: y + laneHeight / 2, r: 4 });
+      shape.append(svg("title", {}, `${mark.kind} at ${formatTime(mark.at)}`));
+      chart.append(shape);
+    }
+  });
+  if (!lanes.length) chart.append(svg("text", { x: label, y: top + 16 }, "no history found"));
+  return chart;
+}
+
+// -- locks ------------------------------------------------------------------------------
+
+async function loadLocks() {
+  const data = await api("/api/locks");
+  state.locks = data.locks;
+  const rows = data.locks.map((lock) => {
+    const release = el("button", { type: "button", class: "action" }, "Force-release…");
+    release.addEventListener("click", () => confirmForceRelease(lock));
+    const lockState = el("span", { class: "state " + lock.state }, lock.state);
+    if (lock.stale_reason) lockState.setAttribute("title", lock.stale_reason);
+    return el("tr", { "data-path": lock.path },
+      el("td", { class: "mono" }, lock.path),
+      el("td", {}, lock.mode),
+      el("td", { class: "mono" }, lock.owner),
+      el("td", { class: "wrap" }, lock.working_on),
+      el("td", {}, age(lock.age_seconds)),
+      el("td", {}, lockState, lock.stale_reason ? el("div", { class: "muted" }, lock.stale_reason) : null),
+      el("td", {}, lock.unconfirmed ? el("span", { class: "state unconfirmed" }, "unconfirmed") : "confirmed"),
+      el("td", {}, release));
+  });
+  $("locks").tBodies[0].replaceChildren(...rows);
+  $("locks-empty").hidden = rows.length > 0;
+  $("lock-count").textContent = String(rows.length);
+}
+
+// -- sync -------------------------------------------------------------------------------
+
+async function loadSync() {
+  const data = await api("/api/sync");
+  const list = $("sync");
+  const items = [];
+  const labels = { enabled: "enabled", remote: "remote", ahead: "ahead (to push)", behind: "behind",
+                   last_success: "last success", last_error: "last error", detail: "detail" };
+  for (const [key, title] of Object.entries(labels)) {
+    if (data[key] === undefined || data[key] === null || data[key] === "") continue;
+    const value = key.startsWith("last_success") ? formatTime(data[key]) : String(data[key]);
+    items.push(el("dt", {}, title), el("dd", {}, value));
+  }
+  for (const refused of data.refused || []) {
+    items.push(el("dt", {}, "refused"), el("dd", { class: "mono" },
+      `${refused.op || ""} ${(refused.paths || []).join(", ")} by ${refused.session || "?"}: ${refused.reason || ""}`));
+  }
+  list.replaceChildren(...items);
+  $("sync-now").hidden = !data.enabled;
+}
+
+// -- wiki -------------------------------------------------------------------------------
+
+async function searchWiki() {
+  const q = state.wikiQuery;
+  const list = $("wiki-results");
+  if (!q) { list.replaceChildren(); $("wiki-ranker").textContent = ""; return; }
+  let data;
+  try {
+    data = await api("/api/wiki?" + new URLSearchParams({ q }));
+  } catch (error) {
+    $("wiki-ranker").textContent = error.message;
+    list.replaceChildren();
+    return;
+  }
+  $("wiki-ranker").textContent = data.results.length ? `ranked by ${data.ranker}` : "not done before, as far as the wiki knows";
+  list.replaceChildren(...data.results.map((r) => {
+    const details = el("details", { "data-entry": r.id },
+      el("summary", {}, el("strong", {}, r.what || r.router || r.id), " ",
+         el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, `score ${Number(r.score).toFixed(2)}`)),
+      r.why ? el("p", { class: "muted" }, r.why) : null);
+    details.addEventListener("toggle", () => { if (details.open) loadWikiEntry(details, r.id); }, { once: true });
+    return el("li", {}, details);
+  }));
+}
+
+async function loadWikiEntry(container, id) {
+  let entry;
+  try {
+    entry = await api("/api/wiki/" + encodeURIComponent(id));
+  } catch (error) {
+    container.append(el("p", { class: "muted" }, error.message));
+    return;
+  }
+  const fields = el("dl", { class: "fields" });
+  const shown = ["what", "how", "solved", "files_touched", "bugs", "tools", "router", "provider",
+                 "model", "date", "status", "session_id"];
+  const keys = [...shown.filter((k) => k in entry),
+                ...Object.keys(entry).filter((k) => !shown.includes(k) && !["body", "id"].includes(k))];
+  for (const key of keys) {
+    const value = entry[key];
+    if (value === null || value === undefined || value === "" || typeof value === "object" && !Array.isArray(value)) continue;
+    fields.append(el("dt", {}, key), el("dd", {}, Array.isArray(value) ? value.join(", ") : String(value)));
+  }
+  container.append(fields);
+  if (entry.body) container.append(el("div", { class: "muted" }, "diary"), el("pre", { class: "diary" }, entry.body));
+}
+
+// -- actions, each confirmed ------------------------------------------------------------
+
+function confirmDialog({ title, text, reason = true, force = null }) {
+  const dialog = $("confirm");
+  $("confirm-title").textContent = title;
+  $("confirm-text").textContent = text;
+  $("confirm-reason-label").hidden = !reason;
+  $("confirm-reason").value = "";
+  $("confirm-force-label").hidden = !force;
+  $("confirm-force").checked = false;
+  $("confirm-force-text").textContent = force || "";
+  const ok = $("confirm-ok");
+  const update = () => {
+    ok.disabled = (reason && !$("confirm-reason").value.trim()) || (force && !$("confirm-force").checked);
+  };
+  $("confirm-reason").oninput = update;
+  $("confirm-force").onchange = update;
+  update();
+  return new Promise((resolve) => {
+    dialog.onclose = () => resolve(dialog.returnValue === "ok" ? $("confirm-reason").value.trim() : null);
+    dialog.returnValue = "";
+    dialog.showModal();
+    if (reason) $("confirm-reason").focus();
+  });
+}
+
+function author() {
+  return $("author").value.trim() || undefined;
+}
+
+async function act(path, body, describe) {
+  try {
+    const result = await api(path, body);
+    notify(describe(result));
+  } catch (error) {
+    notify(error.message, true);
+  }
+  await refreshAll();
+}
+
+async function confirmKill(session) {
+  const reason = await confirmDialog({
+    title: "Kill session " + session.id,
+    text: `It is working on: ${session.working_on || "(nothing said)"}. Its process gets SIGTERM ` +
+          "(then SIGKILL after 5 s) if it runs on this machine; it ends as Killed and its locks are freed." });
+  if (reason === null) return;
+  await act("/api/sessions/" + encodeURIComponent(session.id) + "/kill", { reason, by: author() },
+            (r) => `${session.id} killed (${r.signal || "logical stop"}), released ${r.released.length} lock(s)`);
+}
+
+async function confirmForceRelease(lock) {
+  const fresh = lock.state === "fresh";
+  const reason = await confirmDialog({
+    title: "Force-release " + lock.path,
+    text: fresh
+      ? `This lock is FRESH: ${lock.owner} is alive and may be editing ${lock.path} right now.`
+      : `This lock is stale (${lock.stale_reason}); freeing it is safe.`,
+    force: fresh ? `Free it anyway, although ${lock.owner} is live` : null });
+  if (reason === null) return;
+  await act("/api/locks/force-release", { path: lock.path, reason, by: author(), force: fresh },
+            (r) => `freed ${r.path} (held by ${r.previous.join(", ")})`);
+}
+
+async function confirmCleanup() {
+  const reason = await confirmDialog({
+    title: "Clean up zombie sessions",
+    text: "Sessions whose process is gone or whose heartbeat is older than the TTL are marked Stop and their locks freed." });
+  if (reason === null) return;
+  await act("/api/cleanup", { reason, by: author() },
+            (r) => r.stopped.length ? "stopped " + r.stopped.map((s) => s.session).join(", ") : "no zombie sessions");
+}
+
+async function confirmSync() {
+  const go = await confirmDialog({ title: "Sync now", text: "Fetch the remote, replay this clone's pending operations on top, and push.", reason: false });
+  if (go === null) return;
+  await act("/api/sync", {}, (r) => r.pushed ? `synced with ${r.remote}` : `not pushed: ${r.error}`);
+}
+
+// -- live updates -----------------------------------------------------------------------
+
+async function refresh(loader) {
+  try {
+    await loader();
+  } catch (error) {
+    notify(error.message, true);
+  }
+}
+
+async function refreshAll() {
+  await Promise.all([refresh(loadSessions), refresh(loadLocks), refresh(loadSync), refresh(searchWiki)]);
+}
+
+function connect() {
+  const source = new EventSource("/api/events");
+  const live = $("live");
+  source.addEventListener("hello", () => {
+    live.textContent = "live";
+    live.className = "badge on";
+    refreshAll();
+  });
+  source.addEventListener("change", (event) => {
+    const change = JSON.parse(event.data);
+    const areas = new Set(change.areas);
+    const loads = [];
+    if (areas.has("sessions") || areas.has("contexts")) loads.push(refresh(loadSessions));
+    if (areas.has("locks") || areas.has("sessions")) loads.push(refresh(loadLocks));
+    if (areas.has("sync")) loads.push(refresh(loadSync));
+    if (areas.has("wiki")) loads.push(refresh(searchWiki));
+    document.body.dataset.tip = change.tip || "";
+    return Promise.all(loads);
+  });
+  source.onerror = () => {
+    live.textContent = "reconnecting…";
+    live.className = "badge off";
+  };
+}
+
+async function start() {
+  const health = await api("/api/health");
+  state.zone = health.timezone || undefined;
+  $("repo").textContent = health.repo || "";
+  $("branch").textContent = health.branch ? "branch " + health.branch : "";
+  $("author").value = localStorage.getItem("agent-registry-author") || "";
+  $("author").placeholder = health.default_author || "your name";
+  $("author").addEventListener("change", () => localStorage.setItem("agent-registry-author", $("author").value.trim()));
+  $("f-date").value = today();
+  for (const id of ["f-date", "f-status", "f-provider", "f-project"]) {
+    $(id).addEventListener("change", () => refresh(loadSessions));
+  }
+  $("f-today").addEventListener("click", () => {
+    $("f-date").value = today(); $("f-status").value = "OnWorking"; refresh(loadSessions);
+  });
+  $("f-history").addEventListener("click", () => {
+    $("f-date").value = ""; $("f-status").value = ""; refresh(loadSessions);
+  });
+  $("cleanup").addEventListener("click", confirmCleanup);
+  $("sync-now").addEventListener("click", confirmSync);
+  $("wiki-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.wikiQuery = $("wiki-q").value.trim();
+    refresh(searchWiki);
+  });
+  connect();
+  // staleness by time makes no commit: re-read the tables now and then
+  setInterval(() => { refresh(loadSessions); refresh(loadLocks); }, 30000);
+}
+
+document.addEventListener("DOMContentLoaded", () => start().catch((error) => notify(error.message, true)));
