@@ -1,0 +1,255 @@
+"""Where the time of one whole-process ``agent-registry lock acquire`` goes.
+
+Four views of the same command, run against a prepared repository:
+
+* phases: the command runs under a small runner (``--inner``) that imports the CLI,
+  wraps the library's git-facing functions with timers (exclusive time: a phase's
+  children are not counted twice), runs ``cli.main`` and reports; interpreter start and
+  exit are what the outer clock sees around it;
+* imports: ``python -X importtime`` of the real console script;
+* processes and syscalls: ``strace -f`` (execve and ``-c``) when strace is available;
+* Python hot spots: ``cProfile`` of the inner runner.
+
+Nothing in agent_registry is changed: the wrappers live in this process only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+# -- the inner runner ---------------------------------------------------------------
+
+class Phases:
+    """Exclusive wall time per label: time spent in a wrapped call, minus the time of
+    wrapped calls inside it."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = defaultdict(float)
+        self.calls: Counter = Counter()
+        self._children: list[float] = []
+
+    def wrap(self, label: str, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            self._children.append(0.0)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - start
+                self.ms[label] += (elapsed - self._children.pop()) * 1000
+                self.calls[label] += 1
+                if self._children:
+                    self._children[-1] += elapsed
+        return timed
+
+
+def _inner(report_file: str, argv: list[str]) -> None:
+    first = time.time()
+    t0 = time.perf_counter()
+    from agent_registry import cli
+    t1 = time.perf_counter()
+    import fcntl
+    import subprocess as sp
+    from agent_registry import gitstore, records, registry, render, view  # noqa: F401
+    t2 = time.perf_counter()
+
+    phases = Phases()
+    spawned: list[str] = []
+    real_popen = sp.Popen
+
+    class CountingPopen(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, args, *rest, **kwargs):
+            spawned.append(" ".join(args[:2]) if isinstance(args, list) else str(args))
+            super().__init__(args, *rest, **kwargs)
+
+    sp.Popen = CountingPopen
+    targets = [
+        (registry, "discover", "git rev-parse: find the repository"),
+        (registry, "read_config", "git config: registry settings"),
+        (gitstore.ObjectReader, "_start", "start git cat-file --batch"),
+        (gitstore.ObjectReader, "read", "cat-file round trips"),
+        (gitstore.ObjectReader, "close", "wait for cat-file to exit"),
+        (gitstore.Repo, "read_ref", "read the ref file"),
+        (gitstore.Repo, "write_object", "write loose objects (zlib, files)"),
+        (gitstore.Repo, "update_ref", "git update-ref: the compare-and-swap"),
+        (registry, "registry_md", "render registry.md (Python)"),
+        (registry, "branch_readme", "render README.md (Python)"),
+        (view, "load_session", "parse session YAML"),
+        (view, "dump_session", "emit session YAML"),
+        (fcntl, "flock", "flock"),
+    ]
+    for owner, name, label in targets:
+        if hasattr(owner, name):
+            setattr(owner, name, phases.wrap(label, getattr(owner, name)))
+    t3 = time.perf_counter()
+    code = cli.main(argv)
+    t4 = time.perf_counter()
+    main_ms = (t4 - t3) * 1000
+    report = {
+        "code": code, "first": first,
+        "import click + cli": (t1 - t0) * 1000,
+        "import the core modules": (t2 - t1) * 1000,
+        "phases": dict(phases.ms), "calls": dict(phases.calls),
+        "main": main_ms, "spawned": spawned, "last": time.time(),
+    }
+    Path(report_file).write_text(json.dumps(report))
+    if code:
+        sys.exit(code)
+
+
+# -- the outer measurements ---------------------------------------------------------
+
+def _run_inner(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        report_file = Path(tmp, "report.json")
+        started = time.time()
+        proc = subprocess.run([sys.executable, str(HERE), "--inner", str(report_file), *argv],
+                              cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        ended = time.time()
+        if proc.returncode != 0 or not report_file.exists():
+            raise RuntimeError(f"inner run failed: {proc.stderr.decode()}")
+        report = json.loads(report_file.read_text())
+    report["startup"] = (report["first"] - started) * 1000
+    report["exit"] = (ended - report["last"]) * 1000
+    report["total"] = (ended - started) * 1000
+    return report
+
+
+def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) -> dict:
+    """Median of each phase over *reps* instrumented claims (*release* undoes each)."""
+    runs = []
+    for i in range(reps):
+        runs.append(_run_inner(claim_argv(i), cwd, env))
+        release(i)
+    med = lambda values: statistics.median(values) if values else 0.0
+    labels = sorted({k for r in runs for k in r["phases"]})
+    rows = [("interpreter start (python, site, .pth files)", med([r["startup"] for r in runs]), 1)]
+    rows.append(("import click + agent_registry.cli", med([r["import click + cli"] for r in runs]), 1))
+    rows.append(("import the core modules", med([r["import the core modules"] for r in runs]), 1))
+    accounted = []
+    for label in labels:
+        values = [r["phases"].get(label, 0.0) for r in runs]
+        calls = max(r["calls"].get(label, 0) for r in runs)
+        rows.append((label, med(values), calls))
+    for r in runs:
+        accounted.append(r["main"] - sum(r["phases"].values()))
+    rows.append(("other Python in main (click parsing, paths, decisions, output)", med(accounted), 1))
+    rows.append(("interpreter exit", med([r["exit"] for r in runs]), 1))
+    return {"rows": rows, "total": med([r["total"] for r in runs]),
+            "spawned": runs[-1]["spawned"], "reps": reps}
+
+
+def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 5) -> list[tuple[str, float]]:
+    """Median cumulative import cost (ms) of the groups that matter, from -X importtime."""
+    script = Path(sys.executable).parent / "agent-registry"
+    groups: dict[str, list[float]] = defaultdict(list)
+    for _ in range(reps):
+        proc = subprocess.run([sys.executable, "-X", "importtime", str(script), *argv], cwd=cwd,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen: dict[str, float] = defaultdict(float)
+        for line in proc.stderr.splitlines():
+            m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
+            if not m:
+                continue
+            self_us, cum_us, indent, name = int(m[1]), int(m[2]), len(m[3]), m[4]
+            top = name.split(".")[0]
+            if indent == 0:
+                seen["all imports"] += cum_us / 1000
+            if name == "site" and indent == 0:
+                seen["site (incl. .pth files)"] += cum_us / 1000
+            if name.startswith("__editable__"):
+                seen["editable-install finder (.pth)"] += cum_us / 1000
+            if name == "click":
+                seen["click"] += cum_us / 1000
+            if top == "agent_registry":
+                seen["agent_registry modules (own code only)"] += self_us / 1000
+            if top == "ruamel":
+                seen["ruamel.yaml"] += self_us / 1000
+            if top in ("yaml", "filelock", "git", "whoosh", "langchain_openai"):
+                seen[top] += self_us / 1000
+        for key, value in seen.items():
+            groups[key].append(value)
+    keys = ["all imports", "site (incl. .pth files)", "editable-install finder (.pth)", "click",
+            "agent_registry modules (own code only)", "ruamel.yaml", "yaml", "filelock"]
+    return [(k, statistics.median(groups[k]) if groups.get(k) else 0.0) for k in keys]
+
+
+def strace_summary(argv: list[str], cwd: Path, env: dict[str, str]) -> dict | None:
+    """Processes executed and syscall counts of one run, or None without strace."""
+    if not shutil.which("strace"):
+        return None
+    script = Path(sys.executable).parent / "agent-registry"
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp, "execve")
+        proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
+                               str(script), *argv], cwd=cwd, env=env, capture_output=True)
+        if proc.returncode != 0 or not trace.exists():
+            return None
+        programs = []
+        for line in trace.read_text().splitlines():
+            m = re.search(r'execve\("([^"]+)", \["[^"]*"(?:, "([^"]*)")?.*\) = 0$', line)
+            if m:
+                programs.append(os.path.basename(m[1]) + (f" {m[2]}" if m[2] else ""))
+        failed_lookups = sum(1 for line in trace.read_text().splitlines() if "ENOENT" in line)
+        return {"programs": programs, "failed_execve": failed_lookups,
+                "syscalls": _syscall_counts(script, argv, cwd, env, Path(tmp))}
+
+
+def _syscall_counts(script: Path, argv, cwd, env, tmp: Path) -> dict[str, int]:
+    out = tmp / "counts"
+    subprocess.run(["strace", "-f", "-c", "-o", str(out), str(script), *argv], cwd=cwd, env=env,
+                   capture_output=True)
+    counts = {}
+    for line in out.read_text().splitlines() if out.exists() else []:
+        parts = line.split()
+        if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] != "total":
+            counts[parts[-1]] = int(parts[3])
+        elif parts and parts[-1] == "total":
+            counts["total"] = int(parts[3 if len(parts) >= 5 else 2])
+    return counts
+
+
+def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8) -> list[tuple]:
+    """(function, calls, own ms, cumulative ms) by own time, from one cProfile run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stats_file = Path(tmp, "claim.prof")
+        script = Path(sys.executable).parent / "agent-registry"
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats_file), str(script), *argv],
+                       cwd=cwd, env=env, capture_output=True)
+        import pstats
+        stats = pstats.Stats(str(stats_file)).stats  # type: ignore[attr-defined]
+    rows = []
+    for (filename, line, func), (_, calls, own, cum, _) in stats.items():
+        where = f"{Path(filename).name}:{line}" if line else filename
+        rows.append((f"{func} ({where})", calls, own * 1000, cum * 1000))
+    return sorted(rows, key=lambda r: -r[2])[:limit]
+
+
+def interpreter_floor(reps: int = 9) -> dict[str, float]:
+    """Median ms of a bare interpreter: with site (this venv's .pth files) and without."""
+    out = {}
+    for label, args in (("python -c pass", ["-c", "pass"]), ("python -S -c pass", ["-S", "-c", "pass"]),
+                        ("python -I -c pass", ["-I", "-c", "pass"])):
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, *args], check=True)
+            times.append((time.perf_counter() - start) * 1000)
+        out[label] = statistics.median(times)
+    return out
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--inner"]:
+    _inner(sys.argv[2], sys.argv[3:])

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Benchmark of the registry-branch core (``make bench``): whole-process ``lock acquire``,
+``lock check`` and ``status`` of agent-registry against bench/baseline_flock.py (the
+predecessor's flock-and-file design), alternating the two in one run, in four states:
+
+    small        10 locks (10 sessions x 1)         ~100 commits on the branch
+    locks-10k    10,000 locks (10 sessions x 1,000)  ~100 commits
+    sessions-100 10,000 locks (100 sessions x 100)   ~200 commits  (full run only)
+    history-100k 10 locks (10 sessions x 1)          100,000 commits
+
+plus the in-process Python API claim, and a profile of one whole-process claim.  Results
+go to the section of docs/benchmarks.md between ``<!-- core:start -->`` and
+``<!-- core:end -->``; the rest of that file belongs to others and is left as it is.
+
+    .venv/bin/python bench/run.py [--quick] [--reps N] [--keep] [--no-doc]
+
+A benchmark, not a test: it asserts nothing about time.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import baseline_flock  # noqa: E402
+import profile_claim  # noqa: E402
+import report  # noqa: E402
+import states  # noqa: E402
+from states import CLAIMER, TTL, Shape  # noqa: E402
+
+SHAPES = [
+    Shape("small", sessions=10, locks_each=1, history=100),
+    Shape("locks-10k", sessions=10, locks_each=1000, history=100),
+    Shape("sessions-100", sessions=100, locks_each=100, history=100),
+    Shape("history-100k", sessions=10, locks_each=1, history=100_000),
+]
+QUICK_SKIPS = {"sessions-100"}
+COMMANDS = ("acquire", "check", "status")
+OURS = str(Path(sys.executable).parent / "agent-registry")
+
+
+@dataclass
+class StateResult:
+    shape: Shape
+    commits: int
+    times: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, command)
+    api: dict[str, list[float]] = field(default_factory=dict)
+    build_seconds: float = 0.0
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    return {"median": statistics.median(ordered), "p90": p90, "min": ordered[0], "n": len(ordered)}
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - start) * 1000
+    if proc.returncode != expect:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode().strip()}")
+    return elapsed
+
+
+class Pair:
+    """One state, both tools: the argv of each command, and how to undo a claim."""
+
+    def __init__(self, repo: Path, home: Path, registry) -> None:
+        self.repo, self.home, self.registry = repo, home, registry
+        self.held = states.held_path(0, 0)
+
+    def argv(self, tool: str, command: str, rep: int) -> list[str]:
+        claim = f"src/bench/claim{rep:04d}.py"
+        if tool == "ours":
+            return {"acquire": [OURS, "lock", "acquire", claim, "--session", CLAIMER, "--ttl", str(TTL)],
+                    "check": [OURS, "lock", "check", self.held, "--session", CLAIMER],
+                    "status": [OURS, "status"]}[command]
+        base = [sys.executable, str(BENCH / "baseline_flock.py"), "--home", str(self.home)]
+        return base + {"acquire": ["acquire", claim, CLAIMER, "--timeout", str(TTL)],
+                       "check": ["check", self.held, "--session-id", CLAIMER],
+                       "status": ["status"]}[command]
+
+    def undo(self, tool: str, rep: int) -> None:
+        """Release the claim of *rep* in process, outside the timed window, so every
+        timed acquire is a fresh claim and the state does not grow."""
+        claim = f"src/bench/claim{rep:04d}.py"
+        if tool == "ours":
+            self.registry.release(CLAIMER, [claim])
+        else:
+            with contextlib.chdir(self.repo):  # its lock files are named by realpath
+                baseline_flock.release(str(self.home), [claim], CLAIMER)
+
+
+def time_state(pair: Pair, env: dict[str, str], reps: int, warmup: int, result: StateResult) -> None:
+    for tool in ("ours", "baseline"):
+        for command in COMMANDS:
+            result.times[(tool, command)] = []
+    for rep in range(-warmup, reps):
+        for command in COMMANDS:
+            order = ("ours", "baseline") if rep % 2 == 0 else ("baseline", "ours")
+            for tool in order:
+                ms = timed(pair.argv(tool, command, rep + warmup), pair.repo, env)
+                if rep >= 0:
+                    result.times[(tool, command)].append(ms)
+                if command == "acquire":
+                    pair.undo(tool, rep + warmup)
+
+
+def time_api(repo: Path, reps: int, result: StateResult) -> None:
+    """In-process claims through the Python API (DESIGN's 15 ms target): warm (one open
+    Registry, as a long-lived agent or the dashboard would hold) and cold (open, claim,
+    close: what a one-shot command does after its imports)."""
+    from agent_registry.registry import Registry
+    claim, release, cold = [], [], []
+    with Registry.open(str(repo)) as registry:
+        for i in range(reps):
+            path = f"src/api/claim{i:04d}.py"
+            start = time.perf_counter()
+            registry.claim(CLAIMER, [path], ttl=TTL)
+            middle = time.perf_counter()
+            registry.release(CLAIMER, [path])
+            claim.append((middle - start) * 1000)
+            release.append((time.perf_counter() - middle) * 1000)
+    for i in range(reps):
+        path = f"src/api/cold{i:04d}.py"
+        start = time.perf_counter()
+        with Registry.open(str(repo)) as registry:
+            registry.claim(CLAIMER, [path], ttl=TTL)
+        cold.append((time.perf_counter() - start) * 1000)
+        with Registry.open(str(repo)) as registry:
+            registry.release(CLAIMER, [path])
+    result.api = {"claim": claim, "release": release, "open+claim+close": cold}
+
+
+def bench_env(root: Path) -> dict[str, str]:
+    """Hermetic git config, and compiled bytecode cached as an installed package would
+    have it (this sandbox sets PYTHONDONTWRITEBYTECODE, which makes every run compile the
+    project's modules: measured separately in the profile)."""
+    env = states.hermetic_env(root)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    return env
+
+
+def machine_facts() -> dict[str, str]:
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"nproc": str(os.cpu_count()), "cpu": cpu or platform.processor(),
+            "python": platform.python_version(), "git": git.removeprefix("git version "),
+            "os": f"{platform.system()} {platform.release()}"}
+
+
+def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
+    argv = lambda i: ["lock", "acquire", f"src/prof/claim{i:04d}.py", "--session", CLAIMER]
+    release = lambda i: pair.registry.release(CLAIMER, [f"src/prof/claim{i:04d}.py"])
+    out = {"phases": profile_claim.phase_table(argv, pair.repo, env, release, reps),
+           "imports": profile_claim.import_table(argv(9000), pair.repo, env),
+           "floor": profile_claim.interpreter_floor()}
+    release(9000)
+    out["strace"] = profile_claim.strace_summary(argv(9001), pair.repo, env)
+    release(9001)
+    out["cprofile"] = profile_claim.cprofile_top(argv(9002), pair.repo, env)
+    release(9002)
+    cold_env = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(Path(env["HOME"]) / "empty-pycache")}
+    cold = []
+    for i in range(max(3, reps // 2)):
+        cold.append(timed([OURS, *argv(9100 + i)], pair.repo, cold_env))
+        release(9100 + i)
+    out["no_bytecode_cache"] = stats(cold)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few repetitions, skip sessions-100")
+    parser.add_argument("--reps", type=int, help="timed repetitions per command and tool")
+    parser.add_argument("--states", metavar="NAMES",
+                        help="comma-separated subset of: " + ", ".join(s.name for s in SHAPES))
+    parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
+    parser.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    reps = args.reps or (12 if args.quick else 40)
+    api_reps = 20 if args.quick else 60
+    wanted = set(args.states.split(",")) if args.states else None
+    if wanted and wanted - {s.name for s in SHAPES}:
+        parser.error(f"unknown state(s): {', '.join(sorted(wanted - {s.name for s in SHAPES}))}")
+    shapes = [s for s in SHAPES if (s.name in wanted if wanted else
+                                    not (args.quick and s.name in QUICK_SKIPS))]
+
+    root = Path(tempfile.mkdtemp(prefix="agent-registry-bench-"))
+    env = bench_env(root)
+    os.environ.clear()
+    os.environ.update(env)  # the library, used in process, reads os.environ
+    started = time.time()
+    load_before = os.getloadavg()
+    results: list[StateResult] = []
+    profile = None
+    try:
+        from agent_registry.registry import Registry
+        for shape in shapes:
+            t0 = time.time()
+            print(f"[{shape.name}] building ...", flush=True)
+            repo = states.build_ours(root / shape.name / "repo", shape, env)
+            home = states.build_baseline(root / shape.name / "home-baseline", shape, repo)
+            result = StateResult(shape, states.commit_count(repo, env), build_seconds=time.time() - t0)
+            print(f"[{shape.name}] built in {result.build_seconds:.0f} s ({result.commits} commits); "
+                  f"timing {reps} x {len(COMMANDS)} commands x 2 tools ...", flush=True)
+            with Registry.open(str(repo)) as registry:
+                pair = Pair(repo, home, registry)
+                time_state(pair, env, reps, warmup=2, result=result)
+                time_api(repo, api_reps, result)
+                if shape.name == "small":
+                    print("[small] profiling one claim ...", flush=True)
+                    profile = run_profile(pair, env, reps=9 if args.quick else 15)
+            results.append(result)
+            print(report.state_summary(result, stats), flush=True)
+            if not args.keep:
+                shutil.rmtree(root / shape.name, ignore_errors=True)
+    finally:
+        if args.keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    run = {"quick": args.quick, "reps": reps, "api_reps": api_reps, "seconds": time.time() - started,
+           "load": (load_before, os.getloadavg()), "facts": machine_facts(),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    section = report.render(run, results, profile, stats)
+    print(section)
+    if not args.no_doc:
+        report.write_section(ROOT / "docs" / "benchmarks.md", section)
+        print(f"wrote the core section of {ROOT / 'docs' / 'benchmarks.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
