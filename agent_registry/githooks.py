@@ -40,6 +40,8 @@ def hook_text(name: str) -> str:
 
 
 def is_ours(path: Path) -> bool:
+    if path.is_symlink():
+        return False  # we install plain files; a link is someone else's, even to ours
     try:
         with open(path, "rb") as f:
             return MARKER.encode() in f.read(400)

@@ -359,7 +359,7 @@ def sync_registry(info: RepoInfo) -> str | None:
     """Bring the registry branch up to date from the remote; None when done, else why
     not (the guard then uses local state)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "agent_registry", "sync", "--quiet"],
+        proc = subprocess.run([sys.executable, "-m", "agent_registry", "--quiet", "sync"],
                               cwd=info.toplevel or info.git_dir,
                               env={**clean_env(), IN_HOOK_ENV: "1"},
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -405,7 +405,7 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
 
 def background_sync(info: RepoInfo) -> None:
     """Start a sync detached from this process, so the user's command never waits."""
-    subprocess.Popen([sys.executable, "-m", "agent_registry", "sync", "--quiet"],
+    subprocess.Popen([sys.executable, "-m", "agent_registry", "--quiet", "sync"],
                      cwd=info.toplevel or info.git_dir, env={**clean_env(), IN_HOOK_ENV: "1"},
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)
