@@ -203,12 +203,17 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
         query = parser.parse(text)
     except Exception as exc:  # Whoosh's parser errors are not part of our contract
         raise RegistryError(f"cannot parse the query: {exc}") from None
+    # the words of the question by their stem, to say "matches" in the user's own words
+    spoken: dict[str, str] = {}
+    for token in ix.schema["router"].analyzer(text, chars=True):
+        spoken.setdefault(token.text, text[token.startchar:token.endchar])
     out = []
     with ix.searcher(weighting=scoring.BM25F()) as searcher:
         for hit in searcher.search(query, limit=limit, terms=True):
             fields = sorted({f for f, _ in hit.matched_terms()}, key=SEARCH_FIELDS.index)
-            words = sorted({t.decode(errors="replace") if isinstance(t, bytes) else t
-                            for _, t in hit.matched_terms()})
+            stems = {t.decode(errors="replace") if isinstance(t, bytes) else t
+                     for _, t in hit.matched_terms()}
+            words = sorted({spoken.get(stem, stem).lower() for stem in stems})
             out.append({"id": hit["id"], "session_id": hit["key"], "router": hit["router"],
                         "what": hit["what"], "score": round(hit.score, 3),
                         "why": f"matches {', '.join(words)} in {', '.join(fields)}",
