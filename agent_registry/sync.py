@@ -35,7 +35,8 @@ from .records import iso
 from .registry import Registry, parse_op
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push
-DEFAULT_DEADLINE = 60.0  # seconds of retrying rejected pushes
+DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
+BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
 MASS_DELETION = 0.5  # a remote keeping less than this share of our sessions is suspect
 MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
 
@@ -187,11 +188,8 @@ def _replay_raw(registry: Registry, commit: str, parents: list[str], onto: str |
 
 # -- the mass-deletion guard ----------------------------------------------------------
 
-def _population(registry: Registry, commit: str | None) -> int:
-    """Sessions and wiki entries at *commit* (one ls-tree; only when a new remote tip
-    is about to be adopted)."""
-    if commit is None:
-        return 0
+def _population(registry: Registry, commit: str) -> int:
+    """Sessions and wiki entries at *commit*."""
     names = registry.repo.git("ls-tree", "-r", "--name-only", commit, "--",
                               "sessions", "wiki").stdout.decode().split("\n")
     return sum(1 for n in names if n.endswith((".yaml", ".md")))
@@ -205,12 +203,17 @@ def _has_gc_marker(registry: Registry, old: str | None, new: str) -> bool:
 
 def check_adoptable(registry: Registry, local: str | None, previous: str | None,
                     remote: str) -> None:
-    """Refuse a remote tip that silently drops most sessions or wiki entries."""
+    """Refuse a remote tip that silently drops most sessions or wiki entries.  The
+    common case costs one diff: the files we have that the remote lacks."""
     if local is None or remote in (local, previous):
         return
+    missing = registry.repo.git("diff-tree", "-r", "--no-renames", "--name-only",
+                                "--diff-filter=D", local, remote, "--", "sessions", "wiki"
+                                ).stdout.decode().split()
+    if len(missing) < MIN_GUARDED:
+        return
     ours, theirs = _population(registry, local), _population(registry, remote)
-    if ours >= MIN_GUARDED and theirs < ours * MASS_DELETION and \
-            not _has_gc_marker(registry, previous, remote):
+    if theirs < ours * MASS_DELETION and not _has_gc_marker(registry, previous, remote):
         raise MassDeletion(
             f"{registry.remote}/{registry.branch} has {theirs} sessions and wiki entries where "
             f"this clone has {ours}, and no gc commit explains it: not adopted, local state "
@@ -338,14 +341,16 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             return {**outcome, "pushed": False, "error": str(exc)}
         if pushed.ok:
             registry.repo.git("update-ref", registry.tracking_ref, tip)
-            _save_state(registry, last_success=iso(registry.clock()), last_error=None)
-            return {**outcome, "pushed": True, "tip": tip}
+            _save_state(registry, last_success=iso(registry.clock()), last_error=None,
+                        last_push_attempts=attempt + 1)
+            return {**outcome, "pushed": True, "tip": tip, "attempts": attempt + 1}
         if not pushed.retry or time.monotonic() - start > deadline:
             error = f"push rejected by {registry.remote}: {pushed.reason}"
             _save_state(registry, last_error=error, last_attempt=iso(registry.clock()))
             return {**outcome, "pushed": False, "error": error}
         attempt += 1
-        time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
+        # full jitter: losers spread out instead of stampeding the remote together
+        time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
         try:
             state = _rebase(registry, remote_before, fetch(registry))
         except Offline as exc:

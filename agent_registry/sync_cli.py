@@ -7,7 +7,7 @@ from .cli import Output, pass_out
 
 
 @click.command()
-@click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True,
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True,
               help="Seconds to keep retrying rejected pushes.")
 @pass_out
 def sync(out: Output, timeout: float) -> None:
