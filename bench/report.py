@@ -9,6 +9,7 @@ from pathlib import Path
 
 START, END = "<!-- core:start -->", "<!-- core:end -->"
 TARGET_CLAIM_MS, TARGET_API_MS = 55.0, 15.0
+FLAT = 1.15  # a cost within 15% of the small state's counts as flat (CPU medians)
 PREDECESSOR_MS = {"acquire": 110.0, "check": 106.0, "status": 123.0}  # DESIGN.md
 INTRO = """# Benchmarks
 
@@ -25,8 +26,9 @@ DESCRIPTIONS = {
 }
 
 
-def write_section(doc: Path, section: str) -> None:
-    """Replace our marked section of *doc* (create the file or the markers if missing)."""
+def write_section(doc: Path, section: str, name: str = "core") -> None:
+    """Replace the section *name* of *doc* (create the file or the markers if missing)."""
+    START, END = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     block = f"{START}\n{section.rstrip()}\n{END}"
     text = doc.read_text() if doc.exists() else INTRO
     if START in text and END in text and text.index(START) < text.index(END):
@@ -89,17 +91,23 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
         "state with `git fast-import` (heartbeat commits of a since-finished session), so "
         "only the history differs.",
         "",
-        "### Whole process: median (p90), ms",
+        "### Whole process, ms",
         "",
-        "| state | commits | command | ours | baseline | ours / baseline |",
-        "|---|---|---|---|---|---|",
+        "Wall time: median (p90). CPU: median user + system time of the process and of the git "
+        "processes it ran, the figure least disturbed by the other load on the machine.",
+        "",
+        "| state | commits | command | ours: wall | baseline: wall | ours / baseline | "
+        "ours: CPU | baseline: CPU | ours / baseline (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         for command in ("acquire", "check", "status"):
             ours, base = stats(r.times[("ours", command)]), stats(r.times[("baseline", command)])
+            ocpu, bcpu = stats(r.cpu[("ours", command)]), stats(r.cpu[("baseline", command)])
             lines.append(f"| {r.shape.name}: {DESCRIPTIONS.get(r.shape.name, '')} | {r.commits:,} | "
                          f"`{command}` | {_cell(ours)} | {_cell(base)} | "
-                         f"{ours['median'] / base['median']:.2f} |")
+                         f"{ours['median'] / base['median']:.2f} | {_ms(ocpu['median'])} | "
+                         f"{_ms(bcpu['median'])} | {ocpu['median'] / bcpu['median']:.2f} |")
     lines += ["", "### Python API, in process (ms)", "",
               "`Registry.claim` of one new path and its `release` on an open `Registry` (warm: "
               "its `cat-file` process already runs), and `Registry.open` + `claim` + `close` "
@@ -142,9 +150,11 @@ def _profile_lines(profile: dict) -> list[str]:
                    f"{calls.get('total', 0):,} syscalls in all, most: "
                    + ", ".join(f"{n} {c}" for n, c in top) + ".")
     nobc = profile["no_bytecode_cache"]
-    out.append(f"Without a bytecode cache (`PYTHONDONTWRITEBYTECODE=1`, as this sandbox sets it "
-               f"for every shell, so every run compiles the project's modules) the same claim "
-               f"takes {_ms(nobc['median'])} ms (median of {nobc['n']}).")
+    compiled = ("the checkout had an `agent_registry/__pycache__`, so little was compiled"
+                if profile.get("project_pycache") else "so every run compiles the project's modules")
+    out.append(f"Run as this sandbox's shells run it (`PYTHONDONTWRITEBYTECODE=1`, and the "
+               f"project installed editable: {compiled}) the same claim takes "
+               f"{_ms(nobc['median'])} ms (median of {nobc['n']}).")
     out += ["", "`cProfile`, own time (ms), top functions:", "",
             "| function | calls | own | cumulative |", "|---|---|---|---|"]
     for name, calls, own, cum in profile["cprofile"]:
@@ -157,16 +167,18 @@ def _verdict(by_name: dict, med, stats, profile) -> list[str]:
     if small is None:
         return ["(the small state was not measured)"]
     acquire = med(small, "ours", "acquire")
+    cpu = lambda r, tool, cmd: stats(r.cpu[(tool, cmd)])["median"]
     out = []
     met = "meets" if acquire < TARGET_CLAIM_MS else "misses"
-    out.append(f"- **Claim, whole process:** {_ms(acquire)} ms median; it {met} the "
+    out.append(f"- **Claim, whole process:** {_ms(acquire)} ms wall median "
+               f"({_ms(cpu(small, 'ours', 'acquire'))} ms CPU); it {met} the "
                f"{TARGET_CLAIM_MS:.0f} ms target"
                + ("" if acquire < TARGET_CLAIM_MS else f" ({acquire / TARGET_CLAIM_MS:.1f}x it)")
                + f". Against the baseline measured here: {acquire / med(small, 'baseline', 'acquire'):.2f}x.")
     for command in ("check", "status"):
         ours = med(small, "ours", command)
-        out.append(f"- **`{command}`:** {_ms(ours)} ms median, {ours / med(small, 'baseline', command):.2f}x "
-                   f"the baseline here (the predecessor's own figure: {PREDECESSOR_MS[command]:.0f} ms "
+        out.append(f"- **`{command}`:** {_ms(ours)} ms wall median ({_ms(cpu(small, 'ours', command))} ms "
+                   f"CPU), {ours / med(small, 'baseline', command):.2f}x the baseline here (the predecessor's own figure: {PREDECESSOR_MS[command]:.0f} ms "
                    "on its machines).")
     api = stats(small.api["claim"])["median"]
     out.append(f"- **API claim:** {_ms(api)} ms median on an open `Registry`; it "
@@ -176,11 +188,18 @@ def _verdict(by_name: dict, med, stats, profile) -> list[str]:
         other = by_name.get(name)
         if other is None:
             continue
-        parts = []
+        parts, grown = [], []
         for command in ("acquire", "check", "status"):
-            parts.append(f"`{command}` {_ms(med(other, 'ours', command))} ms "
-                         f"({med(other, 'ours', command) / med(small, 'ours', command):.2f}x small)")
+            ratio = cpu(other, "ours", command) / cpu(small, "ours", command)
+            parts.append(f"`{command}` {_ms(med(other, 'ours', command))} ms wall, "
+                         f"{_ms(cpu(other, 'ours', command))} ms CPU ({ratio:.2f}x small)")
+            if ratio > FLAT:
+                grown.append(command)
         api_other = stats(other.api["claim"])["median"]
-        out.append(f"- **With {what}:** " + ", ".join(parts)
-                   + f"; API claim {_ms(api_other)} ms ({api_other / api:.2f}x).")
+        if api_other / api > FLAT:
+            grown.append("the API claim")
+        verdict = (f"**not flat**: {', '.join(grown)} grew by more than {FLAT - 1:.0%} (CPU)" if grown
+                   else f"flat: within {FLAT - 1:.0%} of the small state (CPU)")
+        out.append(f"- **With {what}:** " + "; ".join(parts)
+                   + f"; API claim {_ms(api_other)} ms ({api_other / api:.2f}x). {verdict[0].upper() + verdict[1:]}.")
     return out
