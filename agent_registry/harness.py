@@ -131,14 +131,14 @@ def install_protocol(toplevel: str, harness: str, *, file_name: str | None = Non
     replaced when present, appended otherwise; the rest of the file is kept."""
     name = file_name or PROTOCOL_FILES[harness]
     path = Path(toplevel, name)
-    block = f"{BLOCK_START}\n{protocol_text(branch)}\n{BLOCK_END}\n"
+    block = f"{BLOCK_START}\n{protocol_text(branch)}\n{BLOCK_END}"
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     if BLOCK_START in old and BLOCK_END in old:
         head, rest = old.split(BLOCK_START, 1)
-        tail = rest.split(BLOCK_END, 1)[1].lstrip("\n")
-        new = head + block + tail
+        new = head + block + rest.split(BLOCK_END, 1)[1]
     else:
-        new = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old else "") + block
+        separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
+        new = old + separator + block + "\n"
     changed = new != old
     if changed:
         path.write_text(new, encoding="utf-8")
@@ -192,7 +192,7 @@ def session_start(raw: str, env: dict[str, str]) -> dict:
             registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
                               working_on=f"Claude Code session ({event.get('source') or 'startup'})")
         except Refused:  # this id has ended (a resumed conversation): a fresh one
-            sid = f"{sid.split('~')[0]}~{int(registry.clock())}"
+            sid = f"{sid.split('+')[0]}+{int(registry.clock())}"
             registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
                               working_on="Claude Code session (resumed)")
         _remember(info, event["session_id"], sid)
