@@ -174,8 +174,11 @@ async function loadSessionDetail(sid) {
     if (value === "" || value === null || value === undefined) continue;
     fields.append(el("dt", {}, key.replaceAll("_", " ")), el("dd", { class: "mono" }, String(value)));
   }
+  const legend = el("p", { class: "muted legend" },
+    "bars: session alive, paths held (pale: still open) · white tick: heartbeat · dot: diary, " +
+    "handoff or update · red square: ended or lock freed");
   const parts = [el("h3", {}, "Timeline of ", el("span", { class: "mono" }, sid)),
-                 drawTimeline(timeline), eventList(timeline), fields];
+                 drawTimeline(timeline), legend, eventList(timeline), fields];
   if (detail.diary) parts.push(el("details", {}, el("summary", {}, "diary"), el("pre", { class: "diary" }, detail.diary)));
   cell.replaceChildren(...parts);
 }
@@ -215,8 +218,10 @@ function drawTimeline(timeline) {
   for (let k = 0; k <= 4; k++) {
     const t = first + (span * k) / 4;
     axis.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: height - 24 }));
+    // within a day the date is said once, on the first tick
+    const text = k > 0 && span < 86400 ? formatTime(t).slice(11) : formatTime(t);
     axis.append(svg("text", { x: x(t), y: height - 8, "text-anchor": k === 0 ? "start" : k === 4 ? "end" : "middle" },
-                    formatTime(t)));
+                    text));
   }
   chart.append(axis);
   lanes.forEach((lane, index) => {
@@ -314,7 +319,7 @@ async function searchWiki() {
   list.replaceChildren(...data.results.map((r) => {
     const details = el("details", { "data-entry": r.id },
       el("summary", {}, el("strong", {}, r.what || r.router || r.id), " ",
-         el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, `score ${Number(r.score).toFixed(2)}`)),
+         el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, `score ${Number(r.score).toPrecision(3)}`)),
       r.why ? el("p", { class: "muted" }, r.why) : null);
     details.addEventListener("toggle", () => { if (details.open) loadWikiEntry(details, r.id); }, { once: true });
     return el("li", {}, details);
@@ -336,7 +341,8 @@ async function loadWikiEntry(container, id) {
                 ...Object.keys(entry).filter((k) => !shown.includes(k) && !["body", "id"].includes(k))];
   for (const key of keys) {
     const value = entry[key];
-    if (value === null || value === undefined || value === "" || typeof value === "object" && !Array.isArray(value)) continue;
+    const empty = value === null || value === undefined || value === "" || (Array.isArray(value) && !value.length);
+    if (empty || (typeof value === "object" && !Array.isArray(value))) continue;
     fields.append(el("dt", {}, key), el("dd", {}, Array.isArray(value) ? value.join(", ") : String(value)));
   }
   container.append(fields);
