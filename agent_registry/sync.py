@@ -154,17 +154,37 @@ def replay(registry: Registry, commits: list[str], onto: str | None) -> Replay:
             state.tip = _replay_raw(registry, commit, parents, state.tip, message)
             continue
         note = f"Replayed on {state.tip[:12]}, first made as {commit[:12]}." if state.tip else ""
+        subject = message.split("\n", 1)[0]
         try:
             new, result = registry.build(state.tip, op, note)
         except Refused as exc:
             state.refused.append({"op": op.get("op"), "id": op.get("id"),
                                   "session": op.get("session"), "paths": op.get("paths"),
                                   "reason": exc.message, **exc.details})
+            state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
+                                    f"{note} {exc.message}")
             continue
         state.results[op.get("id", commit)] = result
-        if new is not None:
-            state.tip = new
+        state.tip = new or _resolution(registry, state.tip, op,
+                                       f"{subject}: nothing left to do on replay",
+                                       f"{note} The remote had already made this change.")
     return state
+
+
+def _resolution(registry: Registry, tip: str | None, op: dict, subject: str,
+                detail: str) -> str | None:
+    """A commit that changes nothing and says how a replayed operation was resolved,
+    so `git log` shows it.  Its recorded operation is ``resolved``, which replays as a
+    no-op: the original is never retried."""
+    if tip is None:
+        return None
+    record = {"op": "resolved", "of": op, "at": registry.clock()}
+    message = (f"{subject}\n\n{detail.strip()}\n\nRegistry-Op: resolved\n"
+               + (f"Registry-Session: {op['session']}\n" if op.get("session") else "")
+               + f"Registry-Data: {json.dumps(record, sort_keys=True)}\n")
+    return registry.repo.commit_tree(registry.repo.commit_info(tip)[0], [tip], message,
+                                     "agent-registry <agent-registry@localhost>",
+                                     int(registry.clock()))
 
 
 def _replay_raw(registry: Registry, commit: str, parents: list[str], onto: str | None,

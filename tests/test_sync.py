@@ -367,3 +367,23 @@ def test_gc_cli_validates_input(team):
     assert team.remote_tip() == tip
     assert a("gc", "--keep-days", "30").returncode == 0  # nothing that old: no change
     assert team.remote_tip() == tip
+
+
+def test_release_here_and_force_release_there_resolve_by_meaning(team):
+    a, b = team.clone("a"), team.clone("b")
+    a("register", "a1", "--provider", "Kimi", "--working-on", "auth")
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert b("sync").returncode == 0
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    assert a("lock", "release", "src/auth.py", "--session", "a1").returncode == 0  # offline
+    hidden.rename(team.bare)
+    forced = b("lock", "force-release", "src/auth.py", "--force", "--reason", "stuck", "--by", "ops")
+    assert forced.returncode == 0, forced.stderr
+    assert a("sync").returncode == 0
+    log = git(team.bare, "log", "--format=%s", f"refs/heads/{BRANCH}")
+    assert "release src/auth.py by a1: nothing left to do on replay" in log
+    assert "force-release src/auth.py (held by a1) by ops: stuck" in log
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+    session = team.remote_file("sessions/live/a1.yaml")
+    assert "src/auth.py" not in session
