@@ -112,15 +112,21 @@ def wiki_ingest(out: Output, sid) -> None:
 @wiki.command("ingest-pending")
 @pass_out
 def wiki_ingest_pending(out: Output) -> None:
-    """Ingest every pending entry (exit 1 if any failed; those stay pending)."""
+    """Ingest every pending entry. If any fails (it stays pending), exit 1 with the
+    failures in the error (its JSON carries "ingested" and "failed")."""
+    from ..errors import Refused
     from . import api
     result = api.ingest_pending(out.registry)
     lines = [f"ingested {r['session_id']}: {', '.join(r['filled']) or 'nothing to fill'}"
              for r in result["ingested"]]
-    lines += [f"failed {r['session_id']}: {r['error']}" for r in result["failed"]]
-    out.emit(result, "\n".join(lines) or "no pending entries")
     if result["failed"]:
-        raise click.exceptions.Exit(1)
+        if not out.json and lines:
+            click.echo("\n".join(lines))
+        failures = "; ".join(f"{r['session_id']}: {r['error']}" for r in result["failed"])
+        raise Refused(f"{len(result['failed'])} pending entr"
+                      f"{'y' if len(result['failed']) == 1 else 'ies'} failed (left pending): "
+                      f"{failures}", details=result)
+    out.emit(result, "\n".join(lines) or "no pending entries")
 
 
 @wiki.command("rebuild")
