@@ -5,16 +5,16 @@ A wheel installs them as ``agent_registry/templates`` and ``agent_registry/hooks
 """
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 
 def folder(name: str):
     """The shipped folder *name* ("templates" or "hooks") as a Traversable."""
-    try:
-        return resources.files(f"agent_registry.{name}")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / name
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / name).is_dir():
+        return root / name  # a source checkout: no importlib.resources on the hot path
+    from importlib import resources
+    return resources.files(f"agent_registry.{name}")
 
 
 def read_text(folder_name: str, file_name: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,7 +221,8 @@ class Repo:
         if final.exists():
             return oid
         folder.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=self._objects)
+        tmp = str(self._objects / f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(zlib.compress(raw, 1))

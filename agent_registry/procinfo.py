@@ -7,7 +7,6 @@ live agent from a later process that was given the same pid.
 from __future__ import annotations
 
 import os
-import socket
 
 SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "tcsh", "csh", "busybox",
           "env", "timeout", "nohup", "xargs", "sudo", "su", "time", "make", "uv", "npx"}
@@ -15,7 +14,12 @@ OURS = ("agent-registry", "agent_registry")
 
 
 def hostname() -> str:
-    return os.environ.get("AGENT_REGISTRY_HOST") or socket.gethostname()
+    if os.environ.get("AGENT_REGISTRY_HOST"):
+        return os.environ["AGENT_REGISTRY_HOST"]
+    if hasattr(os, "uname"):
+        return os.uname().nodename  # what gethostname() returns, without importing socket
+    import socket
+    return socket.gethostname()
 
 
 def _stat_fields(pid: int) -> list[str] | None:

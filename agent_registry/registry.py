@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import signal
 import time
 from contextlib import contextmanager
@@ -208,7 +207,7 @@ class Registry:
         return sync_state(self)
 
     def _op(self, kind: str, **fields) -> dict:
-        return {"op": kind, "at": self.clock(), "id": secrets.token_hex(8), **fields}
+        return {"op": kind, "at": self.clock(), "id": os.urandom(8).hex(), **fields}
 
     # -- setup -----------------------------------------------------------------------
     def init(self) -> dict:
@@ -449,7 +448,7 @@ class Registry:
             raise BadInput("no path to lock")
         if not 1 <= ttl <= 7 * 86400:
             raise BadInput(f"--ttl {ttl}: between 1 and 604800 seconds")
-        generations = {t: secrets.token_hex(8) for t in targets}
+        generations = {t: os.urandom(8).hex() for t in targets}
         return self.apply(self._op("claim", session=sid, paths=targets, ttl=ttl,
                                    mode="shared" if shared else "exclusive",
                                    generations=generations))
