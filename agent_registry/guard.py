@@ -73,6 +73,34 @@ class Report:
                 "warnings": self.warnings}
 
 
+def _config_files(info: RepoInfo) -> list[str]:
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [os.path.join(info.common_dir, "config"), os.path.join(info.git_dir, "config.worktree"),
+             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+             os.path.join(xdg, "git", "config")]
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+    return files
+
+
+def may_have_config(info: RepoInfo) -> bool:
+    """Could any git config set ``agent-registry.*``?  Saves the guard a ``git config``
+    process in the usual case, where no config file even mentions us.  Includes and
+    ``git -c`` settings are not followed here, so they send us to git itself."""
+    if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+        return True
+    for name in _config_files(info):
+        try:
+            with open(name, "rb") as f:
+                text = f.read().lower()
+        except OSError:
+            continue
+        if b"agent-registry" in text or b"[include" in text or b"[includeif" in text:
+            return True
+    return False
+
+
 def read_config(git_dir: str) -> dict[str, str]:
     """``agent-registry.*`` git config keys (lower-cased names), in one process."""
     proc = subprocess.run(["git", "config", "-z", "--get-regexp", r"^agent-registry\."],
@@ -203,7 +231,7 @@ class Guard:
                  host: str | None = None) -> None:
         self.info = info
         self.repo = Repo(info)
-        self.config = read_config(info.git_dir)
+        self.config = read_config(info.git_dir) if may_have_config(info) else {}
         self.branch = branch_name(self.config)
         self.host = host or hostname()
         self.now = time.time() if now is None else now

@@ -274,3 +274,14 @@ def test_pre_push_without_a_working_sync_uses_local_state(pushing, agents, tmp_p
     proc = push(pushing)
     assert proc.returncode == 1
     assert "the guard uses local state" in proc.stderr
+
+
+@pytest.mark.parametrize("scope", ["--local", "--global"])
+def test_the_configured_registry_branch_is_guarded(repo, run, agents, scope):
+    git(repo, "config", scope, "agent-registry.branch", "coordination")
+    assert run("init", "--hooks").returncode == 0
+    hold(repo, "kimi-1", ["src/auth.py"], agents())
+    assert git(repo, "rev-parse", "-q", "--verify", "coordination", check=False)
+    edit(repo, "src/auth.py")
+    proc = commit(repo, "-m", "on the configured branch")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr
