@@ -40,6 +40,20 @@ _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
 # Operations defined outside this module (e.g. the wiki's "end"): name -> handler
 OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
+# Where those live, so a process that never imported them (a `sync` replaying another
+# command's "end") still finds them: name -> module, imported on first need
+OPERATION_MODULES: dict[str, str] = {
+    "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
+    "import-home": "agent_registry.wiki.importer",
+}
+
+
+def _external(name: str) -> bool:
+    """Whether *name* is a registered external operation (importing its module if needed)."""
+    if name not in OPERATIONS and name in OPERATION_MODULES:
+        import importlib
+        importlib.import_module(OPERATION_MODULES[name])
+    return name in OPERATIONS
 
 
 def operation(name: str):
@@ -169,13 +183,13 @@ class Registry:
         raise RegistryError(f"{self.ref} kept moving; gave up after {CAS_ATTEMPTS} attempts")
 
     def knows(self, op: dict) -> bool:
-        return hasattr(self, "_op_" + op["op"].replace("-", "_")) or op["op"] in OPERATIONS
+        return hasattr(self, "_op_" + op["op"].replace("-", "_")) or _external(op["op"])
 
     def _handler(self, op: dict) -> Callable[[View, dict], "Outcome"]:
         method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
         if method is not None:
             return method
-        if op["op"] not in OPERATIONS:
+        if not _external(op["op"]):
             raise BadInput(f"unknown operation {op['op']!r}")
         return lambda view, op: OPERATIONS[op["op"]](self, view, op)
 

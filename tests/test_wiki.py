@@ -265,3 +265,15 @@ def test_an_unreadable_entry_is_left_out_of_the_index_and_reported_by_show(wiki_
     assert search(wiki_repo, "sqlite")["results"][0]["session_id"] == "claude-1751000016"
     shown = run("wiki", "show", "broken-1")
     assert shown.returncode == 1 and "wiki/broken-1.md is unreadable" in shown.stderr
+
+
+def test_a_process_that_never_imported_the_wiki_can_replay_its_operations(repo):
+    # `sync` replays pending operations by name; the wiki's live in a lazily loaded module
+    script = ("import sys; from agent_registry import Registry; "
+              "r = Registry.open(sys.argv[1]); "
+              "assert 'agent_registry.wiki' not in sys.modules; "
+              "print(all(r.knows({'op': n}) for n in ('end', 'wiki-ingest', 'import-home')), "
+              "r.knows({'op': 'no-such-op'}))")
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
+                          text=True)
+    assert proc.stdout.split() == ["True", "False"], proc.stderr
