@@ -101,6 +101,41 @@ def may_have_config(info: RepoInfo) -> bool:
     return False
 
 
+def hook_repo_info() -> RepoInfo | None:
+    """The repository layout read from the files, inside a pre-commit hook: git runs
+    hooks at the top of the worktree and exports GIT_INDEX_FILE (and GIT_DIR for a
+    linked worktree).  Saves the ``git rev-parse`` process on every commit; None (ask
+    git) whenever the layout is anything but the plain one."""
+    if "GIT_INDEX_FILE" not in os.environ or any(
+            os.environ.get(v) for v in ("GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")):
+        return None
+    top = os.path.realpath(os.getcwd())
+    git_dir = os.environ.get("GIT_DIR") or os.path.join(top, ".git")
+    if os.path.isfile(git_dir):
+        with open(git_dir) as f:
+            line = f.readline().strip()
+        if not line.startswith("gitdir: "):
+            return None
+        git_dir = line[8:]
+    git_dir = os.path.realpath(os.path.join(top, git_dir))
+    if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+        return None
+    common = git_dir
+    try:
+        with open(os.path.join(git_dir, "commondir")) as f:
+            common = os.path.realpath(os.path.join(git_dir, f.read().strip()))
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(common, "config"), "rb") as f:
+            config = f.read().lower()
+    except OSError:
+        return None
+    if b"objectformat" in config or b"worktree" in config or b"bare = true" in config:
+        return None  # sha256, core.worktree, bare: let git say
+    return RepoInfo(git_dir, common, top, "", "sha1")
+
+
 def read_config(git_dir: str) -> dict[str, str]:
     """``agent-registry.*`` git config keys (lower-cased names), in one process."""
     proc = subprocess.run(["git", "config", "-z", "--get-regexp", r"^agent-registry\."],
@@ -451,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(IN_HOOK_ENV) and args[0] in ("pre-push", "background-sync"):
         return 0
     try:
-        info = discover(".")
+        info = (hook_repo_info() if args[0] == "pre-commit" else None) or discover(".")
     except Exception as exc:
         say(f"agent-registry: guard off: {exc}")
         return 0

@@ -285,3 +285,21 @@ def test_the_configured_registry_branch_is_guarded(repo, run, agents, scope):
     edit(repo, "src/auth.py")
     proc = commit(repo, "-m", "on the configured branch")
     assert proc.returncode == 1 and "kimi-1" in proc.stderr
+
+
+def test_hook_layout_read_from_files_matches_git(repo, tmp_path):
+    """Inside a pre-commit hook the guard reads the repository layout from the files
+    instead of asking git; it must agree with git, in a clone and in a worktree."""
+    out = tmp_path / "layouts"
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' -c \"from agent_registry.guard import "
+                    "hook_repo_info; from agent_registry.gitstore import discover; "
+                    f"print(hook_repo_info() == discover('.'), hook_repo_info() is not None)\" >> '{out}'\n")
+    hook.chmod(0o755)
+    other = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(other))
+    for where in (repo, other, repo / "src"):
+        (where / "new.txt").write_text("x\n")
+        git(where, "add", "new.txt")
+        git(where, "commit", "-q", "-m", "layout")
+    assert out.read_text() == "True True\n" * 3
