@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -15,7 +16,7 @@ from agent_registry.dashboard.events import changed_paths, describe_change
 from agent_registry.registry import Registry
 from conftest import git, make_repo
 from test_dashboard_support import agents  # noqa: F401  (fixture)
-from test_dashboard_support import commit_raw
+from test_dashboard_support import commit_raw, served
 
 LOCAL = "http://127.0.0.1"
 
@@ -323,6 +324,32 @@ def test_changes_name_their_areas_and_sessions(repo, agents):
         change = describe_change(changed_paths(registry, before, after))
     assert change == {"areas": ["locks", "sessions"], "sessions": ["kimi-1"]}
     assert describe_change(["wiki/kimi-2.md", "registry.md"]) == {"areas": ["wiki"], "sessions": ["kimi-2"]}
+
+
+def next_event(lines) -> tuple[str, dict]:
+    """The next server-sent event (name, data), skipping keep-alive comments."""
+    name, data = None, None
+    for line in lines:
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+        elif not line and name:
+            return name, data
+    raise AssertionError("the event stream ended")
+
+
+def test_event_stream_pushes_what_changed(agents, repo):
+    agents.register("kimi-1")
+    with served(repo) as info, httpx.stream("GET", info["url"] + "api/events", timeout=30) as stream:
+        lines = stream.iter_lines()
+        tip = git(repo, "rev-parse", "agent-registry").strip()
+        assert next_event(lines) == ("hello", {"tip": tip})
+        agents.claim("kimi-1", "src/auth.py")
+        name, change = next_event(lines)
+        assert name == "change"
+        assert change == {"areas": ["locks", "sessions"], "sessions": ["kimi-1"],
+                          "tip": git(repo, "rev-parse", "agent-registry").strip(), "previous": tip}
 
 
 def test_hand_made_session_files_are_listed_not_fatal(dashboard, agents, repo):
