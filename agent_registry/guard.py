@@ -292,8 +292,10 @@ class Guard:
     def committer(self) -> str | None:
         return identify(self.lookup, self.my_pids)
 
-    def check(self, paths: list[str]) -> Report:
-        env_sid = os.environ.get(SESSION_ENV) or None
+    def check(self, paths: list[str], committer: str | None = None) -> Report:
+        """Which of *paths* another live session holds.  The committer is *committer*,
+        else $AGENT_REGISTRY_SESSION, else found by process ancestry."""
+        env_sid = committer or os.environ.get(SESSION_ENV) or None
         if self.lookup is None:
             return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
                                                "in this repository")

@@ -229,10 +229,8 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
     from .guard import Guard, describe
     guard = Guard(info)
     try:
-        report = guard.check([path]) if guard.lookup else None
-        conflicts = report.conflicts if report else []
         # the edit is made by this Claude session, whatever the env of the hook says
-        conflicts = [c for c in conflicts if c.owner != sid]
+        conflicts = guard.check([path], committer=sid).conflicts if guard.lookup else []
     finally:
         guard.close()
     if not conflicts and auto_claim:
