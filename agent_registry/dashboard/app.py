@@ -58,12 +58,17 @@ class RegistryPool:
             registry = self._idle.pop()  # list.pop/append are atomic: no lock needed
         except IndexError:
             registry = Registry(Repo(self.info), config=self.config, clock=self.clock)
+        reusable = True
         try:
             yield registry
         except GitError:
-            registry.close()  # its cat-file may be mid-answer: do not lend it again
+            reusable = False  # its cat-file may be mid-answer: do not lend it again
             raise
-        self._idle.append(registry)
+        finally:
+            if reusable:
+                self._idle.append(registry)
+            else:
+                registry.close()
 
     def close(self) -> None:
         while self._idle:
