@@ -225,17 +225,17 @@ class Registry:
 
     # -- setup -----------------------------------------------------------------------
     def init(self) -> dict:
-        """Create the orphan registry branch if it does not exist (idempotent)."""
-        if self.repo.read_ref(self.ref):
+        """Create the orphan registry branch if it does not exist (idempotent); with a
+        remote that already has it, adopt the remote's."""
+        if self.repo.read_ref(self.ref) and not self.remote:
             return {"branch": self.branch, "created": False}
-        self.apply(self._op("init"))
-        return {"branch": self.branch, "created": True}
+        return {"branch": self.branch, **self.apply(self._op("init"))}
 
     def _op_init(self, view: View, op: dict) -> Outcome:
         if view.tip:
-            return Outcome({}, None)
+            return Outcome({"created": False}, None)
         view.write("sessions/recent.json", b"[]\n")
-        return Outcome({}, "init registry")
+        return Outcome({"created": True}, "init registry")
 
     # -- sessions --------------------------------------------------------------------
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
