@@ -44,7 +44,7 @@ OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
 # command's "end") still finds them: name -> module, imported on first need
 OPERATION_MODULES: dict[str, str] = {
     "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
-    "import-home": "agent_registry.wiki.importer",
+    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.override",
 }
 
 
