@@ -17,8 +17,7 @@ import os
 import subprocess
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import BadInput, RegistryError
 
@@ -169,13 +168,16 @@ class Repo:
         self.oid_len = self._hash().digest_size
         self.zero_oid = "0" * (2 * self.oid_len)
         self.reader = ObjectReader(info.git_dir, self.env)
-        self._objects = Path(info.common_dir, "objects")
+        # os.path, not pathlib: the guard imports this module on every commit, and
+        # pathlib (with urllib.parse) is a few ms it does not need
+        self._objects = os.path.join(info.common_dir, "objects")
 
     # -- local state -----------------------------------------------------------------
     @property
-    def state_dir(self) -> Path:
+    def state_dir(self) -> "pathlib.Path":  # noqa: F821 (imported when called)
         """Local-only state shared by every worktree of this clone; never committed."""
-        return Path(self.info.common_dir, "agent-registry")
+        import pathlib
+        return pathlib.Path(self.info.common_dir, "agent-registry")
 
     def git(self, *args: str, check: bool = True, input: bytes | None = None,
             cwd: str | None = None) -> subprocess.CompletedProcess:
@@ -187,9 +189,9 @@ class Repo:
     # -- refs ------------------------------------------------------------------------
     def read_ref(self, ref: str) -> str | None:
         """The ref's commit, read the way git stores it (loose file, then packed-refs)."""
-        loose = Path(self.info.common_dir, ref)
         try:
-            value = loose.read_text().strip()
+            with open(os.path.join(self.info.common_dir, ref)) as loose:
+                value = loose.read().strip()
             if value.startswith("ref: "):
                 return self.read_ref(value[5:])
             if value:
@@ -197,7 +199,7 @@ class Repo:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             pass
         try:
-            with open(Path(self.info.common_dir, "packed-refs")) as packed:
+            with open(os.path.join(self.info.common_dir, "packed-refs")) as packed:
                 for line in packed:
                     if line.endswith(" " + ref + "\n"):
                         return line.split(" ", 1)[0]
@@ -216,12 +218,12 @@ class Repo:
     def write_object(self, kind: str, data: bytes) -> str:
         raw = f"{kind} {len(data)}".encode() + b"\0" + data
         oid = self._hash(raw).hexdigest()
-        folder = self._objects / oid[:2]
-        final = folder / oid[2:]
-        if final.exists():
+        folder = os.path.join(self._objects, oid[:2])
+        final = os.path.join(folder, oid[2:])
+        if os.path.exists(final):
             return oid
-        folder.mkdir(exist_ok=True)
-        tmp = str(self._objects / f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             with os.fdopen(fd, "wb") as out:
