@@ -12,8 +12,8 @@ Measured:
                    tree diff since the indexed commit + 10 documents re-indexed
     update-10-cli  the same, as a whole `wiki query` process
 
-Entries are generated deterministically (topics x components x failures, a router line,
-bugs, a 10-line diary) by a benchmark-only registry operation, so the 10,000 files land
+Entries are generated deterministically (28 topics x 12 components x 14 failures, a
+router line, bugs, a 10-line diary naming the session's own functions and modules) by a benchmark-only registry operation, so the 10,000 files land
 in one commit without a 10 MB operation trailer.  Results go to the section of
 docs/benchmarks.md between ``<!-- wiki:start -->`` and ``<!-- wiki:end -->``.
 
@@ -64,23 +64,36 @@ VERBS = ["fixed", "refactored", "added", "removed", "optimized", "migrated", "do
          "tested", "reproduced", "investigated"]
 
 
+SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "vax", "zel", "po", "qui", "dra", "sen", "bor",
+             "fi", "gul", "hex", "jam", "nor", "pli", "sta", "wen"]
+
+
+def identifier(rng: random.Random) -> str:
+    """A project-specific name (function, class, module): most words of a real diary are
+    such names, each shared by a few sessions only."""
+    return "_".join("".join(rng.choice(SYLLABLES) for _ in range(2)) for _ in range(2))
+
+
 def entry_text(n: int, revision: int = 0) -> bytes:
     rng = random.Random(n * 1000 + revision)
     sid = f"bench-{n:05d}"
     topic, component, failure = rng.choice(TOPICS), rng.choice(COMPONENTS), rng.choice(FAILURES)
-    diary = "".join(f"- 2026-01-01T00:{i:02d}:00Z {rng.choice(VERBS)} {rng.choice(TOPICS)} in "
-                    f"{rng.choice(COMPONENTS)} after a {rng.choice(FAILURES)}"
-                    f"{' (revised)' if revision else ''}\n" for i in range(10))
+    names = [identifier(rng) for _ in range(6)]
+    lines = [f"prompt: {topic} in the {component} is broken ({failure})",
+             *(f"{rng.choice(VERBS)} {rng.choice(names)} in {component}/{rng.choice(names)}.py"
+               for _ in range(7)),
+             f"cause: {failure} in {rng.choice(names)}", f"tests pass{' (revised)' if revision else ''}"]
+    diary = "".join(f"- 2026-01-01T00:{i:02d}:00Z {line}\n" for i, line in enumerate(lines))
     return dump_entry({
         "id": entry_id(sid), "session_id": sid, "provider": rng.choice(["Claude", "Kimi", "Codex"]),
         "model": "m", "date": "2026-01-01T00:00:00Z",
         "router": f"{rng.choice(VERBS)} {topic} in the {component}: {failure}",
-        "what": f"{rng.choice(VERBS).capitalize()} the {component} {topic} code",
+        "what": f"{rng.choice(VERBS).capitalize()} the {component} {topic} code ({names[0]})",
         "how": "not documented", "solved": f"{failure} in {component}",
-        "files_touched": [f"src/{component}/{topic.split()[0]}.py"],
-        "bugs": [failure, rng.choice(FAILURES)], "tools": ["pytest"], "handoff": "",
-        "git_pushes": [], "status": "Finished", "pending_ingest": False, "undocumented": [],
-        "body": f"# Diary of {sid}\n\n{diary}"})
+        "files_touched": [f"src/{component}/{names[1]}.py"],
+        "bugs": [failure, f"{rng.choice(FAILURES)} in {names[2]}"], "tools": ["pytest"],
+        "handoff": "", "git_pushes": [], "status": "Finished", "pending_ingest": False,
+        "undocumented": [], "body": f"# Diary of {sid}\n\n{diary}"})
 
 
 @operation("bench-wiki-load")

@@ -31,6 +31,7 @@ META_KEY = "__meta__"  # cannot be a session id: those start with a letter or di
 SEARCH_FIELDS = ("router", "what", "bugs", "body")
 FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
 EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
+VERSION = 1  # of the schema and documents: an index of another version is rebuilt
 
 
 def schema():
@@ -38,9 +39,12 @@ def schema():
     from whoosh.fields import ID, STORED, TEXT, Schema
     text = lambda: TEXT(analyzer=StemmingAnalyzer(), stored=True)
     return Schema(key=ID(stored=True, unique=True), id=ID(stored=True), router=text(),
-                  what=text(), bugs=text(), body=TEXT(analyzer=StemmingAnalyzer()),
+                  what=text(), bugs=text(),
+                  # no positions for the diary: phrase search over it is not worth the
+                  # index size and build time (router and what keep theirs)
+                  body=TEXT(analyzer=StemmingAnalyzer(), phrase=False),
                   provider=STORED, date=STORED, pending=ID(stored=True), commit=STORED,
-                  excerpt=STORED)
+                  version=STORED, excerpt=STORED)
 
 
 def document(sid: str, raw: bytes) -> dict | None:
@@ -86,7 +90,7 @@ class WikiIndex:
                 meta = searcher.document(key=META_KEY)
         except Exception:  # any Whoosh failure to read means: rebuild
             return None
-        if not meta or not meta.get("commit"):
+        if not meta or not meta.get("commit") or meta.get("version") != VERSION:
             return None
         return ix, meta["commit"]
 
@@ -111,7 +115,7 @@ class WikiIndex:
                 return ix
             changes = self._diff(indexed, tip)
             if changes is None:
-                return self._rebuild(tip, f"indexed commit {indexed[:12]} is not an ancestor view")
+                return self._rebuild(tip, f"cannot diff from the indexed commit {indexed[:12]}")
             return self._update(ix, tip, changes)
 
     def rebuild(self):
@@ -149,7 +153,7 @@ class WikiIndex:
                     writer.delete_by_term("key", sid)
                 else:
                     writer.update_document(**doc)
-            writer.update_document(key=META_KEY, commit=tip)
+            writer.update_document(key=META_KEY, commit=tip, version=VERSION)
             writer.commit()
         except BaseException:
             writer.cancel()
@@ -168,13 +172,14 @@ class WikiIndex:
         try:
             if tip != EMPTY:
                 tree = self.repo.commit_info(tip)[0]
-                for name, is_tree, oid in self.repo.list_tree(f"{tree}:{WIKI_DIR}"):
-                    sid = sid_of(name)
-                    raw = None if is_tree or not sid else self.repo.read_blob(oid)
+                files = [(sid, oid) for name, is_tree, oid in
+                         self.repo.list_tree(f"{tree}:{WIKI_DIR}")
+                         if not is_tree and (sid := sid_of(name))]
+                for (sid, _), raw in zip(files, _read_blobs(self.repo, [o for _, o in files])):
                     doc = document(sid, raw) if raw is not None else None
                     if doc is not None:
                         writer.add_document(**doc)
-            writer.add_document(key=META_KEY, commit=tip)
+            writer.add_document(key=META_KEY, commit=tip, version=VERSION)
             writer.commit()
         except BaseException:
             writer.cancel()
@@ -190,14 +195,34 @@ class WikiIndex:
         return ix
 
 
+def _read_blobs(repo, oids: list[str]):
+    """The blobs *oids*, in order (None for a missing one), from one ``cat-file --batch``
+    run fed all at once: a rebuild reads thousands, and a round trip each adds up."""
+    if not oids:
+        return
+    data = repo.git("cat-file", "--batch", input=("\n".join(oids) + "\n").encode()).stdout
+    pos = 0
+    for _ in oids:
+        eol = data.index(b"\n", pos)
+        header = data[pos:eol].split()
+        if header[-1] in (b"missing", b"ambiguous"):
+            pos = eol + 1
+            yield None
+            continue
+        size = int(header[2])
+        yield data[eol + 1:eol + 1 + size] if header[1] == b"blob" else None
+        pos = eol + 1 + size + 1
+
+
 def search_index(ix, text: str, limit: int) -> list[dict]:
     """Whoosh BM25F candidates: [{id, session_id, router, what, score, why, ...}]."""
     from whoosh import qparser, scoring
     parser = qparser.MultifieldParser(list(SEARCH_FIELDS), ix.schema, fieldboosts=FIELD_BOOSTS,
                                       group=qparser.OrGroup.factory(0.9))
-    # a question is plain words: "auth: fix (401)" must not turn into field or range syntax
+    # a question is plain words: 'auth: "fix" (401)' must not turn into field, phrase or
+    # range syntax (the diary has no positions for phrases anyway)
     for plugin in (qparser.FieldsPlugin, qparser.WildcardPlugin, qparser.RangePlugin,
-                   qparser.BoostPlugin):
+                   qparser.BoostPlugin, qparser.PhrasePlugin):
         parser.remove_plugin_class(plugin)
     try:
         query = parser.parse(text)
