@@ -50,8 +50,17 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
 @click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
 def harness_hook(harness_name: str, event: str, auto_claim: bool) -> None:
-    """Run by Claude Code: reads the hook's JSON on stdin, prints the JSON decision."""
+    """Run by Claude Code: reads the hook's JSON on stdin, prints the JSON decision.
+
+    A failure exits 1, which Claude Code shows as a non-blocking error and goes on:
+    exit 2 would block the tool call, and only a deny decision may do that."""
+    from .errors import RegistryError
     from .harness import run_claude_hook
-    answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim)
+    try:
+        answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim)
+    except RegistryError as exc:
+        if exc.exit_code == 1:
+            raise
+        raise RegistryError(exc.message) from None
     if answer is not None:
         click.echo(json.dumps(answer))
