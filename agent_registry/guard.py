@@ -282,10 +282,6 @@ class Guard:
             self.tip = self.repo.read_ref(f"refs/remotes/{remote}/{self.branch}")
         self.lookup = LockLookup(self.repo, self.tip, self.now, self.host) if self.tip else None
 
-    @classmethod
-    def open(cls, path: str = ".") -> "Guard":
-        return cls(discover(path))
-
     def close(self) -> None:
         self.repo.close()
 

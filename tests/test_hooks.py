@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT, git, make_repo
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
