@@ -277,3 +277,29 @@ def test_a_process_that_never_imported_the_wiki_can_replay_its_operations(repo):
     proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
                           text=True)
     assert proc.stdout.split() == ["True", "False"], proc.stderr
+
+
+def test_git_pushes_lists_the_commits_a_remote_branch_has_since_registration(registry, repo,
+                                                                            clock, tmp_path):
+    git(tmp_path, "init", "-q", "--bare", "backup.git")
+    git(repo, "remote", "add", "backup", str(tmp_path / "backup.git"))
+    registry.register("kimi-5", provider="Kimi")
+    clock.advance(10)
+    commit_on_branch(repo, "src/pushed.py", clock.now)
+    git(repo, "push", "-q", "backup", "main")
+    clock.advance(10)
+    commit_on_branch(repo, "src/local.py", clock.now)
+    entry = end_session(registry, "kimi-5")["entry"]
+    pushed = git(repo, "rev-parse", "--short", "backup/main").strip()
+    assert get_entry(registry, "kimi-5")["git_pushes"] == [f"backup/main {pushed} edit src/pushed.py"]
+    assert {"src/pushed.py", "src/local.py"} <= set(entry["files_touched"])
+
+
+def test_a_query_without_an_llm_never_imports_langchain(wiki_repo, repo):
+    script = ("import sys; from agent_registry import Registry; "
+              "from agent_registry.wiki import search; "
+              "print(search(Registry.open(sys.argv[1]), 'sqlite')['ranker'], "
+              "any(m.startswith(('langchain', 'openai')) for m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
+                          text=True)
+    assert proc.stdout.split() == ["whoosh", "False"], proc.stderr
