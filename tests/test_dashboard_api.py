@@ -45,6 +45,14 @@ def test_health_names_the_repository(dashboard, repo):
         assert client.get("/api/health").json()["repo_id"] != health["repo_id"]
 
 
+def test_a_repository_without_the_registry_branch_yet(dashboard, repo):
+    assert dashboard.get("/api/sessions?history=true").json()["sessions"] == []
+    assert dashboard.get("/api/locks").json()["locks"] == []
+    assert dashboard.get("/api/sessions/kimi-1/timeline").json()["events"] == []
+    assert dashboard.post("/api/cleanup", json={"reason": "tidy"}).json() == {"stopped": []}
+    assert git(repo, "branch", "--list", "agent-registry") == ""
+
+
 def test_sessions_default_to_live_ones_and_filter(dashboard, agents):
     agents.register("kimi-1", "Kimi", "auth refactor")
     agents.register("claude-1", "Claude", "tests")
