@@ -1,0 +1,260 @@
+"""Real processes racing through the installed CLI, and processes killed mid-claim.
+
+Racers start together: each process first announces itself (a file in ``ready/``) and
+waits for a ``go`` file; only when every racer is waiting is ``go`` created, and each
+then execs ``agent-registry``.  So the races are real, not sequential.
+
+The normal suite runs a few rounds of each race; the ``slow`` variants run many more.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_registry import Registry
+from agent_registry.paths import record_name
+from agent_registry.records import load_session
+from agent_registry.view import live_path
+from conftest import CLI, git
+
+BRANCH = "agent-registry"
+
+# Waits at the barrier, then becomes the agent-registry command.
+WAITER = """
+import os, sys, time
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.002)
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+def race(repo: Path, commands: list[list[str]], workdir: Path) -> list[subprocess.CompletedProcess]:
+    """Run every command as its own process, all released at once; their results."""
+    workdir.mkdir(parents=True)
+    go = workdir / "go"
+    procs = []
+    for i, args in enumerate(commands):
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", WAITER, str(workdir / f"ready-{i}"), str(go), CLI, *args],
+            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    deadline = time.monotonic() + 300
+    while sum(1 for p in workdir.iterdir() if p.name.startswith("ready-")) < len(commands):
+        assert time.monotonic() < deadline, "racers never got ready"
+        assert all(p.poll() is None for p in procs), "a racer died before the start"
+        time.sleep(0.01)
+    go.touch()
+    results = []
+    for proc, args in zip(procs, commands):
+        out, err = proc.communicate(timeout=600)
+        results.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+    return results
+
+
+def register_many(repo: Path, prefix: str, count: int, pid: int | None = None) -> list[str]:
+    sids = [f"{prefix}-{i}" for i in range(count)]
+    with Registry.open(str(repo)) as registry:
+        for sid in sids:
+            registry.register(sid, provider="Kimi", working_on=f"racing as {sid}",
+                              pid=pid or os.getpid())
+    return sids
+
+
+def branch_state(repo: Path) -> tuple[dict[str, dict], dict[str, list[str]]]:
+    """Every lock record (target -> record) and every live session's held list."""
+    files = git(repo, "ls-tree", "-r", "--name-only", BRANCH).split("\n")
+    locks, held = {}, {}
+    for name in files:
+        if name.startswith("locks/"):
+            record = json.loads(git(repo, "show", f"{BRANCH}:{name}"))
+            assert record_name(record["path"]) == name
+            locks[record["path"]] = record
+        elif name.startswith("sessions/live/"):
+            session = load_session(git(repo, "show", f"{BRANCH}:{name}").encode())
+            assert name == live_path(session.id)
+            held[session.id] = session.locks
+    return locks, held
+
+
+def assert_consistent(repo: Path) -> dict[str, dict]:
+    """No half-written lock: every record parses, its holders are live sessions that
+    list it, and every path a session lists has a record naming that session."""
+    locks, held = branch_state(repo)
+    for path, record in locks.items():
+        assert record["holders"], f"empty lock record for {path}"
+        for holder in record["holders"]:
+            assert path in held.get(holder["session"], []), (path, holder, held)
+    for sid, paths in held.items():
+        for path in paths:
+            assert sid in [h["session"] for h in locks[path]["holders"]], (sid, path)
+    return locks
+
+
+def holders(repo: Path, path: str) -> list[str]:
+    record = json.loads(git(repo, "show", f"{BRANCH}:{record_name(path)}"))
+    return [h["session"] for h in record["holders"]]
+
+
+# -- races ----------------------------------------------------------------------------
+
+def one_path_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
+    sids = register_many(repo, "racer", racers)
+    for n in range(rounds):
+        path = f"src/contended-{n}.py"
+        results = race(repo, [["lock", "acquire", path, "--session", sid] for sid in sids],
+                       tmp_path / f"round-{n}")
+        winners = [sid for sid, r in zip(sids, results) if r.returncode == 0]
+        assert len(winners) == 1, [(r.returncode, r.stderr) for r in results]
+        winner = winners[0]
+        for sid, result in zip(sids, results):
+            if sid != winner:
+                assert result.returncode == 1, result.stderr
+                assert f"{path} is locked by {winner}" in result.stderr
+        assert holders(repo, path) == [winner]
+    assert_consistent(repo)
+
+
+def test_64_processes_claim_one_path(repo, tmp_path):
+    one_path_race(repo, tmp_path, rounds=2, racers=64)
+
+
+@pytest.mark.slow
+def test_64_processes_claim_one_path_many_rounds(repo, tmp_path):
+    one_path_race(repo, tmp_path, rounds=15, racers=64)
+
+
+def register_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
+    for n in range(rounds):
+        sids = [f"reg{n}-{i}" for i in range(racers)]
+        results = race(repo, [["register", sid, "--provider", "Kimi", "--working-on", sid]
+                              for sid in sids], tmp_path / f"round-{n}")
+        assert [r.returncode for r in results] == [0] * racers, [r.stderr for r in results]
+        with Registry.open(str(repo)) as registry:
+            live = {s.id for s in registry.sessions()}
+        assert set(sids) <= live
+    assert int(git(repo, "rev-list", "--count", BRANCH)) == rounds * racers
+
+
+def test_32_processes_register_at_once(repo, tmp_path):
+    register_race(repo, tmp_path, rounds=3, racers=32)
+
+
+@pytest.mark.slow
+def test_32_processes_register_at_once_many_rounds(repo, tmp_path):
+    register_race(repo, tmp_path, rounds=15, racers=32)
+
+
+def distinct_paths_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
+    sids = register_many(repo, "racer", racers)
+    for n in range(rounds):
+        paths = [f"src/r{n}/own-{i}.py" for i in range(racers)]
+        results = race(repo, [["lock", "acquire", p, "--session", sid] for sid, p in zip(sids, paths)],
+                       tmp_path / f"round-{n}")
+        assert [r.returncode for r in results] == [0] * racers, [r.stderr for r in results]
+        for sid, path in zip(sids, paths):
+            assert holders(repo, path) == [sid]
+    locks = assert_consistent(repo)
+    assert len(locks) == rounds * racers
+
+
+def test_16_processes_claim_distinct_paths(repo, tmp_path):
+    distinct_paths_race(repo, tmp_path, rounds=3, racers=16)
+
+
+@pytest.mark.slow
+def test_16_processes_claim_distinct_paths_many_rounds(repo, tmp_path):
+    distinct_paths_race(repo, tmp_path, rounds=15, racers=16)
+
+
+def stale_takeover_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
+    """The predecessor elected two owners in ~2 of 10 such races: a takeover must decide
+    and write inside one critical section."""
+    sids = register_many(repo, "racer", racers)
+    for n in range(rounds):
+        path = "src/auth.py"
+        agent = subprocess.Popen(["sleep", "300"])
+        (gone,) = register_many(repo, f"gone{n}", 1, pid=agent.pid)
+        with Registry.open(str(repo)) as registry:
+            if n:  # the previous round's winner lets go, so the dead agent can take it
+                previous = holders(repo, path)[0]
+                registry.release(previous, [path])
+            registry.claim(gone, [path])
+        agent.kill()
+        agent.wait()
+        results = race(repo, [["lock", "acquire", path, "--session", sid] for sid in sids],
+                       tmp_path / f"round-{n}")
+        winners = [(sid, r) for sid, r in zip(sids, results) if r.returncode == 0]
+        assert len(winners) == 1, [(r.returncode, r.stdout, r.stderr) for r in results]
+        winner, result = winners[0]
+        assert result.stdout == f"taken-over: {path}\n"
+        for sid, other in zip(sids, results):
+            if sid != winner:
+                assert other.returncode == 1 and f"locked by {winner}" in other.stderr, other.stderr
+        assert holders(repo, path) == [winner]
+        assert path not in branch_state(repo)[1][gone]
+    assert_consistent(repo)
+
+
+def test_racing_to_take_over_a_stale_lock(repo, tmp_path):
+    stale_takeover_race(repo, tmp_path, rounds=3, racers=12)
+
+
+@pytest.mark.slow
+def test_racing_to_take_over_a_stale_lock_many_rounds(repo, tmp_path):
+    stale_takeover_race(repo, tmp_path, rounds=20, racers=12)
+
+
+# -- crashes --------------------------------------------------------------------------
+
+def kill_while_claiming(repo: Path, iterations: int, seed: int) -> None:
+    """SIGKILL a claiming process (and the git processes it started) at a random
+    instant, again and again; after each, the next command must work."""
+    rng = random.Random(seed)
+    (victim, survivor) = register_many(repo, "crash", 2)
+    killed_early = 0
+    for n in range(iterations):
+        proc = subprocess.Popen([CLI, "lock", "acquire", f"src/c{n}/a.py", f"src/c{n}/b.py",
+                                 f"src/c{n}/dir/", "--session", victim], cwd=repo,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        time.sleep(rng.uniform(0.0, 0.4))
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed_early += proc.poll() is None
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        after = subprocess.run([CLI, "lock", "acquire", f"src/next-{n}.py", "--session", survivor],
+                               cwd=repo, capture_output=True, text=True, timeout=120)
+        assert after.returncode == 0, after.stderr
+        targets = [f"src/c{n}/{p}" for p in ("a.py", "b.py", "dir/")]
+        claimed = [holders(repo, t) if _exists(repo, t) else [] for t in targets]
+        assert claimed in ([[]] * 3, [[victim]] * 3), claimed  # all or nothing
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress", f"refs/heads/{BRANCH}"],
+                          cwd=repo, capture_output=True, text=True)
+    assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
+    assert_consistent(repo)
+    assert killed_early, "no process was killed mid-flight: the test tested nothing"
+
+
+def _exists(repo: Path, target: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{BRANCH}:{record_name(target)}"],
+                          cwd=repo).returncode == 0
+
+
+def test_kill_9_while_claiming(repo, tmp_path):
+    kill_while_claiming(repo, iterations=12, seed=1)
+
+
+@pytest.mark.slow
+def test_kill_9_while_claiming_many_times(repo, tmp_path):
+    kill_while_claiming(repo, iterations=150, seed=2)
