@@ -92,6 +92,15 @@ def test_page_shows_sessions_and_follows_claims_live(page, snap, agents, repo):
         expect(lock_row(page, "tests/")).to_have_count(0, timeout=LIVE_UPDATE_MS)
         expect(page.locator("#lock-count")).to_have_text("1")
 
+        agents.cli("finish", "claude-1")
+        expect(session_row(page, "claude-1")).to_have_count(0, timeout=LIVE_UPDATE_MS)
+        expect(lock_row(page, "src/auth.py")).to_have_count(0)
+        page.click("#f-history")
+        expect(session_row(page, "claude-1")).to_contain_text("Finished")
+        page.select_option("#f-provider", "Kimi")
+        expect(session_row(page, "claude-1")).to_have_count(0)
+        expect(session_row(page, "kimi-1")).to_be_visible()
+
 
 def test_timeline_is_drawn_as_a_chart(page, snap, agents, repo):
     agents.register("kimi-1", "Kimi", "Refactoring auth")
@@ -183,6 +192,33 @@ def test_force_release_is_immediate_when_stale_and_needs_explicit_consent_when_f
         expect(lock_row(page, "src/auth.py")).to_have_count(0)
     assert agents.alive("kimi-1")  # freeing a lock does not touch its owner
     assert "hotfix" in git(repo, "log", "-1", "--format=%s", "agent-registry")
+
+
+def test_cleanup_and_sync_buttons(page, snap, agents, repo, tmp_path):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    agents.register("gone-1", "Codex", "crashed")
+    agents.register("kimi-1", "Kimi", "busy")
+    agents.die("gone-1")
+    with served(repo) as info:
+        open_dashboard(page, info)
+        expect(session_row(page, "gone-1")).to_contain_text("zombie")
+        page.click("#cleanup")
+        confirm(page, "end of day")
+        expect(page.locator("#notice")).to_have_text("stopped gone-1")
+        expect(session_row(page, "gone-1")).to_have_count(0)
+        expect(page.locator("#sync")).to_contain_text("origin")
+        git(repo, "update-ref", "refs/remotes/origin/agent-registry",
+            git(repo, "rev-parse", "agent-registry~1").strip())  # as if the last push was lost
+        expect(page.locator("#sync")).to_contain_text("ahead (to push)1", timeout=LIVE_UPDATE_MS)
+        page.click("#sync-now")
+        page.click("#confirm-ok")
+        expect(page.locator("#notice")).to_have_text("synced with origin")
+        expect(page.locator("#sync")).to_contain_text("ahead (to push)0")
+        snap()
+    assert git(remote, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    assert "Registry-Reason: end of day" in git(repo, "log", "-1", "--format=%B", "agent-registry")
 
 
 HOSTILE_ID = "<img src=x onerror=window.pwned=2>"
