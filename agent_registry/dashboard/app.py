@@ -219,9 +219,8 @@ def create_app(repo_path: str, token: str | None = None, *,
 
     @app.get("/api/events", summary="Server-Sent Events: hello, then change {areas, sessions, tip}",
              response_class=EventSourceResponse)
-    async def events(request: Request):
-        return EventSourceResponse(change_stream(pool.borrow, request.is_disconnected,
-                                                 poll_interval), ping=15)
+    async def events():
+        return EventSourceResponse(change_stream(pool.borrow, poll_interval), ping=15)
 
     @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
     def kill(sid: str, action: KillRequest) -> dict:

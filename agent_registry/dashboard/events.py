@@ -64,14 +64,14 @@ def describe_change(paths: list[str]) -> dict:
     return {"areas": sorted(areas), "sessions": sorted(sessions)}
 
 
-async def change_stream(borrow: Callable, is_disconnected: Callable,
-                        interval: float = POLL_SECONDS) -> AsyncIterator[dict]:
+async def change_stream(borrow: Callable, interval: float = POLL_SECONDS) -> AsyncIterator[dict]:
     """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves.
-    *borrow* lends a Registry (a context manager); *is_disconnected* ends the stream."""
+    *borrow* lends a Registry (a context manager).  The response cancels this generator
+    when the client goes away."""
     with borrow() as registry:
         last = signature(registry)
     yield {"event": "hello", "data": json.dumps({"tip": _tip(last)})}
-    while not await is_disconnected():
+    while True:
         await asyncio.sleep(interval)
         with borrow() as registry:
             current = signature(registry)
