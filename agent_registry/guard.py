@@ -473,11 +473,27 @@ def background_sync(info: RepoInfo) -> None:
 
 
 USAGE = ("usage: python -m agent_registry.guard pre-commit | pre-push REMOTE [URL] | "
-         "check PATH... | background-sync")
+         "check PATH... | background-sync | framework")
+
+
+def framework_args(environ: dict[str, str]) -> tuple[list[str], str]:
+    """The hook's arguments and stdin, as git would give them, when the pre-commit
+    framework runs us: it passes neither, but tells the push in PRE_COMMIT_* variables."""
+    remote = environ.get("PRE_COMMIT_REMOTE_NAME")
+    if not remote:
+        return ["pre-commit"], ""
+    local = environ.get("PRE_COMMIT_LOCAL_BRANCH") or "HEAD"
+    line = " ".join([local, environ.get("PRE_COMMIT_TO_REF") or local,
+                     environ.get("PRE_COMMIT_REMOTE_BRANCH") or local,
+                     environ.get("PRE_COMMIT_FROM_REF") or "0" * 40])
+    return ["pre-push", remote, environ.get("PRE_COMMIT_REMOTE_URL", "")], line + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    stdin_text = None
+    if args[:1] == ["framework"]:
+        args, stdin_text = framework_args(dict(os.environ))
     if not args or args[0] not in ("pre-commit", "pre-push", "check", "background-sync"):
         say(USAGE)
         return 2
@@ -499,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         if args[0] == "pre-commit":
             return pre_commit(guard)
         if args[0] == "pre-push":
-            return pre_push(guard, args[1], sys.stdin.read())
+            return pre_push(guard, args[1], sys.stdin.read() if stdin_text is None else stdin_text)
         from .errors import BadInput
         try:
             paths = [P.normalize(p, toplevel=info.toplevel, prefix=info.prefix) for p in args[1:]]

@@ -152,8 +152,10 @@ def test_post_merge_brings_the_registry_up_to_date_in_the_background(tmp_path, r
     assert "claim src/auth.py by kimi-1" in git(second, "log", "--format=%s", "agent-registry")
 
 
-def test_pre_commit_framework_runs_the_published_hook(repo, agents, tmp_path):
-    """The real `pre-commit` tool, offline: the hook repository is a local clone."""
+def framework(repo: Path, tmp_path: Path, *hook_types: str) -> dict[str, str]:
+    """Install the published hook with the real `pre-commit` tool, offline: the hook
+    repository is a local clone holding this checkout's .pre-commit-hooks.yaml.  The
+    environment to run git with is returned."""
     hook_repo = tmp_path / "hook-repo"
     hook_repo.mkdir()
     shutil.copy(ROOT / ".pre-commit-hooks.yaml", hook_repo / ".pre-commit-hooks.yaml")
@@ -169,19 +171,50 @@ def test_pre_commit_framework_runs_the_published_hook(repo, agents, tmp_path):
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"],
            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    subprocess.run([str(Path(bin_dir) / "pre-commit"), "install"], cwd=repo, env=env,
+    types = [arg for t in hook_types for arg in ("-t", t)]
+    subprocess.run([str(Path(bin_dir) / "pre-commit"), "install", *types], cwd=repo, env=env,
                    check=True, capture_output=True)
     from test_guard import open_registry
     with open_registry(repo) as registry:
         registry.init()
+    return env
+
+
+def git_with(env: dict[str, str], repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_pre_commit_framework_runs_the_published_hook(repo, agents, tmp_path):
+    env = framework(repo, tmp_path, "pre-commit")
     hold(repo, "kimi-1", ["src/auth.py"], agents())
     edit(repo, "src/auth.py")
-    proc = subprocess.run(["git", "commit", "-q", "-m", "framework"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = git_with(env, repo, "commit", "-q", "-m", "framework")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "kimi-1" in proc.stdout + proc.stderr
     git(repo, "reset", "-q", "--hard")
     edit(repo, "README.md")
-    proc = subprocess.run(["git", "commit", "-q", "-m", "framework ok"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = git_with(env, repo, "commit", "-q", "-m", "framework ok")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_pre_commit_framework_guards_pushes_too(repo, agents, tmp_path):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    env = framework(repo, tmp_path, "pre-commit")
+    hold(repo, "kimi-1", ["src/auth.py"], agents())
+    subprocess.run([str(Path(sys.executable).parent / "pre-commit"), "install", "-t", "pre-push"],
+                   cwd=repo, env=env, check=True, capture_output=True)
+    edit(repo, "src/auth.py")
+    assert git_with(env, repo, "commit", "-q", "--no-verify", "-m", "sneaky").returncode == 0
+    proc = git_with(env, repo, "push", "origin", "main")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "touches src/auth.py" in proc.stdout + proc.stderr
+    assert git(remote, "rev-parse", "main").strip() != git(repo, "rev-parse", "main").strip()
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    edit(repo, "README.md")
+    assert git_with(env, repo, "commit", "-q", "-m", "fine").returncode == 0
+    proc = git_with(env, repo, "push", "origin", "main")
     assert proc.returncode == 0, proc.stdout + proc.stderr
