@@ -425,3 +425,20 @@ def test_dash_c_runs_as_if_in_path(run, repo, tmp_path):
     one_line_error(run("-C", str(elsewhere), "status", cwd=elsewhere, check_untouched=False), 2)
     one_line_error(run("-C", str(tmp_path / "missing"), "status", cwd=elsewhere,
                        check_untouched=False), 2)
+
+
+def test_the_demo_runs_and_cleans_up(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch),
+           "PATH": f"{Path(CLI).parent}{os.pathsep}{os.environ['PATH']}"}
+    from conftest import ROOT
+    proc = subprocess.run(["bash", str(ROOT / "demo" / "demo.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    winner = "kimi-1" if "-> kimi-1 won" in proc.stdout else "claude-1"
+    loser = "claude-1" if winner == "kimi-1" else "kimi-1"
+    assert f"-> {winner} won; {loser} was refused" in proc.stdout
+    assert f"src/auth.py is locked by {winner}" in proc.stdout
+    assert f"claim src/auth.py by {loser}" in proc.stdout.split("The audit trail")[1]
+    assert list(scratch.iterdir()) == []  # its temporary directory is gone
