@@ -15,7 +15,7 @@ import os
 import secrets
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -28,7 +28,7 @@ from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
 from ..gitstore import GitError, Repo
 from ..registry import Registry
 from . import queries
-from .events import POLL_SECONDS, change_stream
+from .events import change_stream
 from .security import TOKEN_COOKIE, Guard, offers_token
 from .timeline import DEFAULT_LIMIT, session_timeline
 
@@ -47,9 +47,9 @@ class Unavailable(Exception):
 class RegistryPool:
     """Registries lent to one request at a time; idle ones keep their cat-file process."""
 
-    def __init__(self, repo_path: str, clock: Callable[[], float] | None) -> None:
-        first = Registry.open(repo_path, **({"clock": clock} if clock else {}))
-        self.info, self.config, self.clock = first.repo.info, first.config, first.clock
+    def __init__(self, repo_path: str) -> None:
+        first = Registry.open(repo_path)
+        self.info, self.config = first.repo.info, first.config
         self._idle = [first]
 
     @contextmanager
@@ -57,7 +57,7 @@ class RegistryPool:
         try:
             registry = self._idle.pop()  # list.pop/append are atomic: no lock needed
         except IndexError:
-            registry = Registry(Repo(self.info), config=self.config, clock=self.clock)
+            registry = Registry(Repo(self.info), config=self.config)
         reusable = True
         try:
             yield registry
@@ -114,13 +114,11 @@ def load_feature(module: str, what: str):
         raise Unavailable(f"{what} is not available: {exc}") from None
 
 
-def create_app(repo_path: str, token: str | None = None, *,
-               clock: Callable[[], float] | None = None,
-               poll_interval: float = POLL_SECONDS) -> FastAPI:
+def create_app(repo_path: str, token: str | None = None) -> FastAPI:
     """The dashboard for the repository at *repo_path*.  With *token*, every request but
     /api/health must carry it (for a bind other than loopback); without, only loopback
     Host names are answered.  Changes always need ``app.state.post_token``."""
-    pool = RegistryPool(repo_path, clock)
+    pool = RegistryPool(repo_path)
     post_token = token or secrets.token_urlsafe(24)
     author = default_author()
     page = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{token}}", post_token)
@@ -220,7 +218,7 @@ def create_app(repo_path: str, token: str | None = None, *,
     @app.get("/api/events", summary="Server-Sent Events: hello, then change {areas, sessions, tip}",
              response_class=EventSourceResponse)
     async def events():
-        return EventSourceResponse(change_stream(pool.borrow, poll_interval), ping=15)
+        return EventSourceResponse(change_stream(pool.borrow), ping=15)
 
     @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
     def kill(sid: str, action: KillRequest) -> dict:

@@ -382,7 +382,9 @@ function author() {
 async function act(path, body, describe) {
   try {
     const result = await api(path, body);
-    notify(describe(result));
+    // 202: done locally, not confirmed by the remote (the message says why)
+    if (result && result.error) notify(result.error.message, true);
+    else notify(describe(result));
   } catch (error) {
     notify(error.message, true);
   }
