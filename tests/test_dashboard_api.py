@@ -165,11 +165,16 @@ def test_timeline_reads_the_session_history(dashboard, agents, repo):
 
 
 def test_timeline_shows_a_cleanup_stop(dashboard, agents):
-    agents.register("gone-1")
-    agents.claim("gone-1", "src/auth.py")
-    agents.die("gone-1")
+    agents.register("gone:1")
+    agents.register("gone:2")
+    agents.claim("gone:1", "src/auth.py")
+    agents.die("gone:1")
+    agents.die("gone:2")
     agents.cli("cleanup")
-    kinds = [e["kind"] for e in dashboard.get("/api/sessions/gone-1/timeline").json()["events"]]
+    for sid in ("gone:1", "gone:2"):
+        events = dashboard.get(f"/api/sessions/{sid}/timeline").json()["events"]
+        assert [e["kind"] for e in events][-1] == "stopped"
+    kinds = [e["kind"] for e in dashboard.get("/api/sessions/gone:1/timeline").json()["events"]]
     assert kinds == ["registered", "claimed", "stopped"]
 
 

@@ -40,7 +40,7 @@ def _mentions(subject: str, marker: str, sid: str) -> bool:
     """Whether the comma-separated list after *marker* in *subject* names *sid*."""
     if marker not in subject:
         return False
-    names = subject.split(marker, 1)[1].split(")")[0].split(":")[0]
+    names = subject.split(marker, 1)[1].split(")")[0]  # session ids never hold ")"
     return sid in (n.strip() for n in names.split(","))
 
 
