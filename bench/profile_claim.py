@@ -142,6 +142,8 @@ def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) 
     for label in labels:
         values = [r["phases"].get(label, 0.0) for r in runs]
         calls = max(r["calls"].get(label, 0) for r in runs)
+        if label.startswith("start git cat-file"):  # asked on every read, spawns once
+            calls = runs[-1]["spawned"].count("git cat-file")
         rows.append((label, med(values), calls))
     for r in runs:
         accounted.append(r["main"] - sum(r["phases"].values()))
@@ -237,17 +239,24 @@ def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8
     return sorted(rows, key=lambda r: -r[2])[:limit]
 
 
-def interpreter_floor(reps: int = 9) -> dict[str, float]:
-    """Median ms of a bare interpreter: with site (this venv's .pth files) and without."""
+def interpreter_floor(reps: int = 9) -> dict[str, tuple[float, float]]:
+    """Median (wall ms, CPU ms) of a bare interpreter, with this venv's site (.pth
+    files) and without, and of one small git process."""
+    import resource
     out = {}
-    for label, args in (("python -c pass", ["-c", "pass"]), ("python -S -c pass", ["-S", "-c", "pass"]),
-                        ("python -I -c pass", ["-I", "-c", "pass"])):
-        times = []
+    for label, argv in (("python -c pass", [sys.executable, "-c", "pass"]),
+                        ("python -S -c pass", [sys.executable, "-S", "-c", "pass"]),
+                        ("python -I -c pass", [sys.executable, "-I", "-c", "pass"]),
+                        ("git rev-parse --git-dir", ["git", "rev-parse", "--git-dir"])):
+        walls, cpus = [], []
         for _ in range(reps):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            subprocess.run([sys.executable, *args], check=True)
-            times.append((time.perf_counter() - start) * 1000)
-        out[label] = statistics.median(times)
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            walls.append((time.perf_counter() - start) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+        out[label] = (statistics.median(walls), statistics.median(cpus))
     return out
 
 

@@ -67,8 +67,10 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
         "## Registry-branch core: `lock acquire`, `lock check`, `status`",
         "",
         f"_Written by `bench/run.py`{' --quick' if run['quick'] else ''} on {run['date']}: "
-        f"{run['reps']} timed runs per command and tool (after 2 warm-ups), ours and the baseline "
-        f"alternating run by run; the whole run took {run['seconds'] / 60:.1f} min._",
+        f"{run['reps']} timed rounds (after 2 warm-up rounds); each round runs every command of "
+        f"both tools, in alternating order, in every state, so changes in the machine's load "
+        f"fall on all of them alike; {run['api_reps']} rounds of API claims; the whole run took "
+        f"{run['seconds'] / 60:.1f} min._",
         "",
         f"**Machine:** {facts['nproc']} cores ({facts['cpu']}), {facts['os']}, Python "
         f"{facts['python']}, git {facts['git']}. This is a **shared 2-core machine**: other "
@@ -128,9 +130,8 @@ def _profile_lines(profile: dict) -> list[str]:
     out = ["", f"### Where the time goes: one whole-process `lock acquire` (state small)", "",
            f"Median over {phases['reps']} runs of an instrumented runner "
            "(`bench/profile_claim.py`: the library's git-facing functions wrapped with timers, "
-           "exclusive time, nothing in `agent_registry` changed). Its total "
-           f"({_ms(phases['total'])} ms) is a little above the plain command's, because of the "
-           "timers.", "", "| phase | ms | calls |", "|---|---|---|"]
+           "exclusive time, nothing in `agent_registry` changed); the runner and its timers add "
+           "a little to the plain command's time.", "", "| phase | ms | calls |", "|---|---|---|"]
     for label, ms, calls in phases["rows"]:
         out.append(f"| {label} | {_ms(ms)} | {calls} |")
     out.append(f"| **total (outer clock)** | **{_ms(phases['total'])}** | |")
@@ -138,7 +139,8 @@ def _profile_lines(profile: dict) -> list[str]:
     imports = dict(profile["imports"])
     out += ["", "Imports of the real console script (`python -X importtime`, median of 5, "
             "cumulative ms): " + ", ".join(f"{k} {_ms(v)}" for k, v in imports.items() if v) + ".",
-            "Interpreter floor (median ms): " + ", ".join(f"`{k}` {_ms(v)}" for k, v in floor.items()) + "."]
+            "Floor, median wall / CPU ms: " + ", ".join(f"`{k}` {_ms(w)} / {_ms(c)}"
+                                                         for k, (w, c) in floor.items()) + "."]
     git = [p for p in phases["spawned"]]
     out.append(f"Processes a claim starts: {len(git)} ({', '.join(git)}).")
     trace = profile.get("strace")

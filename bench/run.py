@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark of the registry-branch core (``make bench``): whole-process ``lock acquire``,
 ``lock check`` and ``status`` of agent-registry against bench/baseline_flock.py (the
-predecessor's flock-and-file design), alternating the two in one run, in four states:
+predecessor's flock-and-file design), in four states, timed in rounds: each round runs
+every command of both tools (in alternating order) in every state, so a change of load
+on a shared machine falls on all of them alike:
 
     small        10 locks (10 sessions x 1)         ~100 commits on the branch
     locks-10k    10,000 locks (10 sessions x 1,000)  ~100 commits
@@ -12,7 +14,7 @@ plus the in-process Python API claim, and a profile of one whole-process claim. 
 go to the section of docs/benchmarks.md between ``<!-- core:start -->`` and
 ``<!-- core:end -->``; the rest of that file belongs to others and is left as it is.
 
-    .venv/bin/python bench/run.py [--quick] [--reps N] [--keep] [--no-doc]
+    .venv/bin/python bench/run.py [--quick] [--reps N] [--states a,b] [--keep] [--no-doc]
 
 A benchmark, not a test: it asserts nothing about time.
 """
@@ -22,6 +24,7 @@ import argparse
 import contextlib
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,7 +59,8 @@ OURS = str(Path(sys.executable).parent / "agent-registry")
 class StateResult:
     shape: Shape
     commits: int
-    times: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, command)
+    times: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, command): wall ms
+    cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # user+sys ms, git included
     api: dict[str, list[float]] = field(default_factory=dict)
     build_seconds: float = 0.0
 
@@ -67,20 +71,27 @@ def stats(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(ordered), "p90": p90, "min": ordered[0], "n": len(ordered)}
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> float:
+def timed(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one process.  The CPU time (user + system, of the process and
+    of the git processes it waited for) is the figure least disturbed by other load on a
+    shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != expect:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode().strip()}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return elapsed, cpu
 
 
 class Pair:
-    """One state, both tools: the argv of each command, and how to undo a claim."""
+    """One state, both tools: the argv of each command, how to undo a claim, and the
+    measurements taken in it."""
 
-    def __init__(self, repo: Path, home: Path, registry) -> None:
-        self.repo, self.home, self.registry = repo, home, registry
+    def __init__(self, repo: Path, home: Path, registry, result: StateResult) -> None:
+        self.repo, self.home, self.registry, self.result = repo, home, registry, result
         self.held = states.held_path(0, 0)
 
     def argv(self, tool: str, command: str, rep: int) -> list[str]:
@@ -105,45 +116,52 @@ class Pair:
                 baseline_flock.release(str(self.home), [claim], CLAIMER)
 
 
-def time_state(pair: Pair, env: dict[str, str], reps: int, warmup: int, result: StateResult) -> None:
-    for tool in ("ours", "baseline"):
-        for command in COMMANDS:
-            result.times[(tool, command)] = []
+def time_processes(pairs: list[Pair], env: dict[str, str], reps: int, warmup: int) -> None:
+    """Whole processes, in rounds: every round visits every state, every command, and
+    both tools in alternating order, so a change in the machine's load during the run
+    falls on all of them alike and the comparisons between states stay fair."""
+    for pair in pairs:
+        for tool in ("ours", "baseline"):
+            for command in COMMANDS:
+                pair.result.times[(tool, command)] = []
+                pair.result.cpu[(tool, command)] = []
     for rep in range(-warmup, reps):
-        for command in COMMANDS:
-            order = ("ours", "baseline") if rep % 2 == 0 else ("baseline", "ours")
-            for tool in order:
-                ms = timed(pair.argv(tool, command, rep + warmup), pair.repo, env)
-                if rep >= 0:
-                    result.times[(tool, command)].append(ms)
-                if command == "acquire":
-                    pair.undo(tool, rep + warmup)
+        for pair in pairs:
+            for command in COMMANDS:
+                order = ("ours", "baseline") if rep % 2 == 0 else ("baseline", "ours")
+                for tool in order:
+                    wall, cpu = timed(pair.argv(tool, command, rep + warmup), pair.repo, env)
+                    if rep >= 0:
+                        pair.result.times[(tool, command)].append(wall)
+                        pair.result.cpu[(tool, command)].append(cpu)
+                    if command == "acquire":
+                        pair.undo(tool, rep + warmup)
+        if rep >= 0 and (rep + 1) % 10 == 0:
+            print(f"  round {rep + 1}/{reps}", flush=True)
 
 
-def time_api(repo: Path, reps: int, result: StateResult) -> None:
-    """In-process claims through the Python API (DESIGN's 15 ms target): warm (one open
-    Registry, as a long-lived agent or the dashboard would hold) and cold (open, claim,
-    close: what a one-shot command does after its imports)."""
+def time_api(pairs: list[Pair], reps: int) -> None:
+    """In-process claims through the Python API (DESIGN's 15 ms target), in rounds over
+    the states: warm (the pair's open Registry, as a long-lived agent or the dashboard
+    holds one) and cold (open, claim, close: what a one-shot command does after its
+    imports)."""
     from agent_registry.registry import Registry
-    claim, release, cold = [], [], []
-    with Registry.open(str(repo)) as registry:
-        for i in range(reps):
-            path = f"src/api/claim{i:04d}.py"
-            start = time.perf_counter()
-            registry.claim(CLAIMER, [path], ttl=TTL)
-            middle = time.perf_counter()
-            registry.release(CLAIMER, [path])
-            claim.append((middle - start) * 1000)
-            release.append((time.perf_counter() - middle) * 1000)
+    for pair in pairs:
+        pair.result.api = {"claim": [], "release": [], "open+claim+close": []}
     for i in range(reps):
-        path = f"src/api/cold{i:04d}.py"
-        start = time.perf_counter()
-        with Registry.open(str(repo)) as registry:
-            registry.claim(CLAIMER, [path], ttl=TTL)
-        cold.append((time.perf_counter() - start) * 1000)
-        with Registry.open(str(repo)) as registry:
-            registry.release(CLAIMER, [path])
-    result.api = {"claim": claim, "release": release, "open+claim+close": cold}
+        for pair in pairs:
+            api, path = pair.result.api, f"src/api/claim{i:04d}.py"
+            start = time.perf_counter()
+            pair.registry.claim(CLAIMER, [path], ttl=TTL)
+            middle = time.perf_counter()
+            pair.registry.release(CLAIMER, [path])
+            api["claim"].append((middle - start) * 1000)
+            api["release"].append((time.perf_counter() - middle) * 1000)
+            start = time.perf_counter()
+            with Registry.open(str(pair.repo)) as registry:
+                registry.claim(CLAIMER, [path], ttl=TTL)
+            api["open+claim+close"].append((time.perf_counter() - start) * 1000)
+            pair.registry.release(CLAIMER, [path])
 
 
 def bench_env(root: Path) -> dict[str, str]:
@@ -182,10 +200,14 @@ def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
     release(9001)
     out["cprofile"] = profile_claim.cprofile_top(argv(9002), pair.repo, env)
     release(9002)
-    cold_env = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(Path(env["HOME"]) / "empty-pycache")}
+    # as this sandbox's shells run it: no bytecode written, and none cached for the
+    # project's own (editable) modules, so each run compiles them
+    cold_env = {k: v for k, v in env.items() if k != "PYTHONPYCACHEPREFIX"}
+    cold_env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out["project_pycache"] = (ROOT / "agent_registry" / "__pycache__").is_dir()
     cold = []
     for i in range(max(3, reps // 2)):
-        cold.append(timed([OURS, *argv(9100 + i)], pair.repo, cold_env))
+        cold.append(timed([OURS, *argv(9100 + i)], pair.repo, cold_env)[0])
         release(9100 + i)
     out["no_bytecode_cache"] = stats(cold)
     return out
@@ -194,14 +216,14 @@ def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions, skip sessions-100")
-    parser.add_argument("--reps", type=int, help="timed repetitions per command and tool")
+    parser.add_argument("--reps", type=int, help="timed rounds (each: every state, command and tool)")
     parser.add_argument("--states", metavar="NAMES",
                         help="comma-separated subset of: " + ", ".join(s.name for s in SHAPES))
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
     args = parser.parse_args(argv)
-    reps = args.reps or (12 if args.quick else 40)
-    api_reps = 20 if args.quick else 60
+    reps = args.reps or (10 if args.quick else 30)
+    api_reps = 20 if args.quick else 50
     wanted = set(args.states.split(",")) if args.states else None
     if wanted and wanted - {s.name for s in SHAPES}:
         parser.error(f"unknown state(s): {', '.join(sorted(wanted - {s.name for s in SHAPES}))}")
@@ -214,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(env)  # the library, used in process, reads os.environ
     started = time.time()
     load_before = os.getloadavg()
-    results: list[StateResult] = []
+    pairs: list[Pair] = []
     profile = None
     try:
         from agent_registry.registry import Registry
@@ -224,24 +246,28 @@ def main(argv: list[str] | None = None) -> int:
             repo = states.build_ours(root / shape.name / "repo", shape, env)
             home = states.build_baseline(root / shape.name / "home-baseline", shape, repo)
             result = StateResult(shape, states.commit_count(repo, env), build_seconds=time.time() - t0)
-            print(f"[{shape.name}] built in {result.build_seconds:.0f} s ({result.commits} commits); "
-                  f"timing {reps} x {len(COMMANDS)} commands x 2 tools ...", flush=True)
-            with Registry.open(str(repo)) as registry:
-                pair = Pair(repo, home, registry)
-                time_state(pair, env, reps, warmup=2, result=result)
-                time_api(repo, api_reps, result)
-                if shape.name == "small":
-                    print("[small] profiling one claim ...", flush=True)
-                    profile = run_profile(pair, env, reps=9 if args.quick else 15)
-            results.append(result)
-            print(report.state_summary(result, stats), flush=True)
-            if not args.keep:
-                shutil.rmtree(root / shape.name, ignore_errors=True)
+            pairs.append(Pair(repo, home, Registry.open(str(repo)), result))
+            print(f"[{shape.name}] built in {result.build_seconds:.0f} s ({result.commits:,} commits)",
+                  flush=True)
+        print(f"timing {reps} rounds x {len(pairs)} states x {len(COMMANDS)} commands x 2 tools ...",
+              flush=True)
+        time_processes(pairs, env, reps, warmup=2)
+        print(f"timing {api_reps} rounds of in-process API claims ...", flush=True)
+        time_api(pairs, api_reps)
+        small = next((p for p in pairs if p.result.shape.name == "small"), None)
+        if small is not None:
+            print("profiling one claim (state small) ...", flush=True)
+            profile = run_profile(small, env, reps=9 if args.quick else 15)
+        for pair in pairs:
+            print(report.state_summary(pair.result, stats), flush=True)
     finally:
+        for pair in pairs:
+            pair.registry.close()
         if args.keep:
             print(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
+    results = [pair.result for pair in pairs]
     run = {"quick": args.quick, "reps": reps, "api_reps": api_reps, "seconds": time.time() - started,
            "load": (load_before, os.getloadavg()), "facts": machine_facts(),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
