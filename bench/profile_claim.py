@@ -153,8 +153,15 @@ def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) 
             "spawned": runs[-1]["spawned"], "reps": reps}
 
 
-def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 5) -> list[tuple[str, float]]:
-    """Median cumulative import cost (ms) of the groups that matter, from -X importtime."""
+# modules whose first import on the claim path is worth naming (cumulative: what that
+# import costs given everything imported before it)
+WATCHED = ("click", "secrets", "socket", "tempfile", "subprocess", "importlib.resources",
+           "dataclasses", "json", "datetime", "zlib", "ruamel.yaml", "yaml", "filelock")
+
+
+def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 7) -> list[tuple[str, float]]:
+    """Import costs (ms) of the real console script from ``-X importtime``: the smallest
+    of *reps* runs, the figure least disturbed by other load."""
     script = Path(sys.executable).parent / "agent-registry"
     groups: dict[str, list[float]] = defaultdict(list)
     for _ in range(reps):
@@ -165,27 +172,20 @@ def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 5)
             m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
             if not m:
                 continue
-            self_us, cum_us, indent, name = int(m[1]), int(m[2]), len(m[3]), m[4]
-            top = name.split(".")[0]
-            if indent == 0:
-                seen["all imports"] += cum_us / 1000
-            if name == "site" and indent == 0:
-                seen["site (incl. .pth files)"] += cum_us / 1000
+            self_ms, cum_ms, top_level, name = int(m[1]) / 1000, int(m[2]) / 1000, not m[3], m[4]
+            if top_level:
+                seen["all imports"] += cum_ms
+            if name == "site" and top_level:
+                seen["site (.pth files included)"] += cum_ms
             if name.startswith("__editable__"):
-                seen["editable-install finder (.pth)"] += cum_us / 1000
-            if name == "click":
-                seen["click"] += cum_us / 1000
-            if top == "agent_registry":
-                seen["agent_registry modules (own code only)"] += self_us / 1000
-            if top == "ruamel":
-                seen["ruamel.yaml"] += self_us / 1000
-            if top in ("yaml", "filelock", "git", "whoosh", "langchain_openai"):
-                seen[top] += self_us / 1000
+                seen["editable-install finder (.pth)"] += cum_ms
+            if name.startswith("agent_registry"):
+                seen["agent_registry's own modules (self time)"] += self_ms
+            if name in WATCHED:
+                seen[name] += cum_ms
         for key, value in seen.items():
             groups[key].append(value)
-    keys = ["all imports", "site (incl. .pth files)", "editable-install finder (.pth)", "click",
-            "agent_registry modules (own code only)", "ruamel.yaml", "yaml", "filelock"]
-    return [(k, statistics.median(groups[k]) if groups.get(k) else 0.0) for k in keys]
+    return [(key, min(values)) for key, values in groups.items()]
 
 
 def strace_summary(argv: list[str], cwd: Path, env: dict[str, str]) -> dict | None:

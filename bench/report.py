@@ -137,8 +137,9 @@ def _profile_lines(profile: dict) -> list[str]:
     out.append(f"| **total (outer clock)** | **{_ms(phases['total'])}** | |")
     floor = profile["floor"]
     imports = dict(profile["imports"])
-    out += ["", "Imports of the real console script (`python -X importtime`, median of 5, "
-            "cumulative ms): " + ", ".join(f"{k} {_ms(v)}" for k, v in imports.items() if v) + ".",
+    out += ["", "Imports of the real console script (`python -X importtime`, least of 7 runs, ms; a "
+            "module's figure is what its first import costs given what was imported before it): "
+            + ", ".join(f"{k} {_ms(v)}" for k, v in imports.items() if v) + ".",
             "Floor, median wall / CPU ms: " + ", ".join(f"`{k}` {_ms(w)} / {_ms(c)}"
                                                          for k, (w, c) in floor.items()) + "."]
     git = [p for p in phases["spawned"]]
