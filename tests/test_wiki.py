@@ -303,3 +303,15 @@ def test_a_query_without_an_llm_never_imports_langchain(wiki_repo, repo):
     proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
                           text=True)
     assert proc.stdout.split() == ["whoosh", "False"], proc.stderr
+
+
+def test_a_branch_rewritten_under_the_index_is_followed(wiki_repo, repo):
+    search(wiki_repo, "sqlite")
+    # the branch is replaced by an unrelated history and the indexed commit is pruned
+    git(repo, "update-ref", "-d", "refs/heads/agent-registry")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    git(repo, "gc", "-q", "--prune=now")
+    put_files(wiki_repo, {"wiki/solo-1.md": fixture_files()["wiki/kimi-1751000033.md"]})
+    answer = search(wiki_repo, "totp two-factor")
+    assert answer["index"][0].startswith("rebuilt (cannot diff from the indexed commit")
+    assert [r["session_id"] for r in answer["results"]] == ["solo-1"]

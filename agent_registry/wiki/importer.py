@@ -98,6 +98,8 @@ def convert_wiki(raw: bytes, sid: str, diary: bytes | None) -> bytes:
         value = entry.get(key)
         if isinstance(value, str):
             value = [] if not documented(value) else [v.strip() for v in value.split(",")]
+        elif value is not None and not isinstance(value, list):
+            value = [value]
         entry[key] = [str(_english(v)) for v in value or [] if documented(str(_english(v)))]
     for key in TEXT_FIELDS:
         entry[key] = str(entry.get(key) or NOT_DOCUMENTED)

@@ -79,7 +79,8 @@ class WikiIndex:
         return self.root / name if name.startswith("ix-") else None
 
     def _open(self):
-        """(index, indexed commit), or None when missing, half-updated or unreadable."""
+        """(index, indexed commit, its directory), or None when missing, half-updated or
+        unreadable."""
         from whoosh import index as windex
         folder = self._current_dir()
         if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
@@ -92,31 +93,31 @@ class WikiIndex:
             return None
         if not meta or not meta.get("commit") or meta.get("version") != VERSION:
             return None
-        return ix, meta["commit"]
+        return ix, meta["commit"], folder
 
     def open(self):
         """The index, brought up to the branch tip."""
         tip = self.repo.read_ref(self.registry.ref) or EMPTY
-        try:
-            opened = self._open()
-        except Exception:
-            opened = None
+        opened = self._open()
         if opened and opened[1] == tip:
             return opened[0]  # the usual case: no lock, no writes
         with _flock(self.lock_file):
             tip = self.repo.read_ref(self.registry.ref) or EMPTY
-            opened = self._open()
+            # what we opened still stands unless someone switched or updated it meanwhile
+            if not (opened and self._current_dir() == opened[2] and opened[0].up_to_date()
+                    and not (opened[2] / "UPDATING").exists()):
+                opened = self._open()
             if opened is None:
                 why = "no index yet" if self._current_dir() is None else \
                     "the previous index was incomplete or unreadable"
                 return self._rebuild(tip, why)
-            ix, indexed = opened
+            ix, indexed, folder = opened
             if indexed == tip:
                 return ix
             changes = self._diff(indexed, tip)
             if changes is None:
                 return self._rebuild(tip, f"cannot diff from the indexed commit {indexed[:12]}")
-            return self._update(ix, tip, changes)
+            return self._update(ix, folder, tip, changes)
 
     def rebuild(self):
         with _flock(self.lock_file):
@@ -139,8 +140,7 @@ class WikiIndex:
                 out.append((status[:1], sid))
         return out
 
-    def _update(self, ix, tip: str, changes: list[tuple[str, str]]):
-        folder = self._current_dir()
+    def _update(self, ix, folder: Path, tip: str, changes: list[tuple[str, str]]):
         marker = folder / "UPDATING"
         marker.write_text(f"{os.getpid()}\n")
         writer = ix.writer()
