@@ -309,7 +309,7 @@ class Guard:
         (git may point GIT_INDEX_FILE at a temporary index).  Without rename detection
         a rename is a deletion plus an addition, so both sides are checked."""
         proc = subprocess.run(
-            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames",
+            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames", "--no-color",
              "--no-ext-diff", "--ignore-submodules=none"],
             cwd=self.info.toplevel, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if proc.returncode != 0:

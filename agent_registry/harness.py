@@ -147,9 +147,14 @@ def install_protocol(toplevel: str, harness: str, *, file_name: str | None = Non
 
 # -- the Claude Code hooks ------------------------------------------------------------
 
+def _safe(claude_id: str) -> str:
+    """Claude Code's session id (a UUID) as it may appear in a session id and a file
+    name; anything else is replaced by a digest of it."""
+    return claude_id if _SAFE_ID.fullmatch(claude_id) else hashlib.sha1(claude_id.encode()).hexdigest()[:16]
+
+
 def _state_file(info: RepoInfo, claude_id: str) -> Path:
-    safe = claude_id if _SAFE_ID.fullmatch(claude_id) else hashlib.sha1(claude_id.encode()).hexdigest()
-    return Path(info.common_dir, "agent-registry", "claude", safe)
+    return Path(info.common_dir, "agent-registry", "claude", _safe(claude_id))
 
 
 def session_for(info: RepoInfo, claude_id: str) -> str:
@@ -158,8 +163,7 @@ def session_for(info: RepoInfo, claude_id: str) -> str:
     try:
         return _state_file(info, claude_id).read_text().strip()
     except OSError:
-        safe = claude_id if _SAFE_ID.fullmatch(claude_id) else hashlib.sha1(claude_id.encode()).hexdigest()[:16]
-        return f"claude-{safe}"
+        return f"claude-{_safe(claude_id)}"
 
 
 def _remember(info: RepoInfo, claude_id: str, sid: str) -> None:
