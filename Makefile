@@ -24,6 +24,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/guard_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
