@@ -27,6 +27,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,10 +104,18 @@ def _op_load(registry, view, op):
     return Outcome({}, f"bench: write {len(op.get('numbers', [])) or op['count']} wiki entries")
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the CLI processes and
+    the git processes they ran): much less sensitive than wall time to other load."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timed(fn) -> tuple[float, float]:
+    """(wall ms, CPU ms) of fn()."""
+    start, cpu = time.perf_counter(), _cpu()
     fn()
-    return (time.perf_counter() - start) * 1000
+    return (time.perf_counter() - start) * 1000, (_cpu() - cpu) * 1000
 
 
 def stats(values: list[float]) -> dict:
@@ -130,18 +139,20 @@ def run(entries: int, reps: int) -> dict:
                                                                    "GIT_CONFIG_NOSYSTEM")})
         repo = root / "repo"
         states.make_project(repo, env)
-        out: dict = {"entries": entries}
+        out: dict = {"entries": entries, "load": [os.getloadavg()[0]]}
         with Registry.open(str(repo)) as registry:
             registry.init()
             out["load_s"] = timed(lambda: registry.apply(
-                registry._op("bench-wiki-load", count=entries))) / 1000
+                registry._op("bench-wiki-load", count=entries)))[0] / 1000
             out["build"] = [timed(lambda: WikiIndex(registry).open())]
             for q in QUERIES:  # warm-up
                 search(registry, q)
             out["query-api"] = [timed(lambda q=q: search(registry, q))
                                 for _ in range(reps) for q in QUERIES]
-            out["query-cli"] = [timed(lambda q=q: cli_query(repo, env, q))
-                                for q in QUERIES * max(1, reps // len(QUERIES))]
+            out["query-cli"], out["floor"] = [], []
+            for q in QUERIES * max(1, reps // len(QUERIES)):  # alternating: same load
+                out["query-cli"].append(timed(lambda q=q: cli_query(repo, env, q)))
+                out["floor"].append(timed(lambda: subprocess.run([sys.executable, "-c", "pass"])))
             rng = random.Random(7)
             out["update-10"], out["update-10-cli"] = [], []
             for revision in range(1, reps + 1):
@@ -153,6 +164,7 @@ def run(entries: int, reps: int) -> dict:
                     out["update-10-cli"].append(timed(lambda: cli_query(repo, env, QUERIES[0])))
             index = WikiIndex(registry)
             index.open()
+            out["load"].append(os.getloadavg()[0])
             out["index_mb"] = sum(f.stat().st_size for f in index.root.rglob("*") if f.is_file()) / 2**20
         return out
     finally:
@@ -161,15 +173,18 @@ def run(entries: int, reps: int) -> dict:
 
 def render(result: dict, seconds: float) -> str:
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
-    row = lambda name, label: (f"| {label} | {stats(result[name])['median']:.0f} | "
-                               f"{stats(result[name])['p90']:.0f} | {stats(result[name])['n']} |")
+    def row(name: str, label: str) -> str:
+        wall = stats([w for w, _ in result[name]])
+        cpu = stats([c for _, c in result[name]])
+        return f"| {label} | {wall['median']:.0f} | {wall['p90']:.0f} | {cpu['median']:.0f} | {wall['n']} |"
     return "\n".join([
         f"## Wiki search: {result['entries']:,} entries",
         "",
         f"_Written by `bench/wiki_bench.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-        f"the run took {seconds / 60:.1f} min. Load average at the end: "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine: absolute times "
-        "are on the high side)._",
+        f"the run took {seconds / 60:.1f} min. Load average {result['load'][0]:.1f} at the start, "
+        f"{result['load'][1]:.1f} at the end, on {os.cpu_count()} cores: a machine shared with "
+        "other developers' test runs, so wall times are on the high side; CPU time (user + "
+        "system, the process and the git processes it ran) is the steadier measure._",
         "",
         f"**Machine:** {platform.python_implementation()} {platform.python_version()}, git "
         f"{git_version}, {platform.system()} {platform.release()}.",
@@ -178,13 +193,14 @@ def render(result: dict, seconds: float) -> str:
         f"committed to the branch in one commit ({result['load_s']:.1f} s). The index takes "
         f"{result['index_mb']:.1f} MiB under the git common dir.",
         "",
-        "| measurement | median ms | p90 ms | runs |",
-        "|---|---|---|---|",
+        "| measurement | wall median ms | wall p90 ms | CPU median ms | runs |",
+        "|---|---|---|---|---|",
         row("build", "first query of a fresh clone: full index build"),
         row("query-api", "warm query, library call (`wiki.search`)"),
         row("query-cli", "warm query, whole `agent-registry wiki query` process"),
         row("update-10", "10 entries changed, then a query: tree diff + re-index, library call"),
         row("update-10-cli", "10 entries changed, then a whole `wiki query` process"),
+        row("floor", "floor: `python -c pass`, alternating with the CLI queries"),
         "",
         "The DESIGN.md target for `wiki query` over 10,000 entries is 300 ms as a whole process. "
         "The incremental update costs the changed entries only (a `git diff-tree` of `wiki/` "
