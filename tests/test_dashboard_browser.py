@@ -221,6 +221,24 @@ def test_cleanup_and_sync_buttons(page, snap, agents, repo, tmp_path):
     assert "Registry-Reason: end of day" in git(repo, "log", "-1", "--format=%B", "agent-registry")
 
 
+def test_the_printed_link_opens_a_token_guarded_dashboard(page, snap, agents, repo):
+    agents.register("gone-1", "Codex", "crashed")
+    agents.die("gone-1")
+    with served(repo, env={"AGENT_REGISTRY_DASHBOARD_TOKEN": "browser-test-token"}) as info:
+        assert info["token_required"]
+        page.goto(info["url"])  # ?token=… once; a cookie from then on
+        expect(page.locator("#live")).to_have_text("live")
+        assert "token" not in page.url
+        expect(session_row(page, "gone-1")).to_contain_text("zombie")
+        page.click("#cleanup")
+        confirm(page, "tidy up")
+        expect(page.locator("#notice")).to_have_text("stopped gone-1")
+        snap()
+        other = page.context.browser.new_page()  # no cookie: refused
+        assert other.goto(info["url"].split("?")[0]).status == 401
+        other.close()
+
+
 HOSTILE_ID = "<img src=x onerror=window.pwned=2>"
 HOSTILE_TEXT = "<script>window.pwned=1</script>"
 HOSTILE_PATH = '"><img src=x onerror=window.pwned=1>'
