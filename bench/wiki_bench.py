@@ -149,10 +149,12 @@ def run(entries: int, reps: int) -> dict:
                 search(registry, q)
             out["query-api"] = [timed(lambda q=q: search(registry, q))
                                 for _ in range(reps) for q in QUERIES]
-            out["query-cli"], out["floor"] = [], []
+            out["query-cli"], out["floor"], out["cli-floor"] = [], [], []
             for q in QUERIES * max(1, reps // len(QUERIES)):  # alternating: same load
                 out["query-cli"].append(timed(lambda q=q: cli_query(repo, env, q)))
                 out["floor"].append(timed(lambda: subprocess.run([sys.executable, "-c", "pass"])))
+                out["cli-floor"].append(timed(lambda: subprocess.run(
+                    [CLI, "--help"], cwd=repo, env=env, stdout=subprocess.DEVNULL)))
             rng = random.Random(7)
             out["update-10"], out["update-10-cli"] = [], []
             for revision in range(1, reps + 1):
@@ -173,6 +175,9 @@ def run(entries: int, reps: int) -> dict:
 
 def render(result: dict, seconds: float) -> str:
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
+    cli_wall = stats([w for w, _ in result["query-cli"]])["median"]
+    cli_cpu = stats([c for _, c in result["query-cli"]])["median"]
+
     def row(name: str, label: str) -> str:
         wall = stats([w for w, _ in result[name]])
         cpu = stats([c for _, c in result[name]])
@@ -201,11 +206,20 @@ def render(result: dict, seconds: float) -> str:
         row("update-10", "10 entries changed, then a query: tree diff + re-index, library call"),
         row("update-10-cli", "10 entries changed, then a whole `wiki query` process"),
         row("floor", "floor: `python -c pass`, alternating with the CLI queries"),
+        row("cli-floor", "floor: `agent-registry --help` (interpreter, click, the CLI module)"),
         "",
-        "The DESIGN.md target for `wiki query` over 10,000 entries is 300 ms as a whole process. "
+        f"The DESIGN.md target for `wiki query` over 10,000 entries is 300 ms as a whole process: "
+        f"in this run the median was {cli_wall:.0f} ms wall, {cli_cpu:.0f} ms CPU, so it was "
+        f"{'met' if cli_wall < 300 else 'missed' if cli_cpu >= 300 else 'met in CPU time but missed in wall time (the machine was loaded)'}. "
+        "Where a warm whole-process query goes: the interpreter and click (the floor rows), the "
+        "registry core (as for every command), importing Whoosh (~50-75 ms on a quiet machine, "
+        "DESIGN.md), then the query itself (the library row: BM25F scoring in pure Python of "
+        "every entry that matches a word of the question). "
         "The incremental update costs the changed entries only (a `git diff-tree` of `wiki/` "
-        "since the indexed commit, then Whoosh `update_document` per entry); the full build is "
-        "paid once per clone, or after `wiki rebuild` or an interrupted update.",
+        "since the indexed commit, then Whoosh `update_document` per entry). The full build is "
+        "paid once per clone, or after `wiki rebuild` or an interrupted update; it is Whoosh's "
+        "pure-Python analysis (tokenize, stop words, stem) of every entry, all blobs having been "
+        "read by one `git cat-file --batch` run.",
     ])
 
 
