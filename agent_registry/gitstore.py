@@ -127,6 +127,30 @@ class ObjectReader:
         data = proc.stdout.read(size + 1)[:-1]
         return parts[1].decode(), data
 
+    def read_many(self, revs: list[str], chunk: int = 200) -> list[tuple[str, bytes] | None]:
+        """Like read() for many objects, pipelined: a chunk of requests is written
+        before its answers are read (small enough to fit the pipe, so neither side
+        blocks the other)."""
+        out: list[tuple[str, bytes] | None] = []
+        proc = self._start()
+        assert proc.stdin and proc.stdout
+        for start in range(0, len(revs), chunk):
+            part = revs[start:start + chunk]
+            if any("\n" in rev for rev in part):
+                raise ValueError("object name with a newline")
+            proc.stdin.write(b"".join(rev.encode() + b"\n" for rev in part))
+            proc.stdin.flush()
+            for _ in part:
+                header = proc.stdout.readline()
+                if not header:
+                    raise GitError("git cat-file --batch exited")
+                parts = header.split()
+                if parts[-1] in (b"missing", b"ambiguous"):
+                    out.append(None)
+                    continue
+                out.append((parts[1].decode(), proc.stdout.read(int(parts[2]) + 1)[:-1]))
+        return out
+
     def close(self) -> None:
         if self._proc is not None:
             self._proc.stdin.close()  # type: ignore[union-attr]
@@ -242,6 +266,10 @@ class Repo:
     def read_blob(self, rev: str) -> bytes | None:
         found = self.reader.read(rev)
         return found[1] if found and found[0] == "blob" else None
+
+    def read_blobs(self, revs: list[str]) -> list[bytes | None]:
+        return [found[1] if found and found[0] == "blob" else None
+                for found in self.reader.read_many(revs)]
 
     def read_tree(self, rev: str) -> dict[bytes, tuple[bytes, bytes]]:
         found = self.reader.read(rev)

@@ -174,7 +174,16 @@ def parse_yaml(text: str) -> dict:
     hand edits with comments included).  Anything else raises UnreadableRecord."""
     data: dict = {}
     current: str | None = None
+    loads = json.loads
     for number, line in enumerate(text.splitlines(), 1):
+        # fast path: the canonical `key: "json string"` lines we write ourselves
+        key, sep, rest = line.partition(": ")
+        if sep and rest[:1] == '"' and rest[-1:] == '"' and key.isidentifier():
+            try:
+                data[key], current = loads(rest), None
+                continue
+            except ValueError:
+                pass  # not plain JSON (a comment after it, say): read it the slow way
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped == "---":
             continue

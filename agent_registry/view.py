@@ -59,36 +59,42 @@ class View:
     def write(self, path: str, data: bytes | None) -> None:
         self.writes[path] = data
 
-    def names(self, folder: str) -> list[str]:
-        """Entry names of *folder*, pending writes included."""
-        names = set()
+    def entries(self, folder: str) -> dict[str, str | None]:
+        """Entry name -> blob oid of *folder* (None for a pending write)."""
+        found: dict[str, str | None] = {}
         if self.tree:
-            names = {n for n, _, _ in self.repo.list_tree(f"{self.tree}:{folder}")}
+            found = {n: oid for n, _, oid in self.repo.list_tree(f"{self.tree}:{folder}")}
         prefix = folder + "/"
         for path, data in self.writes.items():
             if path.startswith(prefix) and "/" not in path[len(prefix):]:
                 name = path[len(prefix):]
                 if data is None:
-                    names.discard(name)
+                    found.pop(name, None)
                 else:
-                    names.add(name)
-        return sorted(names)
+                    found[name] = None
+        return found
+
+    def names(self, folder: str) -> list[str]:
+        """Entry names of *folder*, pending writes included."""
+        return sorted(self.entries(folder))
 
     # -- sessions --------------------------------------------------------------------
     def session(self, sid: str, *, strict: bool = True) -> Session | None:
         """The live session *sid*.  An unreadable file raises when *strict*, else it is
         reported in ``warnings`` and treated as live-but-unknown (None)."""
         if sid not in self._sessions:
-            raw = self.read(live_path(sid))
-            try:
-                self._sessions[sid] = load_session(raw) if raw is not None else None
-            except UnreadableRecord as exc:
-                self._sessions[sid] = None
-                self.unreadable.add(sid)
-                self.warnings.append(f"{live_path(sid)} is unreadable: {exc}")
+            self._parse_live(sid, self.read(live_path(sid)))
         if strict and sid in self.unreadable:
             raise RegistryError(f"{live_path(sid)} is unreadable; fix or remove it by hand")
         return self._sessions[sid]
+
+    def _parse_live(self, sid: str, raw: bytes | None) -> None:
+        try:
+            self._sessions[sid] = load_session(raw) if raw is not None else None
+        except UnreadableRecord as exc:
+            self._sessions[sid] = None
+            self.unreadable.add(sid)
+            self.warnings.append(f"{live_path(sid)} is unreadable: {exc}")
 
     def done_session(self, sid: str) -> Session | None:
         raw = self.read(done_path(sid))
@@ -103,8 +109,13 @@ class View:
         return [n[:-5] for n in self.names(LIVE_DIR) if n.endswith(".yaml")]
 
     def live_sessions(self) -> list[Session]:
+        """Every live session, read in one pipelined batch by blob id (no path lookups)."""
+        entries = {n[:-5]: oid for n, oid in self.entries(LIVE_DIR).items() if n.endswith(".yaml")}
+        wanted = [sid for sid, oid in entries.items() if sid not in self._sessions and oid]
+        for sid, raw in zip(wanted, self.repo.read_blobs([entries[s] for s in wanted])):
+            self._parse_live(sid, raw)
         out = []
-        for sid in self.live_ids():
+        for sid in sorted(entries):
             session = self.session(sid, strict=False)
             if session is not None:
                 out.append(session)
