@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from agent_registry import Registry
 from agent_registry.wiki import get_entry, search
 from agent_registry.wiki.entry import entry_id
 from agent_registry.wiki.index import WikiIndex
