@@ -392,13 +392,14 @@ class Registry:
         view = self.view()
         out = view.live_sessions()
         if include_ended and view.tree:
-            for shard in view.names("sessions/done"):
-                for name in view.names(f"sessions/done/{shard}"):
-                    raw = view.read(f"sessions/done/{shard}/{name}")
-                    try:
-                        out.append(load_session(raw or b""))
-                    except UnreadableRecord as exc:  # reported by name; the rest lists
-                        view.warnings.append(f"sessions/done/{shard}/{name} is unreadable: {exc}")
+            files = {f"sessions/done/{shard}/{name}": oid
+                     for shard in view.names("sessions/done")
+                     for name, oid in view.entries(f"sessions/done/{shard}").items()}
+            for path, raw in zip(files, self.repo.read_blobs(list(files.values()))):
+                try:
+                    out.append(load_session(raw or b""))
+                except UnreadableRecord as exc:  # reported by name; the rest lists
+                    view.warnings.append(f"{path} is unreadable: {exc}")
         self.warnings = view.warnings
         return sorted(out, key=lambda s: s.registered_at)
 
