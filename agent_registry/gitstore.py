@@ -16,7 +16,7 @@ import hashlib
 import os
 import subprocess
 import zlib
-from dataclasses import dataclass
+from collections import namedtuple
 from collections.abc import Iterator
 
 from .errors import BadInput, RegistryError
@@ -62,13 +62,13 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
     return proc
 
 
-@dataclass(frozen=True)
-class RepoInfo:
-    git_dir: str  # this worktree's git dir
-    common_dir: str  # shared by all worktrees: refs, objects, our local state
-    toplevel: str | None  # None for a bare repository
-    prefix: str  # cwd relative to toplevel, "" or "sub/dir/"
-    object_format: str  # "sha1" or "sha256"
+# A named tuple, not a dataclass: importing dataclasses (inspect, ast, ...) would cost the
+# guard, which runs on every commit, several milliseconds.
+RepoInfo = namedtuple("RepoInfo", "git_dir common_dir toplevel prefix object_format")
+RepoInfo.__doc__ = """Where a repository lives.  git_dir: this worktree's git dir;
+common_dir: shared by all worktrees (refs, objects, our local state); toplevel: the
+worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or
+"sub/dir/"); object_format: "sha1" or "sha256"."""
 
 
 def discover(path: str = ".") -> RepoInfo:

@@ -18,17 +18,15 @@ the registry branch is missing or unreadable it says so on stderr.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 
 from . import paths as P
 from .gitstore import Repo, RepoInfo, clean_env, discover
 from .procinfo import ancestors, hostname, start_time
-from .records import Lock, Session, UnreadableRecord, load_session
-from .staleness import stale_reason
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
 ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
@@ -40,27 +38,31 @@ SYNC_TIMEOUT = 20.0
 PERSON = "a person"
 
 
-@dataclass
 class Conflict:
     """A path the committer may not touch: who holds it, through which lock target."""
-    path: str
-    target: str
-    owner: str
-    working_on: str
-    since: str
-    mode: str
-    host: str
+    FIELDS = ("path", "target", "owner", "working_on", "since", "mode", "host")
+
+    def __init__(self, path: str, target: str, owner: str, working_on: str, since: str,
+                 mode: str, host: str) -> None:
+        self.path, self.target, self.owner = path, target, owner
+        self.working_on, self.since, self.mode, self.host = working_on, since, mode, host
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.FIELDS}
 
 
-@dataclass
 class Report:
-    """The guard's answer for a set of paths."""
-    checked: list[str]
-    committer: str | None = None  # a session id, or None for a person
-    conflicts: list[Conflict] = field(default_factory=list)
-    stale: list[dict] = field(default_factory=list)  # locks that no longer count
-    mode: str = "enforcing"  # or "off: <why>" when the registry could not be read
-    warnings: list[str] = field(default_factory=list)
+    """The guard's answer for a set of paths.  (Plain classes here, not dataclasses:
+    importing dataclasses costs the guard, which runs on every commit, several ms.)"""
+
+    def __init__(self, checked: list[str], committer: str | None = None,
+                 mode: str = "enforcing") -> None:
+        self.checked = checked
+        self.committer = committer  # a session id, or None for a person
+        self.mode = mode  # "enforcing", or "off: <why>" when the registry could not be read
+        self.conflicts: list[Conflict] = []
+        self.stale: list[dict] = []  # locks that no longer count
+        self.warnings: list[str] = []
 
     @property
     def blocked(self) -> bool:
@@ -69,7 +71,7 @@ class Report:
     def to_dict(self) -> dict:
         return {"checked": self.checked, "committer": self.committer or PERSON,
                 "blocked": self.blocked, "mode": self.mode,
-                "conflicts": [asdict(c) for c in self.conflicts], "stale": self.stale,
+                "conflicts": [c.to_dict() for c in self.conflicts], "stale": self.stale,
                 "warnings": self.warnings}
 
 
@@ -154,28 +156,36 @@ def branch_name(config: dict[str, str]) -> str:
 
 
 class LockLookup:
-    """The registry as of one tip, read path by path: never a scan of all locks."""
+    """The registry as of one tip, read path by path: never a scan of all locks.
+
+    Lock records are read as plain JSON; the record and staleness modules (which cost
+    the import of dataclasses) are imported only when a lock held by another session
+    covers a path, the rare case where the guard has something to decide."""
 
     def __init__(self, repo: Repo, tip: str, now: float, host: str) -> None:
         self.repo = repo
         self.tip = tip
         self.now = now
         self.host = host
-        self._patterns: list[Lock] | None = None
-        self._sessions: dict[str, tuple[Session | None, bool]] = {}
+        self._patterns: list[dict] | None = None
+        self._sessions: dict = {}
         self.warnings: list[str] = []
 
-    def _lock(self, name: str) -> Lock | None:
+    def _lock(self, name: str) -> dict | None:
         raw = self.repo.read_blob(f"{self.tip}:{name}")
         if raw is None:
             return None
         try:
-            return Lock.from_bytes(raw)
-        except UnreadableRecord as exc:
-            self.warnings.append(f"{name} is unreadable: {exc}")
+            body = json.loads(raw)
+            if not isinstance(body["path"], str) or not all(
+                    isinstance(h["session"], str) for h in body.get("holders", [])):
+                raise TypeError("unexpected types")
+        except (ValueError, KeyError, TypeError) as exc:
+            self.warnings.append(f"{name} is unreadable: lock record: {exc}")
             return None
+        return body
 
-    def patterns(self) -> list[Lock]:
+    def patterns(self) -> list[dict]:
         if self._patterns is None:
             names = [n for n, is_tree, _ in self.repo.list_tree(f"{self.tip}:locks/patterns")
                      if not is_tree]
@@ -183,9 +193,10 @@ class LockLookup:
                               if (lock := self._lock(f"locks/patterns/{n}")) is not None]
         return self._patterns
 
-    def session(self, sid: str) -> tuple[Session | None, bool]:
+    def session(self, sid: str):
         """(live session or None, unreadable?)"""
         if sid not in self._sessions:
+            from .records import UnreadableRecord, load_session
             raw = self.repo.read_blob(f"{self.tip}:sessions/live/{sid}.yaml")
             try:
                 self._sessions[sid] = (load_session(raw) if raw is not None else None, False)
@@ -194,16 +205,26 @@ class LockLookup:
                 self._sessions[sid] = (None, True)
         return self._sessions[sid]
 
-    def covering(self, path: str) -> list[Lock]:
-        """Locks whose target covers *path*: its own record, its ancestor directories',
-        and the glob locks that match it."""
+    def covering(self, path: str) -> list[dict]:
+        """Lock records whose target covers *path*: its own record, its ancestor
+        directories', and the glob locks that match it."""
         found = [lock for key in P.lookup_keys(path)
                  if (lock := self._lock(P.record_name(key))) is not None
-                 and P.covers(lock.path, path)]
-        return found + [lock for lock in self.patterns() if P.covers(lock.path, path)]
+                 and P.covers(lock["path"], path)]
+        return found + [lock for lock in self.patterns() if P.covers(lock["path"], path)]
+
+    def stale_reason(self, lock: dict, entry: dict, session, unreadable: bool) -> str | None:
+        """Why this holder's claim no longer counts (staleness.stale_reason), or None."""
+        if unreadable:
+            return None  # an unreadable session file keeps its locks held, as in the registry
+        from .records import Holder
+        from .staleness import stale_reason
+        holder = Holder(entry["session"], str(entry.get("generation", "")),
+                        str(entry.get("acquired_at", "")), int(entry.get("ttl", 600)))
+        return stale_reason(holder, session, self.now, self.host)
 
 
-def _is_my_process(session: Session, host: str, mine: set[int]) -> bool:
+def _is_my_process(session, host: str, mine: set[int]) -> bool:
     return (session.host == host and session.pid in mine
             and (session.pid_start is None or start_time(session.pid) == session.pid_start))
 
@@ -215,27 +236,24 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
     seen: set[tuple[str, str, str]] = set()
     for path in paths:
         for lock in lookup.covering(path):
-            for holder in lock.holders:
-                key = (path, lock.path, holder.session)
-                if key in seen:
+            for entry in lock.get("holders", []):
+                owner = entry["session"]
+                key = (path, lock["path"], owner)
+                if key in seen or (committer is not None and owner == committer):
                     continue
                 seen.add(key)
-                session, unreadable = lookup.session(holder.session)
-                if committer is not None and holder.session == committer:
-                    continue
+                session, unreadable = lookup.session(owner)
                 if committer is None and session is not None and \
                         _is_my_process(session, lookup.host, my_pids):
                     continue  # the holder is the agent that runs this commit
-                # an unreadable session file keeps its locks held, as in the registry
-                reason = None if unreadable else stale_reason(holder, session, lookup.now,
-                                                               lookup.host)
+                reason = lookup.stale_reason(lock, entry, session, unreadable)
                 if reason:
-                    report.stale.append({"path": path, "target": lock.path,
-                                         "owner": holder.session, "reason": reason})
+                    report.stale.append({"path": path, "target": lock["path"],
+                                         "owner": owner, "reason": reason})
                     continue
                 report.conflicts.append(Conflict(
-                    path, lock.path, holder.session,
-                    session.working_on if session else "", holder.acquired_at, lock.mode,
+                    path, lock["path"], owner, session.working_on if session else "",
+                    str(entry.get("acquired_at", "")), lock.get("mode", "exclusive"),
                     session.host if session else ""))
     report.warnings = lookup.warnings
     return report
