@@ -198,3 +198,13 @@ def test_ingest_without_an_llm_is_refused_and_changes_nothing(registry, repo, ru
     proc = run("wiki", "ingest", "kimi-1")
     assert proc.returncode == 1 and "no LLM configured" in proc.stderr
     assert git(repo, "rev-parse", "agent-registry") == before
+
+
+def test_the_rerank_prompt_carries_each_candidates_router_bugs_and_diary(wiki_repo, llm):
+    llm.script = [rerank_answer(SQLITE)]
+    search(wiki_repo, QUESTION)
+    lines = llm.requests[0]["body"]["messages"][-1]["content"].splitlines()
+    candidate = json.loads(next(l for l in lines if entry_id(SQLITE) in l))
+    assert candidate["bugs"] == ["long write transaction held the lock during network calls"]
+    assert candidate["router"].startswith("SQLite 'database is locked'")
+    assert "Stress test 10 minutes" in candidate["excerpt"]

@@ -241,6 +241,7 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
             words = sorted({spoken.get(stem, stem).lower() for stem in stems})
             out.append({"id": hit["id"], "session_id": hit["key"], "router": hit["router"],
                         "what": hit["what"], "score": round(hit.score, 3),
+                        "bugs": [b for b in hit.get("bugs", "").split("\n") if b],
                         "why": f"matches {', '.join(words)} in {', '.join(fields)}",
                         "provider": hit.get("provider", ""), "date": hit.get("date", ""),
                         "pending_ingest": hit.get("pending") == "1",
