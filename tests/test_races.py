@@ -145,7 +145,7 @@ def register_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
 
 
 def test_32_processes_register_at_once(repo, tmp_path):
-    register_race(repo, tmp_path, rounds=3, racers=32)
+    register_race(repo, tmp_path, rounds=2, racers=32)
 
 
 @pytest.mark.slow
