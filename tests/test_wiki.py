@@ -314,3 +314,21 @@ def test_a_branch_rewritten_under_the_index_is_followed(wiki_repo, repo):
     answer = search(wiki_repo, "totp two-factor")
     assert answer["index"][0].startswith("rebuilt (cannot diff from the indexed commit")
     assert [r["session_id"] for r in answer["results"]] == ["solo-1"]
+
+
+def test_concurrent_queries_share_one_index_update(wiki_repo, repo):
+    search(wiki_repo, "sqlite")
+    put_files(wiki_repo, {f"wiki/extra-{i}.md": fixture_files()["wiki/gemini-1751000028.md"]
+                          for i in range(20)})
+    script = ("import sys; from agent_registry import Registry; "
+              "from agent_registry.wiki import search; "
+              "a = search(Registry.open(sys.argv[1]), 'sqlite database is locked'); "
+              "print(a['results'][0]['session_id'], '|'.join(a['index']) or 'none')")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(repo)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [o.split()[0] for o, _ in outputs] == ["claude-1751000016"] * 4, outputs
+    # exactly one process did the update; the others found the index up to date
+    assert sorted(o.split()[1] for o, _ in outputs) == ["none"] * 3 + ["updated"]
+    with WikiIndex(wiki_repo).open().searcher() as searcher:
+        assert searcher.doc_count() == 33 + 20 + 1

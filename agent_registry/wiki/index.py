@@ -79,8 +79,8 @@ class WikiIndex:
         return self.root / name if name.startswith("ix-") else None
 
     def _open(self):
-        """(index, indexed commit, its directory), or None when missing, half-updated or
-        unreadable."""
+        """(index, indexed commit, its directory, the Whoosh generation read), or None when
+        missing, half-updated or unreadable."""
         from whoosh import index as windex
         folder = self._current_dir()
         if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
@@ -89,11 +89,12 @@ class WikiIndex:
             ix = windex.open_dir(str(folder))
             with ix.searcher() as searcher:
                 meta = searcher.document(key=META_KEY)
+                generation = searcher.reader().generation()
         except Exception:  # any Whoosh failure to read means: rebuild
             return None
         if not meta or not meta.get("commit") or meta.get("version") != VERSION:
             return None
-        return ix, meta["commit"], folder
+        return ix, meta["commit"], folder, generation
 
     def open(self):
         """The index, brought up to the branch tip."""
@@ -104,14 +105,15 @@ class WikiIndex:
         with _flock(self.lock_file):
             tip = self.repo.read_ref(self.registry.ref) or EMPTY
             # what we opened still stands unless someone switched or updated it meanwhile
-            if not (opened and self._current_dir() == opened[2] and opened[0].up_to_date()
-                    and not (opened[2] / "UPDATING").exists()):
+            if not (opened and self._current_dir() == opened[2]
+                    and not (opened[2] / "UPDATING").exists()
+                    and opened[0].latest_generation() == opened[3]):
                 opened = self._open()
             if opened is None:
                 why = "no index yet" if self._current_dir() is None else \
                     "the previous index was incomplete or unreadable"
                 return self._rebuild(tip, why)
-            ix, indexed, folder = opened
+            ix, indexed, folder, _ = opened
             if indexed == tip:
                 return ix
             changes = self._diff(indexed, tip)
