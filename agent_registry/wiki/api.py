@@ -21,7 +21,12 @@ def search(registry: Registry, text: str, limit: int = 10) -> dict:
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     index = WikiIndex(registry)
-    candidates = search_index(index.open(), text, max(limit, CANDIDATES))
+    try:
+        candidates = search_index(index.open(), text, max(limit, CANDIDATES))
+    except RegistryError:
+        raise
+    except Exception:  # another process replaced the segments we were opening: once more
+        candidates = search_index(index.open(), text, max(limit, CANDIDATES))
     answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.events}
     cfg = llm.config()
     if not candidates or cfg is None:
