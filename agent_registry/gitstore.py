@@ -15,12 +15,14 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 import zlib
 from collections import namedtuple
 from collections.abc import Iterator
 
 from .errors import BadInput, RegistryError
 
+STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
 BLOB_MODE = b"100644"
 
@@ -233,10 +235,26 @@ class Repo:
 
     def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> None:
         """Compare-and-swap: move *ref* to *new* only if it still points at *old*."""
-        proc = self.git("update-ref", "-m", reason, ref, new, old or self.zero_oid,
-                        check=False)
-        if proc.returncode != 0:
-            raise CasFailed(proc.stderr.decode(errors="replace").strip())
+        for attempt in range(2):
+            proc = self.git("update-ref", "-m", reason, ref, new, old or self.zero_oid,
+                            check=False)
+            if proc.returncode == 0:
+                return
+            if attempt or not self._clear_stale_ref_lock(ref):
+                raise CasFailed(proc.stderr.decode(errors="replace").strip())
+
+    def _clear_stale_ref_lock(self, ref: str) -> bool:
+        """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
+        for milliseconds, and our callers hold the registry flock, so one older than
+        STALE_REF_LOCK seconds belongs to a dead process."""
+        lock = os.path.join(self.info.common_dir, ref + ".lock")
+        try:
+            if time.time() - os.stat(lock).st_mtime < STALE_REF_LOCK:
+                return False
+            os.unlink(lock)
+        except FileNotFoundError:
+            return False
+        return True
 
     # -- objects ---------------------------------------------------------------------
     def write_object(self, kind: str, data: bytes) -> str:

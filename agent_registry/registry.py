@@ -169,6 +169,7 @@ class Registry:
 
     def apply_locally(self, op: dict) -> dict:
         """Commit *op* on the local tip (caller holds the flock); a lost CAS is retried."""
+        error = ""
         for _ in range(CAS_ATTEMPTS):
             old = self.repo.read_ref(self.ref)
             base = self.tip()
@@ -177,10 +178,11 @@ class Registry:
                 return result
             try:
                 self.repo.update_ref(self.ref, commit, old, f"agent-registry: {op['op']}")
-            except CasFailed:
+            except CasFailed as exc:
+                error = str(exc)
                 continue  # the ref moved under us (a fetch, a user): decide again
             return result
-        raise RegistryError(f"{self.ref} kept moving; gave up after {CAS_ATTEMPTS} attempts")
+        raise RegistryError(f"could not move {self.ref} after {CAS_ATTEMPTS} attempts: {error}")
 
     def knows(self, op: dict) -> bool:
         return hasattr(self, "_op_" + op["op"].replace("-", "_")) or _external(op["op"])

@@ -714,3 +714,21 @@ def test_init_is_idempotent_and_leaves_the_user_alone(registry, repo):
     assert git(repo, "status", "--porcelain", "--ignored") == status
     # an orphan branch: no history shared with the code
     assert git(repo, "merge-base", "HEAD", BRANCH, check=False) == ""
+
+
+def test_a_ref_lock_left_by_a_killed_git_is_cleared(registry, repo):
+    """kill -9 while `git update-ref` holds `<ref>.lock` leaves the file behind; a fresh
+    one is respected (someone is writing), an old one is taken for abandoned."""
+    import os
+    import time as _time
+    from agent_registry.errors import RegistryError
+    registry.register("s1", provider="Kimi", working_on="auth", pid=os.getpid())
+    lock = Path(git(repo, "rev-parse", "--git-common-dir").strip())
+    lock = (lock if lock.is_absolute() else repo / lock) / "refs/heads/agent-registry.lock"
+    lock.write_text("")
+    with pytest.raises(RegistryError, match="agent-registry.lock"):
+        registry.claim("s1", ["src/auth.py"])  # fresh: held by a live writer
+    old = _time.time() - 60
+    os.utime(lock, (old, old))
+    assert registry.claim("s1", ["src/auth.py"])["locks"][0]["status"] == "acquired"
+    assert not lock.exists()
