@@ -208,3 +208,11 @@ def test_the_rerank_prompt_carries_each_candidates_router_bugs_and_diary(wiki_re
     assert candidate["bugs"] == ["long write transaction held the lock during network calls"]
     assert candidate["router"].startswith("SQLite 'database is locked'")
     assert "Stress test 10 minutes" in candidate["excerpt"]
+
+
+def test_an_empty_list_the_agent_gave_means_none_and_is_not_distilled(registry, llm):
+    ended(registry, what="w", how="h", solved="s", router="r", bugs="", tools="pytest")
+    entry = get_entry(registry, "kimi-1")
+    assert entry["bugs"] == [] and entry["undocumented"] == [] and not entry["pending_ingest"]
+    assert ingest(registry, "kimi-1")["already"] is True
+    assert llm.requests == []

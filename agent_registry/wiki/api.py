@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import BadInput, NotFound, RegistryError
 from ..registry import Registry
 from . import llm
-from .entry import NARRATIVE_FIELDS, documented, entry_id, read_entry, resolve
+from .entry import entry_id, missing, read_entry, resolve
 from .ops import apply_ingest
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
@@ -70,7 +70,7 @@ def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> di
         raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
                             "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
     entry = get_entry(registry, sid)
-    wanted = [name for name in NARRATIVE_FIELDS if not documented(entry.get(name))]
+    wanted = missing(entry)
     if not wanted and not entry["pending_ingest"]:
         return {"entry": {"id": entry["id"], "session_id": entry["session_id"]}, "filled": [],
                 "already": True}

@@ -111,6 +111,18 @@ def documented(value) -> bool:
     return bool(value) and value.strip().lower() != NOT_DOCUMENTED
 
 
+def missing(entry: dict) -> list[str]:
+    """The narrative fields an LLM may fill: a text field saying "not documented", and a
+    list the agent did not give (an empty list it gave means "none", e.g. no bugs)."""
+    listed = entry.get("undocumented") or []
+    out = []
+    for name in NARRATIVE_FIELDS:
+        gap = name in listed if name in LIST_FIELDS else not documented(entry.get(name, ""))
+        if gap:
+            out.append(name)
+    return out
+
+
 def read_entry(view, sid: str) -> dict | None:
     raw = view.read(wiki_path(sid))
     if raw is None:

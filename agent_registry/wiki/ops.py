@@ -16,7 +16,7 @@ from ..registry import Outcome, Registry, _csv_items, operation
 from ..view import View, context_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,
-                    documented, dump_entry, entry_id, read_entry, wiki_path)
+                    dump_entry, entry_id, missing, read_entry, wiki_path)
 
 NO_DIARY = "_No diary was logged for this session (`agent-registry context log`)._"
 
@@ -35,10 +35,8 @@ def end_session(registry: Registry, sid: str, *, router: str | None = None,
     if len(narrative.get("router", "")) > ROUTER_MAX:
         raise BadInput(f"--router is {len(narrative['router'])} characters: at most {ROUTER_MAX}")
     for name, value in (("bugs", bugs), ("tools", tools)):
-        if value is not None:
-            items = _csv_items(value)
-            if items:
-                narrative[name] = items
+        if value is not None:  # given, even empty: "--bugs ''" documents that there were none
+            narrative[name] = _csv_items(value)
     session = registry.session(sid)  # NotFound before any git work
     since = session.registered_at
     facts = {
@@ -116,12 +114,11 @@ def _op_wiki_ingest(registry: Registry, view: View, op: dict) -> Outcome:
         raise NotFound(f"no wiki entry for session {sid}")
     # only what is still undocumented now: the agent's words are never replaced, also
     # when someone documented a field between the LLM call and this commit
-    filled = [name for name in NARRATIVE_FIELDS
-              if name in distilled and not documented(entry.get(name))]
+    open_fields = missing(entry)
+    filled = [name for name in open_fields if name in distilled]
     for name in filled:
         entry[name] = distilled[name]
-    entry["undocumented"] = [n for n in entry.get("undocumented", []) if n not in filled
-                             and not documented(entry.get(n))]
+    entry["undocumented"] = [n for n in open_fields if n not in filled]
     was_pending = entry["pending_ingest"]
     entry["pending_ingest"] = False
     entry["ingested_at"], entry["ingested_by"] = iso(op["at"]), op["by"]
