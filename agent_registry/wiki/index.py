@@ -31,18 +31,17 @@ META_KEY = "__meta__"  # cannot be a session id: those start with a letter or di
 SEARCH_FIELDS = ("router", "what", "bugs", "body")
 FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
 EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
-VERSION = 1  # of the schema and documents: an index of another version is rebuilt
+VERSION = 2  # of the schema and documents: an index of another version is rebuilt
 
 
 def schema():
     from whoosh.analysis import StemmingAnalyzer
     from whoosh.fields import ID, STORED, TEXT, Schema
-    text = lambda: TEXT(analyzer=StemmingAnalyzer(), stored=True)
-    return Schema(key=ID(stored=True, unique=True), id=ID(stored=True), router=text(),
-                  what=text(), bugs=text(),
-                  # no positions for the diary: phrase search over it is not worth the
-                  # index size and build time (router and what keep theirs)
-                  body=TEXT(analyzer=StemmingAnalyzer(), phrase=False),
+    # no positions: a question is words, never a phrase query, so they would only cost
+    # index size and build time
+    text = lambda stored: TEXT(analyzer=StemmingAnalyzer(), stored=stored, phrase=False)
+    return Schema(key=ID(stored=True, unique=True), id=ID(stored=True), router=text(True),
+                  what=text(True), bugs=text(True), body=text(False),
                   provider=STORED, date=STORED, pending=ID(stored=True), commit=STORED,
                   version=STORED, excerpt=STORED)
 
@@ -222,7 +221,7 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
     parser = qparser.MultifieldParser(list(SEARCH_FIELDS), ix.schema, fieldboosts=FIELD_BOOSTS,
                                       group=qparser.OrGroup.factory(0.9))
     # a question is plain words: 'auth: "fix" (401)' must not turn into field, phrase or
-    # range syntax (the diary has no positions for phrases anyway)
+    # range syntax (the index keeps no positions for phrases anyway)
     for plugin in (qparser.FieldsPlugin, qparser.WildcardPlugin, qparser.RangePlugin,
                    qparser.BoostPlugin, qparser.PhrasePlugin):
         parser.remove_plugin_class(plugin)
