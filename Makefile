@@ -25,6 +25,7 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/guard_bench.py
+	$(BIN)/python bench/wiki_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
