@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,39 +32,50 @@ HERE = Path(__file__).resolve()
 
 # -- the inner runner ---------------------------------------------------------------
 
+def cpu_ms() -> float:
+    """CPU time so far of this process and of the children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime) * 1000
+
+
 class Phases:
-    """Exclusive wall time per label: time spent in a wrapped call, minus the time of
-    wrapped calls inside it."""
+    """Exclusive wall and CPU time per label: time spent in a wrapped call, minus the
+    time of wrapped calls inside it.  A git process's CPU counts where it is waited for."""
 
     def __init__(self) -> None:
-        self.ms: dict[str, float] = defaultdict(float)
+        self.wall: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
         self.calls: Counter = Counter()
-        self._children: list[float] = []
+        self._children: list[list[float]] = []
 
     def wrap(self, label: str, fn):
         def timed(*args, **kwargs):
-            start = time.perf_counter()
-            self._children.append(0.0)
+            wall0, cpu0 = time.perf_counter() * 1000, cpu_ms()
+            self._children.append([0.0, 0.0])
             try:
                 return fn(*args, **kwargs)
             finally:
-                elapsed = time.perf_counter() - start
-                self.ms[label] += (elapsed - self._children.pop()) * 1000
+                wall, cpu = time.perf_counter() * 1000 - wall0, cpu_ms() - cpu0
+                inner_wall, inner_cpu = self._children.pop()
+                self.wall[label] += wall - inner_wall
+                self.cpu[label] += cpu - inner_cpu
                 self.calls[label] += 1
                 if self._children:
-                    self._children[-1] += elapsed
+                    self._children[-1][0] += wall
+                    self._children[-1][1] += cpu
         return timed
 
 
 def _inner(report_file: str, argv: list[str]) -> None:
-    first = time.time()
-    t0 = time.perf_counter()
+    first, first_cpu = time.time(), cpu_ms()
+    marks = [(time.perf_counter() * 1000, first_cpu)]
     from agent_registry import cli
-    t1 = time.perf_counter()
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
     import fcntl
     import subprocess as sp
     from agent_registry import gitstore, records, registry, render, view  # noqa: F401
-    t2 = time.perf_counter()
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
 
     phases = Phases()
     spawned: list[str] = []
@@ -80,7 +92,7 @@ def _inner(report_file: str, argv: list[str]) -> None:
         (registry, "read_config", "git config: registry settings"),
         (gitstore.ObjectReader, "_start", "start git cat-file --batch"),
         (gitstore.ObjectReader, "read", "cat-file round trips"),
-        (gitstore.ObjectReader, "close", "wait for cat-file to exit"),
+        (gitstore.ObjectReader, "close", "cat-file exit (its CPU for all reads lands here)"),
         (gitstore.Repo, "read_ref", "read the ref file"),
         (gitstore.Repo, "write_object", "write loose objects (zlib, files)"),
         (gitstore.Repo, "update_ref", "git update-ref: the compare-and-swap"),
@@ -93,16 +105,16 @@ def _inner(report_file: str, argv: list[str]) -> None:
     for owner, name, label in targets:
         if hasattr(owner, name):
             setattr(owner, name, phases.wrap(label, getattr(owner, name)))
-    t3 = time.perf_counter()
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
     code = cli.main(argv)
-    t4 = time.perf_counter()
-    main_ms = (t4 - t3) * 1000
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
     report = {
-        "code": code, "first": first,
-        "import click + cli": (t1 - t0) * 1000,
-        "import the core modules": (t2 - t1) * 1000,
-        "phases": dict(phases.ms), "calls": dict(phases.calls),
-        "main": main_ms, "spawned": spawned, "last": time.time(),
+        "code": code, "first": first, "first_cpu": first_cpu,
+        "import click + agent_registry.cli": [marks[1][0] - marks[0][0], marks[1][1] - marks[0][1]],
+        "import the core modules": [marks[2][0] - marks[1][0], marks[2][1] - marks[1][1]],
+        "main": [marks[4][0] - marks[3][0], marks[4][1] - marks[3][1]],
+        "wall": dict(phases.wall), "cpu": dict(phases.cpu), "calls": dict(phases.calls),
+        "spawned": spawned, "last": time.time(), "last_cpu": cpu_ms(),
     }
     Path(report_file).write_text(json.dumps(report))
     if code:
@@ -114,41 +126,41 @@ def _inner(report_file: str, argv: list[str]) -> None:
 def _run_inner(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         report_file = Path(tmp, "report.json")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.time()
         proc = subprocess.run([sys.executable, str(HERE), "--inner", str(report_file), *argv],
                               cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ended = time.time()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0 or not report_file.exists():
             raise RuntimeError(f"inner run failed: {proc.stderr.decode()}")
         report = json.loads(report_file.read_text())
-    report["startup"] = (report["first"] - started) * 1000
-    report["exit"] = (ended - report["last"]) * 1000
-    report["total"] = (ended - started) * 1000
+    total_cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    report["startup"] = [(report["first"] - started) * 1000, report["first_cpu"]]
+    report["exit"] = [(ended - report["last"]) * 1000, total_cpu - report["last_cpu"]]
+    report["total"] = [(ended - started) * 1000, total_cpu]
     return report
 
 
 def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) -> dict:
-    """Median of each phase over *reps* instrumented claims (*release* undoes each)."""
+    """Median (wall ms, CPU ms) of each phase over *reps* instrumented claims (*release*
+    undoes each)."""
     runs = []
     for i in range(reps):
         runs.append(_run_inner(claim_argv(i), cwd, env))
         release(i)
-    med = lambda values: statistics.median(values) if values else 0.0
-    labels = sorted({k for r in runs for k in r["phases"]})
-    rows = [("interpreter start (python, site, .pth files)", med([r["startup"] for r in runs]), 1)]
-    rows.append(("import click + agent_registry.cli", med([r["import click + cli"] for r in runs]), 1))
-    rows.append(("import the core modules", med([r["import the core modules"] for r in runs]), 1))
-    accounted = []
-    for label in labels:
-        values = [r["phases"].get(label, 0.0) for r in runs]
+    med = lambda pairs: (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
+    rows = [("interpreter start (python, site, .pth files)", *med([r["startup"] for r in runs]), 1),
+            ("import click + agent_registry.cli", *med([r["import click + agent_registry.cli"] for r in runs]), 1),
+            ("import the core modules", *med([r["import the core modules"] for r in runs]), 1)]
+    for label in sorted({k for r in runs for k in r["wall"]}):
         calls = max(r["calls"].get(label, 0) for r in runs)
         if label.startswith("start git cat-file"):  # asked on every read, spawns once
             calls = runs[-1]["spawned"].count("git cat-file")
-        rows.append((label, med(values), calls))
-    for r in runs:
-        accounted.append(r["main"] - sum(r["phases"].values()))
-    rows.append(("other Python in main (click parsing, paths, decisions, output)", med(accounted), 1))
-    rows.append(("interpreter exit", med([r["exit"] for r in runs]), 1))
+        rows.append((label, *med([(r["wall"].get(label, 0.0), r["cpu"].get(label, 0.0)) for r in runs]), calls))
+    rest = [(r["main"][0] - sum(r["wall"].values()), r["main"][1] - sum(r["cpu"].values())) for r in runs]
+    rows.append(("other Python in main (click parsing, paths, decisions, output)", *med(rest), 1))
+    rows.append(("interpreter exit", *med([r["exit"] for r in runs]), 1))
     return {"rows": rows, "total": med([r["total"] for r in runs]),
             "spawned": runs[-1]["spawned"], "reps": reps}
 

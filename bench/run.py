@@ -210,7 +210,28 @@ def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
         cold.append(timed([OURS, *argv(9100 + i)], pair.repo, cold_env)[0])
         release(9100 + i)
     out["no_bytecode_cache"] = stats(cold)
+    out["cli_layer"] = cli_layer(pair, env, reps)
     return out
+
+
+BARE_CLAIM = ("import sys\nfrom agent_registry.registry import Registry\n"
+              "with Registry.open('.') as registry:\n"
+              f"    registry.claim(sys.argv[1], [sys.argv[2]], ttl={TTL})\n")
+
+
+def cli_layer(pair: Pair, env: dict[str, str], reps: int) -> dict:
+    """The same claim as a bare ``python -c`` calling Registry.claim, alternating with
+    the real command: the difference is what the CLI layer (click, cli.py) costs."""
+    out: dict[str, list[tuple[float, float]]] = {"cli": [], "bare": []}
+    for i in range(reps):
+        path = f"src/layer/claim{i:04d}.py"
+        runs = [("cli", [OURS, "lock", "acquire", path, "--session", CLAIMER, "--ttl", str(TTL)]),
+                ("bare", [sys.executable, "-c", BARE_CLAIM, CLAIMER, path])]
+        for kind, argv in (runs if i % 2 == 0 else runs[::-1]):
+            out[kind].append(timed(argv, pair.repo, env))
+            pair.registry.release(CLAIMER, [path])
+    return {kind: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+            for kind, values in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
     args = parser.parse_args(argv)
     reps = args.reps or (10 if args.quick else 30)
-    api_reps = 20 if args.quick else 50
+    api_reps = 20 if args.quick else 30
     wanted = set(args.states.split(",")) if args.states else None
     if wanted and wanted - {s.name for s in SHAPES}:
         parser.error(f"unknown state(s): {', '.join(sorted(wanted - {s.name for s in SHAPES}))}")
