@@ -2,13 +2,13 @@
 
 Four views of the same command, run against a prepared repository:
 
-* phases: the command runs under a small runner (``--inner``) that imports the CLI,
+* phases: the command runs under a small runner (claim_runner.py) that imports the CLI,
   wraps the library's git-facing functions with timers (exclusive time: a phase's
   children are not counted twice), runs ``cli.main`` and reports; interpreter start and
   exit are what the outer clock sees around it;
 * imports: ``python -X importtime`` of the real console script;
 * processes and syscalls: ``strace -f`` (execve and ``-c``) when strace is available;
-* Python hot spots: ``cProfile`` of the inner runner.
+* Python hot spots: ``cProfile`` of the real console script.
 
 Nothing in agent_registry is changed: the wrappers live in this process only.
 """
@@ -24,102 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve()
+RUNNER = Path(__file__).resolve().parent / "claim_runner.py"
 
 
 # -- the inner runner ---------------------------------------------------------------
-
-def cpu_ms() -> float:
-    """CPU time so far of this process and of the children it has waited for."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime) * 1000
-
-
-class Phases:
-    """Exclusive wall and CPU time per label: time spent in a wrapped call, minus the
-    time of wrapped calls inside it.  A git process's CPU counts where it is waited for."""
-
-    def __init__(self) -> None:
-        self.wall: dict[str, float] = defaultdict(float)
-        self.cpu: dict[str, float] = defaultdict(float)
-        self.calls: Counter = Counter()
-        self._children: list[list[float]] = []
-
-    def wrap(self, label: str, fn):
-        def timed(*args, **kwargs):
-            wall0, cpu0 = time.perf_counter() * 1000, cpu_ms()
-            self._children.append([0.0, 0.0])
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                wall, cpu = time.perf_counter() * 1000 - wall0, cpu_ms() - cpu0
-                inner_wall, inner_cpu = self._children.pop()
-                self.wall[label] += wall - inner_wall
-                self.cpu[label] += cpu - inner_cpu
-                self.calls[label] += 1
-                if self._children:
-                    self._children[-1][0] += wall
-                    self._children[-1][1] += cpu
-        return timed
-
-
-def _inner(report_file: str, argv: list[str]) -> None:
-    first, first_cpu = time.time(), cpu_ms()
-    marks = [(time.perf_counter() * 1000, first_cpu)]
-    from agent_registry import cli
-    marks.append((time.perf_counter() * 1000, cpu_ms()))
-    import fcntl
-    import subprocess as sp
-    from agent_registry import gitstore, records, registry, render, view  # noqa: F401
-    marks.append((time.perf_counter() * 1000, cpu_ms()))
-
-    phases = Phases()
-    spawned: list[str] = []
-    real_popen = sp.Popen
-
-    class CountingPopen(real_popen):  # type: ignore[misc, valid-type]
-        def __init__(self, args, *rest, **kwargs):
-            spawned.append(" ".join(args[:2]) if isinstance(args, list) else str(args))
-            super().__init__(args, *rest, **kwargs)
-
-    sp.Popen = CountingPopen
-    targets = [
-        (registry, "discover", "git rev-parse: find the repository"),
-        (registry, "read_config", "git config: registry settings"),
-        (gitstore.ObjectReader, "_start", "start git cat-file --batch"),
-        (gitstore.ObjectReader, "read", "cat-file round trips"),
-        (gitstore.ObjectReader, "close", "cat-file exit (its CPU for all reads lands here)"),
-        (gitstore.Repo, "read_ref", "read the ref file"),
-        (gitstore.Repo, "write_object", "write loose objects (zlib, files)"),
-        (gitstore.Repo, "update_ref", "git update-ref: the compare-and-swap"),
-        (registry, "registry_md", "render registry.md (Python)"),
-        (registry, "branch_readme", "render README.md (Python)"),
-        (view, "load_session", "parse session YAML"),
-        (view, "dump_session", "emit session YAML"),
-        (fcntl, "flock", "flock"),
-    ]
-    for owner, name, label in targets:
-        if hasattr(owner, name):
-            setattr(owner, name, phases.wrap(label, getattr(owner, name)))
-    marks.append((time.perf_counter() * 1000, cpu_ms()))
-    code = cli.main(argv)
-    marks.append((time.perf_counter() * 1000, cpu_ms()))
-    report = {
-        "code": code, "first": first, "first_cpu": first_cpu,
-        "import click + agent_registry.cli": [marks[1][0] - marks[0][0], marks[1][1] - marks[0][1]],
-        "import the core modules": [marks[2][0] - marks[1][0], marks[2][1] - marks[1][1]],
-        "main": [marks[4][0] - marks[3][0], marks[4][1] - marks[3][1]],
-        "wall": dict(phases.wall), "cpu": dict(phases.cpu), "calls": dict(phases.calls),
-        "spawned": spawned, "last": time.time(), "last_cpu": cpu_ms(),
-    }
-    Path(report_file).write_text(json.dumps(report))
-    if code:
-        sys.exit(code)
-
 
 # -- the outer measurements ---------------------------------------------------------
 
@@ -128,7 +39,7 @@ def _run_inner(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
         report_file = Path(tmp, "report.json")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.time()
-        proc = subprocess.run([sys.executable, str(HERE), "--inner", str(report_file), *argv],
+        proc = subprocess.run([sys.executable, str(RUNNER), str(report_file), *argv],
                               cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ended = time.time()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -270,7 +181,3 @@ def interpreter_floor(reps: int = 9) -> dict[str, tuple[float, float]]:
             cpus.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
         out[label] = (statistics.median(walls), statistics.median(cpus))
     return out
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--inner"]:
-    _inner(sys.argv[2], sys.argv[3:])

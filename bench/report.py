@@ -129,9 +129,9 @@ def _profile_lines(profile: dict) -> list[str]:
     phases = profile["phases"]
     out = ["", f"### Where the time goes: one whole-process `lock acquire` (state small)", "",
            f"Median over {phases['reps']} runs of an instrumented runner "
-           "(`bench/profile_claim.py`: the library's git-facing functions wrapped with timers, "
-           "exclusive time, nothing in `agent_registry` changed); the runner and its timers add "
-           "a little to the plain command's time. CPU is user + system time of the process and "
+           "(`bench/claim_runner.py`: the library's git-facing functions wrapped with timers, "
+           "exclusive time, nothing in `agent_registry` changed; it imports nothing of its own "
+           "before the command has run); its timers add a little. CPU is user + system time of the process and "
            "of the git processes it waited for; it is the column to trust on a loaded machine.",
            "", "| phase | wall ms | CPU ms | calls |", "|---|---|---|---|"]
     for label, wall, cpu, calls in phases["rows"]:

@@ -1,0 +1,107 @@
+"""The instrumented runner of one ``agent-registry`` command, for profile_claim.py.
+
+    python claim_runner.py REPORT_FILE ARGS...
+
+runs ``agent_registry.cli.main(ARGS)`` with the library's git-facing functions wrapped in
+timers (exclusive wall and CPU time per phase; nothing in agent_registry is changed on
+disk) and writes the phases as JSON to REPORT_FILE.  It imports nothing of its own
+before the command has run, so the import phases are the command's own.
+"""
+import resource
+import sys
+import time
+
+
+def cpu_ms() -> float:
+    """CPU time so far of this process and of the children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime) * 1000
+
+
+class Phases:
+    """Exclusive wall and CPU time per label: time spent in a wrapped call, minus the
+    time of wrapped calls inside it.  A git process's CPU counts where it is waited for."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._children: list[list[float]] = []
+
+    def wrap(self, label: str, fn):
+        def timed(*args, **kwargs):
+            wall0, cpu0 = time.perf_counter() * 1000, cpu_ms()
+            self._children.append([0.0, 0.0])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                wall, cpu = time.perf_counter() * 1000 - wall0, cpu_ms() - cpu0
+                inner_wall, inner_cpu = self._children.pop()
+                self.wall[label] = self.wall.get(label, 0.0) + wall - inner_wall
+                self.cpu[label] = self.cpu.get(label, 0.0) + cpu - inner_cpu
+                self.calls[label] = self.calls.get(label, 0) + 1
+                if self._children:
+                    self._children[-1][0] += wall
+                    self._children[-1][1] += cpu
+        return timed
+
+
+def main(report_file: str, argv: list[str]) -> None:
+    first, first_cpu = time.time(), cpu_ms()
+    marks = [(time.perf_counter() * 1000, first_cpu)]
+    from agent_registry import cli
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
+    import fcntl
+    import subprocess as sp
+    from agent_registry import gitstore, records, registry, render, view  # noqa: F401
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
+
+    phases = Phases()
+    spawned: list[str] = []
+    real_popen = sp.Popen
+
+    class CountingPopen(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, args, *rest, **kwargs):
+            spawned.append(" ".join(args[:2]) if isinstance(args, list) else str(args))
+            super().__init__(args, *rest, **kwargs)
+
+    sp.Popen = CountingPopen
+    targets = [
+        (registry, "discover", "git rev-parse: find the repository"),
+        (registry, "read_config", "git config: registry settings"),
+        (gitstore.ObjectReader, "_start", "start git cat-file --batch"),
+        (gitstore.ObjectReader, "read", "cat-file round trips"),
+        (gitstore.ObjectReader, "close", "cat-file exit (its CPU for all reads lands here)"),
+        (gitstore.Repo, "read_ref", "read the ref file"),
+        (gitstore.Repo, "write_object", "write loose objects (zlib, files)"),
+        (gitstore.Repo, "update_ref", "git update-ref: the compare-and-swap"),
+        (registry, "registry_md", "render registry.md (Python)"),
+        (registry, "branch_readme", "render README.md (Python)"),
+        (view, "load_session", "parse session YAML"),
+        (view, "dump_session", "emit session YAML"),
+        (fcntl, "flock", "flock"),
+    ]
+    for owner, name, label in targets:
+        if hasattr(owner, name):
+            setattr(owner, name, phases.wrap(label, getattr(owner, name)))
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
+    code = cli.main(argv)
+    marks.append((time.perf_counter() * 1000, cpu_ms()))
+    report = {
+        "code": code, "first": first, "first_cpu": first_cpu,
+        "import click + agent_registry.cli": [marks[1][0] - marks[0][0], marks[1][1] - marks[0][1]],
+        "import the core modules": [marks[2][0] - marks[1][0], marks[2][1] - marks[1][1]],
+        "main": [marks[4][0] - marks[3][0], marks[4][1] - marks[3][1]],
+        "wall": dict(phases.wall), "cpu": dict(phases.cpu), "calls": dict(phases.calls),
+        "spawned": spawned, "last": time.time(), "last_cpu": cpu_ms(),
+    }
+    import json  # only now: the command has run
+    with open(report_file, "w") as out:
+        out.write(json.dumps(report))
+    if code:
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
