@@ -144,7 +144,9 @@ def emit_yaml(data: dict) -> str:
 _KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
 
 
-def _plain(text: str):
+def plain_scalar(text: str):
+    """One YAML scalar as we read it: a JSON-quoted string, a quoted or plain word,
+    null, a boolean, an integer or ``[]``."""
     text = text.strip()
     if text.startswith('"'):
         value, end = json.JSONDecoder().raw_decode(text)
@@ -176,7 +178,14 @@ def parse_yaml(text: str) -> dict:
     current: str | None = None
     loads = json.loads
     for number, line in enumerate(text.splitlines(), 1):
-        # fast path: the canonical `key: "json string"` lines we write ourselves
+        # fast paths: the canonical `key: "json string"` and `- "json string"` lines we
+        # write ourselves
+        if line[:3] == '- "' and line[-1:] == '"' and current is not None:
+            try:
+                data[current].append(loads(line[2:]))
+                continue
+            except ValueError:
+                pass
         key, sep, rest = line.partition(": ")
         if sep and rest[:1] == '"' and rest[-1:] == '"' and key.isidentifier():
             try:
@@ -191,7 +200,7 @@ def parse_yaml(text: str) -> dict:
             if stripped.startswith("- ") or stripped == "-":
                 if current is None or not isinstance(data.get(current), list):
                     raise UnreadableRecord("list item outside a list")
-                data[current].append(_plain(stripped[1:]))
+                data[current].append(plain_scalar(stripped[1:]))
                 continue
             match = _KEY.match(line)
             if not match:
@@ -200,7 +209,7 @@ def parse_yaml(text: str) -> dict:
             if rest is None or rest.strip() == "" or rest.strip().startswith("#"):
                 data[key], current = [], key
             else:
-                data[key], current = _plain(rest), None
+                data[key], current = plain_scalar(rest), None
         except (ValueError, IndexError) as exc:
             raise UnreadableRecord(f"line {number}: {exc}") from None
     return data

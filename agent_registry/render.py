@@ -36,12 +36,12 @@ def table(headers: list[str], rows: list[list]) -> str:
 
 
 def registry_md(view: View, at: float, operation: str) -> bytes:
-    sessions = sorted(view.live_sessions(), key=lambda s: s.registered_at)
+    sessions = sorted(view.live_summaries(MAX_LOCKS_PER_SESSION), key=lambda s: s[0].registered_at)
     session_rows, lock_rows, held = [], [], 0
-    for s in sessions:
+    for s, count in sessions:
         session_rows.append([s.id, s.provider, s.ai_version, s.working_on, s.project,
-                             s.git_branch, s.host, s.heartbeat_at, len(s.locks)])
-        held += len(s.locks)
+                             s.git_branch, s.host, s.heartbeat_at, count])
+        held += count
         for path in s.locks[:MAX_LOCKS_PER_SESSION]:
             if len(lock_rows) < MAX_LOCK_ROWS:
                 lock_rows.append([path, s.id, s.working_on])

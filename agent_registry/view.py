@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from .errors import RegistryError
 from .gitstore import Repo
 from .paths import record_name
-from .records import Lock, Session, UnreadableRecord, dump_session, load_session
+from .records import (Lock, Session, UnreadableRecord, dump_session, load_session,
+                      plain_scalar)
 
 LIVE_DIR = "sessions/live"
 DONE_DIR = "sessions/done"
@@ -87,6 +89,30 @@ class View:
         if strict and sid in self.unreadable:
             raise RegistryError(f"{live_path(sid)} is unreadable; fix or remove it by hand")
         return self._sessions[sid]
+
+    def live_summaries(self, keep: int) -> list[tuple[Session, int]]:
+        """Each live session with at most *keep* of its held paths, and how many it
+        holds: what registry.md shows.  Sessions this operation has not read are not
+        parsed whole: their held lists (the one part that grows with locks) are sliced
+        and counted as bytes, so rendering costs O(live sessions), not O(locks)."""
+        entries = {n[:-5]: oid for n, oid in self.entries(LIVE_DIR).items() if n.endswith(".yaml")}
+        out, unread = [], []
+        for sid, oid in entries.items():
+            if sid in self._sessions or not oid:
+                session = self.session(sid, strict=False)
+                if session is not None:
+                    out.append((session, len(session.locks)))
+            else:
+                unread.append(sid)
+        for sid, raw in zip(unread, self.repo.read_blobs([entries[s] for s in unread])):
+            summary = _summarize(raw or b"", keep)
+            if summary is None:  # not our canonical layout: read it whole
+                self._parse_live(sid, raw)
+                session = self._sessions.get(sid)
+                summary = (session, len(session.locks)) if session else None
+            if summary is not None:
+                out.append(summary)
+        return out
 
     def _parse_live(self, sid: str, raw: bytes | None) -> None:
         try:
@@ -178,3 +204,21 @@ class View:
             except UnreadableRecord as exc:
                 self.warnings.append(f"{PATTERNS_DIR}/{name} is unreadable: {exc}")
         return out
+
+
+_HELD = re.compile(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)
+
+
+def _summarize(raw: bytes, keep: int) -> tuple[Session, int] | None:
+    """A session whose held list is cut to *keep* entries, and the full count."""
+    found = _HELD.search(raw)
+    if found is None:
+        return None
+    block = found.group(1)
+    try:
+        session = load_session(raw[:found.start()] + b"locks: []\n" + raw[found.end():])
+        session.locks = [plain_scalar(line[2:].decode()) for line in block.split(b"\n", keep)[:keep]
+                         if line.startswith(b"- ")]
+    except (UnreadableRecord, UnicodeDecodeError, ValueError):
+        return None
+    return session, block.count(b"\n")
