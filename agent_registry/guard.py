@@ -213,7 +213,7 @@ class LockLookup:
                  and P.covers(lock["path"], path)]
         return found + [lock for lock in self.patterns() if P.covers(lock["path"], path)]
 
-    def stale_reason(self, lock: dict, entry: dict, session, unreadable: bool) -> str | None:
+    def stale_reason(self, entry: dict, session, unreadable: bool) -> str | None:
         """Why this holder's claim no longer counts (staleness.stale_reason), or None."""
         if unreadable:
             return None  # an unreadable session file keeps its locks held, as in the registry
@@ -246,7 +246,7 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
                 if committer is None and session is not None and \
                         _is_my_process(session, lookup.host, my_pids):
                     continue  # the holder is the agent that runs this commit
-                reason = lookup.stale_reason(lock, entry, session, unreadable)
+                reason = lookup.stale_reason(entry, session, unreadable)
                 if reason:
                     report.stale.append({"path": path, "target": lock["path"],
                                          "owner": owner, "reason": reason})
