@@ -215,7 +215,8 @@ def parse_yaml(text: str) -> dict:
     return data
 
 
-def load_session(raw: bytes) -> Session:
+def read_mapping(raw: bytes) -> dict:
+    """A YAML mapping: our fast reader first, ruamel.yaml for anything else."""
     text = raw.decode("utf-8", errors="replace")
     try:
         data = parse_yaml(text)
@@ -223,7 +224,11 @@ def load_session(raw: bytes) -> Session:
         data = _ruamel_load(text)
     if not isinstance(data, dict):
         raise UnreadableRecord("not a mapping")
-    return Session.from_dict(data)
+    return data
+
+
+def load_session(raw: bytes) -> Session:
+    return Session.from_dict(read_mapping(raw))
 
 
 def dump_session(session: Session, previous: bytes | None = None) -> bytes:

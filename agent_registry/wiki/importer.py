@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import paths as P
 from ..errors import BadInput
-from ..records import Session, UnreadableRecord, dump_session, iso
+from ..records import Session, UnreadableRecord, dump_session, iso, read_mapping
 from ..registry import Outcome, Registry, operation
 from ..view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
@@ -65,15 +65,7 @@ def _english(value):
 
 def convert_session(raw: bytes, sid: str) -> tuple[str, bytes]:
     """(status, canonical session YAML) of a predecessor session file."""
-    from ..records import _ruamel_load, parse_yaml
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        data = parse_yaml(text)
-    except UnreadableRecord:
-        data = _ruamel_load(text)
-    if not isinstance(data, dict):
-        raise UnreadableRecord("not a mapping")
-    data = {SESSION_KEYS.get(str(k), str(k)): v for k, v in data.items()}
+    data = {SESSION_KEYS.get(str(k), str(k)): v for k, v in read_mapping(raw).items()}
     held = data.pop("do_not_touch", None) or []
     data["id"] = sid  # the file name is the id, as in the predecessor
     for key in TIME_KEYS:
