@@ -326,13 +326,21 @@ class Guard:
         """Paths the commit being made changes, read with the hook's own environment
         (git may point GIT_INDEX_FILE at a temporary index).  Without rename detection
         a rename is a deletion plus an addition, so both sides are checked."""
-        proc = subprocess.run(
+        diff = subprocess.Popen(
             ["git", "diff", "--cached", "--name-only", "-z", "--no-renames", "--no-color",
              "--no-ext-diff", "--ignore-submodules=none"],
             cwd=self.info.toplevel, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.decode(errors="replace").strip())
-        return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+        if self.lookup is not None:
+            # while git diffs: start cat-file and read the glob locks, which every path
+            # needs; a failure here is met again, and reported, by check()
+            try:
+                self.lookup.patterns()
+            except Exception:
+                pass
+        out, err = diff.communicate()
+        if diff.returncode != 0:
+            raise RuntimeError(err.decode(errors="replace").strip())
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def pushed_commits(self, remote: str, updates: list[tuple[str, str, str, str]]
                        ) -> dict[str, list[str]]:
