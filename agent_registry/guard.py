@@ -314,6 +314,7 @@ class Guard:
             return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
                                                "in this repository")
         try:
+            self.repo.commit_info(self.tip)  # a missing or broken tip is unreadable, not empty
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:
                 report.committer = self.committer()
