@@ -5,7 +5,8 @@
 runs ``agent_registry.cli.main(ARGS)`` with the library's git-facing functions wrapped in
 timers (exclusive wall and CPU time per phase; nothing in agent_registry is changed on
 disk) and writes the phases as JSON to REPORT_FILE.  It imports nothing of its own
-before the command has run, so the import phases are the command's own.
+before the command has run, so the import phases are the command's own, and it leaves
+the way the console script does (``cli.run``: no interpreter teardown) when there is one.
 """
 import resource
 import sys
@@ -99,8 +100,12 @@ def main(report_file: str, argv: list[str]) -> None:
     import json  # only now: the command has run
     with open(report_file, "w") as out:
         out.write(json.dumps(report))
-    if code:
-        sys.exit(code)
+    if hasattr(cli, "run"):  # the console script's way out: no interpreter teardown
+        import os
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -146,13 +146,21 @@ def _syscall_counts(script: Path, argv, cwd, env, tmp: Path) -> dict[str, int]:
     return counts
 
 
+PROFILED_MAIN = ("import cProfile, sys\nprofile = cProfile.Profile()\nprofile.enable()\n"
+                 "from agent_registry.cli import main\nmain(sys.argv[2:])\nprofile.disable()\n"
+                 "profile.dump_stats(sys.argv[1])\n")
+
+
 def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8) -> list[tuple]:
-    """(function, calls, own ms, cumulative ms) by own time, from one cProfile run."""
+    """(function, calls, own ms, cumulative ms) by own time, from one cProfile run of the
+    command's imports and ``cli.main`` (the console script leaves by os._exit, which
+    would skip cProfile's own output)."""
     with tempfile.TemporaryDirectory() as tmp:
         stats_file = Path(tmp, "claim.prof")
-        script = Path(sys.executable).parent / "agent-registry"
-        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats_file), str(script), *argv],
-                       cwd=cwd, env=env, capture_output=True)
+        proc = subprocess.run([sys.executable, "-c", PROFILED_MAIN, str(stats_file), *argv],
+                              cwd=cwd, env=env, capture_output=True)
+        if proc.returncode != 0 or not stats_file.exists():
+            raise RuntimeError(f"cProfile run failed: {proc.stderr.decode()}")
         import pstats
         stats = pstats.Stats(str(stats_file)).stats  # type: ignore[attr-defined]
     rows = []

@@ -214,14 +214,16 @@ def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
     return out
 
 
-BARE_CLAIM = ("import sys\nfrom agent_registry.registry import Registry\n"
+BARE_CLAIM = ("import os, sys\nfrom agent_registry.registry import Registry\n"
               "with Registry.open('.') as registry:\n"
-              f"    registry.claim(sys.argv[1], [sys.argv[2]], ttl={TTL})\n")
+              f"    registry.claim(sys.argv[1], [sys.argv[2]], ttl={TTL})\n"
+              "os._exit(0)  # as the console script leaves: no interpreter teardown\n")
 
 
 def cli_layer(pair: Pair, env: dict[str, str], reps: int) -> dict:
-    """The same claim as a bare ``python -c`` calling Registry.claim, alternating with
-    the real command: the difference is what the CLI layer (click, cli.py) costs."""
+    """The same claim as a bare ``python -c`` calling Registry.claim (and leaving as the
+    console script does), alternating with the real command: the difference is what the
+    CLI layer (click, cli.py) costs."""
     out: dict[str, list[tuple[float, float]]] = {"cli": [], "bare": []}
     for i in range(reps):
         path = f"src/layer/claim{i:04d}.py"
