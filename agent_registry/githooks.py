@@ -16,7 +16,8 @@ from pathlib import Path
 from .data import folder
 from .errors import Refused
 from .gitstore import RepoInfo, clean_env
-from .guard import branch_name, push_guard_enabled, read_config
+from .gitstore import read_config
+from .guard import branch_name, push_guard_enabled
 
 HOOK_NAMES = ("pre-commit", "pre-push", "post-merge", "post-checkout")
 MARKER = "# agent-registry hook: "

@@ -352,3 +352,18 @@ class Repo:
         """(name, is_tree, oid) of the entries of a tree named by *rev*."""
         for name, (mode, oid) in self.read_tree(rev).items():
             yield name.decode(errors="replace"), mode == TREE_MODE, oid.hex()
+
+
+def read_config(git_dir: str) -> dict[str, str]:
+    """``agent-registry.*`` keys of git config (lower-cased names), and
+    ``remote.origin.url`` (whether sync has a default remote), in one process."""
+    proc = subprocess.run(["git", "config", "-z", "--get-regexp",
+                           r"^(agent-registry\.|remote\.origin\.url$)"],
+                          env={**clean_env(), "GIT_DIR": git_dir},
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = {}
+    for item in proc.stdout.decode(errors="replace").split("\0"):
+        if item:
+            key, _, value = item.partition("\n")
+            out[key.lower()] = value
+    return out

@@ -25,7 +25,7 @@ import sys
 import time
 
 from . import paths as P
-from .gitstore import Repo, RepoInfo, clean_env, discover
+from .gitstore import Repo, RepoInfo, clean_env, discover, read_config
 from .procinfo import ancestors, hostname, start_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
@@ -136,19 +136,6 @@ def hook_repo_info() -> RepoInfo | None:
     if b"objectformat" in config or b"worktree" in config or b"bare = true" in config:
         return None  # sha256, core.worktree, bare: let git say
     return RepoInfo(git_dir, common, top, "", "sha1")
-
-
-def read_config(git_dir: str) -> dict[str, str]:
-    """``agent-registry.*`` git config keys (lower-cased names), in one process."""
-    proc = subprocess.run(["git", "config", "-z", "--get-regexp", r"^agent-registry\."],
-                          env={**clean_env(), "GIT_DIR": git_dir},
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = {}
-    for item in proc.stdout.decode(errors="replace").split("\0"):
-        if item:
-            key, _, value = item.partition("\n")
-            out[key.lower()] = value
-    return out
 
 
 def branch_name(config: dict[str, str]) -> str:

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator
 
 from . import paths as P
 from .errors import BadInput, NotFound, Refused, RegistryError
-from .gitstore import CasFailed, Repo, discover, run_git
+from .gitstore import CasFailed, Repo, discover, read_config
 from .procinfo import cmdline, hostname, is_alive, owner_pid, start_time
 from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
                       load_session, parse_iso)
@@ -88,19 +88,6 @@ def _flock(path: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock, also when we are killed
-
-
-def read_config(info_git_dir: str) -> dict[str, str]:
-    """``agent-registry.*`` keys of git config (and whether origin exists), in one
-    process."""
-    proc = run_git(["config", "-z", "--get-regexp", r"^(agent-registry\.|remote\.origin\.url$)"],
-                   env={**os.environ, "GIT_DIR": info_git_dir}, check=False)
-    out = {}
-    for item in proc.stdout.decode(errors="replace").split("\0"):
-        if item:
-            key, _, value = item.partition("\n")
-            out[key.lower()] = value
-    return out
 
 
 class Registry:

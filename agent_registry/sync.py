@@ -88,7 +88,10 @@ class PushResult:
 def push(registry: Registry, commit: str) -> PushResult:
     """Push *commit* as the remote branch: a fast-forward only (no ``+``, no lease)."""
     dst = f"refs/heads/{registry.branch}"
-    proc = _git_net(registry, "push", "--porcelain", "--quiet", registry.remote, f"{commit}:{dst}")
+    # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
+    # suite, the pre-commit framework) must not run, or fail, on every claim
+    proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", registry.remote,
+                    f"{commit}:{dst}")
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:

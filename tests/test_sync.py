@@ -387,3 +387,14 @@ def test_release_here_and_force_release_there_resolve_by_meaning(team):
     assert lock_owner_on_remote(team, "src/auth.py") == []
     session = team.remote_file("sessions/live/a1.yaml")
     assert "src/auth.py" not in session
+
+
+def test_the_users_pre_push_hook_does_not_run_on_registry_pushes(team):
+    a = team.clone("a")
+    hook = a.cwd / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\necho 'the whole test suite would run here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    a("register", "a1", "--provider", "Kimi", "--working-on", "auth")
+    claim = a("lock", "acquire", "src/auth.py", "--session", "a1")
+    assert claim.returncode == 0, claim.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
