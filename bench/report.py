@@ -132,7 +132,9 @@ def _profile_lines(profile: dict) -> list[str]:
            "(`bench/claim_runner.py`: the library's git-facing functions wrapped with timers, "
            "exclusive time, nothing in `agent_registry` changed; it imports nothing of its own "
            "before the command has run); its timers add a little. CPU is user + system time of the process and "
-           "of the git processes it waited for; it is the column to trust on a loaded machine.",
+           "of the git processes it waited for; it is the column to trust on a loaded machine. The "
+           "profile is taken after the timing rounds, at that moment's load: compare its rows "
+           "with one another rather than with the tables above.",
            "", "| phase | wall ms | CPU ms | calls |", "|---|---|---|---|"]
     for label, wall, cpu, calls in phases["rows"]:
         out.append(f"| {label} | {_ms(wall)} | {_ms(cpu)} | {calls} |")
