@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/guard_bench.py
 	$(BIN)/python bench/wiki_bench.py
+	$(BIN)/python bench/sync_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
