@@ -55,7 +55,7 @@ def main(report_file: str, argv: list[str]) -> None:
     marks.append((time.perf_counter() * 1000, cpu_ms()))
     import fcntl
     import subprocess as sp
-    from agent_registry import gitstore, records, registry, render, view  # noqa: F401
+    from agent_registry import gitstore, registry, view
     marks.append((time.perf_counter() * 1000, cpu_ms()))
 
     phases = Phases()
