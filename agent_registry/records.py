@@ -141,6 +141,7 @@ def emit_yaml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+_DECODER = json.JSONDecoder()
 _KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
 
 
@@ -149,7 +150,7 @@ def plain_scalar(text: str):
     null, a boolean, an integer or ``[]``."""
     text = text.strip()
     if text.startswith('"'):
-        value, end = json.JSONDecoder().raw_decode(text)
+        value, end = _DECODER.raw_decode(text)
         rest = text[end:].strip()
         if rest and not rest.startswith("#"):
             raise UnreadableRecord(f"unexpected text after a string: {rest[:20]!r}")
