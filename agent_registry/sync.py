@@ -23,16 +23,15 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .errors import Refused, RegistryError, Unconfirmed
+from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from .gitstore import CasFailed
 from .records import iso
-from .registry import Registry, parse_op
+from .registry import Registry, _flock, parse_op
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
@@ -394,7 +393,6 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     refused, as the remote decided."""
     if not registry.remote:
         raise RegistryError("sync is off: no remote (set `git config agent-registry.remote NAME`)")
-    from .registry import _flock
     with _flock(registry.lock_file):
         previous = registry.repo.read_ref(registry.tracking_ref)
         pending = [parse_op(registry.repo.commit_info(c)[2]) or {} for c in
@@ -456,8 +454,7 @@ def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:
 
 def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
     """Sessions and locks straight from *url*, fetched into a temporary object store."""
-    if re.match(r"^-", url):
-        from .errors import BadInput
+    if url.startswith("-"):  # would be read as an option by git
         raise BadInput(f"invalid remote URL {url!r}")
     with tempfile.TemporaryDirectory(prefix="agent-registry-remote-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or
@@ -468,7 +465,6 @@ def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
              f"+refs/heads/{branch}:refs/heads/{branch}"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=NETWORK_TIMEOUT)
         if proc.returncode != 0:
-            from .errors import NotFound
             raise NotFound(f"cannot read {branch} from {url}: "
                            f"{_last_line(proc.stderr.decode(errors='replace'))}")
         with Registry.open(tmp, branch=branch, config={}) as registry:
