@@ -13,7 +13,7 @@ import json
 
 from .errors import BadInput, RegistryError
 from .records import iso
-from .registry import TRAILER, Registry, _flock
+from .registry import TRAILER, Registry, file_lock
 
 GC_OP = "gc"
 
@@ -21,7 +21,7 @@ GC_OP = "gc"
 def gc(registry: Registry, keep_days: int) -> dict:
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
-    with _flock(registry.lock_file):
+    with file_lock(registry.lock_file):
         if registry.remote:
             from .sync import Offline, _rebase, fetch, publish
             try:

@@ -73,7 +73,7 @@ class Outcome:
 
 
 @contextmanager
-def _flock(path: str) -> Iterator[None]:
+def file_lock(path: str) -> Iterator[None]:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         import fcntl
@@ -148,7 +148,7 @@ class Registry:
         """Apply one operation to the branch tip and commit it; returns its result.
         With a remote, the operation is also confirmed by a push (agent_registry.sync)."""
         self._handler(op)  # an unknown operation fails before anything happens
-        with _flock(self.lock_file):
+        with file_lock(self.lock_file):
             if self.remote:
                 from .sync import apply_synced
                 return apply_synced(self, op)

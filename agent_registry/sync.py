@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from .gitstore import CasFailed
 from .records import iso
-from .registry import Registry, _flock, parse_op
+from .registry import Registry, file_lock, parse_op
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
@@ -393,7 +393,7 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     refused, as the remote decided."""
     if not registry.remote:
         raise RegistryError("sync is off: no remote (set `git config agent-registry.remote NAME`)")
-    with _flock(registry.lock_file):
+    with file_lock(registry.lock_file):
         previous = registry.repo.read_ref(registry.tracking_ref)
         pending = [parse_op(registry.repo.commit_info(c)[2]) or {} for c in
                    pending_commits(registry, previous, registry.repo.read_ref(registry.ref))]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import RegistryError
 from ..records import UnreadableRecord
-from ..registry import Registry, _flock
+from ..registry import Registry, file_lock
 from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
 
 META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
@@ -101,7 +101,7 @@ class WikiIndex:
         opened = self._open()
         if opened and opened[1] == tip:
             return opened[0]  # the usual case: no lock, no writes
-        with _flock(self.lock_file):
+        with file_lock(self.lock_file):
             tip = self.repo.read_ref(self.registry.ref) or EMPTY
             # what we opened still stands unless someone switched or updated it meanwhile
             if not (opened and self._current_dir() == opened[2]
@@ -121,7 +121,7 @@ class WikiIndex:
             return self._update(ix, folder, tip, changes)
 
     def rebuild(self):
-        with _flock(self.lock_file):
+        with file_lock(self.lock_file):
             return self._rebuild(self.repo.read_ref(self.registry.ref) or EMPTY, "requested")
 
     # -- writing ---------------------------------------------------------------------
