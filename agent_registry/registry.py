@@ -74,6 +74,8 @@ class Outcome:
 
 @contextmanager
 def file_lock(path: str) -> Iterator[None]:
+    """An exclusive OS lock on *path* (flock; filelock on Windows), released when the
+    block ends or the process dies, so a kill -9 never leaves it held."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         import fcntl
