@@ -1,3 +1,3 @@
-from .cli import run
+from .hotpath import run
 
 run()

@@ -16,7 +16,9 @@ from datetime import datetime, timezone
 
 import click
 
+from . import output
 from .errors import BAD_INPUT, BadInput, RegistryError
+from .output import age
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
 
@@ -63,7 +65,7 @@ class Output:
 
     def emit(self, data, text: str | None = None) -> None:
         if self.json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+            click.echo(output.to_json(data))
         elif text and not self.quiet:
             click.echo(text)
 
@@ -109,16 +111,6 @@ def local_time(text: str | None) -> str:
             zone = None
     moment = datetime.fromtimestamp(ts, timezone.utc)
     return (moment.astimezone(zone) if zone else moment.astimezone()).strftime("%Y-%m-%d %H:%M:%S %Z")
-
-
-def age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def render_table(headers: list[str], rows: list[list], max_width: int = 40) -> str:
@@ -391,7 +383,7 @@ def lock() -> None:
 def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
     """Claim every PATH, or none of them (exit 1 naming the owner)."""
     result = out.registry.claim(resolve_sid(sid), paths, ttl=ttl, shared=shared)
-    out.emit(result, "\n".join(f"{l['status']}: {l['path']}" for l in result["locks"]))
+    out.emit(result, output.claim_text(result))
 
 
 @lock.command("release")
@@ -401,7 +393,7 @@ def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
 def lock_release(out: Output, paths, sid) -> None:
     """Release PATHs held by the session (refused if another session holds one)."""
     result = out.registry.release(resolve_sid(sid), paths)
-    out.emit(result, "\n".join(f"{l['status']}: {l['path']}" for l in result["locks"]))
+    out.emit(result, output.claim_text(result))
 
 
 @lock.command("check")
@@ -411,17 +403,7 @@ def lock_release(out: Output, paths, sid) -> None:
 def lock_check(out: Output, paths, sid) -> None:
     """Per PATH: free, locked (owner, age), locked-by-me or stale."""
     results = out.registry.check(paths, sid)
-    lines = []
-    for r in results:
-        if r["state"] == "free":
-            lines.append(f"free: {r['path']}")
-        else:
-            extra = f", {r['stale_reason']}" if r.get("stale_reason") else ""
-            extra += "" if r.get("confirmed", True) else ", not confirmed by the remote yet"
-            what = f" ({r['working_on']})" if r.get("working_on") else ""
-            lines.append(f"{r['state']}: {r['path']} by {r['owner']}{what}, "
-                         f"{age(r['age_seconds'])} ago{extra}")
-    out.emit({"paths": results}, "\n".join(lines))
+    out.emit({"paths": results}, output.check_text(results))
 
 
 @lock.command("list")
@@ -476,8 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
     except RegistryError as exc:
         if json_mode:
-            click.echo(json.dumps({"error": {"code": exc.exit_code, "message": exc.message,
-                                             **exc.details}}, indent=2, ensure_ascii=False))
+            click.echo(output.error_json(exc))
         click.echo(f"agent-registry: {exc.message}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
@@ -499,14 +480,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run() -> None:
-    """The console script: main(), then leave without the interpreter's teardown of
-    every module (several ms of a one-shot command); output is flushed first."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
-    run()
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The click-free path for `lock acquire` / `lock check` says exactly what the click
+commands say, and leaves everything unusual to click."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agent_registry.hotpath import parse
+
+CLICK_MAIN = "import sys; from agent_registry.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def both(repo, *args: str, env: dict | None = None) -> tuple:
+    """(exit, stdout, stderr) of the console script (hot path) and of the click CLI."""
+    env = {**os.environ, **(env or {})}
+    hot = subprocess.run(["agent-registry", *args], cwd=repo, capture_output=True, text=True,
+                         env={**env, "PATH": os.path.dirname(sys.executable) + ":" + env["PATH"]})
+    slow = subprocess.run([sys.executable, "-c", CLICK_MAIN, *args], cwd=repo,
+                          capture_output=True, text=True, env=env)
+    return (hot.returncode, hot.stdout, hot.stderr), (slow.returncode, slow.stdout, slow.stderr)
+
+
+def test_hot_and_click_paths_agree(run, repo):
+    run("register", "s1", "--provider", "Kimi", "--working-on", "auth")
+    run("register", "s2", "--provider", "Claude", "--working-on", "ui")
+    run("lock", "acquire", "src/auth.py", "--session", "s1")
+    cases = [
+        ("lock", "check", "src/auth.py", "README.md", "--session", "s2"),
+        ("--json", "lock", "check", "src/auth.py", "--session=s1"),
+        ("lock", "acquire", "src/auth.py", "--session", "s2"),  # refused: exit 1
+        ("--json", "lock", "acquire", "src/auth.py", "--session", "s2"),
+        ("lock", "acquire", "../outside", "--session", "s2"),  # bad input: exit 2
+        ("-q", "lock", "check", "src/auth.py"),
+        ("-C", "src", "lock", "check", "auth.py"),
+    ]
+    for args in cases:
+        hot, slow = both(repo, *args)
+        hot = (hot[0], hot[1].replace("1s ago", "0s ago"), hot[2])
+        slow = (slow[0], slow[1].replace("1s ago", "0s ago"), slow[2])
+        assert hot == slow, args
+    # claims that succeed: each path claimed once through each route, same answers
+    hot, slow = both(repo, "--json", "lock", "acquire", "a.txt", "--ttl", "60", "--shared",
+                     env={"AGENT_REGISTRY_SESSION": "s2"})
+    assert hot[0] == slow[0] == 0
+    assert json.loads(hot[1])["locks"][0]["status"] == "acquired"
+    assert json.loads(slow[1])["locks"][0]["status"] == "renewed"
+
+
+@pytest.mark.parametrize("argv", [
+    ["lock", "acquire", "--help"], ["lock", "acquire"], ["lock", "acquire", "a", "--ttl", "x"],
+    ["lock", "acquire", "a", "--bogus"], ["lock", "release", "a"], ["--version"],
+    ["lock", "acquire", "a"],  # no session: click's error
+    ["lock", "check", "--", "-a"], ["-x", "lock", "check", "a"],
+])
+def test_unusual_arguments_go_to_click(argv, monkeypatch):
+    monkeypatch.delenv("AGENT_REGISTRY_SESSION", raising=False)
+    assert parse(argv) is None
+
+
+def test_the_hot_path_does_not_import_click(run, repo):
+    run("register", "s1", "--provider", "Kimi", "--working-on", "auth")
+    code = ("import sys; from agent_registry.hotpath import parse, execute; "
+            "code = execute(parse(['lock', 'acquire', 'src/auth.py', '--session', 's1'])); "
+            "assert code == 0, code; "
+            "print(sorted(m for m in ('click', 'ruamel', 'whoosh') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("[]")
