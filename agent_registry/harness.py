@@ -30,7 +30,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from string import Template
 
 from .errors import BadInput, NotFound, Refused
 from .gitstore import RepoInfo, discover
@@ -115,8 +114,8 @@ def install_claude(toplevel: str, *, auto_claim: bool = False,
 
 def protocol_text(branch: str = "agent-registry") -> str:
     """The protocol section of the branch README, as the branch renders it."""
-    from .data import read_text
-    readme = Template(read_text("templates", "README.md")).substitute(branch=branch)
+    from .render import fill
+    readme = fill("README.md", branch=branch)
     start = readme.index("## The protocol")
     end = readme.find("\n## ", start + 1)
     body = readme[start:end if end != -1 else len(readme)].strip()

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+import time
 
 LIVE = "OnWorking"
 STATUSES = ("OnWorking", "Finished", "Stop", "Killed")
@@ -29,63 +28,89 @@ class UnreadableRecord(ValueError):
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ts)))
 
 
 def parse_iso(text: str | None) -> float | None:
+    """Unix time of an ISO 8601 timestamp; the canonical ``YYYY-MM-DDTHH:MM:SSZ`` we
+    write is read without the datetime module (a hot path import)."""
     if not text:
         return None
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=timezone.utc).timestamp()
-    except ValueError:
+    if len(text) == 20 and text[4] == "-" and text[10] == "T" and text[19] == "Z":
         try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+            year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+            hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
         except ValueError:
             return None
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+            return None
+        return float(_days_from_civil(year, month, day) * 86400
+                     + hour * 3600 + minute * 60 + second)
+    from datetime import datetime
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
-@dataclass
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    year -= month <= 2
+    era = (year if year >= 0 else year - 399) // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+# Fields of a session file, in the order they are written, with their defaults (a type
+# stands for a new empty one).  Plain classes, not dataclasses: importing dataclasses
+# (and inspect with it) costs every one-shot command several ms.
+SESSION_FIELDS: dict = {
+    "id": "", "provider": "", "ai_version": "", "working_on": "", "status": LIVE,
+    "project": "", "repo": "", "git_branch": "", "host": "", "pid": None, "pid_start": None,
+    "cmdline": "", "registered_at": "", "heartbeat_at": "", "finished_at": None,
+    "todo_past": list, "todo_present": list, "todo_future": list, "space": list,
+    "issues": "", "handoff": "", "locks": list,
+}
+_LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks")
+
+
 class Session:
-    id: str
-    provider: str = ""
-    ai_version: str = ""
-    working_on: str = ""
-    status: str = LIVE
-    project: str = ""
-    repo: str = ""
-    git_branch: str = ""
-    host: str = ""
-    pid: int | None = None
-    pid_start: int | None = None
-    cmdline: str = ""
-    registered_at: str = ""
-    heartbeat_at: str = ""
-    finished_at: str | None = None
-    todo_past: list[str] = field(default_factory=list)
-    todo_present: list[str] = field(default_factory=list)
-    todo_future: list[str] = field(default_factory=list)
-    space: list[str] = field(default_factory=list)
-    issues: str = ""
-    handoff: str = ""
-    locks: list[str] = field(default_factory=list)
-    # keys a person or a later version added: kept as they are
-    extra: dict = field(default_factory=dict)
+    """One agent session: what its file on the branch holds.  Keys a person or a later
+    version added are kept in ``extra`` and written back as they were."""
+
+    def __init__(self, id: str, extra: dict | None = None, **values) -> None:
+        unknown = set(values) - set(SESSION_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown session field(s): {', '.join(sorted(unknown))}")
+        for name, default in SESSION_FIELDS.items():
+            if name in values:
+                setattr(self, name, values[name])
+            else:
+                setattr(self, name, default() if isinstance(default, type) else default)
+        self.id = id
+        self.extra = dict(extra or {})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Session) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, status={self.status!r})"
 
     @property
     def live(self) -> bool:
         return self.status == LIVE
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        out = {name: getattr(self, name) for name in SESSION_FIELDS}
         out.update(self.extra)
         return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "Session":
-        known = {f.name for f in fields(cls)} - {"extra"}
+        known = SESSION_FIELDS
         kwargs = {k: v for k, v in data.items() if k in known}
-        for name in ("todo_past", "todo_present", "todo_future", "space", "locks"):
+        for name in _LIST_FIELDS:
             value = kwargs.get(name)
             if value is None:
                 kwargs[name] = []
@@ -104,7 +129,7 @@ class Session:
         for name, value in list(kwargs.items()):
             if name not in ("pid", "pid_start", "finished_at") and value is None:
                 kwargs.pop(name)
-            elif isinstance(value, datetime):  # ruamel reads unquoted timestamps as dates
+            elif hasattr(value, "strftime"):  # ruamel reads unquoted timestamps as dates
                 kwargs[name] = value.strftime("%Y-%m-%dT%H:%M:%SZ")
         session = cls(**kwargs)
         session.extra = {k: v for k, v in data.items() if k not in known}
@@ -282,25 +307,37 @@ def _ruamel_update(text: str, data: dict) -> str:
 
 # -- lock records ---------------------------------------------------------------------
 
-@dataclass
 class Holder:
-    session: str
-    generation: str
-    acquired_at: str
-    ttl: int
+    """One session's claim on a lock: who, its generation token, when, for how long."""
+
+    def __init__(self, session: str, generation: str, acquired_at: str, ttl: int) -> None:
+        self.session, self.generation, self.acquired_at, self.ttl = \
+            session, generation, acquired_at, ttl
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Holder) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"Holder({self.session!r}, {self.generation!r})"
 
     def to_dict(self) -> dict:
         return {"session": self.session, "generation": self.generation,
                 "acquired_at": self.acquired_at, "ttl": self.ttl}
 
 
-@dataclass
 class Lock:
     """One locked target: a file, a directory (``dir/``) or a glob; one or more holders
     (more than one only in shared mode)."""
-    path: str
-    mode: str = "exclusive"
-    holders: list[Holder] = field(default_factory=list)
+
+    def __init__(self, path: str, mode: str = "exclusive",
+                 holders: list[Holder] | None = None) -> None:
+        self.path, self.mode, self.holders = path, mode, list(holders or [])
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Lock) and self.to_bytes() == other.to_bytes()
+
+    def __repr__(self) -> str:
+        return f"Lock({self.path!r}, {self.mode!r}, {self.holders!r})"
 
     def to_bytes(self) -> bytes:
         body = {"path": self.path, "mode": self.mode,

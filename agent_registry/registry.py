@@ -18,9 +18,9 @@ import os
 import re
 import signal
 import time
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from . import paths as P
 from .errors import BadInput, NotFound, Refused, RegistryError
@@ -64,12 +64,10 @@ def operation(name: str):
     return register
 
 
-@dataclass
-class Outcome:
-    """What an applied operation returns: the result for the caller, and the commit
-    subject saying what happened (None: nothing to commit)."""
-    result: dict
-    subject: str | None
+class Outcome(namedtuple("Outcome", "result subject")):
+    """What an applied operation returns: the result for the caller (a dict), and the
+    commit subject saying what happened (None: nothing to commit)."""
+    __slots__ = ()
 
 
 @contextmanager
@@ -105,7 +103,7 @@ class Registry:
         self.ref = f"refs/heads/{self.branch}"
         self.clock = clock
         self.host = host or hostname()
-        self.lock_file = str(repo.state_dir / "lock")
+        self.lock_file = os.path.join(repo.info.common_dir, "agent-registry", "lock")
 
     @classmethod
     def open(cls, path: str = ".", **kwargs) -> "Registry":

@@ -6,7 +6,7 @@ recently ended ones, so it costs O(live sessions), never O(history) or O(locks).
 from __future__ import annotations
 
 import json
-from string import Template
+import re
 
 from .data import read_text
 from .records import iso
@@ -16,8 +16,15 @@ MAX_LOCK_ROWS = 200
 MAX_LOCKS_PER_SESSION = 20
 
 
-def template(name: str) -> Template:
-    return Template(read_text("templates", name))
+_PLACEHOLDER = re.compile(r"\$(\$|[a-z_]+)")
+
+
+def fill(name: str, **values: str) -> str:
+    """The template *name* with ``$key`` replaced (``$$`` is a literal ``$``); a
+    missing key is an error.  (string.Template compiles its pattern at import: a cost
+    every command would pay.)"""
+    return _PLACEHOLDER.sub(lambda m: "$" if m.group(1) == "$" else values[m.group(1)],
+                            read_text("templates", name))
 
 
 def cell(value) -> str:
@@ -52,7 +59,7 @@ def registry_md(view: View, at: float, operation: str) -> bytes:
               r.get("finished_at")] for r in view.recent()]
     front = {"generated_at": iso(at), "live_sessions": len(sessions), "held_locks": held,
              "last_operation": operation}
-    text = template("registry.md").substitute(
+    text = fill("registry.md",
         frontmatter="\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()),
         sessions=table(["Session", "Provider", "Version", "Working on", "Project", "Branch",
                         "Host", "Heartbeat", "Locks"], session_rows),
@@ -62,4 +69,4 @@ def registry_md(view: View, at: float, operation: str) -> bytes:
 
 
 def branch_readme(branch: str) -> bytes:
-    return template("README.md").substitute(branch=branch).encode()
+    return fill("README.md", branch=branch).encode()

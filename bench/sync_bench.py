@@ -50,7 +50,7 @@ def attempts(clone: Path) -> int:
 
 def setup(root: Path, env: dict, clones: int) -> tuple[Path, list[Path]]:
     seed, bare = root / "seed", root / "remote.git"
-    seed.mkdir()
+    seed.mkdir(parents=True)
     make_project(seed, env)
     git(root, env, "init", "-q", "--bare", str(bare))
     git(seed, env, "push", "-q", str(bare), "HEAD:main")
