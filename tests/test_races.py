@@ -47,11 +47,13 @@ def race(repo: Path, commands: list[list[str]], workdir: Path) -> list[subproces
         procs.append(subprocess.Popen(
             [sys.executable, "-c", WAITER, str(workdir / f"ready-{i}"), str(go), CLI, *args],
             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    deadline = time.monotonic() + 300
-    while sum(1 for p in workdir.iterdir() if p.name.startswith("ready-")) < len(commands):
-        assert time.monotonic() < deadline, "racers never got ready"
+    for _ in range(30_000):  # a watchdog (~300 s): a broken racer fails the test, not hangs it
+        if sum(1 for p in workdir.iterdir() if p.name.startswith("ready-")) == len(commands):
+            break
         assert all(p.poll() is None for p in procs), "a racer died before the start"
         time.sleep(0.01)
+    else:
+        pytest.fail("racers never got ready")
     go.touch()
     results = []
     for proc, args in zip(procs, commands):
