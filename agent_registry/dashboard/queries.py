@@ -84,7 +84,7 @@ def list_sessions(registry: Registry, *, status: str | None = None,
     sessions.sort(key=lambda s: s.registered_at, reverse=True)
     return {"sessions": [session_row(s, now, registry.host) for s in sessions[:limit]],
             "total": len(sessions), "providers": providers, "projects": projects,
-            "warnings": list(getattr(registry, "warnings", []))}
+            "warnings": registry.warnings}
 
 
 def _active_between(session, start: float, end: float, now: float) -> bool:
@@ -112,4 +112,4 @@ def list_locks(registry: Registry) -> dict:
     for lock in locks:
         lock["state"] = "stale" if lock["stale_reason"] else "fresh"
         lock["unconfirmed"] = not lock.get("confirmed", True)
-    return {"locks": locks, "warnings": list(getattr(registry, "warnings", []))}
+    return {"locks": locks, "warnings": registry.warnings}
