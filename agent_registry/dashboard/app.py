@@ -223,8 +223,9 @@ def create_app(repo_path: str, token: str | None = None) -> FastAPI:
     @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
     def kill(sid: str, action: KillRequest) -> dict:
         with pool.borrow() as registry:
-            return registry.kill(queries.check_session_id(sid), force=action.force,
-                                 by=action.by or author, reason=action.reason)
+            # Registry.kill validates the id itself, more strictly than check_session_id
+            return registry.kill(sid, force=action.force, by=action.by or author,
+                                 reason=action.reason)
 
     @app.post("/api/locks/force-release", summary="Free a lock: at once if stale, with force if fresh")
     def force_release(action: ForceReleaseRequest) -> dict:
