@@ -17,7 +17,7 @@ from typing import AsyncIterator, Callable
 from ..registry import Registry
 
 POLL_SECONDS = 0.3
-AREAS = ("sessions", "locks", "wiki", "contexts", "messages")
+AREAS = ("sessions", "locks", "wiki", "contexts")
 
 
 def signature(registry: Registry) -> tuple:
