@@ -40,6 +40,11 @@ def access_token(host: str) -> str | None:
     return None if is_loopback(host) else secrets.token_urlsafe(24)
 
 
+def url_host(host: str) -> str:
+    """*host* as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
 @dataclass
 class Placement:
     host: str
@@ -49,17 +54,16 @@ class Placement:
     notes: list[str] = field(default_factory=list)
 
     def url(self, token: str | None = None) -> str:
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{name}:{self.port}/" + (f"?token={token}" if token else "")
+        return f"http://{url_host(self.host)}:{self.port}/" + (f"?token={token}" if token else "")
 
 
 def probe(host: str, port: int, timeout: float = 1.0) -> dict | None:
     """The /api/health answer of whatever listens on host:port, or None."""
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
-    name = f"[{host}]" if ":" in host else host
     try:
-        with urllib.request.urlopen(f"http://{name}:{port}/api/health", timeout=timeout) as r:
+        with urllib.request.urlopen(f"http://{url_host(host)}:{port}/api/health",
+                                    timeout=timeout) as r:
             answer = json.loads(r.read(65536))
     except (OSError, ValueError):
         return None
