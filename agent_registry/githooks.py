@@ -15,9 +15,8 @@ from pathlib import Path
 
 from .data import folder
 from .errors import Refused
-from .gitstore import RepoInfo, clean_env
-from .gitstore import read_config
-from .guard import branch_name, push_guard_enabled
+from .gitstore import Repo, RepoInfo, clean_env, read_config
+from .guard import branch_name, push_guard_enabled, registry_tip
 
 HOOK_NAMES = ("pre-commit", "pre-push", "post-merge", "post-checkout")
 MARKER = "# agent-registry hook: "
@@ -110,7 +109,11 @@ def status(info: RepoInfo) -> dict:
             state = f"broken ({python} is gone: run hooks install)"
         hooks.append({"hook": name, "path": str(target), "state": state,
                       "chained": str(chained) if _exists(chained) else None})
-    has_branch = _has_branch(info, branch)
+    repo = Repo(info)
+    try:  # the tip the guard judges by, the remote-tracking branch of a fresh clone too
+        has_branch = registry_tip(repo, config) is not None
+    finally:
+        repo.close()
     guarded = hooks[0]["state"] == "installed"
     if not guarded:
         mode = "off: the pre-commit hook is not installed"
@@ -129,10 +132,3 @@ def _installed_python(path: Path) -> str | None:
         if line.startswith("AGENT_REGISTRY_PYTHON='"):
             return line.split("'", 2)[1]
     return None
-
-
-def _has_branch(info: RepoInfo, branch: str) -> bool:
-    proc = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
-                          env={**clean_env(), "GIT_DIR": info.git_dir},
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc.returncode == 0

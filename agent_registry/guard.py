@@ -142,6 +142,17 @@ def branch_name(config: dict[str, str]) -> str:
     return config.get("agent-registry.branch") or DEFAULT_BRANCH
 
 
+def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:
+    """The registry tip the guard judges by: the local branch, else, in a clone that
+    never had it, the remote-tracking branch git clone made (as the registry does)."""
+    branch = branch_name(config)
+    tip = repo.read_ref(f"refs/heads/{branch}")
+    remote = config.get("agent-registry.remote") or "origin"
+    if tip is None and remote.lower() not in ("none", "false"):
+        tip = repo.read_ref(f"refs/remotes/{remote}/{branch}")
+    return tip
+
+
 class LockLookup:
     """The registry as of one tip, read path by path: never a scan of all locks.
 
@@ -279,12 +290,8 @@ class Guard:
         self.refresh()
 
     def refresh(self) -> None:
-        """Read the registry tip (again): the local branch, else, in a clone that never
-        had it, the remote-tracking branch git clone made (as the registry does)."""
-        self.tip = self.repo.read_ref(f"refs/heads/{self.branch}")
-        remote = self.config.get("agent-registry.remote") or "origin"
-        if self.tip is None and remote.lower() not in ("none", "false"):
-            self.tip = self.repo.read_ref(f"refs/remotes/{remote}/{self.branch}")
+        """Read the registry tip (again)."""
+        self.tip = registry_tip(self.repo, self.config)
         self.lookup = LockLookup(self.repo, self.tip, self.now, self.host) if self.tip else None
 
     def close(self) -> None:
@@ -430,15 +437,19 @@ def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) 
     return 1
 
 
+def _sync_call(info: RepoInfo) -> dict:
+    """`agent-registry sync` as a child of a hook: marked, so that its own push of the
+    registry branch does not run the pre-push guard again."""
+    return {"args": [sys.executable, "-m", "agent_registry", "--quiet", "sync"],
+            "cwd": info.toplevel or info.git_dir, "env": {**clean_env(), IN_HOOK_ENV: "1"},
+            "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
+
+
 def sync_registry(info: RepoInfo) -> str | None:
     """Bring the registry branch up to date from the remote; None when done, else why
     not (the guard then uses local state)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "agent_registry", "--quiet", "sync"],
-                              cwd=info.toplevel or info.git_dir,
-                              env={**clean_env(), IN_HOOK_ENV: "1"},
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=SYNC_TIMEOUT)
+        proc = subprocess.run(**_sync_call(info), stderr=subprocess.PIPE, timeout=SYNC_TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"sync took longer than {SYNC_TIMEOUT:.0f} s"
     except OSError as exc:
@@ -480,10 +491,7 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
 
 def background_sync(info: RepoInfo) -> None:
     """Start a sync detached from this process, so the user's command never waits."""
-    subprocess.Popen([sys.executable, "-m", "agent_registry", "--quiet", "sync"],
-                     cwd=info.toplevel or info.git_dir, env={**clean_env(), IN_HOOK_ENV: "1"},
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    subprocess.Popen(**_sync_call(info), stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 USAGE = ("usage: python -m agent_registry.guard pre-commit | pre-push REMOTE [URL] | "
