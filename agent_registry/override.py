@@ -12,6 +12,7 @@ import secrets
 import time
 
 from .gitstore import RepoInfo, Repo
+from .guard import ALLOW_ENV, PERSON
 from .records import iso
 from .registry import Outcome, Registry, operation
 from .view import View
@@ -38,10 +39,10 @@ def record_override(info: RepoInfo, report, action: str) -> dict:
         held = owners.setdefault(conflict.path, [])
         if conflict.owner not in held:
             held.append(conflict.owner)
-    by = report.committer or "a person"
+    holders = ", ".join(sorted({c.owner for c in report.conflicts}))
     with Registry(Repo(info)) as registry:
         return registry.apply({
-            "op": "override", "at": time.time(), "action": action, "by": by,
-            "paths": sorted(owners), "owners": owners, "token": secrets.token_hex(3),
-            "reason": f"{action} with AGENT_REGISTRY_ALLOW=1 over locks of "
-                      f"{', '.join(sorted({o for h in owners.values() for o in h}))}"})
+            "op": "override", "at": time.time(), "action": action,
+            "by": report.committer or PERSON, "paths": sorted(owners), "owners": owners,
+            "token": secrets.token_hex(3),
+            "reason": f"{action} with {ALLOW_ENV}=1 over locks of {holders}"})
