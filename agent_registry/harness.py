@@ -190,13 +190,14 @@ def session_start(raw: str, env: dict[str, str]) -> dict:
     info = _repo_of(event)
     from .registry import Registry
     sid = session_for(info, event["session_id"])
+    model = str(event.get("model") or "")
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
-            registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
+            registry.register(sid, provider="Claude", ai_version=model,
                               working_on=f"Claude Code session ({event.get('source') or 'startup'})")
         except Refused:  # this id has ended (a resumed conversation): a fresh one
             sid = f"{sid.split('+')[0]}+{int(registry.clock())}"
-            registry.register(sid, provider="Claude", ai_version=str(event.get("model") or ""),
+            registry.register(sid, provider="Claude", ai_version=model,
                               working_on="Claude Code session (resumed)")
         _remember(info, event["session_id"], sid)
         others = [s for s in registry.sessions() if s.id != sid]
@@ -233,7 +234,7 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
     guard = Guard(info)
     try:
         # the edit is made by this Claude session, whatever the env of the hook says
-        conflicts = guard.check([path], committer=sid).conflicts if guard.lookup else []
+        conflicts = guard.check([path], committer=sid).conflicts
     finally:
         guard.close()
     if not conflicts and auto_claim:
