@@ -75,6 +75,18 @@ SESSION_FIELDS: dict = {
 _LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks")
 
 
+def as_list(value) -> list[str]:
+    """A list field read from a file, as strings: missing is empty, a string is a
+    comma-separated list (as people write one by hand), a lone scalar is one item."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
 class Session:
     """One agent session: what its file on the branch holds.  Keys a person or a later
     version added are kept in ``extra`` and written back as they were."""
@@ -111,13 +123,7 @@ class Session:
         known = SESSION_FIELDS
         kwargs = {k: v for k, v in data.items() if k in known}
         for name in _LIST_FIELDS:
-            value = kwargs.get(name)
-            if value is None:
-                kwargs[name] = []
-            elif isinstance(value, str):
-                kwargs[name] = [v.strip() for v in value.split(",") if v.strip()]
-            else:
-                kwargs[name] = [str(v) for v in value]
+            kwargs[name] = as_list(kwargs.get(name))
         for name in ("pid", "pid_start"):
             if kwargs.get(name) is not None:
                 try:

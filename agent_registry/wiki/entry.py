@@ -13,7 +13,7 @@ import hashlib
 import re
 
 from ..errors import BadInput, NotFound, RegistryError
-from ..records import UnreadableRecord, emit_yaml, parse_yaml
+from ..records import UnreadableRecord, as_list, emit_yaml, read_mapping
 
 WIKI_DIR = "wiki"
 NOT_DOCUMENTED = "not documented"
@@ -64,13 +64,7 @@ def split_frontmatter(raw: bytes) -> tuple[dict, str]:
             raise UnreadableRecord("frontmatter is not closed by ---")
         end = len(text) - 4
     head, body = text[4:end + 1], text[end + 5:]
-    try:
-        meta = parse_yaml(head)
-    except UnreadableRecord:
-        from ..records import _ruamel_load  # hand-edited frontmatter: slower, complete
-        meta = _ruamel_load(head)
-        if not isinstance(meta, dict):
-            raise UnreadableRecord("frontmatter is not a mapping") from None
+    meta = read_mapping(head.encode())  # a hand-edited frontmatter goes through ruamel
     return {str(k): _plain_value(v) for k, v in meta.items()}, body.lstrip("\n")
 
 
@@ -79,13 +73,7 @@ def parse_entry(raw: bytes, sid: str) -> dict:
     name, so an entry is found under the id every other clone computes for it."""
     entry, body = split_frontmatter(raw)
     for key in LIST_KEYS:
-        value = entry.get(key)
-        if value is None:
-            entry[key] = []
-        elif isinstance(value, str):
-            entry[key] = [v.strip() for v in value.split(",") if v.strip()]
-        elif not isinstance(value, list):
-            entry[key] = [str(value)]
+        entry[key] = as_list(entry.get(key))
     for key in ("provider", "model", "date", "router", "what", "how", "solved", "handoff",
                 "status"):
         entry[key] = "" if entry.get(key) is None else str(entry[key])
