@@ -125,30 +125,30 @@ class WikiIndex:
             return self._rebuild(self.repo.read_ref(self.registry.ref) or EMPTY, "requested")
 
     # -- writing ---------------------------------------------------------------------
-    def _diff(self, old: str, new: str) -> list[tuple[str, str]] | None:
-        """[(status, sid)] of wiki entries changed between two commits, None if unknown."""
+    def _diff(self, old: str, new: str) -> list[str] | None:
+        """Session ids of the wiki entries added, changed or deleted between two commits,
+        None if unknown."""
         if old == EMPTY or new == EMPTY:
             return None
-        proc = self.repo.git("diff-tree", "-r", "-z", "--no-renames", "--name-status",
+        proc = self.repo.git("diff-tree", "-r", "-z", "--no-renames", "--name-only",
                              old, new, "--", WIKI_DIR + "/", check=False)
         if proc.returncode != 0:
             return None
-        parts = proc.stdout.decode(errors="replace").split("\0")
         out = []
-        for status, path in zip(parts[0::2], parts[1::2]):
+        for path in proc.stdout.decode(errors="replace").split("\0"):
             folder, _, name = path.rpartition("/")
             if folder == WIKI_DIR and (sid := sid_of(name)):
-                out.append((status[:1], sid))
+                out.append(sid)
         return out
 
-    def _update(self, ix, folder: Path, tip: str, changes: list[tuple[str, str]]):
+    def _update(self, ix, folder: Path, tip: str, changes: list[str]):
         marker = folder / "UPDATING"
         marker.write_text(f"{os.getpid()}\n")
         writer = ix.writer()
         try:
-            tree = self.repo.commit_info(tip)[0]
-            for status, sid in changes:
-                raw = None if status == "D" else self.repo.read_blob(f"{tree}:{WIKI_DIR}/{sid}.md")
+            # one pipelined read for all of them (a deleted entry reads as missing)
+            blobs = self.repo.read_blobs([f"{tip}:{WIKI_DIR}/{sid}.md" for sid in changes])
+            for sid, raw in zip(changes, blobs):
                 doc = document(sid, raw) if raw is not None else None
                 if doc is None:
                     writer.delete_by_term("key", sid)
@@ -172,11 +172,10 @@ class WikiIndex:
         writer = ix.writer(limitmb=128)
         try:
             if tip != EMPTY:
-                tree = self.repo.commit_info(tip)[0]
                 files = [(sid, oid) for name, is_tree, oid in
-                         self.repo.list_tree(f"{tree}:{WIKI_DIR}")
+                         self.repo.list_tree(f"{tip}:{WIKI_DIR}")
                          if not is_tree and (sid := sid_of(name))]
-                for (sid, _), raw in zip(files, _read_blobs(self.repo, [o for _, o in files])):
+                for (sid, _), raw in zip(files, self.repo.read_blobs([o for _, o in files])):
                     doc = document(sid, raw) if raw is not None else None
                     if doc is not None:
                         writer.add_document(**doc)
@@ -194,25 +193,6 @@ class WikiIndex:
                 shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
         self.events.append(f"rebuilt ({why})")
         return ix
-
-
-def _read_blobs(repo, oids: list[str]):
-    """The blobs *oids*, in order (None for a missing one), from one ``cat-file --batch``
-    run fed all at once: a rebuild reads thousands, and a round trip each adds up."""
-    if not oids:
-        return
-    data = repo.git("cat-file", "--batch", input=("\n".join(oids) + "\n").encode()).stdout
-    pos = 0
-    for _ in oids:
-        eol = data.index(b"\n", pos)
-        header = data[pos:eol].split()
-        if header[-1] in (b"missing", b"ambiguous"):
-            pos = eol + 1
-            yield None
-            continue
-        size = int(header[2])
-        yield data[eol + 1:eol + 1 + size] if header[1] == b"blob" else None
-        pos = eol + 1 + size + 1
 
 
 def search_index(ix, text: str, limit: int) -> list[dict]:
