@@ -23,12 +23,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -37,6 +34,7 @@ sys.path.insert(0, str(BENCH))
 
 import report  # noqa: E402
 import states  # noqa: E402
+from run import stats, timed  # noqa: E402  (the core benchmark's own)
 from states import Shape  # noqa: E402
 
 SHAPES = [Shape("locks-10", sessions=10, locks_each=1, history=30),
@@ -58,28 +56,6 @@ def stage(repo: Path, env: dict[str, str], locked: bool) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("staged\n")
     subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
-
-
-def timed(args: list[str], repo: Path, env: dict[str, str], expect: int) -> tuple[float, float]:
-    """(wall ms, CPU ms) of one whole process, its git children included: the CPU time
-    is what the machine's load (shared by several developers) changes least."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(args, cwd=repo, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE)
-    elapsed = (time.perf_counter() - start) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != expect:
-        raise RuntimeError(f"{args} exited {proc.returncode}: {proc.stderr.decode()}")
-    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
-    return elapsed, cpu
-
-
-def stats(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"median": statistics.median(ordered),
-            "p90": ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))],
-            "min": ordered[0], "n": len(ordered)}
 
 
 class State:
