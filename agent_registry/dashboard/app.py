@@ -1,7 +1,7 @@
 """The dashboard's FastAPI app: the JSON API, the page, and the event stream.
 
-Every endpoint is a thin call into the registry (or the wiki and sync modules, imported
-only when asked for: 503 while they are missing).  Endpoints are plain functions, so
+Every endpoint is a thin call into the registry, the sync module, or the wiki (imported
+only when asked for: 503 if it cannot be).  Endpoints are plain functions, so
 FastAPI runs them in its thread pool; each borrows a Registry from a small pool because a
 Registry's ``git cat-file --batch`` serves one reader at a time.  Every call re-reads the
 branch tip, so nothing here caches registry state.
@@ -23,7 +23,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from .. import __version__
+from .. import __version__, sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
 from ..gitstore import GitError, Repo
 from ..registry import Registry
@@ -240,7 +240,6 @@ def create_app(repo_path: str, token: str | None = None) -> FastAPI:
 
     @app.post("/api/sync", summary="Fetch, replay and push now")
     def sync_now() -> dict:
-        sync = load_feature("sync", "sync")
         with pool.borrow() as registry:
             return sync.sync(registry)
 
