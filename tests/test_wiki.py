@@ -24,6 +24,19 @@ def tip(repo) -> str:
     return git(repo, "rev-parse", "agent-registry").strip()
 
 
+# a fresh interpreter (nothing imported yet) with the registry of the repo in sys.argv[1]
+FRESH_PRELUDE = ("import sys; from agent_registry import Registry; "
+                 "registry = Registry.open(sys.argv[1]); ")
+
+
+def in_fresh_python(repo: Path, script: str) -> list[str]:
+    """The words *script* prints, run after FRESH_PRELUDE in a new process."""
+    proc = subprocess.run([sys.executable, "-c", FRESH_PRELUDE + script, str(repo)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
 def commit_on_branch(repo: Path, path: str, when: float) -> None:
     """A user's commit on the current branch, dated *when* (the tests' clock)."""
     (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -268,14 +281,10 @@ def test_an_unreadable_entry_is_left_out_of_the_index_and_reported_by_show(wiki_
 
 def test_a_process_that_never_imported_the_wiki_can_replay_its_operations(repo):
     # `sync` replays pending operations by name; the wiki's live in a lazily loaded module
-    script = ("import sys; from agent_registry import Registry; "
-              "r = Registry.open(sys.argv[1]); "
-              "assert 'agent_registry.wiki' not in sys.modules; "
-              "print(all(r.knows({'op': n}) for n in ('end', 'wiki-ingest', 'import-home')), "
-              "r.knows({'op': 'no-such-op'}))")
-    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
-                          text=True)
-    assert proc.stdout.split() == ["True", "False"], proc.stderr
+    assert in_fresh_python(repo, (
+        "assert 'agent_registry.wiki' not in sys.modules; "
+        "print(all(registry.knows({'op': n}) for n in ('end', 'wiki-ingest', 'import-home')), "
+        "registry.knows({'op': 'no-such-op'}))")) == ["True", "False"]
 
 
 def test_git_pushes_lists_the_commits_a_remote_branch_has_since_registration(registry, repo,
@@ -295,13 +304,10 @@ def test_git_pushes_lists_the_commits_a_remote_branch_has_since_registration(reg
 
 
 def test_a_query_without_an_llm_never_imports_langchain(wiki_repo, repo):
-    script = ("import sys; from agent_registry import Registry; "
-              "from agent_registry.wiki import search; "
-              "print(search(Registry.open(sys.argv[1]), 'sqlite')['ranker'], "
-              "any(m.startswith(('langchain', 'openai')) for m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True,
-                          text=True)
-    assert proc.stdout.split() == ["whoosh", "False"], proc.stderr
+    assert in_fresh_python(repo, (
+        "from agent_registry.wiki import search; "
+        "print(search(registry, 'sqlite')['ranker'], "
+        "any(m.startswith(('langchain', 'openai')) for m in sys.modules))")) == ["whoosh", "False"]
 
 
 def test_a_branch_rewritten_under_the_index_is_followed(wiki_repo, repo):
@@ -320,9 +326,8 @@ def test_concurrent_queries_share_one_index_update(wiki_repo, repo):
     search(wiki_repo, "sqlite")
     put_files(wiki_repo, {f"wiki/extra-{i}.md": fixture_files()["wiki/gemini-1751000028.md"]
                           for i in range(20)})
-    script = ("import sys; from agent_registry import Registry; "
-              "from agent_registry.wiki import search; "
-              "a = search(Registry.open(sys.argv[1]), 'sqlite database is locked'); "
+    script = (FRESH_PRELUDE + "from agent_registry.wiki import search; "
+              "a = search(registry, 'sqlite database is locked'); "
               "print(a['results'][0]['session_id'], '|'.join(a['index']) or 'none')")
     procs = [subprocess.Popen([sys.executable, "-c", script, str(repo)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
