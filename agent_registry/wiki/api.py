@@ -2,11 +2,11 @@
 call these; none of them imports Whoosh or langchain before it needs to."""
 from __future__ import annotations
 
-from ..errors import BadInput, NotFound, RegistryError
+from ..errors import BadInput, RegistryError
 from ..registry import Registry
 from . import llm
 from .entry import entry_id, missing, read_entry, resolve
-from .ops import apply_ingest
+from .ops import apply_ingest, entry_summary
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
 
@@ -46,9 +46,7 @@ def search(registry: Registry, text: str, limit: int = 10) -> dict:
 def get_entry(registry: Registry, id_or_sid: str) -> dict:
     """Every frontmatter field of one entry, plus ``body``; NotFound when absent."""
     view = registry.view()
-    if not view.tree:
-        raise NotFound(f"no wiki entry {id_or_sid}")
-    entry = read_entry(view, resolve(view, id_or_sid))
+    entry = read_entry(view, resolve(view, id_or_sid))  # resolve raises NotFound
     assert entry is not None
     return entry
 
@@ -62,18 +60,22 @@ def rebuild(registry: Registry) -> dict:
     return {"entries": count, "path": str(index.root)}
 
 
-def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> dict:
-    """Let the LLM fill what entry *sid* left undocumented, and a router line.  On any
-    failure the entry is left exactly as it was (still pending) and LLMError is raised."""
-    cfg = cfg or llm.config()
+def _required_config() -> llm.LLMConfig:
+    cfg = llm.config()
     if cfg is None:
         raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
                             "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
+    return cfg
+
+
+def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> dict:
+    """Let the LLM fill what entry *sid* left undocumented, and a router line.  On any
+    failure the entry is left exactly as it was (still pending) and LLMError is raised."""
+    cfg = cfg or _required_config()
     entry = get_entry(registry, sid)
     wanted = missing(entry)
     if not wanted and not entry["pending_ingest"]:
-        return {"entry": {"id": entry["id"], "session_id": entry["session_id"]}, "filled": [],
-                "already": True}
+        return {"entry": entry_summary(entry), "filled": [], "already": True}
     distilled = llm.distil(cfg, entry, wanted) if wanted else {}
     return apply_ingest(registry, entry["session_id"], distilled, cfg.model)
 
@@ -81,10 +83,7 @@ def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> di
 def ingest_pending(registry: Registry) -> dict:
     """Ingest every pending entry; one failure does not stop the others."""
     from .index import WikiIndex, pending_sids
-    cfg = llm.config()
-    if cfg is None:
-        raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
-                            "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
+    cfg = _required_config()
     done, failed = [], []
     for sid in pending_sids(WikiIndex(registry).open()):
         try:

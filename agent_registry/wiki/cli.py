@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..cli import Output, pass_out, resolve_sid
+from .entry import ROUTER_MAX
 
 json_option = click.option("--json", "json_here", is_flag=True,
                            help="Print the result as JSON (same as the global --json).")
@@ -12,8 +13,8 @@ json_option = click.option("--json", "json_here", is_flag=True,
 
 @click.command()
 @click.argument("sid", required=False)
-@click.option("--router", metavar="TEXT", help=f"One line (at most 300 characters) a later "
-              "search should find this session by.")
+@click.option("--router", metavar="TEXT", help=f"One line (at most {ROUTER_MAX} characters) "
+              "a later search should find this session by.")
 @click.option("--what", "--cosa", "what", metavar="TEXT", help="What was done.")
 @click.option("--how", "--come", "how", metavar="TEXT", help="How it was done.")
 @click.option("--solved", "--risolto", "solved", metavar="TEXT", help="The problem it solved.")
@@ -104,7 +105,7 @@ def wiki_ingest(out: Output, sid) -> None:
     from . import api
     result = api.ingest(out.registry, resolve_sid(sid))
     entry = result["entry"]
-    text = (f"{entry['session_id']}: nothing to ingest" if result.get("already") or not result["filled"]
+    text = (f"{entry['session_id']}: nothing to ingest" if not result["filled"]
             else f"{entry['session_id']}: filled {', '.join(result['filled'])}")
     out.emit(result, text)
 

@@ -25,11 +25,9 @@ def branch_files(registry: Registry, branch: str, since: str) -> list[str]:
         return []
     out = _log(registry, "--first-parent", "--no-merges", f"--since={since}", "-z",
                "--name-only", "--format=", f"refs/heads/{branch}", "--")
-    files: list[str] = []
-    for name in out.replace("\n", "\0").split("\0"):
-        if name and name not in files:
-            files.append(name)
-    return files[:MAX_FILES]
+    files = dict.fromkeys(out.replace("\n", "\0").split("\0"))
+    files.pop("", None)
+    return list(files)[:MAX_FILES]
 
 
 def pushed_commits(registry: Registry, branch: str, since: str) -> list[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .. import paths as P
 from ..errors import BadInput
-from ..records import Session, UnreadableRecord, dump_session, iso, read_mapping
+from ..records import (STATUSES, Session, UnreadableRecord, as_list, dump_session, iso,
+                       read_mapping)
 from ..registry import Outcome, Registry, operation
 from ..view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
@@ -76,7 +77,7 @@ def convert_session(raw: bytes, sid: str) -> tuple[str, bytes]:
         held = [h.strip() for h in held.split(",")]
     session.space += [str(h) for h in held if h and str(h) not in session.space]
     session.locks = []  # the predecessor's locks were local files: nothing is held here
-    if session.status not in ("OnWorking", "Finished", "Stop", "Killed"):
+    if session.status not in STATUSES:
         session.status = "Finished"
     return session.status, dump_session(session)
 
@@ -87,12 +88,7 @@ def convert_wiki(raw: bytes, sid: str, diary: bytes | None) -> bytes:
     for key, value in meta.items():
         entry[WIKI_KEYS.get(key, key)] = _english(value)
     for key in LIST_FIELDS + ("files_touched", "git_pushes"):
-        value = entry.get(key)
-        if isinstance(value, str):
-            value = [] if not documented(value) else [v.strip() for v in value.split(",")]
-        elif value is not None and not isinstance(value, list):
-            value = [value]
-        entry[key] = [str(_english(v)) for v in value or [] if documented(str(_english(v)))]
+        entry[key] = [v for v in map(_english, as_list(entry.get(key))) if documented(v)]
     for key in TEXT_FIELDS:
         entry[key] = str(entry.get(key) or NOT_DOCUMENTED)
     entry["date"] = _utc(entry.get("date"))
@@ -164,18 +160,18 @@ def import_home(registry: Registry, path: str | None = None) -> dict:
         raise BadInput(f"{home} has no sessions/, wiki/ or contexts/: not an agent-registry home")
     items, skipped = collect(home)
     registry.init()
-    results: list[dict] = []
-    batch: list[dict] = []
+    batches: list[list[dict]] = [[]]
     size = 0
-    for item in items + [None]:
-        if item is not None and (not batch or size + len(item["data"]) < OP_BYTES):
-            batch.append(item)
-            size += len(item["data"])
-            continue
-        if batch:
-            op = registry._op("import-home", source=str(home), items=batch)
-            results += registry.apply(op)["items"]
-        batch, size = ([item], len(item["data"])) if item is not None else ([], 0)
+    for item in items:
+        if batches[-1] and size + len(item["data"]) >= OP_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += len(item["data"])
+    results: list[dict] = []
+    for batch in filter(None, batches):
+        op = registry._op("import-home", source=str(home), items=batch)
+        results += registry.apply(op)["items"]
     summary = {kind: {state: sum(1 for r in results if r["kind"] == kind and r["state"] == state)
                       for state in ("imported", "unchanged", "kept")}
                for kind in ("session", "wiki", "context")}

@@ -62,13 +62,11 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
         if differing:
             raise Refused(f"session {sid} already has wiki entry {existing['id']}; "
                           f"end does not rewrite it ({', '.join(differing)} differ)")
-        return Outcome({"session": session.to_dict(), "entry": _summary(existing),
+        return Outcome({"session": session.to_dict(), "entry": entry_summary(existing),
                         "released": [], "already": True}, None)
     undocumented = [name for name in NARRATIVE_FIELDS if name not in given]
-    files: list[str] = []
-    for path in [*session.locks, *facts["claimed"], *session.space, *facts["git_files"]]:
-        if path not in files:
-            files.append(path)
+    files = list(dict.fromkeys([*session.locks, *facts["claimed"], *session.space,
+                                *facts["git_files"]]))
     diary = view.read(context_path(sid))
     entry = {
         "id": entry_id(sid), "session_id": sid, "provider": session.provider,
@@ -91,14 +89,16 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
             view.put_session(session)
     else:
         released = registry._end(view, session, "Finished", op["at"])
-    return Outcome({"session": session.to_dict(), "entry": _summary(entry),
+    return Outcome({"session": session.to_dict(), "entry": entry_summary(entry),
                     "released": released, "already": False},
                    f"end {sid}: wiki entry {entry['id']}, releasing {len(released)} lock(s)")
 
 
-def _summary(entry: dict) -> dict:
-    return {k: entry[k] for k in ("id", "session_id", "router", "what", "pending_ingest",
-                                  "undocumented", "files_touched")} | {"path": wiki_path(entry["session_id"])}
+def entry_summary(entry: dict) -> dict:
+    """The entry as the JSON of ``end`` and ``wiki ingest`` names it."""
+    fields = ("id", "session_id", "router", "what", "pending_ingest", "undocumented",
+              "files_touched")
+    return {k: entry[k] for k in fields} | {"path": wiki_path(entry["session_id"])}
 
 
 def apply_ingest(registry: Registry, sid: str, distilled: dict, model: str) -> dict:
@@ -123,7 +123,7 @@ def _op_wiki_ingest(registry: Registry, view: View, op: dict) -> Outcome:
     entry["pending_ingest"] = False
     entry["ingested_at"], entry["ingested_by"] = iso(op["at"]), op["by"]
     if not filled and not was_pending:
-        return Outcome({"entry": _summary(entry), "filled": []}, None)
+        return Outcome({"entry": entry_summary(entry), "filled": []}, None)
     view.write(wiki_path(sid), dump_entry(entry))
-    return Outcome({"entry": _summary(entry), "filled": filled},
+    return Outcome({"entry": entry_summary(entry), "filled": filled},
                    f"wiki ingest {sid}: {', '.join(filled) or 'nothing to fill'} by {op['by']}")
