@@ -297,9 +297,6 @@ class Guard:
     def close(self) -> None:
         self.repo.close()
 
-    def committer(self) -> str | None:
-        return identify(self.lookup, self.my_pids)
-
     def check(self, paths: list[str], committer: str | None = None) -> Report:
         """Which of *paths* another live session holds.  The committer is *committer*,
         else $AGENT_REGISTRY_SESSION, else found by process ancestry."""
@@ -311,7 +308,7 @@ class Guard:
             self.repo.commit_info(self.tip)  # a missing or broken tip is unreadable, not empty
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:
-                report.committer = self.committer()
+                report.committer = identify(self.lookup, self.my_pids)
         except Exception as exc:  # an unreadable registry must not block, nor pass silently
             return Report(paths, env_sid, mode=f"off: the registry branch {self.branch!r} "
                                                f"is unreadable ({exc})")
@@ -354,12 +351,13 @@ class Guard:
                             "--no-renames", "--always",
                             input="\n".join(commits).encode() + b"\n").stdout
         changed: dict[str, list[str]] = {}
+        pushed = set(commits)  # a big push lists many commits: no list scan per path
         current = None
         for item in out.decode("utf-8", "surrogateescape").split("\0"):
             item = item.strip("\n")
             if not item:
                 continue
-            if len(item) in (40, 64) and item in commits:
+            if item in pushed:
                 current = changed.setdefault(item, [])
             elif current is not None:
                 current.append(item)
