@@ -29,7 +29,6 @@ import platform
 import random
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,8 @@ from agent_registry.registry import Outcome, Registry, operation  # noqa: E402
 from agent_registry.wiki import search  # noqa: E402
 from agent_registry.wiki.entry import dump_entry, entry_id  # noqa: E402
 from agent_registry.wiki.index import WikiIndex  # noqa: E402
+from run import stats  # noqa: E402  (the core benchmark's own)
+from run import timed as timed_process  # noqa: E402  (one whole process, its git included)
 
 CLI = str(Path(sys.executable).parent / "agent-registry")
 QUERIES = ["sqlite database is locked during migration", "token refresh race in the oauth client",
@@ -112,23 +113,10 @@ def _cpu() -> float:
 
 
 def timed(fn) -> tuple[float, float]:
-    """(wall ms, CPU ms) of fn()."""
+    """(wall ms, CPU ms) of fn() in this process (and any children it waits for)."""
     start, cpu = time.perf_counter(), _cpu()
     fn()
     return (time.perf_counter() - start) * 1000, (_cpu() - cpu) * 1000
-
-
-def stats(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"median": statistics.median(ordered), "p90": ordered[int(0.9 * (len(ordered) - 1))],
-            "n": len(ordered)}
-
-
-def cli_query(repo: Path, env: dict[str, str], text: str) -> None:
-    proc = subprocess.run([CLI, "wiki", "query", text], cwd=repo, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if proc.returncode:
-        raise RuntimeError(proc.stderr.decode())
 
 
 def run(entries: int, reps: int) -> dict:
@@ -151,10 +139,9 @@ def run(entries: int, reps: int) -> dict:
                                 for _ in range(reps) for q in QUERIES]
             out["query-cli"], out["floor"], out["cli-floor"] = [], [], []
             for q in QUERIES * max(1, reps // len(QUERIES)):  # alternating: same load
-                out["query-cli"].append(timed(lambda q=q: cli_query(repo, env, q)))
-                out["floor"].append(timed(lambda: subprocess.run([sys.executable, "-c", "pass"])))
-                out["cli-floor"].append(timed(lambda: subprocess.run(
-                    [CLI, "wiki", "--help"], cwd=repo, env=env, stdout=subprocess.DEVNULL)))
+                out["query-cli"].append(timed_process([CLI, "wiki", "query", q], repo, env))
+                out["floor"].append(timed_process([sys.executable, "-c", "pass"], repo, env))
+                out["cli-floor"].append(timed_process([CLI, "wiki", "--help"], repo, env))
             rng = random.Random(7)
             out["update-10"], out["update-10-cli"] = [], []
             for revision in range(1, reps + 1):
@@ -163,7 +150,8 @@ def run(entries: int, reps: int) -> dict:
                 if revision % 2:
                     out["update-10"].append(timed(lambda: search(registry, QUERIES[0])))
                 else:
-                    out["update-10-cli"].append(timed(lambda: cli_query(repo, env, QUERIES[0])))
+                    out["update-10-cli"].append(timed_process([CLI, "wiki", "query", QUERIES[0]],
+                                                              repo, env))
             index = WikiIndex(registry)
             index.open()
             out["load"].append(os.getloadavg()[0])
