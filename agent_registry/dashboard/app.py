@@ -47,8 +47,7 @@ class Unavailable(Exception):
 class RegistryPool:
     """Registries lent to one request at a time; idle ones keep their cat-file process."""
 
-    def __init__(self, repo_path: str) -> None:
-        first = Registry.open(repo_path)
+    def __init__(self, first: Registry) -> None:
         self.info, self.config = first.repo.info, first.config
         self._idle = [first]
 
@@ -114,11 +113,12 @@ def load_feature(module: str, what: str):
         raise Unavailable(f"{what} is not available: {exc}") from None
 
 
-def create_app(repo_path: str, token: str | None = None) -> FastAPI:
-    """The dashboard for the repository at *repo_path*.  With *token*, every request but
+def create_app(repo: str | Registry, token: str | None = None) -> FastAPI:
+    """The dashboard for the repository at *repo* (a path, or a Registry already open,
+    which the app then owns and closes).  With *token*, every request but
     /api/health must carry it (for a bind other than loopback); without, only loopback
     Host names are answered.  Changes always need ``app.state.post_token``."""
-    pool = RegistryPool(repo_path)
+    pool = RegistryPool(repo if isinstance(repo, Registry) else Registry.open(repo))
     post_token = token or secrets.token_urlsafe(24)
     author = default_author()
     page = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{token}}", post_token)

@@ -31,7 +31,7 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
     registry = out.registry  # validates the repository before anything listens
     token = access_token(host)
     placement = place(host, port, repo_id(registry.repo.info.common_dir))
-    app = None if placement.reused else create_app(out.directory, token)
+    app = None if placement.reused else create_app(registry, token)
     post_token = app.state.post_token if app else None
     url = placement.url(token)
     for note in placement.notes:
