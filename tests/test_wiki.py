@@ -242,9 +242,8 @@ def test_an_updater_killed_mid_update_leaves_a_working_index(wiki_repo, repo):
     search(wiki_repo, "sqlite")
     put_files(wiki_repo, {f"wiki/bulk-{i}.md": f'---\nrouter: "bulk {i}"\n---\n\n'
                           + "filler words of a long diary " * 100 for i in range(200)})
-    script = ("import sys; from agent_registry import Registry; "
-              "from agent_registry.wiki.index import WikiIndex; "
-              "WikiIndex(Registry.open(sys.argv[1])).open()")
+    script = FRESH_PRELUDE + ("from agent_registry.wiki.index import WikiIndex; "
+                              "WikiIndex(registry).open()")
     proc = subprocess.Popen([sys.executable, "-c", script, str(repo)])
     marker = _index_dir(wiki_repo) / "UPDATING"
     while not marker.exists():  # the updater is between its marker and its commit
