@@ -75,7 +75,7 @@ class Output:
 
     def close(self) -> None:
         if self._registry is not None:
-            for message in getattr(self._registry, "warnings", []):
+            for message in self._registry.warnings:
                 self.warn(message)
             self._registry.close()
 

@@ -199,11 +199,15 @@ class Repo:
         self._objects = os.path.join(info.common_dir, "objects")
 
     # -- local state -----------------------------------------------------------------
+    def state_path(self, *names: str) -> str:
+        """A path in the local-only state folder shared by every worktree of this clone
+        (never committed); os.path, since the claim path avoids importing pathlib."""
+        return os.path.join(self.info.common_dir, "agent-registry", *names)
+
     @property
     def state_dir(self) -> "pathlib.Path":  # noqa: F821 (imported when called)
-        """Local-only state shared by every worktree of this clone; never committed."""
         import pathlib
-        return pathlib.Path(self.info.common_dir, "agent-registry")
+        return pathlib.Path(self.state_path())
 
     def git(self, *args: str, check: bool = True, input: bytes | None = None,
             cwd: str | None = None) -> subprocess.CompletedProcess:

@@ -84,7 +84,7 @@ def execute(opts: dict) -> int:
     finally:
         if registry is not None:
             if not opts["quiet"]:
-                for message in getattr(registry, "warnings", []):
+                for message in registry.warnings:
                     print(f"agent-registry: warning: {message}", file=sys.stderr)
             registry.close()
 

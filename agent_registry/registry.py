@@ -103,7 +103,8 @@ class Registry:
         self.ref = f"refs/heads/{self.branch}"
         self.clock = clock
         self.host = host or hostname()
-        self.lock_file = os.path.join(repo.info.common_dir, "agent-registry", "lock")
+        self.lock_file = repo.state_path("lock")
+        self.warnings: list[str] = []  # unreadable files met by the last read, by name
 
     @classmethod
     def open(cls, path: str = ".", **kwargs) -> "Registry":
@@ -172,15 +173,19 @@ class Registry:
         raise RegistryError(f"could not move {self.ref} after {CAS_ATTEMPTS} attempts: {error}")
 
     def knows(self, op: dict) -> bool:
-        return hasattr(self, "_op_" + op["op"].replace("-", "_")) or _external(op["op"])
+        return self._handler(op, strict=False) is not None
 
-    def _handler(self, op: dict) -> Callable[[View, dict], "Outcome"]:
+    def _handler(self, op: dict, strict: bool = True) -> Callable[[View, dict], "Outcome"] | None:
+        """The function applying *op*: a ``_op_<name>`` method, or a registered external
+        operation; unknown ones raise (or give None when not *strict*)."""
         method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
         if method is not None:
             return method
-        if not _external(op["op"]):
+        if _external(op["op"]):
+            return lambda view, op: OPERATIONS[op["op"]](self, view, op)
+        if strict:
             raise BadInput(f"unknown operation {op['op']!r}")
-        return lambda view, op: OPERATIONS[op["op"]](self, view, op)
+        return None
 
     def build(self, base: str | None, op: dict, note: str = "") -> tuple[str | None, dict]:
         """Apply *op* on commit *base* and write the resulting commit (not moving any

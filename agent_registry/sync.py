@@ -251,7 +251,7 @@ class MassDeletion(RegistryError):
 # -- the synced transaction -----------------------------------------------------------
 
 def _state_path(registry: Registry) -> str:
-    return str(registry.repo.state_dir / "sync.json")
+    return registry.repo.state_path("sync.json")
 
 
 def _load_state(registry: Registry) -> dict:

@@ -49,6 +49,9 @@ class View:
         self._sessions: dict[str, Session | None] = {}
         self.warnings: list[str] = []
         self.unreadable: set[str] = set()  # live session ids whose file cannot be parsed
+        # the commit never changes: each file and folder is read from git once
+        self._blobs: dict[str, bytes | None] = {}
+        self._folders: dict[str, dict[str, str]] = {}
 
     # -- raw files -------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
@@ -56,16 +59,19 @@ class View:
             return self.writes[path]
         if not self.tree:
             return None
-        return self.repo.read_blob(f"{self.tree}:{path}")
+        if path not in self._blobs:
+            self._blobs[path] = self.repo.read_blob(f"{self.tree}:{path}")
+        return self._blobs[path]
 
     def write(self, path: str, data: bytes | None) -> None:
         self.writes[path] = data
 
     def entries(self, folder: str) -> dict[str, str | None]:
         """Entry name -> blob oid of *folder* (None for a pending write)."""
-        found: dict[str, str | None] = {}
-        if self.tree:
-            found = {n: oid for n, _, oid in self.repo.list_tree(f"{self.tree}:{folder}")}
+        if self.tree and folder not in self._folders:
+            self._folders[folder] = {n: oid for n, _, oid in
+                                     self.repo.list_tree(f"{self.tree}:{folder}")}
+        found: dict[str, str | None] = dict(self._folders.get(folder, {}))
         prefix = folder + "/"
         for path, data in self.writes.items():
             if path.startswith(prefix) and "/" not in path[len(prefix):]:
