@@ -12,13 +12,12 @@ import importlib
 import json
 import os
 import sys
-from datetime import datetime, timezone
 
 import click
 
 from . import output
 from .errors import BAD_INPUT, BadInput, RegistryError
-from .output import age
+from .output import age, local_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
 
@@ -92,25 +91,6 @@ def resolve_sid(sid: str | None) -> str:
 
 session_option = click.option("--session", "sid", metavar="SID", envvar=SESSION_ENV,
                               help=f"Session id (default: ${SESSION_ENV}).")
-
-
-def local_time(text: str | None) -> str:
-    """An ISO UTC timestamp shown in AGENT_REGISTRY_TZ (default: the system zone)."""
-    if not text:
-        return ""
-    from .records import parse_iso
-    ts = parse_iso(text)
-    if ts is None:
-        return text
-    zone = None
-    if os.environ.get("AGENT_REGISTRY_TZ"):
-        from zoneinfo import ZoneInfo
-        try:
-            zone = ZoneInfo(os.environ["AGENT_REGISTRY_TZ"])
-        except Exception:
-            zone = None
-    moment = datetime.fromtimestamp(ts, timezone.utc)
-    return (moment.astimezone(zone) if zone else moment.astimezone()).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def render_table(headers: list[str], rows: list[list], max_width: int = 40) -> str:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .data import folder
 from .errors import Refused
-from .gitstore import Repo, RepoInfo, clean_env, read_config
-from .guard import branch_name, push_guard_enabled, registry_tip
+from .gitstore import Repo, RepoInfo, branch_name, clean_env, read_config
+from .guard import push_guard_enabled, registry_tip
 
 HOOK_NAMES = ("pre-commit", "pre-push", "post-merge", "post-checkout")
 MARKER = "# agent-registry hook: "

@@ -358,6 +358,14 @@ class Repo:
             yield name.decode(errors="replace"), mode == TREE_MODE, oid.hex()
 
 
+DEFAULT_BRANCH = "agent-registry"
+
+
+def branch_name(config: dict[str, str]) -> str:
+    """The registry branch named by ``git config agent-registry.branch``, or the default."""
+    return config.get("agent-registry.branch") or DEFAULT_BRANCH
+
+
 def read_config(git_dir: str) -> dict[str, str]:
     """``agent-registry.*`` keys of git config (lower-cased names), and
     ``remote.origin.url`` (whether sync has a default remote), in one process."""

@@ -25,7 +25,7 @@ import sys
 import time
 
 from . import paths as P
-from .gitstore import Repo, RepoInfo, clean_env, discover, read_config
+from .gitstore import Repo, RepoInfo, branch_name, clean_env, discover, read_config
 from .procinfo import ancestors, hostname, start_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
@@ -33,7 +33,6 @@ ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
 # set in the environment of the sync the pre-push hook starts, whose own push of the
 # registry branch would otherwise run this hook again
 IN_HOOK_ENV = "AGENT_REGISTRY_IN_HOOK"
-DEFAULT_BRANCH = "agent-registry"
 SYNC_TIMEOUT = 20.0
 PERSON = "a person"
 
@@ -136,10 +135,6 @@ def hook_repo_info() -> RepoInfo | None:
     if b"objectformat" in config or b"worktree" in config or b"bare = true" in config:
         return None  # sha256, core.worktree, bare: let git say
     return RepoInfo(git_dir, common, top, "", "sha1")
-
-
-def branch_name(config: dict[str, str]) -> str:
-    return config.get("agent-registry.branch") or DEFAULT_BRANCH
 
 
 def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:

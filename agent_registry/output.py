@@ -3,6 +3,7 @@ click-free hot path (hotpath.py), so both say exactly the same thing."""
 from __future__ import annotations
 
 import json
+import os
 
 
 def to_json(data) -> str:
@@ -42,3 +43,30 @@ def check_text(results: list[dict]) -> str:
         lines.append(f"{r['state']}: {r['path']} by {r['owner']}{what}, "
                      f"{age(r['age_seconds'])} ago{extra}")
     return "\n".join(lines)
+
+
+def display_zone():
+    """The zone times are shown in: AGENT_REGISTRY_TZ, or None for the system zone."""
+    name = os.environ.get("AGENT_REGISTRY_TZ")
+    if not name:
+        return None
+    from zoneinfo import ZoneInfo
+    try:
+        return ZoneInfo(name)
+    except (ValueError, OSError, KeyError):
+        return None
+
+
+def local_time(text: str | None) -> str:
+    """An ISO UTC timestamp as shown to a person, in the display zone."""
+    if not text:
+        return ""
+    from datetime import datetime, timezone
+
+    from .records import parse_iso
+    ts = parse_iso(text)
+    if ts is None:
+        return text
+    moment = datetime.fromtimestamp(ts, timezone.utc)
+    zone = display_zone()
+    return (moment.astimezone(zone) if zone else moment.astimezone()).strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from . import paths as P
 from .errors import BadInput, NotFound, Refused, RegistryError
-from .gitstore import CasFailed, Repo, discover, read_config
+from .gitstore import CasFailed, Repo, branch_name, discover, read_config
 from .procinfo import cmdline, hostname, is_alive, owner_pid, start_time
 from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
                       load_session, parse_iso)
@@ -32,7 +32,6 @@ from .render import branch_readme, registry_md
 from .staleness import DEFAULT_TTL, session_stale_reason, stale_reason
 from .view import View, context_path
 
-DEFAULT_BRANCH = "agent-registry"
 TRAILER = "Registry-"
 CAS_ATTEMPTS = 20
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
@@ -96,7 +95,7 @@ class Registry:
                  config: dict[str, str] | None = None) -> None:
         self.repo = repo
         self.config = config if config is not None else read_config(repo.info.git_dir)
-        self.branch = branch or self.config.get("agent-registry.branch") or DEFAULT_BRANCH
+        self.branch = branch or branch_name(self.config)
         if not _BRANCH_NAME.fullmatch(self.branch) or ".." in self.branch \
                 or self.branch.endswith((".lock", "/", ".")):
             raise BadInput(f"invalid registry branch name {self.branch!r}")

@@ -3,29 +3,17 @@ state, one session in full.  Plain functions over a Registry, so the API and the
 share them."""
 from __future__ import annotations
 
-import os
 import re
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta
 
 from ..errors import BadInput, NotFound
+from ..output import display_zone
 from ..records import LIVE, STATUSES, parse_iso
 from ..registry import Registry
 from ..staleness import session_stale_reason
 from ..view import context_path
 
 _UNSAFE_ID = re.compile(r"[\x00-\x1f\x7f/]")
-
-
-def display_zone() -> tzinfo | None:
-    """AGENT_REGISTRY_TZ, or None for the system zone (as the CLI shows times)."""
-    name = os.environ.get("AGENT_REGISTRY_TZ")
-    if not name:
-        return None
-    from zoneinfo import ZoneInfo
-    try:
-        return ZoneInfo(name)
-    except (ValueError, OSError, KeyError):
-        return None
 
 
 def day_bounds(day: str, now: float) -> tuple[float, float]:
