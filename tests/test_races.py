@@ -125,13 +125,9 @@ def one_path_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
     assert_consistent(repo)
 
 
-def test_64_processes_claim_one_path(repo, tmp_path):
-    one_path_race(repo, tmp_path, rounds=2, racers=64)
-
-
-@pytest.mark.slow
-def test_64_processes_claim_one_path_many_rounds(repo, tmp_path):
-    one_path_race(repo, tmp_path, rounds=15, racers=64)
+@pytest.mark.parametrize("rounds", [2, pytest.param(15, marks=pytest.mark.slow)])
+def test_64_processes_claim_one_path(repo, tmp_path, rounds):
+    one_path_race(repo, tmp_path, rounds=rounds, racers=64)
 
 
 def register_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
@@ -146,13 +142,9 @@ def register_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
     assert int(git(repo, "rev-list", "--count", BRANCH)) == rounds * racers
 
 
-def test_32_processes_register_at_once(repo, tmp_path):
-    register_race(repo, tmp_path, rounds=2, racers=32)
-
-
-@pytest.mark.slow
-def test_32_processes_register_at_once_many_rounds(repo, tmp_path):
-    register_race(repo, tmp_path, rounds=15, racers=32)
+@pytest.mark.parametrize("rounds", [2, pytest.param(15, marks=pytest.mark.slow)])
+def test_32_processes_register_at_once(repo, tmp_path, rounds):
+    register_race(repo, tmp_path, rounds=rounds, racers=32)
 
 
 def distinct_paths_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
@@ -168,13 +160,9 @@ def distinct_paths_race(repo: Path, tmp_path: Path, rounds: int, racers: int) ->
     assert len(locks) == rounds * racers
 
 
-def test_16_processes_claim_distinct_paths(repo, tmp_path):
-    distinct_paths_race(repo, tmp_path, rounds=3, racers=16)
-
-
-@pytest.mark.slow
-def test_16_processes_claim_distinct_paths_many_rounds(repo, tmp_path):
-    distinct_paths_race(repo, tmp_path, rounds=15, racers=16)
+@pytest.mark.parametrize("rounds", [3, pytest.param(15, marks=pytest.mark.slow)])
+def test_16_processes_claim_distinct_paths(repo, tmp_path, rounds):
+    distinct_paths_race(repo, tmp_path, rounds=rounds, racers=16)
 
 
 def stale_takeover_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
@@ -206,13 +194,9 @@ def stale_takeover_race(repo: Path, tmp_path: Path, rounds: int, racers: int) ->
     assert_consistent(repo)
 
 
-def test_racing_to_take_over_a_stale_lock(repo, tmp_path):
-    stale_takeover_race(repo, tmp_path, rounds=3, racers=12)
-
-
-@pytest.mark.slow
-def test_racing_to_take_over_a_stale_lock_many_rounds(repo, tmp_path):
-    stale_takeover_race(repo, tmp_path, rounds=20, racers=12)
+@pytest.mark.parametrize("rounds", [3, pytest.param(20, marks=pytest.mark.slow)])
+def test_racing_to_take_over_a_stale_lock(repo, tmp_path, rounds):
+    stale_takeover_race(repo, tmp_path, rounds=rounds, racers=12)
 
 
 # -- crashes --------------------------------------------------------------------------
@@ -253,10 +237,6 @@ def _exists(repo: Path, target: str) -> bool:
                           cwd=repo).returncode == 0
 
 
-def test_kill_9_while_claiming(repo, tmp_path):
-    kill_while_claiming(repo, iterations=12, seed=1)
-
-
-@pytest.mark.slow
-def test_kill_9_while_claiming_many_times(repo, tmp_path):
-    kill_while_claiming(repo, iterations=150, seed=2)
+@pytest.mark.parametrize("iterations, seed", [(12, 1), pytest.param(150, 2, marks=pytest.mark.slow)])
+def test_kill_9_while_claiming(repo, tmp_path, iterations, seed):
+    kill_while_claiming(repo, iterations=iterations, seed=seed)
