@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-START, END = "<!-- core:start -->", "<!-- core:end -->"
 TARGET_CLAIM_MS, TARGET_API_MS = 55.0, 15.0
 FLAT = 1.15  # within 15% of the small state counts as flat (CPU medians; API: wall medians)
 PREDECESSOR_MS = {"acquire": 110.0, "check": 106.0, "status": 123.0}  # DESIGN.md
@@ -28,12 +27,12 @@ DESCRIPTIONS = {
 
 def write_section(doc: Path, section: str, name: str = "core") -> None:
     """Replace the section *name* of *doc* (create the file or the markers if missing)."""
-    START, END = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    block = f"{START}\n{section.rstrip()}\n{END}"
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{section.rstrip()}\n{end}"
     text = doc.read_text() if doc.exists() else INTRO
-    if START in text and END in text and text.index(START) < text.index(END):
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
+    if start in text and end in text and text.index(start) < text.index(end):
+        before, rest = text.split(start, 1)
+        after = rest.split(end, 1)[1]
         text = before + block + after
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
