@@ -9,8 +9,9 @@ Layout under ``<git common dir>/agent-registry/``::
                               commit as the entries, so the two never disagree
     wiki-index/ix-<token>/UPDATING   present while an update runs
 
-Each query brings the index up to the branch tip by a tree diff of ``wiki/`` since the
-indexed commit (cost: the entries that changed).  An update killed half-way leaves
+Each query brings the index up to the registry tip (``Registry.tip``: the local branch,
+else the remote-tracking branch a plain ``git clone`` made) by a tree diff of ``wiki/``
+since the indexed commit (cost: the entries that changed).  An update killed half-way leaves
 UPDATING behind; whoever next holds the lock sees it and rebuilds into a fresh
 directory, as it does for an index that fails to open or a commit that no longer
 exists (a force-pushed branch).  ``wiki rebuild`` does the same on request.
@@ -97,12 +98,12 @@ class WikiIndex:
 
     def open(self):
         """The index, brought up to the branch tip."""
-        tip = self.repo.read_ref(self.registry.ref) or EMPTY
+        tip = self.registry.tip() or EMPTY
         opened = self._open()
         if opened and opened[1] == tip:
             return opened[0]  # the usual case: no lock, no writes
         with file_lock(self.lock_file):
-            tip = self.repo.read_ref(self.registry.ref) or EMPTY
+            tip = self.registry.tip() or EMPTY
             # what we opened still stands unless someone switched or updated it meanwhile
             if not (opened and self._current_dir() == opened[2]
                     and not (opened[2] / "UPDATING").exists()
@@ -122,7 +123,7 @@ class WikiIndex:
 
     def rebuild(self):
         with file_lock(self.lock_file):
-            return self._rebuild(self.repo.read_ref(self.registry.ref) or EMPTY, "requested")
+            return self._rebuild(self.registry.tip() or EMPTY, "requested")
 
     # -- writing ---------------------------------------------------------------------
     def _diff(self, old: str, new: str) -> list[str] | None:
