@@ -70,20 +70,33 @@ class Outcome(namedtuple("Outcome", "result subject")):
 
 
 @contextmanager
-def file_lock(path: str) -> Iterator[None]:
+def file_lock(path: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive OS lock on *path* (flock; filelock on Windows), released when the
-    block ends or the process dies, so a kill -9 never leaves it held."""
+    block ends or the process dies, so a kill -9 never leaves it held.  *on_wait* is
+    called once before blocking, when another process holds it."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         import fcntl
     except ImportError:  # Windows: the platform-conditional dependency
-        from filelock import FileLock
-        with FileLock(path):
+        from filelock import FileLock, Timeout
+        lock = FileLock(path)
+        try:
+            lock.acquire(timeout=0 if on_wait else -1)
+        except Timeout:
+            on_wait()  # type: ignore[misc]
+            lock.acquire()
+        try:
             yield
+        finally:
+            lock.release()
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if on_wait else 0))
+        except BlockingIOError:
+            on_wait()  # type: ignore[misc]
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock, also when we are killed

@@ -194,7 +194,8 @@ def test_query_syntax_characters_are_plain_words(wiki_repo):
 
 
 def test_index_is_updated_by_tree_diff_not_rebuilt(wiki_repo):
-    assert search(wiki_repo, "sqlite")["index"] == ["rebuilt (no index yet)"]
+    assert search(wiki_repo, "sqlite")["index"] == {
+        "built": True, "reason": "no index yet", "updated": 0, "waited": False, "entries": 33}
     current = (wiki_repo.repo.state_dir / "wiki-index" / "CURRENT").read_text()
     fixture = fixture_files()
     changed = fixture["wiki/claude-1751000016.md"].replace("SQLite", "Zanzibar")
@@ -204,13 +205,14 @@ def test_index_is_updated_by_tree_diff_not_rebuilt(wiki_repo):
                               "Kubernetes", "Quetzalcoatl"),
                           "contexts/unrelated.md": "not a wiki file\n"})
     answer = search(wiki_repo, "zanzibar")
-    assert answer["index"] == ["updated 3 entries"]
+    assert answer["index"] == {"built": False, "updated": 3, "waited": False, "entries": 33}
     assert [r["session_id"] for r in answer["results"]] == ["claude-1751000016"]
     assert (wiki_repo.repo.state_dir / "wiki-index" / "CURRENT").read_text() == current
     assert search(wiki_repo, "stripe webhook signature")["results"][0]["session_id"] != \
         "kimi-1751000015"
     assert search(wiki_repo, "quetzalcoatl")["results"][0]["session_id"] == "new-1"
-    assert search(wiki_repo, "quetzalcoatl")["index"] == []  # up to date: no work
+    assert search(wiki_repo, "quetzalcoatl")["index"] == {  # up to date: no work
+        "built": False, "updated": 0, "waited": False, "entries": 33}
 
 
 def _index_dir(registry) -> Path:
@@ -224,7 +226,7 @@ def test_an_update_interrupted_half_way_is_detected_and_rebuilt(wiki_repo):
     # what a killed updater leaves: its marker, and the branch ahead of the index
     (_index_dir(wiki_repo) / "UPDATING").write_text("12345\n")
     answer = search(wiki_repo, "daylight saving cron twice")
-    assert answer["index"] == ["rebuilt (the previous index was incomplete or unreadable)"]
+    assert answer["index"]["reason"] == "the previous index was incomplete or unreadable"
     assert {r["session_id"] for r in answer["results"][:2]} == {"gemini-1751000019", "zz-1"}
     assert not (_index_dir(wiki_repo) / "UPDATING").exists()
 
@@ -234,7 +236,7 @@ def test_a_corrupt_index_is_rebuilt(wiki_repo):
     for item in _index_dir(wiki_repo).iterdir():
         item.write_bytes(b"garbage")
     answer = search(wiki_repo, "sqlite database is locked")
-    assert answer["index"][0].startswith("rebuilt")
+    assert answer["index"]["built"]
     assert answer["results"][0]["session_id"] == "claude-1751000016"
 
 
@@ -252,7 +254,7 @@ def test_an_updater_killed_mid_update_leaves_a_working_index(wiki_repo, repo):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     answer = search(wiki_repo, "sqlite database is locked")
-    assert answer["index"] == ["rebuilt (the previous index was incomplete or unreadable)"]
+    assert answer["index"]["reason"] == "the previous index was incomplete or unreadable"
     assert answer["results"][0]["session_id"] == "claude-1751000016"
     with WikiIndex(wiki_repo).open().searcher() as searcher:
         assert searcher.doc_count() == 33 + 200 + 1  # every entry and the meta document
@@ -316,7 +318,7 @@ def test_a_branch_rewritten_under_the_index_is_followed(wiki_repo, repo):
     git(repo, "gc", "-q", "--prune=now")
     put_files(wiki_repo, {"wiki/solo-1.md": fixture_files()["wiki/kimi-1751000033.md"]})
     answer = search(wiki_repo, "totp two-factor")
-    assert answer["index"][0].startswith("rebuilt (cannot diff from the indexed commit")
+    assert answer["index"]["reason"].startswith("cannot diff from the indexed commit")
     assert [r["session_id"] for r in answer["results"]] == ["solo-1"]
 
 
@@ -326,12 +328,12 @@ def test_concurrent_queries_share_one_index_update(wiki_repo, repo):
                           for i in range(20)})
     script = (FRESH_PRELUDE + "from agent_registry.wiki import search; "
               "a = search(registry, 'sqlite database is locked'); "
-              "print(a['results'][0]['session_id'], '|'.join(a['index']) or 'none')")
+              "print(a['results'][0]['session_id'], a['index']['updated'] or 'none')")
     procs = [subprocess.Popen([sys.executable, "-c", script, str(repo)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [o.split()[0] for o, _ in outputs] == ["claude-1751000016"] * 4, outputs
     # exactly one process did the update; the others found the index up to date
-    assert sorted(o.split()[1] for o, _ in outputs) == ["none"] * 3 + ["updated"]
+    assert sorted(o.split()[1] for o, _ in outputs) == ["20"] + ["none"] * 3
     with WikiIndex(wiki_repo).open().searcher() as searcher:
         assert searcher.doc_count() == 33 + 20 + 1

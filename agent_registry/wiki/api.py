@@ -7,27 +7,30 @@ from ..registry import Registry
 from . import llm
 from .entry import entry_id, missing, read_entry, resolve
 from .ops import apply_ingest, entry_summary
+from .progress import Progress
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
 
 
-def search(registry: Registry, text: str, limit: int = 10) -> dict:
+def search(registry: Registry, text: str, limit: int = 10,
+           progress: Progress | None = None) -> dict:
     """``{"ranker": "whoosh"|"llm", "results": [{id, session_id, router, what, score, why,
-    ...}]}``; with an LLM configured its rerank is the answer, unless it fails (then
-    ``llm_error`` says why and the Whoosh ranking stands).  No candidate: no LLM call."""
+    ...}], "index": {built, updated, waited, entries}}``; with an LLM configured its rerank
+    is the answer, unless it fails (then ``llm_error`` says why and the Whoosh ranking
+    stands).  No candidate: no LLM call.  *progress* reports index work (a terminal)."""
     from .index import WikiIndex, search_index
     if not text or not text.strip():
         raise BadInput("empty query")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
-    index = WikiIndex(registry)
+    index = WikiIndex(registry, progress)
     try:
         candidates = search_index(index.open(), text, max(limit, CANDIDATES))
     except RegistryError:
         raise
     except Exception:  # another process replaced the segments we were opening: once more
         candidates = search_index(index.open(), text, max(limit, CANDIDATES))
-    answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.events}
+    answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.status}
     cfg = llm.config()
     if not candidates or cfg is None:
         return answer
@@ -51,13 +54,13 @@ def get_entry(registry: Registry, id_or_sid: str) -> dict:
     return entry
 
 
-def rebuild(registry: Registry) -> dict:
+def rebuild(registry: Registry, progress: Progress | None = None) -> dict:
+    """A new index; ``built`` is false when another process rebuilt it meanwhile."""
     from .index import WikiIndex
-    index = WikiIndex(registry)
-    ix = index.rebuild()
-    with ix.searcher() as searcher:
-        count = searcher.doc_count() - 1  # the __meta__ document
-    return {"entries": count, "path": str(index.root)}
+    index = WikiIndex(registry, progress)
+    index.rebuild()
+    return {"entries": index.status["entries"], "path": str(index.root),
+            "built": index.status["built"], "waited": index.status["waited"]}
 
 
 def _required_config() -> llm.LLMConfig:
@@ -92,6 +95,33 @@ def ingest_pending(registry: Registry) -> dict:
         except RegistryError as exc:
             failed.append({"session_id": sid, "id": entry_id(sid), "error": exc.message})
     return {"ingested": done, "failed": failed}
+
+
+def index_text(status: dict) -> str:
+    """The line of `wiki query` saying what the index took, "" when it was up to date."""
+    if status["built"]:
+        return f"index: built ({status['reason']}), {status['entries']:,} entries"
+    if status["updated"]:
+        n = status["updated"]
+        return f"index: updated {n:,} entr{'y' if n == 1 else 'ies'}"
+    return ""
+
+
+def query_text(answer: dict) -> str:
+    """The text output of `wiki query`: the ranker, the results, what the index took."""
+    head = f"ranker: {answer['ranker']}"
+    if answer.get("llm_error"):
+        head += f" (LLM failed: {answer['llm_error']})"
+    lines = [head]
+    if not answer["results"]:
+        lines.append("not found in past sessions")
+    for r in answer["results"]:
+        lines.append(f"{r['id']}  {r['session_id']}  score {r['score']}")
+        summary = r.get("description") or r["router"] or r["what"]
+        if summary:
+            lines.append(f"    {summary}")
+        lines.append(f"    why: {r['why']}")
+    return "\n".join(filter(None, [*lines, index_text(answer["index"])]))
 
 
 def entry_text(entry: dict) -> str:

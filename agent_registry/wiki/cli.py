@@ -62,25 +62,15 @@ def wiki_query(out: Output, text, limit, json_here) -> None:
     Whoosh (BM25F over router, what, bugs and diary, with stemming) finds candidates;
     with an LLM configured (AGENT_REGISTRY_LLM_*) it reranks them and says why each is
     relevant. The output names the ranker used. No candidate: "not found in past
-    sessions", and the LLM is not called.
+    sessions", and the LLM is not called. A query first brings the local index up to
+    the branch (built on a clone's first query: a progress line on a terminal's
+    stderr; a last "index:" line says what it took).
     """
     from . import api
+    from .progress import Progress
     out.json = out.json or json_here
-    answer = api.search(out.registry, text, limit)
-    head = f"ranker: {answer['ranker']}"
-    if answer.get("llm_error"):
-        head += f" (LLM failed: {answer['llm_error']})"
-    if not answer["results"]:
-        out.emit(answer, f"{head}\nnot found in past sessions")
-        return
-    lines = [head]
-    for r in answer["results"]:
-        lines.append(f"{r['id']}  {r['session_id']}  score {r['score']}")
-        summary = r.get("description") or r["router"] or r["what"]
-        if summary:
-            lines.append(f"    {summary}")
-        lines.append(f"    why: {r['why']}")
-    out.emit(answer, "\n".join(lines))
+    answer = api.search(out.registry, text, limit, Progress.on_terminal())
+    out.emit(answer, api.query_text(answer))
 
 
 @wiki.command("show")
@@ -133,10 +123,14 @@ def wiki_ingest_pending(out: Output) -> None:
 @wiki.command("rebuild")
 @pass_out
 def wiki_rebuild(out: Output) -> None:
-    """Recreate the local search index from the branch (it is a cache under the git dir)."""
+    """Recreate the local search index from the branch (it is a cache under the git dir).
+    A progress line on a terminal's stderr; if another process was rebuilding it, that
+    index is used instead of building a second one."""
     from . import api
-    result = api.rebuild(out.registry)
-    out.emit(result, f"indexed {result['entries']} entries in {result['path']}")
+    from .progress import Progress
+    result = api.rebuild(out.registry, Progress.on_terminal())
+    how = "indexed" if result["built"] else "another process indexed"
+    out.emit(result, f"{how} {result['entries']} entries in {result['path']}")
 
 
 @click.command("import-home")

@@ -2,7 +2,8 @@
 
 Layout under ``<git common dir>/agent-registry/``::
 
-    wiki-index.lock           flock: one updater at a time
+    wiki-index.lock           flock: one updater at a time (a second one waits for the
+                              first, then uses what it built instead of building again)
     wiki-index/CURRENT        name of the live index directory (replaced atomically)
     wiki-index/ix-<token>/    a Whoosh index; holds a "__meta__" document with the
                               branch commit it reflects, written in the same Whoosh
@@ -21,18 +22,24 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+from collections import namedtuple
 from pathlib import Path
 
 from ..errors import RegistryError
 from ..records import UnreadableRecord
 from ..registry import Registry, file_lock
 from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
+from .progress import Progress
 
 META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
 SEARCH_FIELDS = ("router", "what", "bugs", "body")
 FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
 EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
 VERSION = 2  # of the schema and documents: an index of another version is rebuilt
+
+# an index that opened: the Whoosh index, the branch commit it reflects, its directory,
+# the Whoosh generation read, and how many entries it holds
+Opened = namedtuple("Opened", "ix commit folder generation entries")
 
 
 def schema():
@@ -63,12 +70,15 @@ def document(sid: str, raw: bytes) -> dict | None:
 
 
 class WikiIndex:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, progress: Progress | None = None) -> None:
         self.registry = registry
         self.repo = registry.repo
         self.root = Path(registry.repo.state_dir, "wiki-index")
         self.lock_file = str(Path(registry.repo.state_dir, "wiki-index.lock"))
-        self.events: list[str] = []  # what the last refresh did: "rebuilt: why", "updated N"
+        self.progress = progress or Progress(None)
+        # what bringing the index up to date took (the "index" of `wiki query --json`);
+        # "reason" is added when it was built
+        self.status: dict = {"built": False, "updated": 0, "waited": False, "entries": 0}
 
     # -- opening ---------------------------------------------------------------------
     def _current_dir(self) -> Path | None:
@@ -78,9 +88,8 @@ class WikiIndex:
             return None
         return self.root / name if name.startswith("ix-") else None
 
-    def _open(self):
-        """(index, indexed commit, its directory, the Whoosh generation read), or None when
-        missing, half-updated or unreadable."""
+    def _open(self) -> Opened | None:
+        """The current index, or None when missing, half-updated or unreadable."""
         from whoosh import index as windex
         folder = self._current_dir()
         if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
@@ -90,39 +99,54 @@ class WikiIndex:
             with ix.searcher() as searcher:
                 meta = searcher.document(key=META_KEY)
                 generation = searcher.reader().generation()
+                entries = searcher.doc_count() - 1  # the __meta__ document
         except Exception:  # any Whoosh failure to read means: rebuild
             return None
         if not meta or not meta.get("commit") or meta.get("version") != VERSION:
             return None
-        return ix, meta["commit"], folder, generation
+        return Opened(ix, meta["commit"], folder, generation, entries)
+
+    def _waiting(self) -> None:
+        self.status["waited"] = True
+        self.progress.waiting()
 
     def open(self):
         """The index, brought up to the branch tip."""
-        tip = self.registry.tip() or EMPTY
         opened = self._open()
-        if opened and opened[1] == tip:
-            return opened[0]  # the usual case: no lock, no writes
-        with file_lock(self.lock_file):
-            tip = self.registry.tip() or EMPTY
+        if opened and opened.commit == (self.registry.tip() or EMPTY):
+            self.status["entries"] = opened.entries
+            return opened.ix  # the usual case: no lock, no writes
+        with file_lock(self.lock_file, self._waiting):
             # what we opened still stands unless someone switched or updated it meanwhile
-            if not (opened and self._current_dir() == opened[2]
-                    and not (opened[2] / "UPDATING").exists()
-                    and opened[0].latest_generation() == opened[3]):
+            if not (opened and self._current_dir() == opened.folder
+                    and not (opened.folder / "UPDATING").exists()
+                    and opened.ix.latest_generation() == opened.generation):
                 opened = self._open()
-            if opened is None:
-                why = "no index yet" if self._current_dir() is None else \
-                    "the previous index was incomplete or unreadable"
-                return self._rebuild(tip, why)
-            ix, indexed, folder, _ = opened
-            if indexed == tip:
-                return ix
-            changes = self._diff(indexed, tip)
-            if changes is None:
-                return self._rebuild(tip, f"cannot diff from the indexed commit {indexed[:12]}")
-            return self._update(ix, folder, tip, changes)
+            return self._refresh(opened)
+
+    def _refresh(self, opened: Opened | None):
+        """Bring *opened* (None: there is no usable index) up to the tip; caller holds
+        the lock."""
+        tip = self.registry.tip() or EMPTY
+        if opened is None:
+            why = "no index yet" if self._current_dir() is None else \
+                "the previous index was incomplete or unreadable"
+            return self._rebuild(tip, why)
+        if opened.commit == tip:
+            self.status["entries"] = opened.entries
+            return opened.ix
+        changes = self._diff(opened.commit, tip)
+        if changes is None:
+            return self._rebuild(tip, f"cannot diff from the indexed commit {opened.commit[:12]}")
+        return self._update(opened, tip, changes)
 
     def rebuild(self):
-        with file_lock(self.lock_file):
+        """A new index from the tip; unless another process rebuilt it while this one
+        waited for the lock: then that one is brought up to the tip and used."""
+        before = self._current_dir()
+        with file_lock(self.lock_file, self._waiting):
+            if self.status["waited"] and self._current_dir() != before:
+                return self._refresh(self._open())
             return self._rebuild(self.registry.tip() or EMPTY, "requested")
 
     # -- writing ---------------------------------------------------------------------
@@ -142,27 +166,32 @@ class WikiIndex:
                 out.append(sid)
         return out
 
-    def _update(self, ix, folder: Path, tip: str, changes: list[str]):
-        marker = folder / "UPDATING"
+    def _update(self, opened: Opened, tip: str, changes: list[str]):
+        marker = opened.folder / "UPDATING"
         marker.write_text(f"{os.getpid()}\n")
-        writer = ix.writer()
+        writer = opened.ix.writer()
+        self.progress.start("updating the wiki index", len(changes))
         try:
             # one pipelined read for all of them (a deleted entry reads as missing)
             blobs = self.repo.read_blobs([f"{tip}:{WIKI_DIR}/{sid}.md" for sid in changes])
-            for sid, raw in zip(changes, blobs):
+            for done, (sid, raw) in enumerate(zip(changes, blobs), 1):
                 doc = document(sid, raw) if raw is not None else None
                 if doc is None:
                     writer.delete_by_term("key", sid)
                 else:
                     writer.update_document(**doc)
+                self.progress.step(done)
             writer.update_document(key=META_KEY, commit=tip, version=VERSION)
+            self.progress.phase("writing")
             writer.commit()
         except BaseException:
             writer.cancel()
             raise
         marker.unlink()
-        self.events.append(f"updated {len(changes)} entr{'y' if len(changes) == 1 else 'ies'}")
-        return ix
+        self.status.update(updated=len(changes), entries=opened.ix.doc_count() - 1)
+        self.progress.finish(f"wiki index updated: {len(changes):,} "
+                             f"entr{'y' if len(changes) == 1 else 'ies'} re-indexed")
+        return opened.ix
 
     def _rebuild(self, tip: str, why: str):
         from whoosh import index as windex
@@ -171,16 +200,21 @@ class WikiIndex:
         folder.mkdir()
         ix = windex.create_in(str(folder), schema())
         writer = ix.writer(limitmb=128)
+        count = 0
         try:
-            if tip != EMPTY:
-                files = [(sid, oid) for name, is_tree, oid in
-                         self.repo.list_tree(f"{tip}:{WIKI_DIR}")
-                         if not is_tree and (sid := sid_of(name))]
-                for (sid, _), raw in zip(files, self.repo.read_blobs([o for _, o in files])):
-                    doc = document(sid, raw) if raw is not None else None
-                    if doc is not None:
-                        writer.add_document(**doc)
+            files = [] if tip == EMPTY else [
+                (sid, oid) for name, is_tree, oid in self.repo.list_tree(f"{tip}:{WIKI_DIR}")
+                if not is_tree and (sid := sid_of(name))]
+            self.progress.start(f"building the wiki index ({why})", len(files))
+            blobs = self.repo.read_blobs([o for _, o in files])
+            for done, ((sid, _), raw) in enumerate(zip(files, blobs), 1):
+                doc = document(sid, raw) if raw is not None else None
+                if doc is not None:
+                    writer.add_document(**doc)
+                    count += 1
+                self.progress.step(done)
             writer.add_document(key=META_KEY, commit=tip, version=VERSION)
+            self.progress.phase("writing")
             writer.commit()
         except BaseException:
             writer.cancel()
@@ -192,7 +226,8 @@ class WikiIndex:
         for old in self.root.iterdir():
             if old != folder and old.name.startswith(("ix-", "CURRENT.")):
                 shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
-        self.events.append(f"rebuilt ({why})")
+        self.status.update(built=True, reason=why, entries=count)
+        self.progress.finish(f"wiki index built: {count:,} entries")
         return ix
 
 
