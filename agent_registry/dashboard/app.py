@@ -29,7 +29,7 @@ from ..gitstore import GitError, Repo
 from ..registry import Registry
 from . import queries
 from .events import change_stream
-from .security import TOKEN_COOKIE, Guard, offers_token
+from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, Guard, offers_token
 from .timeline import DEFAULT_LIMIT, session_timeline
 
 APP_NAME = "agent-registry-dashboard"
@@ -113,11 +113,13 @@ def load_feature(module: str, what: str):
         raise Unavailable(f"{what} is not available: {exc}") from None
 
 
-def create_app(repo: str | Registry, token: str | None = None) -> FastAPI:
+def create_app(repo: str | Registry, token: str | None = None, *,
+               max_body: int = MAX_BODY) -> FastAPI:
     """The dashboard for the repository at *repo* (a path, or a Registry already open,
     which the app then owns and closes).  With *token*, every request but
     /api/health must carry it (for a bind other than loopback); without, only loopback
-    Host names are answered.  Changes always need ``app.state.post_token``."""
+    Host names are answered.  Changes always need ``app.state.post_token``.  A request
+    body over *max_body* bytes is refused with 413 before it is read."""
     pool = RegistryPool(repo if isinstance(repo, Registry) else Registry.open(repo))
     post_token = token or secrets.token_urlsafe(24)
     author = default_author()
@@ -136,6 +138,7 @@ def create_app(repo: str | Registry, token: str | None = None) -> FastAPI:
     app.state.post_token = post_token
     app.state.repo_id = repo_id(pool.info.common_dir)
     app.add_middleware(Guard, access_token=token, post_token=post_token)
+    app.add_middleware(BodyLimit, limit=max_body)  # outermost: before anything reads
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(RegistryError)

@@ -10,6 +10,8 @@
   header (a cookie is not enough: a browser sends cookies cross-site) and must not come
   from another origin (``Origin`` / ``Sec-Fetch-Site``).  Without an access token the
   app makes up a per-process one for this, given to the page in a meta tag.
+- A request body larger than ``MAX_BODY`` is refused with 413 before it is read: at once
+  when ``Content-Length`` says so, else as soon as the streamed (chunked) body passes it.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ TOKEN_HEADER = "x-agent-registry-token"
 TOKEN_COOKIE = "agent_registry_token"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 OPEN_PATHS = {"/api/health"}
+# The largest legitimate body (a force-release: a path and a reason) is a few KiB.
+MAX_BODY = 1024 * 1024
 SAFE_METHODS = {"GET", "HEAD"}
 
 SECURITY_HEADERS = [
@@ -85,6 +89,54 @@ class Guard:
         if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
             return 403, "cross-site request refused"
         return None
+
+
+class BodyLimit:
+    """ASGI middleware answering 413 to a request body over *limit* bytes, so nothing
+    behind it (FastAPI reads a whole body before validating it) holds more in memory."""
+
+    def __init__(self, app, *, limit: int = MAX_BODY) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self.too_large(send)  # (the server refuses a malformed length)
+        received, started, cut = 0, False, False
+
+        async def counting_receive():
+            nonlocal received, cut
+            if cut:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                # answer now (unless the app already did) and tell the app the client
+                # left: the rest of the body is never read
+                cut = True
+                if not started:
+                    await self.too_large(send)
+                return {"type": "http.disconnect"}
+            return message
+
+        async def tracking_send(message) -> None:
+            nonlocal started
+            if cut and not started:
+                return  # the 413 was the answer
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except Exception:
+            if not cut:
+                raise  # after a cut, only the app's complaint about the lost body is dropped
+
+    async def too_large(self, send) -> None:
+        await _json_error(send, 413, f"request body over {self.limit} bytes")
 
 
 def offers_token(scope, headers: dict[str, str], token: str) -> bool:
