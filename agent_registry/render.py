@@ -1,7 +1,12 @@
 """registry.md and the branch README, re-rendered into every registry commit.
 
+registry.md is what a person reads on the forge, rendered as GitHub Flavored Markdown: every
+value from the branch (paths, ids, working_on text) is escaped so that it shows literally,
+and sessions and locks are marked stale as the CLI would judge them at the commit's time.
+
 Rendering reads only live sessions (each lists the paths it holds) and the short list of
-recently ended ones, so it costs O(live sessions), never O(history) or O(locks).
+recently ended ones, so it costs O(live sessions), never O(history) or O(locks): lock
+records are read only for the shown locks of sessions already past the default TTL.
 """
 from __future__ import annotations
 
@@ -9,14 +14,31 @@ import json
 import re
 
 from .data import read_text
-from .records import iso
+from .output import age
+from .records import iso, parse_iso
+from .staleness import CLOCK_SKEW, DEFAULT_TTL, session_stale_reason, stale_reason
 from .view import View
 
-MAX_LOCK_ROWS = 200
+MAX_SESSION_ROWS = 100
+MAX_LOCK_ROWS = 100
 MAX_LOCKS_PER_SESSION = 20
-
+# Widths (in characters) that keep each table readable on a forge without scrolling.
+WORKING_ON_WIDTH = 60
+AGENT_WIDTH = 20
+HOST_WIDTH = 16
+PATH_WIDTH = 80
+OPERATION_WIDTH = 120
+STALE = "⚠ stale"
+# Judged as from a host that runs none of the sessions: by heartbeat, TTL and status only,
+# with the clock-skew margin.  Whether a pid still runs can only be checked on its own host.
+_NO_HOST = "\0"
 
 _PLACEHOLDER = re.compile(r"\$(\$|[a-z_]+)")
+# Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and an
+# escaped '.' or ':' also keeps GFM from turning www. and https:// into links.
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+_HTML = {"<": "&lt;", "&": "&amp;", ">": "&gt;"}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def fill(name: str, **values: str) -> str:
@@ -27,43 +49,101 @@ def fill(name: str, **values: str) -> str:
                             read_text("templates", name))
 
 
+def _escape(match: re.Match) -> str:
+    char = match.group(0)
+    if char in _HTML:
+        return _HTML[char]
+    if char == "@":
+        # GFM links a@b.co after parsing, through any escape: an empty comment splits the
+        # text (the forge drops it; the reader sees a plain '@')
+        return "@<!-- -->"
+    return "\\" + char
+
+
 def cell(value) -> str:
-    """A value made safe for one GFM table cell: no pipes, newlines or HTML."""
-    text = "" if value is None else str(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+    """*value* as GFM text that shows literally, even in a table cell: every ASCII
+    punctuation character escaped (markup, links, autolinks, HTML and ``|`` all become
+    plain text), line breaks shown as ``<br>``, outer whitespace trimmed (a table does)."""
+    text = "" if value is None else str(value).strip()
+    return "<br>".join(_PUNCTUATION.sub(_escape, line) for line in _LINE_BREAK.split(text))
 
 
-def table(headers: list[str], rows: list[list]) -> str:
+def clip(value, width: int, *, keep_end: bool = False) -> str:
+    """*value* cut to *width* characters with an ellipsis (at the start for *keep_end*:
+    a path's file name is what identifies it)."""
+    text = "" if value is None else str(value).strip()
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1:] if keep_end else text[:width - 1] + "…"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GFM table; every row value is already escaped."""
     if not rows:
         return "_none_"
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def stale_locks(view: View, session, at: float, shown: int) -> tuple[bool, set[str]]:
+    """Whether *session* is stale at *at*, and which of its first *shown* locks (the rows
+    the page lists) are.  A session within the default TTL holds its locks.  Only for one
+    past it (rare: a zombie) are those few lock records read, since a lock claimed with a
+    longer ``--ttl`` may still count; the session is stale when none of them does, as
+    ``cleanup`` judges it.  (A zombie whose locks are past the page's cap is judged by the
+    default TTL alone: the reads stay bounded by the rows shown.)"""
+    if session_stale_reason(session, at, DEFAULT_TTL, _NO_HOST) is None:
+        return False, set()
+    paths = session.locks[:shown]
+    stale = set()
+    for path in paths:
+        lock = view.lock(path)
+        holder = lock.holder(session.id) if lock else None
+        if holder is None or stale_reason(holder, session, at, _NO_HOST):
+            stale.add(path)
+    return len(stale) == len(paths), stale
+
+
+def ago(at: float, then: float | None) -> str:
+    """How long before the page's time *then* was ("4m ago"); "?" when unknown."""
+    return "?" if not then else age(max(0.0, at - then)) + " ago"
+
+
+def more(shown: int, total: int, where: str) -> str:
+    return f"\n\n… and {total - shown} more (see `{where}`)" if total > shown else ""
 
 
 def registry_md(view: View, at: float, operation: str) -> bytes:
     sessions = sorted(view.live_summaries(MAX_LOCKS_PER_SESSION), key=lambda s: s[0].registered_at)
-    session_rows, lock_rows, held = [], [], 0
+    session_rows, lock_rows, held, stale_count = [], [], 0, 0
     for s, count in sessions:
-        session_rows.append([s.id, s.provider, s.ai_version, s.working_on, s.project,
-                             s.git_branch, s.host, s.heartbeat_at, count])
+        shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows))
+        stale, stale_paths = stale_locks(view, s, at, shown)
+        stale_count += stale
         held += count
-        for path in s.locks[:MAX_LOCKS_PER_SESSION]:
-            if len(lock_rows) < MAX_LOCK_ROWS:
-                lock_rows.append([path, s.id, s.working_on])
-    locks = table(["Path", "Session", "Working on"], lock_rows)
-    if held > len(lock_rows):
-        locks += f"\n\n… and {held - len(lock_rows)} more (see `agent-registry lock list`)"
-    ended = [[r.get("id"), r.get("provider"), r.get("working_on"), r.get("status"),
-              r.get("finished_at")] for r in view.recent()]
-    front = {"generated_at": iso(at), "live_sessions": len(sessions), "held_locks": held,
+        if len(session_rows) < MAX_SESSION_ROWS:
+            heartbeat = ago(at, s.heartbeat_ts()) + (f", {STALE}" if stale else "")
+            session_rows.append([cell(s.id), cell(clip(f"{s.provider} {s.ai_version}", AGENT_WIDTH)),
+                                 cell(clip(s.host, HOST_WIDTH)),
+                                 cell(clip(s.working_on, WORKING_ON_WIDTH)), heartbeat, str(count)])
+        for path in s.locks[:shown]:
+            lock_rows.append([cell(clip(path, PATH_WIDTH, keep_end=True)), cell(s.id),
+                              STALE if path in stale_paths else "held"])
+    ended = [[cell(r.get("id")), cell(clip(r.get("provider"), AGENT_WIDTH)),
+              cell(clip(r.get("working_on"), WORKING_ON_WIDTH)), cell(r.get("status")),
+              ago(at, parse_iso(r.get("finished_at")))] for r in view.recent()]
+    front = {"generated_at": iso(at), "live_sessions": len(sessions), "stale_sessions": stale_count,
+             "held_locks": held, "ttl": DEFAULT_TTL, "clock_skew_margin": int(CLOCK_SKEW),
              "last_operation": operation}
     text = fill("registry.md",
         frontmatter="\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()),
-        sessions=table(["Session", "Provider", "Version", "Working on", "Project", "Branch",
-                        "Host", "Heartbeat", "Locks"], session_rows),
-        locks=locks,
+        generated_at=iso(at), operation=cell(clip(operation, OPERATION_WIDTH)),
+        ttl=str(DEFAULT_TTL), skew=str(int(CLOCK_SKEW)), stale=STALE,
+        sessions=table(["Session", "Agent", "Host", "Working on", "Heartbeat", "Locks"],
+                       session_rows) + more(len(session_rows), len(sessions), "agent-registry status"),
+        locks=table(["Path", "Session", "State"], lock_rows)
+        + more(len(lock_rows), held, "agent-registry lock list"),
         ended=table(["Session", "Provider", "Working on", "Status", "Ended"], ended))
     return text.encode()
 
