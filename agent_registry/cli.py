@@ -16,7 +16,8 @@ import sys
 import click
 
 from . import output
-from .errors import BAD_INPUT, BadInput, RegistryError
+from .errors import BAD_INPUT, BadInput, RegistryError, os_failure
+from .hotpath import lock_arguments, resolve_session
 from .output import age, local_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
@@ -83,13 +84,12 @@ pass_out = click.make_pass_decorator(Output)
 
 
 def resolve_sid(sid: str | None) -> str:
-    sid = sid or os.environ.get(SESSION_ENV)
-    if not sid:
-        raise BadInput(f"no session id: pass SID or set {SESSION_ENV}")
-    return sid
+    """*sid*, else $AGENT_REGISTRY_SESSION; exit 2 when neither, or when *sid* is empty."""
+    return resolve_session(sid)
 
 
-session_option = click.option("--session", "sid", metavar="SID", envvar=SESSION_ENV,
+# no envvar here: lock_arguments must tell a --session given from the default
+session_option = click.option("--session", "--session-id", "sid", metavar="SID",
                               help=f"Session id (default: ${SESSION_ENV}).")
 
 
@@ -187,12 +187,12 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
-    sid = positional[0] if positional else os.environ.get(SESSION_ENV)
+    sid = resolve_session(positional[0] if positional else None, required=False)
     if len(positional) == 4:
         provider = provider or positional[1]
         ai_version = ai_version if ai_version is not None else positional[2]
         working_on = working_on if working_on is not None else positional[3]
-    if not provider:
+    if not provider or not provider.strip():
         raise BadInput("--provider is required")
     if not sid:
         import secrets
@@ -263,7 +263,7 @@ def context_log(out: Output, sid, text) -> None:
 @pass_out
 def show(out: Output, sid) -> None:
     """Show one session in full (default: every live session)."""
-    sessions = [out.registry.session(sid)] if sid else out.registry.sessions()
+    sessions = [out.registry.session(sid)] if sid is not None else out.registry.sessions()
     out.emit({"sessions": [s.to_dict() for s in sessions]},
              "\n\n".join(session_text(s) for s in sessions) or "no live sessions")
 
@@ -354,36 +354,47 @@ def lock() -> None:
 
 
 @lock.command("acquire")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]")
 @session_option
 @click.option("--ttl", type=int, default=600, show_default=True,
               help="Seconds without a heartbeat before the lock goes stale.")
 @click.option("--shared", is_flag=True, help="Shared mode: many readers, no writer.")
 @pass_out
 def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
-    """Claim every PATH, or none of them (exit 1 naming the owner)."""
+    """Claim every PATH, or none of them (exit 1 naming the owner).
+
+    A last argument naming a registered session is the session (the predecessor's
+    `lock acquire PATH SID`); an argument naming a session and no file is refused.
+    A symlink and its target are one lock."""
+    sid, paths = lock_arguments(out.registry, paths, sid)
     result = out.registry.claim(resolve_sid(sid), paths, ttl=ttl, shared=shared)
     out.emit(result, output.claim_text(result))
 
 
 @lock.command("release")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]")
 @session_option
 @pass_out
 def lock_release(out: Output, paths, sid) -> None:
     """Release PATHs held by the session (refused if another session holds one)."""
+    sid, paths = lock_arguments(out.registry, paths, sid)
     result = out.registry.release(resolve_sid(sid), paths)
     out.emit(result, output.claim_text(result))
 
 
 @lock.command("check")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]")
 @session_option
 @pass_out
 def lock_check(out: Output, paths, sid) -> None:
-    """Per PATH: free, locked (owner, age), locked-by-me or stale."""
+    """Per PATH: free, locked (owner, age), locked-by-me or stale.
+
+    Exit 1 when another live session holds one of the paths, 0 when all are free,
+    yours or stale: `if agent-registry lock check PATH...; then edit; fi`."""
+    sid, paths = lock_arguments(out.registry, paths, sid)
     results = out.registry.check(paths, sid)
     out.emit({"paths": results}, output.check_text(results))
+    click.get_current_context().exit(output.check_code(results))
 
 
 @lock.command("list")
@@ -399,22 +410,38 @@ def lock_list(out: Output) -> None:
 
 
 @lock.command("heartbeat")
+@click.argument("args", nargs=-1, metavar="[PATH...] [SID]")
 @session_option
 @pass_out
-def lock_heartbeat(out: Output, sid) -> None:
-    """Renew the session and every lock it holds, in one commit."""
-    result = out.registry.heartbeat(resolve_sid(sid))
+def lock_heartbeat(out: Output, args, sid) -> None:
+    """Renew the session and every lock it holds, in one commit.
+
+    With PATHs (the predecessor's `lock heartbeat PATH SID`): exit 1 unless the
+    session holds each of them."""
+    sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
+    result = out.registry.heartbeat(resolve_sid(sid), paths)
     out.emit(result, f"heartbeat {result['session']} ({result['locks']} lock(s))")
 
 
 @lock.command("heartbeat-loop")
+@click.argument("args", nargs=-1, metavar="[PATH...] [SID [SECONDS]]")
 @session_option
 @click.option("--interval", type=click.FloatRange(min=1), default=300, show_default=True,
               help="Seconds between heartbeats (keep it under half the TTL).")
 @pass_out
-def lock_heartbeat_loop(out: Output, sid, interval) -> None:
-    """Heartbeat until the session ends or its process dies (run it in the background)."""
-    why = out.registry.heartbeat_loop(resolve_sid(sid), interval)
+def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
+    """Heartbeat until the session ends or its process dies (run it in the background).
+
+    The predecessor's `lock heartbeat-loop PATH SID [SECONDS]` works too: SECONDS is the
+    interval, and the loop also stops once the session no longer holds PATH."""
+    args = list(args)
+    if len(args) >= 2 and out.registry.session_names(args[-2:-1]) and \
+            args[-1].replace(".", "", 1).isdigit():
+        interval = float(args.pop())
+        if interval < 1:
+            raise BadInput(f"SECONDS {interval:g}: at least 1")
+    sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
+    why = out.registry.heartbeat_loop(resolve_sid(sid), interval, paths=paths)
     out.emit({"stopped": why}, f"heartbeat-loop stopped: {why}")
 
 
@@ -435,12 +462,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map every failure to one line and an exit code."""
     json_mode = "--json" in (argv if argv is not None else sys.argv[1:])
     try:
-        cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
-    except RegistryError as exc:
+        # a command's ctx.exit(code) (lock check's exit 1) comes back as the return value
+        code = cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
+    except (RegistryError, OSError) as exc:
+        # disk full, read-only .git, permission denied: one line too, never a traceback
+        error = exc if isinstance(exc, RegistryError) else os_failure(exc)
         if json_mode:
-            click.echo(output.error_json(exc))
-        click.echo(f"agent-registry: {exc.message}", err=True)
-        return exc.exit_code
+            click.echo(output.error_json(error))
+        click.echo(f"agent-registry: {error.message}", err=True)
+        return error.exit_code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 1
@@ -457,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     except KeyboardInterrupt:
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

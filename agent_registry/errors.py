@@ -1,6 +1,9 @@
 """The one error type, and the exit codes it maps to (DESIGN.md, "Commands")."""
 from __future__ import annotations
 
+import errno
+import os
+
 DONE = 0
 REFUSED = 1  # lock held, not owner, unknown session
 BAD_INPUT = 2  # usage error or bad input; nothing was changed
@@ -34,3 +37,44 @@ class Unconfirmed(RegistryError):
     """The change is committed locally, but the remote has not confirmed it."""
 
     exit_code = UNCONFIRMED
+
+
+class SystemFailure(RegistryError):
+    """The machine would not do it (disk full, read-only file system, permission
+    denied).  Exit 1, as for any refusal: nothing was changed, and the message names the
+    place and the cause; ``details`` carry them for --json (``cause`` is the errno name)."""
+
+    exit_code = REFUSED
+
+
+# causes that mean "this place cannot be written", as opposed to "cannot be reached"
+_WRITE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def shown_path(path: str) -> str:
+    """*path* as a person finds it: relative to the current directory when below it."""
+    try:
+        here = os.getcwd()
+    except OSError:
+        return path
+    if path == here or path.startswith(here.rstrip("/") + "/"):
+        return os.path.relpath(path, here)
+    return path
+
+
+def system_failure(where: str | None, code: int | None, reason: str = "", *,
+                   writing: bool = False) -> SystemFailure:
+    """One line: what could not be written (*writing*) or reached, and the system's reason."""
+    reason = reason or (os.strerror(code) if code else "unknown error")
+    verb = "write to" if writing or code in _WRITE_ERRNOS else "access"
+    place = shown_path(where) if where else None
+    text = f"cannot {verb} {place}: {reason}" if place else f"system error: {reason}"
+    return SystemFailure(text, details={"cause": errno.errorcode.get(code or 0), "path": place})
+
+
+def os_failure(exc: OSError, where: str | None = None, *, writing: bool = False) -> SystemFailure:
+    """An OSError as a one-line SystemFailure; *where* names the place better than the
+    file the call failed on (``.git/objects`` rather than a temporary object file)."""
+    filename = exc.filename if isinstance(exc.filename, str) else None
+    return system_failure(where or filename, exc.errno, exc.strerror or str(exc),
+                          writing=writing)

@@ -12,6 +12,7 @@ index, working tree or HEAD.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import subprocess
@@ -20,7 +21,7 @@ import zlib
 from collections import namedtuple
 from collections.abc import Iterator
 
-from .errors import BadInput, RegistryError
+from .errors import BadInput, RegistryError, os_failure, system_failure
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
@@ -44,6 +45,15 @@ def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
         env.pop(name, None)
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
     return env
+
+
+def _system_cause(stderr: str) -> int | None:
+    """The errno git reports in *stderr* when the disk, not a race, failed a write."""
+    for code in (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM,
+                 errno.EIO):
+        if os.strerror(code) in stderr:
+            return code
+    return None
 
 
 class GitError(RegistryError):
@@ -244,8 +254,14 @@ class Repo:
                             check=False)
             if proc.returncode == 0:
                 return
+            error = proc.stderr.decode(errors="replace").strip()
+            cause = _system_cause(error)
+            if cause is not None and self.read_ref(ref) == old:
+                # not a lost race: the ref cannot be written at all, so retrying is moot
+                raise system_failure(os.path.dirname(os.path.join(self.info.common_dir, ref)),
+                                     cause, writing=True)
             if attempt or not self._clear_stale_ref_lock(ref):
-                raise CasFailed(proc.stderr.decode(errors="replace").strip())
+                raise CasFailed(error)
 
     def _clear_stale_ref_lock(self, ref: str) -> bool:
         """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
@@ -268,17 +284,18 @@ class Repo:
         final = os.path.join(folder, oid[2:])
         if os.path.exists(final):
             return oid
-        os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            with os.fdopen(fd, "wb") as out:
+            os.makedirs(folder, exist_ok=True)
+            with open(tmp, "xb") as out:
                 out.write(zlib.compress(raw, 1))
             os.chmod(tmp, 0o444)
             os.replace(tmp, final)  # atomic: a reader sees the whole object or none
-        except BaseException:
+        except BaseException as exc:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):  # disk full, read-only, permission: one line
+                raise os_failure(exc, self._objects, writing=True) from None
             raise
         return oid
 

@@ -3,10 +3,11 @@ edit: ``lock acquire`` and ``lock check``.
 
 Importing click and building the command tree is about a third of a one-shot claim
 (docs/benchmarks.md).  These two commands are parsed here by hand when their arguments
-are plain (global ``--json``/``--quiet``/``-C PATH``; paths; ``--session``, ``--ttl``,
-``--shared``); anything else (``--help``, an unknown or malformed option, no path) goes
-to the click CLI, which owns the help texts and the usage errors.  Both paths call the
-same library functions and print through :mod:`agent_registry.output`.
+are plain (global ``--json``/``--quiet``/``-C PATH``; paths, the predecessor's trailing
+SID; ``--session``, ``--ttl``, ``--shared``); anything else (``--help``, an unknown or
+malformed option, no path) goes to the click CLI, which owns the help texts and the usage
+errors.  Both paths read their arguments with :func:`lock_arguments`, call the same
+library functions and print through :mod:`agent_registry.output`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,47 @@ import os
 import sys
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
+SESSION_FLAGS = ("--session", "--session-id")  # --session-id: the predecessor's `check`
+
+
+def resolve_session(sid: str | None, *, required: bool = True) -> str | None:
+    """*sid* as given, else $AGENT_REGISTRY_SESSION.  A given but empty id is bad input
+    (a script's unset variable), never a reason to fall back to another session."""
+    from .errors import BadInput
+    if sid is not None and not sid.strip():
+        raise BadInput("empty session id")
+    sid = sid or os.environ.get(SESSION_ENV) or None
+    if sid is None and required:
+        raise BadInput(f"no session id: pass SID or set {SESSION_ENV}")
+    return sid
+
+
+def lock_arguments(registry, args, sid: str | None, *,
+                   need_path: bool = True) -> tuple[str | None, list[str]]:
+    """(session, paths) of a lock command's positional *args*; *sid* is the --session
+    given on the command line (None: the environment's default applies).
+
+    The predecessor's scripts write ``lock acquire PATH SID``: a last argument that
+    names a registered session is the session (unless --session names another).  An
+    argument that names a registered session and no file is never taken for a path:
+    locking it would be silent nonsense, so it is refused (exit 2)."""
+    from .errors import BadInput
+    paths = list(args)
+    names = registry.session_names(paths)
+    here = registry.repo.info
+    is_file = lambda arg: bool(here.toplevel) and \
+        os.path.lexists(os.path.join(here.toplevel, here.prefix, arg))
+    last = paths[-1] if paths else None
+    if last in names and sid in (None, last) and (len(paths) > 1 or not need_path):
+        if is_file(last):
+            raise BadInput(f"{last!r} names both a file and a registered session: "
+                           "give the session with --session")
+        sid = paths.pop()
+    for arg in paths:
+        if arg in names and not is_file(arg):
+            raise BadInput(f"{arg!r} names a registered session, not a file: give the "
+                           "session last (lock acquire PATH SID) or with --session")
+    return resolve_session(sid, required=False), paths
 
 
 def parse(argv: list[str]) -> dict | None:
@@ -40,7 +82,7 @@ def parse(argv: list[str]) -> dict | None:
         name, eq, value = item.partition("=")
         if not item.startswith("-") or item == "-":
             opts["paths"].append(item)
-        elif name == "--session" and (eq or rest):
+        elif name in SESSION_FLAGS and (eq or rest):
             opts["sid"] = value if eq else rest.pop(0)
         elif name == "--ttl" and opts["command"] == "acquire" and (eq or rest):
             raw = value if eq else rest.pop(0)
@@ -51,36 +93,42 @@ def parse(argv: list[str]) -> dict | None:
             opts["shared"] = True
         else:
             return None  # --help, --, an unknown option: click says what is wrong
-    opts["sid"] = opts["sid"] or os.environ.get(SESSION_ENV)
-    if not opts["paths"] or (opts["command"] == "acquire" and not opts["sid"]):
+    if not opts["paths"]:
         return None
+    if opts["command"] == "acquire" and opts["sid"] is None and len(opts["paths"]) < 2 \
+            and not os.environ.get(SESSION_ENV):
+        return None  # no session anywhere: click's usage error
     return opts
 
 
 def execute(opts: dict) -> int:
     from . import output
-    from .errors import RegistryError
+    from .errors import RegistryError, os_failure
     from .registry import Registry
     registry = None
     try:
         registry = Registry.open(opts["directory"])
+        sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
+        code = 0
         if opts["command"] == "acquire":
-            result = registry.claim(opts["sid"], opts["paths"], ttl=opts["ttl"],
+            result = registry.claim(resolve_session(sid), paths, ttl=opts["ttl"],
                                     shared=opts["shared"])
             data, text = result, output.claim_text(result)
         else:
-            results = registry.check(opts["paths"], opts["sid"])
-            data, text = {"paths": results}, output.check_text(results)
+            results = registry.check(paths, sid)
+            data, text, code = {"paths": results}, output.check_text(results), \
+                output.check_code(results)
         if opts["json"]:
             print(output.to_json(data))
         elif not opts["quiet"]:
             print(text)
-        return 0
-    except RegistryError as exc:
+        return code
+    except (RegistryError, OSError) as exc:
+        error = exc if isinstance(exc, RegistryError) else os_failure(exc)
         if opts["json"]:
-            print(output.error_json(exc))
-        print(f"agent-registry: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+            print(output.error_json(error))
+        print(f"agent-registry: {error.message}", file=sys.stderr)
+        return error.exit_code
     finally:
         if registry is not None:
             if not opts["quiet"]:

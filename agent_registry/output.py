@@ -45,6 +45,13 @@ def check_text(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def check_code(results: list[dict]) -> int:
+    """`lock check`'s exit code, the predecessor's contract (``if lock check …; then
+    edit``): 1 when another live session holds one of the paths, else 0 (free, yours,
+    or stale)."""
+    return 1 if any(r["state"] == "locked" for r in results) else 0
+
+
 def display_zone():
     """The zone times are shown in: AGENT_REGISTRY_TZ, or None for the system zone."""
     name = os.environ.get("AGENT_REGISTRY_TZ")

@@ -19,8 +19,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def validate_session_id(sid: str | None) -> str:
-    if not sid:
+    if sid is None:
         raise BadInput("no session id: pass one or set AGENT_REGISTRY_SESSION")
+    if not sid.strip():
+        raise BadInput("empty session id")
     if not SESSION_ID.fullmatch(sid):
         raise BadInput(f"invalid session id {sid!r}: use letters, digits and ._:@+- "
                        "(at most 128, starting with a letter or digit)")
@@ -46,33 +48,64 @@ def normalize(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
     """Repo-relative POSIX form of *raw*, given relative to the cwd (like git paths).
 
     ``./src/a.py`` -> ``src/a.py``; an existing directory gets a trailing ``/``.
-    Refuses empty paths, NUL and control characters, and anything outside the repo.
+    Symlinks inside the repository (the path's own and its folders') are resolved, as
+    the predecessor resolved real paths, so a link and its target are one lock; a
+    symlink that leads outside the repository is refused.  Refuses empty and blank
+    paths, NUL and control characters, and anything outside the repo.
     """
-    if not raw:
-        raise BadInput("empty path")
+    if not raw.strip():
+        raise BadInput(f"blank path {raw!r}" if raw else "empty path")
     if _CONTROL.search(raw):
         raise BadInput(f"path {raw!r} contains a control character")
     wants_dir = raw.endswith("/") or raw.endswith("/.")
     path = raw.replace(os.sep, "/") if os.sep != "/" else raw
+    top = os.path.realpath(toplevel) if toplevel else None
     if posixpath.isabs(path):
-        if toplevel is None:
+        if top is None:
             raise BadInput(f"absolute path {raw!r} in a bare repository")
-        top = os.path.realpath(toplevel)
-        real = os.path.realpath(path) if not is_glob(path) else posixpath.normpath(path)
-        if real != top and not real.startswith(top.rstrip("/") + "/"):
-            raise BadInput(f"path {raw!r} is outside the repository")
-        path = real[len(top):].lstrip("/")
+        path = _relative(top, posixpath.normpath(path)) or \
+            _relative(top, os.path.realpath(path)) or ".."
     else:
         path = posixpath.join(prefix, path)
-    path = posixpath.normpath(path) if path else "."
+    path = _inside(posixpath.normpath(path) if path else ".", raw)
+    if top:
+        path = _inside(_resolve_links(path, top, raw), raw)
+    if not wants_dir and not is_glob(path) and top and os.path.isdir(os.path.join(top, path)):
+        wants_dir = True
+    return path + "/" if wants_dir else path
+
+
+def _inside(path: str, raw: str) -> str:
+    """*path* (normalized, repo-relative) unless it leaves the repository or is in .git."""
     if path in (".", "") or path == ".." or path.startswith("../"):
         raise BadInput(f"path {raw!r} is outside the repository")
     if path == ".git" or path.startswith(".git/"):
         raise BadInput(f"path {raw!r} is inside .git")
-    if not wants_dir and not is_glob(path) and toplevel and \
-            os.path.isdir(os.path.join(toplevel, path)):
-        wants_dir = True
-    return path + "/" if wants_dir else path
+    return path
+
+
+def _relative(top: str, path: str) -> str | None:
+    """*path* (absolute) relative to the folder *top*, or None when it is not below it."""
+    rel = os.path.relpath(path, top).replace(os.sep, "/")
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _resolve_links(path: str, top: str, raw: str) -> str:
+    """*path* with the symlinks among its leading components resolved (up to the first
+    one with glob characters): a link and its target must be one lock."""
+    parts = path.split("/")
+    cut = next((i for i, part in enumerate(parts) if is_glob(part)), len(parts))
+    if cut == 0:
+        return path
+    here = os.path.join(top, *parts[:cut])
+    real = os.path.realpath(here)
+    if real == here:  # no symlink on the way: the common case costs one realpath
+        return path
+    rel = _relative(top, real)
+    if rel is None:
+        raise BadInput(f"path {raw!r} is a symlink (or inside one) that leads to {real}, "
+                       "outside the repository")
+    return "/".join([rel, *parts[cut:]])
 
 
 def record_name(target: str) -> str:

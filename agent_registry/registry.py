@@ -30,7 +30,7 @@ from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, i
                       load_session, parse_iso)
 from .render import branch_readme, registry_md
 from .staleness import DEFAULT_TTL, session_stale_reason, stale_reason
-from .view import View, context_path
+from .view import View, context_path, done_path, live_path
 
 TRAILER = "Registry-"
 CAS_ATTEMPTS = 20
@@ -386,6 +386,15 @@ class Registry:
         return Outcome({"session": sid, "path": path, "line": line.rstrip("\n")},
                        f"context log {sid}")
 
+    def session_names(self, names: Iterable[str]) -> set[str]:
+        """Which of *names* are registered sessions, live or ended (direct lookups)."""
+        candidates = [n for n in names if P.SESSION_ID.fullmatch(n)]
+        if not candidates:
+            return set()
+        view = self.view()
+        return {n for n in candidates
+                if view.read(live_path(n)) is not None or view.read(done_path(n)) is not None}
+
     def session(self, sid: str) -> Session:
         P.validate_session_id(sid)
         view = self.view()
@@ -647,12 +656,20 @@ class Registry:
         from .sync import unconfirmed_claims
         return unconfirmed_claims(self)
 
-    def heartbeat(self, sid: str) -> dict:
+    def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:
+        """Renew the session and every lock it holds.  With *paths* (the predecessor's
+        ``lock heartbeat PATH SID``) it is refused unless the session holds each one."""
         P.validate_session_id(sid)
-        return self.apply(self._op("heartbeat", session=sid))
+        targets = {"paths": self._targets(paths)} if paths else {}
+        return self.apply(self._op("heartbeat", session=sid, **targets))
 
     def _op_heartbeat(self, view: View, op: dict) -> Outcome:
         session = self._live(view, op["session"])
+        missing = [t for t in op.get("paths", ()) if not any(
+            held == t or P.covers(held, t.rstrip("/")) for held in session.locks)]
+        if missing:
+            raise NotFound(f"{session.id} holds no lock on {', '.join(missing)}",
+                           details={"paths": missing})
         session.heartbeat_at = iso(op["at"])
         view.put_session(session)
         return Outcome({"session": session.id, "heartbeat_at": session.heartbeat_at,
@@ -660,9 +677,12 @@ class Registry:
                        f"heartbeat {session.id} ({len(session.locks)} lock(s))")
 
     def heartbeat_loop(self, sid: str, interval: float, *, stop: Callable[[], bool] = lambda: False,
-                       sleep: Callable[[float], None] = time.sleep) -> str:
+                       sleep: Callable[[float], None] = time.sleep,
+                       paths: Iterable[str] = ()) -> str:
         """Heartbeat every *interval* seconds until the session ends or, on this host,
-        its process dies (so a dead agent's locks go stale instead of living forever)."""
+        its process dies (so a dead agent's locks go stale instead of living forever);
+        with *paths*, also once the session no longer holds one of them (released)."""
+        beats = 0
         while not stop():
             session = self.session(sid)
             if not session.live:
@@ -670,7 +690,13 @@ class Registry:
             if session.host == self.host and session.pid and \
                     not is_alive(session.pid, session.pid_start):
                 return f"the process {session.pid} of session {sid} is gone"
-            self.heartbeat(sid)
+            try:
+                self.heartbeat(sid, paths)
+            except NotFound as exc:
+                if not beats:  # never held: an error, as for `lock heartbeat PATH SID`
+                    raise
+                return exc.message
+            beats += 1
             sleep(interval)
         return "stopped"
 

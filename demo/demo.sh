@@ -76,7 +76,8 @@ echo "-> $winner-1 won; $loser-1 was refused and told who holds the file"
 
 say "What the loser sees"
 as "$loser" "$work/$loser" status
-as "$loser" "$work/$loser" lock check src/auth.py --session "$loser-1"
+as "$loser" "$work/$loser" lock check src/auth.py --session "$loser-1" ||
+    echo "-> exit $?: another session holds it, so $loser-1 leaves the file alone"
 
 say "The winner logs its work and finishes: its locks are released in the same commit"
 as "$winner" "$work/$winner" context log "$winner-1" "split login() into password and token paths"

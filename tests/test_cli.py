@@ -161,8 +161,10 @@ def test_lock_commands_and_their_json(run, repo):
         [("src/auth.py", "a", "src/auth.py", "exclusive")]
     assert {"path", "target", "owner", "working_on", "since", "mode"} <= set(err["conflicts"][0])
 
-    out = as_json(ok(run("--json", "lock", "check", "src/auth.py", "src/oauth/deep.py", "README.md",
-                         "--session", "b")))
+    checked = run("--json", "lock", "check", "src/auth.py", "src/oauth/deep.py", "README.md",
+                  "--session", "b")
+    assert checked.returncode == 1  # another session holds one: the predecessor's exit 1
+    out = as_json(checked)
     assert [p["state"] for p in out["paths"]] == ["locked", "locked", "free"]
     assert {"path", "state", "target", "owner", "mode", "working_on",
                                     "since", "age_seconds", "stale_reason"} <= set(out["paths"][0])
@@ -385,7 +387,7 @@ def test_a_fresh_repository_without_commits(run, tmp_path):
     (fresh / "notes.txt").write_text("untracked\n")
     ok(run("register", "s", "--provider", "Kimi", cwd=fresh))
     ok(run("lock", "acquire", "notes.txt", "--session", "s", cwd=fresh))
-    out = as_json(ok(run("--json", "lock", "check", "notes.txt", cwd=fresh)))
+    out = as_json(run("--json", "lock", "check", "notes.txt", cwd=fresh))
     assert out["paths"][0]["owner"] == "s"
     assert git(fresh, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""
     assert git(fresh, "status", "--porcelain") == "?? notes.txt\n"
