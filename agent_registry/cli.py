@@ -69,6 +69,12 @@ class Output:
         elif text and not self.quiet:
             click.echo(text)
 
+    def notice(self, lines: list[str]) -> None:
+        """Lines for stderr that are not errors (a takeover), unless --quiet."""
+        if not self.quiet:
+            for line in lines:
+                click.echo(line, err=True)
+
     def warn(self, message: str) -> None:
         if not self.quiet:
             click.echo(f"agent-registry: warning: {message}", err=True)
@@ -151,10 +157,16 @@ def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool =
 
 # -- sessions -------------------------------------------------------------------------
 
+def owner_text(s) -> str:
+    if s.vouched:
+        return f"pid {s.pid} ({s.owner})"
+    return f"pid {s.pid} (not vouched for)" if s.pid else "no owner process"
+
+
 def session_text(s) -> str:
     lines = [f"{s.id}  {s.status}  {s.provider} {s.ai_version}".rstrip()]
     for label, value in (("working on", s.working_on), ("project", s.project),
-                         ("branch", s.git_branch), ("host", f"{s.host} pid {s.pid}"),
+                         ("branch", s.git_branch), ("host", f"{s.host}, {owner_text(s)}"),
                          ("registered", local_time(s.registered_at)),
                          ("heartbeat", local_time(s.heartbeat_at)),
                          ("ended", local_time(s.finished_at)),
@@ -176,7 +188,9 @@ def session_text(s) -> str:
 @click.option("--space", default="", metavar="CSV", help="Paths this session expects to touch.")
 @click.option("--todo-present", default="", metavar="CSV", help="Current to-do items.")
 @click.option("--pid", type=int, default=None,
-              help="Owner process (default: nearest long-lived ancestor, e.g. the agent).")
+              help="The agent's own process, which lives exactly as long as the session "
+                   "(default: $AGENT_REGISTRY_PID, else an ancestor that is a known agent "
+                   "runtime, else none: heartbeats and the TTL decide).")
 @pass_out
 def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
              todo_present, pid) -> None:
@@ -184,6 +198,7 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
 
     Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
     <provider>-<unix time>-<random> and printed, to export as AGENT_REGISTRY_SESSION.
+    Which process the session is bound to, and why, is said on stderr.
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
@@ -202,7 +217,16 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
                                      working_on=working_on or "", space=space,
                                      todo_present=todo_present, pid=pid)
-    out.emit({"session": session.to_dict()}, session.id)
+    bound = out.registry.bound
+    out.notice([f"agent-registry: {owner_line(bound)}"])
+    out.emit({"session": session.to_dict(), "bound_to": bound}, session.id)
+
+
+def owner_line(bound: dict) -> str:
+    """Which process a registered session is bound to, and why (or why none)."""
+    if bound["pid"] is None:
+        return f"bound to no process: {bound['why']}"
+    return f"bound to pid {bound['pid']} ({bound['cmdline'] or '?'}): {bound['why']}"
 
 
 @cli.command()
@@ -306,9 +330,14 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url) 
     from .records import parse_iso
     rows = [[s.id, s.provider, s.project, s.working_on, s.status,
              age(now - (parse_iso(s.registered_at) or now))] for s in sessions]
+    clock = registry.clocks_ahead(sessions)
     text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows)
             if rows else "no sessions") + "\n" + sync_line(sync)
-    out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync}, text)
+    text += "".join(f"\nclock: {c['session']}'s heartbeat is dated {c['ahead_seconds']} s in "
+                    f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
+                    f"age from when this clone first saw it ({local_time(c['first_seen'])})"
+                    for c in clock)
+    out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync, "clock": clock}, text)
 
 
 def remote_status(out: Output, url: str) -> None:
@@ -340,10 +369,14 @@ def cleanup(out: Output) -> None:
 @click.option("--force", is_flag=True, help="SIGKILL at once instead of SIGTERM then SIGKILL after 5 s.")
 @pass_out
 def kill(out: Output, sid, force) -> None:
-    """End a session as Killed: signal its process if it runs here, else stop it logically."""
+    """End a session as Killed: signal its agent process if it runs here and was vouched
+    for, else stop it logically and say why.
+
+    Never signals a process it cannot vouch for: an owner nobody vouched for, init, a
+    terminal multiplexer, sshd, a terminal emulator or a login shell."""
     result = out.registry.kill(sid, force=force)
-    out.emit(result, f"{sid} Killed ({result['signal'] or 'logical stop'}), "
-                     f"released {len(result['released'])} lock(s)")
+    how = result["signal"] or f"logical stop, no signal: {result['not_signalled']}"
+    out.emit(result, f"{sid} Killed ({how}), released {len(result['released'])} lock(s)")
 
 
 # -- locks ----------------------------------------------------------------------------
@@ -368,6 +401,7 @@ def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
     result = out.registry.claim(resolve_sid(sid), paths, ttl=ttl, shared=shared)
+    out.notice(output.takeover_lines(result))
     out.emit(result, output.claim_text(result))
 
 
@@ -470,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         if json_mode:
             click.echo(output.error_json(error))
         click.echo(f"agent-registry: {error.message}", err=True)
+        for line in output.takeover_lines(error.details):  # a claim kept locally (exit 3)
+            click.echo(line, err=True)
         return error.exit_code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -218,7 +218,10 @@ class LockLookup:
 
 
 def _is_my_process(session, host: str, mine: set[int]) -> bool:
-    return (session.host == host and session.pid in mine
+    """Is *session*'s owner exactly one of *mine* (the hook's ancestors)?  Only a
+    vouched-for owner counts: a pid nobody vouched for may be a process every window
+    shares (a tmux server), and a shared ancestor proves nothing about who commits."""
+    return (session.host == host and session.vouched and session.pid in mine
             and (session.pid_start is None or start_time(session.pid) == session.pid_start))
 
 
@@ -254,8 +257,9 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
 
 def identify(lookup: LockLookup | None, my_pids: set[int]) -> str | None:
     """The committing session: the env var, else a live session of this host whose
-    process is an ancestor of ours; None for a person.  Lists live sessions (not
-    locks), so it is only called when its answer is needed."""
+    vouched-for owner process is an ancestor of ours (an exact owner match, never a
+    shared ancestor); None for a person.  Lists live sessions (not locks), so it is
+    only called when its answer is needed."""
     sid = os.environ.get(SESSION_ENV)
     if sid:
         return sid

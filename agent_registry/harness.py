@@ -8,8 +8,11 @@ a PreToolUse hook denies a tool call by printing
 "permissionDecisionReason": "..."}}``.  ``install_claude`` merges four hooks into
 ``.claude/settings.json``:
 
-- SessionStart registers the session (id ``claude-<session_id>``) and exports it as
-  ``AGENT_REGISTRY_SESSION`` through ``$CLAUDE_ENV_FILE``;
+- SessionStart registers the session (id ``claude-<session_id>``), bound to Claude Code's
+  own process: the hook command passes ``--pid $PPID``, and the shell Claude Code runs
+  it through is Claude Code's child, so ``$PPID`` is Claude Code itself, which lives
+  exactly as long as the agent.  It exports the id as ``AGENT_REGISTRY_SESSION``
+  through ``$CLAUDE_ENV_FILE``;
 - PreToolUse on Edit|Write|MultiEdit|NotebookEdit denies an edit of a path another live
   session holds, naming the owner (with ``--auto-claim`` it claims a free path first);
 - Stop (which Claude Code fires at the end of every turn, not of the session) renews the
@@ -36,6 +39,8 @@ from .gitstore import RepoInfo, discover
 
 CLAUDE_EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
 HOOK_MARK = "harness hook claude"  # how we recognise our own entries in settings.json
+AGENT_PID_ARG = "--pid $PPID"
+PID_FROM = "the Claude Code hook ($PPID of its shell: Claude Code itself)"
 BLOCK_START = "<!-- agent-registry:protocol:start -->"
 BLOCK_END = "<!-- agent-registry:protocol:end -->"
 PROTOCOL_FILES = {"claude": "CLAUDE.md", "codex": "AGENTS.md", "gemini": "GEMINI.md",
@@ -57,9 +62,11 @@ def default_command() -> str:
 
 def _claude_hooks(command: str, auto_claim: bool) -> dict[str, dict]:
     run = f"{command} {HOOK_MARK}"
-    claim = " --auto-claim" if auto_claim else ""
+    # the hooks that may register pass Claude Code's pid: the parent of the hook's shell
+    claim = f" {AGENT_PID_ARG} --auto-claim" if auto_claim else ""
     return {
-        "SessionStart": {"hooks": [{"type": "command", "command": f"{run} session-start"}]},
+        "SessionStart": {"hooks": [{"type": "command",
+                                    "command": f"{run} session-start {AGENT_PID_ARG}"}]},
         "PreToolUse": {"matcher": CLAUDE_EDIT_TOOLS,
                        "hooks": [{"type": "command", "command": f"{run} pre-tool-use{claim}"}]},
         "Stop": {"hooks": [{"type": "command", "command": f"{run} stop"}]},
@@ -185,7 +192,13 @@ def _repo_of(event: dict) -> RepoInfo:
     return discover(event.get("cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or ".")
 
 
-def session_start(raw: str, env: dict[str, str]) -> dict:
+def agent_pid(text: str | None) -> int | None:
+    """The pid the hook command passed (``--pid $PPID``); None when the shell left it
+    unexpanded or empty, and the owner is then found as any other (an agent runtime)."""
+    return int(text) if text and text.isdigit() and int(text) > 1 else None
+
+
+def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict:
     event = _event(raw)
     info = _repo_of(event)
     from .registry import Registry
@@ -194,11 +207,13 @@ def session_start(raw: str, env: dict[str, str]) -> dict:
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
             registry.register(sid, provider="Claude", ai_version=model,
-                              working_on=f"Claude Code session ({event.get('source') or 'startup'})")
+                              working_on=f"Claude Code session ({event.get('source') or 'startup'})",
+                              pid=pid, pid_from=PID_FROM)
         except Refused:  # this id has ended (a resumed conversation): a fresh one
             sid = f"{sid.split('+')[0]}+{int(registry.clock())}"
             registry.register(sid, provider="Claude", ai_version=model,
-                              working_on="Claude Code session (resumed)")
+                              working_on="Claude Code session (resumed)", pid=pid,
+                              pid_from=PID_FROM)
         _remember(info, event["session_id"], sid)
         others = [s for s in registry.sessions() if s.id != sid]
     if env.get("CLAUDE_ENV_FILE"):
@@ -214,7 +229,7 @@ def session_start(raw: str, env: dict[str, str]) -> dict:
                                    "additionalContext": "\n".join(lines)}}
 
 
-def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
+def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) -> dict | None:
     """The documented deny decision when another live session holds the file; None
     (no decision: Claude Code's normal permission flow goes on) otherwise."""
     event = _event(raw)
@@ -238,7 +253,7 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
     finally:
         guard.close()
     if not conflicts and auto_claim:
-        conflicts = _claim(info, sid, path)
+        conflicts = _claim(info, sid, path, pid)
     if not conflicts:
         return None
     reasons = "; ".join(describe(c) for c in conflicts)
@@ -251,7 +266,7 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False) -> dict | None:
             f"{owners}.")}}
 
 
-def _claim(info: RepoInfo, sid: str, path: str) -> list:
+def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
     """Claim *path* for *sid*; the conflicts when someone was faster."""
     from .guard import Conflict
     from .registry import Registry
@@ -259,7 +274,8 @@ def _claim(info: RepoInfo, sid: str, path: str) -> list:
         try:
             registry.claim(sid, [path])
         except NotFound:  # SessionStart did not run (hooks installed mid-session)
-            registry.register(sid, provider="Claude", working_on="Claude Code session")
+            registry.register(sid, provider="Claude", working_on="Claude Code session",
+                              pid=pid, pid_from=PID_FROM)
             registry.claim(sid, [path])
         except Refused as exc:
             return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
@@ -293,13 +309,14 @@ def session_end(raw: str) -> dict:
 
 
 def run_claude_hook(name: str, raw: str, *, auto_claim: bool = False,
-                    env: dict[str, str] | None = None) -> dict | None:
-    """Run Claude Code hook *name* on its JSON input; the JSON to print, if any."""
+                    env: dict[str, str] | None = None, pid: int | None = None) -> dict | None:
+    """Run Claude Code hook *name* on its JSON input; the JSON to print, if any.  *pid*
+    is Claude Code's own process, when the hook command passed it."""
     env = dict(os.environ) if env is None else env
     if name == "session-start":
-        return session_start(raw, env)
+        return session_start(raw, env, pid)
     if name == "pre-tool-use":
-        return pre_tool_use(raw, auto_claim=auto_claim)
+        return pre_tool_use(raw, auto_claim=auto_claim, pid=pid)
     if name == "stop":
         stop(raw)
         return None

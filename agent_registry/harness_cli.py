@@ -49,15 +49,19 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
 @click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude"]))
 @click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
-def harness_hook(harness_name: str, event: str, auto_claim: bool) -> None:
+@click.option("--pid", "agent_pid", metavar="PID",
+              help="Claude Code's own pid (the hook passes $PPID); left unexpanded or "
+                   "empty, the owner is found as for `register`.")
+def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str | None) -> None:
     """Run by Claude Code: reads the hook's JSON on stdin, prints the JSON decision.
 
     A failure exits 1, which Claude Code shows as a non-blocking error and goes on:
     exit 2 would block the tool call, and only a deny decision may do that."""
     from .errors import RegistryError
-    from .harness import run_claude_hook
+    from .harness import agent_pid as parse_pid, run_claude_hook
     try:
-        answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim)
+        answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim,
+                                 pid=parse_pid(agent_pid))
     except RegistryError as exc:
         if exc.exit_code == 1:
             raise

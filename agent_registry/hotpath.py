@@ -114,6 +114,9 @@ def execute(opts: dict) -> int:
             result = registry.claim(resolve_session(sid), paths, ttl=opts["ttl"],
                                     shared=opts["shared"])
             data, text = result, output.claim_text(result)
+            if not opts["quiet"]:
+                for line in output.takeover_lines(result):
+                    print(line, file=sys.stderr)
         else:
             results = registry.check(paths, sid)
             data, text, code = {"paths": results}, output.check_text(results), \
@@ -128,6 +131,8 @@ def execute(opts: dict) -> int:
         if opts["json"]:
             print(output.error_json(error))
         print(f"agent-registry: {error.message}", file=sys.stderr)
+        for line in output.takeover_lines(error.details):  # a claim kept locally (exit 3)
+            print(line, file=sys.stderr)
         return error.exit_code
     finally:
         if registry is not None:

@@ -31,6 +31,12 @@ def claim_text(result: dict) -> str:
     return "\n".join(f"{l['status']}: {l['path']}" for l in result["locks"])
 
 
+def takeover_lines(result: dict) -> list[str]:
+    """For stderr: each stale holder a claim took a lock over from, and why it was stale."""
+    return [f"agent-registry: took over {l['path']} from {t['session']}: {t['reason']}"
+            for l in result.get("locks", []) for t in l.get("taken_over", [])]
+
+
 def check_text(results: list[dict]) -> str:
     lines = []
     for r in results:

@@ -18,6 +18,10 @@ import time
 
 LIVE = "OnWorking"
 STATUSES = ("OnWorking", "Finished", "Stop", "Killed")
+# How a session's owner process was chosen (procinfo.choose_owner).  Only these vouch for
+# the pid: a file written before owners were vouched for (no ``owner`` key) keeps its pid
+# for display, and heartbeats and the TTL alone decide its liveness (docs/design.md).
+VOUCHED = ("given", "env", "runtime")
 
 # Characters JSON leaves raw that YAML would read as line breaks or a byte-order mark.
 _YAML_UNSAFE = re.compile("[\u0080-\u009f\u2028\u2029\ufeff]")
@@ -68,7 +72,7 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
 SESSION_FIELDS: dict = {
     "id": "", "provider": "", "ai_version": "", "working_on": "", "status": LIVE,
     "project": "", "repo": "", "git_branch": "", "host": "", "pid": None, "pid_start": None,
-    "cmdline": "", "registered_at": "", "heartbeat_at": "", "finished_at": None,
+    "owner": None, "cmdline": "", "registered_at": "", "heartbeat_at": "", "finished_at": None,
     "todo_past": list, "todo_present": list, "todo_future": list, "space": list,
     "issues": "", "handoff": "", "locks": list,
 }
@@ -112,6 +116,12 @@ class Session:
     @property
     def live(self) -> bool:
         return self.status == LIVE
+
+    @property
+    def vouched(self) -> bool:
+        """Is the recorded pid known to live exactly as long as the agent?  Only then
+        does its death end the session, and only then may ``kill`` signal it."""
+        return bool(self.pid) and self.owner in VOUCHED
 
     def to_dict(self) -> dict:
         out = {name: getattr(self, name) for name in SESSION_FIELDS}

@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from . import paths as P
 from .errors import BadInput, NotFound, Refused, RegistryError
 from .gitstore import CasFailed, Repo, branch_name, discover, read_config
-from .procinfo import cmdline, hostname, is_alive, owner_pid, start_time
+from .procinfo import choose_owner, hostname, is_alive, protected_kind
 from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
                       load_session, parse_iso)
 from .render import branch_readme, registry_md
-from .staleness import DEFAULT_TTL, session_stale_reason, stale_reason
+from .staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from .view import View, context_path, done_path, live_path
 
 TRAILER = "Registry-"
@@ -63,9 +63,10 @@ def operation(name: str):
     return register
 
 
-class Outcome(namedtuple("Outcome", "result subject")):
-    """What an applied operation returns: the result for the caller (a dict), and the
-    commit subject saying what happened (None: nothing to commit)."""
+class Outcome(namedtuple("Outcome", "result subject trailers", defaults=((),))):
+    """What an applied operation returns: the result for the caller (a dict), the
+    commit subject saying what happened (None: nothing to commit), and trailer lines
+    the handler decided (a takeover's previous holder and why it was stale)."""
     __slots__ = ()
 
 
@@ -116,7 +117,9 @@ class Registry:
         self.clock = clock
         self.host = host or hostname()
         self.lock_file = repo.state_path("lock")
+        self.seen = FirstSeen(repo.state_path("heartbeats-seen.json"))
         self.warnings: list[str] = []  # unreadable files met by the last read, by name
+        self.bound: dict | None = None  # the owner process the last register chose, and why
 
     @classmethod
     def open(cls, path: str = ".", **kwargs) -> "Registry":
@@ -207,15 +210,18 @@ class Registry:
         outcome = self._handler(op)(view, op)
         if outcome.subject is None or not view.writes:
             return None, outcome.result
-        return self.write_commit(view, op, outcome.subject, note), outcome.result
+        return (self.write_commit(view, op, outcome.subject, note, outcome.trailers),
+                outcome.result)
 
-    def write_commit(self, view: View, op: dict, subject: str, note: str = "") -> str:
+    def write_commit(self, view: View, op: dict, subject: str, note: str = "",
+                     extra: Iterable[str] = ()) -> str:
         at = op["at"]
         view.write("registry.md", registry_md(view, at, subject))
         view.write("README.md", branch_readme(self.branch))
         tree = self.repo.edit_tree(view.tree, view.writes)
         author = op.get("session") or op.get("by") or "agent-registry"
-        message = subject + "\n\n" + (note + "\n\n" if note else "") + trailers(op)
+        message = subject + "\n\n" + (note + "\n\n" if note else "") + \
+            "".join(f"{TRAILER}{line}\n" for line in extra) + trailers(op)
         return self.repo.commit_tree(tree, [view.tip] if view.tip else [], message,
                                      f"{author} <{author}@{self.host}>", int(at))
 
@@ -246,24 +252,30 @@ class Registry:
     # -- sessions --------------------------------------------------------------------
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
                  space: Iterable[str] = (), todo_present: Iterable[str] = (),
-                 pid: int | None = None) -> Session:
+                 pid: int | None = None, pid_from: str = "--pid") -> Session:
+        """Register (or re-register) session *sid*.  Its owner process is *pid* (given
+        by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
+        runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why."""
         P.validate_session_id(sid)
         for label, value in (("provider", provider), ("ai-version", ai_version),
                              ("working-on", working_on)):
             P.validate_text(label, value)
         if not provider:
             raise BadInput("--provider is required")
-        owner = pid if pid is not None else owner_pid()
-        if pid is not None and start_time(pid) is None and os.path.exists("/proc/self"):
-            raise BadInput(f"--pid {pid}: no such process")
+        try:
+            owner = choose_owner(pid, pid_from)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
         info = self.repo.info
         fields = {
             "provider": provider, "ai_version": ai_version, "working_on": working_on,
             "space": self._targets(space), "todo_present": _csv_items(todo_present),
             "project": info.toplevel or info.git_dir, "repo": _repo_name(info.common_dir),
             "git_branch": _current_branch(info.git_dir), "host": self.host,
-            "pid": owner, "pid_start": start_time(owner), "cmdline": " ".join(cmdline(owner))[:300],
+            "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
+            "cmdline": owner.cmdline,
         }
+        self.bound = owner.to_dict()
         return Session.from_dict(self.apply(self._op("register", session=sid, fields=fields))["session"])
 
     def _op_register(self, view: View, op: dict) -> Outcome:
@@ -418,6 +430,15 @@ class Registry:
         self.warnings = view.warnings
         return sorted(out, key=lambda s: s.registered_at)
 
+    def clocks_ahead(self, sessions: Iterable[Session]) -> list[dict]:
+        """Live sessions whose heartbeat is dated beyond the clock-skew margin in the
+        future (their host's clock runs ahead), and since when this clone ages it."""
+        now = self.clock()
+        return [{"session": s.id, "host": s.host, "heartbeat_at": s.heartbeat_at,
+                 "ahead_seconds": int(ahead),
+                 "first_seen": iso(self.seen.since(s.id, s.heartbeat_ts(), now))}
+                for s in sessions if s.live and (ahead := ahead_by(s, now))]
+
     def cleanup(self, *, by: str | None = None, reason: str | None = None) -> dict:
         """Stop zombie sessions; *by* and *reason* (who asked, and why) go in the commit."""
         for label, value in (("author", by or ""), ("reason", reason or "")):
@@ -431,7 +452,7 @@ class Registry:
             ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
                     if h.session == session.id]
             reason = session_stale_reason(session, op["at"], max(ttls, default=DEFAULT_TTL),
-                                          self.host)
+                                          self.host, self.seen)
             if reason:
                 released = self._end(view, session, "Stop", op["at"])
                 stopped.append({"session": session.id, "reason": reason, "released": released})
@@ -449,14 +470,30 @@ class Registry:
         session = self.session(sid)
         if not session.live:
             raise Refused(f"session {sid} is not live ({session.status})")
-        signalled = None
-        if session.host == self.host and is_alive(session.pid, session.pid_start):
-            signalled = _terminate(session.pid, session.pid_start, grace, force)
+        signalled, spared = None, self._unsignalable(session)
+        if spared is None:
+            try:
+                signalled = _terminate(session.pid, session.pid_start, grace, force)
+            except PermissionError:
+                spared = f"not allowed to signal its process {session.pid} (another user's)"
         why = f"killed ({signalled or 'logical stop'})" + (f": {reason}" if reason else "")
         result = self.apply(self._op("finish", session=sid, status="Killed",
                                      by=by or self.host, reason=why))
-        result["signal"] = signalled
+        result["signal"], result["not_signalled"] = signalled, spared
         return result
+
+    def _unsignalable(self, session: Session) -> str | None:
+        """Why ``kill`` must not signal *session*'s process (it stops the session
+        logically instead), or None when it is a vouched-for owner still running here."""
+        if session.host != self.host:
+            return f"it runs on another host ({session.host})"
+        if not session.vouched:
+            return ("its owner process was never vouched for (owner: "
+                    f"{session.owner or 'not recorded'}), so no process is known to be the agent")
+        if not is_alive(session.pid, session.pid_start):
+            return f"its process {session.pid} is gone (or the pid now belongs to another process)"
+        kind = protected_kind(session.pid)
+        return f"its process {session.pid} is {kind}, never signalled" if kind else None
 
     # -- locks -----------------------------------------------------------------------
     def _targets(self, raw: Iterable[str]) -> list[str]:
@@ -507,7 +544,7 @@ class Registry:
         session = view.session(holder.session, strict=False)
         if session is None and holder.session in view.unreadable:
             return None  # an unreadable session file keeps its locks held
-        return stale_reason(holder, session, at, self.host)
+        return stale_reason(holder, session, at, self.host, self.seen)
 
     def _conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
         out = []
@@ -528,13 +565,14 @@ class Registry:
         conflicts = [c for t in op["paths"] for c in self._conflicts(view, sid, t, mode, at)]
         if conflicts:
             raise Refused(describe_conflicts(conflicts), details={"conflicts": conflicts})
-        results = []
+        results, taken = [], []
         for target in op["paths"]:
             lock = view.lock(target) or Lock(target, mode)
-            dropped = [h for h in lock.holders
-                       if h.session != sid and self._judge(view, h, at) is not None]
+            stale = {h.session: self._judge(view, h, at) for h in lock.holders if h.session != sid}
+            dropped = [h for h in lock.holders if stale.get(h.session)]
             for holder in dropped:
                 self._forget(view, holder.session, target)
+                taken.append((target, holder.session, stale[holder.session]))
             lock.holders = [h for h in lock.holders if h not in dropped]
             mine = lock.holder(sid)
             if mine:
@@ -549,12 +587,18 @@ class Registry:
                 me.locks.append(target)
             results.append({"path": target, "status": state, "mode": mode,
                             "generation": mine.generation,
-                            "previous": [h.session for h in dropped]})
+                            "previous": [h.session for h in dropped],
+                            "taken_over": [{"session": h.session, "reason": stale[h.session]}
+                                           for h in dropped]})
         me.heartbeat_at = iso(at)
         view.put_session(me)
         names = op["paths"][0] + (f" and {len(op['paths']) - 1} more" if len(op["paths"]) > 1 else "")
+        previous = ", ".join(dict.fromkeys(owner for _, owner, _ in taken))
         return Outcome({"session": sid, "locks": results},
-                       f"claim {names} by {sid}" + (" (shared)" if mode == "shared" else ""))
+                       f"claim {names} by {sid}" + (" (shared)" if mode == "shared" else "")
+                       + (f", taking over from {previous}" if taken else ""),
+                       [f"Takeover: {target} from {owner}: {' '.join(why.split())}"
+                        for target, owner, why in taken])
 
     def _forget(self, view: View, sid: str, target: str) -> None:
         """Drop *target* from the held list of session *sid* (its lock is gone)."""
@@ -644,7 +688,8 @@ class Registry:
                             "working_on": session.working_on, "since": holder.acquired_at,
                             "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
                             "generation": holder.generation,
-                            "stale_reason": stale_reason(holder, session, at, self.host),
+                            "stale_reason": stale_reason(holder, session, at, self.host,
+                                                         self.seen),
                             "confirmed": (session.id, target) not in unconfirmed})
         self.warnings = view.warnings
         return sorted(out, key=lambda l: l["path"])
@@ -687,7 +732,7 @@ class Registry:
             session = self.session(sid)
             if not session.live:
                 return f"session {sid} is {session.status}"
-            if session.host == self.host and session.pid and \
+            if session.host == self.host and session.vouched and \
                     not is_alive(session.pid, session.pid_start):
                 return f"the process {session.pid} of session {sid} is gone"
             try:

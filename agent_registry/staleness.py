@@ -2,37 +2,105 @@
 
 A lock lives as long as its session: it is stale when the session is no longer
 OnWorking, when the session's heartbeat is older than the lock's TTL, or, on the
-session's own host, when its process is dead or its pid now belongs to another process.
+session's own host, when its vouched-for owner process is dead or its pid now belongs
+to another process (an owner nobody vouched for proves nothing by exiting).
 A heartbeat read from another machine's clock gets a margin for clock skew, so a lock
-only just past its TTL is never taken over.
+only just past its TTL is never taken over.  A heartbeat dated further than that margin
+in the future (a clock running ahead) is aged from when this clone first saw it, so it
+cannot keep a lock alive for as long as the clock is ahead.
 """
 from __future__ import annotations
+
+import json
+import os
 
 from .procinfo import hostname, is_alive
 from .records import Holder, Session, parse_iso
 
 CLOCK_SKEW = 30.0
 DEFAULT_TTL = 600
+SEEN_KEEP = 7 * 86400  # forget first sightings older than this
+
+
+class FirstSeen:
+    """When this clone first saw a session's latest future-dated heartbeat: a small
+    JSON file in the clone's local state (``<common dir>/agent-registry/``), read only
+    when such a heartbeat turns up.  Without a file (or when it cannot be written) a
+    sighting counts from now, which keeps the lock held: the safe side."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def since(self, sid: str, stamp: float, now: float) -> float:
+        """When *sid*'s heartbeat dated *stamp* was first seen here (recorded as *now*
+        the first time)."""
+        if not self.path:
+            return now
+        try:
+            return self._update(sid, stamp, now)
+        except (OSError, ValueError):
+            return now
+
+    def _update(self, sid: str, stamp: float, now: float) -> float:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "r+", encoding="utf-8") as f:
+            try:
+                import fcntl
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # concurrent judges agree on one sighting
+            except ImportError:
+                pass
+            text = f.read()
+            seen = json.loads(text) if text.strip() else {}
+            entry = seen.get(sid)
+            if isinstance(entry, dict) and entry.get("at") == stamp:
+                return float(entry["seen"])
+            seen = {k: v for k, v in seen.items()
+                    if isinstance(v, dict) and now - float(v.get("seen", 0)) < SEEN_KEEP}
+            seen[sid] = {"at": stamp, "seen": now}
+            f.seek(0)
+            f.truncate()
+            f.write(json.dumps(seen, sort_keys=True))
+            return now
+
+
+def ahead_by(session: Session, now: float) -> float | None:
+    """How far in the future *session*'s heartbeat is dated, when that is beyond the
+    clock-skew margin (the writer's clock runs ahead); else None."""
+    ahead = session.heartbeat_ts() - now
+    return ahead if ahead > CLOCK_SKEW else None
 
 
 def stale_reason(holder: Holder, session: Session | None, now: float,
-                 this_host: str | None = None) -> str | None:
-    """Why *holder*'s claim no longer counts, or None while it does."""
+                 this_host: str | None = None, seen: FirstSeen | None = None) -> str | None:
+    """Why *holder*'s claim no longer counts, or None while it does.  *seen* ages a
+    heartbeat dated beyond the clock-skew margin in the future."""
     if session is None:
         return "its session is not registered"
     if not session.live:
         return f"its session is {session.status}"
     here = this_host or hostname()
-    if session.host == here and session.pid and not is_alive(session.pid, session.pid_start):
+    if session.host == here and session.vouched and not is_alive(session.pid, session.pid_start):
         return f"its process {session.pid} on {here} is gone"
-    last = max(session.heartbeat_ts(), parse_iso(holder.acquired_at) or 0.0)
     margin = 0.0 if session.host == here else CLOCK_SKEW
+    beat = session.heartbeat_ts()
+    if beat - now > CLOCK_SKEW:
+        since = (seen or FirstSeen(None)).since(session.id, beat, now)
+        if now - since > holder.ttl + margin:
+            return (f"no new heartbeat for {int(now - since)} s since this clone first saw "
+                    f"it (TTL {holder.ttl} s); it is dated {int(beat - now)} s in the "
+                    f"future: the clock of {session.host or 'its host'} runs ahead")
+        return None
+    # a claim renews the heartbeat too; one dated in the future without it proves nothing
+    acquired = parse_iso(holder.acquired_at) or 0.0
+    last = max(beat, acquired if acquired - now <= CLOCK_SKEW else 0.0)
     if now - last > holder.ttl + margin:
         return f"no heartbeat for {int(now - last)} s (TTL {holder.ttl} s)"
     return None
 
 
 def session_stale_reason(session: Session, now: float, ttl: int = DEFAULT_TTL,
-                         this_host: str | None = None) -> str | None:
+                         this_host: str | None = None,
+                         seen: FirstSeen | None = None) -> str | None:
     """Why a live session counts as a zombie (for cleanup), or None."""
-    return stale_reason(Holder(session.id, "", "", ttl), session, now, this_host)
+    return stale_reason(Holder(session.id, "", "", ttl), session, now, this_host, seen)

@@ -1,0 +1,341 @@
+"""Who owns a session, and when it is dead (issue 9, section 1), and heartbeats dated in
+the future (section 6): real processes, a real tmux, real git hooks."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, FakeClock, git
+from test_core_api import branch_file, put_on_branch
+from test_harness import CLAUDE_ID, fire
+
+DEADLINE = 60.0  # seconds to wait for a process we drive to get somewhere (not a timing check)
+
+
+def as_json(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def tip_message(repo: Path) -> str:
+    return git(repo, "log", "-1", "--format=%B", "agent-registry")
+
+
+def start_sleeper(*args: str, **kw) -> subprocess.Popen:
+    """A real process standing for an agent; reaped as soon as it dies, as an agent's
+    parent would."""
+    proc = subprocess.Popen(list(args) or ["sleep", "600"], **kw)
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
+def wait_for(predicate, what: str) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.fixture
+def stop_later():
+    procs: list[subprocess.Popen] = []
+    yield procs.append
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
+# -- short-lived helper processes ------------------------------------------------------
+
+def test_a_session_registered_through_a_short_lived_wrapper_keeps_its_lock(repo, run):
+    """An agent that runs each command through a Python subprocess wrapper: the old
+    owner guess bound the session to the wrapper, which exits at once, and the lock was
+    taken over a moment later."""
+    wrapper = ("import subprocess, sys\n"
+               "sys.exit(subprocess.run(sys.argv[1:]).returncode)\n")
+
+    def wrapped(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", wrapper, CLI, *args], cwd=repo,
+                              capture_output=True, text=True, timeout=120)
+
+    bound = as_json(wrapped("--json", "register", "wrapped-1", "--provider", "Kimi"))["bound_to"]
+    claim = wrapped("lock", "acquire", "src/auth.py", "--session", "wrapped-1")
+    assert claim.returncode == 0, claim.stderr
+    # every wrapper has exited; the session is bound to none of them (to an agent runtime
+    # only when these tests run inside one)
+    assert bound["how"] == "none" or (bound["how"] == "runtime" and not gone(bound["pid"]))
+    assert run("register", "other-1", "--provider", "Codex").returncode == 0
+    refused = run("lock", "acquire", "src/auth.py", "--session", "other-1")
+    assert refused.returncode == 1 and "wrapped-1" in refused.stderr
+    stopped = as_json(run("--json", "cleanup"))["stopped"]
+    assert [s["session"] for s in stopped] == []
+    checked = run("--json", "lock", "check", "src/auth.py")  # exit 1: held by another
+    check = json.loads(checked.stdout)["paths"][0]
+    assert (check["state"], check["owner"]) == ("locked", "wrapped-1")
+
+
+# -- given, from the environment, recognised ------------------------------------------
+
+def test_register_reports_which_process_and_why(repo, run, stop_later, tmp_path):
+    agent = start_sleeper()
+    stop_later(agent)
+    given = as_json(run("--json", "register", "g-1", "--provider", "Kimi", "--pid", str(agent.pid)))
+    assert given["bound_to"]["pid"] == agent.pid and given["bound_to"]["how"] == "given"
+    assert "--pid" in given["bound_to"]["why"]
+    assert given["session"]["owner"] == "given" and given["session"]["pid"] == agent.pid
+    proc = run("register", "e-1", "--provider", "Kimi", env={"AGENT_REGISTRY_PID": str(agent.pid)})
+    assert proc.returncode == 0 and proc.stdout == "e-1\n"  # stdout stays the id alone
+    assert f"bound to pid {agent.pid}" in proc.stderr and "AGENT_REGISTRY_PID" in proc.stderr
+    nobody = as_json(run("--json", "register", "n-1", "--provider", "Kimi",
+                         env={"AGENT_REGISTRY_PID": "none"}))
+    assert nobody["bound_to"]["pid"] is None and nobody["session"]["owner"] == "none"
+    assert nobody["session"]["pid"] is None and "TTL" in nobody["bound_to"]["why"]
+
+
+def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(repo, run, tmp_path):
+    """A process named like an agent (a script called `kimi`) runs the registration in
+    a child and lives on: it is found by walking the ancestors, vouched for, and it is
+    what `kill` terminates."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    kimi = bin_dir / "kimi"
+    kimi.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""\
+        import subprocess, sys
+        out = subprocess.run([{CLI!r}, "--json", "register", "rt-1", "--provider", "Kimi"],
+                             capture_output=True, text=True)
+        print(out.stdout, flush=True)
+        sys.stdin.read()  # live on, as an agent does, until told to stop
+        """))
+    kimi.chmod(0o755)
+    agent = subprocess.Popen([str(kimi)], cwd=repo, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not lines or lines[-1] != "}\n":
+            lines.append(agent.stdout.readline())
+            assert lines[-1], "the stand-in agent exited before registering"
+        bound = json.loads("".join(lines))["bound_to"]
+        assert (bound["pid"], bound["how"]) == (agent.pid, "runtime")
+        assert "kimi" in bound["why"]
+        result = as_json(run("--json", "kill", "rt-1"))
+        assert result["signal"] == "SIGTERM" and result["not_signalled"] is None
+        assert agent.wait(timeout=DEADLINE) != 0
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+@pytest.mark.parametrize("env, args", [
+    ({"AGENT_REGISTRY_PID": "abc"}, []),
+    ({"AGENT_REGISTRY_PID": "999999999"}, []),
+    ({}, ["--pid", "1"]),
+])
+def test_a_pid_that_cannot_own_a_session_is_refused(repo, run, env, args):
+    assert run("init").returncode == 0
+    before = git(repo, "rev-parse", "agent-registry")
+    proc = run("register", "bad-1", "--provider", "Kimi", *args, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert git(repo, "rev-parse", "agent-registry") == before
+
+
+def test_death_of_a_given_owner_ends_the_session_and_the_takeover_says_so(repo, run, stop_later):
+    by_flag, by_env = start_sleeper(), start_sleeper()
+    for proc in (by_flag, by_env):
+        stop_later(proc)
+    assert run("register", "p-1", "--provider", "Kimi", "--pid", str(by_flag.pid)).returncode == 0
+    assert run("register", "p-2", "--provider", "Kimi",
+               env={"AGENT_REGISTRY_PID": str(by_env.pid)}).returncode == 0
+    assert run("lock", "acquire", "src/auth.py", "--session", "p-1").returncode == 0
+    assert run("lock", "acquire", "README.md", "--session", "p-2").returncode == 0
+    assert run("register", "next-1", "--provider", "Codex").returncode == 0
+    assert run("lock", "acquire", "src/auth.py", "--session", "next-1").returncode == 1
+    by_flag.kill()
+    by_env.kill()
+    wait_for(lambda: gone(by_flag.pid) and gone(by_env.pid), "the owners to die")
+
+    # the hot path (plain arguments) and the click path (`--` sends it there) alike
+    hot = run("--json", "lock", "acquire", "src/auth.py", "--session", "next-1")
+    taken = as_json(hot)["locks"][0]
+    assert taken["status"] == "taken-over" and taken["previous"] == ["p-1"]
+    reason = f"its process {by_flag.pid} on "
+    assert taken["taken_over"][0]["session"] == "p-1" and reason in taken["taken_over"][0]["reason"]
+    assert "took over src/auth.py from p-1: " + reason in hot.stderr
+    message = tip_message(repo)
+    assert message.splitlines()[0] == "claim src/auth.py by next-1, taking over from p-1"
+    assert "Registry-Takeover: src/auth.py from p-1: " + reason in message
+
+    slow = run("lock", "acquire", "--session", "next-1", "--", "README.md")
+    assert slow.returncode == 0 and slow.stdout == "taken-over: README.md\n"
+    assert f"took over README.md from p-2: its process {by_env.pid} on " in slow.stderr
+    assert "Registry-Takeover: README.md from p-2" in tip_message(repo)
+
+
+def test_an_old_session_file_without_owner_is_judged_by_heartbeat_only(registry, repo, clock):
+    """Files written before owners were vouched for hold a guessed pid: its death proves
+    nothing (it may have been a helper that exited at once), so the TTL decides."""
+    helper = start_sleeper()
+    registry.register("old-1", provider="Kimi", pid=helper.pid)
+    registry.claim("old-1", ["src/auth.py"])
+    path = "sessions/live/old-1.yaml"
+    old = [l for l in branch_file(repo, path).splitlines(True) if not l.startswith("owner:")]
+    put_on_branch(repo, {path: "".join(old).encode()})
+    helper.kill()
+    wait_for(lambda: gone(helper.pid), "the helper to die")
+    registry.register("new-1", provider="Codex", pid=os.getpid())
+    assert registry.check(["src/auth.py"])[0]["state"] == "locked"
+    assert registry.cleanup()["stopped"] == []
+    assert "never vouched for" in registry.kill("old-1")["not_signalled"]
+    assert registry.check(["src/auth.py"])[0]["state"] == "free"
+
+
+def test_kill_never_signals_a_login_shell_it_was_given(repo, run, stop_later):
+    shell = start_sleeper("-bash", "-c", "sleep 600; :", executable="/bin/bash")
+    stop_later(shell)
+    wait_for(lambda: Path(f"/proc/{shell.pid}/cmdline").read_bytes().startswith(b"-bash"),
+             "the shell to start")
+    assert run("register", "sh-1", "--provider", "human", "--pid", str(shell.pid)).returncode == 0
+    proc = run("kill", "sh-1", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("sh-1 Killed (logical stop, no signal: ")
+    assert "a login shell (-bash)" in proc.stdout and len(proc.stdout.splitlines()) == 1
+    assert shell.poll() is None
+
+
+# -- a terminal multiplexer ------------------------------------------------------------
+
+class Tmux:
+    """A real tmux server on a private socket, driven by send-keys."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.socket = f"ar-test-{uuid.uuid4().hex[:10]}"
+        self.cwd = cwd
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+                              cwd=self.cwd, env=self.env, capture_output=True, text=True,
+                              timeout=DEADLINE)
+
+    def type(self, window: str, line: str) -> None:
+        assert self(f"send-keys", "-t", window, line, "Enter").returncode == 0
+
+    def server_pid(self) -> int:
+        return int(self("display-message", "-p", "-t", "t", "#{pid}").stdout)
+
+
+@pytest.fixture
+def tmux(repo):
+    if not shutil.which("tmux"):
+        pytest.skip("tmux is not installed (Debian: apt-get install tmux)")
+    server = Tmux(repo)
+    shell = "bash --noprofile --norc"
+    assert server("new-session", "-d", "-s", "t", "-x", "200", "-y", "50", shell).returncode == 0
+    assert server("new-window", "-t", "t", shell).returncode == 0
+    yield server
+    server("kill-server")
+
+
+def test_a_session_registered_inside_tmux_is_not_owned_by_the_tmux_server(repo, run, tmux, tmp_path):
+    assert run("init").returncode == 0 and run("hooks", "install").returncode == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    tmux.type("t:0", f"{CLI} --json register tm-1 --provider Kimi > {out}/reg.json && "
+                     f"{CLI} lock acquire src/auth.py --session tm-1; echo $? > {out}/claim.rc")
+    wait_for(lambda: (out / "claim.rc").exists() and (out / "claim.rc").read_text().strip(),
+             "the claim in window 0")
+    assert (out / "claim.rc").read_text().strip() == "0"
+    server = tmux.server_pid()
+    bound = json.loads((out / "reg.json").read_text())["bound_to"]
+    assert bound["pid"] != server and bound["how"] == "none"
+
+    # a person's commit in another window of the same tmux server
+    before = git(repo, "rev-parse", "HEAD")
+    tmux.type("t:1", f"echo changed > src/auth.py && git add src/auth.py && "
+                     f"git commit -q -m touch > {out}/commit.log 2>&1; echo $? > {out}/commit.rc")
+    wait_for(lambda: (out / "commit.rc").exists() and (out / "commit.rc").read_text().strip(),
+             "the commit in window 1")
+    assert (out / "commit.rc").read_text().strip() == "1", (out / "commit.log").read_text()
+    log = (out / "commit.log").read_text()
+    assert "commit refused" in log and "tm-1" in log and "committing as a person" in log
+    assert git(repo, "rev-parse", "HEAD") == before
+
+    killed = run("kill", "tm-1", "--force", check_untouched=False)
+    assert killed.returncode == 0 and "logical stop" in killed.stdout
+    assert tmux("has-session", "-t", "t").returncode == 0
+    assert tmux.server_pid() == server and not gone(server)
+
+
+# -- the Claude Code hook passes Claude Code's pid -------------------------------------
+
+def test_the_claude_code_hook_binds_the_session_to_claude_code_itself(repo, run):
+    assert run("harness", "install", "claude", check_untouched=False).returncode == 0
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command.endswith("session-start --pid $PPID")
+    # fire() runs the command through a shell, as Claude Code does: $PPID is this process
+    proc = fire(repo, "SessionStart", {"source": "startup", "model": "claude-opus-4"})
+    assert proc.returncode == 0, proc.stderr
+    session = as_json(run("--json", "show", f"claude-{CLAUDE_ID}"))["sessions"][0]
+    assert (session["pid"], session["owner"]) == (os.getpid(), "given")
+
+
+# -- heartbeats dated in the future -----------------------------------------------------
+
+def test_a_heartbeat_from_a_clock_ahead_does_not_hold_a_lock_forever(repo, clock, monkeypatch):
+    from agent_registry import Registry
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    ahead = FakeClock(clock.now + 3600)  # another machine, its clock an hour ahead
+    with Registry.open(str(repo), clock=ahead, host="far-host") as far:
+        far.register("far-1", provider="Kimi")
+        far.claim("far-1", ["src/auth.py"])
+    with Registry.open(str(repo), clock=clock) as near:
+        near.register("near-1", provider="Codex")
+        assert near.check(["src/auth.py"])[0]["state"] == "locked"
+        clocks = near.clocks_ahead(near.sessions())
+        assert [(c["session"], c["host"]) for c in clocks] == [("far-1", "far-host")]
+        assert clocks[0]["ahead_seconds"] >= 3500
+
+        # a real heartbeat from the far host, seen 300 s later, renews it once more
+        clock.advance(300)
+        ahead.advance(300)
+        with Registry.open(str(repo), clock=ahead, host="far-host") as far:
+            far.heartbeat("far-1")
+        assert near.check(["src/auth.py"])[0]["state"] == "locked"
+        clock.advance(400)  # 700 s after the first sighting, 400 s after the second
+        assert near.check(["src/auth.py"])[0]["state"] == "locked"
+        clock.advance(300)  # 700 s without a new heartbeat: past TTL and skew margin
+        state = near.check(["src/auth.py"])[0]
+        assert state["state"] == "stale" and "in the future" in state["stale_reason"]
+        taken = near.claim("near-1", ["src/auth.py"])["locks"][0]
+        assert taken["status"] == "taken-over" and taken["previous"] == ["far-1"]
+
+
+def test_status_flags_a_clock_running_ahead(repo, run, monkeypatch):
+    from agent_registry import Registry
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    with Registry.open(str(repo), clock=lambda: time.time() + 7200, host="far-host") as far:
+        far.register("far-1", provider="Kimi")
+    data = as_json(run("--json", "status"))
+    (flag,) = data["clock"]
+    assert (flag["session"], flag["host"]) == ("far-1", "far-host")
+    assert flag["ahead_seconds"] > 7000 and flag["first_seen"].endswith("Z")
+    text = run("status").stdout
+    assert "clock: far-1's heartbeat is dated" in text and "far-host runs ahead" in text
