@@ -12,9 +12,16 @@ The library API (used by the CLI and the dashboard):
 """
 from __future__ import annotations
 
-from .api import get_entry, ingest, ingest_pending, rebuild, search
-from .importer import import_home
-from .ops import end_session
+import importlib
 
-__all__ = ["search", "get_entry", "end_session", "ingest", "ingest_pending", "rebuild",
-           "import_home"]
+# name -> its module: imported on first use, so `wiki query` never loads the importer or
+# the registry operations (and the click-free fast path imports this package for free)
+_EXPORTS = {"search": "api", "get_entry": "api", "ingest": "api", "ingest_pending": "api",
+            "rebuild": "api", "import_home": "importer", "end_session": "ops"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

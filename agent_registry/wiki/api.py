@@ -1,13 +1,17 @@
 """The wiki's library functions: search, show, ingest, rebuild.  The CLI and the dashboard
-call these; none of them imports Whoosh or langchain before it needs to."""
+call these; none of them imports Whoosh, langchain, the LLM module or the registry
+operations (ops) before it needs to: a query pays for the index only."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..errors import BadInput, RegistryError
 from ..registry import Registry
-from . import llm
 from .entry import entry_id, missing, read_entry, resolve
-from .ops import apply_ingest, entry_summary
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from .llm import LLMConfig
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
 
@@ -31,8 +35,11 @@ def search(registry: Registry, text: str, limit: int = 10,
     except Exception:  # another process replaced the segments we were opening: once more
         candidates = search_index(index.open(), text, max(limit, CANDIDATES))
     answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.status}
+    if not candidates:
+        return answer
+    from . import llm
     cfg = llm.config()
-    if not candidates or cfg is None:
+    if cfg is None:
         return answer
     try:
         ranked = llm.rerank(cfg, text, candidates)
@@ -63,7 +70,8 @@ def rebuild(registry: Registry, progress: Progress | None = None) -> dict:
             "built": index.status["built"], "waited": index.status["waited"]}
 
 
-def _required_config() -> llm.LLMConfig:
+def _required_config() -> LLMConfig:
+    from . import llm
     cfg = llm.config()
     if cfg is None:
         raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
@@ -71,9 +79,11 @@ def _required_config() -> llm.LLMConfig:
     return cfg
 
 
-def ingest(registry: Registry, sid: str, cfg: llm.LLMConfig | None = None) -> dict:
+def ingest(registry: Registry, sid: str, cfg: LLMConfig | None = None) -> dict:
     """Let the LLM fill what entry *sid* left undocumented, and a router line.  On any
     failure the entry is left exactly as it was (still pending) and LLMError is raised."""
+    from . import llm
+    from .ops import apply_ingest, entry_summary
     cfg = cfg or _required_config()
     entry = get_entry(registry, sid)
     wanted = missing(entry)

@@ -20,22 +20,24 @@ exists (a force-pushed branch).  ``wiki rebuild`` does the same on request.
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 from collections import namedtuple
 from pathlib import Path
 
-from ..errors import RegistryError
 from ..records import UnreadableRecord
 from ..registry import Registry, file_lock
 from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
 from .progress import Progress
+from .whoosh_shim import imported as load_whoosh
 
 META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
 SEARCH_FIELDS = ("router", "what", "bugs", "body")
+DISTILLED_FIELDS = SEARCH_FIELDS[:3]  # what the agent (or the LLM) wrote: searched first
 FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
 EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
-VERSION = 2  # of the schema and documents: an index of another version is rebuilt
+VERSION = 3  # of the schema and documents: an index of another version is rebuilt
+# Segments are written as separate files, not one compound file: Whoosh reads a compound
+# segment by copying it into memory (27.8 MB at 10,000 entries: the peak of a query, and
+# 31 ms of opening it), separate files are read where they lie (docs/benchmarks.md).
 
 # an index that opened: the Whoosh index, the branch commit it reflects, its directory,
 # the Whoosh generation read, and how many entries it holds
@@ -43,6 +45,7 @@ Opened = namedtuple("Opened", "ix commit folder generation entries")
 
 
 def schema():
+    load_whoosh()
     from whoosh.analysis import StemmingAnalyzer
     from whoosh.fields import ID, STORED, TEXT, Schema
     # no positions: a question is words, never a phrase query, so they would only cost
@@ -90,6 +93,7 @@ class WikiIndex:
 
     def _open(self) -> Opened | None:
         """The current index, or None when missing, half-updated or unreadable."""
+        load_whoosh()
         from whoosh import index as windex
         folder = self._current_dir()
         if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
@@ -169,7 +173,7 @@ class WikiIndex:
     def _update(self, opened: Opened, tip: str, changes: list[str]):
         marker = opened.folder / "UPDATING"
         marker.write_text(f"{os.getpid()}\n")
-        writer = opened.ix.writer()
+        writer = opened.ix.writer(compound=False)
         self.progress.start("updating the wiki index", len(changes))
         try:
             # one pipelined read for all of them (a deleted entry reads as missing)
@@ -194,12 +198,14 @@ class WikiIndex:
         return opened.ix
 
     def _rebuild(self, tip: str, why: str):
+        import shutil  # here: a query that finds its index up to date never needs it
+        load_whoosh()
         from whoosh import index as windex
         self.root.mkdir(parents=True, exist_ok=True)
-        folder = self.root / f"ix-{secrets.token_hex(6)}"
+        folder = self.root / f"ix-{os.urandom(6).hex()}"
         folder.mkdir()
         ix = windex.create_in(str(folder), schema())
-        writer = ix.writer(limitmb=128)
+        writer = ix.writer(limitmb=128, compound=False)
         count = 0
         try:
             files = [] if tip == EMPTY else [
@@ -231,27 +237,42 @@ class WikiIndex:
         return ix
 
 
+def question(analyzer, text: str, fields: tuple[str, ...]):
+    """The Whoosh query of a question: each word (stemmed, stop words dropped) in any of
+    *fields*, with their boosts; more words matched score more (the 0.9 "coord" scale,
+    as qparser's ``OrGroup.factory(0.9)``).  Built directly rather than by qparser: a
+    question is plain words (``auth: "fix" (401)`` is no field, phrase or range syntax),
+    and qparser's import is a tenth of a whole-process query."""
+    from whoosh.query import NullQuery, Or, Term
+    stems = dict.fromkeys(token.text for token in analyzer(text))
+    if not stems:
+        return NullQuery
+    return Or([Term(field, stem, boost=FIELD_BOOSTS[field]) for stem in stems
+               for field in fields], scale=0.9)
+
+
 def search_index(ix, text: str, limit: int) -> list[dict]:
-    """Whoosh BM25F candidates: [{id, session_id, router, what, score, why, ...}]."""
-    from whoosh import qparser, scoring
-    parser = qparser.MultifieldParser(list(SEARCH_FIELDS), ix.schema, fieldboosts=FIELD_BOOSTS,
-                                      group=qparser.OrGroup.factory(0.9))
-    # a question is plain words: 'auth: "fix" (401)' must not turn into field, phrase or
-    # range syntax (the index keeps no positions for phrases anyway)
-    for plugin in (qparser.FieldsPlugin, qparser.WildcardPlugin, qparser.RangePlugin,
-                   qparser.BoostPlugin, qparser.PhrasePlugin):
-        parser.remove_plugin_class(plugin)
-    try:
-        query = parser.parse(text)
-    except Exception as exc:  # Whoosh's parser errors are not part of our contract
-        raise RegistryError(f"cannot parse the query: {exc}") from None
+    """Whoosh BM25F candidates: [{id, session_id, router, what, score, why, ...}].
+
+    The distilled fields are searched first; the diaries too only when those give
+    fewer than *limit* hits.  A diary's words match thousands of entries, each scored
+    in Python: searching them only when needed makes a query of a 10,000-entry wiki
+    three times cheaper (docs/benchmarks.md), and what an agent wrote about a session
+    (router, what, bugs) is also the better evidence that it answers the question."""
+    load_whoosh()
+    from whoosh import scoring
     # the words of the question by their stem, to say "matches" in the user's own words
+    analyzer = ix.schema["router"].analyzer  # every text field has the same one
     spoken: dict[str, str] = {}
-    for token in ix.schema["router"].analyzer(text, chars=True):
+    for token in analyzer(text, chars=True):
         spoken.setdefault(token.text, text[token.startchar:token.endchar])
     out = []
     with ix.searcher(weighting=scoring.BM25F()) as searcher:
-        for hit in searcher.search(query, limit=limit, terms=True):
+        for fields in (DISTILLED_FIELDS, SEARCH_FIELDS):
+            hits = searcher.search(question(analyzer, text, fields), limit=limit, terms=True)
+            if hits.scored_length() >= limit:
+                break
+        for hit in hits:
             fields = sorted({f for f, _ in hit.matched_terms()}, key=SEARCH_FIELDS.index)
             stems = {t.decode(errors="replace") if isinstance(t, bytes) else t
                      for _, t in hit.matched_terms()}
@@ -267,6 +288,7 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
 
 
 def pending_sids(ix) -> list[str]:
+    load_whoosh()
     from whoosh.query import Term
     with ix.searcher() as searcher:
         return sorted(hit["key"] for hit in searcher.search(Term("pending", "1"), limit=None))

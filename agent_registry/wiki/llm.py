@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 from ..errors import RegistryError
 from .entry import LIST_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS
@@ -32,12 +32,9 @@ class LLMError(RegistryError):
     """The LLM did not give a usable answer (unreachable, timeout, HTTP error, bad JSON)."""
 
 
-@dataclass(frozen=True)
-class LLMConfig:
-    base_url: str
-    model: str
-    api_key: str
-    timeout: float
+# a named tuple, not a dataclass: importing dataclasses (inspect, ...) would cost every
+# `wiki query` several ms just to learn that no LLM is configured
+LLMConfig = namedtuple("LLMConfig", "base_url model api_key timeout")
 
 
 def config(env: dict[str, str] | None = None) -> LLMConfig | None:

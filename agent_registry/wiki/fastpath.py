@@ -1,0 +1,80 @@
+"""A click-free ``wiki query``: the console script (:mod:`agent_registry.hotpath`) hands it
+the command line first.
+
+Importing click and building the command tree is a fifth of a warm whole-process query
+(docs/benchmarks.md), so the question an agent asks before starting work is parsed here
+by hand when its arguments are plain: the global ``--json``, ``--quiet``/``-q`` and
+``-C PATH``, then ``wiki query TEXT`` with ``--limit N`` and ``--json``.  Anything else
+(``--help``, an unknown or malformed option, no or two texts) returns None and goes to
+the click command, which owns the help text and the usage errors.  Both call
+:func:`.api.search` and print :func:`.api.query_text` or the same JSON.
+"""
+from __future__ import annotations
+
+import sys
+
+
+def parse(argv: list[str]) -> dict | None:
+    """The options of a plain ``wiki query`` command line, or None to leave it to click."""
+    opts: dict = {"json": False, "quiet": False, "directory": ".", "limit": 10, "text": None}
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        flag = args.pop(0)
+        if flag == "--json":
+            opts["json"] = True
+        elif flag in ("--quiet", "-q"):
+            opts["quiet"] = True
+        elif flag == "-C" and args:
+            opts["directory"] = args.pop(0)
+        else:
+            return None
+    if args[:2] != ["wiki", "query"]:
+        return None
+    rest = args[2:]
+    while rest:
+        item = rest.pop(0)
+        name, eq, value = item.partition("=")
+        if not item.startswith("-") and opts["text"] is None:
+            opts["text"] = item
+        elif item == "--json":
+            opts["json"] = True
+        elif name == "--limit" and (eq or rest):
+            raw = value if eq else rest.pop(0)
+            if not raw.isdigit() or int(raw) < 1:
+                return None  # click says what is wrong with it
+            opts["limit"] = int(raw)
+        else:
+            return None
+    return opts if opts["text"] is not None else None
+
+
+def run(argv: list[str]) -> int | None:
+    """Run a plain ``wiki query``: its exit code, or None when *argv* is not one."""
+    opts = parse(argv)
+    if opts is None:
+        return None
+    from .. import output
+    from ..errors import RegistryError
+    from ..registry import Registry
+    from . import api
+    from .progress import Progress
+    registry = None
+    try:
+        registry = Registry.open(opts["directory"])
+        answer = api.search(registry, opts["text"], opts["limit"], Progress.on_terminal())
+        if opts["json"]:
+            print(output.to_json(answer))
+        elif not opts["quiet"]:
+            print(api.query_text(answer))
+        return 0
+    except RegistryError as exc:
+        if opts["json"]:
+            print(output.error_json(exc))
+        print(f"agent-registry: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    finally:
+        if registry is not None:
+            if not opts["quiet"]:
+                for message in registry.warnings:
+                    print(f"agent-registry: warning: {message}", file=sys.stderr)
+            registry.close()
