@@ -17,8 +17,8 @@ import re
 PID_ENV = "AGENT_REGISTRY_PID"
 RUNTIMES_ENV = "AGENT_REGISTRY_RUNTIMES"
 
-# Agent executables, as a process names itself (argv[0] or its kernel name), or as the
-# script or package an interpreter runs (node .../bin/gemini, python -m aider,
+# Agent executables, as a process names itself (argv[0]), or as the script or package an
+# interpreter runs (node .../bin/gemini, python -m aider,
 # node_modules/@anthropic-ai/claude-code/cli.js).  AGENT_REGISTRY_RUNTIMES adds names.
 AGENT_RUNTIMES = {
     "claude": "Claude Code", "claude-code": "Claude Code", "codex": "Codex CLI",
@@ -94,12 +94,11 @@ def _name(path: str) -> str:
     return name
 
 
-def _names(pid: int) -> tuple[list[str], list[str]]:
-    """(what the process calls itself: argv[0] and its kernel name; its argv)."""
-    args = cmdline(pid)
+def _names(pid: int) -> list[str]:
+    """What the process calls itself: argv[0], and its kernel name (``tmux: server``)."""
     fields = _stat_fields(pid)
     comm = fields[0].split(":")[0].split() if fields else []
-    return [_name(n) for n in args[:1] + comm[:1] if n], args
+    return [_name(n) for n in cmdline(pid)[:1] + comm[:1] if n]
 
 
 def _script_names(args: list[str]) -> list[str]:
@@ -128,9 +127,12 @@ def runtimes() -> dict[str, str]:
 
 
 def runtime_of(pid: int, table: dict[str, str] | None = None) -> str | None:
-    """The agent runtime *pid* runs (a key of the table), or None."""
+    """The agent runtime *pid* runs (a key of the table), or None.  By argv[0], not by
+    the executable or kernel name: Codex re-executes its own binary under another
+    argv[0] as a per-command sandbox helper, which is not the agent."""
     table = table or runtimes()
-    names, args = _names(pid)
+    args = cmdline(pid)
+    names = [_name(args[0])] if args else []
     if names and INTERPRETERS.fullmatch(names[0]):
         names += _script_names(args)
     return next((n for n in names if n in table), None)
@@ -141,7 +143,7 @@ def shared_kind(pid: int) -> str | None:
     emulator), so it outlives any agent: ``"a terminal multiplexer (tmux)"``; else None."""
     if pid == 1:
         return "the init process (pid 1)"
-    names, _ = _names(pid)
+    names = _names(pid)
     for kind, members in SHARED.items():
         hit = next((n for n in names if n in members), None)
         if hit:

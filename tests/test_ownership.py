@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -56,9 +57,15 @@ def gone(pid: int) -> bool:
 
 @pytest.fixture
 def stop_later():
+    """Kill these processes (with their process group, when they lead one) at the end."""
     procs: list[subprocess.Popen] = []
     yield procs.append
     for proc in procs:
+        try:
+            if os.getpgid(proc.pid) == proc.pid:
+                os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         if proc.poll() is None:
             proc.kill()
 
@@ -110,13 +117,16 @@ def test_register_reports_which_process_and_why(repo, run, stop_later, tmp_path)
     assert nobody["session"]["pid"] is None and "TTL" in nobody["bound_to"]["why"]
 
 
-def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(repo, run, tmp_path):
-    """A process named like an agent (a script called `kimi`) runs the registration in
-    a child and lives on: it is found by walking the ancestors, vouched for, and it is
-    what `kill` terminates."""
+@pytest.mark.parametrize("name, env", [("kimi", {}),
+                                       ("my-agent", {"AGENT_REGISTRY_RUNTIMES": "my-agent"})])
+def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(
+        repo, run, tmp_path, name, env):
+    """A process named like an agent (a script called `kimi`, or a name added by
+    AGENT_REGISTRY_RUNTIMES) runs the registration in a child and lives on: it is found
+    by walking the ancestors, vouched for, and it is what `kill` terminates."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    kimi = bin_dir / "kimi"
+    kimi = bin_dir / name
     kimi.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""\
         import subprocess, sys
         out = subprocess.run([{CLI!r}, "--json", "register", "rt-1", "--provider", "Kimi"],
@@ -126,7 +136,7 @@ def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(r
         """))
     kimi.chmod(0o755)
     agent = subprocess.Popen([str(kimi)], cwd=repo, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
     try:
         lines = []
         while not lines or lines[-1] != "}\n":
@@ -134,13 +144,46 @@ def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(r
             assert lines[-1], "the stand-in agent exited before registering"
         bound = json.loads("".join(lines))["bound_to"]
         assert (bound["pid"], bound["how"]) == (agent.pid, "runtime")
-        assert "kimi" in bound["why"]
+        assert name in bound["why"]
         result = as_json(run("--json", "kill", "rt-1"))
         assert result["signal"] == "SIGTERM" and result["not_signalled"] is None
         assert agent.wait(timeout=DEADLINE) != 0
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_agent_runtimes_are_recognised_by_name_script_module_or_package(tmp_path, stop_later):
+    from agent_registry.procinfo import runtime_of, shared_kind
+    pkg = tmp_path / "node_modules" / "@google" / "gemini-cli" / "dist"
+    pkg.mkdir(parents=True)
+    (pkg / "index.py").write_text("import time; time.sleep(600)\n")
+    (tmp_path / "aider").mkdir()
+    (tmp_path / "aider" / "__main__.py").write_text("import time; time.sleep(600)\n")
+    (tmp_path / "codex_helper.py").write_text("import time; time.sleep(600)\n")
+    cases = {
+        "gemini-cli": [sys.executable, str(pkg / "index.py")],  # the npm package
+        "aider": [sys.executable, "-m", "aider"],  # a -m module
+        None: [sys.executable, str(tmp_path / "codex_helper.py")],  # not an exact name
+    }
+    procs = {}
+    for expected, args in cases.items():
+        procs[expected] = start_sleeper(*args, cwd=tmp_path)
+        stop_later(procs[expected])
+    # a helper re-executed under another argv[0] (as Codex's sandbox is) is not the agent,
+    # though its executable (and so its kernel name) is `codex`
+    fake_codex = tmp_path / "codex"
+    shutil.copy(shutil.which("sleep"), fake_codex)
+    sandbox = start_sleeper("codex-linux-sandbox", "600", executable=str(fake_codex))
+    stop_later(sandbox)
+    wait_for(lambda: all(Path(f"/proc/{p.pid}/cmdline").read_bytes().count(b"\0") >= 2
+                         for p in procs.values())
+             and Path(f"/proc/{sandbox.pid}/cmdline").read_bytes().startswith(b"codex-linux"),
+             "the stand-ins to start")
+    for expected, proc in procs.items():
+        assert runtime_of(proc.pid) == expected, cases[expected]
+    assert runtime_of(sandbox.pid) is None
+    assert shared_kind(os.getpid()) is None and shared_kind(1) == "the init process (pid 1)"
 
 
 @pytest.mark.parametrize("env, args", [
@@ -207,7 +250,8 @@ def test_an_old_session_file_without_owner_is_judged_by_heartbeat_only(registry,
 
 
 def test_kill_never_signals_a_login_shell_it_was_given(repo, run, stop_later):
-    shell = start_sleeper("-bash", "-c", "sleep 600; :", executable="/bin/bash")
+    shell = start_sleeper("-bash", "-c", "sleep 600; :", executable="/bin/bash",
+                          start_new_session=True)
     stop_later(shell)
     wait_for(lambda: Path(f"/proc/{shell.pid}/cmdline").read_bytes().startswith(b"-bash"),
              "the shell to start")
@@ -265,6 +309,8 @@ def test_a_session_registered_inside_tmux_is_not_owned_by_the_tmux_server(repo, 
     server = tmux.server_pid()
     bound = json.loads((out / "reg.json").read_text())["bound_to"]
     assert bound["pid"] != server and bound["how"] == "none"
+    refused = run("register", "tm-2", "--provider", "Kimi", "--pid", str(server))
+    assert refused.returncode == 2 and "a terminal multiplexer (tmux)" in refused.stderr
 
     # a person's commit in another window of the same tmux server
     before = git(repo, "rev-parse", "HEAD")
