@@ -95,6 +95,14 @@ def resolve_sid(sid: str | None) -> str:
 
 
 # no envvar here: lock_arguments must tell a --session given from the default
+def not_blank(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option given with an empty or blank value is bad input (exit 2), never taken
+    for the option left out (a script's unset variable)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty value", ctx=ctx, param=param)
+    return value
+
+
 session_option = click.option("--session", "--session-id", "sid", metavar="SID",
                               help=f"Session id (default: ${SESSION_ENV}).")
 
@@ -127,8 +135,9 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 # -- setup ----------------------------------------------------------------------------
 
 @cli.command()
-@click.option("--branch", metavar="NAME", help="Use NAME as the registry branch (saved in git config).")
-@click.option("--remote", metavar="NAME",
+@click.option("--branch", metavar="NAME", callback=not_blank,
+              help="Use NAME as the registry branch (saved in git config).")
+@click.option("--remote", metavar="NAME", callback=not_blank,
               help="Sync with remote NAME (saved in git config; `none` turns sync off).")
 @click.option("--hooks", "with_hooks", is_flag=True,
               help="Also install the git hooks (as `hooks install`).")
@@ -309,7 +318,7 @@ def sync_line(state: dict) -> str:
 @click.option("--provider", metavar="P", help="Only this provider (case-insensitive).")
 @click.option("--project", metavar="P", help="Only projects whose path contains P.")
 @click.option("--all", "show_all", is_flag=True, help="Include ended sessions.")
-@click.option("--remote", "remote_url", metavar="URL",
+@click.option("--remote", "remote_url", metavar="URL", callback=not_blank,
               help="Read sessions and locks straight from a remote, without a clone.")
 @pass_out
 def status(out: Output, status_filter, provider, project, show_all, remote_url) -> None:

@@ -55,7 +55,7 @@ def lock_arguments(registry, args, sid: str | None, *,
     for arg in paths:
         if arg in names and not is_file(arg):
             raise BadInput(f"{arg!r} names a registered session, not a file: give the "
-                           "session last (lock acquire PATH SID) or with --session")
+                           "session last (PATH... SID) or with --session")
     return resolve_session(sid, required=False), paths
 
 

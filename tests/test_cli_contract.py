@@ -264,6 +264,8 @@ def test_empty_and_blank_arguments_are_bad_input(run, repo):
     for args in [("register", "", "--provider", "Kimi"), ("register", "  ", "--provider", "Kimi"),
                  ("register", "", "Kimi", "1", "x"), ("register", "s9", "--provider", " ")]:
         assert one_line_error(run(*args), 2), args
+    for args in [("init", "--branch", ""), ("init", "--remote", " "), ("status", "--remote", "")]:
+        assert "empty value" in one_line_error(run(*args), 2), args
     assert ref(repo) == ""  # nothing was registered, not even the branch
     ok(run("register", "s1", "--provider", "Kimi"))
     before = ref(repo)
