@@ -62,19 +62,14 @@ def shown_path(path: str) -> str:
     return path
 
 
-def system_failure(where: str | None, code: int | None, reason: str = "", *,
-                   writing: bool = False) -> SystemFailure:
-    """One line: what could not be written (*writing*) or reached, and the system's reason."""
-    reason = reason or (os.strerror(code) if code else "unknown error")
-    verb = "write to" if writing or code in _WRITE_ERRNOS else "access"
-    place = shown_path(where) if where else None
-    text = f"cannot {verb} {place}: {reason}" if place else f"system error: {reason}"
-    return SystemFailure(text, details={"cause": errno.errorcode.get(code or 0), "path": place})
-
-
 def os_failure(exc: OSError, where: str | None = None, *, writing: bool = False) -> SystemFailure:
-    """An OSError as a one-line SystemFailure; *where* names the place better than the
-    file the call failed on (``.git/objects`` rather than a temporary object file)."""
-    filename = exc.filename if isinstance(exc.filename, str) else None
-    return system_failure(where or filename, exc.errno, exc.strerror or str(exc),
-                          writing=writing)
+    """An OSError as one line: what could not be written (*writing*) or reached, and the
+    system's reason.  *where* names the place better than the file the call failed on
+    (``.git/objects`` rather than a temporary object file)."""
+    place = where or (exc.filename if isinstance(exc.filename, str) else None)
+    place = shown_path(place) if place else None
+    reason = exc.strerror or str(exc)
+    verb = "write to" if writing or exc.errno in _WRITE_ERRNOS else "access"
+    text = f"cannot {verb} {place}: {reason}" if place else f"system error: {reason}"
+    return SystemFailure(text, details={"cause": errno.errorcode.get(exc.errno or 0),
+                                        "path": place})

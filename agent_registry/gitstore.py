@@ -12,7 +12,6 @@ index, working tree or HEAD.
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import subprocess
@@ -21,7 +20,7 @@ import zlib
 from collections import namedtuple
 from collections.abc import Iterator
 
-from .errors import BadInput, RegistryError, os_failure, system_failure
+from .errors import BadInput, RegistryError, os_failure
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
@@ -47,12 +46,22 @@ def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _system_cause(stderr: str) -> int | None:
-    """The errno git reports in *stderr* when the disk, not a race, failed a write."""
-    for code in (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM,
-                 errno.EIO):
-        if os.strerror(code) in stderr:
-            return code
+def _unwritable(folder: str) -> OSError | None:
+    """Why *folder* cannot take a small new file right now (disk full, read-only file
+    system, permission denied), or None.  git does not always name the cause ("couldn't
+    write '…lock'"), and its words may be translated: a probe gives the errno."""
+    # named like a ref lock, which git skips when it lists refs, should a kill leave it
+    probe = os.path.join(folder, f"agent-registry-probe-{os.getpid()}.lock")
+    try:
+        with open(probe, "xb") as out:
+            out.write(b"probe\n")
+    except OSError as exc:
+        return exc
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
     return None
 
 
@@ -255,11 +264,11 @@ class Repo:
             if proc.returncode == 0:
                 return
             error = proc.stderr.decode(errors="replace").strip()
-            cause = _system_cause(error)
-            if cause is not None and self.read_ref(ref) == old:
+            folder = os.path.dirname(os.path.join(self.info.common_dir, ref))
+            problem = _unwritable(folder) if self.read_ref(ref) == old else None
+            if problem is not None:
                 # not a lost race: the ref cannot be written at all, so retrying is moot
-                raise system_failure(os.path.dirname(os.path.join(self.info.common_dir, ref)),
-                                     cause, writing=True)
+                raise os_failure(problem, folder, writing=True)
             if attempt or not self._clear_stale_ref_lock(ref):
                 raise CasFailed(error)
 

@@ -103,6 +103,20 @@ rm {disk}/filler
     assert read("retry") == "acquired: src/a.py\n"
 
 
+@needs_mounts
+def test_a_ref_folder_that_is_full_is_named_not_retried_as_a_lost_race(run, repo):
+    """git says only "couldn't write '…lock'" there: the cause comes from a probe."""
+    ok(run("register", "s1", "--provider", "Kimi"))
+    before = ref(repo)
+    heads = ".git/refs/heads"
+    setup = (f"cp -a {heads} ../heads-copy\nmount -t tmpfs -o size=8k tmpfs {heads}\n"
+             f"cp -a ../heads-copy/. {heads}/\n"
+             f"dd if=/dev/zero of={heads}/filler bs=1k 2>/dev/null || true")
+    line = one_line_error(confined(repo, setup, "lock", "acquire", "a.py", "--session", "s1"), 1)
+    assert line == "agent-registry: cannot write to .git/refs/heads: No space left on device"
+    assert ref(repo) == before
+
+
 def test_an_immutable_objects_folder_binds_root_too(run, repo):
     """chattr +i: "Operation not permitted" even for root (where the file system allows)."""
     ok(run("register", "s1", "--provider", "Kimi"))
