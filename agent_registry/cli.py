@@ -218,17 +218,21 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
         working_on = working_on if working_on is not None else positional[3]
     if not provider or not provider.strip():
         raise BadInput("--provider is required")
-    if not sid:
-        import secrets
-        import time
-        slug = "".join(c for c in provider.lower() if c.isalnum()) or "agent"
-        sid = f"{slug}-{int(time.time())}-{secrets.token_hex(2)}"
+    sid = sid or new_session_id(provider)
     session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
                                      working_on=working_on or "", space=space,
                                      todo_present=todo_present, pid=pid)
     bound = out.registry.bound
     out.notice([f"agent-registry: {owner_line(bound)}"])
     out.emit({"session": session.to_dict(), "bound_to": bound}, session.id)
+
+
+def new_session_id(provider: str) -> str:
+    """An id made up for a session registered without one: <provider>-<unix time>-<hex>."""
+    import secrets
+    import time
+    slug = "".join(c for c in provider.lower() if c.isalnum()) or "agent"
+    return f"{slug}-{int(time.time())}-{secrets.token_hex(2)}"
 
 
 def owner_line(bound: dict) -> str:
@@ -499,6 +503,31 @@ def lock_force_release(out: Output, path, force, reason, by) -> None:
     author = by or os.environ.get(SESSION_ENV) or os.environ.get("USER") or "a person"
     result = out.registry.force_release(path, reason=reason, by=author, force=force)
     out.emit(result, f"freed {result['path']} (held by {', '.join(result['previous'])})")
+
+
+# -- MCP ------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--heartbeat", "interval", type=click.FloatRange(min=1), default=120,
+              show_default=True, metavar="SECONDS",
+              help="Seconds between heartbeats of the sessions this server registered.")
+@pass_out
+def mcp(out: Output, interval: float) -> None:
+    """Serve this repository's registry over MCP on stdin/stdout, for an agent harness.
+
+    Tools: register, status, show, lock_acquire, lock_release, lock_check, heartbeat,
+    context_log, finish, end, wiki_query, wiki_show; resources registry://status,
+    registry://locks, registry://registry.md. Sessions it registers are bound to its
+    parent (the harness) and heartbeated while it runs. Needs the mcp extra:
+    pip install 'agent-registry[mcp]' (docs/mcp.md)."""
+    try:
+        from .mcp_server import serve
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith(("mcp", "pydantic")):
+            raise
+        raise RegistryError("the MCP server needs the MCP SDK: "
+                            "pip install 'agent-registry[mcp]'") from None
+    serve(out.registry, interval)
 
 
 def main(argv: list[str] | None = None) -> int:

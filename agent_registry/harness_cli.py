@@ -21,14 +21,20 @@ def harness() -> None:
               help="claude: claim a free path before each edit (default: only deny held ones).")
 @click.option("--file", "file_name", metavar="NAME",
               help="codex/gemini/generic: the instructions file (default AGENTS.md, GEMINI.md).")
+@click.option("--mcp", "with_mcp", is_flag=True,
+              help="Also write the `agent-registry mcp` server into the harness's project "
+                   "MCP config (.mcp.json, .codex/config.toml, .gemini/settings.json).")
 @pass_out
-def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | None) -> None:
+def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | None,
+                    with_mcp: bool = False) -> None:
     """Install the harness integration NAME in this repository.
 
     claude: merge hooks into .claude/settings.json (SessionStart registers, PreToolUse
     denies edits of paths others hold, Stop renews the heartbeat, SessionEnd finishes)
     and write the protocol into CLAUDE.md. codex, gemini, generic: write the protocol
-    between markers into AGENTS.md or GEMINI.md (idempotent).
+    between markers into AGENTS.md or GEMINI.md (idempotent). --mcp (claude, codex,
+    gemini): also merge this installation's MCP server into the project's MCP config,
+    byte-identical on a second run (docs/mcp.md).
     """
     from .errors import BadInput
     from .gitstore import discover
@@ -36,12 +42,19 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
     info = discover(out.directory)
     if info.toplevel is None:
         raise BadInput("harness install needs a working tree (this repository is bare)")
+    if with_mcp:  # read and merged first: a bad config file changes nothing at all
+        from .harness_mcp import plan_mcp
+        write_mcp = plan_mcp(info.toplevel, name)
     if name == "claude":
         result = H.install_claude(info.toplevel, auto_claim=auto_claim)
         text = f"merged Claude Code hooks into {result['settings']}; protocol in {result['protocol_file']}"
     else:
         result = H.install_protocol(info.toplevel, name, file_name=file_name)
         text = f"{'wrote' if result['changed'] else 'already up to date:'} protocol block in {result['file']}"
+    if with_mcp:
+        result["mcp"] = write_mcp()
+        text += (f"\n{'wrote' if result['mcp']['changed'] else 'already up to date:'} "
+                 f"MCP server {result['mcp']['server']} in {result['mcp']['file']}")
     out.emit(result, text)
 
 

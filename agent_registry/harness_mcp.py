@@ -1,0 +1,140 @@
+"""``harness install claude|codex|gemini --mcp``: write ``agent-registry mcp`` into the
+harness's project-scoped MCP configuration.
+
+- Claude Code: ``.mcp.json`` (project scope), ``{"mcpServers": {NAME: {...}}}``;
+- Gemini CLI: ``.gemini/settings.json``, the same ``mcpServers`` object;
+- Codex: ``.codex/config.toml``, a ``[mcp_servers.NAME]`` table (Codex reads a project's
+  file only once the project is trusted).
+
+Each file is merged: other servers and settings, and keys a person added to our entry
+(``env``, timeouts …), are kept; a file already saying what we would write is not
+touched, so a second run leaves it byte-identical.  The command written is this
+installation's absolute ``agent-registry`` with ``-C <toplevel>``: a harness may start
+servers from any directory and with a PATH that lacks the venv.  Absolute paths do not
+survive moving the venv or the repository; running the install again rewrites them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from .errors import BadInput
+
+SERVER = "agent-registry"
+FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",
+         "codex": ".codex/config.toml"}
+_TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:"agent-registry"|agent-registry)\s*\]\s*(#.*)?$')
+_HEADER = re.compile(r"^\s*\[")
+
+
+def server_command(toplevel: str) -> list[str]:
+    """How a harness starts this installation's server for the repository *toplevel*:
+    the console script next to this interpreter (a venv's bin/), else the one on PATH,
+    else ``python -m agent_registry`` of this interpreter; never resolved through
+    symlinks (a venv's python is a link to the system one, which lacks our packages)."""
+    script = shutil.which("agent-registry", path=os.path.dirname(sys.executable)) or \
+        shutil.which("agent-registry")
+    head = [os.path.abspath(script)] if script else [os.path.abspath(sys.executable), "-m",
+                                                      "agent_registry"]
+    return head + ["-C", toplevel, "mcp"]
+
+
+def plan_mcp(toplevel: str, harness: str, command: list[str] | None = None):
+    """Read and merge *harness*'s project MCP configuration now (bad input raises before
+    anything is written); returns the function that writes it and says what it did."""
+    if harness not in FILES:
+        raise BadInput(f"--mcp: {harness} has no MCP configuration (claude, codex, gemini)")
+    command = command or server_command(toplevel)
+    path = Path(toplevel, FILES[harness])
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    merge = _merge_toml if harness == "codex" else _merge_json
+    new = merge(old, path, command, harness)
+
+    def write() -> dict:
+        if new is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.agent-registry-tmp")
+            tmp.write_text(new, encoding="utf-8")
+            os.replace(tmp, path)
+        return {"file": str(path), "server": SERVER, "command": command,
+                "changed": new is not None}
+    return write
+
+
+def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str | None:
+    """The new text of a JSON settings file with our server in ``mcpServers``, or None
+    when it already says so."""
+    try:
+        data = json.loads(old) if old.strip() else {}
+    except ValueError as exc:
+        raise BadInput(f"{path} is not valid JSON ({exc}); nothing changed") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path} is not a JSON object; nothing changed")
+    servers = data.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise BadInput(f"{path}: \"mcpServers\" is not an object; nothing changed")
+    entry = servers.get(SERVER)
+    ours = {"type": "stdio"} if harness == "claude" else {}
+    ours.update(command=command[0], args=command[1:])
+    if isinstance(entry, dict) and all(entry.get(k) == v for k, v in ours.items()):
+        return None
+    servers[SERVER] = {**entry, **ours} if isinstance(entry, dict) else ours
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _merge_toml(old: str, path: Path, command: list[str], harness: str) -> str | None:
+    """The new text of Codex's config.toml with our ``[mcp_servers.agent-registry]``
+    table (its other keys kept), or None when it already says so.  The rest of the
+    file is kept as written: only our table's own lines are replaced."""
+    entry = _toml_servers(old, path).get(SERVER)
+    if isinstance(entry, dict) and entry.get("command") == command[0] and \
+            entry.get("args") == command[1:]:
+        return None
+    lines = old.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if _TABLE.match(line)), None)
+    if entry is not None and start is None:
+        raise BadInput(f"{path} defines mcp_servers.{SERVER} inline; edit it by hand "
+                       f"(command = {_toml_value(command[0])}, args = "
+                       f"{_toml_value(command[1:])}); nothing changed")
+    kept = {k: v for k, v in (entry or {}).items()
+            if k not in ("command", "args") and not isinstance(v, dict)}
+    table = f"[mcp_servers.{SERVER}]\n" + "".join(
+        f"{key} = {_toml_value(value)}\n"
+        for key, value in {"command": command[0], "args": command[1:], **kept}.items())
+    if start is None:
+        separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
+        return old + separator + table
+    end = next((i for i in range(start + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+    tail = "\n" if end < len(lines) else ""
+    return "".join(lines[:start]) + table + tail + "".join(lines[end:]).lstrip("\n")
+
+
+def _toml_servers(text: str, path: Path) -> dict:
+    if not text.strip():
+        return {}
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        raise BadInput(f"merging into {path} needs Python 3.11 (tomllib); nothing changed") from None
+    try:
+        servers = tomllib.loads(text).get("mcp_servers", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path} is not valid TOML ({exc}); nothing changed") from None
+    return servers if isinstance(servers, dict) else {}
+
+
+def _toml_value(value) -> str:
+    """A TOML literal for what our table holds: strings, numbers, booleans, lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise BadInput(f"cannot rewrite a TOML value of type {type(value).__name__}; edit it by hand")

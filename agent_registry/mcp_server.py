@@ -1,0 +1,385 @@
+"""``agent-registry mcp``: the registry as a stdio MCP server (Model Context Protocol).
+
+A harness (Claude Code, Codex, Gemini CLI …) starts this server once and keeps it for the
+whole agent session, so a claim costs what ``Registry.claim`` costs in-process instead of
+a Python start-up per command.  One :class:`Registry` stays open (one ``cat-file``
+process); the SDK runs each tool in a worker thread, so every use of it goes through one
+mutex.  Sessions registered through this server are bound to the server's parent process
+(the harness: it lives exactly as long as the agent) and heartbeated by a background
+thread while the server runs.
+
+Every failure is a tool error (``isError``) whose text says what is wrong and what to do:
+an unknown session id lists the live ones, a refused claim names the holder and how to
+reach it.  A claim the remote has not confirmed (the CLI's exit 3) is a result with
+``"confirmed": false``.  Results are the documents the CLI prints with ``--json``.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from . import __version__
+from .errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
+from .output import age, check_code, to_json
+from .registry import Registry
+from .staleness import DEFAULT_TTL
+
+HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
+PID_FROM = "the MCP server's parent (the harness that started it)"
+SHOWN = 20  # live sessions named in an "unknown session" error
+
+SessionId = Annotated[str, Field(description="Session id, as returned by register.")]
+MaybeSession = Annotated[str | None, Field(
+    description="Session id (default: the one session this server registered).")]
+Paths = Annotated[list[str], Field(min_length=1, description=(
+    "Files, directories (end with /) or git globs, relative to the repository root "
+    "or absolute."))]
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+
+INSTRUCTIONS = """\
+Coordinates the AI agents editing this git repository. Call register once at the start
+(keep the session id it returns); call lock_acquire on a path before editing it and
+lock_release when done; if a claim is refused, work on something else or ask the holder
+it names. lock_check tells who holds a path. This server heartbeats the sessions it
+registered. At the end call end (writes a wiki entry) or finish. wiki_query says whether
+a task was done before."""
+
+
+class Service:
+    """The registry behind the tools: one Registry, one mutex, and the sessions this
+    server registered (session id -> the shortest TTL it claimed with)."""
+
+    def __init__(self, registry: Registry, interval: float = HEARTBEAT) -> None:
+        self.registry = registry
+        self.interval = interval
+        self.mutex = threading.Lock()
+        self.owned: dict[str, int] = {}
+        self.beaten: dict[str, float] = {}  # session -> monotonic time of its last renewal
+        self.stopping = threading.Event()
+
+    # -- calling the registry ---------------------------------------------------------
+    def call(self, fn: Callable[[], dict], sid: str | None = None) -> dict:
+        """Run *fn* under the mutex; a RegistryError becomes a ToolError that says what
+        to do, a claim the remote did not confirm a result with ``confirmed: false``."""
+        with self.mutex:
+            self.registry.unpushed, self.registry.warnings = {}, []
+            try:
+                result = fn()
+            except Unconfirmed as exc:
+                result = {**exc.details, "warning": exc.message}
+            except RegistryError as exc:
+                raise ToolError(self.explain(exc, sid)) from None
+            except OSError as exc:
+                raise ToolError(os_failure(exc).message) from None
+            result = {**result, **self.registry.unpushed}
+            if self.registry.warnings:
+                result["warnings"] = list(self.registry.warnings)
+            return result
+
+    def default_sid(self, sid: str | None) -> str:
+        """*sid*, else the one session this server registered."""
+        if sid:
+            return sid
+        if len(self.owned) == 1:
+            return next(iter(self.owned))
+        mine = ", ".join(self.owned) or "none yet"
+        raise ToolError(f"session_id is required: this server registered {mine} "
+                        "(call register first, and pass the id it returns)")
+
+    def renewed(self, sid: str, ttl: int | None = None) -> None:
+        """*sid* was just written (its heartbeat renewed): the heartbeat thread waits."""
+        self.beaten[sid] = time.monotonic()
+        if sid in self.owned and ttl:
+            self.owned[sid] = min(self.owned[sid], ttl)
+
+    def forget(self, sid: str) -> None:
+        self.owned.pop(sid, None)
+        self.beaten.pop(sid, None)
+
+    # -- what an error says -----------------------------------------------------------
+    def explain(self, exc: RegistryError, sid: str | None) -> str:
+        text = exc.message
+        if sid and isinstance(exc, (NotFound, Refused)) and \
+                text.startswith((f"unknown session {sid}", f"session {sid} has ")):
+            return f"{text}. {self.live_hint(sid)}"
+        owners = [c["owner"] for c in exc.details.get("conflicts", [])] or \
+            exc.details.get("owners", [])
+        if owners:
+            return f"{text}. " + " ".join(self.reach(o) for o in dict.fromkeys(owners))
+        return text
+
+    def live_hint(self, sid: str) -> str:
+        """The live session ids, this server's first, and the likeliest one meant."""
+        try:
+            live = [s.id for s in self.registry.sessions()]
+        except RegistryError:
+            return ""
+        mine = [s for s in self.owned if s in live]
+        listed = mine + [s for s in live if s not in mine]
+        if not listed:
+            return "No session is live: call register first."
+        guess = mine[0] if len(mine) == 1 else next(
+            iter(difflib.get_close_matches(sid, live, 1)), None)
+        more = f" (and {len(listed) - SHOWN} more)" if len(listed) > SHOWN else ""
+        return ((f"Did you mean {guess}? " if guess else "")
+                + f"Live sessions: {', '.join(listed[:SHOWN])}{more}"
+                + (f"; registered through this server: {', '.join(mine)}." if mine else "."))
+
+    def reach(self, owner: str) -> str:
+        """Who holds a lock, and how to reach them while sessions cannot message."""
+        try:
+            s = self.registry.session(owner)
+        except RegistryError:
+            return f"Holder {owner}: its session file is unreadable."
+        now = self.registry.clock()
+        from .records import parse_iso
+        beat = parse_iso(s.heartbeat_at)
+        seen = f", last heartbeat {age(now - beat)} ago" if beat else ""
+        where = f" on {s.host}" + (f", pid {s.pid}" if s.pid else "")
+        handoff = f"; its handoff document: {s.handoff}" if s.handoff else ""
+        return (f"Holder {s.id}: {s.provider}{where}, working on "
+                f"{s.working_on or '(not said)'}{seen}{handoff}. Reach it through the "
+                f"person running it (show {s.id} for details, its diary is "
+                f"contexts/{s.id}.md on the registry branch); its locks go stale when its "
+                "process exits or its heartbeat passes the TTL.")
+
+    # -- the heartbeat thread ---------------------------------------------------------
+    def beat_loop(self) -> None:
+        """Renew every session this server registered whose last renewal is older than
+        the interval (or a third of the shortest TTL it claimed with)."""
+        while not self.stopping.wait(min(1.0, self.interval)):
+            self.beat_due()
+
+    def beat_due(self) -> None:
+        now = time.monotonic()
+        with self.mutex:
+            for sid, ttl in list(self.owned.items()):
+                if now - self.beaten.get(sid, 0.0) < max(1.0, min(self.interval, ttl / 3)):
+                    continue
+                try:
+                    self.registry.heartbeat(sid)
+                    self.beaten[sid] = now
+                except (NotFound, Refused) as exc:  # ended elsewhere: nothing to keep alive
+                    self.forget(sid)
+                    print(f"agent-registry mcp: stopped heartbeating {sid}: {exc.message}",
+                          file=sys.stderr)
+                except (RegistryError, OSError) as exc:  # try again at the next tick
+                    print(f"agent-registry mcp: heartbeat of {sid} failed: {exc}",
+                          file=sys.stderr)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.mutex:  # a heartbeat in flight finishes before the registry closes
+            self.owned.clear()
+
+
+def build(service: Service) -> MCPServer:
+    """The MCP server: its tools and resources, each a thin call into *service*."""
+    server = MCPServer("agent-registry", version=__version__, instructions=INSTRUCTIONS,
+                       log_level="WARNING")
+    reg = service.registry
+    tool = server.tool
+
+    @tool(annotations=WRITES)
+    def register(
+        provider: Annotated[str, Field(description="Agent or tool: Claude, Codex, Gemini …")],
+        session_id: Annotated[str | None, Field(
+            description="Id to register (default: made up as <provider>-<time>-<hex>).")] = None,
+        ai_version: Annotated[str, Field(description="Model or tool version.")] = "",
+        working_on: Annotated[str, Field(description="What this session works on.")] = "",
+        space: Annotated[list[str], Field(description="Paths it expects to touch.")] = [],
+        todo_present: Annotated[list[str], Field(description="Current to-do items.")] = [],
+        pid: Annotated[int | None, Field(description=(
+            "The agent's own process (default: this server's parent, the harness)."))] = None,
+    ) -> dict[str, Any]:
+        """Register this agent's session; returns its id (session.id): pass it to the other tools."""
+        from .cli import new_session_id
+        sid = session_id or new_session_id(provider)
+
+        def run() -> dict:
+            session = reg.register(sid, provider=provider, ai_version=ai_version,
+                                   working_on=working_on, space=space,
+                                   todo_present=todo_present, pid=pid or os.getppid(),
+                                   pid_from="pid" if pid else PID_FROM)
+            service.owned.setdefault(sid, DEFAULT_TTL)
+            service.renewed(sid)
+            return {"session": session.to_dict(), "bound_to": reg.bound}
+        return service.call(run, sid)
+
+    @tool(annotations=READ_ONLY)
+    def status(all: Annotated[bool, Field(description="Include ended sessions.")] = False
+               ) -> dict[str, Any]:
+        """Live sessions (all: ended ones too), the sync state and clocks running ahead."""
+        return service.call(lambda: status_document(reg, all))
+
+    @tool(annotations=READ_ONLY)
+    def show(session_id: Annotated[str | None, Field(
+            description="Session id (default: every live session).")] = None) -> dict[str, Any]:
+        """One session in full (default: every live session)."""
+        return service.call(lambda: {"sessions": [s.to_dict() for s in (
+            [reg.session(session_id)] if session_id else reg.sessions())]}, session_id)
+
+    @tool(annotations=WRITES)
+    def lock_acquire(
+        paths: Paths, session_id: MaybeSession = None,
+        ttl: Annotated[int, Field(ge=1, le=604800, description=(
+            "Seconds without a heartbeat before the lock goes stale."))] = DEFAULT_TTL,
+        shared: Annotated[bool, Field(description="Shared mode: many readers, no writer.")] = False,
+    ) -> dict[str, Any]:
+        """Claim every path before editing it, or none (an error names the holder)."""
+        sid = service.default_sid(session_id)
+
+        def run() -> dict:
+            result = reg.claim(sid, paths, ttl=ttl, shared=shared)
+            service.renewed(sid, ttl)
+            return result
+        return service.call(run, sid)
+
+    @tool(annotations=WRITES)
+    def lock_release(paths: Paths, session_id: MaybeSession = None) -> dict[str, Any]:
+        """Release paths this session holds (an error if another session holds one)."""
+        sid = service.default_sid(session_id)
+        return service.call(lambda: reg.release(sid, paths), sid)
+
+    @tool(annotations=READ_ONLY)
+    def lock_check(paths: Paths, session_id: Annotated[str | None, Field(
+            description="Your session id, to tell your own locks apart.")] = None
+            ) -> dict[str, Any]:
+        """Per path: free, locked (by whom), locked-by-me or stale; free_to_edit sums it up."""
+        def run() -> dict:
+            results = reg.check(paths, session_id)
+            return {"paths": results, "free_to_edit": check_code(results) == 0}
+        return service.call(run, session_id)
+
+    @tool(annotations=WRITES)
+    def heartbeat(session_id: MaybeSession = None,
+                  paths: Annotated[list[str], Field(description=(
+                      "Optional: an error unless the session holds each."))] = []
+                  ) -> dict[str, Any]:
+        """Renew the session and all its locks now (this server also does it on its own)."""
+        sid = service.default_sid(session_id)
+
+        def run() -> dict:
+            result = reg.heartbeat(sid, paths)
+            service.renewed(sid)
+            return result
+        return service.call(run, sid)
+
+    @tool(annotations=WRITES)
+    def context_log(text: Annotated[str, Field(description="What happened, one or more lines.")],
+                    session_id: MaybeSession = None) -> dict[str, Any]:
+        """Append a timestamped line to the session's diary (contexts/<sid>.md)."""
+        sid = service.default_sid(session_id)
+        return service.call(lambda: reg.context_log(sid, text), sid)
+
+    @tool(annotations=WRITES)
+    def finish(session_id: MaybeSession = None) -> dict[str, Any]:
+        """Mark the session Finished and release every lock it holds."""
+        sid = service.default_sid(session_id)
+
+        def run() -> dict:
+            result = reg.finish(sid)
+            service.forget(sid)
+            return result
+        return service.call(run, sid)
+
+    @tool(annotations=WRITES)
+    def end(session_id: MaybeSession = None,
+            router: Annotated[str | None, Field(
+                description="One line a later search should find this session by.")] = None,
+            what: Annotated[str | None, Field(description="What was done.")] = None,
+            how: Annotated[str | None, Field(description="How it was done.")] = None,
+            solved: Annotated[str | None, Field(description="The problem it solved.")] = None,
+            bugs: Annotated[list[str] | None, Field(description="Bugs found.")] = None,
+            tools: Annotated[list[str] | None, Field(
+                description="Skills, tools, MCP servers used.")] = None) -> dict[str, Any]:
+        """End the session with a wiki entry (wiki/<sid>.md), Finished, locks released."""
+        sid = service.default_sid(session_id)
+
+        def run() -> dict:
+            from .wiki.ops import end_session
+            result = end_session(reg, sid, router=router, what=what, how=how, solved=solved,
+                                 bugs=bugs, tools=tools)
+            service.forget(sid)
+            return result
+        return service.call(run, sid)
+
+    @tool(annotations=READ_ONLY)
+    def wiki_query(text: Annotated[str, Field(description="The task, in a few words.")],
+                   limit: Annotated[int, Field(ge=1, description="Most results.")] = 10
+                   ) -> dict[str, Any]:
+        """Has this been done before? Past sessions ranked for text, best first."""
+        from .wiki import api
+        return service.call(lambda: api.search(reg, text, limit))
+
+    @tool(annotations=READ_ONLY)
+    def wiki_show(id: Annotated[str, Field(description=(
+            "Entry id (or a unique prefix of 6+) or session id."))]) -> dict[str, Any]:
+        """One wiki entry in full: fields and the session's diary."""
+        from .wiki import api
+        return service.call(lambda: api.get_entry(reg, id))
+
+    add_resources(server, service)
+    return server
+
+
+def add_resources(server: MCPServer, service: Service) -> None:
+    reg = service.registry
+
+    def read(fn: Callable[[], str]) -> str:
+        with service.mutex:
+            try:
+                return fn()
+            except RegistryError as exc:
+                raise ResourceError(exc.message) from None
+
+    @server.resource("registry://status", name="status", mime_type="application/json",
+                     description="Live sessions, the sync state, clocks running ahead.")
+    def status_resource() -> str:
+        return read(lambda: to_json(status_document(reg, False)))
+
+    @server.resource("registry://locks", name="locks", mime_type="application/json",
+                     description="Every lock held by a live session, with its state.")
+    def locks_resource() -> str:
+        return read(lambda: to_json({"locks": reg.locks()}))
+
+    @server.resource("registry://registry.md", name="registry.md", mime_type="text/markdown",
+                     description="The registry branch's rendered page, as the forge shows it.")
+    def registry_md() -> str:
+        def page() -> str:
+            raw = reg.view().read("registry.md")
+            if raw is None:
+                raise ResourceError(f"no {reg.branch} branch yet: register a session first")
+            return raw.decode("utf-8", errors="replace")
+        return read(page)
+
+
+def status_document(reg: Registry, include_ended: bool) -> dict:
+    """What ``status --json`` prints (without its filters)."""
+    sessions = reg.sessions(include_ended=include_ended)
+    return {"sessions": [s.to_dict() for s in sessions], "sync": reg.sync_state(),
+            "clock": reg.clocks_ahead(sessions)}
+
+
+def serve(registry: Registry, interval: float = HEARTBEAT) -> None:
+    """Serve *registry* on stdin/stdout until the client goes away."""
+    service = Service(registry, interval)
+    server = build(service)
+    beats = threading.Thread(target=service.beat_loop, name="heartbeat", daemon=True)
+    beats.start()
+    try:
+        server.run("stdio")
+    finally:
+        service.stop()
+        beats.join()
