@@ -54,7 +54,7 @@ def run(argv: list[str]) -> int | None:
     if opts is None:
         return None
     from .. import output
-    from ..errors import RegistryError
+    from ..errors import RegistryError, os_failure
     from ..registry import Registry
     from . import api
     from .progress import Progress
@@ -67,11 +67,12 @@ def run(argv: list[str]) -> int | None:
         elif not opts["quiet"]:
             print(api.query_text(answer))
         return 0
-    except RegistryError as exc:
+    except (RegistryError, OSError) as exc:  # as hotpath.execute and cli.main report them
+        error = exc if isinstance(exc, RegistryError) else os_failure(exc)
         if opts["json"]:
-            print(output.error_json(exc))
-        print(f"agent-registry: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+            print(output.error_json(error))
+        print(f"agent-registry: {error.message}", file=sys.stderr)
+        return error.exit_code
     finally:
         if registry is not None:
             if not opts["quiet"]:
