@@ -44,8 +44,11 @@ def lock_arguments(registry, args, sid: str | None, *,
     paths = list(args)
     names = registry.session_names(paths)
     here = registry.repo.info
-    is_file = lambda arg: bool(here.toplevel) and \
-        os.path.lexists(os.path.join(here.toplevel, here.prefix, arg))
+
+    def is_file(arg: str) -> bool:
+        return bool(here.toplevel) and \
+            os.path.lexists(os.path.join(here.toplevel, here.prefix, arg))
+
     last = paths[-1] if paths else None
     if last in names and sid in (None, last) and (len(paths) > 1 or not need_path):
         if is_file(last):
