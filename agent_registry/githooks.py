@@ -15,10 +15,10 @@ from pathlib import Path
 
 from .data import folder
 from .errors import Refused
-from .gitstore import Repo, RepoInfo, branch_name, clean_env, read_config
-from .guard import push_guard_enabled, registry_tip
+from .gitstore import RepoInfo, branch_name, clean_env, read_config
+from .guard import Guard, push_guard_enabled
 
-HOOK_NAMES = ("pre-commit", "pre-push", "post-merge", "post-checkout")
+HOOK_NAMES = ("pre-commit", "pre-merge-commit", "pre-push", "post-merge", "post-checkout")
 MARKER = "# agent-registry hook: "
 CHAINED_SUFFIX = ".agent-registry-chained"
 PYTHON_PLACEHOLDER = "@PYTHON@"
@@ -109,21 +109,24 @@ def status(info: RepoInfo) -> dict:
             state = f"broken ({python} is gone: run hooks install)"
         hooks.append({"hook": name, "path": str(target), "state": state,
                       "chained": str(chained) if _exists(chained) else None})
-    repo = Repo(info)
+    guard = Guard(info)
     try:  # the tip the guard judges by, the remote-tracking branch of a fresh clone too
-        has_branch = registry_tip(repo, config) is not None
+        has_branch = guard.tip is not None
+        readable = guard.check([])
     finally:
-        repo.close()
-    guarded = hooks[0]["state"] == "installed"
-    if not guarded:
+        guard.close()
+    installed = {hook["hook"] for hook in hooks if hook["state"] == "installed"}
+    if "pre-commit" not in installed:
         mode = "off: the pre-commit hook is not installed"
+    elif readable.unreadable:
+        mode = readable.mode
     elif not has_branch:
         mode = f"off: no registry branch {branch!r} yet (commits pass, with a notice)"
     else:
         mode = "enforcing"
     return {"hooks_dir": str(directory), "hooks": hooks, "branch": branch,
             "branch_present": has_branch, "mode": mode,
-            "push_guard": hooks[1]["state"] == "installed" and push_guard_enabled(config, ""),
+            "push_guard": "pre-push" in installed and push_guard_enabled(config, ""),
             "override_env": "AGENT_REGISTRY_ALLOW"}
 
 

@@ -6,6 +6,7 @@ lock record of the path itself and of each ancestor directory, plus the few glob
 all read through one ``git cat-file --batch`` from the registry branch tip.
 
     python -m agent_registry.guard pre-commit           # what the pre-commit hook runs
+    python -m agent_registry.guard pre-merge-commit     # the same, before `git merge` commits
     python -m agent_registry.guard pre-push REMOTE URL  # refs on stdin, as git gives them
     python -m agent_registry.guard check PATH...        # the same decision for any paths
     python -m agent_registry.guard background-sync      # post-merge / post-checkout
@@ -13,19 +14,21 @@ all read through one ``git cat-file --batch`` from the registry branch tip.
 Who commits: ``$AGENT_REGISTRY_SESSION``, else the live session on this host whose
 process is an ancestor of the hook, else a person.  Locks held by anyone else block,
 unless stale.  ``AGENT_REGISTRY_ALLOW=1`` lets the commit through and records the
-override on the registry branch.  The guard never lets a commit through silently: when
-the registry branch is missing or unreadable it says so on stderr.
+override on the registry branch.  The guard never lets a commit through silently: with
+no registry branch it says so on stderr; when the branch exists but cannot be read, it
+refuses (fail closed) and names the override.  Pre-push checks what each pushed commit,
+merges included, and each branch update change, so what no commit hook saw (a merge
+made with --no-verify, cherry-pick, revert, rebase, am, a fast-forward) is caught there.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 
 from . import paths as P
-from .gitstore import Repo, RepoInfo, branch_name, clean_env, discover, read_config
+from .gitstore import GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config
 from .procinfo import ancestors, hostname, start_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
@@ -35,6 +38,7 @@ ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
 IN_HOOK_ENV = "AGENT_REGISTRY_IN_HOOK"
 SYNC_TIMEOUT = 20.0
 PERSON = "a person"
+UNREADABLE = "refusing: "
 
 
 class Conflict:
@@ -58,14 +62,20 @@ class Report:
                  mode: str = "enforcing") -> None:
         self.checked = checked
         self.committer = committer  # a session id, or None for a person
-        self.mode = mode  # "enforcing", or "off: <why>" when the registry could not be read
+        # "enforcing"; "off: <why>" when there is no registry branch; "refusing: <why>"
+        # when there is one and it cannot be read (fail closed)
+        self.mode = mode
         self.conflicts: list[Conflict] = []
         self.stale: list[dict] = []  # locks that no longer count
         self.warnings: list[str] = []
 
     @property
+    def unreadable(self) -> bool:
+        return self.mode.startswith(UNREADABLE)
+
+    @property
     def blocked(self) -> bool:
-        return bool(self.conflicts)
+        return bool(self.conflicts) or self.unreadable
 
     def to_dict(self) -> dict:
         return {"checked": self.checked, "committer": self.committer or PERSON,
@@ -149,71 +159,56 @@ def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:
 
 
 class LockLookup:
-    """The registry as of one tip, read path by path: never a scan of all locks.
-
-    Lock records are read as plain JSON; the record and staleness modules (which cost
-    the import of dataclasses) are imported only when a lock held by another session
-    covers a path, the rare case where the guard has something to decide."""
+    """The registry as of one tip, read path by path through a :class:`View` (the
+    registry's own reader, so the guard and claims agree on every record): never a
+    scan of all locks.  A record that cannot be read is reported and fails closed, as
+    in the registry (view.py)."""
 
     def __init__(self, repo: Repo, tip: str, now: float, host: str) -> None:
         self.repo = repo
         self.tip = tip
         self.now = now
         self.host = host
-        self._patterns: list[dict] | None = None
-        self._sessions: dict = {}
-        self.warnings: list[str] = []
+        self._view = None
+        self._patterns: list | None = None
 
-    def _lock(self, name: str) -> dict | None:
-        raw = self.repo.read_blob(f"{self.tip}:{name}")
-        if raw is None:
-            return None
-        try:
-            body = json.loads(raw)
-            if not isinstance(body["path"], str) or not all(
-                    isinstance(h["session"], str) for h in body.get("holders", [])):
-                raise TypeError("unexpected types")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.warnings.append(f"{name} is unreadable: lock record: {exc}")
-            return None
-        return body
+    @property
+    def view(self):
+        """Opened on first use, inside Guard.check: a tip whose commit or root tree is
+        missing raises there (unreadable), instead of reading as an empty registry."""
+        if self._view is None:
+            from .view import View
+            self._view = View(self.repo, self.tip)
+            if self.repo.reader.read(self._view.tree) is None:
+                raise GitError(f"the tree {self._view.tree} of {self.tip} is missing")
+        return self._view
 
-    def patterns(self) -> list[dict]:
+    @property
+    def warnings(self) -> list[str]:
+        return self.view.warnings if self._view is not None else []
+
+    def patterns(self) -> list:
         if self._patterns is None:
-            names = [n for n, is_tree, _ in self.repo.list_tree(f"{self.tip}:locks/patterns")
-                     if not is_tree]
-            self._patterns = [lock for n in names
-                              if (lock := self._lock(f"locks/patterns/{n}")) is not None]
+            self._patterns = self.view.pattern_locks()
         return self._patterns
 
     def session(self, sid: str):
         """(live session or None, unreadable?)"""
-        if sid not in self._sessions:
-            from .records import UnreadableRecord, load_session
-            raw = self.repo.read_blob(f"{self.tip}:sessions/live/{sid}.yaml")
-            try:
-                self._sessions[sid] = (load_session(raw) if raw is not None else None, False)
-            except UnreadableRecord as exc:
-                self.warnings.append(f"sessions/live/{sid}.yaml is unreadable: {exc}")
-                self._sessions[sid] = (None, True)
-        return self._sessions[sid]
+        session = self.view.session(sid, strict=False)
+        return session, sid in self.view.unreadable
 
-    def covering(self, path: str) -> list[dict]:
+    def covering(self, path: str) -> list:
         """Lock records whose target covers *path*: its own record, its ancestor
-        directories', and the glob locks that match it."""
+        directories', and the glob locks that match it (paths.covers decides)."""
         found = [lock for key in P.lookup_keys(path)
-                 if (lock := self._lock(P.record_name(key))) is not None
-                 and P.covers(lock["path"], path)]
-        return found + [lock for lock in self.patterns() if P.covers(lock["path"], path)]
+                 if (lock := self.view.lock(key)) is not None and P.covers(lock.path, path)]
+        return found + [lock for lock in self.patterns() if P.covers(lock.path, path)]
 
-    def stale_reason(self, entry: dict, session, unreadable: bool) -> str | None:
+    def stale_reason(self, holder, session, unreadable: bool) -> str | None:
         """Why this holder's claim no longer counts (staleness.stale_reason), or None."""
         if unreadable:
             return None  # an unreadable session file keeps its locks held, as in the registry
-        from .records import Holder
         from .staleness import stale_reason
-        holder = Holder(entry["session"], str(entry.get("generation", "")),
-                        str(entry.get("acquired_at", "")), int(entry.get("ttl", 600)))
         return stale_reason(holder, session, self.now, self.host)
 
 
@@ -232,9 +227,9 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
     seen: set[tuple[str, str, str]] = set()
     for path in paths:
         for lock in lookup.covering(path):
-            for entry in lock.get("holders", []):
-                owner = entry["session"]
-                key = (path, lock["path"], owner)
+            for holder in lock.holders:
+                owner = holder.session
+                key = (path, lock.path, owner)
                 if key in seen or (committer is not None and owner == committer):
                     continue
                 seen.add(key)
@@ -242,15 +237,14 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
                 if committer is None and session is not None and \
                         _is_my_process(session, lookup.host, my_pids):
                     continue  # the holder is the agent that runs this commit
-                reason = lookup.stale_reason(entry, session, unreadable)
+                reason = lookup.stale_reason(holder, session, unreadable)
                 if reason:
-                    report.stale.append({"path": path, "target": lock["path"],
+                    report.stale.append({"path": path, "target": lock.path,
                                          "owner": owner, "reason": reason})
                     continue
                 report.conflicts.append(Conflict(
-                    path, lock["path"], owner, session.working_on if session else "",
-                    str(entry.get("acquired_at", "")), lock.get("mode", "exclusive"),
-                    session.host if session else ""))
+                    path, lock.path, owner, session.working_on if session else "",
+                    holder.acquired_at, lock.mode, session.host if session else ""))
     report.warnings = lookup.warnings
     return report
 
@@ -300,18 +294,26 @@ class Guard:
         """Which of *paths* another live session holds.  The committer is *committer*,
         else $AGENT_REGISTRY_SESSION, else found by process ancestry."""
         env_sid = committer or os.environ.get(SESSION_ENV) or None
-        if self.lookup is None:
+        if self.lookup is None and not self._ref_exists():
             return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
                                                "in this repository")
         try:
-            self.repo.commit_info(self.tip)  # a missing or broken tip is unreadable, not empty
+            if self.lookup is None:
+                raise GitError(f"refs/heads/{self.branch} names no commit")
+            self.lookup.view.tree  # noqa: B018 (opens the tip: see LockLookup.view)
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:
                 report.committer = identify(self.lookup, self.my_pids)
-        except Exception as exc:  # an unreadable registry must not block, nor pass silently
-            return Report(paths, env_sid, mode=f"off: the registry branch {self.branch!r} "
-                                               f"is unreadable ({exc})")
+        except Exception as exc:  # a registry that exists but cannot be read: fail closed
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            return Report(paths, env_sid, mode=f"{UNREADABLE}the registry branch "
+                                               f"{self.branch!r} is unreadable ({reason})")
         return report
+
+    def _ref_exists(self) -> bool:
+        """Is there a ref file that read_ref could not read (empty, a dangling symref)?
+        Then the branch is broken, not absent."""
+        return os.path.lexists(os.path.join(self.info.common_dir, "refs", "heads", self.branch))
 
     def staged_paths(self) -> list[str]:
         """Paths the commit being made changes, read with the hook's own environment
@@ -333,34 +335,44 @@ class Guard:
             raise RuntimeError(err.decode(errors="replace").strip())
         return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
-    def pushed_commits(self, remote: str, updates: list[tuple[str, str, str, str]]
+    def pushed_changes(self, remote: str, updates: list[tuple[str, str, str, str]]
                        ) -> dict[str, list[str]]:
-        """commit -> paths it changes, for the commits a push would send."""
-        tips = [local_sha for _, local_sha, remote_ref, _ in updates
-                if set(local_sha) != {"0"} and remote_ref != f"refs/heads/{self.branch}"]
-        if not tips:
-            return {}
-        excluded = [f"^{remote_sha}" for _, _, _, remote_sha in updates
-                    if set(remote_sha) != {"0"} and self.repo.reader.read(remote_sha)]
-        commits = self.repo.git("rev-list", *tips, *excluded, "--not",
-                                f"--remotes={remote}", "--").stdout.decode().split()
-        if not commits:
-            return {}
-        out = self.repo.git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z",
-                            "--no-renames", "--always",
-                            input="\n".join(commits).encode() + b"\n").stdout
+        """What a push changes, by where it comes from: each commit the remote does not
+        have (a merge against its first parent: what it brings into that line, the other
+        side's changes included even when the remote has them on another branch), and
+        each branch update as a whole, the remote's tip against ours (a fast-forward onto
+        commits the remote has elsewhere sends no commit, yet changes the branch)."""
+        updates = [u for u in updates
+                   if set(u[1]) != {"0"} and u[2] != f"refs/heads/{self.branch}"]
+        known = {old for _, _, _, old in updates
+                 if set(old) != {"0"} and self.repo.reader.read(old) is not None}
         changed: dict[str, list[str]] = {}
-        pushed = set(commits)  # a big push lists many commits: no list scan per path
-        current = None
-        for item in out.decode("utf-8", "surrogateescape").split("\0"):
-            item = item.strip("\n")
-            if not item:
-                continue
-            if item in pushed:
-                current = changed.setdefault(item, [])
-            elif current is not None:
-                current.append(item)
+        commits = self.repo.git("rev-list", *[u[1] for u in updates], *[f"^{o}" for o in known],
+                                "--not", f"--remotes={remote}", "--").stdout.decode().split()
+        if commits:
+            out = self.repo.git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z",
+                                "--no-renames", "--always", "--diff-merges=first-parent",
+                                input="\n".join(commits).encode() + b"\n").stdout
+            pushed = set(commits)  # a big push lists many commits: no list scan per path
+            current: list[str] | None = None
+            for item in _names(out):
+                if item in pushed:
+                    current = changed.setdefault(f"commit {item[:12]}", [])
+                elif current is not None:
+                    current.append(item)
+        for _, local, ref, old in updates:
+            if old in known and old != local:
+                names = _names(self.repo.git("diff-tree", "-r", "--name-only", "-z",
+                                             "--no-renames", old, local).stdout)
+                if names:
+                    changed[f"the update of {ref} ({old[:12]}..{local[:12]})"] = names
         return changed
+
+
+def _names(out: bytes) -> list[str]:
+    """The NUL-separated names git printed (``-z``)."""
+    return [item.strip("\n") for item in out.decode("utf-8", "surrogateescape").split("\0")
+            if item.strip("\n")]
 
 
 # -- messages -------------------------------------------------------------------------
@@ -376,10 +388,14 @@ def how_to_proceed(action: str) -> str:
     return (f"agent-registry: ask the owner to release it (agent-registry lock release PATH), "
             f"or override deliberately: {ALLOW_ENV}=1 git {action} ... (recorded on the "
             f"registry branch) or git {action} --no-verify (not recorded"
-            + ("; the pre-push guard still checks it)" if action == "commit" else ")"))
+            + ("; the pre-push guard still checks it)" if action != "push" else ")"))
 
 
 def refusal_text(report: Report, action: str) -> str:
+    if report.unreadable:  # one line: the reason and the way through
+        return (f"agent-registry: {action} refused: {report.mode[len(UNREADABLE):]}; repair "
+                f"it (git fsck; agent-registry sync), or override deliberately: "
+                f"{ALLOW_ENV}=1 git {action} ...")
     who = report.committer or PERSON
     lines = [f"agent-registry: {action} refused: {len(report.conflicts)} path(s) locked by "
              f"another live session (committing as {who}):"]
@@ -409,28 +425,34 @@ def override(guard: Guard, report: Report, action: str) -> None:
         say(f"agent-registry: could not record the override: {exc}")
 
 
-def pre_commit(guard: Guard) -> int:
+def pre_commit(guard: Guard, action: str = "commit") -> int:
+    """The pre-commit hook, and the pre-merge-commit hook (*action* "merge"): git runs
+    it before `git merge` commits, with the merge result in the index."""
     try:
         paths = guard.staged_paths()
     except RuntimeError as exc:
-        say(f"agent-registry: cannot read the staged paths ({exc}): commit not checked")
+        say(f"agent-registry: cannot read the staged paths ({exc}): {action} not checked")
         return 0
-    return _decide(guard, guard.check(paths), "commit")
+    return _decide(guard, guard.check(paths), action)
 
 
 def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) -> int:
     """Print what the guard found; 0 to let the change through, 1 to refuse it."""
     for warning in report.warnings:
         say(f"agent-registry: warning: {warning}")
-    if report.mode != "enforcing":
+    if report.mode.startswith("off"):
         say(f"agent-registry: guard {report.mode}: {action} not checked")
         return 0
     if not report.blocked:
         return 0
+    if os.environ.get(ALLOW_ENV) == "1" and report.unreadable:
+        say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed unchecked "
+            f"({report.mode[len(UNREADABLE):]}; not recorded)")
+        return 0
     if os.environ.get(ALLOW_ENV) == "1":
         override(guard, report, action)
         return 0
-    say("\n".join([refusal_text(report, action), *details]))
+    say("\n".join([refusal_text(report, action), *(details if report.conflicts else [])]))
     return 1
 
 
@@ -476,14 +498,13 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
             "the guard uses local state")
     else:
         guard.refresh()  # the sync may have moved the ref
-    commits = guard.pushed_commits(remote, updates)  # type: ignore[arg-type]
-    report = guard.check(sorted({p for changed in commits.values() for p in changed}))
+    changes = guard.pushed_changes(remote, updates)  # type: ignore[arg-type]
+    report = guard.check(sorted({p for changed in changes.values() for p in changed}))
     held = {c.path for c in report.conflicts}
-    details = [f"  commit {commit[:12]} touches {', '.join(hit)}"
-               for commit, changed in commits.items()
+    details = [f"  {source} touches {', '.join(hit)}" for source, changed in changes.items()
                if (hit := [p for p in changed if p in held])]
     return _decide(guard, report, "push",
-                   ["agent-registry: commits that touch them:", *details] if details else [])
+                   ["agent-registry: what brings them:", *details] if details else [])
 
 
 def background_sync(info: RepoInfo) -> None:
@@ -491,8 +512,9 @@ def background_sync(info: RepoInfo) -> None:
     subprocess.Popen(**_sync_call(info), stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-USAGE = ("usage: python -m agent_registry.guard pre-commit | pre-push REMOTE [URL] | "
-         "check PATH... | background-sync | framework")
+USAGE = ("usage: python -m agent_registry.guard pre-commit | pre-merge-commit | "
+         "pre-push REMOTE [URL] | check PATH... | background-sync | framework")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "check", "background-sync")
 
 
 def framework_args(environ: dict[str, str]) -> tuple[list[str], str]:
@@ -513,13 +535,14 @@ def main(argv: list[str] | None = None) -> int:
     stdin_text = None
     if args[:1] == ["framework"]:
         args, stdin_text = framework_args(dict(os.environ))
-    if not args or args[0] not in ("pre-commit", "pre-push", "check", "background-sync"):
+    if not args or args[0] not in HOOKS:
         say(USAGE)
         return 2
     if os.environ.get(IN_HOOK_ENV) and args[0] in ("pre-push", "background-sync"):
         return 0
     try:
-        info = (hook_repo_info() if args[0] == "pre-commit" else None) or discover(".")
+        info = (hook_repo_info() if args[0] in ("pre-commit", "pre-merge-commit") else None
+                ) or discover(".")
     except Exception as exc:
         say(f"agent-registry: guard off: {exc}")
         return 0
@@ -531,13 +554,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     guard = Guard(info)
     try:
-        if args[0] == "pre-commit":
-            return pre_commit(guard)
+        if args[0] in ("pre-commit", "pre-merge-commit"):
+            return pre_commit(guard, "commit" if args[0] == "pre-commit" else "merge")
         if args[0] == "pre-push":
             return pre_push(guard, args[1], sys.stdin.read() if stdin_text is None else stdin_text)
         from .errors import BadInput
         try:
-            paths = [P.normalize(p, toplevel=info.toplevel, prefix=info.prefix) for p in args[1:]]
+            paths = [P.normalize(P.plain(p), toplevel=info.toplevel, prefix=info.prefix)
+                     for p in args[1:]]
         except BadInput as exc:
             say(f"agent-registry: {exc.message}")
             return 2

@@ -25,12 +25,14 @@ def guard(out: Output, paths) -> None:
     """
     from . import guard as G
     from .errors import BadInput, Refused
-    from .paths import normalize
+    from .paths import normalize, plain
     info = _info(out)
     checker = G.Guard(info)
     try:
         if paths:
-            targets = [normalize(p, toplevel=info.toplevel, prefix=info.prefix) for p in paths]
+            # file names, each taken literally (as git diff gives them to the hook)
+            targets = [normalize(plain(p), toplevel=info.toplevel, prefix=info.prefix)
+                       for p in paths]
         else:
             try:
                 targets = checker.staged_paths()
@@ -41,8 +43,10 @@ def guard(out: Output, paths) -> None:
         checker.close()
     for warning in report.warnings:
         out.warn(warning)
-    if report.mode != "enforcing":
+    if report.mode.startswith("off"):
         out.warn(f"guard {report.mode}: nothing checked")
+    if report.unreadable:
+        raise Refused(report.mode, details=report.to_dict())
     if report.blocked:
         if not out.json:
             for conflict in report.conflicts:
@@ -57,8 +61,8 @@ def guard(out: Output, paths) -> None:
 
 @click.group()
 def hooks() -> None:
-    """Install, remove and inspect the git hooks (pre-commit, pre-push, post-merge,
-    post-checkout) that enforce locks."""
+    """Install, remove and inspect the git hooks (pre-commit, pre-merge-commit, pre-push,
+    post-merge, post-checkout) that enforce locks."""
 
 
 def _hook_lines(result: dict) -> str:

@@ -1,7 +1,9 @@
 """Lock targets: validation, normalization, where their records live, and overlap.
 
-A target is a file (``src/a.py``), a directory (``src/auth/``, trailing slash) or a glob
-(``src/**/*.py``, git wildmatch).  Standard library only: the guard imports this.
+A target is a file (``src/a.py``), a directory (``src/auth/``, trailing slash), a glob
+(``src/**/*.py``, git wildmatch), or a literal name with glob characters, stored with
+git's pathspec magic (``:(literal)a[1].py``).  Every decision about which paths a target
+covers goes through :func:`covers`.  Standard library only: the guard imports this.
 """
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from functools import lru_cache
 from .errors import BadInput
 
 GLOB_CHARS = "*?["
+# git pathspec magic: how an argument says it is a literal name or a glob
+LITERAL = ":(literal)"
+GLOB = ":(glob)"
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -37,7 +42,8 @@ def validate_text(label: str, value: str, *, allow_newlines: bool = False) -> st
 
 
 def is_glob(target: str) -> bool:
-    return any(c in target for c in GLOB_CHARS)
+    """Is *target* a pattern?  A stored literal name (``:(literal)a[1].py``) is not."""
+    return any(c in target for c in GLOB_CHARS) and not target.startswith(LITERAL)
 
 
 def is_dir(target: str) -> bool:
@@ -117,16 +123,70 @@ def record_name(target: str) -> str:
 
 
 def lookup_keys(path: str) -> list[str]:
-    """Exact and ancestor-directory targets that would cover *path* (globs aside)."""
+    """The targets that would cover the file *path* with no pattern: its own and each
+    ancestor directory's (in their stored form: see :func:`literal`)."""
+    return [literal(key) for key in [path, *ancestors(path)]]
+
+
+def ancestors(path: str) -> list[str]:
+    """The directories above *path*, outermost first, each with its trailing slash."""
     parts = path.rstrip("/").split("/")
-    keys = [path]
-    for i in range(1, len(parts)):
-        keys.append("/".join(parts[:i]) + "/")
-    return keys
+    return ["/".join(parts[:i]) + "/" for i in range(1, len(parts))]
+
+
+class BadPattern(BadInput):
+    """A glob that cannot be compiled (``[z-a]``, an unclosed ``[``, a trailing backslash)."""
+
+
+_CLASSES = {"alnum": r"a-zA-Z0-9", "alpha": r"a-zA-Z", "blank": r" \t", "cntrl": r"\x00-\x1f\x7f",
+            "digit": r"0-9", "graph": r"!-~", "lower": r"a-z", "print": r" -~",
+            "punct": r"!-/:-@\[-`{-~", "space": r" \t\n\r\f\v", "upper": r"A-Z",
+            "xdigit": r"0-9A-Fa-f"}
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """The regex of the bracket expression that opens at *i*, and the index after it.
+    Every member is escaped, so nothing in a pattern can reach the regex syntax; in git
+    wildmatch a bracket never matches ``/``."""
+    j, n = i + 1, len(pattern)
+    negated = j < n and pattern[j] in "!^"
+    j += negated
+    items: list[str] = []
+    first = True
+    while j < n and (first or pattern[j] != "]"):
+        first = False
+        if pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            name = pattern[j + 2:end] if end != -1 else None
+            if name not in _CLASSES:
+                raise BadPattern(f"unknown character class [:{name or '...'}:]")
+            items.append(_CLASSES[name])
+            j = end + 2
+            continue
+        lo, j = _bracket_char(pattern, j)
+        if j + 1 < n and pattern[j] == "-" and pattern[j + 1] != "]":
+            hi, j = _bracket_char(pattern, j + 1)
+            if hi < lo:
+                raise BadPattern(f"bad character range {lo}-{hi}")
+            items.append(re.escape(lo) + "-" + re.escape(hi))
+        else:
+            items.append(re.escape(lo))
+    if j >= n:
+        raise BadPattern("unclosed [")
+    return "(?!/)[" + ("^" if negated else "") + "".join(items) + "]", j + 1
+
+
+def _bracket_char(pattern: str, j: int) -> tuple[str, int]:
+    if pattern[j] == "\\":
+        if j + 1 >= len(pattern):
+            raise BadPattern("ends with a backslash")
+        return pattern[j + 1], j + 2
+    return pattern[j], j + 1
 
 
 @lru_cache(maxsize=256)
 def _wildmatch_regex(pattern: str) -> re.Pattern:
+    """git wildmatch (WM_PATHNAME) as a regex; raises BadPattern when it cannot be compiled."""
     out, i, n = [], 0, len(pattern)
     while i < n:
         c = pattern[i]
@@ -137,7 +197,7 @@ def _wildmatch_regex(pattern: str) -> re.Pattern:
             out.append("/.*")
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append(".*")  # git: a plain "*"; crossing directories is the safe reading
             i += 2
         elif c == "*":
             out.append("[^/]*")
@@ -146,54 +206,110 @@ def _wildmatch_regex(pattern: str) -> re.Pattern:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pattern[i + 1:end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end + 1
+            regex, i = _bracket(pattern, i)
+            out.append(regex)
+        elif c == "\\":
+            char, i = _bracket_char(pattern, i)
+            out.append(re.escape(char))
         else:
             out.append(re.escape(c))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    try:
+        return re.compile("".join(out) + r"\Z", re.S)
+    except re.error as exc:  # not expected after the checks above: still the pattern's fault
+        raise BadPattern(str(exc)) from None
+
+
+def glob_error(pattern: str) -> str | None:
+    """Why *pattern* cannot be used as a glob, or None."""
+    try:
+        _wildmatch_regex(pattern)
+    except BadPattern as exc:
+        return exc.message
+    return None
 
 
 def wildmatch(pattern: str, path: str) -> bool:
-    """git wildmatch with WM_PATHNAME: ``*`` stays within a directory, ``**`` crosses."""
+    """git wildmatch with WM_PATHNAME: ``*`` stays within a directory, ``**`` crosses.
+    Raises BadPattern for a pattern that cannot be compiled."""
     return _wildmatch_regex(pattern).match(path) is not None
+
+
+def literal(path: str) -> str:
+    """The stored target of the file or directory named *path*, taken literally: the
+    name itself, or ``:(literal)NAME`` when the name contains glob characters."""
+    return LITERAL + path if is_glob(path) else path
+
+
+def plain(target: str) -> str:
+    """The name of a literal target without its ``:(literal)`` magic."""
+    return target[len(LITERAL):] if target.startswith(LITERAL) else target
+
+
+def target(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
+    """The stored target an argument names, with git's pathspec magic: ``:(literal)NAME``
+    is always that name, ``:(glob)PATTERN`` always a glob; a plain argument with glob
+    characters is literal when it names an existing file or directory, else a glob,
+    whose syntax is checked here (BadInput, exit 2) so that no bad pattern is stored."""
+    magic = LITERAL if raw.startswith(LITERAL) else GLOB if raw.startswith(GLOB) else ""
+    body = raw[len(magic):]
+    path = normalize(body, toplevel=toplevel, prefix=prefix)
+    if not is_glob(path):
+        return path
+    name = path.rstrip("/")
+    exists = bool(toplevel) and os.path.lexists(os.path.join(toplevel, name))
+    if magic == LITERAL or (not magic and exists):
+        is_folder = bool(toplevel) and os.path.isdir(os.path.join(toplevel, name))
+        return literal(name + "/" if is_folder or path.endswith("/") else name)
+    problem = glob_error(name)
+    if problem:
+        raise BadInput(f"invalid glob {body!r}: {problem} (to name a file of that name "
+                       f"literally, write '{LITERAL}{body}')")
+    return path
 
 
 def literal_prefix(target: str) -> str:
     """The directory part of a glob before its first wildcard (``src/a/`` of
-    ``src/a/*.py``); a directory or file target is its own prefix."""
+    ``src/a/*.py``): every path the glob can cover starts with it.  A directory or
+    file target is its own prefix."""
     if not is_glob(target):
-        return target
-    head = target[:min(target.find(c) for c in GLOB_CHARS if c in target)]
+        return plain(target)
+    stops = [i for i in (target.find(c) for c in GLOB_CHARS + "\\") if i != -1]
+    head = target[:min(stops)]
     return head[:head.rfind("/") + 1]
 
 
+def _glob_covers(pattern: str, path: str) -> bool:
+    """Does the glob *pattern* cover the file *path*: match it or one of its directories
+    (a pattern ending in ``/`` matches directories only), or equal it literally, as git
+    pathspecs do?  A pattern that cannot be compiled fails closed: it covers everything
+    under its literal prefix (callers warn about the record)."""
+    bare = pattern.rstrip("/")
+    dirs = [folder[:-1] for folder in ancestors(path)]
+    names = dirs if pattern.endswith("/") else [path, *dirs]
+    try:
+        return any(name == bare or wildmatch(bare, name) for name in names)
+    except BadPattern:
+        return path.startswith(literal_prefix(pattern))
+
+
 def covers(target: str, path: str) -> bool:
-    """Does a lock on *target* cover the file *path*?"""
+    """Does a lock on *target* cover the file *path*?  The one matching function: the
+    guard calls it for each path a commit changes, and claims and ``lock check`` reach
+    it through :func:`overlaps` for every file target."""
     if is_glob(target):
-        return wildmatch(target, path) or any(
-            wildmatch(target, key.rstrip("/")) for key in lookup_keys(path)[1:])
-    if is_dir(target):
-        return path.startswith(target)
-    return path == target
+        return _glob_covers(target, path)
+    name = plain(target)
+    if is_dir(name):
+        return path.startswith(name)
+    return path == name
 
 
 def overlaps(a: str, b: str) -> bool:
     """Could a path be covered by both targets?  When in doubt: yes."""
-    if not is_glob(a) and not is_glob(b):
-        return (a == b or (is_dir(b) and a.startswith(b))
-                or (is_dir(a) and b.startswith(a)))
-    if is_glob(a) and not is_glob(b) and not is_dir(b):
-        return covers(a, b)
-    if is_glob(b) and not is_glob(a) and not is_dir(a):
-        return covers(b, a)
+    if not is_glob(b) and not is_dir(b):
+        return covers(a, plain(b))
+    if not is_glob(a) and not is_dir(a):
+        return covers(b, plain(a))
     pa, pb = literal_prefix(a), literal_prefix(b)
     return pa.startswith(pb) or pb.startswith(pa)

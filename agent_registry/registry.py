@@ -207,7 +207,10 @@ class Registry:
         ref).  Returns (commit or None when nothing changes, result); raises when the
         operation is refused.  *note* is appended to the message (sync's replays)."""
         view = View(self.repo, base)
-        outcome = self._handler(op)(view, op)
+        try:
+            outcome = self._handler(op)(view, op)
+        finally:  # an unreadable record is reported, whether the operation went through or not
+            self.warnings = view.warnings
         if outcome.subject is None or not view.writes:
             return None, outcome.result
         return (self.write_commit(view, op, outcome.subject, note, outcome.trailers),
@@ -500,7 +503,7 @@ class Registry:
         info = self.repo.info
         out = []
         for item in _csv_items(raw) if isinstance(raw, str) else raw:
-            target = P.normalize(item, toplevel=info.toplevel, prefix=info.prefix)
+            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix)
             if target not in out:
                 out.append(target)
         return out

@@ -18,9 +18,10 @@ import re
 
 from .errors import RegistryError
 from .gitstore import Repo
-from .paths import record_name
-from .records import (Lock, Session, UnreadableRecord, dump_session, load_session,
+from .paths import glob_error, literal_prefix, record_name
+from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)
+from .staleness import DEFAULT_TTL
 
 LIVE_DIR = "sessions/live"
 DONE_DIR = "sessions/done"
@@ -126,7 +127,7 @@ class View:
         except UnreadableRecord as exc:
             self._sessions[sid] = None
             self.unreadable.add(sid)
-            self.warnings.append(f"{live_path(sid)} is unreadable: {exc}")
+            self.warn(f"{live_path(sid)} is unreadable: {exc}")
 
     def done_session(self, sid: str) -> Session | None:
         raw = self.read(done_path(sid))
@@ -188,28 +189,74 @@ class View:
 
     # -- locks -----------------------------------------------------------------------
     def lock(self, target: str) -> Lock | None:
-        raw = self.read(record_name(target))
+        """The lock record of *target*.  One that cannot be read fails closed: it is held
+        by the live sessions that list *target* (see :meth:`_recover`)."""
+        name = record_name(target)
+        raw = self.read(name)
         if raw is None:
             return None
         try:
-            return Lock.from_bytes(raw)
+            return _parse_lock(raw, name)
         except UnreadableRecord as exc:
-            # reported by name; a claim on the path replaces the broken record
-            self.warnings.append(f"{record_name(target)} is unreadable: {exc}")
+            return self._recover(name, str(exc), target)
+
+    def _recover(self, name: str, why: str, target: str | None) -> Lock | None:
+        """A lock for the unreadable record *name*: its target (given, or, for a glob
+        record, found by name in the held lists), held by every live session that lists
+        it, and by every live session whose own file is unreadable (it may).  A claim
+        writes the session's held list in the same commit as the record, so no live
+        holder is missed; a record nobody lists holds nothing, as a stale one."""
+        sessions = self.live_sessions()
+        if target is None:
+            target = next((t for s in sessions for t in s.locks if record_name(t) == name), None)
+        holders = sorted({s.id for s in sessions if target is not None and target in s.locks}
+                         | self.unreadable)
+        what = f"counts as held by {', '.join(holders)}" if holders else "no live session holds it"
+        self.warn(f"{name} is unreadable ({why}): {what}")
+        if target is None or not holders:
             return None
+        return Lock(target, "exclusive", [Holder(sid, "unreadable", "", DEFAULT_TTL)
+                                          for sid in holders])
 
     def put_lock(self, lock: Lock) -> None:
         self.write(record_name(lock.path), lock.to_bytes() if lock.holders else None)
 
     def pattern_locks(self) -> list[Lock]:
+        """The glob locks.  A record that cannot be read is recovered as in :meth:`lock`;
+        a glob that cannot be compiled is reported, and covers (fails closed on)
+        everything under its literal prefix (paths.covers)."""
         out = []
         for name in self.names(PATTERNS_DIR):
-            raw = self.read(f"{PATTERNS_DIR}/{name}")
+            path = f"{PATTERNS_DIR}/{name}"
             try:
-                out.append(Lock.from_bytes(raw or b""))
+                lock = _parse_lock(self.read(path) or b"", path)
             except UnreadableRecord as exc:
-                self.warnings.append(f"{PATTERNS_DIR}/{name} is unreadable: {exc}")
+                lock = self._recover(path, str(exc), None)
+            if lock is None:
+                continue
+            problem = glob_error(lock.path)
+            if problem:
+                self.warn(f"{path}: glob {lock.path!r} is invalid ({problem}): it counts as "
+                          f"covering {literal_prefix(lock.path) or 'the whole repository'}")
+            out.append(lock)
         return out
+
+    def warn(self, message: str) -> None:
+        """Report an unreadable record once, however many lookups meet it."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+def _parse_lock(raw: bytes, name: str) -> Lock:
+    """A lock record, checked against its name: a record of another target (written by
+    hand, or moved) would otherwise go unseen by every lookup of its own target."""
+    lock = Lock.from_bytes(raw)
+    if not isinstance(lock.path, str) or not all(isinstance(h.session, str)
+                                                 for h in lock.holders):
+        raise UnreadableRecord("lock record: unexpected types")
+    if record_name(lock.path) != name:
+        raise UnreadableRecord(f"lock record of {lock.path!r} stored as {name}")
+    return lock
 
 
 _HELD = re.compile(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)

@@ -305,11 +305,11 @@ def test_hook_layout_read_from_files_matches_git(repo, tmp_path):
     assert out.read_text() == "True True\n" * 3
 
 
-def test_an_unreadable_registry_lets_the_commit_through_and_says_so(guarded, agents):
+def test_an_unreadable_registry_refuses_the_commit_and_names_the_override(guarded, agents):
     hold(guarded, "kimi-1", ["src/auth.py"], agents())
     # the branch points at an object this clone does not have (a broken clone)
     (guarded / ".git" / "refs" / "heads" / "agent-registry").write_text("1" * 40 + "\n")
     edit(guarded, "src/auth.py")
     proc = commit(guarded, "-m", "registry broken")
-    assert proc.returncode == 0
-    assert "is unreadable" in proc.stderr and "commit not checked" in proc.stderr
+    assert proc.returncode == 1  # fail closed (issue 9)
+    assert "is unreadable" in proc.stderr and "AGENT_REGISTRY_ALLOW=1" in proc.stderr
