@@ -224,7 +224,8 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                                      todo_present=todo_present, pid=pid)
     bound = out.registry.bound
     out.notice([f"agent-registry: {owner_line(bound)}"])
-    out.emit({"session": session.to_dict(), "bound_to": bound}, session.id)
+    out.emit({"session": session.to_dict(), "bound_to": bound, **out.registry.unpushed},
+             session.id)
 
 
 def new_session_id(provider: str) -> str:
@@ -292,7 +293,7 @@ def context() -> None:
 def context_log(out: Output, sid, text) -> None:
     """Append a timestamped line to the session's diary."""
     result = out.registry.context_log(sid, text)
-    out.emit(result, result["line"])
+    out.emit({**result, **out.registry.unpushed}, result["line"])
 
 
 @cli.command()
@@ -314,7 +315,14 @@ def sync_line(state: dict) -> str:
         parts.append(f"last success {local_time(state['last_success'])}")
     if state.get("last_error"):
         parts.append(f"last error: {state['last_error']}")
-    return ", ".join(parts)
+    rewind = state.get("rewind")
+    if not rewind:
+        return ", ".join(parts)
+    lost = "".join(f"; not re-applied {r['path'] or 'session ' + r['session']}: {r['reason']}"
+                   for r in rewind["refused"])
+    return ", ".join(parts) + (
+        f"\nsync: {state.get('remote')} went back in time at {local_time(rewind['at'])}: "
+        f"re-applied {len(rewind['reapplied'])} session/lock record(s) of this clone{lost}")
 
 
 @cli.command()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import BadInput, RegistryError
+from .errors import BadInput, RegistryError, Unconfirmed
 from .records import iso
 from .registry import TRAILER, Registry, file_lock
 
@@ -21,16 +21,17 @@ GC_OP = "gc"
 def gc(registry: Registry, keep_days: int) -> dict:
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
-    with file_lock(registry.lock_file):
-        if registry.remote:
-            from .sync import Offline, _rebase, fetch, publish
-            try:
-                _rebase(registry, registry.repo.read_ref(registry.tracking_ref), fetch(registry))
-            except Offline as exc:
-                raise RegistryError(f"gc needs {registry.remote} to be reachable: {exc}") from None
-            if not publish(registry)["pushed"]:
+    if registry.remote:
+        from .sync import Offline, sync
+        try:
+            if not sync(registry)["pushed"]:
                 raise RegistryError(f"gc needs this clone in sync with {registry.remote}; "
                                     "run `agent-registry sync` first")
+        except (Offline, Unconfirmed) as exc:
+            raise RegistryError(f"gc needs {registry.remote} to be reachable: {exc}") from None
+    # the rewrite and its push hold the flock throughout: no commit of this clone may
+    # land on the history being replaced (gc is rare; claims wait for it)
+    with file_lock(registry.lock_file):
         tip = registry.repo.read_ref(registry.ref)
         if tip is None:
             return {"squashed": 0, "kept": 0, "tip": None}
@@ -41,8 +42,10 @@ def gc(registry: Registry, keep_days: int) -> dict:
         if squashed <= 1:
             return {"squashed": 0, "kept": _count(registry, tip), "tip": tip}
         later = git("rev-list", "--reverse", "--first-parent", f"{old}..{tip}").stdout.decode().split()
+        # "rewrote": other clones check that the history they confirmed is in it
+        # (agent_registry.sync: a rewrite gc explains is not a rewind)
         op = {"op": GC_OP, "at": registry.clock(), "keep_days": keep_days, "squashed": squashed,
-              "before": iso(cutoff)}
+              "before": iso(cutoff), "rewrote": tip}
         message = (f"gc: squash {squashed} commits before {iso(cutoff)}\n\n"
                    f"{TRAILER}Op: {GC_OP}\n{TRAILER}Data: {json.dumps(op, sort_keys=True)}\n")
         tree = registry.repo.commit_info(old)[0]
@@ -71,11 +74,16 @@ def _reparent(registry: Registry, commit: str, parent: str) -> str:
 
 def _push_rewrite(registry: Registry, new: str, old: str) -> None:
     dst = f"refs/heads/{registry.branch}"
-    from .sync import _git_net
-    proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
-                    f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")
-    if proc.returncode != 0:
+    from .sync import Offline, _git_net, _save_state
+    try:
+        proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
+                        f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")
+    except Offline as exc:
+        proc, why = None, exc.message
+    else:
+        why = f"{registry.remote} moved during gc"
+    if proc is None or proc.returncode != 0:
         registry.repo.update_ref(registry.ref, old, new, "agent-registry: gc undone")
-        raise RegistryError(f"{registry.remote} moved during gc; nothing was rewritten, "
-                            "run gc again")
+        raise RegistryError(f"{why}; nothing was rewritten, run gc again")
     registry.repo.git("update-ref", registry.tracking_ref, new)
+    _save_state(registry, confirmed_tip=new)

@@ -44,6 +44,7 @@ OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
 OPERATION_MODULES: dict[str, str] = {
     "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
     "import-home": "agent_registry.wiki.importer", "override": "agent_registry.override",
+    "restore": "agent_registry.sync",
 }
 
 
@@ -120,6 +121,9 @@ class Registry:
         self.seen = FirstSeen(repo.state_path("heartbeats-seen.json"))
         self.warnings: list[str] = []  # unreadable files met by the last read, by name
         self.bound: dict | None = None  # the owner process the last register chose, and why
+        # {"confirmed": False, "remote_error": {...}} when the last change was committed
+        # here but could not be pushed (agent_registry.sync); {} otherwise
+        self.unpushed: dict = {}
 
     @classmethod
     def open(cls, path: str = ".", **kwargs) -> "Registry":
@@ -164,10 +168,11 @@ class Registry:
         """Apply one operation to the branch tip and commit it; returns its result.
         With a remote, the operation is also confirmed by a push (agent_registry.sync)."""
         self._handler(op)  # an unknown operation fails before anything happens
+        self.unpushed = {}
+        if self.remote:  # takes the flock for the local commit only, never across the network
+            from .sync import apply_synced
+            return apply_synced(self, op)
         with file_lock(self.lock_file):
-            if self.remote:
-                from .sync import apply_synced
-                return apply_synced(self, op)
             return self.apply_locally(op)
 
     def apply_locally(self, op: dict) -> dict:

@@ -1,17 +1,33 @@
 """Many clones, one remote: fetch, replay, push.  The remote's ref is the arbiter.
 
-A mutation (under the clone's flock):
+A mutation:
 
 1. fetches the remote registry branch into ``refs/remotes/<remote>/<branch>``;
-2. replays this clone's unpushed operations (the commits between the previously fetched
-   remote tip and the local tip) on top of what was fetched, re-validating each: a claim
-   on a path someone else now holds is *refused* and dropped, not merged;
-3. applies the new operation on top, moves the local branch (compare-and-swap), and
-4. pushes the new tip as a plain fast-forward.  A rejected push means another clone won
-   the race: fetch, replay again, retry with jittered backoff until a deadline.
+2. under the clone's flock, replays this clone's unpushed operations (the commits
+   between the *confirmed tip* — the last remote tip this clone saw or pushed, kept in
+   the local sync state — and the local tip) on top of what was fetched, re-validating
+   each: a claim on a path someone else now holds is *refused* and dropped, not merged;
+3. still under the flock, applies the new operation on top and moves the local branch
+   (compare-and-swap);
+4. pushes the new tip as a plain fast-forward.  A rejected push means another clone (or
+   another process of this one) won the race: fetch, replay again, retry with jittered
+   backoff until a deadline.
+
+Fetch and push run outside the flock: the flock covers local work only, so a remote that
+accepts the connection and never answers holds up each waiting command for one network
+timeout, never every agent of the clone queued one behind the other.  The CAS on the local
+ref and the remote's fast-forward rule re-validate whatever the network phase assumed.
 
 Unreachable remote: the operation stays committed locally (nothing is lost) and is
-pushed by the next successful sync; a claim made so is *not confirmed*: exit 3.
+pushed by the next successful sync; a claim made so is *not confirmed*: exit 3.  Why the
+remote failed is read from git's own stderr: unreachable, credentials refused, the server
+denied the branch, or no repository there.
+
+The remote going back in time (a force-push to an older state) is noticed because the
+confirmed tip is no longer in the remote's history: this clone re-applies its own live
+sessions and their locks on the rewound remote, each refused only where another session
+took the path meanwhile, and reports each.  A ``gc`` commit that rewrote a history holding
+the confirmed tip explains the rewrite, and nothing is re-applied.
 
 Because replays re-run each operation's own logic on the new base, two writers of the same
 file resolve by the operation's meaning (a release of a lock that was force-released
@@ -23,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -30,18 +47,83 @@ from dataclasses import dataclass, field
 
 from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from .gitstore import CasFailed
-from .records import iso
-from .registry import Registry, file_lock, parse_op
+from .records import Holder, Lock, Session, iso
+from .registry import Outcome, Registry, describe_conflicts, file_lock, operation, parse_op
+from .view import View
 
-NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push
+NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
 BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
 MASS_DELETION = 0.5  # a remote keeping less than this share of our sessions is suspect
 MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
+RESTORE_OP = "restore"
+
+
+# -- what went wrong with the remote ---------------------------------------------------
+
+# git's stderr, lower-cased, says which failure it was; the first kind that matches wins
+_FAILURES = (
+    ("credentials", ("permission denied", "authentication failed", "could not read username",
+                     "could not read password", "invalid username or password",
+                     "host key verification failed", "returned error: 401",
+                     "returned error: 403", "invalid credentials", "permission to ")),
+    ("denied", ("pre-receive hook declined", "update hook declined", "remote rejected",
+                "protected branch", "denied", "refusing to update")),
+    ("unreachable", ("could not resolve", "connection refused", "timed out",
+                     "network is unreachable", "no route to host", "unable to connect",
+                     "failed to connect", "connection reset", "name or service not known",
+                     "temporary failure in name resolution", "couldn't connect",
+                     "no answer within", "the remote end hung up unexpectedly")),
+    ("not-found", ("does not appear to be a git repository", "repository not found",
+                   "not found", "no such repository")),
+)
+
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
+
+
+def redact(text: str) -> str:
+    """*text* with the user information (``user:password@``) of every URL removed, as git
+    removes it from what it prints: the tool prints and stores no credential."""
+    return _URL_USERINFO.sub(r"\1", text)
 
 
 class Offline(Exception):
-    """The remote could not be reached (network, auth, missing repository)."""
+    """The remote could not be used.  ``kind``: ``unreachable`` (network, timeout),
+    ``credentials`` (refused), ``denied`` (the server refuses the branch), ``not-found``
+    (no repository there) or ``error``; ``detail``: git's own line, credentials removed."""
+
+    def __init__(self, remote: str, kind: str, detail: str, branch: str = "") -> None:
+        self.remote, self.kind, self.detail = redact(remote), kind, redact(detail)
+        self.branch = branch
+        super().__init__(self.message)
+
+    @classmethod
+    def from_stderr(cls, remote: str, stderr: str, fallback: str, branch: str = "") -> "Offline":
+        lowered = stderr.lower()
+        kind = next((k for k, words in _FAILURES if any(w in lowered for w in words)), "error")
+        return cls(remote, kind, _last_line(stderr) or fallback, branch)
+
+    @property
+    def message(self) -> str:
+        what = {"unreachable": "is unreachable", "credentials": "refused our credentials",
+                "denied": f"denied the push to {self.branch or 'the registry branch'}",
+                "not-found": "has no repository there"}.get(self.kind, "failed")
+        return f"{self.remote} {what}: {self.detail}"
+
+    @property
+    def advice(self) -> str:
+        """What to do, and when `agent-registry sync` will settle things."""
+        return {"unreachable": f"run `agent-registry sync` once {self.remote} is reachable",
+                "credentials": f"fix the credentials git uses for {self.remote} (ssh key, "
+                               "credential helper), then run `agent-registry sync`",
+                "denied": f"{self.remote} accepts the connection but refuses this branch: "
+                          "ask its administrator to allow pushes to it (or set "
+                          "agent-registry.remote/branch), then run `agent-registry sync`",
+                "not-found": f"check `git remote get-url {self.remote}`, then run "
+                             "`agent-registry sync`"}.get(self.kind, "run `agent-registry sync`")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
 
 
 @dataclass
@@ -49,21 +131,33 @@ class Replay:
     tip: str | None
     refused: list[dict] = field(default_factory=list)  # ops dropped by re-validation
     results: dict[str, dict] = field(default_factory=dict)  # op id -> replayed result
+    rewind: dict | None = None  # the remote went back in time: what was re-applied
 
 
 # -- talking to the remote ------------------------------------------------------------
 
+def network_timeout(registry: Registry) -> float:
+    try:
+        value = float(registry.config.get("agent-registry.networktimeout") or NETWORK_TIMEOUT)
+    except ValueError:
+        return NETWORK_TIMEOUT
+    return value if value > 0 else NETWORK_TIMEOUT
+
+
 def _git_net(registry: Registry, *args: str) -> subprocess.CompletedProcess:
+    timeout = network_timeout(registry)
     try:
         return subprocess.run(["git", *args], env=registry.repo.env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=NETWORK_TIMEOUT)
+                              stderr=subprocess.PIPE, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise Offline(f"git {args[0]} timed out after {NETWORK_TIMEOUT:.0f} s") from None
+        raise Offline(registry.remote or "the remote", "unreachable",
+                      f"no answer within {timeout:g} s (git {args[0]})") from None
 
 
 def fetch(registry: Registry) -> str | None:
     """Fetch the remote registry branch into the tracking ref; its tip, or None when
-    the remote has no such branch.  Raises Offline when the remote cannot be reached."""
+    the remote has no such branch.  Raises Offline when the remote cannot be used.
+    Runs without the flock: git locks the tracking ref itself."""
     src = f"refs/heads/{registry.branch}"
     proc = _git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                     registry.remote, f"+{src}:{registry.tracking_ref}")
@@ -72,9 +166,13 @@ def fetch(registry: Registry) -> str | None:
     err = proc.stderr.decode(errors="replace")
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
         if registry.repo.read_ref(registry.tracking_ref):
-            registry.repo.git("update-ref", "-d", registry.tracking_ref)
+            registry.repo.git("update-ref", "-d", registry.tracking_ref, check=False)
         return None
-    raise Offline(_last_line(err) or f"git fetch exited {proc.returncode}")
+    if "cannot lock ref" in err and registry.tracking_ref in err:
+        # another process of this clone is writing the same fetch result right now
+        return registry.repo.read_ref(registry.tracking_ref)
+    raise Offline.from_stderr(registry.remote, err, f"git fetch exited {proc.returncode}",
+                              registry.branch)
 
 
 @dataclass
@@ -104,22 +202,35 @@ def push(registry: Registry, commit: str) -> PushResult:
         racing = any(word in summary for word in
                      ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
                       "failed to lock", "cannot lock ref"))
-        return PushResult(False, racing, summary or "rejected")
-    err = _last_line(proc.stderr.decode(errors="replace"))
+        said = _remote_says(proc.stderr.decode(errors="replace"))
+        return PushResult(False, racing, (summary or "rejected") + (f" ({said})" if said else ""))
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode == 0:
         return PushResult(True, False, "pushed")
-    raise Offline(err or f"git push exited {proc.returncode}")
+    raise Offline.from_stderr(registry.remote, err, f"git push exited {proc.returncode}",
+                              registry.branch)
+
+
+def _remote_says(stderr: str) -> str:
+    """The first line the server's hooks printed (``remote: …``), if any."""
+    for line in stderr.splitlines():
+        if line.startswith("remote: ") and line[8:].strip():
+            return redact(line[8:].strip())
+    return ""
 
 
 def _last_line(text: str) -> str:
-    """The line of git's stderr that says what went wrong."""
+    """The line of git's stderr (or ssh's) that says what went wrong."""
     lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    for line in lines:
-        if line.startswith(("fatal: ", "error: ")):
-            return line.split(": ", 1)[1]
-    return lines[-1] if lines else ""
-
-
+    generic = "could not read from remote repository"
+    for i, line in enumerate(lines):
+        if line.startswith(("fatal: ", "error: ")) and generic not in line.lower():
+            said = line.split(": ", 1)[1]
+            # "unable to connect to host:" is followed by the reason on the next line
+            return f"{said} {lines[i + 1]}" if said.endswith(":") and i + 1 < len(lines) else said
+    specific = [l for l in lines if generic not in l.lower() and not l.startswith(
+        ("Please make sure", "and the repository exists"))]
+    return (specific or lines or [""])[0]
 # -- replay ---------------------------------------------------------------------------
 
 def pending_commits(registry: Registry, upstream: str | None, tip: str | None) -> list[str]:
@@ -217,10 +328,20 @@ def _population(registry: Registry, commit: str) -> int:
     return sum(1 for n in names if n.endswith((".yaml", ".md")))
 
 
-def _has_gc_marker(registry: Registry, old: str | None, new: str) -> bool:
-    spec = [new, f"^{old}"] if old and is_ancestor(registry, old, new) else [new, "-n", "50"]
-    log = registry.repo.git("log", "--format=%B%x00", *spec).stdout.decode(errors="replace")
-    return any(l.strip() == "Registry-Op: gc" for l in log.splitlines())
+def _gc_explains(registry: Registry, confirmed: str | None, remote: str) -> bool:
+    """Whether a ``gc`` commit on *remote* (not in *confirmed*'s history; without it, in
+    the last 50 commits) rewrote a history that held *confirmed*: then the state we
+    confirmed is all there, squashed, and what is missing since was removed by later
+    operations, not by a rewind or a wipe."""
+    spec = ["--not", confirmed] if confirmed and _exists(registry, confirmed) else ["-n", "50"]
+    found = registry.repo.git("log", "--format=%B%x00", "--grep=^Registry-Op: gc$", remote,
+                              *spec).stdout.decode(errors="replace")
+    for message in filter(str.strip, found.split("\0")):
+        rewrote = (parse_op(message) or {}).get("rewrote")
+        if not (confirmed and rewrote and _exists(registry, rewrote)) or \
+                is_ancestor(registry, confirmed, rewrote):
+            return True  # a rewritten tip we never fetched came after what we confirmed
+    return False
 
 
 def check_adoptable(registry: Registry, local: str | None, previous: str | None,
@@ -235,7 +356,7 @@ def check_adoptable(registry: Registry, local: str | None, previous: str | None,
     if len(missing) < MIN_GUARDED:
         return
     ours, theirs = _population(registry, local), _population(registry, remote)
-    if theirs < ours * MASS_DELETION and not _has_gc_marker(registry, previous, remote):
+    if theirs < ours * MASS_DELETION and not _gc_explains(registry, previous, remote):
         raise MassDeletion(
             f"{registry.remote}/{registry.branch} has {theirs} sessions and wiki entries where "
             f"this clone has {ours}, and no gc commit explains it: not adopted, local state "
@@ -246,6 +367,112 @@ def check_adoptable(registry: Registry, local: str | None, previous: str | None,
 
 class MassDeletion(RegistryError):
     pass
+
+
+# -- the remote going back in time -------------------------------------------------------
+
+def _rewound(registry: Registry, confirmed: str | None, remote: str) -> bool:
+    """The confirmed tip vanished from the remote's history, and gc does not explain it."""
+    return bool(confirmed and confirmed != remote and _exists(registry, confirmed)
+                and not is_ancestor(registry, confirmed, remote)
+                and not _gc_explains(registry, confirmed, remote))
+
+
+def _our_worktrees(registry: Registry) -> set[str]:
+    """Where sessions of this clone live (their ``project``): each worktree, or the
+    git dir of a bare repository."""
+    out = registry.repo.git("worktree", "list", "--porcelain", check=False).stdout.decode()
+    places = {line[9:] for line in out.splitlines() if line.startswith("worktree ")}
+    places |= {registry.repo.info.git_dir, registry.repo.info.common_dir}
+    return {os.path.realpath(p) for p in places}
+
+
+def restore_ops(registry: Registry, confirmed: str) -> list[dict]:
+    """One ``restore`` operation per live session of this clone at *confirmed*, with the
+    locks it held there (its generation tokens and claim times kept)."""
+    view, ours = View(registry.repo, confirmed), _our_worktrees(registry)
+    ops = []
+    for session in view.live_sessions():
+        if session.host != registry.host or os.path.realpath(session.project or "/") not in ours:
+            continue
+        locks = []
+        for target in session.locks:
+            lock = view.lock(target)
+            holder = lock.holder(session.id) if lock else None
+            if holder is not None:
+                locks.append({"path": target, "mode": lock.mode, **holder.to_dict()})
+        ops.append(registry._op(RESTORE_OP, session=session.id, record=session.to_dict(),
+                                locks=locks, confirmed=confirmed))
+    return ops
+
+
+@operation(RESTORE_OP)
+def _op_restore(registry: Registry, view: View, op: dict) -> Outcome:
+    """Re-apply a session and its locks that the remote lost by going back in time.
+    Each lock is refused only where another live session holds the path now; a session
+    that ended on the remote is not brought back."""
+    sid, at, record = op["session"], op["at"], op["record"]
+    ended = view.done_session(sid)
+    if ended is not None:
+        return Outcome({"session": sid, "reapplied": [], "refused": [
+            {"session": sid, "path": None, "owner": None,
+             "reason": f"session {sid} is {ended.status} on the remote"}]}, None)
+    session, reapplied, refused = view.session(sid, strict=False), [], []
+    saved = Session.from_dict({**record, "locks": []})
+    if session is None or session.heartbeat_ts() < saved.heartbeat_ts():
+        saved.locks = session.locks if session else []
+        session = saved
+        reapplied.append({"session": sid, "path": None})
+    for held in op["locks"]:
+        path, mode = held["path"], held["mode"]
+        lock = view.lock(path) or Lock(path, mode)
+        if lock.holder(sid) is None:
+            conflicts = registry._conflicts(view, sid, path, mode, at)
+            if conflicts:
+                refused.append({"session": sid, "path": path, "owner": conflicts[0]["owner"],
+                                "reason": describe_conflicts(conflicts)})
+                continue
+            stale = [h for h in lock.holders if registry._judge(view, h, at) is not None]
+            for holder in stale:
+                registry._forget(view, holder.session, path)
+            lock.holders = [h for h in lock.holders if h not in stale]
+            lock.holders.append(Holder(sid, held["generation"], held["acquired_at"], held["ttl"]))
+            lock.mode = mode
+            view.put_lock(lock)
+            reapplied.append({"session": sid, "path": path})
+        if path not in session.locks:
+            session.locks.append(path)
+    if reapplied:
+        view.put_session(session)
+    paths = [r["path"] for r in reapplied if r["path"]]
+    subject = (f"re-apply {sid}" + (f" and {', '.join(paths)}" if paths else "")
+               + " lost when the remote went back in time")
+    return Outcome({"session": sid, "reapplied": reapplied, "refused": refused},
+                   subject if reapplied else None)
+
+
+def _reapply(registry: Registry, confirmed: str, onto: str) -> tuple[str, dict]:
+    """Re-apply this clone's live sessions and locks of *confirmed* on *onto*."""
+    tip, reapplied, refused = onto, [], []
+    for op in restore_ops(registry, confirmed):
+        commit, result = registry.build(tip, op)
+        tip = commit or tip
+        reapplied += result["reapplied"]
+        refused += result["refused"]
+    return tip, {"from": confirmed, "to": onto, "at": iso(registry.clock()),
+                 "reapplied": reapplied, "refused": refused}
+
+
+def rewind_lines(rewind: dict) -> list[str]:
+    """What `sync`, a claim's stderr and `status` say about a rewind."""
+    lines = [f"the remote went back in time ({rewind['from'][:12]} is no longer in its "
+             f"history; now {rewind['to'][:12]}): re-applied this clone's sessions and locks"]
+    for r in rewind["reapplied"]:
+        lines.append(f"re-applied: {r['path']} by {r['session']}" if r["path"]
+                     else f"re-applied: session {r['session']}")
+    lines += [f"not re-applied: {r['path'] or 'session ' + r['session']}: {r['reason']}"
+              for r in rewind["refused"]]
+    return lines
 
 
 # -- the synced transaction -----------------------------------------------------------
@@ -263,13 +490,26 @@ def _load_state(registry: Registry) -> dict:
 
 
 def _save_state(registry: Registry, **changes) -> dict:
-    state = {**_load_state(registry), **changes, "remote": registry.remote}
+    """Merge *changes* into the local sync state (caller holds the flock)."""
+    state = {**_load_state(registry), **changes, "remote": redact(registry.remote or "")}
     os.makedirs(os.path.dirname(_state_path(registry)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_state_path(registry)), prefix="sync.")
     with os.fdopen(fd, "w") as f:
         json.dump(state, f, indent=1)
     os.replace(tmp, _state_path(registry))
     return state
+
+
+def _failed(registry: Registry, exc: Offline | MassDeletion) -> None:
+    """Record a failed attempt (caller holds the flock)."""
+    _save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
+                last_error_kind=getattr(exc, "kind", "not-adopted"))
+
+
+def confirmed_tip(registry: Registry, fallback: str | None = None) -> str | None:
+    """The last remote tip this clone saw and holds (fetched and rebased onto, or
+    pushed); *fallback* (the tracking ref) for a clone that synced before this was kept."""
+    return _load_state(registry).get("confirmed_tip") or fallback
 
 
 def _record_refused(registry: Registry, refused: list[dict]) -> None:
@@ -284,143 +524,220 @@ def _move_local(registry: Registry, new: str | None, old: str | None) -> None:
         registry.repo.update_ref(registry.ref, new, old, "agent-registry: sync")
 
 
-def _rebase(registry: Registry, previous: str | None, remote: str | None) -> Replay:
-    """Put this clone's unpushed operations on top of *remote*; moves the local ref."""
+def _rebase(registry: Registry, remote: str | None, before: str | None = None) -> Replay:
+    """Put this clone's unpushed operations on top of *remote* (caller holds the flock);
+    moves the local ref and the confirmed tip.  *before*: the tracking ref before the
+    fetch, the confirmed tip of a clone that has none recorded yet."""
     local = registry.repo.read_ref(registry.ref)
-    if remote is not None:
-        try:
-            check_adoptable(registry, local, previous, remote)
-        except MassDeletion:  # forget what we fetched, so the next sync checks it again
-            if previous:
-                registry.repo.git("update-ref", registry.tracking_ref, previous)
-            else:
-                registry.repo.git("update-ref", "-d", registry.tracking_ref)
-            raise
-    if local is None or is_ancestor(registry, remote, local):
-        state = Replay(local if local is not None else remote)
-    else:
-        state = replay(registry, pending_commits(registry, previous, local), remote)
-    if local is None and state.tip is not None:
-        registry.repo.update_ref(registry.ref, state.tip, None, "agent-registry: sync")
-    else:
-        _move_local(registry, state.tip, local)
+    confirmed = confirmed_tip(registry, before)
+    if remote is None:
+        return Replay(local)  # the remote branch is gone: the push recreates it
+    if local is None:
+        registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
+        _save_state(registry, confirmed_tip=remote)
+        return Replay(remote)
+    if remote == local or is_ancestor(registry, remote, local):
+        # nothing new there (or an older view of it): our tip already holds it
+        if confirmed is None or (remote != confirmed and is_ancestor(registry, confirmed, remote)):
+            _save_state(registry, confirmed_tip=remote)
+        return Replay(local)
+    check_adoptable(registry, local, confirmed, remote)
+    onto, rewind = remote, None
+    if _rewound(registry, confirmed, remote):
+        onto, rewind = _reapply(registry, confirmed, remote)  # type: ignore[arg-type]
+    state = replay(registry, pending_commits(registry, confirmed, local), onto)
+    state.rewind = rewind
+    _move_local(registry, state.tip, local)
+    _save_state(registry, confirmed_tip=remote, **({"last_rewind": rewind} if rewind else {}))
     _record_refused(registry, state.refused)
     return state
 
 
+def _advance(registry: Registry, tip: str, seen: str | None) -> None:
+    """After a push of *tip*: the tracking ref and the confirmed tip move forward to it
+    (never back: another process of this clone may have pushed a later tip already).
+    *seen*: the tracking ref when the push started (caller holds the flock)."""
+    current = registry.repo.read_ref(registry.tracking_ref)
+    if current in (None, seen) or is_ancestor(registry, current, tip):
+        registry.repo.git("update-ref", registry.tracking_ref, tip)
+    confirmed = confirmed_tip(registry)
+    if confirmed in (None, seen) or is_ancestor(registry, confirmed, tip):
+        confirmed = tip
+    _save_state(registry, confirmed_tip=confirmed, last_success=iso(registry.clock()),
+                last_error=None, last_error_kind=None)
+
+
 def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLINE) -> dict:
-    """Apply *op* and get it confirmed by the remote (caller holds the flock)."""
+    """Apply *op* and get it confirmed by the remote.  Takes the clone's flock only for
+    the local work (replay and commit), never across a fetch or a push."""
+    before = registry.repo.read_ref(registry.tracking_ref)
     try:
-        previous = registry.repo.read_ref(registry.tracking_ref)
-        _rebase(registry, previous, fetch(registry))
+        remote, failure = fetch(registry), None
     except Offline as exc:
-        _save_state(registry, last_error=str(exc), last_attempt=iso(registry.clock()))
+        remote, failure = None, exc
+    rewind = None
+    with file_lock(registry.lock_file):
+        if failure is None:
+            try:
+                rewind = _rebase(registry, remote, before).rewind
+            except MassDeletion as exc:
+                failure = exc
+        if failure is not None:
+            _failed(registry, failure)
+            result = registry.apply_locally(op)
+    if failure is not None:
+        return _unconfirmed(registry, op, result, failure)
+    with file_lock(registry.lock_file):
         result = registry.apply_locally(op)
-        return _unconfirmed(registry, op, result, str(exc))
-    except MassDeletion as exc:
-        result = registry.apply_locally(op)
-        _save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()))
-        return _unconfirmed(registry, op, result, exc.message)
-    result = registry.apply_locally(op)
     outcome = publish(registry, deadline, watch=op.get("id"))
+    for state in filter(None, (rewind, outcome.get("rewind"))):
+        registry.warnings.extend(rewind_lines(state))
     if outcome.get("dropped"):
         dropped = outcome["dropped"]
         raise Refused(dropped["reason"], details={k: v for k, v in dropped.items()
                                                   if k not in ("reason",)})
     result = outcome.get("result") or result
     if not outcome["pushed"]:
-        return _unconfirmed(registry, op, result, outcome["error"])
+        return _unconfirmed(registry, op, result, outcome["failure"])
     return result
 
 
-def _unconfirmed(registry: Registry, op: dict, result: dict, why: str) -> dict:
+def _unconfirmed(registry: Registry, op: dict, result: dict,
+                 failure: Offline | MassDeletion) -> dict:
+    """A change committed here but not pushed: a claim exits 3 (another machine may
+    hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
+    error = failure.to_dict() if isinstance(failure, Offline) else \
+        {"kind": "not-adopted", "message": failure.message}
+    advice = failure.advice if isinstance(failure, Offline) else \
+        "`agent-registry sync` pushes it once the remote state is sorted out"
     if op["op"] != "claim":
-        return result  # kept locally; pushed by the next successful sync
+        registry.unpushed = {"confirmed": False, "remote_error": error}
+        registry.warnings.append(f"not pushed to {redact(registry.remote)} "
+                                 f"({error['message']}): kept in this clone; {advice}")
+        return result
     raise Unconfirmed(
-        f"claimed locally, not confirmed by {registry.remote} ({why}); run "
-        f"`agent-registry sync` once {registry.remote} is reachable: it confirms or refuses "
-        f"the claim. Until then another machine may hold the same path.",
-        details={"confirmed": False, **result})
+        f"claimed locally, not confirmed by {redact(registry.remote)} ({error['message']}); "
+        f"{advice}: it confirms or refuses the claim. Until then another machine may hold "
+        f"the same path.", details={"confirmed": False, "remote_error": error, **result})
 
 
 def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             watch: str | None = None) -> dict:
     """Push the local tip; on a lost race fetch, replay and retry until *deadline*.
     *watch* is the id of an operation whose fate the caller wants to know: its
-    replayed result, or the refusal that dropped it."""
+    replayed result, or the refusal that dropped it (by this process's replay or by
+    another process of the clone, which records refusals in the sync state).
+    Network I/O runs without the flock; each replay takes it."""
     start, attempt = time.monotonic(), 0
     outcome: dict = {}
     while True:
         tip = registry.repo.read_ref(registry.ref)
-        remote_before = registry.repo.read_ref(registry.tracking_ref)
-        if tip is None or tip == remote_before:
-            _save_state(registry, last_success=iso(registry.clock()), last_error=None)
-            return {**outcome, "pushed": True, "tip": tip}
+        seen = registry.repo.read_ref(registry.tracking_ref)
+        if tip is None or tip == seen:
+            if tip is not None:
+                with file_lock(registry.lock_file):
+                    _advance(registry, tip, seen)
+            return _fate(registry, {**outcome, "pushed": True, "tip": tip}, watch)
         try:
             pushed = push(registry, tip)
         except Offline as exc:
-            _save_state(registry, last_error=str(exc), last_attempt=iso(registry.clock()))
-            return {**outcome, "pushed": False, "error": str(exc)}
+            return _stop(registry, outcome, exc)
         if pushed.ok:
-            registry.repo.git("update-ref", registry.tracking_ref, tip)
-            _save_state(registry, last_success=iso(registry.clock()), last_error=None,
-                        last_push_attempts=attempt + 1)
-            return {**outcome, "pushed": True, "tip": tip, "attempts": attempt + 1}
-        if not pushed.retry or time.monotonic() - start > deadline:
-            error = f"push rejected by {registry.remote}: {pushed.reason}"
-            _save_state(registry, last_error=error, last_attempt=iso(registry.clock()))
-            return {**outcome, "pushed": False, "error": error}
+            with file_lock(registry.lock_file):
+                _advance(registry, tip, seen)
+                _save_state(registry, last_push_attempts=attempt + 1)
+            return _fate(registry, {**outcome, "pushed": True, "tip": tip,
+                                    "attempts": attempt + 1}, watch)
+        if not pushed.retry:
+            return _stop(registry, outcome, Offline(registry.remote, "denied", pushed.reason,
+                                                    registry.branch))
+        if time.monotonic() - start > deadline:
+            return _stop(registry, outcome, Offline(
+                registry.remote, "error", f"push still rejected after {deadline:g} s of "
+                f"retries: {pushed.reason}", registry.branch))
         attempt += 1
         # full jitter: losers spread out instead of stampeding the remote together
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
         try:
-            state = _rebase(registry, remote_before, fetch(registry))
+            remote = fetch(registry)
         except Offline as exc:
-            _save_state(registry, last_error=str(exc), last_attempt=iso(registry.clock()))
-            return {**outcome, "pushed": False, "error": str(exc)}
+            return _stop(registry, outcome, exc)
+        try:
+            with file_lock(registry.lock_file):
+                state = _rebase(registry, remote)
         except CasFailed:
             continue
+        if state.rewind:
+            outcome["rewind"] = state.rewind
         if watch:
             dropped = next((r for r in state.refused if r.get("id") == watch), None)
             if dropped:
-                outcome = {"dropped": dropped}
+                outcome["dropped"] = dropped
             elif watch in state.results:
-                outcome = {"result": state.results[watch]}
+                outcome["result"] = state.results[watch]
+
+
+def _stop(registry: Registry, outcome: dict, exc: Offline) -> dict:
+    with file_lock(registry.lock_file):
+        _failed(registry, exc)
+    return {**outcome, "pushed": False, "error": exc.message, "failure": exc,
+            "remote_error": exc.to_dict()}
+
+
+def _fate(registry: Registry, outcome: dict, watch: str | None) -> dict:
+    """*outcome*, with the refusal of *watch* when another process's replay dropped it."""
+    if watch and "dropped" not in outcome:
+        dropped = next((r for r in _load_state(registry).get("refused", [])
+                        if r.get("id") == watch), None)
+        if dropped:
+            outcome["dropped"] = dropped
+    return outcome
 
 
 def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     """Fetch, replay and push by hand.  Reports each pending claim as confirmed or
-    refused, as the remote decided."""
+    refused, as the remote decided, and what a rewound remote made us re-apply."""
     if not registry.remote:
         raise RegistryError("sync is off: no remote (set `git config agent-registry.remote NAME`)")
+    before = registry.repo.read_ref(registry.tracking_ref)
+    try:
+        remote = fetch(registry)
+    except Offline as exc:
+        with file_lock(registry.lock_file):
+            _failed(registry, exc)
+            pending = len(_pending(registry, before))
+        raise Unconfirmed(f"{exc.message}; {pending} operation(s) wait to be pushed; "
+                          f"{exc.advice}", details={"pending": pending,
+                                                   "remote_error": exc.to_dict()}) from None
     with file_lock(registry.lock_file):
-        previous = registry.repo.read_ref(registry.tracking_ref)
-        pending = [parse_op(registry.repo.commit_info(c)[2]) or {} for c in
-                   pending_commits(registry, previous, registry.repo.read_ref(registry.ref))]
-        claims = {op["id"]: op for op in pending if op.get("op") == "claim" and op.get("id")}
+        pending = [parse_op(registry.repo.commit_info(c)[2]) or {}
+                   for c in _pending(registry, before)]
         try:
-            state = _rebase(registry, previous, fetch(registry))
-        except Offline as exc:
-            _save_state(registry, last_error=str(exc), last_attempt=iso(registry.clock()))
-            raise Unconfirmed(f"{registry.remote} is unreachable ({exc}); "
-                              f"{len(pending)} operation(s) wait to be pushed",
-                              details={"pending": len(pending)}) from None
+            state = _rebase(registry, remote, before)
         except MassDeletion as exc:
-            _save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()))
+            _failed(registry, exc)
             raise
-        outcome = publish(registry, deadline)
-        refused_ids = {r.get("id") for r in state.refused}
-        report = {"remote": registry.remote, "pushed": outcome["pushed"],
-                  "error": outcome.get("error"), "tip": registry.repo.read_ref(registry.ref),
-                  "pending": len(pending), "refused": state.refused,
-                  "confirmed": [{"session": op.get("session"), "paths": op.get("paths")}
-                                for i, op in claims.items()
-                                if i not in refused_ids and outcome["pushed"]]}
-        return report
+    claims = {op["id"]: op for op in pending if op.get("op") == "claim" and op.get("id")}
+    outcome = publish(registry, deadline)
+    refused_ids = {r.get("id") for r in state.refused}
+    rewind = state.rewind or outcome.get("rewind")
+    return {"remote": redact(registry.remote), "pushed": outcome["pushed"],
+            "error": outcome.get("error"), "remote_error": outcome.get("remote_error"),
+            "tip": registry.repo.read_ref(registry.ref),
+            "pending": len(pending), "refused": state.refused,
+            "confirmed": [{"session": op.get("session"), "paths": op.get("paths")}
+                          for i, op in claims.items()
+                          if i not in refused_ids and outcome["pushed"]],
+            "rewind": rewind}
+
+
+def _pending(registry: Registry, fallback: str | None = None) -> list[str]:
+    return pending_commits(registry, confirmed_tip(registry, fallback),
+                           registry.repo.read_ref(registry.ref))
 
 
 def sync_state(registry: Registry) -> dict:
-    """The sync line: remote, ahead/behind, last success, last error."""
+    """The sync line: remote, ahead/behind, last success, last error, last rewind."""
     state = _load_state(registry)
     local = registry.repo.read_ref(registry.ref)
     remote = registry.repo.read_ref(registry.tracking_ref)
@@ -432,9 +749,10 @@ def sync_state(registry: Registry) -> dict:
             ahead, behind = int(counts[0]), int(counts[1])
     elif local and not remote:
         ahead = len(pending_commits(registry, None, local))
-    return {"enabled": True, "remote": registry.remote, "ahead": ahead, "behind": behind,
-            "last_success": state.get("last_success"), "last_error": state.get("last_error"),
-            "refused": state.get("refused", [])[-5:]}
+    return {"enabled": True, "remote": redact(registry.remote), "ahead": ahead,
+            "behind": behind, "last_success": state.get("last_success"),
+            "last_error": state.get("last_error"), "last_error_kind": state.get("last_error_kind"),
+            "refused": state.get("refused", [])[-5:], "rewind": state.get("last_rewind")}
 
 
 def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:
@@ -442,8 +760,7 @@ def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:
     if not registry.remote:
         return set()
     out = set()
-    for commit in pending_commits(registry, registry.repo.read_ref(registry.tracking_ref),
-                                  registry.repo.read_ref(registry.ref)):
+    for commit in _pending(registry, registry.repo.read_ref(registry.tracking_ref)):
         op = parse_op(registry.repo.commit_info(commit)[2]) or {}
         if op.get("op") == "claim":
             out.update((op["session"], p) for p in op.get("paths", []))
@@ -453,21 +770,40 @@ def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:
 # -- reading a remote without a clone -------------------------------------------------
 
 def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
-    """Sessions and locks straight from *url*, fetched into a temporary object store."""
+    """Sessions and locks straight from *url*, fetched into a temporary object store
+    made with the remote's object format (SHA-1 or SHA-256)."""
     if url.startswith("-"):  # would be read as an option by git
-        raise BadInput(f"invalid remote URL {url!r}")
+        raise BadInput(f"invalid remote URL {redact(url)!r}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or
+           k.startswith(("GIT_CONFIG", "GIT_SSH", "GIT_ASKPASS", "GIT_TERMINAL"))}
     with tempfile.TemporaryDirectory(prefix="agent-registry-remote-") as tmp:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or
-               k.startswith(("GIT_CONFIG", "GIT_SSH", "GIT_ASKPASS", "GIT_TERMINAL"))}
-        subprocess.run(["git", "init", "--bare", "-q", tmp], env=env, check=True)
-        proc = subprocess.run(
-            ["git", "--git-dir", tmp, "fetch", "--quiet", "--depth", "1", "--no-tags", url,
-             f"+refs/heads/{branch}:refs/heads/{branch}"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=NETWORK_TIMEOUT)
+        proc = _snapshot_fetch(tmp, url, branch, env, "sha1")
+        server = re.search(r"mismatched algorithms: client \w+; server (\w+)",
+                           proc.stderr.decode(errors="replace"))
+        if proc.returncode != 0 and server:
+            proc = _snapshot_fetch(os.path.join(tmp, "again"), url, branch, env, server[1])
+            tmp = os.path.join(tmp, "again")
         if proc.returncode != 0:
-            raise NotFound(f"cannot read {branch} from {url}: "
-                           f"{_last_line(proc.stderr.decode(errors='replace'))}")
+            failure = Offline.from_stderr(url, proc.stderr.decode(errors="replace"),
+                                          f"git fetch exited {proc.returncode}", branch)
+            raise NotFound(f"cannot read {branch} from {failure.remote}: {failure.detail}",
+                           details={"remote_error": failure.to_dict()})
         with Registry.open(tmp, branch=branch, config={}) as registry:
             sessions = registry.sessions()
-            return {"remote": url, "tip": registry.repo.read_ref(registry.ref),
+            return {"remote": redact(url), "tip": registry.repo.read_ref(registry.ref),
                     "sessions": [s.to_dict() for s in sessions], "locks": registry.locks()}
+
+
+def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
+                    object_format: str) -> subprocess.CompletedProcess:
+    subprocess.run(["git", "init", "--bare", "-q", f"--object-format={object_format}", where],
+                   env=env, check=True)
+    try:
+        return subprocess.run(
+            ["git", "--git-dir", where, "fetch", "--quiet", "--depth", "1", "--no-tags", url,
+             f"+refs/heads/{branch}:refs/heads/{branch}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=NETWORK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
+                       f"{NETWORK_TIMEOUT:g} s", details={"remote_error": {
+                           "kind": "unreachable", "message": "no answer"}}) from None

@@ -13,10 +13,14 @@ from .cli import Output, pass_out
 def sync(out: Output, timeout: float) -> None:
     """Fetch, replay this clone's pending operations on the remote, and push.
 
-    Each claim made while offline is confirmed or refused, as the remote decides.
-    Exit 1 when a pending operation was refused, 3 when the remote is unreachable.
+    Each claim made while offline is confirmed or refused, as the remote decides. When
+    the remote went back in time (force-pushed to an older state), this clone's live
+    sessions and locks are re-applied, each refused only where another session took the
+    path meanwhile. Exit 1 when a pending operation or a re-applied lock was refused,
+    3 when the remote could not be used (unreachable, credentials refused, branch denied).
     """
     from .errors import Refused
+    from .sync import rewind_lines
     from .sync import sync as run_sync
     report = run_sync(out.registry, deadline=timeout)
     lines = [f"{'pushed to' if report['pushed'] else 'not pushed to'} {report['remote']}"
@@ -24,12 +28,14 @@ def sync(out: Output, timeout: float) -> None:
     lines += [f"confirmed: {', '.join(c['paths'] or [])} by {c['session']}" for c in report["confirmed"]]
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
-    if not report["refused"] and report["pushed"]:
+    lines += rewind_lines(report["rewind"]) if report["rewind"] else []
+    lost = (report["rewind"] or {}).get("refused", [])
+    if not report["refused"] and not lost and report["pushed"]:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:
         click.echo("\n".join(lines))
-    if report["refused"]:
-        raise Refused(f"{len(report['refused'])} pending operation(s) refused by "
+    if report["refused"] or lost:
+        raise Refused(f"{len(report['refused']) + len(lost)} operation(s) refused by "
                       f"{report['remote']}", details=report)
     if not report["pushed"]:
         from .errors import Unconfirmed

@@ -1,0 +1,317 @@
+"""Sync fails closed: a remote that goes back in time, a remote that hangs, refuses or
+denies, a URL with a password, a SHA-256 remote.  Real bare remotes, real clones, real
+`git push --force`, real TCP and HTTP servers on 127.0.0.1; nothing of git is mocked.
+"""
+from __future__ import annotations
+
+import http.server
+import json
+import selectors
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, FakeClock, git
+from test_sync import BRANCH, Team, free_port, lock_owner_on_remote, sessions_on_remote
+
+
+def rewind(team: Team, to: str) -> None:
+    """Force-push the remote registry branch back to *to*, as a person would."""
+    ops = team.root / "ops"
+    if not ops.exists():
+        git(team.root, "clone", "-q", str(team.bare), str(ops))
+    git(ops, "fetch", "-q", "origin", f"+refs/heads/{BRANCH}:refs/remotes/origin/{BRANCH}")
+    git(ops, "push", "-q", "--force", "origin", f"{to}:refs/heads/{BRANCH}")
+    assert team.remote_tip() == to
+
+
+def test_a_claim_on_a_rewound_remote_puts_this_clones_confirmed_locks_back(tmp_path):
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    before_claims = team.remote_tip()
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    rewind(team, before_claims)
+    c = team.clone("c")  # a clone made after the rewind writes on the old state
+    assert c("register", "c1", "--provider", "Claude", "--working-on", "ui").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+
+    claim = a("lock", "acquire", "README.md", "--session", "a1")
+    assert claim.returncode == 0, claim.stderr
+    assert "went back in time" in claim.stderr
+    assert "re-applied: src/auth.py by a1" in claim.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+    assert lock_owner_on_remote(team, "README.md") == ["a1"]
+    assert sessions_on_remote(team) == ["a1", "c1"]
+    status = json.loads(a("--json", "status").stdout)["sync"]
+    assert {"session": "a1", "path": "src/auth.py"} in status["rewind"]["reapplied"]
+    assert status["rewind"]["refused"] == []
+    assert "went back in time" in a("status").stdout
+    # the re-applied lock is the holder's as before: it releases it as usual
+    assert a("lock", "release", "src/auth.py", "--session", "a1").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+
+
+def test_sync_reapplies_a_lost_session_and_refuses_a_path_taken_meanwhile(tmp_path):
+    team = Team(tmp_path)
+    a, c = team.clone("a"), team.clone("c")
+    assert c("register", "c1", "--provider", "Claude", "--working-on", "ui").returncode == 0
+    before_a = team.remote_tip()
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    assert a("lock", "acquire", "src/auth.py", "README.md", "--session", "a1").returncode == 0
+    a("context", "log", "a1", "working on auth")
+    rewind(team, before_a)
+    assert c("lock", "acquire", "src/auth.py", "--session", "c1").returncode == 0
+
+    synced = a("--json", "sync")
+    assert synced.returncode == 1, synced.stderr
+    report = json.loads(synced.stdout)["error"]
+    assert report["rewind"]["to"] != report["rewind"]["from"]
+    assert {"session": "a1", "path": None} in report["rewind"]["reapplied"]
+    assert {"session": "a1", "path": "README.md"} in report["rewind"]["reapplied"]
+    assert [(r["path"], r["owner"]) for r in report["rewind"]["refused"]] == [("src/auth.py", "c1")]
+    assert sessions_on_remote(team) == ["a1", "c1"]
+    assert lock_owner_on_remote(team, "src/auth.py") == ["c1"]
+    assert lock_owner_on_remote(team, "README.md") == ["a1"]
+    text = a("status").stdout
+    assert "went back in time" in text and "not re-applied src/auth.py" in text
+    # settled: the next sync has nothing more to re-apply
+    again = json.loads(a("--json", "sync").stdout)
+    assert again["rewind"] is None and again["pushed"] is True
+
+
+def test_a_gc_rewrite_is_not_a_rewind_and_brings_nothing_back(tmp_path):
+    from agent_registry import Registry
+    from agent_registry.gc import gc
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert b("register", "b1", "--provider", "Claude", "--working-on", "ui").returncode == 0
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0
+    clock = FakeClock()
+    with Registry.open(str(a.cwd), clock=clock) as reg:
+        reg.register("a1", provider="Kimi", working_on="auth")
+        for _ in range(5):
+            reg.heartbeat("a1")
+            clock.advance(3600)
+        clock.advance(10 * 86400)
+        reg.heartbeat("a1")
+        assert gc(reg, keep_days=3)["squashed"] > 1
+    forced = a("lock", "force-release", "src/b.py", "--force", "--reason", "stuck", "--by", "ops")
+    assert forced.returncode == 0, forced.stderr
+    synced = b("--json", "sync")
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["rewind"] is None
+    assert lock_owner_on_remote(team, "src/b.py") == []  # what was removed after gc stays so
+    assert "went back in time" not in b("status").stdout
+
+
+def sha256_team(root: Path) -> Team:
+    team = Team.__new__(Team)
+    team.root, team.bare = root, root / "remote.git"
+    seed = root / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "--object-format=sha256")
+    (seed / "README.md").write_text("project\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "initial")
+    git(root, "init", "-q", "--bare", "--object-format=sha256", str(team.bare))
+    git(seed, "push", "-q", str(team.bare), "main")
+    team.url = str(team.bare)
+    return team
+
+
+def test_status_remote_reads_a_sha256_remote(tmp_path):
+    team = sha256_team(tmp_path)
+    a = team.clone("a")
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    assert a("lock", "acquire", "README.md", "--session", "a1").returncode == 0
+    assert len(team.remote_tip()) == 64
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = subprocess.run([CLI, "--json", "status", "--remote", team.url], cwd=elsewhere,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    snap = json.loads(out.stdout)
+    assert [s["id"] for s in snap["sessions"]] == ["a1"] and len(snap["tip"]) == 64
+    assert [l["path"] for l in snap["locks"]] == ["README.md"]
+
+
+# -- remote failures: which one, and no credential anywhere -----------------------------
+
+class _Unauthorized(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="registry"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing_http():
+    """A real HTTP server on 127.0.0.1 that answers every request with 401."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unauthorized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def registered_clone(team: Team, name: str, *sids: str):
+    clone = team.clone(name)
+    for sid in sids:
+        assert clone("register", sid, "--provider", "Kimi", "--working-on", "w").returncode == 0
+    return clone
+
+
+def test_remote_failures_say_which_and_the_advice_fits(tmp_path, refusing_http):
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", "a1")
+    cases = {
+        "unreachable": f"git://127.0.0.1:{free_port()}/remote.git",  # nothing listening
+        "unreachable-ssh": f"ssh://git@127.0.0.1:{free_port()}/remote.git",
+        "credentials": f"http://127.0.0.1:{refusing_http}/remote.git",
+    }
+    for i, (kind, url) in enumerate(cases.items()):
+        git(a.cwd, "remote", "set-url", "origin", url)
+        claim = a("--json", "lock", "acquire", f"f{i}.py", "--session", "a1",
+                  env={"GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o StrictHostKeyChecking=no"})
+        assert claim.returncode == 3, (kind, claim.stderr)
+        error = json.loads(claim.stdout)["error"]
+        assert error["remote_error"]["kind"] == kind.split("-")[0], (kind, claim.stderr)
+        assert "Could not read from remote repository" not in claim.stderr
+        if kind == "credentials":
+            assert "origin refused our credentials" in claim.stderr
+            assert "once origin is reachable" not in claim.stderr
+        else:
+            assert "origin is unreachable" in claim.stderr
+            assert "once origin is reachable" in claim.stderr
+    # a server that takes the connection and refuses the branch
+    git(a.cwd, "remote", "set-url", "origin", str(team.bare))
+    hook = team.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'registry pushes are frozen' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    claim = a("--json", "lock", "acquire", "src/auth.py", "--session", "a1")
+    assert claim.returncode == 3, claim.stderr
+    assert json.loads(claim.stdout)["error"]["remote_error"]["kind"] == "denied"
+    assert "origin denied the push to agent-registry" in claim.stderr
+    assert "registry pushes are frozen" in claim.stderr
+    assert "once origin is reachable" not in claim.stderr
+    synced = a("--json", "sync")
+    assert synced.returncode == 3
+    assert json.loads(synced.stdout)["error"]["remote_error"]["kind"] == "denied"
+    assert "last error: origin denied the push" in a("status").stdout
+
+
+def test_register_and_context_log_that_cannot_be_pushed_say_so(tmp_path):
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", "a0")
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:
+        reg = a("--json", "register", "a1", "--provider", "Kimi", "--working-on", "auth")
+        assert reg.returncode == 0, reg.stderr  # done here: the session works in this clone
+        assert "not pushed to origin" in reg.stderr and "agent-registry sync" in reg.stderr
+        body = json.loads(reg.stdout)
+        assert body["confirmed"] is False and body["remote_error"]["kind"] == "not-found"
+        log = a("--json", "context", "log", "a1", "offline line")
+        assert log.returncode == 0 and "not pushed to origin" in log.stderr
+        assert json.loads(log.stdout)["confirmed"] is False
+    finally:
+        hidden.rename(team.bare)
+    reg = a("--json", "register", "a2", "--provider", "Kimi", "--working-on", "auth")
+    assert reg.returncode == 0 and "not pushed" not in reg.stderr
+    assert "confirmed" not in json.loads(reg.stdout)
+    assert sessions_on_remote(team) == ["a0", "a1", "a2"]
+
+
+def test_no_password_is_printed_or_stored(tmp_path, refusing_http):
+    secret = "s3cr3t-pw"
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", "a1")
+    outputs = []
+    for url in (f"http://agent:{secret}@127.0.0.1:{free_port()}/remote.git",  # unreachable
+                f"http://agent:{secret}@127.0.0.1:{refusing_http}/remote.git"):  # 401
+        git(a.cwd, "remote", "set-url", "origin", url)
+        for args in (("register", "a2", "--provider", "Kimi", "--working-on", "w"),
+                     ("context", "log", "a1", "line"),
+                     ("lock", "acquire", "src/auth.py", "--session", "a1"),
+                     ("sync",), ("status",), ("status", "--remote", url)):
+            for mode in ((), ("--json",)):
+                proc = a(*mode, *args)
+                assert proc.returncode in (0, 1, 3), (args, proc.stderr)
+                outputs += [proc.stdout, proc.stderr]
+    assert any("cannot read" in o for o in outputs)
+    assert not [o for o in outputs if secret in o]
+    state = Path(git(a.cwd, "rev-parse", "--git-common-dir").strip())
+    state = (state if state.is_absolute() else a.cwd / state) / "agent-registry"
+    for path in state.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+    assert secret not in git(a.cwd, "log", "--format=%B", BRANCH)
+
+
+# -- a remote that accepts the connection and never answers -----------------------------
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection, reads what the client
+    says, and never answers.  Records how many connections were open at once."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.open = self.most_open = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ)
+        while not self._stop:
+            for key, _ in sel.select(timeout=0.1):
+                if key.fileobj is self.sock:
+                    conn, _ = self.sock.accept()
+                    sel.register(conn, selectors.EVENT_READ)
+                    self.open += 1
+                    self.most_open = max(self.most_open, self.open)
+                elif not key.fileobj.recv(65536):  # the client gave up and closed
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    self.open -= 1
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join()
+        self.sock.close()
+
+
+def test_a_hung_remote_does_not_queue_the_clones_claims_behind_each_other(tmp_path):
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", "s0", "s1", "s2")
+    server = SilentServer()
+    try:
+        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
+        # long enough that three processes started together are all connected at once
+        git(a.cwd, "config", "agent-registry.networkTimeout", "8")
+        procs = [subprocess.Popen([CLI, "lock", "acquire", f"src/f{i}.py", "--session", f"s{i}"],
+                                  cwd=a.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for i in range(3)]
+        results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    finally:
+        server.close()
+    assert [code for code, _ in results] == [3, 3, 3], results
+    assert all("origin is unreachable: no answer within 8 s" in err for _, err in results)
+    # the three waited for the remote together, not one after the other behind the flock
+    assert server.most_open == 3
+    held = json.loads(a("--json", "lock", "list").stdout)["locks"]
+    assert sorted((l["path"], l["confirmed"]) for l in held) == \
+        [(f"src/f{i}.py", False) for i in range(3)]
