@@ -3,8 +3,8 @@
 A harness (Claude Code, Codex, Gemini CLI …) starts this server once and keeps it for the
 whole agent session, so a claim costs what ``Registry.claim`` costs in-process instead of
 a Python start-up per command.  One :class:`Registry` stays open (one ``cat-file``
-process); the SDK runs each tool in a worker thread, so every use of it goes through one
-mutex.  Sessions registered through this server are bound to the server's parent process
+process), shared by the tools, the resources (which the SDK reads in worker threads) and
+the heartbeat thread, so every use of it goes through one mutex.  Sessions registered through this server are bound to the server's parent process
 (the harness: it lives exactly as long as the agent) and heartbeated by a background
 thread while the server runs.
 
@@ -16,6 +16,7 @@ reach it.  A claim the remote has not confirmed (the CLI's exit 3) is a result w
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 import threading
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
@@ -86,6 +88,14 @@ class Service:
             if self.registry.warnings:
                 result["warnings"] = list(self.registry.warnings)
             return result
+
+    async def run(self, fn: Callable[[], dict], sid: str | None = None) -> dict:
+        """:meth:`call` on the event loop when the registry is local (milliseconds; a
+        thread hop would cost more than the work), in a worker thread when changes go
+        through a remote (the network), so the server keeps answering meanwhile."""
+        if self.registry.remote is None:
+            return self.call(fn, sid)
+        return await anyio.to_thread.run_sync(functools.partial(self.call, fn, sid))
 
     def default_sid(self, sid: str | None) -> str:
         """*sid*, else the one session this server registered."""
@@ -192,7 +202,7 @@ def build(service: Service) -> MCPServer:
     tool = server.tool
 
     @tool(annotations=WRITES)
-    def register(
+    async def register(
         provider: Annotated[str, Field(description="Agent or tool: Claude, Codex, Gemini …")],
         session_id: Annotated[str | None, Field(
             description="Id to register (default: made up as <provider>-<time>-<hex>).")] = None,
@@ -215,23 +225,23 @@ def build(service: Service) -> MCPServer:
             service.owned.setdefault(sid, DEFAULT_TTL)
             service.renewed(sid)
             return {"session": session.to_dict(), "bound_to": reg.bound}
-        return service.call(run, sid)
+        return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
-    def status(all: Annotated[bool, Field(description="Include ended sessions.")] = False
+    async def status(all: Annotated[bool, Field(description="Include ended sessions.")] = False
                ) -> dict[str, Any]:
         """Live sessions (all: ended ones too), the sync state and clocks running ahead."""
-        return service.call(lambda: status_document(reg, all))
+        return await service.run(lambda: status_document(reg, all))
 
     @tool(annotations=READ_ONLY)
-    def show(session_id: Annotated[str | None, Field(
+    async def show(session_id: Annotated[str | None, Field(
             description="Session id (default: every live session).")] = None) -> dict[str, Any]:
         """One session in full (default: every live session)."""
-        return service.call(lambda: {"sessions": [s.to_dict() for s in (
+        return await service.run(lambda: {"sessions": [s.to_dict() for s in (
             [reg.session(session_id)] if session_id else reg.sessions())]}, session_id)
 
     @tool(annotations=WRITES)
-    def lock_acquire(
+    async def lock_acquire(
         paths: Paths, session_id: MaybeSession = None,
         ttl: Annotated[int, Field(ge=1, le=604800, description=(
             "Seconds without a heartbeat before the lock goes stale."))] = DEFAULT_TTL,
@@ -244,26 +254,26 @@ def build(service: Service) -> MCPServer:
             result = reg.claim(sid, paths, ttl=ttl, shared=shared)
             service.renewed(sid, ttl)
             return result
-        return service.call(run, sid)
+        return await service.run(run, sid)
 
     @tool(annotations=WRITES)
-    def lock_release(paths: Paths, session_id: MaybeSession = None) -> dict[str, Any]:
+    async def lock_release(paths: Paths, session_id: MaybeSession = None) -> dict[str, Any]:
         """Release paths this session holds (an error if another session holds one)."""
         sid = service.default_sid(session_id)
-        return service.call(lambda: reg.release(sid, paths), sid)
+        return await service.run(lambda: reg.release(sid, paths), sid)
 
     @tool(annotations=READ_ONLY)
-    def lock_check(paths: Paths, session_id: Annotated[str | None, Field(
+    async def lock_check(paths: Paths, session_id: Annotated[str | None, Field(
             description="Your session id, to tell your own locks apart.")] = None
             ) -> dict[str, Any]:
         """Per path: free, locked (by whom), locked-by-me or stale; free_to_edit sums it up."""
         def run() -> dict:
             results = reg.check(paths, session_id)
             return {"paths": results, "free_to_edit": check_code(results) == 0}
-        return service.call(run, session_id)
+        return await service.run(run, session_id)
 
     @tool(annotations=WRITES)
-    def heartbeat(session_id: MaybeSession = None,
+    async def heartbeat(session_id: MaybeSession = None,
                   paths: Annotated[list[str], Field(description=(
                       "Optional: an error unless the session holds each."))] = []
                   ) -> dict[str, Any]:
@@ -274,17 +284,17 @@ def build(service: Service) -> MCPServer:
             result = reg.heartbeat(sid, paths)
             service.renewed(sid)
             return result
-        return service.call(run, sid)
+        return await service.run(run, sid)
 
     @tool(annotations=WRITES)
-    def context_log(text: Annotated[str, Field(description="What happened, one or more lines.")],
+    async def context_log(text: Annotated[str, Field(description="What happened, one or more lines.")],
                     session_id: MaybeSession = None) -> dict[str, Any]:
         """Append a timestamped line to the session's diary (contexts/<sid>.md)."""
         sid = service.default_sid(session_id)
-        return service.call(lambda: reg.context_log(sid, text), sid)
+        return await service.run(lambda: reg.context_log(sid, text), sid)
 
     @tool(annotations=WRITES)
-    def finish(session_id: MaybeSession = None) -> dict[str, Any]:
+    async def finish(session_id: MaybeSession = None) -> dict[str, Any]:
         """Mark the session Finished and release every lock it holds."""
         sid = service.default_sid(session_id)
 
@@ -292,10 +302,10 @@ def build(service: Service) -> MCPServer:
             result = reg.finish(sid)
             service.forget(sid)
             return result
-        return service.call(run, sid)
+        return await service.run(run, sid)
 
     @tool(annotations=WRITES)
-    def end(session_id: MaybeSession = None,
+    async def end(session_id: MaybeSession = None,
             router: Annotated[str | None, Field(
                 description="One line a later search should find this session by.")] = None,
             what: Annotated[str | None, Field(description="What was done.")] = None,
@@ -313,22 +323,22 @@ def build(service: Service) -> MCPServer:
                                  bugs=bugs, tools=tools)
             service.forget(sid)
             return result
-        return service.call(run, sid)
+        return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
-    def wiki_query(text: Annotated[str, Field(description="The task, in a few words.")],
+    async def wiki_query(text: Annotated[str, Field(description="The task, in a few words.")],
                    limit: Annotated[int, Field(ge=1, description="Most results.")] = 10
                    ) -> dict[str, Any]:
         """Has this been done before? Past sessions ranked for text, best first."""
         from .wiki import api
-        return service.call(lambda: api.search(reg, text, limit))
+        return await service.run(lambda: api.search(reg, text, limit))
 
     @tool(annotations=READ_ONLY)
-    def wiki_show(id: Annotated[str, Field(description=(
+    async def wiki_show(id: Annotated[str, Field(description=(
             "Entry id (or a unique prefix of 6+) or session id."))]) -> dict[str, Any]:
         """One wiki entry in full: fields and the session's diary."""
         from .wiki import api
-        return service.call(lambda: api.get_entry(reg, id))
+        return await service.run(lambda: api.get_entry(reg, id))
 
     add_resources(server, service)
     return server

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""MCP benchmark (issue 13): a claim round trip through ``agent-registry mcp`` against a
+whole-process ``agent-registry lock acquire``, in the same run, alternating.
+
+    .venv/bin/python bench/mcp_bench.py [--reps N] [--no-doc]
+
+One server is started (as a harness would) and kept; each MCP figure is one
+``tools/call`` from the SDK's stdio client to its answer, JSON-RPC over pipes included.
+Each CLI figure is one process, start-up included.  Every claim is a fresh path, released
+in process outside the timed window.  ``lock check`` is measured the same way, and
+both as in-process ``Registry`` calls for reference.  Target:
+the MCP claim at most a quarter of the CLI claim.  Writes the section between
+``<!-- mcp:start -->`` and ``<!-- mcp:end -->`` of docs/benchmarks.md.
+
+A benchmark, not a test: it asserts nothing about time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+import report  # noqa: E402
+import states  # noqa: E402
+from agent_registry.registry import Registry  # noqa: E402
+from run import OURS, bench_env, stats, timed  # noqa: E402  (the core benchmark's own)
+
+CLI_SID, MCP_SID, API_SID = "bench-cli", "bench-mcp", "bench-api"
+SIDS = {"cli": CLI_SID, "mcp": MCP_SID, "api": API_SID}
+TARGET = 0.25  # the MCP claim at most a quarter of the CLI claim
+
+
+async def measure(repo: Path, env: dict[str, str], registry: Registry, reps: int) -> dict:
+    """Wall ms per route and command, alternating which route goes first."""
+    times: dict[str, list[float]] = {f"{route} {command}": [] for command in ("acquire", "check")
+                                     for route in ("mcp", "cli", "api")}
+    params = StdioServerParameters(command=OURS, args=["-C", str(repo), "mcp"], env=env)
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(params, errlog=quiet) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+
+                async def via_mcp(command: str, path: str) -> None:
+                    tool, sid = ("lock_acquire", MCP_SID) if command == "acquire" else \
+                        ("lock_check", MCP_SID)
+                    start = time.perf_counter()
+                    result = await session.call_tool(tool, {"paths": [path], "session_id": sid})
+                    times[f"mcp {command}"].append((time.perf_counter() - start) * 1000)
+                    if result.is_error:
+                        raise SystemExit(f"mcp {tool}: {result.content[0].text}")
+
+                def via_api(command: str, path: str) -> None:
+                    start = time.perf_counter()
+                    if command == "acquire":
+                        registry.claim(API_SID, [path])
+                    else:
+                        registry.check([path], API_SID)
+                    times[f"api {command}"].append((time.perf_counter() - start) * 1000)
+
+                def via_cli(command: str, path: str) -> None:
+                    argv = [OURS, "lock", command, path, "--session", CLI_SID]
+                    times[f"cli {command}"].append(timed(argv, repo, env)[0])
+
+                for rep in range(-2, reps):  # two warm-up rounds, not recorded
+                    routes = ["mcp", "cli", "api"] if rep % 2 else ["cli", "mcp", "api"]
+                    for route in routes:
+                        path = f"src/{route}/claim{rep + 2:04d}.py"
+                        for command in ("acquire", "check"):
+                            if route == "mcp":
+                                await via_mcp(command, path)
+                            else:
+                                (via_cli if route == "cli" else via_api)(command, path)
+                        registry.release(SIDS[route], [path])
+                    if rep < 0:
+                        for values in times.values():
+                            values.clear()
+    return times
+
+
+def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float) -> str:
+    s = {k: stats(v) for k, v in times.items()}
+    ratio = s["mcp acquire"]["median"] / s["cli acquire"]["median"]
+    lines = [
+        "## MCP: a claim through `agent-registry mcp` against a CLI claim",
+        "",
+        f"`bench/mcp_bench.py`, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; {reps} rounds after 2 warm-up rounds, MCP and CLI "
+        f"alternating which goes first, the in-process reference after them; load average {load[0]:.1f} at the start and "
+        f"{load[1]:.1f} at the end (a shared machine: absolute numbers are noisy, the ratio "
+        f"measured alternately under the same load is steadier); {seconds:.0f} s in all.",
+        "",
+        "An MCP figure is one `tools/call` round trip from the SDK's stdio client to the "
+        "server's answer (JSON-RPC over pipes; with no remote the tool runs on the server's "
+        "event loop); the server "
+        "was started once and kept, as a harness keeps it. A CLI figure is one whole "
+        "`agent-registry lock …` process. Every claim is of a fresh path.",
+        "",
+        "| command | route | median ms | p90 ms | min ms |",
+        "|---|---|---|---|---|",
+    ]
+    for command in ("acquire", "check"):
+        for route, label in (("mcp", "MCP tool call"), ("cli", "CLI process"),
+                             ("api", "in-process `Registry` call (reference)")):
+            v = s[f"{route} {command}"]
+            lines.append(f"| `lock {command}` | {label} | {v['median']:.1f} | {v['p90']:.1f} "
+                         f"| {v['min']:.1f} |")
+    verdict = "met" if ratio <= TARGET else "missed"
+    layer = s["mcp check"]["median"] - s["api check"]["median"]
+    lines += ["", f"The MCP claim takes {ratio:.2f} of the CLI claim's median (target at most "
+              f"{TARGET:.2f}: {verdict}). The MCP layer costs about {layer:.1f} ms a call (the "
+              "`lock check` medians, MCP minus in-process); the rest is `Registry.claim` itself (reads, "
+              "objects, one `git update-ref`), which a CLI claim pays on top of its Python "
+              "start-up and imports."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=30, help="timed rounds (default 30)")
+    parser.add_argument("--no-doc", action="store_true", help="print only; leave the doc alone")
+    args = parser.parse_args(argv)
+    began, load_start = time.perf_counter(), os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
+        root = Path(tmp)
+        env = bench_env(root)
+        repo = root / "project"
+        states.make_project(repo, env)
+        os.environ.update({k: env[k] for k in ("HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")})
+        with Registry.open(str(repo)) as registry:
+            for sid in SIDS.values():
+                registry.register(sid, provider="bench", pid=os.getpid())
+            times = anyio.run(measure, repo, env, registry, args.reps)
+    section = render(times, args.reps, (load_start, os.getloadavg()[0]),
+                     time.perf_counter() - began)
+    if not args.no_doc:
+        report.write_section(BENCH.parent / "docs" / "benchmarks.md", section, name="mcp")
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
