@@ -315,3 +315,23 @@ def test_a_hung_remote_does_not_queue_the_clones_claims_behind_each_other(tmp_pa
     held = json.loads(a("--json", "lock", "list").stdout)["locks"]
     assert sorted((l["path"], l["confirmed"]) for l in held) == \
         [(f"src/f{i}.py", False) for i in range(3)]
+
+
+def test_processes_of_two_clones_racing_through_a_remote_agree_on_one_winner(tmp_path):
+    """Fetch and push outside the flock: processes of one clone push side by side, and a
+    claim dropped by a sibling's replay is still reported refused to its own process."""
+    from test_sync import _race
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", *(f"a{i}" for i in range(4)))
+    b = registered_clone(team, "b", *(f"b{i}" for i in range(4)))
+    runners = [a] * 4 + [b] * 4
+    sids = [f"a{i}" for i in range(4)] + [f"b{i}" for i in range(4)]
+    results = _race(runners, lambda i: f"exec {CLI} lock acquire contended.py --session {sids[i]}")
+    winners = [sids[i] for i, p in enumerate(results) if p.returncode == 0]
+    assert len(winners) == 1, [(p.returncode, p.stderr) for p in results]
+    assert all(p.returncode == 1 for p in results if p.returncode != 0)
+    assert lock_owner_on_remote(team, "contended.py") == winners
+    results = _race(runners, lambda i: f"exec {CLI} lock acquire own/{sids[i]}.py --session {sids[i]}")
+    assert all(p.returncode == 0 for p in results), [p.stderr for p in results if p.returncode]
+    for sid in sids:
+        assert lock_owner_on_remote(team, f"own/{sid}.py") == [sid]
