@@ -380,3 +380,13 @@ def test_the_mcp_inspector_cli_lists_and_calls_tools(repo):
     assert json.loads(called.stdout)["isError"] is False
     with Registry.open(str(repo)) as registry:
         assert registry.session("inspector-1").provider == "Inspector"
+
+
+def test_without_the_sdk_the_command_says_how_to_install_it(repo):
+    script = ("import sys; sys.modules['mcp'] = None\n"
+              "from agent_registry.cli import main\nsys.exit(main(['mcp']))\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == ("agent-registry: the MCP server needs the MCP SDK: "
+                                   "pip install 'agent-registry[mcp]'")
