@@ -33,6 +33,8 @@ from pydantic import Field
 from . import __version__
 from .errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from .output import age, check_code, to_json
+from .procinfo import is_alive
+from .records import parse_iso
 from .registry import Registry
 from .staleness import DEFAULT_TTL
 
@@ -153,7 +155,6 @@ class Service:
         except RegistryError:
             return f"Holder {owner}: its session file is unreadable."
         now = self.registry.clock()
-        from .records import parse_iso
         beat = parse_iso(s.heartbeat_at)
         seen = f", last heartbeat {age(now - beat)} ago" if beat else ""
         where = f" on {s.host}" + (f", pid {s.pid}" if s.pid else "")
@@ -177,16 +178,25 @@ class Service:
             for sid, ttl in list(self.owned.items()):
                 if now - self.beaten.get(sid, 0.0) < max(1.0, min(self.interval, ttl / 3)):
                     continue
+                self.beaten[sid] = now  # a failure is tried again when the next one is due
                 try:
-                    self.registry.heartbeat(sid)
-                    self.beaten[sid] = now
-                except (NotFound, Refused) as exc:  # ended elsewhere: nothing to keep alive
+                    self.beat(sid)
+                except (NotFound, Refused) as exc:  # ended elsewhere, or its agent is gone
                     self.forget(sid)
                     print(f"agent-registry mcp: stopped heartbeating {sid}: {exc.message}",
                           file=sys.stderr)
-                except (RegistryError, OSError) as exc:  # try again at the next tick
+                except (RegistryError, OSError) as exc:
                     print(f"agent-registry mcp: heartbeat of {sid} failed: {exc}",
                           file=sys.stderr)
+
+    def beat(self, sid: str) -> None:
+        """Renew *sid*, unless its owner process (the harness) is gone: a server left
+        running must not keep a dead agent's locks alive (as ``lock heartbeat-loop``)."""
+        session = self.registry.session(sid)
+        if session.host == self.registry.host and session.vouched and \
+                not is_alive(session.pid, session.pid_start):
+            raise Refused(f"its owner process {session.pid} is gone")
+        self.registry.heartbeat(sid)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -28,12 +28,14 @@ RESOURCES = {"registry://status", "registry://locks", "registry://registry.md"}
 
 
 @asynccontextmanager
-async def server(repo: Path, *args: str, command: list[str] | None = None):
-    """A ClientSession on a fresh ``agent-registry -C REPO mcp`` process."""
+async def server(repo: Path, *args: str, command: list[str] | None = None,
+                 errlog: str = os.devnull):
+    """A ClientSession on a fresh ``agent-registry -C REPO mcp`` process (its stderr
+    goes to *errlog*)."""
     command = command or [CLI, "-C", str(repo), "mcp", *args]
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
-    with open(os.devnull, "w") as quiet:
-        async with stdio_client(params, errlog=quiet) as (read, write):
+    with open(errlog, "w") as log:
+        async with stdio_client(params, errlog=log) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 yield session
@@ -124,6 +126,32 @@ def test_the_session_is_bound_to_the_server_parent_and_kept_fresh(repo, run):
     assert later["status"] == "OnWorking"
     log = git(repo, "log", "--format=%s", "agent-registry")
     assert "heartbeat claude-beat (0 lock(s))" in log
+
+
+def test_the_heartbeat_stops_when_the_agent_process_is_gone(repo, tmp_path):
+    """A server left running must not keep a dead agent's locks fresh."""
+    agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    errlog = tmp_path / "server.err"
+
+    async def main():
+        async with server(repo, "--heartbeat", "1", errlog=str(errlog)) as session:
+            error, text, _ = await call(session, "register", provider="Claude",
+                                        session_id="claude-gone", pid=agent.pid)
+            assert not error, text
+            agent.kill()
+            agent.wait()
+            for _ in range(600):  # a watchdog, not a timing assertion
+                if "stopped heartbeating claude-gone" in errlog.read_text():
+                    return await call(session, "lock_check", paths=["src/auth.py"])
+                await anyio.sleep(0.2)
+            pytest.fail("the server kept heartbeating a session whose agent is gone")
+    try:
+        error, _, _ = anyio.run(main)
+    finally:
+        agent.kill()
+        agent.wait()
+    assert not error
+    assert f"its owner process {agent.pid} is gone" in errlog.read_text()
 
 
 def test_a_refused_claim_is_a_tool_error_naming_the_holder(repo, run):
