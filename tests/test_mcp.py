@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
