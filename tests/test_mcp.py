@@ -351,6 +351,20 @@ def test_harness_install_mcp_merges_and_is_idempotent(repo, run):
     assert first[".codex/config.toml"].decode().startswith('model = "o3"  # keep me\n')
 
 
+def test_harness_install_mcp_appends_to_a_codex_config_without_our_table(repo, run):
+    config = repo / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\n[mcp_servers.other]\ncommand = "other"')
+    assert run("harness", "install", "codex", "--mcp", check_untouched=False).returncode == 0
+    written = config.read_text()
+    assert written.startswith('model = "o3"\n[mcp_servers.other]\ncommand = "other"\n\n'
+                              '[mcp_servers.agent-registry]\n')
+    tomllib = pytest.importorskip("tomllib")
+    assert set(tomllib.loads(written)["mcp_servers"]) == {"other", "agent-registry"}
+    assert run("harness", "install", "codex", "--mcp", check_untouched=False).returncode == 0
+    assert config.read_text() == written
+
+
 def test_the_written_command_serves_the_repository(repo, run, tmp_path):
     assert run("harness", "install", "claude", "--mcp", check_untouched=False).returncode == 0
     entry = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["agent-registry"]
