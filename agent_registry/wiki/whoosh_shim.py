@@ -29,8 +29,10 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import threading
 from types import ModuleType
 
+_LOCK = threading.Lock()  # the dashboard's threads may search for the first time at once
 # what our index code uses; everything Whoosh imports later is already loaded by then
 MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.query",
            "whoosh.scoring")
@@ -60,14 +62,17 @@ def _stand_ins() -> dict[str, ModuleType]:
 
 def imported() -> None:
     """Import Whoosh's modules (once) without the unused heavy imports."""
-    if MODULES[0] in sys.modules:
+    if MODULES[-1] in sys.modules:  # the last one imported: all done
         return
-    stand_ins = _stand_ins()
-    sys.modules.update(stand_ins)
-    try:
-        for module in MODULES:
-            importlib.import_module(module)
-    finally:
-        for name, stand_in in stand_ins.items():
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]
+    with _LOCK:
+        if MODULES[-1] in sys.modules:
+            return
+        stand_ins = _stand_ins()
+        sys.modules.update(stand_ins)
+        try:
+            for module in MODULES:
+                importlib.import_module(module)
+        finally:
+            for name, stand_in in stand_ins.items():
+                if sys.modules.get(name) is stand_in:
+                    del sys.modules[name]
