@@ -200,9 +200,11 @@ def session_text(s) -> str:
               help="The agent's own process, which lives exactly as long as the session "
                    "(default: $AGENT_REGISTRY_PID, else an ancestor that is a known agent "
                    "runtime, else none: heartbeats and the TTL decide).")
+@click.option("--notify-started", metavar="TEXT", default="",
+              help="The message `watch` sends when this session starts (instead of its pool's).")
 @pass_out
 def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
-             todo_present, pid) -> None:
+             todo_present, pid, notify_started) -> None:
     """Register a session (also: register SID PROVIDER AI_VERSION WORKING_ON).
 
     Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
@@ -221,7 +223,8 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     sid = sid or new_session_id(provider)
     session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
                                      working_on=working_on or "", space=space,
-                                     todo_present=todo_present, pid=pid)
+                                     todo_present=todo_present, pid=pid,
+                                     notify_started=notify_started)
     bound = out.registry.bound
     out.notice([f"agent-registry: {owner_line(bound)}"])
     out.emit({"session": session.to_dict(), "bound_to": bound, **out.registry.unpushed},
@@ -261,10 +264,12 @@ def update(out: Output, sid, **fields) -> None:
 
 @cli.command()
 @click.argument("sid", required=False)
+@click.option("--notify-executed", metavar="TEXT", default="",
+              help="The message `watch` sends for this ending (instead of its pool's).")
 @pass_out
-def finish(out: Output, sid) -> None:
+def finish(out: Output, sid, notify_executed) -> None:
     """Mark a session Finished and release every lock it holds, in one commit."""
-    result = out.registry.finish(resolve_sid(sid))
+    result = out.registry.finish(resolve_sid(sid), notify_executed=notify_executed)
     s = result["session"]
     note = " (had already ended)" if result.get("already") else \
         f", released {len(result['released'])} lock(s)"
@@ -511,6 +516,48 @@ def lock_force_release(out: Output, path, force, reason, by) -> None:
     author = by or os.environ.get(SESSION_ENV) or os.environ.get("USER") or "a person"
     result = out.registry.force_release(path, reason=reason, by=author, force=force)
     out.emit(result, f"freed {result['path']} (held by {', '.join(result['previous'])})")
+
+
+# -- watch ----------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--interval", type=click.FloatRange(min=0.1), default=60, show_default=True,
+              metavar="SECONDS", help="Seconds between passes (each fetches when sync is on).")
+@click.option("--idle-minutes", type=click.FloatRange(min=0, min_open=True), default=60,
+              show_default=True, metavar="M",
+              help="Notify a live session with no heartbeat and no commit for M minutes.")
+@click.option("--once", is_flag=True,
+              help="One pass, then exit (for cron): also retries every pending message now.")
+@pass_out
+def watch(out: Output, interval: float, idle_minutes: float, once: bool) -> None:
+    """Notify when a session starts, finishes (executed), is stopped, or sits idle.
+
+    Each event is sent once per session (idle: once per idle spell) to the Apprise URLs
+    in $AGENT_REGISTRY_NOTIFY_URLS (or a git-ignored .env) and `git config
+    agent-registry.notify`. The first run records the registry and sends nothing for
+    history. A failed delivery is kept and retried with backoff; --once exits 3 when
+    one is still pending. Needs the notify extra: pip install 'agent-registry[notify]'
+    (docs/watch.md)."""
+    from .errors import Unconfirmed
+    from .watch import pass_lines
+    from .watch import watch as run_watch
+    last: dict = {}
+
+    def report(result: dict) -> None:
+        last.update(result)
+        if out.json and once and result["failed"]:
+            return  # the error document below carries the pass
+        if out.json:
+            click.echo(json.dumps(result, ensure_ascii=False))
+        elif not out.quiet:
+            for line in pass_lines(result):
+                click.echo(line)
+
+    run_watch(out.registry, interval=interval, idle_minutes=idle_minutes, once=once,
+              report=report)
+    if last["failed"]:
+        raise Unconfirmed(f"{len(last['failed'])} message(s) not delivered yet; kept for "
+                          "the next pass", details={"pass": last})
 
 
 # -- MCP ------------------------------------------------------------------------------

@@ -75,6 +75,8 @@ SESSION_FIELDS: dict = {
     "owner": None, "cmdline": "", "registered_at": "", "heartbeat_at": "", "finished_at": None,
     "todo_past": list, "todo_present": list, "todo_future": list, "space": list,
     "issues": "", "handoff": "", "locks": list,
+    # what the agent wants `watch` to say when it starts and when it finishes
+    "notify_started": "", "notify_executed": "",
 }
 _LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks")
 

@@ -260,13 +260,14 @@ class Registry:
     # -- sessions --------------------------------------------------------------------
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
                  space: Iterable[str] = (), todo_present: Iterable[str] = (),
-                 pid: int | None = None, pid_from: str = "--pid") -> Session:
+                 pid: int | None = None, pid_from: str = "--pid",
+                 notify_started: str = "") -> Session:
         """Register (or re-register) session *sid*.  Its owner process is *pid* (given
         by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
         runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why."""
         P.validate_session_id(sid)
         for label, value in (("provider", provider), ("ai-version", ai_version),
-                             ("working-on", working_on)):
+                             ("working-on", working_on), ("notify-started", notify_started)):
             P.validate_text(label, value)
         if not provider:
             raise BadInput("--provider is required")
@@ -282,6 +283,8 @@ class Registry:
             "git_branch": _current_branch(info.git_dir), "host": self.host,
             "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
             "cmdline": owner.cmdline,
+            # only when given: a re-register keeps the text the first one stored
+            **({"notify_started": notify_started} if notify_started else {}),
         }
         self.bound = owner.to_dict()
         return Session.from_dict(self.apply(self._op("register", session=sid, fields=fields))["session"])
@@ -339,9 +342,11 @@ class Registry:
         return Outcome({"session": session.to_dict()},
                        f"update {session.id}: {', '.join(sorted(fields))}")
 
-    def finish(self, sid: str, status: str = "Finished") -> dict:
+    def finish(self, sid: str, status: str = "Finished", notify_executed: str = "") -> dict:
         P.validate_session_id(sid)
-        return self.apply(self._op("finish", session=sid, status=status))
+        P.validate_text("notify-executed", notify_executed)
+        extra = {"notify_executed": notify_executed} if notify_executed else {}
+        return self.apply(self._op("finish", session=sid, status=status, **extra))
 
     def _op_finish(self, view: View, op: dict) -> Outcome:
         sid = op["session"]
@@ -351,6 +356,7 @@ class Registry:
             if done is None:
                 raise NotFound(f"unknown session {sid}")
             return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
+        session.notify_executed = op.get("notify_executed") or session.notify_executed
         released = self._end(view, session, op["status"], op["at"])
         verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
         extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""

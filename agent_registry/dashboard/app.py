@@ -205,6 +205,13 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return registry.sync_state()
 
+    @app.get("/api/watch", summary="The watchdog's state: running, last pass, pending, "
+                                   "last deliveries and failures (agent-registry watch)")
+    def watch_state() -> dict:
+        from ..watch import status as watch_status
+        with pool.borrow() as registry:
+            return watch_status(registry)
+
     @app.get("/api/wiki", summary="Search the wiki")
     def wiki_search(q: str = Query(..., min_length=1, max_length=500, pattern=TEXT_PATTERN),
                     limit: int = Query(10, ge=1, le=100)) -> dict:

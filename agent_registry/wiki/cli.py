@@ -21,8 +21,10 @@ json_option = click.option("--json", "json_here", is_flag=True,
 @click.option("--bugs", "--bug", "bugs", metavar="CSV", help="Bugs found, comma-separated.")
 @click.option("--tools", "--skill-tool", "tools", metavar="CSV",
               help="Skills, tools, MCP servers used, comma-separated.")
+@click.option("--notify-executed", metavar="TEXT", default="",
+              help="The message `watch` sends for this ending (instead of its pool's).")
 @pass_out
-def end(out: Output, sid, router, what, how, solved, bugs, tools) -> None:
+def end(out: Output, sid, router, what, how, solved, bugs, tools, notify_executed) -> None:
     """End a session with a wiki entry: write wiki/<SID>.md (fields + the full diary),
     mark the session Finished and release its locks, in one commit.
 
@@ -32,7 +34,8 @@ def end(out: Output, sid, router, what, how, solved, bugs, tools) -> None:
     """
     from .ops import end_session
     result = end_session(out.registry, resolve_sid(sid), router=router, what=what, how=how,
-                         solved=solved, bugs=bugs, tools=tools)
+                         solved=solved, bugs=bugs, tools=tools,
+                         notify_executed=notify_executed)
     entry = result["entry"]
     if result["already"]:
         text = f"{entry['session_id']} already has wiki entry {entry['id']} ({entry['path']})"

@@ -24,9 +24,11 @@ NO_DIARY = "_No diary was logged for this session (`agent-registry context log`)
 def end_session(registry: Registry, sid: str, *, router: str | None = None,
                 what: str | None = None, how: str | None = None, solved: str | None = None,
                 bugs: Iterable[str] | str | None = None,
-                tools: Iterable[str] | str | None = None) -> dict:
-    """Write ``wiki/<sid>.md`` and end the session as Finished, releasing its locks."""
+                tools: Iterable[str] | str | None = None, notify_executed: str = "") -> dict:
+    """Write ``wiki/<sid>.md`` and end the session as Finished, releasing its locks;
+    *notify_executed* is stored on the session for ``watch`` to send."""
     P.validate_session_id(sid)
+    P.validate_text("notify-executed", notify_executed)
     narrative: dict = {}
     for name, value in (("router", router), ("what", what), ("how", how), ("solved", solved)):
         if value is not None and value.strip():
@@ -44,7 +46,9 @@ def end_session(registry: Registry, sid: str, *, router: str | None = None,
         "git_pushes": gitfacts.pushed_commits(registry, session.git_branch, since),
         "claimed": gitfacts.claimed_paths(registry, sid, since),
     }
-    return registry.apply(registry._op("end", session=sid, fields=narrative, facts=facts))
+    extra = {"notify_executed": notify_executed} if notify_executed else {}
+    return registry.apply(registry._op("end", session=sid, fields=narrative, facts=facts,
+                                       **extra))
 
 
 @operation("end")
@@ -88,6 +92,7 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
         if undocumented:
             view.put_session(session)
     else:
+        session.notify_executed = op.get("notify_executed") or session.notify_executed
         released = registry._end(view, session, "Finished", op["at"])
     return Outcome({"session": session.to_dict(), "entry": entry_summary(entry),
                     "released": released, "already": False},

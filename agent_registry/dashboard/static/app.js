@@ -301,6 +301,29 @@ async function loadSync() {
   $("sync-now").hidden = !data.enabled;
 }
 
+// -- watchdog (agent-registry watch) ---------------------------------------------------
+
+async function loadWatch() {
+  const data = await api("/api/watch");
+  $("watch-section").hidden = !data.configured;
+  if (!data.configured) return;
+  $("watch-running").textContent = data.running ? "running" : "not running";
+  $("watch-running").className = "badge " + (data.running ? "on" : "off");
+  const items = [el("dt", {}, "last pass"), el("dd", {}, formatTime(data.last_pass)),
+                 el("dt", {}, "targets"), el("dd", { class: "mono" }, data.targets.join(", ")),
+                 el("dt", {}, "pending"), el("dd", {}, String(data.pending.length))];
+  if (data.fetch_error) items.push(el("dt", {}, "fetch error"), el("dd", {}, data.fetch_error));
+  for (const sent of data.recent.slice(0, 5)) {
+    items.push(el("dt", {}, `sent ${formatTime(sent.sent_at)}`), el("dd", {}, `${sent.event} ${sent.session}: ${sent.body}`));
+  }
+  for (const failure of data.failures.slice(0, 5)) {
+    items.push(el("dt", {}, `failed ${formatTime(failure.at)}`), el("dd", { class: "mono" },
+      `${failure.event} ${failure.session} (attempt ${failure.attempts}): ` +
+      failure.errors.map((e) => `${e.target}: ${e.error}`).join("; ")));
+  }
+  $("watch").replaceChildren(...items);
+}
+
 // -- wiki -------------------------------------------------------------------------------
 
 async function searchWiki() {
@@ -440,7 +463,8 @@ async function refresh(loader) {
 }
 
 async function refreshAll() {
-  await Promise.all([refresh(loadSessions), refresh(loadLocks), refresh(loadSync), refresh(searchWiki)]);
+  await Promise.all([refresh(loadSessions), refresh(loadLocks), refresh(loadSync), refresh(loadWatch),
+                     refresh(searchWiki)]);
 }
 
 function connect() {
@@ -495,7 +519,7 @@ async function start() {
   });
   connect();
   // staleness by time makes no commit: re-read the tables now and then
-  setInterval(() => { refresh(loadSessions); refresh(loadLocks); }, 30000);
+  setInterval(() => { refresh(loadSessions); refresh(loadLocks); refresh(loadWatch); }, 30000);
 }
 
 document.addEventListener("DOMContentLoaded", () => start().catch((error) => notify(error.message, true)));

@@ -1,0 +1,333 @@
+"""``agent-registry watch``: follow the registry branch and notify four events per session.
+
+- **started**: a session file appears in ``sessions/live/``;
+- **executed**: one leaves it as Finished (for ``end``, with the wiki entry's "what");
+- **stopped**: one leaves it as Stop or Killed (who and why from the commit's trailers);
+- **idle**: a live session with no heartbeat and no registry commit for M minutes, once
+  per idle spell (a new heartbeat or commit starts a new one).
+
+Each pass walks the commits new since the last one (``registry.parse_op`` gives each
+commit's operation) and, with sync on, fetches first and follows the remote-tracking
+branch too.  What was seen and sent is kept in ``<git common dir>/agent-registry/
+watch.json``: events are keyed (``started/<sid>``…), and a pass writes its new events to
+the outbox together with the commits it has walked, in one atomic replace, before
+delivering any.  So a watchdog killed at any instant and restarted neither skips an event
+(not walked yet, or waiting in the outbox) nor repeats one (keyed, or marked sent); only a
+kill between the transport's acceptance and the write that records it sends that message
+twice (delivery is at least once).  A failed delivery stays in the outbox and is retried
+with exponential backoff, per target.  The first pass of a clone (cold start) records what
+it finds and sends nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+
+from . import notify
+from .errors import Refused
+from .procinfo import hostname, is_alive, start_time
+from .records import LIVE, iso
+from .registry import Registry, file_lock, parse_op
+from .view import View
+
+STATE_FILE = "watch.json"
+DEFAULT_INTERVAL = 60.0
+DEFAULT_IDLE_MINUTES = 60.0
+RETRY_BASE = 5.0   # seconds before the first retry (the interval, when shorter)
+RETRY_CAP = 600.0  # the longest wait between two retries
+KEEP = 20          # recent deliveries and failures kept for the dashboard
+_LIVE_DIR = "sessions/live/"
+
+
+def state_file(registry: Registry) -> str:
+    return registry.repo.state_path(STATE_FILE)
+
+
+def load_state(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+    except ValueError:  # never half-written (atomic replace): a person broke it
+        return {}
+
+
+def save_state(path: str, state: dict) -> None:
+    """Replace the state file atomically: a kill leaves the old one or the new one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix="watch.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(state, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class Watcher:
+    """One clone's watchdog: passes over the branch, an outbox, and its delivery."""
+
+    def __init__(self, registry: Registry, *, idle_minutes: float = DEFAULT_IDLE_MINUTES,
+                 interval: float = DEFAULT_INTERVAL, fetch: bool = True,
+                 now: Callable[[], float] = time.time) -> None:
+        self.registry = registry
+        self.repo = registry.repo
+        self.idle_seconds = idle_minutes * 60
+        self.retry_base = min(interval, RETRY_BASE)
+        self.fetch = fetch and registry.remote is not None
+        self.now = now
+        self.path = state_file(registry)
+        env = notify.settings(self.repo)
+        self.targets = notify.targets(self.repo, env)
+        self.name = notify.recipient(self.repo, env)
+        self.templates = notify.pool(self.repo)
+        self.state = load_state(self.path)
+
+    # -- one pass --------------------------------------------------------------------
+    def run_pass(self, *, retry_all: bool = False) -> dict:
+        """Fetch (with sync on), walk new commits, queue their events, deliver."""
+        report: dict = {"at": iso(self.now()), "cold_start": "since" not in self.state,
+                        "fetch_error": self._fetch(), "events": []}
+        heads = self._heads()
+        if report["cold_start"]:
+            self._record_history(heads)
+            self.state["since"] = report["at"]
+        else:
+            report["events"] = self._walk(heads) + self._idle(heads, record_only=False)
+        self.state.update(heads=heads, last_pass=report["at"], pid=os.getpid(),
+                          pid_start=start_time(os.getpid()), host=hostname(),
+                          targets=[t.label for t in self.targets],
+                          fetch_error=report["fetch_error"])
+        save_state(self.path, self.state)  # events are queued before any is sent
+        delivered, failed = self._deliver(retry_all)
+        report.update(delivered=delivered, failed=failed,
+                      pending=len(self.state.get("outbox", [])), tip=heads[0] if heads else None)
+        return report
+
+    def _fetch(self) -> str | None:
+        if not self.fetch:
+            return None
+        from .sync import Offline, fetch
+        try:
+            fetch(self.registry)
+        except Offline as exc:  # the local branch is still followed
+            return exc.message
+        return None
+
+    def _heads(self) -> list[str]:
+        refs = [self.registry.ref, self.registry.tracking_ref]
+        return list(dict.fromkeys(h for r in refs if r and (h := self.repo.read_ref(r))))
+
+    def _record_history(self, heads: list[str]) -> None:
+        """Cold start: what is live now counts as started, idle spells as notified."""
+        done = self.state.setdefault("done", {})
+        for session in self._live(heads).values():
+            done.setdefault(f"started/{session.id}", "history")
+        self._idle(heads, record_only=True)
+
+    # -- events ----------------------------------------------------------------------
+    def _walk(self, heads: list[str]) -> list[dict]:
+        events = []
+        for commit, at, message, changes in self._new_commits(heads):
+            op = parse_op(message) or {}
+            subject = message.split("\n", 1)[0]
+            sid = op.get("session")
+            if sid:
+                activity = self.state.setdefault("activity", {})
+                activity[sid] = max(activity.get(sid, 0), float(op.get("at") or at))
+            for status, path in changes:
+                name = path[len(_LIVE_DIR):-len(".yaml")]
+                if status == "A":
+                    events += self._started(commit, name)
+                elif status == "D":
+                    events += self._ended(commit, name, op, subject)
+        return events
+
+    def _new_commits(self, heads: list[str]) -> list[tuple[str, float, str, list]]:
+        """(commit, time, message, [(A|D, sessions/live/<sid>.yaml)]) of the commits
+        reachable from *heads* and not from the heads of the last pass, oldest first."""
+        seen = [h for h in self.state.get("heads", []) if self.repo.reader.read(h)]
+        if not heads:
+            return []
+        proc = self.repo.git("log", "--reverse", "--topo-order", "--no-renames",
+                             "--name-status", "--format=%x1e%H%x1f%ct%x1f%B%x1f",
+                             *heads, "--not", *seen, "--")
+        out = []
+        for chunk in proc.stdout.decode("utf-8", errors="replace").split("\x1e")[1:]:
+            commit, ct, message, files = chunk.split("\x1f", 3)
+            changes = [tuple(line.split("\t", 1)) for line in files.splitlines()
+                       if line[:1] in "AD" and "\t" + _LIVE_DIR in line
+                       and line.endswith(".yaml")]
+            out.append((commit, float(ct), message, changes))
+        return out
+
+    def _started(self, commit: str, sid: str) -> list[dict]:
+        session = View(self.repo, commit).session(sid, strict=False)
+        if session is None:
+            return []
+        return self._queue("started", session, own=session.notify_started)
+
+    def _ended(self, commit: str, sid: str, op: dict, subject: str) -> list[dict]:
+        session = View(self.repo, commit).done_session(sid)
+        if session is None or session.status == LIVE:
+            return []
+        done = self.state.setdefault("done", {})
+        done.setdefault(f"started/{sid}", "ended")  # never announce its start after its end
+        self.state.get("activity", {}).pop(sid, None)
+        self.state.get("idle", {}).pop(sid, None)
+        if session.status == "Finished":
+            what = (op.get("fields") or {}).get("what") if op.get("op") == "end" else ""
+            return self._queue("executed", session, own=session.notify_executed,
+                               what=what or session.working_on)
+        by = op.get("by") or op.get("session") or "?"
+        why = op.get("reason") or {
+            "cleanup": "a zombie: no heartbeat within its TTL, or its process is gone",
+            "update": f"set to {session.status} by update",
+        }.get(op.get("op", ""), subject)
+        return self._queue("stopped", session, by=by, why=why)
+
+    def _live(self, heads: list[str]) -> dict:
+        """Live sessions at any of *heads* (the freshest heartbeat of each)."""
+        found: dict = {}
+        for head in heads:
+            for session in View(self.repo, head).live_sessions():
+                old = found.get(session.id)
+                if old is None or session.heartbeat_ts() > old.heartbeat_ts():
+                    found[session.id] = session
+        return found
+
+    def _idle(self, heads: list[str], record_only: bool) -> list[dict]:
+        now, events = self.now(), []
+        spells = self.state.setdefault("idle", {})
+        done = self.state.get("done", {})
+        activity = self.state.get("activity", {})
+        for sid, session in self._live(heads).items():
+            # live at one head, ended at the other (the remote saw the end first)
+            if f"executed/{sid}" in done or f"stopped/{sid}" in done:
+                continue
+            last = max(session.heartbeat_ts(), activity.get(sid, 0.0))
+            if now - last < self.idle_seconds or spells.get(sid) == last:
+                continue
+            spells[sid] = last
+            if not record_only:
+                events += self._queue("idle", session, key=f"idle/{sid}/{int(last)}",
+                                      minutes=str(int((now - last) // 60)))
+        return events
+
+    def _queue(self, event: str, session, *, own: str = "", key: str = "",
+               **values: str) -> list[dict]:
+        """Put *event* of *session* in the outbox, unless its key was seen before."""
+        key = key or f"{event}/{session.id}"
+        done = self.state.setdefault("done", {})
+        if key in done:
+            return []
+        fields = {"name": self.name, "session_id": session.id, "provider": session.provider,
+                  "working_on": session.working_on, "minutes": "", "what": "", "by": "",
+                  "why": "", **values}
+        body = notify.message(self.templates, event, fields, own)
+        entry = {"key": key, "event": event, "session": session.id, "body": body,
+                 "title": f"agent-registry: {session.id} {event}", "queued_at": iso(self.now()),
+                 "sent_to": [], "attempts": 0, "next_at": 0.0}
+        done[key] = "queued"
+        self.state.setdefault("outbox", []).append(entry)
+        return [{k: entry[k] for k in ("key", "event", "session", "body")}]
+
+    # -- delivery --------------------------------------------------------------------
+    def _deliver(self, retry_all: bool) -> tuple[list[dict], list[dict]]:
+        """Send what is due; an entry leaves the outbox once every target accepted it."""
+        delivered, failed = [], []
+        for entry in list(self.state.get("outbox", [])):
+            if not retry_all and entry["next_at"] > self.now():
+                continue
+            errors = []
+            for target in self.targets:
+                if target.key in entry["sent_to"]:
+                    continue
+                error = notify.send(target, entry["title"], entry["body"])
+                if error is None:
+                    entry["sent_to"].append(target.key)
+                else:
+                    errors.append({"target": target.label, "error": error})
+                save_state(self.path, self.state)  # an accepted send is recorded at once
+            if errors:
+                failed.append(self._failed(entry, errors))
+            else:
+                delivered.append(self._sent(entry))
+            save_state(self.path, self.state)
+        return delivered, failed
+
+    def _sent(self, entry: dict) -> dict:
+        self.state["outbox"].remove(entry)
+        self.state["done"][entry["key"]] = "sent"
+        record = {"key": entry["key"], "event": entry["event"], "session": entry["session"],
+                  "body": entry["body"], "sent_at": iso(self.now()),
+                  "attempts": entry["attempts"] + 1}
+        self.state["recent"] = (self.state.get("recent", []) + [record])[-KEEP:]
+        return record
+
+    def _failed(self, entry: dict, errors: list[dict]) -> dict:
+        entry["attempts"] += 1
+        delay = min(self.retry_base * 2 ** (entry["attempts"] - 1), RETRY_CAP)
+        entry["next_at"] = self.now() + delay
+        record = {"key": entry["key"], "event": entry["event"], "session": entry["session"],
+                  "errors": errors, "attempts": entry["attempts"], "at": iso(self.now()),
+                  "retry_at": iso(entry["next_at"])}
+        self.state["failures"] = (self.state.get("failures", []) + [record])[-KEEP:]
+        return record
+
+    def next_due(self) -> float | None:
+        """When the earliest pending retry is due (None: nothing pending)."""
+        return min((e["next_at"] for e in self.state.get("outbox", [])), default=None)
+
+
+def watch(registry: Registry, *, interval: float, idle_minutes: float, once: bool,
+          report: Callable[[dict], None], sleep: Callable[[float], None] = time.sleep) -> None:
+    """Run passes every *interval* seconds (one with *once*), each given to *report*.
+    One watchdog per clone: a second is refused while the first runs."""
+    def busy() -> None:
+        raise Refused(f"another `agent-registry watch` runs for this clone "
+                      f"(pid {load_state(state_file(registry)).get('pid', '?')})")
+    with file_lock(registry.repo.state_path("watch.lock"), on_wait=busy):
+        watcher = Watcher(registry, idle_minutes=idle_minutes, interval=interval)
+        while True:
+            report(watcher.run_pass(retry_all=once))
+            if once:
+                return
+            due = watcher.next_due()
+            wait = interval if due is None else min(interval, max(due - time.time(), 0.05))
+            sleep(wait)
+
+
+def status(registry: Registry) -> dict:
+    """The watchdog's state for the dashboard: running or not, last pass, what is
+    pending, the last deliveries and failures.  Read-only; no URL is ever stored."""
+    state = load_state(state_file(registry))
+    if not state:
+        return {"configured": False, "running": False}
+    running = state.get("host") == hostname() and is_alive(state.get("pid"),
+                                                            state.get("pid_start"))
+    outbox = state.get("outbox", [])
+    return {"configured": True, "running": running, "pid": state.get("pid"),
+            "host": state.get("host"), "last_pass": state.get("last_pass"),
+            "targets": state.get("targets", []), "fetch_error": state.get("fetch_error"),
+            "pending": [{k: e[k] for k in ("key", "event", "session", "attempts", "queued_at")}
+                        for e in outbox],
+            "recent": state.get("recent", [])[::-1], "failures": state.get("failures", [])[::-1]}
+
+
+
+def pass_lines(report: dict) -> list[str]:
+    """A pass as text: what was queued, sent, or failed (and when it is retried)."""
+    lines = [f"fetch failed, following the local branch: {report['fetch_error']}"] \
+        if report["fetch_error"] else []
+    if report["cold_start"]:
+        lines.append("cold start: recorded the registry as it is; nothing sent for history")
+    lines += [f"{e['event']} {e['session']}: {e['body']}" for e in report["events"]]
+    lines += [f"sent {d['key']}" for d in report["delivered"]]
+    lines += [f"not sent {f['key']} (attempt {f['attempts']}, retry at {f['retry_at']}): "
+              + "; ".join(f"{e['target']}: {e['error']}" for e in f["errors"])
+              for f in report["failed"]]
+    return lines
