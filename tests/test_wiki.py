@@ -226,7 +226,8 @@ def test_an_update_interrupted_half_way_is_detected_and_rebuilt(wiki_repo):
     # what a killed updater leaves: its marker, and the branch ahead of the index
     (_index_dir(wiki_repo) / "UPDATING").write_text("12345\n")
     answer = search(wiki_repo, "daylight saving cron twice")
-    assert answer["index"]["reason"] == "the previous index was incomplete or unreadable"
+    assert answer["index"]["reason"] == \
+        "the previous index was incomplete, unreadable or of an older version"
     assert {r["session_id"] for r in answer["results"][:2]} == {"gemini-1751000019", "zz-1"}
     assert not (_index_dir(wiki_repo) / "UPDATING").exists()
 
@@ -254,7 +255,8 @@ def test_an_updater_killed_mid_update_leaves_a_working_index(wiki_repo, repo):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     answer = search(wiki_repo, "sqlite database is locked")
-    assert answer["index"]["reason"] == "the previous index was incomplete or unreadable"
+    assert answer["index"]["reason"] == \
+        "the previous index was incomplete, unreadable or of an older version"
     assert answer["results"][0]["session_id"] == "claude-1751000016"
     with WikiIndex(wiki_repo).open().searcher() as searcher:
         assert searcher.doc_count() == 33 + 200 + 1  # every entry and the meta document

@@ -14,7 +14,7 @@ import pytest
 
 from agent_registry.wiki import search
 from agent_registry.wiki.index import WikiIndex
-from conftest import CLI
+from conftest import CLI, git
 from test_wiki_support import fixture_files, put_files
 
 QUESTION = "sqlite database is locked"
@@ -111,4 +111,18 @@ def test_segments_are_separate_files_not_one_compound_file(wiki_repo):
     search(wiki_repo, "two-factor")  # an update writes a segment too
     files = [f.name for f in index.root.rglob("*") if f.is_file()]
     assert any(name.endswith(".trm") for name in files)
+    assert not [name for name in files if name.endswith(".seg")], files
+
+
+def test_an_index_of_the_previous_version_is_rebuilt_into_separate_files(wiki_repo, repo):
+    from agent_registry.wiki.index import META_KEY, VERSION
+    ix = WikiIndex(wiki_repo).open()
+    writer = ix.writer(compound=True)  # as version 2 wrote them: one compound segment
+    writer.update_document(key=META_KEY, commit=git(repo, "rev-parse", "agent-registry").strip(), version=VERSION - 1)
+    writer.commit()
+    answer = search(wiki_repo, QUESTION)
+    assert answer["index"]["reason"] == \
+        "the previous index was incomplete, unreadable or of an older version"
+    assert answer["results"][0]["session_id"] == "claude-1751000016"
+    files = [f.name for f in WikiIndex(wiki_repo).root.rglob("*") if f.is_file()]
     assert not [name for name in files if name.endswith(".seg")], files

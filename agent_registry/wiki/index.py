@@ -134,7 +134,7 @@ class WikiIndex:
         tip = self.registry.tip() or EMPTY
         if opened is None:
             why = "no index yet" if self._current_dir() is None else \
-                "the previous index was incomplete or unreadable"
+                "the previous index was incomplete, unreadable or of an older version"
             return self._rebuild(tip, why)
         if opened.commit == tip:
             self.status["entries"] = opened.entries
