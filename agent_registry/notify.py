@@ -58,33 +58,34 @@ def _apprise():
 
 
 def dotenv(repo: Repo) -> dict[str, str]:
-    """KEY=VALUE lines of ``.env`` at the top of the worktree, read only when git
-    ignores it (a tracked or committable .env would put secrets in the repository)."""
+    """Our variables from ``.env`` at the top of the worktree.  One that sets them must
+    be git-ignored (a tracked or committable .env would put secrets in the repository);
+    a .env without them is none of our business."""
     top = repo.info.toplevel
     path = os.path.join(top, ".env") if top else ""
     if not path or not os.path.isfile(path):
         return {}
-    if repo.git("check-ignore", "-q", ".env", cwd=top, check=False).returncode:
-        raise BadInput(f"{path} is not git-ignored: add it to .gitignore before it "
-                       "holds notification secrets")
     values = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
-            line = line.strip()
-            if not line or line.startswith("#") or "=" not in line:
+            key, _, value = line.strip().removeprefix("export ").partition("=")
+            key, value = key.strip(), value.strip()
+            if key not in (URLS_ENV, NAME_ENV):
                 continue
-            key, _, value = line.removeprefix("export ").partition("=")
-            value = value.strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
-            values[key.strip()] = value
+            values[key] = value
+    if values and repo.git("check-ignore", "-q", ".env", cwd=top, check=False).returncode:
+        raise BadInput(f"{path} is not git-ignored: add it to .gitignore before it "
+                       "holds notification secrets")
     return values
 
 
 def settings(repo: Repo) -> dict[str, str]:
     """The environment, with a git-ignored .env filling what it leaves unset."""
-    local = dotenv(repo)
-    return {name: os.environ.get(name) or local.get(name, "") for name in (URLS_ENV, NAME_ENV)}
+    names = (URLS_ENV, NAME_ENV)
+    local = dotenv(repo) if not all(os.environ.get(n) for n in names) else {}
+    return {name: os.environ.get(name) or local.get(name, "") for name in names}
 
 
 def targets(repo: Repo, env: dict[str, str]) -> list[Target]:

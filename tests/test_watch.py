@@ -259,6 +259,8 @@ def test_bad_configuration_is_one_line_and_exit_2(repo, run, tmp_path):
     (repo / ".env").write_text("AGENT_REGISTRY_NOTIFY_URLS=json://127.0.0.1:9/x\n")
     tracked = run("watch", "--once")  # a .env git does not ignore is never read
     assert tracked.returncode == 2 and "not git-ignored" in tracked.stderr
+    (repo / ".env").write_text("DATABASE=local\n")  # not ours: left alone
+    assert "no notification target" in run("watch", "--once").stderr
     assert not (repo / ".git/agent-registry/watch.json").exists()
 
 
@@ -273,6 +275,17 @@ def test_a_git_ignored_env_file_and_the_local_pool(repo, run, receiver):
     run("register", "p1", "--provider", "Claude", "--working-on", "pools")
     assert run("watch", "--once").returncode == 0
     assert receiver.message(title("p1", "started")) == "Ada: p1 (Claude) is on pools"
+
+
+def test_end_stores_the_agents_own_message_with_the_wiki_what(repo, run, receiver):
+    run("init")
+    watch(run, receiver)
+    run("register", "e1", "--provider", "Codex")
+    run("end", "e1", "--what", "split the parser", "--notify-executed", "{what} ({session_id})")
+    shown = json.loads(run("--json", "show", "e1").stdout)["sessions"][0]
+    assert shown["notify_executed"] == "{what} ({session_id})"
+    assert watch(run, receiver).returncode == 0
+    assert receiver.message(title("e1", "executed")) == "split the parser (e1)"
 
 
 def test_the_dashboard_shows_the_watchdog(repo, run, receiver):
