@@ -172,36 +172,37 @@ class LockLookup:
         self._view = None
         self._patterns: list | None = None
 
-    @property
-    def view(self):
-        """Opened on first use, inside Guard.check: a tip whose commit or root tree is
-        missing raises there (unreadable), instead of reading as an empty registry."""
+    def open(self):
+        """The View of the tip, opened on first use, inside Guard.check: a tip whose
+        commit or root tree is missing raises there (unreadable) instead of reading as
+        an empty registry."""
         if self._view is None:
             from .view import View
-            self._view = View(self.repo, self.tip)
-            if self.repo.reader.read(self._view.tree) is None:
-                raise GitError(f"the tree {self._view.tree} of {self.tip} is missing")
+            view = View(self.repo, self.tip)
+            if self.repo.reader.read(view.tree) is None:
+                raise GitError(f"the tree {view.tree} of {self.tip} is missing")
+            self._view = view
         return self._view
 
     @property
     def warnings(self) -> list[str]:
-        return self.view.warnings if self._view is not None else []
+        return self._view.warnings if self._view is not None else []
 
     def patterns(self) -> list:
         if self._patterns is None:
-            self._patterns = self.view.pattern_locks()
+            self._patterns = self.open().pattern_locks()
         return self._patterns
 
     def session(self, sid: str):
         """(live session or None, unreadable?)"""
-        session = self.view.session(sid, strict=False)
-        return session, sid in self.view.unreadable
+        view = self.open()
+        return view.session(sid, strict=False), sid in view.unreadable
 
     def covering(self, path: str) -> list:
         """Lock records whose target covers *path*: its own record, its ancestor
         directories', and the glob locks that match it (paths.covers decides)."""
         found = [lock for key in P.lookup_keys(path)
-                 if (lock := self.view.lock(key)) is not None and P.covers(lock.path, path)]
+                 if (lock := self.open().lock(key)) is not None and P.covers(lock.path, path)]
         return found + [lock for lock in self.patterns() if P.covers(lock.path, path)]
 
     def stale_reason(self, holder, session, unreadable: bool) -> str | None:
@@ -300,7 +301,7 @@ class Guard:
         try:
             if self.lookup is None:
                 raise GitError(f"refs/heads/{self.branch} names no commit")
-            self.lookup.view.tree  # noqa: B018 (opens the tip: see LockLookup.view)
+            self.lookup.open()
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:
                 report.committer = identify(self.lookup, self.my_pids)
@@ -344,6 +345,8 @@ class Guard:
         commits the remote has elsewhere sends no commit, yet changes the branch)."""
         updates = [u for u in updates
                    if set(u[1]) != {"0"} and u[2] != f"refs/heads/{self.branch}"]
+        if not updates:
+            return {}
         known = {old for _, _, _, old in updates
                  if set(old) != {"0"} and self.repo.reader.read(old) is not None}
         changed: dict[str, list[str]] = {}

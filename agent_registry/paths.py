@@ -246,11 +246,12 @@ def plain(target: str) -> str:
     return target[len(LITERAL):] if target.startswith(LITERAL) else target
 
 
-def target(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
+def target(raw: str, *, toplevel: str | None, prefix: str = "", new: bool = True) -> str:
     """The stored target an argument names, with git's pathspec magic: ``:(literal)NAME``
     is always that name, ``:(glob)PATTERN`` always a glob; a plain argument with glob
-    characters is literal when it names an existing file or directory, else a glob,
-    whose syntax is checked here (BadInput, exit 2) so that no bad pattern is stored."""
+    characters is literal when it names an existing file or directory, else a glob.
+    The syntax of a *new* glob (one about to be claimed) is checked here (BadInput,
+    exit 2), so that no bad pattern is stored; one already stored can still be named."""
     magic = LITERAL if raw.startswith(LITERAL) else GLOB if raw.startswith(GLOB) else ""
     body = raw[len(magic):]
     path = normalize(body, toplevel=toplevel, prefix=prefix)
@@ -261,7 +262,7 @@ def target(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
     if magic == LITERAL or (not magic and exists):
         is_folder = bool(toplevel) and os.path.isdir(os.path.join(toplevel, name))
         return literal(name + "/" if is_folder or path.endswith("/") else name)
-    problem = glob_error(name)
+    problem = glob_error(name) if new else None
     if problem:
         raise BadInput(f"invalid glob {body!r}: {problem} (to name a file of that name "
                        f"literally, write '{LITERAL}{body}')")

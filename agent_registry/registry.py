@@ -510,11 +510,13 @@ class Registry:
         return f"its process {session.pid} is {kind}, never signalled" if kind else None
 
     # -- locks -----------------------------------------------------------------------
-    def _targets(self, raw: Iterable[str]) -> list[str]:
+    def _targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
+        """The stored targets *raw* names.  Globs are checked only for *new* targets: a
+        bad glob already on the branch can still be checked, released and force-released."""
         info = self.repo.info
         out = []
         for item in _csv_items(raw) if isinstance(raw, str) else raw:
-            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix)
+            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new)
             if target not in out:
                 out.append(target)
         return out
@@ -623,7 +625,7 @@ class Registry:
 
     def release(self, sid: str, paths: Iterable[str]) -> dict:
         P.validate_session_id(sid)
-        targets = self._targets(paths)
+        targets = self._targets(paths, new=False)
         if not targets:
             raise BadInput("no path to release")
         return self.apply(self._op("release", session=sid, paths=targets))
@@ -660,7 +662,7 @@ class Registry:
         """Per target: free, locked (by a live session), locked-by-me, or stale."""
         if sid:
             P.validate_session_id(sid)
-        targets = self._targets(paths)
+        targets = self._targets(paths, new=False)
         if not targets:
             raise BadInput("no path to check")
         view, at = self.view(), self.clock()
@@ -719,7 +721,7 @@ class Registry:
         """Renew the session and every lock it holds.  With *paths* (the predecessor's
         ``lock heartbeat PATH SID``) it is refused unless the session holds each one."""
         P.validate_session_id(sid)
-        targets = {"paths": self._targets(paths)} if paths else {}
+        targets = {"paths": self._targets(paths, new=False)} if paths else {}
         return self.apply(self._op("heartbeat", session=sid, **targets))
 
     def _op_heartbeat(self, view: View, op: dict) -> Outcome:
@@ -760,7 +762,7 @@ class Registry:
         return "stopped"
 
     def force_release(self, path: str, *, reason: str, by: str, force: bool = False) -> dict:
-        target = self._targets([path])[0]
+        target = self._targets([path], new=False)[0]
         P.validate_text("reason", reason)
         if not reason.strip():
             raise BadInput("--reason is required: say why the lock is freed")

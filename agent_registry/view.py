@@ -209,11 +209,14 @@ class View:
         sessions = self.live_sessions()
         if target is None:
             target = next((t for s in sessions for t in s.locks if record_name(t) == name), None)
-        holders = sorted({s.id for s in sessions if target is not None and target in s.locks}
-                         | self.unreadable)
-        what = f"counts as held by {', '.join(holders)}" if holders else "no live session holds it"
-        self.warn(f"{name} is unreadable ({why}): {what}")
-        if target is None or not holders:
+        if target is None:
+            self.warn(f"{name} is unreadable ({why}); no live session lists its glob: it "
+                      "holds nothing")
+            return None
+        holders = sorted({s.id for s in sessions if target in s.locks} | self.unreadable)
+        self.warn(f"{name} is unreadable ({why}): " + (
+            f"counts as held by {', '.join(holders)}" if holders else "no live session holds it"))
+        if not holders:
             return None
         return Lock(target, "exclusive", [Holder(sid, "unreadable", "", DEFAULT_TTL)
                                           for sid in holders])

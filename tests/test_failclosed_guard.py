@@ -109,6 +109,14 @@ def test_a_bad_pattern_record_on_the_branch_is_that_records_problem(guarded, run
     edit(guarded, "notes.txt")
     proc = commit(guarded, "-m", "unrelated")
     assert proc.returncode == 0 and name in proc.stderr
+    # the bad record can still be named: checked, and freed, which ends the warnings
+    check = json.loads(run("--json", "lock", "check", "lib/[z-a].py").stdout)
+    assert check["paths"][0]["state"] == "locked"
+    proc = run("lock", "force-release", "lib/[z-a].py", "--force", "--reason", "bad glob",
+               "--by", "admin")
+    assert proc.returncode == 0, proc.stderr
+    proc = run("lock", "acquire", "lib/util.py", env={SESSION: "kimi-2"})
+    assert proc.returncode == 0 and name not in proc.stderr
 
 
 def test_a_literal_name_with_glob_characters_is_one_lock_everywhere(guarded, run, agents):
@@ -276,3 +284,32 @@ def test_a_cherry_pick_of_a_locked_path_is_caught_by_pre_push(pushing, agents):
     proc = push(pushing)
     assert proc.returncode == 1, proc.stderr
     assert f"commit {picked[:12]} touches src/auth.py" in proc.stderr
+
+
+def test_an_unreadable_glob_record_is_held_by_the_sessions_that_list_it(guarded, run, agents):
+    register(run, "kimi-1", agents())
+    register(run, "kimi-2", agents())
+    assert run("lock", "acquire", "src/*.py", env={SESSION: "kimi-1"}).returncode == 0
+    name = record("src/*.py")
+    write_on_branch(guarded, {name: b"\x00garbage"})
+    proc = run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-2"})
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
+    edit(guarded, "src/new.py")
+    proc = commit(guarded, "-m", "under a broken glob record")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
+    # its holder can still release it, which removes the broken record
+    assert run("lock", "release", "src/*.py", env={SESSION: "kimi-1"}).returncode == 0
+    assert commit(guarded, "-m", "released").returncode == 0
+
+
+def test_an_existing_pre_merge_commit_hook_is_chained_and_restored(repo, run):
+    hook = repo / ".git" / "hooks" / "pre-merge-commit"
+    original = "#!/bin/sh\n# the team's merge check\nexit 0\n"
+    hook.write_text(original)
+    hook.chmod(0o700)
+    result = json.loads(run("--json", "hooks", "install").stdout)
+    mine = next(h for h in result["hooks"] if h["hook"] == "pre-merge-commit")
+    assert mine["state"] == "installed, chaining the existing hook"
+    assert "agent_registry.guard pre-merge-commit" in hook.read_text()
+    assert run("hooks", "uninstall").returncode == 0
+    assert hook.read_text() == original and hook.stat().st_mode & 0o777 == 0o700
