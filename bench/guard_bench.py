@@ -129,8 +129,10 @@ def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int) 
               f"{fastest:.1f} ms wall. In a hook it starts two git processes, "
               "`git diff --cached` and one `git cat-file --batch` (it reads the repository "
               "layout from the files, and runs `git config` only when a config file "
-              "mentions agent-registry); the installed hook adds a `sh` process. A refusal "
-              "costs more: it imports the record and staleness modules and reads sessions."]
+              "mentions agent-registry); the installed hook adds a `sh` process. The first "
+              "lookup imports the registry's own reader (view, records, staleness: the code "
+              "claims use, so both agree on every record), counted in the work above; a "
+              "refusal costs more: it reads the holders' sessions."]
     return "\n".join(lines)
 
 
