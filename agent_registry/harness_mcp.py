@@ -27,7 +27,8 @@ from .errors import BadInput
 SERVER = "agent-registry"
 FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",
          "codex": ".codex/config.toml"}
-_TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:"agent-registry"|agent-registry)\s*\]\s*(#.*)?$')
+_TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:"agent-registry"|agent-registry)\s*\]'
+                    r'\s*(#.*)?$')
 _HEADER = re.compile(r"^\s*\[")
 
 
@@ -119,7 +120,8 @@ def _toml_servers(text: str, path: Path) -> dict:
     try:
         import tomllib
     except ImportError:  # Python 3.10
-        raise BadInput(f"merging into {path} needs Python 3.11 (tomllib); nothing changed") from None
+        raise BadInput(f"merging into {path} needs Python 3.11 (tomllib); "
+                       "nothing changed") from None
     try:
         servers = tomllib.loads(text).get("mcp_servers", {})
     except tomllib.TOMLDecodeError as exc:

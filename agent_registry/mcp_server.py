@@ -4,9 +4,10 @@ A harness (Claude Code, Codex, Gemini CLI …) starts this server once and keeps
 whole agent session, so a claim costs what ``Registry.claim`` costs in-process instead of
 a Python start-up per command.  One :class:`Registry` stays open (one ``cat-file``
 process), shared by the tools, the resources (which the SDK reads in worker threads) and
-the heartbeat thread, so every use of it goes through one mutex.  Sessions registered through this server are bound to the server's parent process
-(the harness: it lives exactly as long as the agent) and heartbeated by a background
-thread while the server runs.
+the heartbeat thread, so every use of it goes through one mutex.  Sessions registered
+through this server are bound to the server's parent process (the harness: it lives
+exactly as long as the agent) and heartbeated by a background thread while the server
+runs.
 
 Every failure is a tool error (``isError``) whose text says what is wrong and what to do:
 an unknown session id lists the live ones, a refused claim names the holder and how to
@@ -223,7 +224,7 @@ def build(service: Service) -> MCPServer:
         pid: Annotated[int | None, Field(description=(
             "The agent's own process (default: this server's parent, the harness)."))] = None,
     ) -> dict[str, Any]:
-        """Register this agent's session; returns its id (session.id): pass it to the other tools."""
+        """Register this agent's session first; pass the returned session.id to other tools."""
         from .cli import new_session_id
         sid = session_id or new_session_id(provider)
 
@@ -238,14 +239,17 @@ def build(service: Service) -> MCPServer:
         return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
-    async def status(all: Annotated[bool, Field(description="Include ended sessions.")] = False
-               ) -> dict[str, Any]:
+    async def status(
+        all: Annotated[bool, Field(description="Include ended sessions.")] = False,
+    ) -> dict[str, Any]:
         """Live sessions (all: ended ones too), the sync state and clocks running ahead."""
         return await service.run(lambda: status_document(reg, all))
 
     @tool(annotations=READ_ONLY)
-    async def show(session_id: Annotated[str | None, Field(
-            description="Session id (default: every live session).")] = None) -> dict[str, Any]:
+    async def show(
+        session_id: Annotated[str | None, Field(
+            description="Session id (default: every live session).")] = None,
+    ) -> dict[str, Any]:
         """One session in full (default: every live session)."""
         return await service.run(lambda: {"sessions": [s.to_dict() for s in (
             [reg.session(session_id)] if session_id else reg.sessions())]}, session_id)
@@ -273,9 +277,11 @@ def build(service: Service) -> MCPServer:
         return await service.run(lambda: reg.release(sid, paths), sid)
 
     @tool(annotations=READ_ONLY)
-    async def lock_check(paths: Paths, session_id: Annotated[str | None, Field(
-            description="Your session id, to tell your own locks apart.")] = None
-            ) -> dict[str, Any]:
+    async def lock_check(
+        paths: Paths,
+        session_id: Annotated[str | None, Field(
+            description="Your session id, to tell your own locks apart.")] = None,
+    ) -> dict[str, Any]:
         """Per path: free, locked (by whom), locked-by-me or stale; free_to_edit sums it up."""
         def run() -> dict:
             results = reg.check(paths, session_id)
@@ -283,10 +289,11 @@ def build(service: Service) -> MCPServer:
         return await service.run(run, session_id)
 
     @tool(annotations=WRITES)
-    async def heartbeat(session_id: MaybeSession = None,
-                  paths: Annotated[list[str], Field(description=(
-                      "Optional: an error unless the session holds each."))] = []
-                  ) -> dict[str, Any]:
+    async def heartbeat(
+        session_id: MaybeSession = None,
+        paths: Annotated[list[str], Field(
+            description="Optional: an error unless the session holds each.")] = [],
+    ) -> dict[str, Any]:
         """Renew the session and all its locks now (this server also does it on its own)."""
         sid = service.default_sid(session_id)
 
@@ -297,8 +304,10 @@ def build(service: Service) -> MCPServer:
         return await service.run(run, sid)
 
     @tool(annotations=WRITES)
-    async def context_log(text: Annotated[str, Field(description="What happened, one or more lines.")],
-                    session_id: MaybeSession = None) -> dict[str, Any]:
+    async def context_log(
+        text: Annotated[str, Field(description="What happened, one or more lines.")],
+        session_id: MaybeSession = None,
+    ) -> dict[str, Any]:
         """Append a timestamped line to the session's diary (contexts/<sid>.md)."""
         sid = service.default_sid(session_id)
         return await service.run(lambda: reg.context_log(sid, text), sid)
@@ -315,15 +324,17 @@ def build(service: Service) -> MCPServer:
         return await service.run(run, sid)
 
     @tool(annotations=WRITES)
-    async def end(session_id: MaybeSession = None,
-            router: Annotated[str | None, Field(
-                description="One line a later search should find this session by.")] = None,
-            what: Annotated[str | None, Field(description="What was done.")] = None,
-            how: Annotated[str | None, Field(description="How it was done.")] = None,
-            solved: Annotated[str | None, Field(description="The problem it solved.")] = None,
-            bugs: Annotated[list[str] | None, Field(description="Bugs found.")] = None,
-            tools: Annotated[list[str] | None, Field(
-                description="Skills, tools, MCP servers used.")] = None) -> dict[str, Any]:
+    async def end(
+        session_id: MaybeSession = None,
+        router: Annotated[str | None, Field(
+            description="One line a later search should find this session by.")] = None,
+        what: Annotated[str | None, Field(description="What was done.")] = None,
+        how: Annotated[str | None, Field(description="How it was done.")] = None,
+        solved: Annotated[str | None, Field(description="The problem it solved.")] = None,
+        bugs: Annotated[list[str] | None, Field(description="Bugs found.")] = None,
+        tools: Annotated[list[str] | None, Field(
+            description="Skills, tools, MCP servers used.")] = None,
+    ) -> dict[str, Any]:
         """End the session with a wiki entry (wiki/<sid>.md), Finished, locks released."""
         sid = service.default_sid(session_id)
 
@@ -336,16 +347,19 @@ def build(service: Service) -> MCPServer:
         return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
-    async def wiki_query(text: Annotated[str, Field(description="The task, in a few words.")],
-                   limit: Annotated[int, Field(ge=1, description="Most results.")] = 10
-                   ) -> dict[str, Any]:
+    async def wiki_query(
+        text: Annotated[str, Field(description="The task, in a few words.")],
+        limit: Annotated[int, Field(ge=1, description="Most results.")] = 10,
+    ) -> dict[str, Any]:
         """Has this been done before? Past sessions ranked for text, best first."""
         from .wiki import api
         return await service.run(lambda: api.search(reg, text, limit))
 
     @tool(annotations=READ_ONLY)
-    async def wiki_show(id: Annotated[str, Field(description=(
-            "Entry id (or a unique prefix of 6+) or session id."))]) -> dict[str, Any]:
+    async def wiki_show(
+        id: Annotated[str, Field(
+            description="Entry id (or a unique prefix of 6+) or session id.")],
+    ) -> dict[str, Any]:
         """One wiki entry in full: fields and the session's diary."""
         from .wiki import api
         return await service.run(lambda: api.get_entry(reg, id))

@@ -399,7 +399,8 @@ def inspector() -> list[str] | None:
         return None
     probe = subprocess.run([npx, "--no-install", "@modelcontextprotocol/inspector", "--help"],
                            capture_output=True, text=True, timeout=120)
-    return [npx, "--no-install", "@modelcontextprotocol/inspector"] if probe.returncode == 0 else None
+    found = probe.returncode == 0
+    return [npx, "--no-install", "@modelcontextprotocol/inspector"] if found else None
 
 
 def test_the_mcp_inspector_cli_lists_and_calls_tools(repo):
