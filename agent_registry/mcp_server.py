@@ -49,6 +49,8 @@ MaybeSession = Annotated[str | None, Field(
 Paths = Annotated[list[str], Field(min_length=1, description=(
     "Files, directories (end with /) or git globs, relative to the repository root "
     "or absolute."))]
+NotifyExecuted = Annotated[str, Field(
+    description="The message `watch` sends for this ending (instead of its pool's).")]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
 
@@ -223,6 +225,8 @@ def build(service: Service) -> MCPServer:
         todo_present: Annotated[list[str], Field(description="Current to-do items.")] = [],
         pid: Annotated[int | None, Field(description=(
             "The agent's own process (default: this server's parent, the harness)."))] = None,
+        notify_started: Annotated[str, Field(description=(
+            "The message `watch` sends when this session starts (instead of its pool's)."))] = "",
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
         from .cli import new_session_id
@@ -232,7 +236,8 @@ def build(service: Service) -> MCPServer:
             session = reg.register(sid, provider=provider, ai_version=ai_version,
                                    working_on=working_on, space=space,
                                    todo_present=todo_present, pid=pid or os.getppid(),
-                                   pid_from="pid" if pid else PID_FROM)
+                                   pid_from="pid" if pid else PID_FROM,
+                                   notify_started=notify_started)
             service.owned.setdefault(sid, DEFAULT_TTL)
             service.renewed(sid)
             return {"session": session.to_dict(), "bound_to": reg.bound}
@@ -313,12 +318,14 @@ def build(service: Service) -> MCPServer:
         return await service.run(lambda: reg.context_log(sid, text), sid)
 
     @tool(annotations=WRITES)
-    async def finish(session_id: MaybeSession = None) -> dict[str, Any]:
+    async def finish(
+        session_id: MaybeSession = None, notify_executed: NotifyExecuted = "",
+    ) -> dict[str, Any]:
         """Mark the session Finished and release every lock it holds."""
         sid = service.default_sid(session_id)
 
         def run() -> dict:
-            result = reg.finish(sid)
+            result = reg.finish(sid, notify_executed=notify_executed)
             service.forget(sid)
             return result
         return await service.run(run, sid)
@@ -334,6 +341,7 @@ def build(service: Service) -> MCPServer:
         bugs: Annotated[list[str] | None, Field(description="Bugs found.")] = None,
         tools: Annotated[list[str] | None, Field(
             description="Skills, tools, MCP servers used.")] = None,
+        notify_executed: NotifyExecuted = "",
     ) -> dict[str, Any]:
         """End the session with a wiki entry (wiki/<sid>.md), Finished, locks released."""
         sid = service.default_sid(session_id)
@@ -341,7 +349,7 @@ def build(service: Service) -> MCPServer:
         def run() -> dict:
             from .wiki.ops import end_session
             result = end_session(reg, sid, router=router, what=what, how=how, solved=solved,
-                                 bugs=bugs, tools=tools)
+                                 bugs=bugs, tools=tools, notify_executed=notify_executed)
             service.forget(sid)
             return result
         return await service.run(run, sid)

@@ -85,13 +85,14 @@ def test_lists_every_tool_with_a_schema_and_every_resource(repo):
 
 def test_register_claim_check_release_finish(repo):
     async def script(session):
-        sid = await register(session, working_on="auth", session_id="claude-mcp-1")
+        sid = await register(session, working_on="auth", session_id="claude-mcp-1",
+                             notify_started="claude-mcp-1 is on auth")
         claimed = await call(session, "lock_acquire", paths=["src/auth.py"])
         checked = await call(session, "lock_check", paths=["src/auth.py"], session_id=sid)
         logged = await call(session, "context_log", text="claimed auth")
         beat = await call(session, "heartbeat")
         released = await call(session, "lock_release", paths=["src/auth.py"])
-        finished = await call(session, "finish")
+        finished = await call(session, "finish", notify_executed="auth is done")
         return sid, claimed, checked, logged, beat, released, finished
     sid, claimed, checked, logged, beat, released, finished = talk(repo, script)
     assert sid == "claude-mcp-1"
@@ -101,6 +102,8 @@ def test_register_claim_check_release_finish(repo):
     assert not beat[0] and beat[2]["session"] == sid
     assert released[2]["locks"] == [{"path": "src/auth.py", "status": "released"}]
     assert finished[2]["session"]["status"] == "Finished"
+    assert finished[2]["session"]["notify_started"] == "claude-mcp-1 is on auth"
+    assert finished[2]["session"]["notify_executed"] == "auth is done"
     assert held_by(repo, "src/auth.py") == []
 
 
