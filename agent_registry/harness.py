@@ -269,14 +269,17 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) 
 def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
     """Claim *path* for *sid*; the conflicts when someone was faster."""
     from .guard import Conflict
+    from .paths import literal
     from .registry import Registry
+    # the file being edited is a name, never a pattern (a new `a[1].py` is not a glob)
+    target = literal(path)
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
-            registry.claim(sid, [path])
+            registry.claim(sid, [target])
         except NotFound:  # SessionStart did not run (hooks installed mid-session)
             registry.register(sid, provider="Claude", working_on="Claude Code session",
                               pid=pid, pid_from=PID_FROM)
-            registry.claim(sid, [path])
+            registry.claim(sid, [target])
         except Refused as exc:
             return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
                              c.get("since", ""), c.get("mode", ""), "")

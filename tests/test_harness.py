@@ -128,6 +128,11 @@ def test_auto_claim_claims_free_paths_and_denies_held_ones(repo, run, agents):
     assert notebook.returncode == 0 and notebook.stdout == "", notebook.stderr
     with open_registry(repo) as registry:
         assert registry.check(["nb.ipynb"], sid=sid)[0]["state"] == "locked-by-me"
+    # a new file whose name would be a bad glob is claimed as the name it is
+    odd = fire(repo, "PreToolUse", edit_event(str(repo / "lib" / "[z-a].py"), "Write"))
+    assert odd.returncode == 0 and odd.stdout == "", odd.stderr
+    with open_registry(repo) as registry:
+        assert registry.check([":(literal)lib/[z-a].py"], sid=sid)[0]["state"] == "locked-by-me"
     hold(repo, "kimi-1", ["src/"], agents())
     denied = json.loads(fire(repo, "PreToolUse", edit_event("src/auth.py")).stdout)
     assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
