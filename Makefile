@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/guard_bench.py
 	$(BIN)/python bench/wiki_bench.py
 	$(BIN)/python bench/sync_bench.py
+	$(BIN)/python bench/mcp_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
