@@ -97,7 +97,8 @@ class Watcher:
             self.state["since"] = report["at"]
         else:
             report["events"] = self._walk(heads) + self._idle(heads, record_only=False)
-        self.state.update(heads=heads, last_pass=report["at"], pid=os.getpid(),
+        self.state.update(heads=heads, heads_time=self._heads_time(heads),
+                          last_pass=report["at"], pid=os.getpid(),
                           pid_start=start_time(os.getpid()), host=hostname(),
                           targets=[t.label for t in self.targets],
                           fetch_error=report["fetch_error"])
@@ -149,9 +150,15 @@ class Watcher:
     def _new_commits(self, heads: list[str]) -> list[tuple[str, float, str, list]]:
         """(commit, time, message, [(A|D, sessions/live/<sid>.yaml)]) of the commits
         reachable from *heads* and not from the heads of the last pass, oldest first."""
-        seen = [h for h in self.state.get("heads", []) if self.repo.reader.read(h)]
         if not heads:
             return []
+        from .sync import is_ancestor
+        old = self.state.get("heads", [])
+        seen = [h for h in old if self.repo.reader.read(h)]
+        # history rewritten (gc) or gone: its commits come back with their own dates, and
+        # those up to the last pass's must not be told again
+        since = self.state.get("heads_time", 0) if old and not any(
+            is_ancestor(self.registry, s, h) for s in seen for h in heads) else 0
         proc = self.repo.git("log", "--reverse", "--topo-order", "--no-renames",
                              "--name-status", "--format=%x1e%H%x1f%ct%x1f%B%x1f",
                              *heads, "--not", *seen, "--")
@@ -161,8 +168,16 @@ class Watcher:
             changes = [tuple(line.split("\t", 1)) for line in files.splitlines()
                        if line[:1] in "AD" and "\t" + _LIVE_DIR in line
                        and line.endswith(".yaml")]
-            out.append((commit, float(ct), message, changes))
+            if float(ct) >= since:
+                out.append((commit, float(ct), message, changes))
         return out
+
+    def _heads_time(self, heads: list[str]) -> float:
+        """The newest commit time of *heads* (where a rewritten history resumes)."""
+        if not heads:
+            return 0.0
+        times = self.repo.git("show", "-s", "--format=%ct", *heads).stdout.split()
+        return max(float(t) for t in times)
 
     def _started(self, commit: str, sid: str) -> list[dict]:
         session = View(self.repo, commit).session(sid, strict=False)
@@ -176,8 +191,9 @@ class Watcher:
             return []
         done = self.state.setdefault("done", {})
         done.setdefault(f"started/{sid}", "ended")  # never announce its start after its end
+        for key in [k for k in done if k.startswith(f"idle/{sid}/")]:
+            del done[key]  # an ended session is never idle again: keep the state small
         self.state.get("activity", {}).pop(sid, None)
-        self.state.get("idle", {}).pop(sid, None)
         if session.status == "Finished":
             what = (op.get("fields") or {}).get("what") if op.get("op") == "end" else ""
             return self._queue("executed", session, own=session.notify_executed,
@@ -201,19 +217,23 @@ class Watcher:
 
     def _idle(self, heads: list[str], record_only: bool) -> list[dict]:
         now, events = self.now(), []
-        spells = self.state.setdefault("idle", {})
-        done = self.state.get("done", {})
-        activity = self.state.get("activity", {})
-        for sid, session in self._live(heads).items():
+        done = self.state.setdefault("done", {})
+        activity = self.state.setdefault("activity", {})
+        live = self._live(heads)
+        for sid in set(activity) - set(live):  # commits of ended sessions (a wiki ingest)
+            del activity[sid]
+        for sid, session in live.items():
             # live at one head, ended at the other (the remote saw the end first)
             if f"executed/{sid}" in done or f"stopped/{sid}" in done:
                 continue
             last = max(session.heartbeat_ts(), activity.get(sid, 0.0))
-            if now - last < self.idle_seconds or spells.get(sid) == last:
+            key = f"idle/{sid}/{int(last)}"  # one spell: silent since *last*
+            if now - last < self.idle_seconds or key in done:
                 continue
-            spells[sid] = last
-            if not record_only:
-                events += self._queue("idle", session, key=f"idle/{sid}/{int(last)}",
+            if record_only:
+                done[key] = "history"
+            else:
+                events += self._queue("idle", session, key=key,
                                       minutes=str(int((now - last) // 60)))
         return events
 

@@ -154,6 +154,25 @@ def test_a_cold_start_sends_nothing_for_history(repo, run, receiver):
     assert receiver.accepted() == [title("new-one", "started")]
 
 
+def test_history_rewritten_by_gc_is_not_told_again(repo, run, receiver):
+    from agent_registry import Registry
+    with Registry.open(str(repo), clock=FakeClock(time.time() - 3 * 86400)) as old:
+        old.init()
+        old.register("ancient", provider="Claude")
+        old.finish("ancient")
+    with Registry.open(str(repo), clock=FakeClock(time.time() - 3600)) as recent:
+        recent.register("g1", provider="Codex")
+        recent.finish("g1")  # history: before the watchdog's first pass
+    assert watch(run, receiver).returncode == 0
+    run("register", "g2", "--provider", "Kimi")
+    assert watch(run, receiver).returncode == 0
+    assert json.loads(run("--json", "gc", "--keep-days", "1").stdout)["squashed"] > 1
+    run("finish", "g2")
+    assert watch(run, receiver).returncode == 0
+    assert watch(run, receiver).returncode == 0
+    assert receiver.accepted() == [title("g2", "started"), title("g2", "executed")]
+
+
 def test_a_failed_delivery_is_retried_and_sent_once(repo, run, receiver):
     run("init")
     watch(run, receiver)
