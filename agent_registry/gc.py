@@ -22,13 +22,14 @@ def gc(registry: Registry, keep_days: int) -> dict:
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
     if registry.remote:
-        from .sync import Offline, sync
+        from .sync import Offline, redact, sync
         try:
             if not sync(registry)["pushed"]:
-                raise RegistryError(f"gc needs this clone in sync with {registry.remote}; "
+                raise RegistryError(f"gc needs this clone in sync with {redact(registry.remote)}; "
                                     "run `agent-registry sync` first")
         except (Offline, Unconfirmed) as exc:
-            raise RegistryError(f"gc needs {registry.remote} to be reachable: {exc}") from None
+            raise RegistryError(f"gc needs {redact(registry.remote)} to be reachable: "
+                                f"{exc}") from None
     # the rewrite and its push hold the flock throughout: no commit of this clone may
     # land on the history being replaced (gc is rare; claims wait for it)
     with file_lock(registry.lock_file):
@@ -74,16 +75,16 @@ def _reparent(registry: Registry, commit: str, parent: str) -> str:
 
 def _push_rewrite(registry: Registry, new: str, old: str) -> None:
     dst = f"refs/heads/{registry.branch}"
-    from .sync import Offline, _git_net, _save_state
+    from .sync import Offline, _git_net, confirm, redact
     try:
         proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                         f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")
     except Offline as exc:
         proc, why = None, exc.message
     else:
-        why = f"{registry.remote} moved during gc"
+        why = f"{redact(registry.remote)} moved during gc"
     if proc is None or proc.returncode != 0:
         registry.repo.update_ref(registry.ref, old, new, "agent-registry: gc undone")
         raise RegistryError(f"{why}; nothing was rewritten, run gc again")
     registry.repo.git("update-ref", registry.tracking_ref, new)
-    _save_state(registry, confirmed_tip=new)
+    confirm(registry, new)

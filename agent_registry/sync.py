@@ -67,6 +67,8 @@ _FAILURES = (
                      "could not read password", "invalid username or password",
                      "host key verification failed", "returned error: 401",
                      "returned error: 403", "invalid credentials", "permission to ")),
+    ("not-found", ("does not appear to be a git repository", "repository not found",
+                   "not exported", "returned error: 404", "not found", "no such repository")),
     ("denied", ("pre-receive hook declined", "update hook declined", "remote rejected",
                 "protected branch", "denied", "refusing to update")),
     ("unreachable", ("could not resolve", "connection refused", "timed out",
@@ -74,8 +76,6 @@ _FAILURES = (
                      "failed to connect", "connection reset", "name or service not known",
                      "temporary failure in name resolution", "couldn't connect",
                      "no answer within", "the remote end hung up unexpectedly")),
-    ("not-found", ("does not appear to be a git repository", "repository not found",
-                   "not found", "no such repository")),
 )
 
 _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
@@ -358,11 +358,11 @@ def check_adoptable(registry: Registry, local: str | None, previous: str | None,
     ours, theirs = _population(registry, local), _population(registry, remote)
     if theirs < ours * MASS_DELETION and not _gc_explains(registry, previous, remote):
         raise MassDeletion(
-            f"{registry.remote}/{registry.branch} has {theirs} sessions and wiki entries where "
+            f"{redact(registry.remote)}/{registry.branch} has {theirs} sessions and wiki entries where "
             f"this clone has {ours}, and no gc commit explains it: not adopted, local state "
             f"kept. Inspect it (git log {registry.tracking_ref}); if the deletion was a "
             f"mistake, restore the remote with `git push --force-with-lease="
-            f"{registry.branch}:{remote} {registry.remote} {registry.branch}`.")
+            f"{registry.branch}:{remote} {redact(registry.remote)} {registry.branch}`.")
 
 
 class MassDeletion(RegistryError):
@@ -506,10 +506,22 @@ def _failed(registry: Registry, exc: Offline | MassDeletion) -> None:
                 last_error_kind=getattr(exc, "kind", "not-adopted"))
 
 
+def _confirmed_key(registry: Registry) -> str:
+    return f"{redact(registry.remote or '')} {registry.branch}"
+
+
 def confirmed_tip(registry: Registry, fallback: str | None = None) -> str | None:
-    """The last remote tip this clone saw and holds (fetched and rebased onto, or
-    pushed); *fallback* (the tracking ref) for a clone that synced before this was kept."""
-    return _load_state(registry).get("confirmed_tip") or fallback
+    """The last tip of the remote branch this clone saw and holds (fetched and rebased
+    onto, or pushed), per remote and branch; *fallback* (the tracking ref) for a clone
+    that has none recorded yet."""
+    return _load_state(registry).get("confirmed", {}).get(_confirmed_key(registry)) or fallback
+
+
+def confirm(registry: Registry, tip: str, **changes) -> None:
+    """Record *tip* as the confirmed tip, with other *changes* to the sync state (caller
+    holds the flock)."""
+    confirmed = {**_load_state(registry).get("confirmed", {}), _confirmed_key(registry): tip}
+    _save_state(registry, confirmed=confirmed, **changes)
 
 
 def _record_refused(registry: Registry, refused: list[dict]) -> None:
@@ -534,12 +546,12 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None) -
         return Replay(local)  # the remote branch is gone: the push recreates it
     if local is None:
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
-        _save_state(registry, confirmed_tip=remote)
+        confirm(registry, remote)
         return Replay(remote)
     if remote == local or is_ancestor(registry, remote, local):
         # nothing new there (or an older view of it): our tip already holds it
         if confirmed is None or (remote != confirmed and is_ancestor(registry, confirmed, remote)):
-            _save_state(registry, confirmed_tip=remote)
+            confirm(registry, remote)
         return Replay(local)
     check_adoptable(registry, local, confirmed, remote)
     onto, rewind = remote, None
@@ -548,7 +560,7 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None) -
     state = replay(registry, pending_commits(registry, confirmed, local), onto)
     state.rewind = rewind
     _move_local(registry, state.tip, local)
-    _save_state(registry, confirmed_tip=remote, **({"last_rewind": rewind} if rewind else {}))
+    confirm(registry, remote, **({"last_rewind": rewind} if rewind else {}))
     _record_refused(registry, state.refused)
     return state
 
@@ -558,13 +570,13 @@ def _advance(registry: Registry, tip: str, seen: str | None) -> None:
     (never back: another process of this clone may have pushed a later tip already).
     *seen*: the tracking ref when the push started (caller holds the flock)."""
     current = registry.repo.read_ref(registry.tracking_ref)
-    if current in (None, seen) or is_ancestor(registry, current, tip):
+    if current != tip and (current in (None, seen) or is_ancestor(registry, current, tip)):
         registry.repo.git("update-ref", registry.tracking_ref, tip)
     confirmed = confirmed_tip(registry)
     if confirmed in (None, seen) or is_ancestor(registry, confirmed, tip):
         confirmed = tip
-    _save_state(registry, confirmed_tip=confirmed, last_success=iso(registry.clock()),
-                last_error=None, last_error_kind=None)
+    confirm(registry, confirmed, last_success=iso(registry.clock()), last_error=None,
+            last_error_kind=None)
 
 
 def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLINE) -> dict:
@@ -584,11 +596,9 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
                 failure = exc
         if failure is not None:
             _failed(registry, failure)
-            result = registry.apply_locally(op)
+        result = registry.apply_locally(op)
     if failure is not None:
         return _unconfirmed(registry, op, result, failure)
-    with file_lock(registry.lock_file):
-        result = registry.apply_locally(op)
     outcome = publish(registry, deadline, watch=op.get("id"))
     for state in filter(None, (rewind, outcome.get("rewind"))):
         registry.warnings.extend(rewind_lines(state))
