@@ -62,11 +62,10 @@ def lock_arguments(registry, args, sid: str | None, *,
     return resolve_session(sid, required=False), paths
 
 
-def parse(argv: list[str]) -> dict | None:
-    """The hot command *argv* asks for, or None to leave it to click."""
-    opts = {"json": False, "quiet": False, "directory": ".", "sid": None, "ttl": 600,
-            "shared": False, "paths": []}
-    args = list(argv)
+def global_options(args: list[str]) -> dict | None:
+    """The global ``--json``, ``--quiet``/``-q`` and ``-C PATH`` that lead *args*,
+    popped from it; None for any other leading option (click's to judge)."""
+    opts = {"json": False, "quiet": False, "directory": "."}
     while args and args[0].startswith("-"):
         flag = args.pop(0)
         if flag == "--json":
@@ -77,6 +76,16 @@ def parse(argv: list[str]) -> dict | None:
             opts["directory"] = args.pop(0)
         else:
             return None
+    return opts
+
+
+def parse(argv: list[str]) -> dict | None:
+    """The hot command *argv* asks for, or None to leave it to click."""
+    args = list(argv)
+    opts = global_options(args)
+    if opts is None:
+        return None
+    opts.update(sid=None, ttl=600, shared=False, paths=[])
     if args[:1] != ["lock"] or len(args) < 3 or args[1] not in ("acquire", "check"):
         return None
     opts["command"] = args[1]
@@ -107,24 +116,34 @@ def parse(argv: list[str]) -> dict | None:
 
 def execute(opts: dict) -> int:
     from . import output
+
+    def lock_command(registry) -> tuple[object, str, int]:
+        sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
+        if opts["command"] == "acquire":
+            result = registry.claim(resolve_session(sid), paths, ttl=opts["ttl"],
+                                    shared=opts["shared"])
+            if not opts["quiet"]:
+                for line in output.takeover_lines(result):
+                    print(line, file=sys.stderr)
+            return result, output.claim_text(result), 0
+        results = registry.check(paths, sid)
+        return {"paths": results}, output.check_text(results), output.check_code(results)
+
+    return serve(opts, lock_command)
+
+
+def serve(opts: dict, command) -> int:
+    """Open the registry of ``opts["directory"]``, run *command* on it (which returns
+    its JSON document, its text and its exit code) and print the answer as ``--json`` or
+    ``--quiet`` ask; an error is one line on stderr and its exit code, and the
+    registry's warnings follow, as :func:`agent_registry.cli.main` reports them."""
+    from . import output
     from .errors import RegistryError, os_failure
     from .registry import Registry
     registry = None
     try:
         registry = Registry.open(opts["directory"])
-        sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
-        code = 0
-        if opts["command"] == "acquire":
-            result = registry.claim(resolve_session(sid), paths, ttl=opts["ttl"],
-                                    shared=opts["shared"])
-            data, text = result, output.claim_text(result)
-            if not opts["quiet"]:
-                for line in output.takeover_lines(result):
-                    print(line, file=sys.stderr)
-        else:
-            results = registry.check(paths, sid)
-            data, text, code = {"paths": results}, output.check_text(results), \
-                output.check_code(results)
+        data, text, code = command(registry)
         if opts["json"]:
             print(output.to_json(data))
         elif not opts["quiet"]:

@@ -11,23 +11,16 @@ the click command, which owns the help text and the usage errors.  Both call
 """
 from __future__ import annotations
 
-import sys
 
 
 def parse(argv: list[str]) -> dict | None:
     """The options of a plain ``wiki query`` command line, or None to leave it to click."""
-    opts: dict = {"json": False, "quiet": False, "directory": ".", "limit": 10, "text": None}
+    from ..hotpath import global_options
     args = list(argv)
-    while args and args[0].startswith("-"):
-        flag = args.pop(0)
-        if flag == "--json":
-            opts["json"] = True
-        elif flag in ("--quiet", "-q"):
-            opts["quiet"] = True
-        elif flag == "-C" and args:
-            opts["directory"] = args.pop(0)
-        else:
-            return None
+    opts = global_options(args)
+    if opts is None:
+        return None
+    opts.update(limit=10, text=None)
     if args[:2] != ["wiki", "query"]:
         return None
     rest = args[2:]
@@ -53,29 +46,12 @@ def run(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
-    from .. import output
-    from ..errors import RegistryError, os_failure
-    from ..registry import Registry
+    from ..hotpath import serve
     from . import api
     from .progress import Progress
-    registry = None
-    try:
-        registry = Registry.open(opts["directory"])
+
+    def query(registry) -> tuple[dict, str, int]:
         answer = api.search(registry, opts["text"], opts["limit"], Progress.on_terminal())
-        if opts["json"]:
-            print(output.to_json(answer))
-        elif not opts["quiet"]:
-            print(api.query_text(answer))
-        return 0
-    except (RegistryError, OSError) as exc:  # as hotpath.execute and cli.main report them
-        error = exc if isinstance(exc, RegistryError) else os_failure(exc)
-        if opts["json"]:
-            print(output.error_json(error))
-        print(f"agent-registry: {error.message}", file=sys.stderr)
-        return error.exit_code
-    finally:
-        if registry is not None:
-            if not opts["quiet"]:
-                for message in registry.warnings:
-                    print(f"agent-registry: warning: {message}", file=sys.stderr)
-            registry.close()
+        return answer, api.query_text(answer), 0
+
+    return serve(opts, query)
