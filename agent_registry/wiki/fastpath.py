@@ -12,7 +12,6 @@ the click command, which owns the help text and the usage errors.  Both call
 from __future__ import annotations
 
 
-
 def parse(argv: list[str]) -> dict | None:
     """The options of a plain ``wiki query`` command line, or None to leave it to click."""
     from ..hotpath import global_options
