@@ -1,0 +1,191 @@
+"""The package's rooms and the way their doors open (issue 10, docs/design.md "Rooms").
+
+Every module is given a layer; a module may import (at the top, inside a function, or by
+naming a module in a string that importlib loads) only modules of its own layer or of a
+lower one, and no set of modules may import each other in a circle.  Imports are read
+with ``ast`` from the source, so a lazy import inside a function counts like any other.
+
+KNOWN lists what is still wrong; each entry is a door to close.  The test fails when a
+new violation appears and also when a listed one is gone (so the list only shrinks).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "agent_registry"
+
+STORE, BRANCH, CORE, SERVICES, FACES = range(5)
+LAYER_NAMES = ["store", "branch", "core", "services", "faces"]
+
+LAYERS: dict[str, int] = {
+    # store: the machine and git (processes, objects, refs, config, the flock's errors)
+    "errors": STORE, "data": STORE, "gitstore": STORE, "procinfo": STORE,
+    # branch format: paths, records, staleness of a record, the view of a tree, rendering
+    "paths": BRANCH, "records": BRANCH, "staleness": BRANCH, "view": BRANCH,
+    "render": BRANCH, "output": BRANCH, "wiki.entry": BRANCH,
+    # core: the Registry (sessions, locks, the operation table, the transaction)
+    "registry": CORE, "override": CORE,
+    # services over the Registry
+    "sync": SERVICES, "gc": SERVICES, "watch": SERVICES, "notify": SERVICES,
+    "wiki": SERVICES, "wiki.api": SERVICES, "wiki.ops": SERVICES, "wiki.index": SERVICES,
+    "wiki.llm": SERVICES, "wiki.gitfacts": SERVICES, "wiki.importer": SERVICES,
+    "wiki.progress": SERVICES, "wiki.whoosh_shim": SERVICES,
+    # faces: what people, hooks, harnesses and clients run
+    "__init__": FACES, "__main__": FACES, "cli": FACES,
+    "hotpath": FACES, "sync_cli": FACES, "guard": FACES, "guard_cli": FACES,
+    "githooks": FACES, "harness": FACES, "harness_cli": FACES, "harness_mcp": FACES,
+    "mcp_server": FACES, "wiki.cli": FACES, "wiki.fastpath": FACES,
+    "dashboard": FACES, "dashboard.app": FACES, "dashboard.cli": FACES,
+    "dashboard.events": FACES, "dashboard.queries": FACES, "dashboard.security": FACES,
+    "dashboard.serve": FACES, "dashboard.timeline": FACES,
+}
+
+# (importer, imported): doors still opening the wrong way, or circles, to close
+KNOWN: set[tuple[str, str]] = {
+    # the transaction is split between registry and sync (unconfirmed claims, sync state);
+    # operations registered from above the core are found through a string table, which
+    # makes one circle of registry, sync, the wiki's operations, override and the guard
+    ("registry", "sync"), ("sync", "registry"),
+    ("registry", "wiki.ops"), ("wiki.ops", "registry"), ("wiki.ops", "wiki.gitfacts"),
+    ("wiki.gitfacts", "registry"), ("registry", "wiki.importer"),
+    ("wiki.importer", "registry"), ("registry", "override"), ("override", "registry"),
+    # the guard's constants, read by the override operation
+    ("override", "guard"), ("guard", "override"),
+    # the click commands outside cli.py import its Output back
+    ("cli", "sync_cli"), ("sync_cli", "cli"), ("cli", "guard_cli"), ("guard_cli", "cli"),
+    ("cli", "harness_cli"), ("harness_cli", "cli"), ("cli", "wiki.cli"), ("wiki.cli", "cli"),
+    ("cli", "dashboard.cli"), ("dashboard.cli", "cli"),
+    # the fast path and click hand over to each other
+    ("cli", "hotpath"), ("hotpath", "cli"), ("cli", "mcp_server"), ("mcp_server", "cli"),
+    ("hotpath", "wiki.fastpath"), ("wiki.fastpath", "hotpath"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module *name* (a dotted name inside the package) names."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in known:
+            return candidate
+        parts.pop()
+    return None
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    package = name.split(".") if path.name == "__init__.py" and name != "__init__" else \
+        name.split(".")[:-1]
+    if name == "__init__":
+        package = []
+    found: set[str] = set()
+
+    def add(dotted: str) -> None:
+        target = resolve(dotted, known)
+        if target is not None and target != name:
+            found.add(target)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("agent_registry."):
+                    add(alias.name.removeprefix("agent_registry."))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                base = list(base) + (node.module.split(".") if node.module else [])
+            elif node.module and (node.module == "agent_registry"
+                                  or node.module.startswith("agent_registry.")):
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                submodule = ".".join(base + [alias.name])
+                if submodule in known:
+                    add(submodule)
+                elif base:
+                    add(".".join(base))
+                else:
+                    add("__init__")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a module named for importlib ("agent_registry.wiki.cli:wiki")
+            text = node.value.split(":")[0]
+            if text.startswith("agent_registry.") and " " not in text:
+                add(text.removeprefix("agent_registry."))
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def cycle_edges(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Every edge that lies on a circle (both ends in one strongly connected component)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    component: dict[str, int] = {}
+
+    def visit(node: str) -> None:  # Tarjan
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in edges[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt not in component and nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            while True:
+                member = stack.pop()
+                component[member] = index[node]
+                if member == node:
+                    break
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return {(a, b) for a, targets in edges.items() for b in targets
+            if component[a] == component[b]}
+
+
+def violations() -> dict[tuple[str, str], str]:
+    edges = graph()
+    found = {(a, b): f"{LAYER_NAMES[LAYERS[a]]} imports {LAYER_NAMES[LAYERS[b]]}"
+             for a, targets in edges.items() for b in targets if LAYERS[b] > LAYERS[a]}
+    for edge in cycle_edges(edges):
+        found.setdefault(edge, "circle")
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert sorted(set(modules()) - set(LAYERS)) == []
+    assert sorted(set(LAYERS) - set(modules())) == []
+
+
+def test_doors_open_downward_and_nothing_imports_in_a_circle():
+    found = violations()
+    new = {f"{a} -> {b} ({why})" for (a, b), why in found.items() if (a, b) not in KNOWN}
+    assert sorted(new) == [], "new upward import or circle"
+    gone = {f"{a} -> {b}" for a, b in KNOWN if (a, b) not in found}
+    assert sorted(gone) == [], "fixed: remove from KNOWN"
+
+
+def test_the_reader_sees_lazy_and_string_imports():
+    edges = graph()
+    assert "sync" in edges["registry"]        # inside a function
+    assert "wiki.cli" in edges["cli"]          # a string importlib loads
+    assert "registry" in edges["__init__"]     # lazy, in a package __init__
