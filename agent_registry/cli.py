@@ -3,7 +3,7 @@
 Each command parses its arguments, calls one library function, and prints the result:
 a short human text, or with ``--json`` the result as one JSON document on stdout.  Every
 failure is a RegistryError, turned into a one-line message and an exit code in one place
-(:func:`main`).  Feature areas (sync, hooks, wiki, dashboard …) live in their own modules,
+(:func:`agent_registry.console.report`, called by :func:`main`).  Feature areas (sync, hooks, wiki, dashboard …) live in their own modules,
 imported only when their command runs, so a hot command pays only for itself.
 """
 from __future__ import annotations
@@ -16,11 +16,10 @@ import sys
 import click
 
 from . import output
-from .errors import BAD_INPUT, BadInput, RegistryError, os_failure
-from .hotpath import lock_arguments, resolve_session
+from .console import SESSION_ENV, lock_arguments, new_session_id, report, resolve_session
+from .context import Output, pass_out, resolve_sid
+from .errors import BAD_INPUT, BadInput, RegistryError
 from .output import age, local_time
-
-SESSION_ENV = "AGENT_REGISTRY_SESSION"
 
 # name -> "module:attribute" of commands that live outside this file
 LAZY_COMMANDS: dict[str, str] = {
@@ -45,53 +44,6 @@ class LazyGroup(click.Group):
             module, attr = LAZY_COMMANDS[name].split(":")
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
-
-
-class Output:
-    """Where results go: --json, --quiet, and the registry opened for this command."""
-
-    def __init__(self, json_mode: bool, quiet: bool, directory: str) -> None:
-        self.json = json_mode
-        self.quiet = quiet
-        self.directory = directory
-        self._registry = None
-
-    @property
-    def registry(self):
-        if self._registry is None:
-            from .registry import Registry
-            self._registry = Registry.open(self.directory)
-        return self._registry
-
-    def emit(self, data, text: str | None = None) -> None:
-        if self.json:
-            click.echo(output.to_json(data))
-        elif text and not self.quiet:
-            click.echo(text)
-
-    def notice(self, lines: list[str]) -> None:
-        """Lines for stderr that are not errors (a takeover), unless --quiet."""
-        if not self.quiet:
-            for line in lines:
-                click.echo(line, err=True)
-
-    def warn(self, message: str) -> None:
-        if not self.quiet:
-            click.echo(f"agent-registry: warning: {message}", err=True)
-
-    def close(self) -> None:
-        if self._registry is not None:
-            for message in self._registry.warnings:
-                self.warn(message)
-            self._registry.close()
-
-
-pass_out = click.make_pass_decorator(Output)
-
-
-def resolve_sid(sid: str | None) -> str:
-    """*sid*, else $AGENT_REGISTRY_SESSION; exit 2 when neither, or when *sid* is empty."""
-    return resolve_session(sid)
 
 
 # no envvar here: lock_arguments must tell a --session given from the default
@@ -229,14 +181,6 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     out.notice([f"agent-registry: {owner_line(bound)}"])
     out.emit({"session": session.to_dict(), "bound_to": bound, **out.registry.unpushed},
              session.id)
-
-
-def new_session_id(provider: str) -> str:
-    """An id made up for a session registered without one: <provider>-<unix time>-<hex>."""
-    import secrets
-    import time
-    slug = "".join(c for c in provider.lower() if c.isalnum()) or "agent"
-    return f"{slug}-{int(time.time())}-{secrets.token_hex(2)}"
 
 
 def owner_line(bound: dict) -> str:
@@ -592,14 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         # a command's ctx.exit(code) (lock check's exit 1) comes back as the return value
         code = cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
     except (RegistryError, OSError) as exc:
-        # disk full, read-only .git, permission denied: one line too, never a traceback
-        error = exc if isinstance(exc, RegistryError) else os_failure(exc)
-        if json_mode:
-            click.echo(output.error_json(error))
-        click.echo(f"agent-registry: {error.message}", err=True)
-        for line in output.takeover_lines(error.details):  # a claim kept locally (exit 3)
-            click.echo(line, err=True)
-        return error.exit_code
+        return report(exc, json_mode, lambda text, err: click.echo(text, err=err))
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 1

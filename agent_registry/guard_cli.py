@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .cli import Output, pass_out
+from .context import Output, pass_out
 
 
 def _info(out: Output):

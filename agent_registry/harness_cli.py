@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .cli import Output, pass_out
+from .context import Output, pass_out
 
 
 @click.group()

@@ -229,7 +229,7 @@ def build(service: Service) -> MCPServer:
             "The message `watch` sends when this session starts (instead of its pool's)."))] = "",
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
-        from .cli import new_session_id
+        from .console import new_session_id
         sid = session_id or new_session_id(provider)
 
         def run() -> dict:

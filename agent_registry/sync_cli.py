@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .cli import Output, pass_out
+from .context import Output, pass_out
 
 
 @click.command()

@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "wiki.llm": SERVICES, "wiki.gitfacts": SERVICES, "wiki.importer": SERVICES,
     "wiki.progress": SERVICES, "wiki.whoosh_shim": SERVICES,
     # faces: what people, hooks, harnesses and clients run
-    "__init__": FACES, "__main__": FACES, "cli": FACES,
+    "__init__": FACES, "__main__": FACES, "cli": FACES, "console": FACES, "context": FACES,
     "hotpath": FACES, "sync_cli": FACES, "guard": FACES, "guard_cli": FACES,
     "githooks": FACES, "harness": FACES, "harness_cli": FACES, "harness_mcp": FACES,
     "mcp_server": FACES, "wiki.cli": FACES, "wiki.fastpath": FACES,
@@ -52,13 +52,6 @@ KNOWN: set[tuple[str, str]] = {
     ("wiki.importer", "registry"), ("registry", "override"), ("override", "registry"),
     # the guard's constants, read by the override operation
     ("override", "guard"), ("guard", "override"),
-    # the click commands outside cli.py import its Output back
-    ("cli", "sync_cli"), ("sync_cli", "cli"), ("cli", "guard_cli"), ("guard_cli", "cli"),
-    ("cli", "harness_cli"), ("harness_cli", "cli"), ("cli", "wiki.cli"), ("wiki.cli", "cli"),
-    ("cli", "dashboard.cli"), ("dashboard.cli", "cli"),
-    # the fast path and click hand over to each other
-    ("cli", "hotpath"), ("hotpath", "cli"), ("cli", "mcp_server"), ("mcp_server", "cli"),
-    ("hotpath", "wiki.fastpath"), ("wiki.fastpath", "hotpath"),
 }
 
 

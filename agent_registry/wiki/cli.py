@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..cli import Output, pass_out, resolve_sid
+from ..context import Output, pass_out, resolve_sid
 from .entry import ROUTER_MAX
 
 json_option = click.option("--json", "json_here", is_flag=True,

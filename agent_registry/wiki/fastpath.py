@@ -14,7 +14,7 @@ from __future__ import annotations
 
 def parse(argv: list[str]) -> dict | None:
     """The options of a plain ``wiki query`` command line, or None to leave it to click."""
-    from ..hotpath import global_options
+    from ..console import global_options
     args = list(argv)
     opts = global_options(args)
     if opts is None:
@@ -45,7 +45,7 @@ def run(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
-    from ..hotpath import serve
+    from ..console import serve
     from . import api
     from .progress import Progress
 

@@ -1,0 +1,123 @@
+"""The console both routes of the command line share: the click CLI (cli.py) and the
+click-free fast paths (hotpath.py, wiki/fastpath.py).  Standard library only, since the
+fast paths import it on every claim: the session a command acts for, a lock command's
+arguments, the global options, and the one place a failure becomes one line on stderr
+(and a JSON document with --json) and an exit code."""
+from __future__ import annotations
+
+import os
+import sys
+
+SESSION_ENV = "AGENT_REGISTRY_SESSION"
+
+
+def resolve_session(sid: str | None, *, required: bool = True) -> str | None:
+    """*sid* as given, else $AGENT_REGISTRY_SESSION.  A given but empty id is bad input
+    (a script's unset variable), never a reason to fall back to another session."""
+    from .errors import BadInput
+    if sid is not None and not sid.strip():
+        raise BadInput("empty session id")
+    sid = sid or os.environ.get(SESSION_ENV) or None
+    if sid is None and required:
+        raise BadInput(f"no session id: pass SID or set {SESSION_ENV}")
+    return sid
+
+
+def lock_arguments(registry, args, sid: str | None, *,
+                   need_path: bool = True) -> tuple[str | None, list[str]]:
+    """(session, paths) of a lock command's positional *args*; *sid* is the --session
+    given on the command line (None: the environment's default applies).
+
+    The predecessor's scripts write ``lock acquire PATH SID``: a last argument that
+    names a registered session is the session (unless --session names another).  An
+    argument that names a registered session and no file is never taken for a path:
+    locking it would be silent nonsense, so it is refused (exit 2)."""
+    from .errors import BadInput
+    paths = list(args)
+    names = registry.session_names(paths)
+    here = registry.repo.info
+
+    def is_file(arg: str) -> bool:
+        return bool(here.toplevel) and \
+            os.path.lexists(os.path.join(here.toplevel, here.prefix, arg))
+
+    last = paths[-1] if paths else None
+    if last in names and sid in (None, last) and (len(paths) > 1 or not need_path):
+        if is_file(last):
+            raise BadInput(f"{last!r} names both a file and a registered session: "
+                           "give the session with --session")
+        sid = paths.pop()
+    for arg in paths:
+        if arg in names and not is_file(arg):
+            raise BadInput(f"{arg!r} names a registered session, not a file: give the "
+                           "session last (PATH... SID) or with --session")
+    return resolve_session(sid, required=False), paths
+
+
+def global_options(args: list[str]) -> dict | None:
+    """The global ``--json``, ``--quiet``/``-q`` and ``-C PATH`` that lead *args*,
+    popped from it; None for any other leading option (click's to judge)."""
+    opts = {"json": False, "quiet": False, "directory": "."}
+    while args and args[0].startswith("-"):
+        flag = args.pop(0)
+        if flag == "--json":
+            opts["json"] = True
+        elif flag in ("--quiet", "-q"):
+            opts["quiet"] = True
+        elif flag == "-C" and args:
+            opts["directory"] = args.pop(0)
+        else:
+            return None
+    return opts
+
+
+def serve(opts: dict, command) -> int:
+    """Open the registry of ``opts["directory"]``, run *command* on it (which returns
+    its JSON document, its text and its exit code) and print the answer as ``--json`` or
+    ``--quiet`` ask; an error is one line on stderr and its exit code, and the
+    registry's warnings follow, as :func:`agent_registry.cli.main` reports them."""
+    from . import output
+    from .errors import RegistryError
+    from .registry import Registry
+    registry = None
+    try:
+        registry = Registry.open(opts["directory"])
+        data, text, code = command(registry)
+        if opts["json"]:
+            print(output.to_json(data))
+        elif not opts["quiet"]:
+            print(text)
+        return code
+    except (RegistryError, OSError) as exc:
+        return report(exc, opts["json"], lambda text, err: print(
+            text, file=sys.stderr if err else sys.stdout))
+    finally:
+        if registry is not None:
+            if not opts["quiet"]:
+                for message in registry.warnings:
+                    print(f"agent-registry: warning: {message}", file=sys.stderr)
+            registry.close()
+
+
+def report(exc: Exception, json_mode: bool, say) -> int:
+    """The one error map: a RegistryError, or an OSError (disk full, read-only .git,
+    permission denied: one line too, never a traceback), said through
+    ``say(text, to_stderr)`` as one line (and the documented JSON document with --json);
+    returns its exit code."""
+    from . import output
+    from .errors import RegistryError, os_failure
+    error = exc if isinstance(exc, RegistryError) else os_failure(exc)
+    if json_mode:
+        say(output.error_json(error), False)
+    say(f"agent-registry: {error.message}", True)
+    for line in output.takeover_lines(error.details):  # a claim kept locally (exit 3)
+        say(line, True)
+    return error.exit_code
+
+
+def new_session_id(provider: str) -> str:
+    """An id made up for a session registered without one: <provider>-<unix time>-<hex>."""
+    import secrets
+    import time
+    slug = "".join(c for c in provider.lower() if c.isalnum()) or "agent"
+    return f"{slug}-{int(time.time())}-{secrets.token_hex(2)}"

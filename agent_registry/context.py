@@ -1,0 +1,56 @@
+"""The context every click command shares (cli.py and the feature modules' commands):
+where results go (--json, --quiet) and the registry opened for the command.  Kept apart
+from cli.py so the feature commands cli.py loads lazily never import cli.py back."""
+from __future__ import annotations
+
+import click
+
+from . import output
+from .console import resolve_session
+
+
+class Output:
+    """Where results go: --json, --quiet, and the registry opened for this command."""
+
+    def __init__(self, json_mode: bool, quiet: bool, directory: str) -> None:
+        self.json = json_mode
+        self.quiet = quiet
+        self.directory = directory
+        self._registry = None
+
+    @property
+    def registry(self):
+        if self._registry is None:
+            from .registry import Registry
+            self._registry = Registry.open(self.directory)
+        return self._registry
+
+    def emit(self, data, text: str | None = None) -> None:
+        if self.json:
+            click.echo(output.to_json(data))
+        elif text and not self.quiet:
+            click.echo(text)
+
+    def notice(self, lines: list[str]) -> None:
+        """Lines for stderr that are not errors (a takeover), unless --quiet."""
+        if not self.quiet:
+            for line in lines:
+                click.echo(line, err=True)
+
+    def warn(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(f"agent-registry: warning: {message}", err=True)
+
+    def close(self) -> None:
+        if self._registry is not None:
+            for message in self._registry.warnings:
+                self.warn(message)
+            self._registry.close()
+
+
+pass_out = click.make_pass_decorator(Output)
+
+
+def resolve_sid(sid: str | None) -> str:
+    """*sid*, else $AGENT_REGISTRY_SESSION; exit 2 when neither, or when *sid* is empty."""
+    return resolve_session(sid)
