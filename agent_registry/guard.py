@@ -422,7 +422,8 @@ def override(guard: Guard, report: Report, action: str) -> None:
     for conflict in report.conflicts:
         say("  " + describe(conflict))
     try:
-        record_override(guard.info, report, action)
+        record_override(guard.info, report, action, by=report.committer or PERSON,
+                        switch=ALLOW_ENV)
         say("agent-registry: the override is recorded on the registry branch")
     except Exception as exc:  # recording must never turn an allowed commit into a failure
         say(f"agent-registry: could not record the override: {exc}")

@@ -11,6 +11,7 @@ import hashlib
 import os
 import posixpath
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from .errors import BadInput
@@ -314,3 +315,13 @@ def overlaps(a: str, b: str) -> bool:
         return covers(b, plain(a))
     pa, pb = literal_prefix(a), literal_prefix(b)
     return pa.startswith(pb) or pb.startswith(pa)
+
+
+def csv_items(value: Iterable[str] | str) -> list[str]:
+    """A list field given as "a, b" or as items: stripped, blanks dropped, each checked."""
+    if isinstance(value, str):
+        value = value.split(",")
+    items = [v.strip() for v in value if v and v.strip()]
+    for item in items:
+        validate_text("list item", item)
+    return items

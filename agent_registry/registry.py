@@ -278,7 +278,7 @@ class Registry:
         info = self.repo.info
         fields = {
             "provider": provider, "ai_version": ai_version, "working_on": working_on,
-            "space": self._targets(space), "todo_present": _csv_items(todo_present),
+            "space": self._targets(space), "todo_present": P.csv_items(todo_present),
             "project": info.toplevel or info.git_dir, "repo": _repo_name(info.common_dir),
             "git_branch": _current_branch(info.git_dir), "host": self.host,
             "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
@@ -312,7 +312,7 @@ class Registry:
             if value is None:
                 continue
             if key in ("todo_past", "todo_present", "todo_future"):
-                value = _csv_items(value)
+                value = P.csv_items(value)
             elif key == "space":
                 value = self._targets(value)
             elif key == "status":
@@ -335,7 +335,7 @@ class Registry:
             setattr(session, key, value)
         session.heartbeat_at = iso(op["at"])
         if status != LIVE:
-            released = self._end(view, session, status, op["at"])
+            released = self.close_session(view, session, status, op["at"])
             return Outcome({"session": session.to_dict(), "released": released},
                            f"{status.lower()} {session.id} (update)")
         view.put_session(session)
@@ -357,14 +357,15 @@ class Registry:
                 raise NotFound(f"unknown session {sid}")
             return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
         session.notify_executed = op.get("notify_executed") or session.notify_executed
-        released = self._end(view, session, op["status"], op["at"])
+        released = self.close_session(view, session, op["status"], op["at"])
         verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
         extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""
         return Outcome({"session": session.to_dict(), "released": released},
                        f"{verb} {sid}, releasing {len(released)} lock(s){extra}")
 
-    def _end(self, view: View, session: Session, status: str, at: float) -> list[str]:
-        """End *session*: release what it holds and move it among the ended."""
+    def close_session(self, view: View, session: Session, status: str, at: float) -> list[str]:
+        """End *session* in *view* (for an operation's handler): release what it holds
+        and move it among the ended."""
         released = []
         for target in session.locks:
             lock = view.lock(target)
@@ -468,7 +469,7 @@ class Registry:
             reason = session_stale_reason(session, op["at"], max(ttls, default=DEFAULT_TTL),
                                           self.host, self.seen)
             if reason:
-                released = self._end(view, session, "Stop", op["at"])
+                released = self.close_session(view, session, "Stop", op["at"])
                 stopped.append({"session": session.id, "reason": reason, "released": released})
         subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
         return Outcome({"stopped": stopped}, subject)
@@ -515,7 +516,7 @@ class Registry:
         bad glob already on the branch can still be checked, released and force-released."""
         info = self.repo.info
         out = []
-        for item in _csv_items(raw) if isinstance(raw, str) else raw:
+        for item in P.csv_items(raw) if isinstance(raw, str) else raw:
             target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new)
             if target not in out:
                 out.append(target)
@@ -848,15 +849,6 @@ def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:
         os.kill(pid, signal.SIGKILL)
         return "SIGKILL"
     return "SIGTERM"
-
-
-def _csv_items(value: Iterable[str] | str) -> list[str]:
-    if isinstance(value, str):
-        value = value.split(",")
-    items = [v.strip() for v in value if v and v.strip()]
-    for item in items:
-        P.validate_text("list item", item)
-    return items
 
 
 def _age(since: str, at: float) -> int | None:

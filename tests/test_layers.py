@@ -50,8 +50,6 @@ KNOWN: set[tuple[str, str]] = {
     ("registry", "wiki.ops"), ("wiki.ops", "registry"), ("wiki.ops", "wiki.gitfacts"),
     ("wiki.gitfacts", "registry"), ("registry", "wiki.importer"),
     ("wiki.importer", "registry"), ("registry", "override"), ("override", "registry"),
-    # the guard's constants, read by the override operation
-    ("override", "guard"), ("guard", "override"),
 }
 
 

@@ -12,7 +12,7 @@ from typing import Iterable
 from .. import paths as P
 from ..errors import BadInput, NotFound, Refused
 from ..records import iso
-from ..registry import Outcome, Registry, _csv_items, operation
+from ..registry import Outcome, Registry, operation
 from ..view import View, context_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,
@@ -38,7 +38,7 @@ def end_session(registry: Registry, sid: str, *, router: str | None = None,
         raise BadInput(f"--router is {len(narrative['router'])} characters: at most {ROUTER_MAX}")
     for name, value in (("bugs", bugs), ("tools", tools)):
         if value is not None:  # given, even empty: "--bugs ''" documents that there were none
-            narrative[name] = _csv_items(value)
+            narrative[name] = P.csv_items(value)
     session = registry.session(sid)  # NotFound before any git work
     since = session.registered_at
     facts = {
@@ -93,7 +93,7 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
             view.put_session(session)
     else:
         session.notify_executed = op.get("notify_executed") or session.notify_executed
-        released = registry._end(view, session, "Finished", op["at"])
+        released = registry.close_session(view, session, "Finished", op["at"])
     return Outcome({"session": session.to_dict(), "entry": entry_summary(entry),
                     "released": released, "already": False},
                    f"end {sid}: wiki entry {entry['id']}, releasing {len(released)} lock(s)")
