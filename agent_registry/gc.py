@@ -75,9 +75,9 @@ def _reparent(registry: Registry, commit: str, parent: str) -> str:
 
 def _push_rewrite(registry: Registry, new: str, old: str) -> None:
     dst = f"refs/heads/{registry.branch}"
-    from .sync import Offline, _git_net, confirm, redact
+    from .sync import Offline, git_net, confirm, redact
     try:
-        proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
+        proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                         f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")
     except Offline as exc:
         proc, why = None, exc.message

@@ -240,7 +240,9 @@ class Registry:
         from .sync import sync_state
         return sync_state(self)
 
-    def _op(self, kind: str, **fields) -> dict:
+    def new_op(self, kind: str, **fields) -> dict:
+        """A new operation *kind* with *fields*, stamped with the time and a unique id
+        (what apply() takes; the handlers that apply operations are `_op_<name>`)."""
         return {"op": kind, "at": self.clock(), "id": os.urandom(8).hex(), **fields}
 
     # -- setup -----------------------------------------------------------------------
@@ -249,7 +251,7 @@ class Registry:
         remote that already has it, adopt the remote's."""
         if self.repo.read_ref(self.ref) and not self.remote:
             return {"branch": self.branch, "created": False}
-        return {"branch": self.branch, **self.apply(self._op("init"))}
+        return {"branch": self.branch, **self.apply(self.new_op("init"))}
 
     def _op_init(self, view: View, op: dict) -> Outcome:
         if view.tip:
@@ -287,7 +289,7 @@ class Registry:
             **({"notify_started": notify_started} if notify_started else {}),
         }
         self.bound = owner.to_dict()
-        return Session.from_dict(self.apply(self._op("register", session=sid, fields=fields))["session"])
+        return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields))["session"])
 
     def _op_register(self, view: View, op: dict) -> Outcome:
         sid, at = op["session"], iso(op["at"])
@@ -325,7 +327,7 @@ class Registry:
             fields[key] = value
         if not fields:
             raise BadInput("nothing to update: pass at least one field")
-        return Session.from_dict(self.apply(self._op("update", session=sid, fields=fields))["session"])
+        return Session.from_dict(self.apply(self.new_op("update", session=sid, fields=fields))["session"])
 
     def _op_update(self, view: View, op: dict) -> Outcome:
         session = self._live(view, op["session"])
@@ -346,7 +348,7 @@ class Registry:
         P.validate_session_id(sid)
         P.validate_text("notify-executed", notify_executed)
         extra = {"notify_executed": notify_executed} if notify_executed else {}
-        return self.apply(self._op("finish", session=sid, status=status, **extra))
+        return self.apply(self.new_op("finish", session=sid, status=status, **extra))
 
     def _op_finish(self, view: View, op: dict) -> Outcome:
         sid = op["session"]
@@ -382,7 +384,7 @@ class Registry:
         P.validate_text("handoff path", path)
         if not path:
             raise BadInput("empty handoff path")
-        return Session.from_dict(self.apply(self._op("handoff", session=sid, path=path))["session"])
+        return Session.from_dict(self.apply(self.new_op("handoff", session=sid, path=path))["session"])
 
     def _op_handoff(self, view: View, op: dict) -> Outcome:
         session = self._live(view, op["session"])
@@ -395,7 +397,7 @@ class Registry:
         P.validate_text("diary text", text, allow_newlines=True)
         if not text.strip():
             raise BadInput("empty diary text")
-        return self.apply(self._op("context-log", session=sid, text=text))
+        return self.apply(self.new_op("context-log", session=sid, text=text))
 
     def _op_context_log(self, view: View, op: dict) -> Outcome:
         sid = op["session"]
@@ -458,7 +460,7 @@ class Registry:
         """Stop zombie sessions; *by* and *reason* (who asked, and why) go in the commit."""
         for label, value in (("author", by or ""), ("reason", reason or "")):
             P.validate_text(label, value)
-        return self.apply(self._op("cleanup", by=by or self.host,
+        return self.apply(self.new_op("cleanup", by=by or self.host,
                                    **({"reason": reason} if reason else {})))
 
     def _op_cleanup(self, view: View, op: dict) -> Outcome:
@@ -492,7 +494,7 @@ class Registry:
             except PermissionError:
                 spared = f"not allowed to signal its process {session.pid} (another user's)"
         why = f"killed ({signalled or 'logical stop'})" + (f": {reason}" if reason else "")
-        result = self.apply(self._op("finish", session=sid, status="Killed",
+        result = self.apply(self.new_op("finish", session=sid, status="Killed",
                                      by=by or self.host, reason=why))
         result["signal"], result["not_signalled"] = signalled, spared
         return result
@@ -533,7 +535,7 @@ class Registry:
         if not 1 <= ttl <= 7 * 86400:
             raise BadInput(f"--ttl {ttl}: between 1 and 604800 seconds")
         generations = {t: os.urandom(8).hex() for t in targets}
-        return self.apply(self._op("claim", session=sid, paths=targets, ttl=ttl,
+        return self.apply(self.new_op("claim", session=sid, paths=targets, ttl=ttl,
                                    mode="shared" if shared else "exclusive",
                                    generations=generations))
 
@@ -629,7 +631,7 @@ class Registry:
         targets = self._targets(paths, new=False)
         if not targets:
             raise BadInput("no path to release")
-        return self.apply(self._op("release", session=sid, paths=targets))
+        return self.apply(self.new_op("release", session=sid, paths=targets))
 
     def _op_release(self, view: View, op: dict) -> Outcome:
         sid = op["session"]
@@ -723,7 +725,7 @@ class Registry:
         ``lock heartbeat PATH SID``) it is refused unless the session holds each one."""
         P.validate_session_id(sid)
         targets = {"paths": self._targets(paths, new=False)} if paths else {}
-        return self.apply(self._op("heartbeat", session=sid, **targets))
+        return self.apply(self.new_op("heartbeat", session=sid, **targets))
 
     def _op_heartbeat(self, view: View, op: dict) -> Outcome:
         session = self._live(view, op["session"])
@@ -768,7 +770,7 @@ class Registry:
         if not reason.strip():
             raise BadInput("--reason is required: say why the lock is freed")
         P.validate_text("author", by)
-        return self.apply(self._op("force-release", path=target, reason=reason, by=by,
+        return self.apply(self.new_op("force-release", path=target, reason=reason, by=by,
                                    force=force))
 
     def _op_force_release(self, view: View, op: dict) -> Outcome:

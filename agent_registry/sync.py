@@ -144,7 +144,9 @@ def network_timeout(registry: Registry) -> float:
     return value if value > 0 else NETWORK_TIMEOUT
 
 
-def _git_net(registry: Registry, *args: str) -> subprocess.CompletedProcess:
+def git_net(registry: Registry, *args: str) -> subprocess.CompletedProcess:
+    """git talking to the remote (fetch, push): the repository's environment, the
+    network timeout; no answer in time is Offline."""
     timeout = network_timeout(registry)
     try:
         return subprocess.run(["git", *args], env=registry.repo.env, stdout=subprocess.PIPE,
@@ -159,7 +161,7 @@ def fetch(registry: Registry) -> str | None:
     the remote has no such branch.  Raises Offline when the remote cannot be used.
     Runs without the flock: git locks the tracking ref itself."""
     src = f"refs/heads/{registry.branch}"
-    proc = _git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+    proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                     registry.remote, f"+{src}:{registry.tracking_ref}")
     if proc.returncode == 0:
         return registry.repo.read_ref(registry.tracking_ref)
@@ -187,7 +189,7 @@ def push(registry: Registry, commit: str) -> PushResult:
     dst = f"refs/heads/{registry.branch}"
     # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
     # suite, the pre-commit framework) must not run, or fail, on every claim
-    proc = _git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", registry.remote,
+    proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", registry.remote,
                     f"{commit}:{dst}")
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
@@ -401,7 +403,7 @@ def restore_ops(registry: Registry, confirmed: str) -> list[dict]:
             holder = lock.holder(session.id) if lock else None
             if holder is not None:
                 locks.append({"path": target, "mode": lock.mode, **holder.to_dict()})
-        ops.append(registry._op(RESTORE_OP, session=session.id, record=session.to_dict(),
+        ops.append(registry.new_op(RESTORE_OP, session=session.id, record=session.to_dict(),
                                 locks=locks, confirmed=confirmed))
     return ops
 

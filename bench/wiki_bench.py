@@ -189,7 +189,7 @@ class Pair:
             states.make_project(self.repo, self.env)
             with Registry.open(str(self.repo)) as registry:
                 registry.init()
-                registry.apply(registry._op("bench-wiki-load", entries=entries))
+                registry.apply(registry.new_op("bench-wiki-load", entries=entries))
             (self.home / "wiki").mkdir(parents=True)
             for number, entry in enumerate(entries, 1):
                 (self.home / "wiki" / f"{entry['session_id']}.md").write_text(
@@ -217,7 +217,7 @@ class Pair:
         with Registry.open(str(self.repo)) as registry:
             for rep in range(reps):
                 entry = generated_entry(10_000_000 + rep + int(time.time()) % 100_000 * 100)
-                registry.apply(registry._op("bench-wiki-load", entries=[entry]))
+                registry.apply(registry.new_op("bench-wiki-load", entries=[entry]))
                 out.append(Proc([CLI, "wiki", "query", QUERIES[0]], self.repo, self.env))
 
     def top_hits(self) -> tuple[int, int]:

@@ -22,7 +22,7 @@ def _op_put_files(registry, view, op):
 def put_files(registry, files: dict[str, str | None]) -> None:
     """Commit *files* (path -> text, None deletes) to the registry branch in one commit."""
     registry.init()
-    registry.apply(registry._op("test-put-files", files=files))
+    registry.apply(registry.new_op("test-put-files", files=files))
 
 
 def fixture_files() -> dict[str, str]:

@@ -170,7 +170,7 @@ def import_home(registry: Registry, path: str | None = None) -> dict:
         size += len(item["data"])
     results: list[dict] = []
     for batch in filter(None, batches):
-        op = registry._op("import-home", source=str(home), items=batch)
+        op = registry.new_op("import-home", source=str(home), items=batch)
         results += registry.apply(op)["items"]
     summary = {kind: {state: sum(1 for r in results if r["kind"] == kind and r["state"] == state)
                       for state in ("imported", "unchanged", "kept")}

@@ -47,7 +47,7 @@ def end_session(registry: Registry, sid: str, *, router: str | None = None,
         "claimed": gitfacts.claimed_paths(registry, sid, since),
     }
     extra = {"notify_executed": notify_executed} if notify_executed else {}
-    return registry.apply(registry._op("end", session=sid, fields=narrative, facts=facts,
+    return registry.apply(registry.new_op("end", session=sid, fields=narrative, facts=facts,
                                        **extra))
 
 
@@ -108,7 +108,7 @@ def entry_summary(entry: dict) -> dict:
 
 def apply_ingest(registry: Registry, sid: str, distilled: dict, model: str) -> dict:
     """Commit an LLM's distillation of entry *sid* (see :mod:`.llm`)."""
-    return registry.apply(registry._op("wiki-ingest", session=sid, fields=distilled, by=model))
+    return registry.apply(registry.new_op("wiki-ingest", session=sid, fields=distilled, by=model))
 
 
 @operation("wiki-ingest")
