@@ -4,7 +4,6 @@ from __future__ import annotations
 import errno
 import os
 
-DONE = 0
 REFUSED = 1  # lock held, not owner, unknown session
 BAD_INPUT = 2  # usage error or bad input; nothing was changed
 UNCONFIRMED = 3  # done locally but not confirmed by the remote

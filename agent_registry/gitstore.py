@@ -308,9 +308,6 @@ class Repo:
             raise
         return oid
 
-    def blob_oid(self, data: bytes) -> str:
-        return self._hash(f"blob {len(data)}".encode() + b"\0" + data).hexdigest()
-
     def read_blob(self, rev: str) -> bytes | None:
         found = self.reader.read(rev)
         return found[1] if found and found[0] == "blob" else None

@@ -138,9 +138,6 @@ class View:
         except UnreadableRecord as exc:
             raise RegistryError(f"{done_path(sid)} is unreadable: {exc}") from None
 
-    def live_ids(self) -> list[str]:
-        return [n[:-5] for n in self.names(LIVE_DIR) if n.endswith(".yaml")]
-
     def live_sessions(self) -> list[Session]:
         """Every live session, read in one pipelined batch by blob id (no path lookups)."""
         entries = {n[:-5]: oid for n, oid in self.entries(LIVE_DIR).items() if n.endswith(".yaml")}
