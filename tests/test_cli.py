@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from conftest import CLI, git, user_state
+from helpers import CLI, git, user_state
 
 BRANCH = "agent-registry"
 
@@ -434,7 +434,7 @@ def test_the_demo_runs_and_cleans_up(tmp_path):
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch),
            "PATH": f"{Path(CLI).parent}{os.pathsep}{os.environ['PATH']}"}
-    from conftest import ROOT
+    from helpers import ROOT
     proc = subprocess.run(["bash", str(ROOT / "demo" / "demo.sh")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import CLI, git
+from helpers import CLI, git
 from test_cli import as_json, ok, one_line_error, ref
 
 

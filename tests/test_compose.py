@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 
 SERVICES = {"sync", "dashboard", "watch", "agent"}
 

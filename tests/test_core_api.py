@@ -22,7 +22,7 @@ from agent_registry.records import dump_session, iso, load_session
 from agent_registry.registry import parse_op
 from agent_registry.render import cell
 from agent_registry.view import done_path, live_path
-from conftest import git
+from helpers import git
 
 BRANCH = "agent-registry"
 ME = os.getpid()  # the owner process of sessions whose liveness must not matter

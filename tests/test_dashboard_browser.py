@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, git
+from helpers import ROOT, git
 from test_dashboard_support import agents  # noqa: F401  (fixture)
 from test_dashboard_support import commit_raw, served
 

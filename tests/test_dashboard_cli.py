@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from agent_registry.dashboard.serve import access_token, is_loopback
-from conftest import make_repo
+from helpers import make_repo
 from test_dashboard_support import served
 
 

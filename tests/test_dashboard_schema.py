@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, make_repo
+from helpers import CLI, make_repo
 from test_dashboard_support import served
 
 schemathesis = pytest.importorskip("schemathesis")

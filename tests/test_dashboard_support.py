@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI
+from helpers import CLI
 
 
 class Agents:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_registry.cli import LAZY_COMMANDS, cli
-from conftest import ROOT
+from helpers import ROOT
 
 
 def walk(group: click.Group, ctx: click.Context, prefix: tuple[str, ...] = ()):

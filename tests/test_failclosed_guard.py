@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers import git
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 
 SESSION = "AGENT_REGISTRY_SESSION"

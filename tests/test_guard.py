@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FakeClock, git
+from helpers import FakeClock, git
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, git
+from helpers import ROOT, git
 from test_guard import agents, hold, open_registry  # noqa: F401  (fixture)
 
 CLAUDE_ID = "3f1c2a9e-8b7d-4c11-9e0f-5a6b7c8d9e01"

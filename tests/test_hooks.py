@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 
-from conftest import ROOT, git, make_repo
+from helpers import ROOT, git, make_repo
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 
 HOOKS = ("pre-commit", "pre-push", "post-merge", "post-checkout")

@@ -180,3 +180,17 @@ def test_the_reader_sees_lazy_and_string_imports():
     assert "sync" in edges["registry"]        # inside a function
     assert "wiki.cli" in edges["cli"]          # a string importlib loads
     assert "registry" in edges["__init__"]     # lazy, in a package __init__
+
+
+def test_tests_import_helpers_not_conftest():
+    tests = Path(__file__).resolve().parent
+    offenders = [p.name for p in sorted(tests.glob("*.py"))
+                 if any(isinstance(n, ast.ImportFrom) and n.module == "conftest"
+                        for n in ast.walk(ast.parse(p.read_text())))]
+    assert offenders == []
+
+
+def test_test_support_leaves_the_operation_table_alone():
+    from agent_registry.registry import OPERATIONS
+    import test_wiki_support
+    assert test_wiki_support.PUT_FILES not in OPERATIONS

@@ -19,7 +19,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from agent_registry import Registry  # noqa: E402
-from conftest import CLI, git  # noqa: E402
+from helpers import CLI, git  # noqa: E402
 
 TOOLS = {"register", "status", "show", "lock_acquire", "lock_release", "lock_check",
          "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, FakeClock, git
+from helpers import CLI, FakeClock, git
 from test_core_api import branch_file, put_on_branch
 from test_harness import CLAUDE_ID, fire
 

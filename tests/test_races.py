@@ -23,7 +23,7 @@ from agent_registry import Registry
 from agent_registry.paths import record_name
 from agent_registry.records import load_session
 from agent_registry.view import live_path
-from conftest import CLI, git
+from helpers import CLI, git
 
 BRANCH = "agent-registry"
 

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 from agent_registry.records import iso
-from conftest import git
+from helpers import git
 from test_core_api import BRANCH, edit_session, reg
 
 CMARK = shutil.which("cmark-gfm")

@@ -1,4 +1,4 @@
-from conftest import git
+from helpers import git
 
 
 def test_register_claim_and_refuse(run, repo):

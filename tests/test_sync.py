@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, FakeClock, Runner, git, make_repo
+from helpers import CLI, FakeClock, Runner, git, make_repo
 
 BRANCH = "agent-registry"
 

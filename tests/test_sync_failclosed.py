@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, FakeClock, git
+from helpers import CLI, FakeClock, git
 from test_sync import BRANCH, Team, free_port, lock_owner_on_remote, sessions_on_remote
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, FakeClock, Runner, git, make_repo
+from helpers import CLI, FakeClock, Runner, git, make_repo
 
 pytest.importorskip("apprise")
 

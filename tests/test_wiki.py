@@ -16,7 +16,7 @@ from agent_registry.wiki import get_entry, search
 from agent_registry.wiki.entry import entry_id
 from agent_registry.wiki.index import WikiIndex
 from agent_registry.wiki.ops import end_session
-from conftest import CLI, git
+from helpers import CLI, git
 from test_wiki_support import fixture_files, put_files
 
 

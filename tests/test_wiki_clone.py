@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers import git
 from test_wiki_support import fixture_files, put_files
 
 QUESTION = "celery emails lost on worker restart"

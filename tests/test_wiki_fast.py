@@ -14,7 +14,7 @@ import pytest
 
 from agent_registry.wiki import search
 from agent_registry.wiki.index import WikiIndex
-from conftest import CLI, git
+from helpers import CLI, git
 from test_wiki_support import fixture_files, put_files
 
 QUESTION = "sqlite database is locked"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_registry.view import done_path, live_path
-from conftest import git
+from helpers import git
 
 KIMI, CLAUDE = "kimi-1626451200", "claude-1720000000"
 

@@ -14,7 +14,7 @@ import pytest
 
 from agent_registry.registry import file_lock
 from agent_registry.wiki.index import WikiIndex
-from conftest import CLI
+from helpers import CLI
 from test_wiki_support import fixture_files, put_files
 
 QUESTION = "sqlite database is locked"

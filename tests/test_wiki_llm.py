@@ -11,7 +11,7 @@ from agent_registry.wiki import get_entry, ingest, ingest_pending, search
 from agent_registry.wiki.entry import entry_id
 from agent_registry.wiki.llm import LLMError
 from agent_registry.wiki.ops import apply_ingest, end_session
-from conftest import git
+from helpers import git
 from test_wiki_support import FakeOpenAI, fixture_files, put_files
 
 QUESTION = "sqlite database is locked"

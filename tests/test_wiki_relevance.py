@@ -47,7 +47,7 @@ KNOWN = [
 @pytest.fixture(scope="module")
 def wiki_registry(tmp_path_factory):
     from agent_registry import Registry
-    from conftest import make_repo
+    from helpers import make_repo
     repo = make_repo(tmp_path_factory.mktemp("relevance") / "repo")
     with Registry.open(str(repo)) as registry:
         put_files(registry, fixture_files())

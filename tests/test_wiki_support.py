@@ -7,12 +7,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from agent_registry.registry import Outcome, operation
+from agent_registry.registry import OPERATIONS, Outcome
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wiki_entries"
+PUT_FILES = "test-put-files"
 
 
-@operation("test-put-files")
 def _op_put_files(registry, view, op):
     for path, text in op["files"].items():
         view.write(path, None if text is None else text.encode())
@@ -20,9 +20,15 @@ def _op_put_files(registry, view, op):
 
 
 def put_files(registry, files: dict[str, str | None]) -> None:
-    """Commit *files* (path -> text, None deletes) to the registry branch in one commit."""
+    """Commit *files* (path -> text, None deletes) to the registry branch in one commit.
+    The operation is known only while it is applied: importing this module leaves the
+    production operation table alone."""
     registry.init()
-    registry.apply(registry.new_op("test-put-files", files=files))
+    OPERATIONS[PUT_FILES] = _op_put_files
+    try:
+        registry.apply(registry.new_op(PUT_FILES, files=files))
+    finally:
+        del OPERATIONS[PUT_FILES]
 
 
 def fixture_files() -> dict[str, str]:

@@ -1,0 +1,71 @@
+"""Helpers the tests import (``from helpers import git``); the fixtures built on them are
+in conftest.py, which pytest loads by itself and tests never import."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
+
+
+class FakeClock:
+    """An injectable clock: tests of staleness move time instead of sleeping."""
+
+    def __init__(self, start: float = 1_790_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def git(repo: Path | str, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    if check and proc.returncode:
+        raise AssertionError(f"git {' '.join(args)}: {proc.stderr}")
+    return proc.stdout
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    (path / "README.md").write_text("project\n")
+    (path / "src").mkdir()
+    (path / "src" / "auth.py").write_text("auth = 1\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def user_state(repo: Path) -> tuple[str, str, str]:
+    """What registry code must never change: working tree + index status, HEAD, index."""
+    status = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--ignored")
+    head = git(repo, "rev-parse", "--symbolic-full-name", "HEAD", check=False) + \
+        git(repo, "rev-parse", "HEAD", check=False)
+    index = Path(git(repo, "rev-parse", "--git-path", "index").strip())
+    index_path = index if index.is_absolute() else Path(repo) / index
+    return status, head, index_path.read_bytes().hex() if index_path.exists() else ""
+
+
+class Runner:
+    """Runs the installed ``agent-registry`` command as a one-shot process, the way
+    agents do, and checks that it left the working tree, index and HEAD alone."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def __call__(self, *args: str, cwd: Path | None = None, env: dict | None = None,
+                 input: str | None = None, check_untouched: bool = True) -> subprocess.CompletedProcess:
+        where = cwd or self.cwd
+        before = user_state(where) if check_untouched else None
+        proc = subprocess.run([CLI, *args], cwd=where, capture_output=True, text=True,
+                              env={**os.environ, **(env or {})}, input=input, timeout=120)
+        if check_untouched:
+            assert user_state(where) == before, f"agent-registry {args} touched the user's tree"
+        return proc
