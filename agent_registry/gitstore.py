@@ -74,9 +74,12 @@ class CasFailed(Exception):
 
 
 def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
-            input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+            input: bytes | None = None, check: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+    """git *args*, output captured; GitError when it fails and *check*.  A *timeout*
+    (network commands) raises subprocess.TimeoutExpired for the caller to name."""
     proc = subprocess.run(["git", *args], cwd=cwd, env=env, input=input,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")

@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
-from .gitstore import CasFailed
+from .gitstore import CasFailed, run_git
 from .records import Holder, Lock, Session, iso
 from .registry import Outcome, Registry, describe_conflicts, file_lock, operation, parse_op
 from .view import View
@@ -149,8 +149,7 @@ def git_net(registry: Registry, *args: str) -> subprocess.CompletedProcess:
     network timeout; no answer in time is Offline."""
     timeout = network_timeout(registry)
     try:
-        return subprocess.run(["git", *args], env=registry.repo.env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=timeout)
+        return run_git(list(args), env=registry.repo.env, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise Offline(registry.remote or "the remote", "unreachable",
                       f"no answer within {timeout:g} s (git {args[0]})") from None
@@ -808,13 +807,11 @@ def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
 
 def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
                     object_format: str) -> subprocess.CompletedProcess:
-    subprocess.run(["git", "init", "--bare", "-q", f"--object-format={object_format}", where],
-                   env=env, check=True)
+    run_git(["init", "--bare", "-q", f"--object-format={object_format}", where], env=env)
     try:
-        return subprocess.run(
-            ["git", "--git-dir", where, "fetch", "--quiet", "--depth", "1", "--no-tags", url,
-             f"+refs/heads/{branch}:refs/heads/{branch}"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=NETWORK_TIMEOUT)
+        return run_git(["--git-dir", where, "fetch", "--quiet", "--depth", "1", "--no-tags", url,
+                        f"+refs/heads/{branch}:refs/heads/{branch}"],
+                       env=env, check=False, timeout=NETWORK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
                        f"{NETWORK_TIMEOUT:g} s", details={"remote_error": {
