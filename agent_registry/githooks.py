@@ -9,13 +9,12 @@ hook runs it first, and ``uninstall`` renames it back.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from .data import folder
 from .errors import Refused
-from .gitstore import RepoInfo, branch_name, clean_env, read_config
+from .gitstore import RepoInfo, branch_name, clean_env, read_config, run_git
 from .guard import Guard, push_guard_enabled
 
 HOOK_NAMES = ("pre-commit", "pre-merge-commit", "pre-push", "post-merge", "post-checkout")
@@ -26,10 +25,9 @@ PYTHON_PLACEHOLDER = "@PYTHON@"
 
 def hooks_dir(info: RepoInfo) -> Path:
     """Where git looks for this worktree's hooks."""
-    proc = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-path", "hooks"],
-                          cwd=info.toplevel or info.git_dir,
-                          env={**clean_env(), "GIT_DIR": info.git_dir},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    proc = run_git(["rev-parse", "--path-format=absolute", "--git-path", "hooks"],
+                   cwd=info.toplevel or info.git_dir,
+                   env={**clean_env(), "GIT_DIR": info.git_dir})
     return Path(proc.stdout.decode().strip())
 
 

@@ -194,3 +194,21 @@ def test_test_support_leaves_the_operation_table_alone():
     from agent_registry.registry import OPERATIONS
     import test_wiki_support
     assert test_wiki_support.PUT_FILES not in OPERATIONS
+
+
+# modules that start git themselves rather than through gitstore, and why
+RUNS_GIT_ITSELF = {
+    # the pre-commit hook's `git diff --cached` must see the hook's own environment
+    # (GIT_INDEX_FILE), runs beside the lock lookup, and the guard imports nothing more
+    "guard",
+}
+
+
+def test_git_runs_only_in_the_store():
+    starters = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                    and node.elts[0].value == "git":
+                starters.add(name)
+    assert starters - {"gitstore"} == RUNS_GIT_ITSELF
