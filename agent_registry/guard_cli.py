@@ -23,11 +23,11 @@ def guard(out: Output, paths) -> None:
     0 otherwise. The committer is $AGENT_REGISTRY_SESSION, else the live session whose
     process is an ancestor of this one, else a person.
     """
-    from . import guard as G
+    from .guard import PERSON, Guard, describe
     from .errors import BadInput, Refused
     from .paths import normalize, plain
     info = _info(out)
-    checker = G.Guard(info)
+    checker = Guard(info)
     try:
         if paths:
             # file names, each taken literally (as git diff gives them to the hook)
@@ -50,10 +50,10 @@ def guard(out: Output, paths) -> None:
     if report.blocked:
         if not out.json:
             for conflict in report.conflicts:
-                click.echo("  " + G.describe(conflict), err=True)
+                click.echo("  " + describe(conflict), err=True)
         owners = ", ".join(sorted({c.owner for c in report.conflicts}))
         raise Refused(f"{len(report.conflicts)} path(s) locked by another live session "
-                      f"({owners}); committing as {report.committer or G.PERSON}",
+                      f"({owners}); committing as {report.committer or PERSON}",
                       details=report.to_dict())
     out.emit(report.to_dict(),
              f"ok: {len(report.checked)} path(s), none locked by another live session")

@@ -38,7 +38,7 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
     """
     from .errors import BadInput
     from .gitstore import discover
-    from . import harness as H
+    from .harness import install_claude, install_protocol
     info = discover(out.directory)
     if info.toplevel is None:
         raise BadInput("harness install needs a working tree (this repository is bare)")
@@ -46,10 +46,10 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
         from .harness_mcp import plan_mcp
         write_mcp = plan_mcp(info.toplevel, name)
     if name == "claude":
-        result = H.install_claude(info.toplevel, auto_claim=auto_claim)
+        result = install_claude(info.toplevel, auto_claim=auto_claim)
         text = f"merged Claude Code hooks into {result['settings']}; protocol in {result['protocol_file']}"
     else:
-        result = H.install_protocol(info.toplevel, name, file_name=file_name)
+        result = install_protocol(info.toplevel, name, file_name=file_name)
         text = f"{'wrote' if result['changed'] else 'already up to date:'} protocol block in {result['file']}"
     if with_mcp:
         result["mcp"] = write_mcp()

@@ -29,7 +29,7 @@ from ..gitstore import GitError, Repo
 from ..registry import Registry
 from . import queries
 from .events import change_stream
-from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, Guard, offers_token
+from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, RequestGuard, offers_token
 from .timeline import DEFAULT_LIMIT, session_timeline
 
 APP_NAME = "agent-registry-dashboard"
@@ -137,7 +137,7 @@ def create_app(repo: str | Registry, token: str | None = None, *,
                               "header.")
     app.state.post_token = post_token
     app.state.repo_id = repo_id(pool.info.common_dir)
-    app.add_middleware(Guard, access_token=token, post_token=post_token)
+    app.add_middleware(RequestGuard, access_token=token, post_token=post_token)
     app.add_middleware(BodyLimit, limit=max_body)  # outermost: before anything reads
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

@@ -46,7 +46,7 @@ def host_name(host_header: str) -> str:
     return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
 
 
-class Guard:
+class RequestGuard:
     """ASGI middleware applying the rules above to every HTTP request."""
 
     def __init__(self, app, *, access_token: str | None, post_token: str) -> None:
