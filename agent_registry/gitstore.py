@@ -1,4 +1,4 @@
-"""The one module that talks to git.
+"""The one module that talks to git (over 400 lines: on purpose, all of it here).
 
 Reads go through one persistent ``git cat-file --batch``.  Writes create loose objects
 directly (the format is git's own: zlib of ``"<type> <size>\\0" + data``, named by its

@@ -3,7 +3,9 @@
 It runs on every commit, so it imports the standard library only (no click, no ruamel,
 no search or web stack) and looks up only what the commit touches: for each path, the
 lock record of the path itself and of each ancestor directory, plus the few glob locks,
-all read through one ``git cat-file --batch`` from the registry branch tip.
+all read through one ``git cat-file --batch`` from the registry branch tip.  Over 400
+lines: the lookup, who commits, and every hook's entry point in the one module a hook
+imports, so a commit loads as little as it can.
 
     python -m agent_registry.guard pre-commit           # what the pre-commit hook runs
     python -m agent_registry.guard pre-merge-commit     # the same, before `git merge` commits

@@ -1,4 +1,6 @@
 """``agent-registry mcp``: the registry as a stdio MCP server (Model Context Protocol).
+Over 400 lines: every tool and resource, each a short function over the one shared
+Registry and its mutex.
 
 A harness (Claude Code, Codex, Gemini CLI …) starts this server once and keeps it for the
 whole agent session, so a claim costs what ``Registry.claim`` costs in-process instead of

@@ -1,5 +1,9 @@
 """Many clones, one remote: fetch, replay, push.  The remote's ref is the arbiter.
 
+Over 400 lines: one protocol whose steps (fetch, replay, push, a rewound remote, the
+mass-deletion check, reading a remote) share the sync state and the flock; it splits
+with the transaction it still shares with registry.py (docs/design.md, "Rooms").
+
 A mutation:
 
 1. fetches the remote registry branch into ``refs/remotes/<remote>/<branch>``;

@@ -212,3 +212,11 @@ def test_git_runs_only_in_the_store():
                     and node.elts[0].value == "git":
                 starters.add(name)
     assert starters - {"gitstore"} == RUNS_GIT_ITSELF
+
+
+def test_a_long_module_says_why_at_its_top():
+    long = {name: path for name, path in modules().items()
+            if len(path.read_text().splitlines()) > 400}
+    unexplained = [name for name, path in long.items() if "over 400 lines" not in " ".join(
+        (ast.get_docstring(ast.parse(path.read_text())) or "").lower().split())]
+    assert unexplained == []
