@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from .data import folder
+from .shipped import folder
 from .errors import Refused
 from .gitstore import RepoInfo, branch_name, clean_env, read_config, run_git
 from .guard import Guard, push_guard_enabled

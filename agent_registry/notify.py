@@ -20,7 +20,7 @@ import random
 import re
 from urllib.parse import urlsplit
 
-from .data import folder
+from .shipped import folder
 from .errors import BadInput, RegistryError
 from .gitstore import Repo
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from .data import read_text
+from .shipped import read_text
 from .output import age
 from .records import iso, parse_iso
 from .staleness import CLOCK_SKEW, DEFAULT_TTL, session_stale_reason, stale_reason

@@ -20,7 +20,7 @@ LAYER_NAMES = ["store", "branch", "core", "services", "faces"]
 
 LAYERS: dict[str, int] = {
     # store: the machine and git (processes, objects, refs, config, the flock's errors)
-    "errors": STORE, "data": STORE, "gitstore": STORE, "procinfo": STORE,
+    "errors": STORE, "shipped": STORE, "gitstore": STORE, "procinfo": STORE,
     # branch format: paths, records, staleness of a record, the view of a tree, rendering
     "paths": BRANCH, "records": BRANCH, "staleness": BRANCH, "view": BRANCH,
     "render": BRANCH, "output": BRANCH, "wiki.entry": BRANCH,
