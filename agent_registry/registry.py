@@ -41,7 +41,9 @@ CAS_ATTEMPTS = 20
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
 
-# Operations defined outside this module (e.g. the wiki's "end"): name -> handler
+# The operation table: name -> handler(registry, view, op) -> Outcome, which validates
+# the operation against the view and applies it (also when sync replays it).  The core's
+# own are listed after the Registry class; the others register with @operation.
 OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
 # Where those live, so a process that never imported them (a `sync` replaying another
 # command's "end") still finds them: name -> module, imported on first need
@@ -52,8 +54,8 @@ OPERATION_MODULES: dict[str, str] = {
 }
 
 
-def _external(name: str) -> bool:
-    """Whether *name* is a registered external operation (importing its module if needed)."""
+def _known(name: str) -> bool:
+    """Whether *name* is in the operation table (importing its module if needed)."""
     if name not in OPERATIONS and name in OPERATION_MODULES:
         import importlib
         importlib.import_module(OPERATION_MODULES[name])
@@ -200,12 +202,10 @@ class Registry:
         return self._handler(op, strict=False) is not None
 
     def _handler(self, op: dict, strict: bool = True) -> Callable[[View, dict], "Outcome"] | None:
-        """The function applying *op*: a ``_op_<name>`` method, or a registered external
-        operation; unknown ones raise (or give None when not *strict*)."""
-        method = getattr(self, "_op_" + op["op"].replace("-", "_"), None)
-        if method is not None:
-            return method
-        if _external(op["op"]):
+        """The function applying *op*, from the operation table (importing the module
+        of one defined outside the core on first need); unknown ones raise (or give
+        None when not *strict*)."""
+        if _known(op["op"]):
             return lambda view, op: OPERATIONS[op["op"]](self, view, op)
         if strict:
             raise BadInput(f"unknown operation {op['op']!r}")
@@ -821,6 +821,16 @@ def trailers(op: dict) -> str:
         lines.append(f"{TRAILER}By: {op['by']}")
     lines.append(f"{TRAILER}Data: {json.dumps(op, ensure_ascii=True, sort_keys=True)}")
     return "\n".join(lines) + "\n"
+
+
+OPERATIONS.update({
+    "init": Registry._op_init, "register": Registry._op_register,
+    "update": Registry._op_update, "finish": Registry._op_finish,
+    "handoff": Registry._op_handoff, "context-log": Registry._op_context_log,
+    "cleanup": Registry._op_cleanup, "claim": Registry._op_claim,
+    "release": Registry._op_release, "heartbeat": Registry._op_heartbeat,
+    "force-release": Registry._op_force_release,
+})
 
 
 def parse_op(message: str) -> dict | None:

@@ -220,3 +220,10 @@ def test_a_long_module_says_why_at_its_top():
     unexplained = [name for name, path in long.items() if "over 400 lines" not in " ".join(
         (ast.get_docstring(ast.parse(path.read_text())) or "").lower().split())]
     assert unexplained == []
+
+
+def test_the_operation_table_is_explicit():
+    from agent_registry.registry import OPERATIONS, Registry
+    handlers = {name for name in vars(Registry) if name.startswith("_op_")}
+    assert handlers == {h.__name__ for h in OPERATIONS.values() if h.__qualname__.startswith(
+        "Registry.")}
