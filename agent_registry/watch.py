@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 
@@ -304,21 +306,26 @@ class Watcher:
 
 
 def watch(registry: Registry, *, interval: float, idle_minutes: float, once: bool,
-          report: Callable[[dict], None], sleep: Callable[[float], None] = time.sleep) -> None:
+          report: Callable[[dict], None]) -> None:
     """Run passes every *interval* seconds (one with *once*), each given to *report*.
-    One watchdog per clone: a second is refused while the first runs."""
+    One watchdog per clone: a second is refused while the first runs.  SIGTERM and
+    SIGINT (``docker compose stop``, Ctrl-C) end it between passes, never inside one: a
+    message the transport accepted is recorded as sent before the watchdog exits, so a
+    stop does not make the next watchdog send it again."""
     def busy() -> None:
         raise Refused(f"another `agent-registry watch` runs for this clone "
                       f"(pid {load_state(state_file(registry)).get('pid', '?')})")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     with file_lock(registry.repo.state_path("watch.lock"), on_wait=busy):
         watcher = Watcher(registry, idle_minutes=idle_minutes, interval=interval)
-        while True:
+        while not stop.is_set():
             report(watcher.run_pass(retry_all=once))
             if once:
                 return
             due = watcher.next_due()
-            wait = interval if due is None else min(interval, max(due - time.time(), 0.05))
-            sleep(wait)
+            stop.wait(interval if due is None else min(interval, max(due - time.time(), 0.05)))
 
 
 def status(registry: Registry) -> dict:

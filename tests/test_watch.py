@@ -27,6 +27,8 @@ class Receiver:
     def __init__(self) -> None:
         self.posts: list[dict] = []
         self.failures_left = 0
+        self.arrived = threading.Event()  # set by each post before it is answered
+        self.hold: threading.Event | None = None  # when set: answer only once it is set
         self.lock = threading.Lock()
         receiver = self
 
@@ -40,6 +42,9 @@ class Receiver:
                     body["path"] = self.path
                     body["headers"] = dict(self.headers)
                     receiver.posts.append(body)
+                receiver.arrived.set()
+                if receiver.hold is not None:
+                    receiver.hold.wait(60)
                 self.send_response(500 if failing else 200)
                 self.end_headers()
 
@@ -205,6 +210,29 @@ def test_a_daemon_retries_with_backoff(repo, run, receiver):
         daemon.terminate()
         daemon.wait()
     assert len(receiver.posts) == 3 and receiver.accepted() == [title("b1", "started")]
+
+
+def test_a_watchdog_stopped_with_sigterm_mid_delivery_records_it_first(repo, run, receiver):
+    run("init")
+    daemon = subprocess.Popen([CLI, "watch", "--interval", "0.2"], cwd=repo,
+                              env={**os.environ, "AGENT_REGISTRY_NOTIFY_URLS": receiver.url},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    receiver.hold = threading.Event()
+    try:
+        wait_for(lambda: (Path(repo) / ".git/agent-registry/watch.json").exists(), "cold start")
+        run("register", "t1", "--provider", "Claude")
+        assert receiver.arrived.wait(60), "the delivery never arrived"
+        daemon.terminate()  # while the transport waits for the receiver's answer
+        receiver.hold.set()
+        assert daemon.wait(60) == 0, daemon.stderr.read()
+    finally:
+        receiver.hold.set()
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert state(repo)["done"]["started/t1"] == "sent"
+    assert watch(run, receiver).returncode == 0
+    assert receiver.accepted() == [title("t1", "started")]
 
 
 def test_a_watchdog_killed_and_restarted_neither_repeats_nor_skips(repo, run, receiver):
