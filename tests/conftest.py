@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FakeClock, Runner, make_repo
+from helpers import FakeClock, Runner, git, make_repo
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +57,20 @@ def registry(repo, clock):
 @pytest.fixture
 def run(repo) -> Runner:
     return Runner(repo)
+
+
+@pytest.fixture
+def guarded(repo, run):
+    """*repo* with the registry branch and the git hooks installed."""
+    assert run("init", "--hooks").returncode == 0
+    return repo
+
+
+@pytest.fixture
+def pushing(guarded, tmp_path):
+    """*guarded*, with main pushed to a bare remote ``origin``."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(guarded, "remote", "add", "origin", str(remote))
+    git(guarded, "push", "-q", "origin", "main")
+    return guarded

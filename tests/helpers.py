@@ -11,6 +11,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
 
+# A racer: waits at the barrier (creates READY, waits for GO), then becomes the command.
+WAITER = """
+import os, sys, time
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.002)
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
 
 class FakeClock:
     """An injectable clock: tests of staleness move time instead of sleeping."""

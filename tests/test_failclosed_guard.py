@@ -18,21 +18,6 @@ from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 SESSION = "AGENT_REGISTRY_SESSION"
 
 
-@pytest.fixture
-def guarded(repo, run):
-    assert run("init", "--hooks").returncode == 0
-    return repo
-
-
-@pytest.fixture
-def pushing(guarded, tmp_path):
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(guarded, "remote", "add", "origin", str(remote))
-    git(guarded, "push", "-q", "origin", "main")
-    return guarded
-
-
 def tip(repo: Path) -> str:
     return git(repo, "rev-parse", "refs/heads/agent-registry").strip()
 

@@ -50,12 +50,6 @@ def head(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
 
 
-@pytest.fixture
-def guarded(repo, run):
-    assert run("init", "--hooks").returncode == 0
-    return repo
-
-
 def edit(repo: Path, path: str, text: str = "changed\n") -> None:
     (repo / path).parent.mkdir(parents=True, exist_ok=True)
     (repo / path).write_text(text)
@@ -223,15 +217,6 @@ def test_guard_command_checks_paths_and_staged_files(guarded, agents, run):
 
 
 # -- pre-push -------------------------------------------------------------------------
-
-@pytest.fixture
-def pushing(guarded, tmp_path):
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(guarded, "remote", "add", "origin", str(remote))
-    git(guarded, "push", "-q", "origin", "main")
-    return guarded
-
 
 def push(repo: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "push", "origin", "main"], cwd=repo, capture_output=True,

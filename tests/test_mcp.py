@@ -19,7 +19,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from agent_registry import Registry  # noqa: E402
-from helpers import CLI, git  # noqa: E402
+from helpers import CLI, WAITER, git  # noqa: E402
 
 TOOLS = {"register", "status", "show", "lock_acquire", "lock_release", "lock_check",
          "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show"}
@@ -245,17 +245,6 @@ def test_a_claim_the_remote_cannot_confirm_says_confirmed_false(repo, tmp_path):
     assert not claimed[0] and claimed[2]["confirmed"] is False
     assert claimed[2]["locks"][0]["status"] == "acquired"
     assert "not confirmed" in claimed[2]["warning"]
-
-
-# Waits at the barrier, then becomes the agent-registry command (as in test_races).
-WAITER = """
-import os, sys, time
-ready, go = sys.argv[1], sys.argv[2]
-open(ready, "w").close()
-while not os.path.exists(go):
-    time.sleep(0.002)
-os.execv(sys.argv[3], sys.argv[3:])
-"""
 
 
 @pytest.mark.parametrize("rounds", [3, pytest.param(15, marks=pytest.mark.slow)])

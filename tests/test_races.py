@@ -23,19 +23,9 @@ from agent_registry import Registry
 from agent_registry.paths import record_name
 from agent_registry.records import load_session
 from agent_registry.view import live_path
-from helpers import CLI, git
+from helpers import CLI, WAITER, git
 
 BRANCH = "agent-registry"
-
-# Waits at the barrier, then becomes the agent-registry command.
-WAITER = """
-import os, sys, time
-ready, go = sys.argv[1], sys.argv[2]
-open(ready, "w").close()
-while not os.path.exists(go):
-    time.sleep(0.002)
-os.execv(sys.argv[3], sys.argv[3:])
-"""
 
 
 def race(repo: Path, commands: list[list[str]], workdir: Path) -> list[subprocess.CompletedProcess]:
