@@ -6,7 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
@@ -79,3 +83,17 @@ class Runner:
         if check_untouched:
             assert user_state(where) == before, f"agent-registry {args} touched the user's tree"
         return proc
+
+
+def wait_for(condition: Callable[[], object], what: str, *, alive: Iterable = (),
+             polls: int = 1200) -> None:
+    """Poll *condition* until it holds, for a process the test drives to get somewhere.
+    A watchdog, not a claim about speed: after *polls* polls (about a minute), or as soon
+    as a process in *alive* has exited, the test fails naming what never happened."""
+    for _ in range(polls):
+        if condition():
+            return
+        if any(proc.poll() is not None for proc in alive):
+            pytest.fail(f"{what}: the process exited first")
+        time.sleep(0.05)
+    pytest.fail(f"gave up waiting for {what}")

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
-from helpers import CLI, git
+from helpers import CLI, git, wait_for
 from test_cli import as_json, ok, one_line_error, ref
 
 
@@ -186,10 +185,9 @@ def test_heartbeat_loop_positional_form(run, repo):
     loop = subprocess.Popen([CLI, "--json", "lock", "heartbeat-loop", "src/auth.py", "s1", "1"],
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while "heartbeat s1" not in git(repo, "log", "-1", "--format=%s", "agent-registry"):
-            assert time.monotonic() < deadline and loop.poll() is None, "no heartbeat"
-            time.sleep(0.05)  # the loop's first beat: from now on a release ends it
+        # the loop's first beat: from now on a release ends it
+        wait_for(lambda: "heartbeat s1" in git(repo, "log", "-1", "--format=%s", "agent-registry"),
+                 "no heartbeat", alive=[loop])
         ok(run("lock", "release", "src/auth.py", "s1"))
         out, err = loop.communicate(timeout=60)
     finally:

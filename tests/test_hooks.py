@@ -6,11 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 
-from helpers import ROOT, git, make_repo
+from helpers import ROOT, git, make_repo, wait_for
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 
 HOOKS = ("pre-commit", "pre-push", "post-merge", "post-checkout")
@@ -143,12 +142,9 @@ def test_post_merge_brings_the_registry_up_to_date_in_the_background(tmp_path, r
     git(first, "commit", "-qam", "upstream change")
     git(first, "push", "-q", "origin", "main")
     git(second, "pull", "-q", "--ff-only")
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        log = git(second, "log", "--format=%s", "agent-registry", "--", check=False)
-        if "claim src/auth.py by kimi-1" in log:
-            break
-        time.sleep(0.2)
+    wait_for(lambda: "claim src/auth.py by kimi-1" in
+             git(second, "log", "--format=%s", "agent-registry", "--", check=False),
+             "the background sync of post-merge")
     assert "claim src/auth.py by kimi-1" in git(second, "log", "--format=%s", "agent-registry")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CLI, FakeClock, git
+from helpers import CLI, FakeClock, git, wait_for
 from test_core_api import branch_file, put_on_branch
 from test_harness import CLAUDE_ID, fire
 
@@ -38,13 +38,6 @@ def start_sleeper(*args: str, **kw) -> subprocess.Popen:
     proc = subprocess.Popen(list(args) or ["sleep", "600"], **kw)
     threading.Thread(target=proc.wait, daemon=True).start()
     return proc
-
-
-def wait_for(predicate, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
 
 
 def gone(pid: int) -> bool:
@@ -279,7 +272,7 @@ class Tmux:
                               timeout=DEADLINE)
 
     def type(self, window: str, line: str) -> None:
-        assert self(f"send-keys", "-t", window, line, "Enter").returncode == 0
+        assert self("send-keys", "-t", window, line, "Enter").returncode == 0
 
     def server_pid(self) -> int:
         return int(self("display-message", "-p", "-t", "t", "#{pid}").stdout)

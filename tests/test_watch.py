@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CLI, FakeClock, Runner, git, make_repo
+from helpers import CLI, FakeClock, Runner, git, make_repo, wait_for
 
 pytest.importorskip("apprise")
 
@@ -87,13 +87,6 @@ def watch(run: Runner, receiver: Receiver, *args: str, cwd: Path | None = None):
 def state(repo: Path) -> dict:
     common = Path(repo) / git(repo, "rev-parse", "--git-common-dir").strip()
     return json.loads((common / "agent-registry" / "watch.json").read_text())
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_the_four_events_arrive_once_each(repo, run, receiver):

@@ -7,14 +7,13 @@ import json
 import os
 import pty
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from agent_registry.registry import file_lock
 from agent_registry.wiki.index import WikiIndex
-from helpers import CLI
+from helpers import CLI, wait_for
 from test_wiki_support import fixture_files, put_files
 
 QUESTION = "sqlite database is locked"
@@ -82,9 +81,7 @@ def start_while_locked(registry, commands: list[list[str]], cwd: Path) -> list[d
     with file_lock(str(lock)):
         procs = [subprocess.Popen([CLI, "--json", *c], cwd=cwd, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for c in commands]
-        deadline = time.monotonic() + 60
-        while blocked_on(lock) < len(procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: blocked_on(lock) == len(procs), "every process waiting on the lock")
         assert blocked_on(lock) == len(procs)
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
