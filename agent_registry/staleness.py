@@ -50,18 +50,30 @@ class FirstSeen:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # concurrent judges agree on one sighting
             except ImportError:
                 pass
-            text = f.read()
-            seen = json.loads(text) if text.strip() else {}
+            seen = _sightings(f.read())
             entry = seen.get(sid)
-            if isinstance(entry, dict) and entry.get("at") == stamp:
+            if entry is not None and entry["at"] == stamp:
                 return float(entry["seen"])
-            seen = {k: v for k, v in seen.items()
-                    if isinstance(v, dict) and now - float(v.get("seen", 0)) < SEEN_KEEP}
+            seen = {k: v for k, v in seen.items() if now - v["seen"] < SEEN_KEEP}
             seen[sid] = {"at": stamp, "seen": now}
             f.seek(0)
             f.truncate()
             f.write(json.dumps(seen, sort_keys=True))
             return now
+
+
+def _sightings(text: str) -> dict[str, dict]:
+    """The well-formed entries of the first-seen file; a damaged file or entry (a crash
+    mid-write, a hand edit) is dropped, so its sightings count from now (locks held)."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {sid: v for sid, v in data.items() if isinstance(v, dict) and all(
+        isinstance(v.get(k), (int, float)) and not isinstance(v.get(k), bool)
+        for k in ("at", "seen"))}
 
 
 def ahead_by(session: Session, now: float) -> float | None:
