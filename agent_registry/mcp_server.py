@@ -78,13 +78,17 @@ class Service:
         self.stopping = threading.Event()
 
     # -- calling the registry ---------------------------------------------------------
-    def call(self, fn: Callable[[], dict], sid: str | None = None) -> dict:
-        """Run *fn* under the mutex; a RegistryError becomes a ToolError that says what
-        to do, a claim the remote did not confirm a result with ``confirmed: false``."""
+    def call(self, fn: Callable[[], dict], sid: str | None = None,
+             then: Callable[[], None] | None = None) -> dict:
+        """Run *fn* under the mutex, then *then* if *fn* succeeded (the server's own
+        bookkeeping); a RegistryError becomes a ToolError that says what to do, a claim
+        the remote did not confirm a result with ``confirmed: false``."""
         with self.mutex:
             self.registry.unpushed, self.registry.warnings = {}, []
             try:
                 result = fn()
+                if then is not None:
+                    then()
             except Unconfirmed as exc:
                 result = {**exc.details, "warning": exc.message}
             except RegistryError as exc:
@@ -96,13 +100,14 @@ class Service:
                 result["warnings"] = list(self.registry.warnings)
             return result
 
-    async def run(self, fn: Callable[[], dict], sid: str | None = None) -> dict:
+    async def run(self, fn: Callable[[], dict], sid: str | None = None,
+                  then: Callable[[], None] | None = None) -> dict:
         """:meth:`call` on the event loop when the registry is local (milliseconds; a
         thread hop would cost more than the work), in a worker thread when changes go
         through a remote (the network), so the server keeps answering meanwhile."""
         if self.registry.remote is None:
-            return self.call(fn, sid)
-        return await anyio.to_thread.run_sync(functools.partial(self.call, fn, sid))
+            return self.call(fn, sid, then)
+        return await anyio.to_thread.run_sync(functools.partial(self.call, fn, sid, then))
 
     def default_sid(self, sid: str | None) -> str:
         """*sid*, else the one session this server registered."""
@@ -270,12 +275,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Claim every path before editing it, or none (an error names the holder)."""
         sid = service.default_sid(session_id)
-
-        def run() -> dict:
-            result = reg.claim(sid, paths, ttl=ttl, shared=shared)
-            service.renewed(sid, ttl)
-            return result
-        return await service.run(run, sid)
+        return await service.run(lambda: reg.claim(sid, paths, ttl=ttl, shared=shared), sid,
+                                 then=lambda: service.renewed(sid, ttl))
 
     @tool(annotations=WRITES)
     async def lock_release(paths: Paths, session_id: MaybeSession = None) -> dict[str, Any]:
@@ -303,12 +304,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Renew the session and all its locks now (this server also does it on its own)."""
         sid = service.default_sid(session_id)
-
-        def run() -> dict:
-            result = reg.heartbeat(sid, paths)
-            service.renewed(sid)
-            return result
-        return await service.run(run, sid)
+        return await service.run(lambda: reg.heartbeat(sid, paths), sid,
+                                 then=lambda: service.renewed(sid))
 
     @tool(annotations=WRITES)
     async def context_log(
@@ -325,12 +322,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Mark the session Finished and release every lock it holds."""
         sid = service.default_sid(session_id)
-
-        def run() -> dict:
-            result = reg.finish(sid, notify_executed=notify_executed)
-            service.forget(sid)
-            return result
-        return await service.run(run, sid)
+        return await service.run(lambda: reg.finish(sid, notify_executed=notify_executed), sid,
+                                 then=lambda: service.forget(sid))
 
     @tool(annotations=WRITES)
     async def end(
@@ -347,14 +340,11 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """End the session with a wiki entry (wiki/<sid>.md), Finished, locks released."""
         sid = service.default_sid(session_id)
-
-        def run() -> dict:
-            from .wiki.ops import end_session
-            result = end_session(reg, sid, router=router, what=what, how=how, solved=solved,
-                                 bugs=bugs, tools=tools, notify_executed=notify_executed)
-            service.forget(sid)
-            return result
-        return await service.run(run, sid)
+        from .wiki.ops import end_session
+        return await service.run(
+            lambda: end_session(reg, sid, router=router, what=what, how=how, solved=solved,
+                                bugs=bugs, tools=tools, notify_executed=notify_executed),
+            sid, then=lambda: service.forget(sid))
 
     @tool(annotations=READ_ONLY)
     async def wiki_query(
