@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 
 from . import notify
-from .errors import Refused
+from .errors import BadInput, Refused
 from .procinfo import hostname, is_alive, start_time
 from .records import LIVE, iso
 from .registry import Registry, file_lock, parse_op
@@ -54,8 +54,11 @@ def load_state(path: str) -> dict:
             return json.load(f)
     except FileNotFoundError:
         return {}
-    except ValueError:  # never half-written (atomic replace): a person broke it
-        return {}
+    except ValueError as exc:
+        # never half-written (atomic replace): a person broke it.  Starting cold would
+        # drop the outbox and re-record history silently, so refuse and say why.
+        raise BadInput(f"{path} is not valid JSON ({exc}): fix it, or delete it to start "
+                       "cold (what it had queued is then never sent)") from None
 
 
 def save_state(path: str, state: dict) -> None:
