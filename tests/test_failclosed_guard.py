@@ -152,14 +152,22 @@ def test_a_glob_through_pathspec_magic_still_matches(guarded, run, agents):
     assert [p["state"] for p in check["paths"]] == ["locked", "free"]
 
 
-def test_an_unreadable_lock_record_fails_closed(guarded, run, agents):
+def break_held_record(guarded: Path, run, agents, target: str, garbage: bytes) -> str:
+    """kimi-1 holds *target*, whose lock record is then overwritten with *garbage*;
+    kimi-2's claim of src/auth.py is refused, naming the holder and the broken record.
+    The record's name."""
     register(run, "kimi-1", agents())
     register(run, "kimi-2", agents())
-    assert run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-1"}).returncode == 0
-    name = record("src/auth.py")
-    write_on_branch(guarded, {name: b"{not json"})
+    assert run("lock", "acquire", target, env={SESSION: "kimi-1"}).returncode == 0
+    name = record(target)
+    write_on_branch(guarded, {name: garbage})
     proc = run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-2"})
     assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
+    return name
+
+
+def test_an_unreadable_lock_record_fails_closed(guarded, run, agents):
+    name = break_held_record(guarded, run, agents, "src/auth.py", b"{not json")
     assert run("lock", "acquire", "README.md", env={SESSION: "kimi-2"}).returncode == 0
     check = json.loads(run("--json", "lock", "check", "src/auth.py").stdout)
     assert check["paths"][0]["state"] == "locked" and check["paths"][0]["owner"] == "kimi-1"
@@ -272,13 +280,7 @@ def test_a_cherry_pick_of_a_locked_path_is_caught_by_pre_push(pushing, agents):
 
 
 def test_an_unreadable_glob_record_is_held_by_the_sessions_that_list_it(guarded, run, agents):
-    register(run, "kimi-1", agents())
-    register(run, "kimi-2", agents())
-    assert run("lock", "acquire", "src/*.py", env={SESSION: "kimi-1"}).returncode == 0
-    name = record("src/*.py")
-    write_on_branch(guarded, {name: b"\x00garbage"})
-    proc = run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-2"})
-    assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
+    name = break_held_record(guarded, run, agents, "src/*.py", b"\x00garbage")
     edit(guarded, "src/new.py")
     proc = commit(guarded, "-m", "under a broken glob record")
     assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
