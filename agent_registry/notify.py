@@ -128,7 +128,9 @@ def pool(repo: Repo) -> dict[str, list[str]]:
         return merged
     except ValueError as exc:
         raise BadInput(f"{path} is not valid JSON: {exc}") from None
-    for event, texts in (local.items() if isinstance(local, dict) else ()):
+    if not isinstance(local, dict):
+        raise BadInput(f"{path} must be a JSON object: event -> list of templates")
+    for event, texts in local.items():
         if event in EVENTS and isinstance(texts, list) and texts and \
                 all(isinstance(t, str) for t in texts):
             merged[event] = texts
