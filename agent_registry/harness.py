@@ -245,25 +245,33 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) 
     except BadInput:
         return None  # outside this repository: not ours to guard
     sid = session_for(info, event["session_id"])
-    from .guard import Guard, describe
+    from .guard import UNREADABLE, Guard, describe
     guard = Guard(info)
     try:
         # the edit is made by this Claude session, whatever the env of the hook says
-        conflicts = guard.check([path], committer=sid).conflicts
+        report = guard.check([path], committer=sid)
     finally:
         guard.close()
+    if report.unreadable:  # a registry that exists but cannot be read: fail closed
+        return _deny(f"agent-registry: cannot tell whether {path} is locked: "
+                     f"{report.mode[len(UNREADABLE):]}. Do not edit it until the registry "
+                     "branch is repaired (git fsck; agent-registry sync).")
+    conflicts = report.conflicts
     if not conflicts and auto_claim:
         conflicts = _claim(info, sid, path, pid)
     if not conflicts:
         return None
     reasons = "; ".join(describe(c) for c in conflicts)
     owners = ", ".join(sorted({c.owner for c in conflicts}))
-    return {"hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "deny",
-        "permissionDecisionReason": (
-            f"agent-registry: {path} is locked by {owners}, another live session ({reasons}). "
-            "Do not edit it: work on something else, or ask the user to coordinate with "
-            f"{owners}.")}}
+    return _deny(f"agent-registry: {path} is locked by {owners}, another live session "
+                 f"({reasons}). Do not edit it: work on something else, or ask the user to "
+                 f"coordinate with {owners}.")
+
+
+def _deny(reason: str) -> dict:
+    """Claude Code's documented PreToolUse deny decision."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
 
 
 def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
