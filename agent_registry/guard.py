@@ -436,9 +436,15 @@ def pre_commit(guard: Guard, action: str = "commit") -> int:
     it before `git merge` commits, with the merge result in the index."""
     try:
         paths = guard.staged_paths()
-    except RuntimeError as exc:
-        say(f"agent-registry: cannot read the staged paths ({exc}): {action} not checked")
-        return 0
+    except RuntimeError as exc:  # what the commit changes is unknown: fail closed
+        why = " ".join(str(exc).split())
+        if os.environ.get(ALLOW_ENV) == "1":
+            say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed unchecked (cannot read "
+                f"the staged paths: {why}; not recorded)")
+            return 0
+        say(f"agent-registry: {action} refused: cannot read the staged paths ({why}); "
+            f"override deliberately: {ALLOW_ENV}=1 git {action} ...")
+        return 1
     return _decide(guard, guard.check(paths), action)
 
 

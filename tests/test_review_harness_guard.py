@@ -19,3 +19,23 @@ def test_pre_tool_use_denies_when_the_registry_branch_is_unreadable(repo, run, a
     decision = json.loads(proc.stdout)["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
     assert "unreadable" in decision["permissionDecisionReason"]
+
+
+def test_pre_commit_refuses_when_the_staged_paths_cannot_be_read(repo, run):
+    """It let the commit through ("commit not checked") when `git diff --cached` failed."""
+    import os
+    import subprocess
+    import sys
+    assert run("init").returncode == 0
+    bad = repo.parent / "corrupt.index"
+    bad.write_bytes(b"not an index")
+    env = {**os.environ, "GIT_INDEX_FILE": str(bad)}
+    env.pop("AGENT_REGISTRY_ALLOW", None)
+    guard = [sys.executable, "-m", "agent_registry.guard", "pre-commit"]
+    proc = subprocess.run(guard, cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "staged paths" in lines[0] and "AGENT_REGISTRY_ALLOW=1" in lines[0]
+    proc = subprocess.run(guard, cwd=repo, env={**env, "AGENT_REGISTRY_ALLOW": "1"},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "allowed unchecked" in proc.stderr
