@@ -149,15 +149,19 @@ def hook_repo_info() -> RepoInfo | None:
     return RepoInfo(git_dir, common, top, "", "sha1")
 
 
-def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:
-    """The registry tip the guard judges by: the local branch, else, in a clone that
+def registry_refs(config: dict[str, str]) -> list[str]:
+    """The refs the guard judges by, in order: the local branch, else, in a clone that
     never had it, the remote-tracking branch git clone made (as the registry does)."""
     branch = branch_name(config)
-    tip = repo.read_ref(f"refs/heads/{branch}")
     remote = config.get("agent-registry.remote") or "origin"
-    if tip is None and remote.lower() not in ("none", "false"):
-        tip = repo.read_ref(f"refs/remotes/{remote}/{branch}")
-    return tip
+    return [f"refs/heads/{branch}"] + (
+        [] if remote.lower() in ("none", "false") else [f"refs/remotes/{remote}/{branch}"])
+
+
+def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:
+    """The registry tip the guard judges by (registry_refs), or None."""
+    return next((tip for ref in registry_refs(config)
+                 if (tip := repo.read_ref(ref)) is not None), None)
 
 
 class LockLookup:
@@ -302,7 +306,7 @@ class Guard:
                                                "in this repository")
         try:
             if self.lookup is None:
-                raise GitError(f"refs/heads/{self.branch} names no commit")
+                raise GitError(f"{' / '.join(registry_refs(self.config))}: no commit")
             self.lookup.open()
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:
@@ -314,9 +318,10 @@ class Guard:
         return report
 
     def _ref_exists(self) -> bool:
-        """Is there a ref file that read_ref could not read (empty, a dangling symref)?
-        Then the branch is broken, not absent."""
-        return os.path.lexists(os.path.join(self.info.common_dir, "refs", "heads", self.branch))
+        """Is there a ref file that read_ref could not read (empty, a dangling symref),
+        local or remote-tracking?  Then the branch is broken, not absent."""
+        return any(os.path.lexists(os.path.join(self.info.common_dir, *ref.split("/")))
+                   for ref in registry_refs(self.config))
 
     def staged_paths(self) -> list[str]:
         """Paths the commit being made changes, read with the hook's own environment

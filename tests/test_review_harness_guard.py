@@ -39,3 +39,19 @@ def test_pre_commit_refuses_when_the_staged_paths_cannot_be_read(repo, run):
     proc = subprocess.run(guard, cwd=repo, env={**env, "AGENT_REGISTRY_ALLOW": "1"},
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "allowed unchecked" in proc.stderr
+
+
+def test_a_broken_remote_tracking_registry_branch_refuses(repo, run):
+    """A fresh clone's registry is its remote-tracking branch: an empty ref file there
+    is a broken registry, not none (it read as "guard off" and let the change through)."""
+    import subprocess
+    import sys
+    from helpers import git
+    assert run("init").returncode == 0
+    git(repo, "update-ref", "-d", "refs/heads/agent-registry")
+    tracking = repo / ".git" / "refs" / "remotes" / "origin" / "agent-registry"
+    tracking.parent.mkdir(parents=True, exist_ok=True)
+    tracking.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "agent_registry.guard", "check", "README.md"],
+                          cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 1 and "unreadable" in proc.stderr, proc.stderr
