@@ -101,17 +101,24 @@ def _merge_toml(old: str, path: Path, command: list[str], harness: str) -> str |
         raise BadInput(f"{path} defines mcp_servers.{SERVER} inline; edit it by hand "
                        f"(command = {_toml_value(command[0])}, args = "
                        f"{_toml_value(command[1:])}); nothing changed")
-    kept = {k: v for k, v in (entry or {}).items()
-            if k not in ("command", "args") and not isinstance(v, dict)}
-    table = f"[mcp_servers.{SERVER}]\n" + "".join(
-        f"{key} = {_toml_value(value)}\n"
-        for key, value in {"command": command[0], "args": command[1:], **kept}.items())
     if start is None:
         separator = "" if not old else "\n" if old.endswith("\n") else "\n\n"
-        return old + separator + table
+        return old + separator + _table(command, {})
     end = next((i for i in range(start + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+    # the keys our table's own lines set (inline tables and dotted keys too); its
+    # [mcp_servers.agent-registry.*] subtables are other lines, kept as written
+    import tomllib  # present: _toml_servers needed it to find our table
+    body = tomllib.loads("".join(lines[start + 1:end]))
+    table = _table(command, {k: v for k, v in body.items() if k not in ("command", "args")})
     tail = "\n" if end < len(lines) else ""
     return "".join(lines[:start]) + table + tail + "".join(lines[end:]).lstrip("\n")
+
+
+def _table(command: list[str], kept: dict) -> str:
+    """Our ``[mcp_servers.agent-registry]`` table: the command, then the kept keys."""
+    return f"[mcp_servers.{SERVER}]\n" + "".join(
+        f"{_toml_key(key)} = {_toml_value(value)}\n"
+        for key, value in {"command": command[0], "args": command[1:], **kept}.items())
 
 
 def _toml_servers(text: str, path: Path) -> dict:
@@ -129,8 +136,13 @@ def _toml_servers(text: str, path: Path) -> dict:
     return servers if isinstance(servers, dict) else {}
 
 
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
+
+
 def _toml_value(value) -> str:
-    """A TOML literal for what our table holds: strings, numbers, booleans, lists."""
+    """A TOML literal for what our table holds: strings, numbers, booleans, lists,
+    inline tables."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -139,4 +151,7 @@ def _toml_value(value) -> str:
         return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table: env = { FOO = "bar" }
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}"
+                                for k, v in value.items()) + " }"
     raise BadInput(f"cannot rewrite a TOML value of type {type(value).__name__}; edit it by hand")

@@ -55,3 +55,23 @@ def test_a_broken_remote_tracking_registry_branch_refuses(repo, run):
     proc = subprocess.run([sys.executable, "-m", "agent_registry.guard", "check", "README.md"],
                           cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1 and "unreadable" in proc.stderr, proc.stderr
+
+
+def test_harness_install_mcp_keeps_inline_tables_of_our_codex_entry(repo, run):
+    """An `env = {...}` (or dotted `env.X`) a person put in our table was dropped on rewrite."""
+    import pytest
+    tomllib = pytest.importorskip("tomllib")
+    config = repo / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[mcp_servers.agent-registry]\ncommand = "/old/agent-registry"\n'
+                      'args = ["mcp"]\nenv = { FOO = "bar", "A B" = 1 }\ntools.x = true\n'
+                      '\n[other]\nk = 1\n')
+    proc = run("harness", "install", "codex", "--mcp", check_untouched=False)
+    assert proc.returncode == 0, proc.stderr
+    data = tomllib.loads(config.read_text())
+    entry = data["mcp_servers"]["agent-registry"]
+    assert entry["env"] == {"FOO": "bar", "A B": 1} and entry["tools"] == {"x": True}
+    assert entry["command"] != "/old/agent-registry" and data["other"] == {"k": 1}
+    written = config.read_text()
+    assert run("harness", "install", "codex", "--mcp", check_untouched=False).returncode == 0
+    assert config.read_text() == written
