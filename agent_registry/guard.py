@@ -441,16 +441,21 @@ def pre_commit(guard: Guard, action: str = "commit") -> int:
     it before `git merge` commits, with the merge result in the index."""
     try:
         paths = guard.staged_paths()
-    except RuntimeError as exc:  # what the commit changes is unknown: fail closed
-        why = " ".join(str(exc).split())
-        if os.environ.get(ALLOW_ENV) == "1":
-            say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed unchecked (cannot read "
-                f"the staged paths: {why}; not recorded)")
-            return 0
-        say(f"agent-registry: {action} refused: cannot read the staged paths ({why}); "
-            f"override deliberately: {ALLOW_ENV}=1 git {action} ...")
-        return 1
+    except RuntimeError as exc:
+        return _unknown(action, f"cannot read the staged paths ({exc})")
     return _decide(guard, guard.check(paths), action)
+
+
+def _unknown(action: str, why: str) -> int:
+    """What the change touches cannot be listed: fail closed, in one line naming the
+    override; with the override, let it through unchecked, with a notice."""
+    why = " ".join(why.split())
+    if os.environ.get(ALLOW_ENV) == "1":
+        say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed unchecked ({why}; not recorded)")
+        return 0
+    say(f"agent-registry: {action} refused: {why}; override deliberately: "
+        f"{ALLOW_ENV}=1 git {action} ...")
+    return 1
 
 
 def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) -> int:
@@ -515,7 +520,10 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
             "the guard uses local state")
     else:
         guard.refresh()  # the sync may have moved the ref
-    changes = guard.pushed_changes(remote, updates)  # type: ignore[arg-type]
+    try:
+        changes = guard.pushed_changes(remote, updates)  # type: ignore[arg-type]
+    except GitError as exc:
+        return _unknown("push", f"cannot list what the push changes ({exc})")
     report = guard.check(sorted({p for changed in changes.values() for p in changed}))
     held = {c.path for c in report.conflicts}
     details = [f"  {source} touches {', '.join(hit)}" for source, changed in changes.items()

@@ -75,3 +75,20 @@ def test_harness_install_mcp_keeps_inline_tables_of_our_codex_entry(repo, run):
     written = config.read_text()
     assert run("harness", "install", "codex", "--mcp", check_untouched=False).returncode == 0
     assert config.read_text() == written
+
+
+def test_pre_push_refuses_in_one_line_when_it_cannot_list_what_is_pushed(repo, run):
+    """A git failure while listing the pushed changes ended the hook in a traceback."""
+    import os
+    import subprocess
+    import sys
+    assert run("init").returncode == 0
+    missing = "1" * 40
+    stdin = f"refs/heads/main {missing} refs/heads/main {'0' * 40}\n"
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+    guard = [sys.executable, "-m", "agent_registry.guard", "pre-push", "nowhere", "nowhere"]
+    proc = subprocess.run(guard, cwd=repo, env=env, input=stdin, capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "push refused: cannot list what the push changes" in last
+    assert "AGENT_REGISTRY_ALLOW=1" in last
