@@ -371,7 +371,14 @@ def check_adoptable(registry: Registry, local: str | None, previous: str | None,
 
 
 class MassDeletion(RegistryError):
-    pass
+    """The remote lost most of our sessions and no gc explains it: not adopted.  Says
+    what went wrong as Offline does (``kind``, ``advice``, ``to_dict``)."""
+
+    kind = "not-adopted"
+    advice = "`agent-registry sync` pushes it once the remote state is sorted out"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
 
 
 # -- the remote going back in time -------------------------------------------------------
@@ -508,7 +515,7 @@ def _save_state(registry: Registry, **changes) -> dict:
 def _failed(registry: Registry, exc: Offline | MassDeletion) -> None:
     """Record a failed attempt (caller holds the flock)."""
     _save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
-                last_error_kind=getattr(exc, "kind", "not-adopted"))
+                last_error_kind=exc.kind)
 
 
 def _confirmed_key(registry: Registry) -> str:
@@ -621,10 +628,7 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
                  failure: Offline | MassDeletion) -> dict:
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
-    error = failure.to_dict() if isinstance(failure, Offline) else \
-        {"kind": "not-adopted", "message": failure.message}
-    advice = failure.advice if isinstance(failure, Offline) else \
-        "`agent-registry sync` pushes it once the remote state is sorted out"
+    error, advice = failure.to_dict(), failure.advice
     if op["op"] != "claim":
         registry.unpushed = {"confirmed": False, "remote_error": error}
         registry.warnings.append(f"not pushed to {redact(registry.remote)} "
@@ -682,6 +686,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 state = _rebase(registry, remote)
         except CasFailed:
             continue
+        except MassDeletion as exc:  # wiped while we raced: kept here, as before the race
+            return _stop(registry, outcome, exc)
         if state.rewind:
             outcome["rewind"] = state.rewind
         if watch:
@@ -692,7 +698,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 outcome["result"] = state.results[watch]
 
 
-def _stop(registry: Registry, outcome: dict, exc: Offline) -> dict:
+def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dict:
     with file_lock(registry.lock_file):
         _failed(registry, exc)
     return {**outcome, "pushed": False, "error": exc.message, "failure": exc,
