@@ -34,7 +34,6 @@ def lock_arguments(registry, args, sid: str | None, *,
     locking it would be silent nonsense, so it is refused (exit 2)."""
     from .errors import BadInput
     paths = list(args)
-    names = registry.session_names(paths)
     here = registry.repo.info
 
     def is_file(arg: str) -> bool:
@@ -42,7 +41,13 @@ def lock_arguments(registry, args, sid: str | None, *,
             os.path.lexists(os.path.join(here.toplevel, here.prefix, arg))
 
     last = paths[-1] if paths else None
-    if last in names and sid in (None, last) and (len(paths) > 1 or not need_path):
+    may_be_sid = len(paths) > 1 or not need_path
+    # look up only what could matter: a trailing SID, and arguments that name no file (the
+    # common claim of existing files reads nothing more from the branch)
+    names = registry.session_names(
+        [arg for i, arg in enumerate(paths)
+         if (may_be_sid and i == len(paths) - 1) or not is_file(arg)])
+    if last in names and sid in (None, last) and may_be_sid:
         if is_file(last):
             raise BadInput(f"{last!r} names both a file and a registered session: "
                            "give the session with --session")
