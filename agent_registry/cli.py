@@ -21,7 +21,7 @@ import click
 
 from . import output
 from .console import SESSION_ENV, lock_arguments, new_session_id, report, resolve_session
-from .context import Output, pass_out, resolve_sid
+from .context import Output, pass_out
 from .errors import BAD_INPUT, BadInput, RegistryError
 from .output import age, local_time
 
@@ -206,7 +206,7 @@ def owner_line(bound: dict) -> str:
 @pass_out
 def update(out: Output, sid, **fields) -> None:
     """Update fields of a live session (lists are comma-separated)."""
-    session = out.registry.update(resolve_sid(sid), **fields)
+    session = out.registry.update(resolve_session(sid), **fields)
     out.emit({"session": session.to_dict()}, f"updated {session.id}")
 
 
@@ -217,7 +217,7 @@ def update(out: Output, sid, **fields) -> None:
 @pass_out
 def finish(out: Output, sid, notify_executed) -> None:
     """Mark a session Finished and release every lock it holds, in one commit."""
-    result = out.registry.finish(resolve_sid(sid), notify_executed=notify_executed)
+    result = out.registry.finish(resolve_session(sid), notify_executed=notify_executed)
     s = result["session"]
     note = " (had already ended)" if result.get("already") else \
         f", released {len(result['released'])} lock(s)"
@@ -374,7 +374,7 @@ def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
     `lock acquire PATH SID`); an argument naming a session and no file is refused.
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.claim(resolve_sid(sid), paths, ttl=ttl, shared=shared)
+    result = out.registry.claim(resolve_session(sid), paths, ttl=ttl, shared=shared)
     out.notice(output.takeover_lines(result))
     out.emit(result, output.claim_text(result))
 
@@ -386,7 +386,7 @@ def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
 def lock_release(out: Output, paths, sid) -> None:
     """Release PATHs held by the session (refused if another session holds one)."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.release(resolve_sid(sid), paths)
+    result = out.registry.release(resolve_session(sid), paths)
     out.emit(result, output.claim_text(result))
 
 
@@ -427,7 +427,7 @@ def lock_heartbeat(out: Output, args, sid) -> None:
     With PATHs (the predecessor's `lock heartbeat PATH SID`): exit 1 unless the
     session holds each of them."""
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    result = out.registry.heartbeat(resolve_sid(sid), paths)
+    result = out.registry.heartbeat(resolve_session(sid), paths)
     out.emit(result, f"heartbeat {result['session']} ({result['locks']} lock(s))")
 
 
@@ -449,7 +449,7 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
         if interval < 1:
             raise BadInput(f"SECONDS {interval:g}: at least 1")
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    why = out.registry.heartbeat_loop(resolve_sid(sid), interval, paths=paths)
+    why = out.registry.heartbeat_loop(resolve_session(sid), interval, paths=paths)
     out.emit({"stopped": why}, f"heartbeat-loop stopped: {why}")
 
 

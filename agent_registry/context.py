@@ -6,7 +6,6 @@ from __future__ import annotations
 import click
 
 from . import output
-from .console import resolve_session
 
 
 class Output:
@@ -49,8 +48,3 @@ class Output:
 
 
 pass_out = click.make_pass_decorator(Output)
-
-
-def resolve_sid(sid: str | None) -> str:
-    """*sid*, else $AGENT_REGISTRY_SESSION; exit 2 when neither, or when *sid* is empty."""
-    return resolve_session(sid)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..context import Output, pass_out, resolve_sid
+from ..console import resolve_session
+from ..context import Output, pass_out
 from .entry import ROUTER_MAX
 
 json_option = click.option("--json", "json_here", is_flag=True,
@@ -33,7 +34,7 @@ def end(out: Output, sid, router, what, how, solved, bugs, tools, notify_execute
     predecessor tool (--cosa --come --risolto --bug --skill-tool) are accepted.
     """
     from .ops import end_session
-    result = end_session(out.registry, resolve_sid(sid), router=router, what=what, how=how,
+    result = end_session(out.registry, resolve_session(sid), router=router, what=what, how=how,
                          solved=solved, bugs=bugs, tools=tools,
                          notify_executed=notify_executed)
     entry = result["entry"]
@@ -96,7 +97,7 @@ def wiki_ingest(out: Output, sid) -> None:
     line. What the agent wrote is never replaced; on failure the entry stays pending,
     unchanged (exit 1)."""
     from . import api
-    result = api.ingest(out.registry, resolve_sid(sid))
+    result = api.ingest(out.registry, resolve_session(sid))
     entry = result["entry"]
     text = (f"{entry['session_id']}: nothing to ingest" if not result["filled"]
             else f"{entry['session_id']}: filled {', '.join(result['filled'])}")
