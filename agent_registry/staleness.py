@@ -96,7 +96,7 @@ def stale_reason(holder: Holder, session: Session | None, now: float,
         return f"its process {session.pid} on {here} is gone"
     margin = 0.0 if session.host == here else CLOCK_SKEW
     beat = session.heartbeat_ts()
-    if beat - now > CLOCK_SKEW:
+    if ahead_by(session, now):
         since = (seen or FirstSeen(None)).since(session.id, beat, now)
         if now - since > holder.ttl + margin:
             return (f"no new heartbeat for {int(now - since)} s since this clone first saw "
