@@ -1,4 +1,4 @@
-"""Review fixes in sync: a remote wiped while a claim's push races is handled like one
+"""Sync: a remote wiped while a claim's push races is handled like one
 wiped before the claim: kept locally, unconfirmed (exit 3), the reason recorded."""
 from __future__ import annotations
 

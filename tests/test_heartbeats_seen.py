@@ -1,4 +1,4 @@
-"""Review fixes in staleness: a damaged first-seen file never crashes a lock check."""
+"""Staleness: a damaged first-seen file never crashes a lock check."""
 from __future__ import annotations
 
 import pytest

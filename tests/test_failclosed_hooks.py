@@ -1,4 +1,4 @@
-"""Review of issue 9: the Claude Code PreToolUse hook fails closed on a registry branch
+"""Hooks fail closed (issue 9): the Claude Code PreToolUse hook fails closed on a registry branch
 that exists but cannot be read, as the commit guard does."""
 from __future__ import annotations
 
