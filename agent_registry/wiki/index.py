@@ -237,53 +237,49 @@ class WikiIndex:
         return ix
 
 
-def question(analyzer, text: str, fields: tuple[str, ...]):
-    """The Whoosh query of a question: each word (stemmed, stop words dropped) in any of
-    *fields*, with their boosts; more words matched score more (the 0.9 "coord" scale,
-    as qparser's ``OrGroup.factory(0.9)``).  Built directly rather than by qparser: a
-    question is plain words (``auth: "fix" (401)`` is no field, phrase or range syntax),
-    and qparser's import is a tenth of a whole-process query."""
-    from whoosh.query import NullQuery, Or, Term
+def question(analyzer, text: str, fields: tuple[str, ...]) -> list[tuple[str, str, float]]:
+    """The terms of a question, (field, stem, boost): each word (stemmed, stop words
+    dropped) in any of *fields*, with their boosts, all of them optional (an OR).  Read
+    directly rather than by qparser: a question is plain words (``auth: "fix" (401)`` is
+    no field, phrase or range syntax), and qparser's import is a tenth of a whole-process
+    query."""
     stems = dict.fromkeys(token.text for token in analyzer(text))
-    if not stems:
-        return NullQuery
-    return Or([Term(field, stem, boost=FIELD_BOOSTS[field]) for stem in stems
-               for field in fields], scale=0.9)
+    return [(field, stem, FIELD_BOOSTS[field]) for stem in stems for field in fields]
 
 
 def search_index(ix, text: str, limit: int) -> list[dict]:
     """Whoosh BM25F candidates: [{id, session_id, router, what, score, why, ...}].
 
     The distilled fields are searched first; the diaries too only when those give
-    fewer than *limit* hits.  A diary's words match thousands of entries, each scored
-    in Python: searching them only when needed makes a query of a 10,000-entry wiki
-    three times cheaper (docs/benchmarks.md), and what an agent wrote about a session
-    (router, what, bugs) is also the better evidence that it answers the question."""
+    fewer than *limit* hits: what an agent wrote about a session (router, what, bugs)
+    is the better evidence that it answers the question, and a diary's words match
+    thousands of entries.  Scored term at a time (:func:`.whoosh_shim.best`: Whoosh's
+    BM25F scores, several times faster than its document-at-a-time search)."""
     load_whoosh()
-    from whoosh import scoring
+    from .whoosh_shim import best
     # the words of the question by their stem, to say "matches" in the user's own words
     analyzer = ix.schema["router"].analyzer  # every text field has the same one
     spoken: dict[str, str] = {}
     for token in analyzer(text, chars=True):
         spoken.setdefault(token.text, text[token.startchar:token.endchar])
     out = []
-    with ix.searcher(weighting=scoring.BM25F()) as searcher:
+    with ix.searcher() as searcher:  # BM25F: Whoosh's default weighting
         for fields in (DISTILLED_FIELDS, SEARCH_FIELDS):
-            hits = searcher.search(question(analyzer, text, fields), limit=limit, terms=True)
-            if hits.scored_length() >= limit:
+            hits = best(searcher, question(analyzer, text, fields), limit)
+            if len(hits) >= limit:
                 break
-        for hit in hits:
-            fields = sorted({f for f, _ in hit.matched_terms()}, key=SEARCH_FIELDS.index)
-            stems = {t.decode(errors="replace") if isinstance(t, bytes) else t
-                     for _, t in hit.matched_terms()}
-            words = sorted({spoken.get(stem, stem).lower() for stem in stems})
-            out.append({"id": hit["id"], "session_id": hit["key"], "router": hit["router"],
-                        "what": hit["what"], "score": round(hit.score, 3),
-                        "bugs": [b for b in hit.get("bugs", "").split("\n") if b],
+        for docnum, score, matched in hits:
+            stored = searcher.stored_fields(docnum)
+            fields = sorted({f for f, _ in matched}, key=SEARCH_FIELDS.index)
+            words = sorted({spoken.get(stem, stem).lower() for _, stem in matched})
+            out.append({"id": stored["id"], "session_id": stored["key"],
+                        "router": stored["router"], "what": stored["what"],
+                        "score": round(score, 3),
+                        "bugs": [b for b in stored.get("bugs", "").split("\n") if b],
                         "why": f"matches {', '.join(words)} in {', '.join(fields)}",
-                        "provider": hit.get("provider", ""), "date": hit.get("date", ""),
-                        "pending_ingest": hit.get("pending") == "1",
-                        "excerpt": hit.get("excerpt", "")})
+                        "provider": stored.get("provider", ""), "date": stored.get("date", ""),
+                        "pending_ingest": stored.get("pending") == "1",
+                        "excerpt": stored.get("excerpt", "")})
     return out
 
 

@@ -76,3 +76,91 @@ def imported() -> None:
             for name, stand_in in stand_ins.items():
                 if sys.modules.get(name) is stand_in:
                     del sys.modules[name]
+
+
+# -- scoring an OR of terms, term at a time ----------------------------------------------
+# Whoosh scores ``Or([Term(field, text, boost=b), ...])`` document at a time: a binary tree
+# of UnionMatchers advanced posting by posting, each step a dozen Python calls through the
+# tree (about 30 us a document).  A question's common words match a few thousand documents
+# of a 10,000-entry wiki, and block-quality skipping never applies to them.  best() gives
+# the same BM25F scores (the same scorer objects, the same field lengths, the boost as
+# Whoosh's WrappingMatcher applies it) term at a time: each posting block is read whole (its
+# ids and weights, as W3LeafMatcher decodes them), the field lengths of a segment are read
+# as one byte string, and a term's score is computed once per (weight, length byte) pair.
+# Upstream this is a matcher method yielding a block's ids and weights plus a bulk read of
+# a length column; until then it reads W3LeafMatcher's block attributes, and falls back to
+# Whoosh's own search when they are not there (another codec or version).
+
+@functools.cache
+def _has_block_reads() -> bool:
+    from whoosh.codec.whoosh3 import W3LeafMatcher, W3PerDocReader
+    return all(hasattr(W3LeafMatcher, name) for name in ("_read_ids", "_read_weights",
+                                                         "_next_block", "reset")) and \
+        hasattr(W3PerDocReader, "_cached_reader")
+
+
+def _length_bytes(reader, field: str) -> bytes | None:
+    """The length bytes of *field* for every document of a segment (None: no column, so
+    Whoosh's scorer takes every length as 1)."""
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+    column = reader._perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
+    if column is None:
+        return None
+    return column._dbfile.get(column._basepos, column._count)
+
+
+def _blocks(matcher):
+    """(ids, weights) of each posting block of a segment's leaf matcher."""
+    matcher.reset()  # a deletion filter may have moved it on already
+    while matcher.is_active():
+        matcher._read_ids()
+        matcher._read_weights()
+        yield matcher._ids, matcher._weights
+        matcher._next_block()
+
+
+def best(searcher, terms: list[tuple[str, str, float]],
+         limit: int) -> list[tuple[int, float, list[tuple[str, str]]]]:
+    """The *limit* best documents for any of *terms* ((field, text, boost)), scored as
+    ``searcher.search(Or([Term(field, text, boost=boost), ...]))`` scores them:
+    [(docnum, score, [(field, text) matched])], best first, equal scores by docnum."""
+    if not _has_block_reads():
+        return _whoosh_best(searcher, terms, limit)
+    from heapq import nlargest
+    from whoosh.util.numeric import byte_to_length
+    scores: dict[int, float] = {}
+    docs: dict[tuple[str, str], set[int]] = {}
+    for sub, offset in searcher.leaf_searchers():
+        reader = sub.reader()
+        deleted = reader.deleted_docs_set if reader.has_deletions() else ()
+        for field, text, boost in terms:
+            if (field, text) not in reader:
+                continue
+            matcher = reader.postings(field, text)
+            leaf = getattr(matcher, "child", matcher)  # without the deletion filter
+            score = searcher.weighting.scorer(sub, field, text)._score
+            lengths, memo = _length_bytes(reader, field), {}
+            matched = docs.setdefault((field, text), set())
+            for ids, weights in _blocks(leaf):
+                for doc, weight in zip(ids, weights):
+                    if doc in deleted:
+                        continue
+                    lbyte = lengths[doc] if lengths else 0
+                    value = memo.get((weight, lbyte))
+                    if value is None:
+                        length = byte_to_length(lbyte) if lengths is not None else 1
+                        value = memo[weight, lbyte] = boost * score(weight, length)
+                    scores[doc + offset] = scores.get(doc + offset, 0.0) + value
+                    matched.add(doc + offset)
+    top = nlargest(limit, scores.items(), key=lambda item: (item[1], -item[0]))
+    return [(doc, value, [term for term, found in docs.items() if doc in found])
+            for doc, value in top]
+
+
+def _whoosh_best(searcher, terms, limit):
+    """best() through Whoosh's own search (also what tests compare best() with)."""
+    from whoosh.query import Or, Term
+    hits = searcher.search(Or([Term(f, t, boost=b) for f, t, b in terms]), limit=limit,
+                           terms=True)
+    return [(hit.docnum, hit.score, [(f, t.decode() if isinstance(t, bytes) else t)
+                                     for f, t in hit.matched_terms()]) for hit in hits]
