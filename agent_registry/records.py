@@ -166,7 +166,10 @@ def _scalar(value) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    text = json.dumps(str(value), ensure_ascii=False)
+    # a nested map or list (a key a person or another tool added) as JSON, which is YAML
+    # flow style: never Python's repr of it, which no YAML reader gives back
+    text = json.dumps(value if isinstance(value, (dict, list, tuple)) else str(value),
+                      ensure_ascii=False)
     return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 

@@ -111,6 +111,22 @@ def missing(entry: dict) -> list[str]:
     return out
 
 
+# the note `end` adds to a session's issues; the predecessor wrote it in Italian and
+# joined notes with " | " where we use "; "
+_NOTE = re.compile(r"(?:\s*[;|]\s*)?\bwiki: (?:not documented|campi non documentati): "
+                   r"\w+(?:, \w+)*")
+
+
+def undocumented_note(issues: str, undocumented: list[str]) -> str:
+    """*issues* with its "wiki: not documented: ..." note saying *undocumented* (or
+    gone when nothing is left undocumented); the rest of the text is kept."""
+    rest = _NOTE.sub("", issues or "").strip().strip(";|").strip()
+    if not undocumented:
+        return rest
+    note = f"wiki: not documented: {', '.join(undocumented)}"
+    return f"{rest}; {note}" if rest else note
+
+
 def read_entry(view, sid: str) -> dict | None:
     raw = view.read(wiki_path(sid))
     if raw is None:
@@ -127,6 +143,23 @@ def entry_sids(view) -> list[str]:
     return [s for s in (sid_of(n) for n in view.names(WIKI_DIR)) if s]
 
 
+def legacy_sid(view, number: int) -> str | None:
+    """The session id of the entry imported with the predecessor's numeric id *number*
+    (``legacy_id``).  Those ids live only in the entries, so every entry is read, in one
+    pipelined batch: the price of a numeric id, which no other lookup pays."""
+    folder = view.entries(WIKI_DIR) if view.tree else {}
+    sids = [s for s in map(sid_of, folder) if s and folder[f"{s}.md"]]
+    for sid, raw in zip(sids, view.repo.read_blobs([folder[f"{s}.md"] for s in sids])):
+        if raw and b"legacy_id:" in raw:  # parse only the few that can match
+            try:
+                meta, _ = split_frontmatter(raw)
+            except UnreadableRecord:
+                continue
+            if str(meta.get("legacy_id")).strip() == str(number):
+                return sid
+    return None
+
+
 def resolve(view, id_or_sid: str) -> str:
     """The session id of the entry named by a session id, an entry id, or a unique
     prefix of at least 6 characters of an entry id (like git's short hashes)."""
@@ -134,6 +167,8 @@ def resolve(view, id_or_sid: str) -> str:
         raise BadInput(f"invalid wiki entry id {id_or_sid!r}")
     if view.read(wiki_path(id_or_sid)) is not None:
         return id_or_sid
+    if id_or_sid.isdigit() and (sid := legacy_sid(view, int(id_or_sid))):
+        return sid
     wanted = id_or_sid.lower()
     if _HEX.fullmatch(wanted) and len(wanted) >= MIN_PREFIX:
         matches = [sid for sid in entry_sids(view) if entry_id(sid).startswith(wanted)]

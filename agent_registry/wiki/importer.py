@@ -10,6 +10,7 @@ running the import twice adds nothing.
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from ..records import (STATUSES, Session, UnreadableRecord, as_list, dump_sessio
 from ..registry import Outcome, Registry, operation
 from ..view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
-                    dump_entry, entry_id, split_frontmatter, wiki_path)
+                    dump_entry, entry_id, split_frontmatter, undocumented_note,
+                    wiki_path)
 
 PREDECESSOR_ZONE = "Europe/Rome"  # the predecessor wrote local Rome time without an offset
 OP_BYTES = 256 * 1024  # converted files per operation: keeps each commit message sane
@@ -48,6 +50,8 @@ def _utc(value) -> str:
     if isinstance(value, (int, float)):
         return iso(value)
     text = str(value).strip()
+    if len(text) == 10 and text[4] == "-" and text[7] == "-":
+        return text  # a date without a time (a wiki entry's `data`): no hour to shift
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -64,10 +68,36 @@ def _english(value):
     return value
 
 
+def _nested(data: dict, key: str, fields: tuple[str, ...]) -> None:
+    """Spread the predecessor's nested map *key* ({past: [...], present: [...]}) into our
+    flat ``<key>_<field>`` fields; a flat field already given wins."""
+    nested = data.pop(key, None)
+    if not isinstance(nested, dict):
+        if nested not in (None, "", {}):
+            data[key] = nested  # not the predecessor's shape: kept as it was
+        return
+    for field in fields:
+        if nested.get(field) not in (None, "", []) and not data.get(f"{key}_{field}"):
+            data[f"{key}_{field}"] = nested[field]
+
+
+def _english_note(issues) -> str:
+    """The predecessor's "wiki: campi non documentati: come_fatto, ..." note in our words."""
+    issues = "" if issues is None else str(issues)
+    match = re.search(r"wiki: campi non documentati: (\w+(?:, \w+)*)", issues)
+    if not match:
+        return issues
+    names = [WIKI_KEYS.get(name, name) for name in match.group(1).split(", ")]
+    return undocumented_note(issues, list(dict.fromkeys(names)))
+
+
 def convert_session(raw: bytes, sid: str) -> tuple[str, bytes]:
     """(status, canonical session YAML) of a predecessor session file."""
     data = {SESSION_KEYS.get(str(k), str(k)): v for k, v in read_mapping(raw).items()}
     held = data.pop("do_not_touch", None) or []
+    _nested(data, "todo", ("past", "present", "future"))
+    _nested(data, "notify", ("started", "executed"))
+    data["issues"] = _english_note(data.get("issues"))
     data["id"] = sid  # the file name is the id, as in the predecessor
     for key in TIME_KEYS:
         if key in data:
@@ -92,6 +122,8 @@ def convert_wiki(raw: bytes, sid: str, diary: bytes | None) -> bytes:
     for key in TEXT_FIELDS:
         entry[key] = str(entry.get(key) or NOT_DOCUMENTED)
     entry["date"] = _utc(entry.get("date"))
+    if isinstance(entry.get("handoff"), list):  # the predecessor listed the one handoff
+        entry["handoff"] = ", ".join(map(str, entry["handoff"]))
     entry["id"], entry["session_id"] = entry_id(sid), sid
     undocumented = [n for n in NARRATIVE_FIELDS if not documented(entry.get(n))]
     entry["undocumented"] = undocumented

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Iterable
 
 from .. import paths as P
-from ..errors import BadInput, NotFound, Refused
-from ..records import iso
+from ..errors import BadInput, NotFound, Refused, RegistryError
+from ..records import dump_session, iso
 from ..registry import Outcome, Registry, operation
-from ..view import View, context_path
+from ..view import View, context_path, done_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,
-                    dump_entry, entry_id, missing, read_entry, wiki_path)
+                    dump_entry, entry_id, missing, read_entry, undocumented_note, wiki_path)
 
 NO_DIARY = "_No diary was logged for this session (`agent-registry context log`)._"
 
@@ -85,8 +85,7 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
     }
     view.write(wiki_path(sid), dump_entry(entry))
     if undocumented:
-        note = f"wiki: not documented: {', '.join(undocumented)}"
-        session.issues = f"{session.issues}; {note}" if session.issues else note
+        session.issues = undocumented_note(session.issues, undocumented)
     if ended_before:
         released = []
         if undocumented:
@@ -97,6 +96,24 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
     return Outcome({"session": session.to_dict(), "entry": entry_summary(entry),
                     "released": released, "already": False},
                    f"end {sid}: wiki entry {entry['id']}, releasing {len(released)} lock(s)")
+
+
+def _renote(view: View, sid: str, undocumented: list[str]) -> None:
+    """Bring the session's "wiki: not documented: ..." note in line with its entry (an
+    ingest fills what `end` noted as missing); a session file that is gone or cannot be
+    read is left alone: the entry is what the wiki answers from."""
+    live = view.session(sid, strict=False)
+    try:
+        session = live or view.done_session(sid)
+    except RegistryError:
+        return
+    if session is None or undocumented_note(session.issues, undocumented) == session.issues:
+        return
+    session.issues = undocumented_note(session.issues, undocumented)
+    if live is not None:
+        view.put_session(session)
+    else:  # written in place: put_session would count it as ending again
+        view.write(done_path(sid), dump_session(session, view.read(done_path(sid))))
 
 
 def entry_summary(entry: dict) -> dict:
@@ -130,5 +147,6 @@ def _op_wiki_ingest(registry: Registry, view: View, op: dict) -> Outcome:
     if not filled and not was_pending:
         return Outcome({"entry": entry_summary(entry), "filled": []}, None)
     view.write(wiki_path(sid), dump_entry(entry))
+    _renote(view, sid, entry["undocumented"])
     return Outcome({"entry": entry_summary(entry), "filled": filled},
                    f"wiki ingest {sid}: {', '.join(filled) or 'nothing to fill'} by {op['by']}")

@@ -1,0 +1,254 @@
+"""Moving over from the predecessor tool (issue 15): its home folder as its scripts write it
+(nested todo/notify maps, Rome local times, Italian notes, numeric wiki ids), its LLM
+variables, and the habits its users bring (an empty wiki query lists the latest entries)."""
+from __future__ import annotations
+
+import json
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent_registry.view import done_path, live_path
+from agent_registry.wiki.entry import entry_id
+from helpers import git
+from test_wiki_support import FakeOpenAI
+
+KIMI, CLAUDE = "kimi-1", "claude-2"
+
+# What the predecessor's registry_manager.py writes (yaml.safe_dump, block style), after
+# `register kimi-1 ... --todo-present "step one,step two" --notify-started ...`,
+# `update --todo-past analisi --todo-future deploy`, `context log` and
+# `end kimi-1 --router ... --cosa ... --bug bug1,bug2`.
+KIMI_SESSION = """\
+session_id: kimi-1
+provider: Kimi
+ai_version: '2.7'
+started_at: 2026-12-01 06:05
+working_on: Refactoring auth
+todo:
+  past:
+  - analisi
+  present:
+  - step one
+  - step two
+  future:
+  - deploy
+space:
+- src/a.py
+do_not_touch: []
+status: Finished
+issues: 'wiki: campi non documentati: come_fatto, problema_risolto, skill_tool_mcp'
+handoff: ''
+pid: 14117
+cmdline: registry_manager.py register kimi-1 Kimi 2.7 Refactoring auth
+project: tmp
+git_branch: ''
+notify:
+  started: Kimi parte
+"""
+CLAUDE_SESSION = """\
+session_id: claude-2
+provider: Claude
+ai_version: opus
+started_at: 2026-07-16 23:30
+working_on: dashboard
+todo:
+  past: []
+  present:
+  - ui
+  future: []
+space: []
+do_not_touch: []
+status: OnWorking
+issues: ''
+handoff: ''
+pid: 14581
+project: tmp
+git_branch: ''
+"""
+KIMI_WIKI = """\
+---
+id: 3
+session_id: kimi-1
+provider: Kimi
+modello: '2.7'
+data: '2026-12-01'
+router: auth refactor token
+cosa_fatto: estratto token manager
+come_fatto: non documentato
+problema_risolto: non documentato
+file_toccati:
+- src/a.py
+git_push: []
+handoff: []
+bug_trovati:
+- bug1
+- bug2
+skill_tool_mcp:
+- non documentato
+---
+
+# Context sessione kimi-1
+
+- **2026-12-01 06:05** — letto auth.py
+"""
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    root = tmp_path / "predecessor-home"
+    for folder in ("sessions", "wiki", "contexts"):
+        (root / folder).mkdir(parents=True)
+    (root / "sessions" / f"{KIMI}.yaml").write_text(KIMI_SESSION)
+    (root / "sessions" / f"{CLAUDE}.yaml").write_text(CLAUDE_SESSION)
+    (root / "wiki" / f"{KIMI}.md").write_text(KIMI_WIKI)
+    (root / "contexts" / f"{KIMI}-context.md").write_text(
+        "# Context sessione kimi-1\n\n- **2026-12-01 06:05** — letto auth.py\n")
+    return root
+
+
+def shown(run, sid: str) -> dict:
+    (session,) = json.loads(run("--json", "show", sid).stdout)["sessions"]
+    return session
+
+
+def rome_to_utc(text: str) -> str:
+    moment = datetime.fromisoformat(text).replace(tzinfo=ZoneInfo("Europe/Rome"))
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- import-home ------------------------------------------------------------------------
+
+def test_nested_todo_and_notify_become_our_fields_not_python_repr(run, repo, home):
+    assert run("import-home", str(home)).returncode == 0
+    kimi_file = git(repo, "show", f"agent-registry:{done_path(KIMI)}")
+    assert "{'" not in kimi_file and "['" not in kimi_file  # no Python repr on the branch
+    kimi = shown(run, KIMI)
+    assert kimi["todo_past"] == ["analisi"]
+    assert kimi["todo_present"] == ["step one", "step two"]
+    assert kimi["todo_future"] == ["deploy"]
+    assert kimi["notify_started"] == "Kimi parte"
+    assert "todo" not in kimi and "notify" not in kimi
+    claude = shown(run, CLAUDE)
+    assert claude["todo_present"] == ["ui"]
+    assert 'status: "OnWorking"' in git(repo, "show", f"agent-registry:{live_path(CLAUDE)}")
+
+
+def test_times_move_from_rome_to_utc_and_a_wiki_date_is_not_shifted(run, repo, home):
+    assert run("import-home", str(home)).returncode == 0
+    # winter (UTC+1) and summer (UTC+2) Rome times, the latter across midnight UTC
+    kimi = shown(run, KIMI)
+    assert kimi["registered_at"] == rome_to_utc("2026-12-01 06:05") == "2026-12-01T05:05:00Z"
+    claude = shown(run, CLAUDE)
+    assert claude["registered_at"] == "2026-07-16T21:30:00Z"
+    entry = json.loads(run("--json", "wiki", "show", KIMI).stdout)
+    assert entry["date"] == "2026-12-01"  # a date has no hour: it was 2026-11-30T23:00:00Z
+    assert entry["handoff"] == ""  # the predecessor's [] is no handoff, not the text "[]"
+
+
+def test_wiki_show_finds_the_predecessors_numeric_id(run, repo, home):
+    assert run("import-home", str(home)).returncode == 0
+    entry = json.loads(run("--json", "wiki", "show", "3").stdout)
+    assert entry["session_id"] == KIMI and entry["legacy_id"] == 3
+    missing = run("wiki", "show", "4")
+    assert missing.returncode == 1 and "no wiki entry 4" in missing.stderr
+
+
+def test_the_italian_undocumented_note_reads_in_english(run, repo, home):
+    assert run("import-home", str(home)).returncode == 0
+    kimi = shown(run, KIMI)
+    assert kimi["issues"] == "wiki: not documented: how, solved, tools"
+
+
+# -- wiki ingest updates the session's note ---------------------------------------------
+
+@pytest.fixture
+def llm():
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+def test_ingest_clears_the_not_documented_note_of_the_session(run, repo, home, llm):
+    assert run("register", "s-1", "--provider", "Kimi", "--working-on", "x").returncode == 0
+    assert run("update", "s-1", "--issues", "flaky ci").returncode == 0
+    assert run("end", "s-1", "--what", "fixed ci", "--bugs", "", "--tools", "").returncode == 0
+    before = shown(run, "s-1")["issues"]
+    assert before == "flaky ci; wiki: not documented: router, how, solved"
+    llm.script = [json.dumps({"router": "ci fix", "how": "retried", "solved": "flaky ci"})]
+    done = run("wiki", "ingest", "s-1", env=llm.env())
+    assert done.returncode == 0, done.stderr
+    assert shown(run, "s-1")["issues"] == "flaky ci"
+    # an imported (finished) session with the predecessor's note is brought in line too
+    assert run("import-home", str(home)).returncode == 0
+    llm.script = [json.dumps({"how": "by hand", "solved": "auth", "tools": ["grep"]})]
+    assert run("wiki", "ingest", KIMI, env=llm.env()).returncode == 0
+    assert shown(run, KIMI)["issues"] == ""
+
+
+# -- the predecessor's LLM variables ----------------------------------------------------
+
+def test_kimi_variables_configure_the_llm(run, repo, home, llm):
+    from agent_registry.wiki.llm import MOONSHOT_URL, resolve
+    cfg, _ = resolve({"KIMI_API_KEY": "sk-kimi"})
+    assert (cfg.base_url, cfg.model, cfg.api_key) == (MOONSHOT_URL, "kimi-k2.5", "sk-kimi")
+    assert cfg.temperature == 1.0  # kimi-k2 models refuse any other
+    cfg, _ = resolve({"MOONSHOT_API_KEY": "sk-moon", "KIMI_MODEL": "moonshot-v1-8k"})
+    assert (cfg.api_key, cfg.model, cfg.temperature) == ("sk-moon", "moonshot-v1-8k", 0.0)
+    assert run("import-home", str(home)).returncode == 0
+    llm.script = [json.dumps({"results": [{"id": entry_id(KIMI), "description": "auth work",
+                                           "why": "same module"}]})]
+    env = {"KIMI_API_KEY": "sk-kimi", "KIMI_BASE_URL": llm.base_url, "KIMI_MODEL": "kimi-x"}
+    answer = json.loads(run("--json", "wiki", "query", "auth token", env=env).stdout)
+    assert answer["ranker"] == "llm" and answer["model"] == "kimi-x"
+    assert answer["results"][0]["why"] == "same module" and "llm_off" not in answer
+    request = llm.requests[0]
+    assert request["auth"] == "Bearer sk-kimi" and request["body"]["model"] == "kimi-x"
+
+
+def test_wiki_query_says_why_the_llm_is_off(run, repo, home):
+    assert run("import-home", str(home)).returncode == 0
+    text = run("wiki", "query", "auth")
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[0].startswith("ranker: whoosh (LLM off: no LLM configured")
+    half = run("--json", "wiki", "query", "auth", env={"KIMI_BASE_URL": "http://127.0.0.1:9/v1"})
+    off = json.loads(half.stdout)["llm_off"]
+    assert off == ("the LLM is not fully configured: AGENT_REGISTRY_LLM_MODEL, "
+                   "AGENT_REGISTRY_LLM_API_KEY not set")
+    ingest = run("wiki", "ingest", KIMI)
+    assert ingest.returncode == 1 and "no LLM configured" in ingest.stderr
+
+
+# -- an empty query lists the latest entries --------------------------------------------
+
+def end_with(run, sid: str, what: str) -> None:
+    assert run("register", sid, "--provider", "Kimi", "--working-on", what).returncode == 0
+    assert run("end", sid, "--what", what).returncode == 0
+
+
+def test_an_empty_wiki_query_lists_the_latest_entries(run, repo):
+    for number, what in enumerate(("first", "second", "third")):
+        end_with(run, f"s-{number}", what)
+    for args in (("wiki", "query"), ("wiki", "query", "")):
+        proc = run("--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        answer = json.loads(proc.stdout)
+        assert answer["ranker"] == "latest"
+        assert {r["session_id"] for r in answer["results"]} == {"s-0", "s-1", "s-2"}
+    text = run("wiki", "query", "--limit", "2").stdout.splitlines()
+    assert text[0] == "ranker: latest" and len([t for t in text if t.startswith(" ")]) == 2
+
+
+def test_the_dashboard_wiki_search_lists_the_latest_entries_for_an_empty_query(run, repo):
+    pytest.importorskip("uvicorn")
+    from test_dashboard_support import served
+    end_with(run, "s-1", "oauth tokens")
+    with served(repo) as start:
+        for query in ("?q=", ""):
+            with urllib.request.urlopen(f"{start['url']}api/wiki{query}", timeout=60) as answer:
+                body = json.loads(answer.read())
+            assert body["ranker"] == "latest"
+            assert [r["session_id"] for r in body["results"]] == ["s-1"]
