@@ -170,11 +170,15 @@ def wiki_repo(registry):
     return registry
 
 
+LLM_OFF = ("no LLM configured (set AGENT_REGISTRY_LLM_BASE_URL, AGENT_REGISTRY_LLM_MODEL "
+           "and AGENT_REGISTRY_LLM_API_KEY, or KIMI_API_KEY)")
+
+
 def test_query_cli_names_the_ranker_and_says_when_nothing_matches(wiki_repo, run):
     found = run("wiki", "query", "sqlite database is locked")
     assert found.returncode == 0, found.stderr
     lines = found.stdout.splitlines()
-    assert lines[0] == "ranker: whoosh"
+    assert lines[0] == f"ranker: whoosh (LLM off: {LLM_OFF})"
     assert lines[1].startswith(entry_id("claude-1751000016") + "  claude-1751000016")
     as_json = json.loads(run("wiki", "query", "sqlite database is locked", "--json",
                              "--limit", "3").stdout)
@@ -184,8 +188,9 @@ def test_query_cli_names_the_ranker_and_says_when_nothing_matches(wiki_repo, run
     assert first["session_id"] == "claude-1751000016" and "locked" in first["why"]
     nothing = run("wiki", "query", "quantum chromodynamics lattice")
     assert nothing.returncode == 0
-    assert nothing.stdout.splitlines() == ["ranker: whoosh", "not found in past sessions"]
-    assert run("wiki", "query", "  ").returncode == 2
+    assert nothing.stdout.splitlines() == [f"ranker: whoosh (LLM off: {LLM_OFF})",
+                                           "not found in past sessions"]
+    assert json.loads(run("--json", "wiki", "query", "  ").stdout)["ranker"] == "latest"
 
 
 def test_query_syntax_characters_are_plain_words(wiki_repo):

@@ -47,13 +47,12 @@ def test_the_fast_path_answers_as_the_click_command_does(wiki_repo, repo, run):
 
 def test_unusual_command_lines_are_left_to_click(wiki_repo, run):
     assert "Has this been done before?" in run("wiki", "query", "--help").stdout
-    for args in (["wiki", "query"], ["wiki", "query", "a", "b"],
+    for args in (["wiki", "query", "a", "b"],
                  ["wiki", "query", "--limit", "0", "x"], ["wiki", "query", "--bogus", "x"]):
         proc = run(*args)
         assert proc.returncode == 2 and "(see --help)" in proc.stderr, (args, proc.stderr)
-    bad = run("--json", "wiki", "query", "   ")  # the library's error, one line, exit 2
-    assert bad.returncode == 2 and bad.stderr == "agent-registry: empty query\n"
-    assert json.loads(bad.stdout)["error"]
+    blank = run("--json", "wiki", "query", "   ")  # no words: the latest entries (issue 15)
+    assert blank.returncode == 0 and json.loads(blank.stdout)["ranker"] == "latest"
 
 
 def test_the_console_script_query_never_imports_click_or_the_unused_modules(wiki_repo, repo):

@@ -212,8 +212,8 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return watch_status(registry)
 
-    @app.get("/api/wiki", summary="Search the wiki")
-    def wiki_search(q: str = Query(..., min_length=1, max_length=500, pattern=TEXT_PATTERN),
+    @app.get("/api/wiki", summary="Search the wiki; an empty or missing q lists the latest entries")
+    def wiki_search(q: str = Query("", max_length=500, pattern=TEXT_PATTERN),
                     limit: int = Query(10, ge=1, le=100)) -> dict:
         wiki = load_feature("wiki", "wiki search")
         with pool.borrow() as registry:

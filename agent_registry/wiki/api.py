@@ -18,28 +18,35 @@ CANDIDATES = 10  # Whoosh candidates handed to the LLM
 
 def search(registry: Registry, text: str, limit: int = 10,
            progress: Progress | None = None) -> dict:
-    """``{"ranker": "whoosh"|"llm", "results": [{id, session_id, router, what, score, why,
-    ...}], "index": {built, updated, waited, entries}}``; with an LLM configured its rerank
-    is the answer, unless it fails (then ``llm_error`` says why and the Whoosh ranking
-    stands).  No candidate: no LLM call.  *progress* reports index work (a terminal)."""
+    """``{"ranker": "whoosh"|"llm"|"latest", "results": [{id, session_id, router, what,
+    score, why, ...}], "index": {built, updated, waited, entries}}``; with an LLM
+    configured its rerank is the answer, unless it fails (then ``llm_error`` says why and
+    the Whoosh ranking stands); without one ``llm_off`` says why.  No candidate: no LLM
+    call.  An empty *text* lists the latest entries (ranker "latest").  *progress*
+    reports index work (a terminal)."""
     from .index import WikiIndex, search_index
-    if not text or not text.strip():
-        raise BadInput("empty query")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
+    text = (text or "").strip()
     index = WikiIndex(registry, progress)
+    find = (lambda ix: search_index(ix, text, max(limit, CANDIDATES))) if text else \
+        (lambda ix: latest(ix, limit))
     try:
-        candidates = search_index(index.open(), text, max(limit, CANDIDATES))
+        candidates = find(index.open())
     except RegistryError:
         raise
     except Exception:  # another process replaced the segments we were opening: once more
-        candidates = search_index(index.open(), text, max(limit, CANDIDATES))
-    answer: dict = {"ranker": "whoosh", "results": candidates[:limit], "index": index.status}
-    if not candidates:
+        candidates = find(index.open())
+    answer: dict = {"ranker": "whoosh" if text else "latest", "results": candidates[:limit],
+                    "index": index.status}
+    if not text:
         return answer
     from . import llm
-    cfg = llm.config()
+    cfg, off = llm.resolve()
     if cfg is None:
+        answer["llm_off"] = off
+        return answer
+    if not candidates:
         return answer
     try:
         ranked = llm.rerank(cfg, text, candidates)
@@ -51,6 +58,20 @@ def search(registry: Registry, text: str, limit: int = 10,
     answer["results"] = [{**by_id[r["id"]], "description": r["description"], "why": r["why"]}
                          for r in ranked][:limit]
     return answer
+
+
+def latest(ix, limit: int) -> list[dict]:
+    """The *limit* newest entries of the index (by their date), as search results."""
+    import heapq
+    with ix.searcher() as searcher:
+        docs = [d for d in searcher.all_stored_fields() if d.get("id")]  # not __meta__
+    newest = heapq.nlargest(limit, docs, key=lambda d: (d.get("date") or "", d["key"]))
+    return [{"id": d["id"], "session_id": d["key"], "router": d.get("router", ""),
+             "what": d.get("what", ""), "score": 0.0, "why": "latest entry",
+             "bugs": [b for b in d.get("bugs", "").split("\n") if b],
+             "provider": d.get("provider", ""), "date": d.get("date", ""),
+             "pending_ingest": d.get("pending") == "1", "excerpt": d.get("excerpt", "")}
+            for d in newest]
 
 
 def get_entry(registry: Registry, id_or_sid: str) -> dict:
@@ -72,10 +93,9 @@ def rebuild(registry: Registry, progress: Progress | None = None) -> dict:
 
 def _required_config() -> LLMConfig:
     from . import llm
-    cfg = llm.config()
+    cfg, off = llm.resolve()
     if cfg is None:
-        raise RegistryError("no LLM configured: set AGENT_REGISTRY_LLM_BASE_URL, "
-                            "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY")
+        raise RegistryError(off)
     return cfg
 
 
@@ -122,15 +142,20 @@ def query_text(answer: dict) -> str:
     head = f"ranker: {answer['ranker']}"
     if answer.get("llm_error"):
         head += f" (LLM failed: {answer['llm_error']})"
+    if answer.get("llm_off"):
+        head += f" (LLM off: {answer['llm_off']})"
     lines = [head]
     if not answer["results"]:
-        lines.append("not found in past sessions")
+        lines.append("not found in past sessions" if answer["ranker"] != "latest"
+                     else "the wiki has no entries yet")
     for r in answer["results"]:
-        lines.append(f"{r['id']}  {r['session_id']}  score {r['score']}")
+        lines.append(f"{r['id']}  {r['session_id']}  " + (
+            f"score {r['score']}" if answer["ranker"] != "latest" else r["date"]))
         summary = r.get("description") or r["router"] or r["what"]
         if summary:
             lines.append(f"    {summary}")
-        lines.append(f"    why: {r['why']}")
+        if answer["ranker"] != "latest":
+            lines.append(f"    why: {r['why']}")
     return "\n".join(filter(None, [*lines, index_text(answer["index"])]))
 
 

@@ -55,7 +55,7 @@ def wiki() -> None:
 
 
 @wiki.command("query")
-@click.argument("text")
+@click.argument("text", required=False, default="")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
               help="Most results to show.")
 @json_option
@@ -64,9 +64,10 @@ def wiki_query(out: Output, text, limit, json_here) -> None:
     """Has this been done before? Rank past sessions for TEXT.
 
     Whoosh (BM25F over router, what, bugs and diary, with stemming) finds candidates;
-    with an LLM configured (AGENT_REGISTRY_LLM_*) it reranks them and says why each is
-    relevant. The output names the ranker used. No candidate: "not found in past
-    sessions", and the LLM is not called. A query first brings the local index up to
+    with an LLM configured (AGENT_REGISTRY_LLM_*, or the predecessor's KIMI_API_KEY)
+    it reranks them and says why each is relevant. The output names the ranker used,
+    and when the LLM is off, why. No candidate: "not found in past sessions", and the
+    LLM is not called. No TEXT (or an empty one): the latest entries, newest first. A query first brings the local index up to
     the branch (built on a clone's first query: a progress line on a terminal's
     stderr; a last "index:" line says what it took).
     """

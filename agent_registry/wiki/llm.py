@@ -4,10 +4,15 @@ Configured only by the environment (any OpenAI-compatible endpoint: OpenAI, Kimi
 a local server):
 
     AGENT_REGISTRY_LLM_BASE_URL   AGENT_REGISTRY_LLM_MODEL
-    AGENT_REGISTRY_LLM_API_KEY    (falls back to OPENAI_API_KEY)
+    AGENT_REGISTRY_LLM_API_KEY    (falls back to KIMI_API_KEY, MOONSHOT_API_KEY, OPENAI_API_KEY)
     AGENT_REGISTRY_LLM_TIMEOUT    seconds per request (default 30)
 
-langchain_openai is imported only when all of these are set (it costs about a second).
+The predecessor tool's variables work too: KIMI_API_KEY (or MOONSHOT_API_KEY),
+KIMI_BASE_URL (default Moonshot's endpoint), KIMI_MODEL (default kimi-k2.5) and
+KIMI_TEMPERATURE (default 1, the only value kimi-k2 models accept); ours win where both
+are set.  When the LLM is off, :func:`resolve` says why in one line.
+
+langchain_openai is imported only when an endpoint is configured (it costs about a second).
 Every answer must be one strict JSON object, validated against the expected shape; a
 reply that is not is sent back to the model with the error, up to ATTEMPTS times.  Any
 failure raises LLMError, and the caller keeps its non-LLM answer.
@@ -34,29 +39,60 @@ class LLMError(RegistryError):
 
 # a named tuple, not a dataclass: importing dataclasses (inspect, ...) would cost every
 # `wiki query` several ms just to learn that no LLM is configured
-LLMConfig = namedtuple("LLMConfig", "base_url model api_key timeout")
+LLMConfig = namedtuple("LLMConfig", "base_url model api_key timeout temperature")
+
+MOONSHOT_URL = "https://api.moonshot.ai/v1"  # the predecessor's default endpoint
+KIMI_DEFAULT_MODEL = "kimi-k2.5"
+KIMI_KEYS = ("KIMI_API_KEY", "MOONSHOT_API_KEY")
+OURS = ("AGENT_REGISTRY_LLM_BASE_URL", "AGENT_REGISTRY_LLM_MODEL", "AGENT_REGISTRY_LLM_API_KEY")
+
+
+def _first(env, *names: str) -> str:
+    return next((env[n].strip() for n in names if env.get(n, "").strip()), "")
+
+
+def _number(text: str, default: float) -> float:
+    try:
+        return float(text) if text else default
+    except ValueError:
+        return default
+
+
+def resolve(env: dict[str, str] | None = None) -> tuple[LLMConfig | None, str]:
+    """(the configured endpoint, "") or (None, one line saying why the LLM is off)."""
+    env = os.environ if env is None else env
+    kimi = bool(_first(env, *KIMI_KEYS))  # the predecessor's setup: Moonshot by default
+    key = _first(env, "AGENT_REGISTRY_LLM_API_KEY", *KIMI_KEYS, "OPENAI_API_KEY")
+    base_url = _first(env, "AGENT_REGISTRY_LLM_BASE_URL", "KIMI_BASE_URL") or \
+        (MOONSHOT_URL if kimi else "")
+    model = _first(env, "AGENT_REGISTRY_LLM_MODEL", "KIMI_MODEL") or \
+        (KIMI_DEFAULT_MODEL if kimi else "")
+    if not (base_url or model or key):
+        return None, ("no LLM configured (set AGENT_REGISTRY_LLM_BASE_URL, "
+                      "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY, or KIMI_API_KEY)")
+    unset = [name for name, value in zip(OURS, (base_url, model, key)) if not value]
+    if unset:
+        return None, f"the LLM is not fully configured: {', '.join(unset)} not set"
+    import importlib.util
+    if importlib.util.find_spec("langchain_openai") is None:
+        return None, "langchain-openai is not installed (pip install 'agent-registry[llm]')"
+    timeout = _number(env.get("AGENT_REGISTRY_LLM_TIMEOUT", ""), DEFAULT_TIMEOUT)
+    temperature = _number(_first(env, "AGENT_REGISTRY_LLM_TEMPERATURE", "KIMI_TEMPERATURE"),
+                          1.0 if model.startswith("kimi-k2") else 0.0)
+    return LLMConfig(base_url, model, key, timeout if timeout > 0 else DEFAULT_TIMEOUT,
+                     temperature), ""
 
 
 def config(env: dict[str, str] | None = None) -> LLMConfig | None:
-    """The configured endpoint, or None when the LLM is not configured."""
-    env = os.environ if env is None else env
-    base_url = env.get("AGENT_REGISTRY_LLM_BASE_URL", "").strip()
-    model = env.get("AGENT_REGISTRY_LLM_MODEL", "").strip()
-    key = env.get("AGENT_REGISTRY_LLM_API_KEY", "").strip() or env.get("OPENAI_API_KEY", "").strip()
-    if not (base_url and model and key):
-        return None
-    try:
-        timeout = float(env.get("AGENT_REGISTRY_LLM_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        timeout = DEFAULT_TIMEOUT
-    return LLMConfig(base_url, model, key, timeout if timeout > 0 else DEFAULT_TIMEOUT)
+    """The configured endpoint, or None when the LLM is off (:func:`resolve` says why)."""
+    return resolve(env)[0]
 
 
 def _client(cfg: LLMConfig):
     from langchain_openai import ChatOpenAI  # only now: the import alone costs ~1 s
     # our own retries are on bad answers; transport failures fail fast to the fallback
     return ChatOpenAI(model=cfg.model, base_url=cfg.base_url, api_key=cfg.api_key,
-                      timeout=cfg.timeout, max_retries=0, temperature=0)
+                      timeout=cfg.timeout, max_retries=0, temperature=cfg.temperature)
 
 
 def ask_json(cfg: LLMConfig, system: str, user: str, validate) -> dict:

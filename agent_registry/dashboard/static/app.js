@@ -329,7 +329,6 @@ async function loadWatch() {
 async function searchWiki() {
   const q = state.wikiQuery;
   const list = $("wiki-results");
-  if (!q) { list.replaceChildren(); $("wiki-ranker").textContent = ""; return; }
   let data;
   try {
     data = await api("/api/wiki?" + new URLSearchParams({ q }));
@@ -338,12 +337,15 @@ async function searchWiki() {
     list.replaceChildren();
     return;
   }
-  $("wiki-ranker").textContent = data.results.length ? `ranked by ${data.ranker}` : "not done before, as far as the wiki knows";
+  const latest = data.ranker === "latest";
+  const llm = data.llm_off ? ` (LLM off: ${data.llm_off})` : "";
+  $("wiki-ranker").textContent = latest ? (data.results.length ? "latest entries" : "the wiki has no entries yet")
+    : data.results.length ? `ranked by ${data.ranker}${llm}` : "not done before, as far as the wiki knows";
   list.replaceChildren(...data.results.map((r) => {
     const details = el("details", { "data-entry": r.id },
       el("summary", {}, el("strong", {}, r.what || r.router || r.id), " ",
-         el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, `score ${Number(r.score).toPrecision(3)}`)),
-      r.why ? el("p", { class: "muted" }, r.why) : null);
+         el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, latest ? r.date : `score ${Number(r.score).toPrecision(3)}`)),
+      r.why && !latest ? el("p", { class: "muted" }, r.why) : null);
     details.addEventListener("toggle", () => { if (details.open) loadWikiEntry(details, r.id); }, { once: true });
     return el("li", {}, details);
   }));
