@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/wiki_bench.py
 	$(BIN)/python bench/sync_bench.py
 	$(BIN)/python bench/mcp_bench.py
+	$(BIN)/python bench/scale_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

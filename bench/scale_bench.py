@@ -1,0 +1,421 @@
+"""Scale benchmark: many clones claiming through one remote with a real round trip.
+
+    python bench/scale_bench.py [--quick] [--clones 1,16,48] [--rtt-ms 100] [--seconds 60]
+
+The remote is a bare repository served by `git daemon` inside a private network namespace
+(`unshare -n`: the whole benchmark re-executes itself there, so no port of the machine is
+used and nothing outside can reach it), behind a delay line written here: a TCP proxy on
+127.0.0.1 that holds every chunk for half the round trip in each direction (this kernel has
+no netem).  Clones talk to the proxy (`git://127.0.0.1:<proxy>/remote.git`).
+
+1. **Distinct claims**: N clones each make claims of paths no one else claims, one
+   `agent-registry lock acquire` process per claim, back to back, for a fixed window.
+   Reported: confirmed claims per second (those confirmed inside the window), the time
+   from starting a claim to its confirmation (p50, p90, max; claims started in the window
+   are all waited for, so a starved clone is counted, not censored), push attempts per
+   claim (from the clone's sync state) and each clone's worst streak of lost pushes.
+2. **Contended rounds**: every clone claims the same new path at the same instant;
+   exactly one may win each round (exit 0), every other claim is refused (exit 1).
+3. **Nothing lost**: a fresh clone syncs and lists the locks; every confirmed claim of
+   both modes must be there, held by its claimer.
+
+Writes the section between `<!-- scale:start -->` and `<!-- scale:end -->` of
+docs/benchmarks.md (`--section scale-before` kept the single-branch numbers of issue 11).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from report import write_section  # noqa: E402
+from states import hermetic_env, make_project  # noqa: E402
+
+CLI = str(Path(sys.executable).parent / "agent-registry")
+INSIDE = "SCALE_BENCH_NETNS"  # set once the benchmark runs in its own network namespace
+DAEMON_PORT, PROXY_PORT = 9418, 9419
+
+
+# -- the delay line --------------------------------------------------------------------
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                delay: float) -> None:
+    """Copy *reader* to *writer*, each chunk delivered *delay* seconds after it arrived
+    (a delay line: latency without a bandwidth limit, order kept).  A broken side
+    aborts the other, so no connection is left half open."""
+    queue: asyncio.Queue = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    async def deliver() -> None:
+        while True:
+            due, data = await queue.get()
+            wait = due - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if not data:
+                if writer.can_write_eof():
+                    writer.write_eof()
+                return
+            writer.write(data)
+            await writer.drain()
+
+    sender = asyncio.create_task(deliver())
+    try:
+        while True:
+            data = await reader.read(65536)
+            queue.put_nowait((loop.time() + delay, data))
+            if not data:
+                break
+        await sender
+    except (ConnectionError, OSError):
+        sender.cancel()
+        writer.transport.abort()
+
+
+async def _proxy(listen: int, target: int, delay: float) -> None:
+    live: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
+
+    async def handle(client_r, client_w) -> None:
+        live.add(asyncio.current_task())
+        try:
+            server_r, server_w = await asyncio.open_connection("127.0.0.1", target)
+        except OSError:
+            client_w.transport.abort()
+            live.discard(asyncio.current_task())
+            return
+        try:
+            await asyncio.gather(_pipe(client_r, server_w, delay),
+                                 _pipe(server_r, client_w, delay), return_exceptions=True)
+        finally:
+            for w in (client_w, server_w):
+                w.close()
+            live.discard(asyncio.current_task())
+
+    server = await asyncio.start_server(handle, "127.0.0.1", listen, backlog=512)
+    async with server:
+        await server.serve_forever()
+
+
+def run_proxy(listen: int, target: int, rtt_ms: float) -> None:
+    asyncio.run(_proxy(listen, target, rtt_ms / 2000.0))
+
+
+# -- the remote and the clones ---------------------------------------------------------
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def git(cwd: Path, env: dict, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def cli(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def sids(n: int) -> list[str]:
+    return [f"s{i:03d}" for i in range(n)]
+
+
+def make_remote(root: Path, env: dict, sessions: int, rtt_ms: float) -> list[subprocess.Popen]:
+    """A bare remote holding a registry with *sessions* live sessions, served by git
+    daemon behind the delay proxy.  The sessions are registered in a seed clone with no
+    remote and pushed once, so setting up 48 clones costs no 48 contended pushes."""
+    seed, bare = root / "seed", root / "remote.git"
+    seed.mkdir(parents=True)
+    make_project(seed, env)
+    for sid in sids(sessions):
+        r = cli(seed, env, "register", sid, "--provider", "bench", "--working-on", "bench")
+        assert r.returncode == 0, r.stderr
+    git(root, env, "init", "-q", "--bare", str(bare))
+    git(seed, env, "push", "-q", str(bare), "HEAD:main", "agent-registry")
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
+         f"--base-path={root}", "--listen=127.0.0.1", f"--port={DAEMON_PORT}",
+         "--max-connections=0", str(root)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy = subprocess.Popen([sys.executable, __file__, "--proxy", str(rtt_ms)], env=env)
+    wait_port(DAEMON_PORT)
+    wait_port(PROXY_PORT)
+    return [daemon, proxy]
+
+
+def make_clones(root: Path, env: dict, n: int) -> list[Path]:
+    url = f"git://127.0.0.1:{PROXY_PORT}/remote.git"
+
+    def one(i: int) -> Path:
+        clone = root / f"c{i:03d}"
+        git(root, env, "clone", "-q", url, str(clone))
+        return clone
+
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def attempts(clone: Path) -> int:
+    """Push attempts of the clone's last confirmed push (its sync state)."""
+    try:
+        state = json.loads((clone / ".git" / "agent-registry" / "sync.json").read_text())
+    except (OSError, ValueError):
+        return 1
+    return int(state.get("last_push_attempts", 1))
+
+
+# -- the two modes ---------------------------------------------------------------------
+
+@dataclass
+class Distinct:
+    clones: int
+    window: float
+    confirmed_in_window: int = 0
+    times: list[float] = field(default_factory=list)  # seconds to confirm, every confirmed claim
+    tries: list[int] = field(default_factory=list)
+    streaks: list[int] = field(default_factory=list)  # per clone: worst run of lost pushes
+    failures: list[str] = field(default_factory=list)
+    confirmed: list[tuple[str, str]] = field(default_factory=list)  # (session, path)
+
+
+def distinct(clones: list[Path], env: dict, window: float, tag: str) -> Distinct:
+    out = Distinct(len(clones), window)
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(clones) + 1)
+    start = end = 0.0
+
+    def agent(i: int, clone: Path) -> None:
+        sid, k, streak, worst = sids(len(clones))[i], 0, 0, 0
+        barrier.wait()
+        while time.monotonic() < end:
+            path = f"{tag}/c{i:03d}/f{k:04d}.py"
+            t0 = time.monotonic()
+            r = cli(clone, env, "lock", "acquire", path, "--session", sid)
+            t1 = time.monotonic()
+            k += 1
+            with lock:
+                if r.returncode != 0:
+                    out.failures.append(f"{path}: exit {r.returncode}: {r.stderr.strip()}")
+                    streak += 1  # not confirmed: every push it tried was lost
+                    continue
+                n = attempts(clone)
+                streak += n - 1
+                worst, streak = max(worst, streak), 0
+                out.times.append(t1 - t0)
+                out.tries.append(n)
+                out.confirmed.append((sid, path))
+                out.confirmed_in_window += t1 <= end
+        with lock:
+            out.streaks.append(max(worst, streak))
+
+    threads = [threading.Thread(target=agent, args=(i, c)) for i, c in enumerate(clones)]
+    for t in threads:
+        t.start()
+    start = time.monotonic()
+    end = start + window
+    barrier.wait()
+    for t in threads:
+        t.join()
+    return out
+
+
+@dataclass
+class Contended:
+    clones: int
+    rounds: int = 0
+    exact: int = 0  # rounds with exactly one winner
+    winners: list[tuple[str, str]] = field(default_factory=list)
+    odd: list[str] = field(default_factory=list)  # exits other than 0 and 1
+    seconds: list[float] = field(default_factory=list)  # per round: until every claim answered
+
+
+def contended(clones: list[Path], env: dict, rounds: int, tag: str) -> Contended:
+    out = Contended(len(clones))
+    names = sids(len(clones))
+    for r in range(rounds):
+        path = f"{tag}/round{r:03d}.py"
+        barrier = threading.Barrier(len(clones))
+        codes: dict[str, int] = {}
+
+        def agent(i: int, clone: Path) -> None:
+            barrier.wait()
+            p = cli(clone, env, "lock", "acquire", path, "--session", names[i])
+            codes[names[i]] = p.returncode
+            if p.returncode not in (0, 1):
+                out.odd.append(f"{path} by {names[i]}: exit {p.returncode}: {p.stderr.strip()}")
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=agent, args=(i, c)) for i, c in enumerate(clones)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out.seconds.append(time.monotonic() - t0)
+        won = [s for s, code in codes.items() if code == 0]
+        out.rounds += 1
+        out.exact += len(won) == 1
+        out.winners += [(s, path) for s in won]
+    return out
+
+
+def remote_locks(root: Path, env: dict) -> dict[str, set[str]]:
+    """path -> owners, as a fresh clone sees the remote after a sync."""
+    check = root / "verify"
+    if check.exists():
+        shutil.rmtree(check)
+    git(root, env, "clone", "-q", f"git://127.0.0.1:{PROXY_PORT}/remote.git", str(check))
+    r = cli(check, env, "sync")
+    assert r.returncode == 0, r.stderr
+    r = cli(check, env, "--json", "lock", "list")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    held: dict[str, set[str]] = {}
+    for lock in data if isinstance(data, list) else data.get("locks", []):
+        held.setdefault(lock["path"], set()).add(lock["owner"])
+    return held
+
+
+# -- report ----------------------------------------------------------------------------
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
+
+
+def distinct_row(d: Distinct) -> str:
+    tries = d.tries or [0]
+    return (f"| {d.clones} | {d.confirmed_in_window / d.window:.2f} | {len(d.times)} | "
+            f"{pct(d.times, 0.5):.2f} | {pct(d.times, 0.9):.2f} | "
+            f"{max(d.times, default=float('nan')):.2f} | {statistics.mean(tries):.2f} | "
+            f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} |")
+
+
+def contended_row(c: Contended) -> str:
+    return (f"| {c.clones} | {c.rounds} | {c.exact} | {len(c.odd)} | "
+            f"{statistics.median(c.seconds):.1f} | {max(c.seconds):.1f} |")
+
+
+def layout(root: Path, env: dict) -> str:
+    refs = git(root / "remote.git", env, "for-each-ref", "--format=%(refname)", "refs/heads/")
+    registry = [r for r in refs.split() if "agent-registry" in r]
+    return f"{len(registry)} registry ref(s) on the remote"
+
+
+def bench(args: argparse.Namespace) -> None:
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    counts = [int(n) for n in args.clones.split(",")]
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
+        root = Path(tmp)
+        env = hermetic_env(root)
+        env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
+        servers = make_remote(root, env, max(counts), args.rtt_ms)
+        try:
+            every = make_clones(root, env, max(counts))
+            results, rounds, confirmed = [], [], []
+            for n in counts:
+                d = distinct(every[:n], env, args.seconds, f"d{n}")
+                results.append(d)
+                confirmed += d.confirmed
+                print(distinct_row(d), flush=True)
+                if n > 1 and args.rounds:
+                    c = contended(every[:n], env, args.rounds, f"x{n}")
+                    rounds.append(c)
+                    confirmed += c.winners
+                    print(contended_row(c), flush=True)
+            held = remote_locks(root, env)
+            where = layout(root, env)
+        finally:
+            for proc in servers:
+                proc.terminate()
+                proc.wait()
+    lost = [(s, p) for s, p in confirmed if s not in held.get(p, set())]
+    write_report(args, results, rounds, lost, len(confirmed), where)
+
+
+def write_report(args, results: list[Distinct], rounds: list[Contended],
+                 lost: list, confirmed: int, where: str) -> None:
+    version = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    lines = [
+        "## Scale: many clones through a remote with a round trip",
+        "",
+        f"`bench/scale_bench.py{' --quick' if args.quick else ''} --clones {args.clones} "
+        f"--rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g} --rounds {args.rounds}`, "
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
+        f"(shared with other work), Python {platform.python_version()}, {version}. "
+        f"`git daemon` in a private network namespace behind a delay proxy adding "
+        f"{args.rtt_ms:g} ms round trip; {where} at the end. One `lock acquire` process "
+        "per claim, each clone back to back.",
+        "",
+        f"Distinct paths, for {args.seconds:g} s (time to confirm in seconds; attempts = pushes "
+        "per confirmed claim; streak = a clone's worst run of lost pushes):",
+        "",
+        "| clones | confirmed claims/s | claims | p50 s | p90 s | max s | attempts mean | "
+        "attempts max | worst streak | failed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *[distinct_row(d) for d in results],
+    ]
+    if rounds:
+        lines += ["", "Contended rounds (every clone claims the same new path at once):", "",
+                  "| clones | rounds | exactly one winner | other exits | median round s | "
+                  "max round s |", "|---|---|---|---|---|---|",
+                  *[contended_row(c) for c in rounds]]
+    lines += ["", f"Nothing lost: {confirmed - len(lost)} of {confirmed} confirmed claims are "
+              f"held on the remote afterwards."]
+    for d in results:
+        for failure in d.failures[:3]:
+            lines.append(f"- failed ({d.clones} clones): {failure[:200]}")
+    write_section(ROOT / "docs" / "benchmarks.md", "\n".join(lines), name=args.section)
+    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="clones 1,16, 20 s windows, 3 contended rounds")
+    parser.add_argument("--clones", default="1,16,48", help="comma-separated clone counts")
+    parser.add_argument("--rtt-ms", type=float, default=100.0, help="round trip the proxy adds")
+    parser.add_argument("--seconds", type=float, default=60.0, help="window of distinct claims")
+    parser.add_argument("--rounds", type=int, default=5, help="contended rounds per clone count")
+    parser.add_argument("--section", default="scale",
+                        help="marked section of docs/benchmarks.md to write (scale-before: "
+                             "the single-branch numbers kept for comparison)")
+    parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
+    args = parser.parse_args()
+    if args.proxy is not None:
+        run_proxy(PROXY_PORT, DAEMON_PORT, args.proxy)
+        return
+    if args.quick:
+        args.clones, args.seconds, args.rounds = "1,16", 20.0, 3
+    if os.environ.get(INSIDE):
+        bench(args)
+        return
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        sys.exit("scale_bench needs unshare and ip (util-linux, iproute2) and root")
+    os.execvpe("unshare", ["unshare", "-n", "--", sys.executable, __file__, *sys.argv[1:]],
+               {**os.environ, INSIDE: "1"})
+
+
+if __name__ == "__main__":
+    main()
