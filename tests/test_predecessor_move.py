@@ -14,6 +14,7 @@ import pytest
 from agent_registry.view import done_path, live_path
 from agent_registry.wiki.entry import entry_id
 from helpers import git
+from test_wiki_index_build import run_on_terminal
 from test_wiki_support import FakeOpenAI
 
 KIMI, CLAUDE = "kimi-1", "claude-2"
@@ -252,3 +253,30 @@ def test_the_dashboard_wiki_search_lists_the_latest_entries_for_an_empty_query(r
                 body = json.loads(answer.read())
             assert body["ranker"] == "latest"
             assert [r["session_id"] for r in body["results"]] == ["s-1"]
+
+
+# -- no silent waits: progress on a terminal, nothing otherwise --------------------------
+
+def test_import_home_shows_progress_on_a_terminal_only(run, repo, home, tmp_path):
+    code, stdout, shown = run_on_terminal(repo, "import-home", str(home))
+    assert code == 0, shown
+    assert f"importing {home} [" in shown and "4/4 files" in shown
+    assert f"imported 4 files from {home} in" in shown and "sessions: 2 imported" in stdout
+    again = tmp_path / "again"
+    git(tmp_path, "clone", "-q", str(repo), str(again))
+    code, stdout, shown = run_on_terminal(again, "--json", "import-home", str(home))
+    assert (code, shown) == (0, "") and json.loads(stdout)["summary"]
+    plain = run("import-home", str(home))  # stderr is a pipe: no bar
+    assert plain.returncode == 0 and plain.stderr == ""
+
+
+def test_ingest_pending_shows_progress_on_a_terminal(run, repo, home, llm, monkeypatch):
+    assert run("import-home", str(home)).returncode == 0
+    for name, value in llm.env().items():
+        monkeypatch.setenv(name, value)
+    llm.script = [json.dumps({"how": "by hand", "solved": "auth", "tools": []})]
+    code, stdout, shown = run_on_terminal(repo, "wiki", "ingest-pending")
+    assert code == 0, shown
+    assert "ingesting pending wiki entries [" in shown and "1/1 entries" in shown
+    assert "ingested 1 of 1 pending entries in" in shown
+    assert stdout.startswith(f"ingested {KIMI}: how, solved, tools")

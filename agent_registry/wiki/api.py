@@ -113,17 +113,23 @@ def ingest(registry: Registry, sid: str, cfg: LLMConfig | None = None) -> dict:
     return apply_ingest(registry, entry["session_id"], distilled, cfg.model)
 
 
-def ingest_pending(registry: Registry) -> dict:
-    """Ingest every pending entry; one failure does not stop the others."""
+def ingest_pending(registry: Registry, progress: Progress | None = None) -> dict:
+    """Ingest every pending entry; one failure does not stop the others.  *progress*
+    shows the entries done so far (a terminal: each is an LLM call)."""
     from .index import WikiIndex, pending_sids
     cfg = _required_config()
     done, failed = [], []
-    for sid in pending_sids(WikiIndex(registry).open()):
+    pending = pending_sids(WikiIndex(registry, progress).open())
+    progress = progress or Progress(None)
+    progress.start("ingesting pending wiki entries", len(pending))
+    for number, sid in enumerate(pending, 1):
         try:
             result = ingest(registry, sid, cfg)
             done.append({"session_id": sid, "id": entry_id(sid), "filled": result["filled"]})
         except RegistryError as exc:
             failed.append({"session_id": sid, "id": entry_id(sid), "error": exc.message})
+        progress.step(number)
+    progress.finish(f"ingested {len(done):,} of {len(pending):,} pending entries")
     return {"ingested": done, "failed": failed}
 
 

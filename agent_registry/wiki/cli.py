@@ -7,6 +7,7 @@ import click
 from ..console import resolve_session
 from ..context import Output, pass_out
 from .entry import ROUTER_MAX
+from .progress import Progress
 
 json_option = click.option("--json", "json_here", is_flag=True,
                            help="Print the result as JSON (same as the global --json).")
@@ -72,7 +73,6 @@ def wiki_query(out: Output, text, limit, json_here) -> None:
     stderr; a last "index:" line says what it took).
     """
     from . import api
-    from .progress import Progress
     out.json = out.json or json_here
     answer = api.search(out.registry, text, limit, Progress.on_terminal())
     out.emit(answer, api.query_text(answer))
@@ -112,7 +112,7 @@ def wiki_ingest_pending(out: Output) -> None:
     failures in the error (its JSON carries "ingested" and "failed")."""
     from ..errors import Refused
     from . import api
-    result = api.ingest_pending(out.registry)
+    result = api.ingest_pending(out.registry, None if out.json else Progress.on_terminal())
     lines = [f"ingested {r['session_id']}: {', '.join(r['filled']) or 'nothing to fill'}"
              for r in result["ingested"]]
     if result["failed"]:
@@ -132,7 +132,6 @@ def wiki_rebuild(out: Output) -> None:
     A progress line on a terminal's stderr; if another process was rebuilding it, that
     index is used instead of building a second one."""
     from . import api
-    from .progress import Progress
     result = api.rebuild(out.registry, Progress.on_terminal())
     how = "indexed" if result["built"] else "another process indexed"
     out.emit(result, f"{how} {result['entries']} entries in {result['path']}")
@@ -146,7 +145,7 @@ def import_home(out: Output, path) -> None:
     wiki entries (cosa_fatto -> what, ...) and diaries. Idempotent: what is already on
     the branch is left alone."""
     from .importer import import_home as run_import
-    result = run_import(out.registry, path)
+    result = run_import(out.registry, path, None if out.json else Progress.on_terminal())
     lines = [f"from {result['source']}:"]
     for kind, label in (("session", "sessions"), ("wiki", "wiki entries"), ("context", "diaries")):
         counts = result["summary"][kind]

@@ -23,6 +23,7 @@ from ..view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
                     dump_entry, entry_id, split_frontmatter, undocumented_note,
                     wiki_path)
+from .progress import Progress
 
 PREDECESSOR_ZONE = "Europe/Rome"  # the predecessor wrote local Rome time without an offset
 OP_BYTES = 256 * 1024  # converted files per operation: keeps each commit message sane
@@ -183,8 +184,10 @@ def collect(home: Path) -> tuple[list[dict], list[dict]]:
     return items, skipped
 
 
-def import_home(registry: Registry, path: str | None = None) -> dict:
-    """Import a predecessor home; returns what was imported, already present, or skipped."""
+def import_home(registry: Registry, path: str | None = None,
+                progress: Progress | None = None) -> dict:
+    """Import a predecessor home; returns what was imported, already present, or skipped.
+    *progress* shows the files committed so far (a terminal)."""
     home = Path(os.path.expanduser(path or "~/.agent-registry")).resolve()
     if not home.is_dir():
         raise BadInput(f"no predecessor home at {home}")
@@ -201,9 +204,13 @@ def import_home(registry: Registry, path: str | None = None) -> dict:
         batches[-1].append(item)
         size += len(item["data"])
     results: list[dict] = []
+    progress = progress or Progress(None)
+    progress.start(f"importing {home}", len(items), "files")
     for batch in filter(None, batches):
         op = registry.new_op("import-home", source=str(home), items=batch)
         results += registry.apply(op)["items"]
+        progress.step(len(results))
+    progress.finish(f"imported {len(items):,} files from {home}")
     summary = {kind: {state: sum(1 for r in results if r["kind"] == kind and r["state"] == state)
                       for state in ("imported", "unchanged", "kept")}
                for kind in ("session", "wiki", "context")}

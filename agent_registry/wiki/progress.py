@@ -16,6 +16,7 @@ class Progress:
     def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
         self.label, self.total, self.started, self.drawn = "", 0, 0.0, 0.0
+        self.unit = "entries"
 
     @classmethod
     def on_terminal(cls, stream: TextIO | None = None) -> "Progress | None":
@@ -31,8 +32,10 @@ class Progress:
     def waiting(self) -> None:
         self._line("waiting for another process updating the wiki index...")
 
-    def start(self, label: str, total: int) -> None:
+    def start(self, label: str, total: int, unit: str = "entries") -> None:
+        """A new bar of *total* *unit* (import-home counts files, gc commits)."""
         self.label, self.total, self.started = label, total, time.monotonic()
+        self.unit = unit
         self.step(0, force=True)
 
     def step(self, done: int, force: bool = False) -> None:
@@ -44,7 +47,7 @@ class Progress:
         self.drawn = now
         filled = WIDTH * done // self.total if self.total else WIDTH
         self._line(f"{self.label} [{'#' * filled}{'.' * (WIDTH - filled)}] "
-                   f"{done:,}/{self.total:,} entries")
+                   f"{done:,}/{self.total:,} {self.unit}")
 
     def phase(self, text: str) -> None:
         self._line(f"{self.label}: {text}")
