@@ -19,9 +19,9 @@ exists (a force-pushed branch).  ``wiki rebuild`` does the same on request.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from ..records import UnreadableRecord
 from ..registry import Registry, file_lock
@@ -72,34 +72,41 @@ def document(sid: str, raw: bytes) -> dict | None:
             "excerpt": " ".join(body.split())[-600:]}
 
 
+def _updating(folder: str) -> bool:
+    return os.path.exists(os.path.join(folder, "UPDATING"))
+
+
 class WikiIndex:
     def __init__(self, registry: Registry, progress: Progress | None = None) -> None:
         self.registry = registry
         self.repo = registry.repo
-        self.root = Path(registry.repo.state_dir, "wiki-index")
-        self.lock_file = str(Path(registry.repo.state_dir, "wiki-index.lock"))
+        # os.path, not pathlib: pathlib's import (urllib.parse, ipaddress) would be a
+        # twentieth of a whole-process query
+        self.root = registry.repo.state_path("wiki-index")
+        self.lock_file = registry.repo.state_path("wiki-index.lock")
         self.progress = progress or Progress(None)
         # what bringing the index up to date took (the "index" of `wiki query --json`);
         # "reason" is added when it was built
         self.status: dict = {"built": False, "updated": 0, "waited": False, "entries": 0}
 
     # -- opening ---------------------------------------------------------------------
-    def _current_dir(self) -> Path | None:
+    def _current_dir(self) -> str | None:
         try:
-            name = (self.root / "CURRENT").read_text().strip()
+            with open(os.path.join(self.root, "CURRENT")) as pointer:
+                name = pointer.read().strip()
         except OSError:
             return None
-        return self.root / name if name.startswith("ix-") else None
+        return os.path.join(self.root, name) if name.startswith("ix-") else None
 
     def _open(self) -> Opened | None:
         """The current index, or None when missing, half-updated or unreadable."""
         load_whoosh()
         from whoosh import index as windex
         folder = self._current_dir()
-        if folder is None or not folder.is_dir() or (folder / "UPDATING").exists():
+        if folder is None or not os.path.isdir(folder) or _updating(folder):
             return None
         try:
-            ix = windex.open_dir(str(folder))
+            ix = windex.open_dir(folder)
             with ix.searcher() as searcher:
                 meta = searcher.document(key=META_KEY)
                 generation = searcher.reader().generation()
@@ -114,6 +121,12 @@ class WikiIndex:
         self.status["waited"] = True
         self.progress.waiting()
 
+    def indexed(self) -> str | None:
+        """The branch commit the current index reflects ("-" for an empty branch), None
+        when there is no usable index; reads only (``doctor``)."""
+        opened = self._open()
+        return opened.commit if opened else None
+
     def open(self):
         """The index, brought up to the branch tip."""
         opened = self._open()
@@ -123,7 +136,7 @@ class WikiIndex:
         with file_lock(self.lock_file, self._waiting):
             # what we opened still stands unless someone switched or updated it meanwhile
             if not (opened and self._current_dir() == opened.folder
-                    and not (opened.folder / "UPDATING").exists()
+                    and not _updating(opened.folder)
                     and opened.ix.latest_generation() == opened.generation):
                 opened = self._open()
             return self._refresh(opened)
@@ -171,8 +184,9 @@ class WikiIndex:
         return out
 
     def _update(self, opened: Opened, tip: str, changes: list[str]):
-        marker = opened.folder / "UPDATING"
-        marker.write_text(f"{os.getpid()}\n")
+        marker = os.path.join(opened.folder, "UPDATING")
+        with open(marker, "w") as out:
+            out.write(f"{os.getpid()}\n")
         writer = opened.ix.writer(compound=False)
         self.progress.start("updating the wiki index", len(changes))
         try:
@@ -191,7 +205,7 @@ class WikiIndex:
         except BaseException:
             writer.cancel()
             raise
-        marker.unlink()
+        os.unlink(marker)
         self.status.update(updated=len(changes), entries=opened.ix.doc_count() - 1)
         self.progress.finish(f"wiki index updated: {len(changes):,} "
                              f"entr{'y' if len(changes) == 1 else 'ies'} re-indexed")
@@ -201,10 +215,11 @@ class WikiIndex:
         import shutil  # here: a query that finds its index up to date never needs it
         load_whoosh()
         from whoosh import index as windex
-        self.root.mkdir(parents=True, exist_ok=True)
-        folder = self.root / f"ix-{os.urandom(6).hex()}"
-        folder.mkdir()
-        ix = windex.create_in(str(folder), schema())
+        os.makedirs(self.root, exist_ok=True)
+        name = f"ix-{os.urandom(6).hex()}"
+        folder = os.path.join(self.root, name)
+        os.mkdir(folder)
+        ix = windex.create_in(folder, schema())
         writer = ix.writer(limitmb=128, compound=False)
         count = 0
         try:
@@ -226,12 +241,17 @@ class WikiIndex:
             writer.cancel()
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        pointer = self.root / f"CURRENT.{os.getpid()}"
-        pointer.write_text(folder.name + "\n")
-        os.replace(pointer, self.root / "CURRENT")  # atomic switch to the new index
-        for old in self.root.iterdir():
-            if old != folder and old.name.startswith(("ix-", "CURRENT.")):
-                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        pointer = os.path.join(self.root, f"CURRENT.{os.getpid()}")
+        with open(pointer, "w") as out:
+            out.write(name + "\n")
+        os.replace(pointer, os.path.join(self.root, "CURRENT"))  # atomic switch to it
+        for old in os.listdir(self.root):
+            path = os.path.join(self.root, old)
+            if old != name and old.startswith("ix-"):
+                shutil.rmtree(path, ignore_errors=True)
+            elif old.startswith("CURRENT."):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
         self.status.update(built=True, reason=why, entries=count)
         self.progress.finish(f"wiki index built: {count:,} entries")
         return ix

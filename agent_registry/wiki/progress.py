@@ -4,22 +4,22 @@ scripts, agents' captured output and the JSON on stdout never see it (``Progress
 says nothing)."""
 from __future__ import annotations
 
+import io  # already loaded by the interpreter; typing would cost a query ~2 ms
 import sys
 import time
-from typing import TextIO
 
 WIDTH = 24  # characters of the bar
 EVERY = 0.1  # seconds between redraws: a 10,000-entry build must not spend its time here
 
 
 class Progress:
-    def __init__(self, stream: TextIO | None) -> None:
+    def __init__(self, stream: io.TextIOBase | None) -> None:
         self.stream = stream
         self.label, self.total, self.started, self.drawn = "", 0, 0.0, 0.0
         self.unit = "entries"
 
     @classmethod
-    def on_terminal(cls, stream: TextIO | None = None) -> "Progress | None":
+    def on_terminal(cls, stream: io.TextIOBase | None = None) -> "Progress | None":
         stream = stream or sys.stderr
         return cls(stream) if stream.isatty() else None
 

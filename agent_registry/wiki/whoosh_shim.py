@@ -1,28 +1,38 @@
 """Whoosh without the imports a search never uses: a small, documented shim.
 
-whoosh-reloaded 2.7.5 imports three things at module level that no code path of ours
-reaches, and together they are about 40 ms of every ``wiki query`` (docs/benchmarks.md):
+whoosh-reloaded 2.7.5 imports several things at module level that a search never
+reaches; together they were about 45 ms of every ``wiki query`` (docs/benchmarks.md):
 
-=====================  ======================================  ==========================
-imported by            what                                    used for
-=====================  ======================================  ==========================
-``whoosh.compat``      ``urllib.request.urlretrieve``          re-exported, never called
-                       (pulls http.client, email, ssl)         inside Whoosh
-``whoosh.reading``     the ``cached_property`` package         one property of
-                       (pulls asyncio, concurrent.futures)     ``SegmentReader``
-``whoosh.query.terms`` ``whoosh.lang.morph_en.variations``     ``Variations`` queries
-                       (a 70 kB word table)                    (we never build one)
-=====================  ======================================  ==========================
+=========================  ====================================  ========================
+imported by                what                                  used for
+=========================  ====================================  ========================
+``whoosh.compat``          ``urllib.request.urlretrieve``        re-exported, never
+                           (pulls http.client, email, ssl)       called inside Whoosh
+``whoosh.reading``         the ``cached_property`` package       one property of
+                           (pulls asyncio, concurrent.futures)   ``SegmentReader``
+``whoosh.query.terms``     ``whoosh.lang.morph_en.variations``   ``Variations`` queries
+                           (a 70 kB word table)                  (we never build one)
+``whoosh.compat``          ``html.escape``, ``queue``            highlighting, multiproc
+``whoosh.filedb.           ``tempfile`` (pulls shutil, bz2,      temporary storage of
+filestore``                lzma, random)                         a writer
+``whoosh.filedb.compound`` ``shutil.copyfileobj``                writing compound files
+``whoosh.util``,           ``random``                            names of new files,
+``whoosh.classify``                                              query expansion
+``whoosh.util.times``      ``calendar``                          ambiguous dates
+``whoosh.analysis.morph``  ``whoosh.lang.dmetaphone``            ``DoubleMetaphoneFilter``
+=========================  ====================================  ========================
 
-:func:`imported` imports Whoosh's modules while stand-ins for those three sit in
+:func:`imported` imports Whoosh's modules while stand-ins for those sit in
 ``sys.modules``: ``cached_property`` is the standard library's
-``functools.cached_property`` (the same semantics for that one property), and
-``urlretrieve`` / ``variations`` import the real function on their first call.  The
-stand-ins are taken out of ``sys.modules`` right after, so code that imports the real
-modules later (the LLM client, the dashboard) gets them.  A module that is already
-imported is used as it is.  Upstream, the fix is to import these where they are used
-(``whoosh.compat`` need not re-export urlretrieve; ``functools.cached_property`` has
-existed since Python 3.8); then this module can go.
+``functools.cached_property`` (the same semantics for that one property); a function
+imported by name (``urlretrieve``, ``variations``, ``escape``, ``double_metaphone``,
+``copyfileobj``) is a forwarder that imports the real function on its first call; a
+module imported whole (``queue``, ``tempfile``, ``random``, ``calendar``) is a lazy module
+that imports the real one on its first attribute access.  The stand-ins are taken out of ``sys.modules`` right
+after, so code that imports the real modules later (the LLM client, the dashboard) gets
+them.  A module that is already imported is used as it is.  Upstream, the fix is to
+import these where they are used (``whoosh.compat`` need not re-export urlretrieve;
+``functools.cached_property`` has existed since Python 3.8); then this part can go.
 """
 from __future__ import annotations
 
@@ -35,7 +45,7 @@ from types import ModuleType
 _LOCK = threading.Lock()  # the dashboard's threads may search for the first time at once
 # what our index code uses; everything Whoosh imports later is already loaded by then
 MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.query",
-           "whoosh.scoring")
+           "whoosh.scoring", "whoosh.codec.whoosh3", "whoosh.searching")
 
 
 def _forwarder(module: str, name: str):
@@ -46,17 +56,38 @@ def _forwarder(module: str, name: str):
     return call
 
 
+class _LazyModule(ModuleType):
+    """A stand-in for a module imported whole: its first attribute access imports the
+    real module (no longer shadowed by then) and every access reads from it."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or sys.modules.get(self.__name__) is self:
+            raise AttributeError(name)  # the import system probing, or still shadowing
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+# module -> what Whoosh takes from it: a function name (a forwarder), None (the whole
+# module, lazily), or for cached_property its standard-library twin
+STAND_INS = {"cached_property": functools.cached_property, "urllib.request": "urlretrieve",
+             "whoosh.lang.morph_en": "variations", "html": "escape", "queue": None,
+             "tempfile": None, "random": None, "calendar": None,
+             "whoosh.lang.dmetaphone": "double_metaphone", "shutil": "copyfileobj"}
+
+
 def _stand_ins() -> dict[str, ModuleType]:
-    made = {}
-    for module, name, value in (
-            ("cached_property", "cached_property", functools.cached_property),
-            ("urllib.request", "urlretrieve", None),
-            ("whoosh.lang.morph_en", "variations", None)):
+    made: dict[str, ModuleType] = {}
+    for module, value in STAND_INS.items():
         if module in sys.modules:
             continue  # already paid for: use the real one
-        stand_in = ModuleType(module, f"stand-in from {__name__}")
-        setattr(stand_in, name, value or _forwarder(module, name))
-        made[module] = stand_in
+        doc = f"stand-in from {__name__}"
+        if value is None:
+            made[module] = _LazyModule(module, doc)
+            continue
+        made[module] = ModuleType(module, doc)
+        if isinstance(value, str):
+            setattr(made[module], value, _forwarder(module, value))
+        else:
+            setattr(made[module], value.__name__, value)
     return made
 
 
