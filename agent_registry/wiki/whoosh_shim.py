@@ -130,14 +130,15 @@ def _has_block_reads() -> bool:
         hasattr(W3PerDocReader, "_cached_reader")
 
 
-def _length_bytes(reader, field: str) -> bytes | None:
-    """The length bytes of *field* for every document of a segment (None: no column, so
-    Whoosh's scorer takes every length as 1)."""
+def _length_bytes(reader, field: str) -> tuple[bytes, object]:
+    """The length bytes of *field* for every document of a segment, and how a byte
+    becomes a length (without a column Whoosh's scorer takes every length as 1)."""
     from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+    from whoosh.util.numeric import byte_to_length
     column = reader._perdoc._cached_reader(_lenfield(field), LENGTHS_COLUMN)
     if column is None:
-        return None
-    return column._dbfile.get(column._basepos, column._count)
+        return bytes(reader.doc_count_all()), lambda _: 1
+    return column._dbfile.get(column._basepos, column._count), byte_to_length
 
 
 def _blocks(matcher):
@@ -150,6 +151,25 @@ def _blocks(matcher):
         matcher._next_block()
 
 
+def _add_term(scores: dict[int, float], reader, scorer, field: str, text: str,
+              boost: float) -> list[int]:
+    """Add one term's scores in one segment to *scores* (deleted documents too: the
+    caller drops them); the documents it matched."""
+    lengths, length = _length_bytes(reader, field)
+    memo: dict[tuple[float, int], float] = {}  # (weight, length byte) -> score
+    known, add = memo.get, scores.get  # bound once: this loop runs for every posting
+    matcher = reader.postings(field, text)
+    found: list[int] = []
+    for ids, weights in _blocks(getattr(matcher, "child", matcher)):  # unfiltered
+        for key, doc in zip(zip(weights, map(lengths.__getitem__, ids)), ids):
+            value = known(key)
+            if value is None:
+                value = memo[key] = boost * scorer._score(key[0], length(key[1]))
+            scores[doc] = add(doc, 0.0) + value
+        found.extend(ids)
+    return found
+
+
 def best(searcher, terms: list[tuple[str, str, float]],
          limit: int) -> list[tuple[int, float, list[tuple[str, str]]]]:
     """The *limit* best documents for any of *terms* ((field, text, boost)), scored as
@@ -158,34 +178,29 @@ def best(searcher, terms: list[tuple[str, str, float]],
     if not _has_block_reads():
         return _whoosh_best(searcher, terms, limit)
     from heapq import nlargest
-    from whoosh.util.numeric import byte_to_length
+    from operator import itemgetter
     scores: dict[int, float] = {}
-    docs: dict[tuple[str, str], set[int]] = {}
+    found: dict[tuple[str, str], list[tuple[int, list[int]]]] = {}
     for sub, offset in searcher.leaf_searchers():
-        reader = sub.reader()
-        deleted = reader.deleted_docs_set if reader.has_deletions() else ()
+        reader, segment = sub.reader(), {}
         for field, text, boost in terms:
-            if (field, text) not in reader:
-                continue
-            matcher = reader.postings(field, text)
-            leaf = getattr(matcher, "child", matcher)  # without the deletion filter
-            score = searcher.weighting.scorer(sub, field, text)._score
-            lengths, memo = _length_bytes(reader, field), {}
-            matched = docs.setdefault((field, text), set())
-            for ids, weights in _blocks(leaf):
-                for doc, weight in zip(ids, weights):
-                    if doc in deleted:
-                        continue
-                    lbyte = lengths[doc] if lengths else 0
-                    value = memo.get((weight, lbyte))
-                    if value is None:
-                        length = byte_to_length(lbyte) if lengths is not None else 1
-                        value = memo[weight, lbyte] = boost * score(weight, length)
-                    scores[doc + offset] = scores.get(doc + offset, 0.0) + value
-                    matched.add(doc + offset)
-    top = nlargest(limit, scores.items(), key=lambda item: (item[1], -item[0]))
-    return [(doc, value, [term for term, found in docs.items() if doc in found])
-            for doc, value in top]
+            if (field, text) in reader:
+                scorer = searcher.weighting.scorer(sub, field, text)
+                docs = _add_term(segment, reader, scorer, field, text, boost)
+                found.setdefault((field, text), []).append((offset, docs))
+        if reader.has_deletions():  # the postings still list deleted documents
+            for doc in reader.deleted_docs_set.intersection(segment):
+                del segment[doc]
+        scores.update((doc + offset, value) for doc, value in segment.items())
+    # sorted by docnum first: nlargest is stable, so equal scores keep the docnum order
+    top = nlargest(limit, sorted(scores.items()), key=itemgetter(1))
+    wanted = {doc for doc, _ in top}
+    matched: dict[int, list[tuple[str, str]]] = {doc: [] for doc in wanted}
+    for term, segments in found.items():
+        for offset, docs in segments:
+            for doc in {d - offset for d in wanted}.intersection(docs):
+                matched[doc + offset].append(term)
+    return [(doc, value, matched[doc]) for doc, value in top]
 
 
 def _whoosh_best(searcher, terms, limit):
