@@ -1,3 +1,3 @@
-from .hotpath import run
+from .cli.fast import run
 
 run()

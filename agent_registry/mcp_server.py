@@ -35,11 +35,11 @@ from pydantic import Field
 
 from . import __version__
 from .errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
-from .output import age, check_code, to_json
-from .procinfo import is_alive
-from .records import parse_iso
-from .registry import Registry
-from .staleness import DEFAULT_TTL
+from .cli.output import age, check_code, to_json
+from .store.procinfo import is_alive
+from .branch.records import parse_iso
+from .core.registry import Registry
+from .branch.staleness import DEFAULT_TTL
 
 HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
 PID_FROM = "the MCP server's parent (the harness that started it)"
@@ -236,7 +236,7 @@ def build(service: Service) -> MCPServer:
             "The message `watch` sends when this session starts (instead of its pool's)."))] = "",
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
-        from .console import new_session_id
+        from .cli.console import new_session_id
         sid = session_id or new_session_id(provider)
 
         def run() -> dict:

@@ -2,7 +2,7 @@
 
     python claim_runner.py REPORT_FILE ARGS...
 
-runs ``agent_registry.cli.main(ARGS)`` with the library's git-facing functions wrapped in
+runs ``agent_registry.cli.main.main(ARGS)`` with the library's git-facing functions wrapped in
 timers (exclusive wall and CPU time per phase; nothing in agent_registry is changed on
 disk) and writes the phases as JSON to REPORT_FILE.  It imports nothing of its own
 before the command has run, so the import phases are the command's own, and it leaves
@@ -51,11 +51,13 @@ class Phases:
 def main(report_file: str, argv: list[str]) -> None:
     first, first_cpu = time.time(), cpu_ms()
     marks = [(time.perf_counter() * 1000, first_cpu)]
-    from agent_registry import cli
+    from agent_registry.cli import main as cli
     marks.append((time.perf_counter() * 1000, cpu_ms()))
     import fcntl
     import subprocess as sp
-    from agent_registry import gitstore, registry, view
+    from agent_registry.store import git as gitstore
+    from agent_registry.core import registry
+    from agent_registry.branch import view
     marks.append((time.perf_counter() * 1000, cpu_ms()))
 
     phases = Phases()
@@ -91,7 +93,7 @@ def main(report_file: str, argv: list[str]) -> None:
     marks.append((time.perf_counter() * 1000, cpu_ms()))
     report = {
         "code": code, "first": first, "first_cpu": first_cpu,
-        "import click + agent_registry.cli": [marks[1][0] - marks[0][0], marks[1][1] - marks[0][1]],
+        "import click + agent_registry.cli.main": [marks[1][0] - marks[0][0], marks[1][1] - marks[0][1]],
         "import the core modules": [marks[2][0] - marks[1][0], marks[2][1] - marks[1][1]],
         "main": [marks[4][0] - marks[3][0], marks[4][1] - marks[3][1]],
         "wall": dict(phases.wall), "cpu": dict(phases.cpu), "calls": dict(phases.calls),

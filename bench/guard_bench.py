@@ -70,12 +70,12 @@ class State:
         # the holders' pid is this process, an ancestor of the guard: commit as the claimer
         self.env["AGENT_REGISTRY_SESSION"] = states.CLAIMER
         self.env["GIT_INDEX_FILE"] = ".git/index"  # as git exports it to a pre-commit hook
-        from agent_registry.githooks import install
-        from agent_registry.gitstore import discover
+        from agent_registry.enforce.hooks import install
+        from agent_registry.store.git import discover
         hook = Path(install(discover(str(self.repo)))["hooks_dir"]) / "pre-commit"
         guard = [sys.executable, "-m", "agent_registry.guard", "pre-commit"]
         self.runs = {"floor": ([sys.executable, "-c", "pass"], 0, False),
-                     "imports": ([sys.executable, "-c", "import agent_registry.guard"], 0, False),
+                     "imports": ([sys.executable, "-c", "import agent_registry.enforce.guard"], 0, False),
                      "guard-pass": (guard, 0, False), "hook": ([str(hook)], 0, False),
                      "guard-refuse": (guard, 1, True)}
         self.times: dict[str, list[tuple[float, float]]] = {name: [] for name in self.runs}

@@ -37,7 +37,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import report  # noqa: E402
 import states  # noqa: E402
-from agent_registry.registry import Registry  # noqa: E402
+from agent_registry.core.registry import Registry  # noqa: E402
 from run import OURS, bench_env, stats, timed  # noqa: E402  (the core benchmark's own)
 
 CLI_SID, MCP_SID, API_SID = "bench-cli", "bench-mcp", "bench-api"

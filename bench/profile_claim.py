@@ -62,7 +62,7 @@ def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) 
         release(i)
     med = lambda pairs: (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
     rows = [("interpreter start (python, site, .pth files)", *med([r["startup"] for r in runs]), 1),
-            ("import click + agent_registry.cli", *med([r["import click + agent_registry.cli"] for r in runs]), 1),
+            ("import click + agent_registry.cli.main", *med([r["import click + agent_registry.cli.main"] for r in runs]), 1),
             ("import the core modules", *med([r["import the core modules"] for r in runs]), 1)]
     for label in sorted({k for r in runs for k in r["wall"]}):
         calls = max(r["calls"].get(label, 0) for r in runs)
@@ -147,7 +147,7 @@ def _syscall_counts(script: Path, argv, cwd, env, tmp: Path) -> dict[str, int]:
 
 
 PROFILED_MAIN = ("import cProfile, sys\nprofile = cProfile.Profile()\nprofile.enable()\n"
-                 "from agent_registry.cli import main\nmain(sys.argv[2:])\nprofile.disable()\n"
+                 "from agent_registry.cli.main import main\nmain(sys.argv[2:])\nprofile.disable()\n"
                  "profile.dump_stats(sys.argv[1])\n")
 
 

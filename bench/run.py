@@ -149,7 +149,7 @@ def time_api(pairs: list[Pair], reps: int) -> None:
     the states: warm (the pair's open Registry, as a long-lived agent or the dashboard
     holds one) and cold (open, claim, close: what a one-shot command does after its
     imports)."""
-    from agent_registry.registry import Registry
+    from agent_registry.core.registry import Registry
     for pair in pairs:
         pair.result.api = {"claim": [], "release": [], "open+claim+close": []}
     for i in range(reps):
@@ -218,7 +218,7 @@ def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
     return out
 
 
-BARE_CLAIM = ("import os, sys\nfrom agent_registry.registry import Registry\n"
+BARE_CLAIM = ("import os, sys\nfrom agent_registry.core.registry import Registry\n"
               "with Registry.open('.') as registry:\n"
               f"    registry.claim(sys.argv[1], [sys.argv[2]], ttl={TTL})\n"
               "os._exit(0)  # as the console script leaves: no interpreter teardown\n")
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs: list[Pair] = []
     profile = None
     try:
-        from agent_registry.registry import Registry
+        from agent_registry.core.registry import Registry
         for shape in shapes:
             t0 = time.time()
             print(f"[{shape.name}] building ...", flush=True)

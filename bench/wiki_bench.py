@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import report  # noqa: E402
 import states  # noqa: E402
-from agent_registry.registry import Outcome, Registry, operation  # noqa: E402
+from agent_registry.core.registry import Outcome, Registry, operation  # noqa: E402
 from agent_registry.wiki.entry import dump_entry, entry_id, parse_entry  # noqa: E402
 from agent_registry.wiki.index import WikiIndex  # noqa: E402
 from run import stats  # noqa: E402  (the core benchmark's own)
@@ -260,7 +260,7 @@ SCORE = ("import sys, time; from agent_registry import Registry; from agent_regi
          "s = ix.searcher(weighting=scoring.BM25F()); t = time.process_time(); "
          "s.search(question(an, sys.argv[1], {}), limit=10, terms=True).scored_length(); "
          "print((time.process_time() - t) * 1000)")
-CLICK = ("import sys; from agent_registry.cli import main; sys.argv[0] = 'agent-registry'; "
+CLICK = ("import sys; from agent_registry.cli.main import main; sys.argv[0] = 'agent-registry'; "
          "sys.exit(main())")
 
 

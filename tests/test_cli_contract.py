@@ -201,7 +201,7 @@ def test_heartbeat_loop_positional_form(run, repo):
 
 def test_both_routes_read_the_positional_forms_alike(run, repo):
     from test_hotpath import _no_ages, both
-    from agent_registry.hotpath import parse
+    from agent_registry.cli.fast import parse
     for sid in ("s1", "s2"):
         ok(run("register", sid, "--provider", "Kimi"))
     ok(run("lock", "acquire", "src/auth.py", "s1"))

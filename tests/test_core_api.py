@@ -16,12 +16,12 @@ import pytest
 
 from agent_registry import Registry
 from agent_registry.errors import BadInput, NotFound, Refused
-from agent_registry.paths import record_name
-from agent_registry.procinfo import start_time
-from agent_registry.records import dump_session, iso, load_session
-from agent_registry.registry import parse_op
-from agent_registry.render import cell
-from agent_registry.view import done_path, live_path
+from agent_registry.branch.paths import record_name
+from agent_registry.store.procinfo import start_time
+from agent_registry.branch.records import dump_session, iso, load_session
+from agent_registry.core.registry import parse_op
+from agent_registry.branch.render import cell
+from agent_registry.branch.view import done_path, live_path
 from helpers import git
 
 BRANCH = "agent-registry"

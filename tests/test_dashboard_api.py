@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from agent_registry.dashboard.app import create_app
 from agent_registry.dashboard.events import changed_paths, describe_change
-from agent_registry.registry import Registry
+from agent_registry.core.registry import Registry
 from helpers import git, make_repo
 from test_dashboard_support import agents  # noqa: F401  (fixture)
 from test_dashboard_support import commit_raw, served

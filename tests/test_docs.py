@@ -1,6 +1,6 @@
 """The documentation keeps up with the command tree.
 
-Walks every command and subcommand of ``agent_registry.cli.cli`` (LAZY_COMMANDS
+Walks every command and subcommand of ``agent_registry.cli.main.cli`` (LAZY_COMMANDS
 included) and fails when one has no --help text, is missing from README.md's command
 reference, or has no entry in docs/json.md.
 """
@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agent_registry.cli import LAZY_COMMANDS, cli
+from agent_registry.cli.main import LAZY_COMMANDS, cli
 from helpers import ROOT
 
 

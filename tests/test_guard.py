@@ -174,7 +174,7 @@ def test_without_a_registry_branch_the_guard_says_it_is_not_checking(repo, run):
 
 def test_unreadable_lock_record_is_reported_and_locks_elsewhere_still_hold(guarded, agents):
     hold(guarded, "kimi-1", ["src/auth.py"], agents())
-    from agent_registry.paths import record_name
+    from agent_registry.branch.paths import record_name
     with open_registry(guarded) as registry:
         view = registry.view()
         tree = registry.repo.edit_tree(view.tree, {record_name("README.md"): b"{not json"})
@@ -191,7 +191,7 @@ def test_unreadable_lock_record_is_reported_and_locks_elsewhere_still_hold(guard
 def test_guard_imports_only_the_standard_library(guarded, agents):
     hold(guarded, "kimi-1", ["src/auth.py"], agents())
     edit(guarded, "src/auth.py")
-    code = ("import sys; from agent_registry import guard; rc = guard.main(['pre-commit']); "
+    code = ("import sys; from agent_registry.enforce import guard; rc = guard.main(['pre-commit']); "
             "heavy = [m for m in sys.modules if m.split('.')[0] in "
             "('click', 'ruamel', 'whoosh', 'langchain', 'langchain_openai', 'langchain_core', "
             "'fastapi', 'uvicorn', 'yaml')]; print(rc, heavy)")
@@ -277,8 +277,8 @@ def test_hook_layout_read_from_files_matches_git(repo, tmp_path):
     instead of asking git; it must agree with git, in a clone and in a worktree."""
     out = tmp_path / "layouts"
     hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' -c \"from agent_registry.guard import "
-                    "hook_repo_info; from agent_registry.gitstore import discover; "
+    hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' -c \"from agent_registry.enforce.guard import "
+                    "hook_repo_info; from agent_registry.store.git import discover; "
                     f"print(hook_repo_info() == discover('.'), hook_repo_info() is not None)\" >> '{out}'\n")
     hook.chmod(0o755)
     other = tmp_path / "wt"

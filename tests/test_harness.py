@@ -172,7 +172,7 @@ def test_protocol_block_is_merged_between_markers(repo, run, name, file_name):
 def test_protocol_block_matches_the_branch_readme(registry, repo):
     """The protocol an agent reads in AGENTS.md is the one the branch README carries."""
     registry.init()
-    from agent_registry.harness import protocol_text
+    from agent_registry.harness.settings import protocol_text
     readme = git(repo, "show", "agent-registry:README.md")
     steps = [line for line in protocol_text().splitlines() if line[:2] in ("1.", "2.", "3.", "4.", "5.", "6.")]
     assert len(steps) == 6

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from agent_registry.hotpath import parse
+from agent_registry.cli.fast import parse
 
-CLICK_MAIN = "import sys; from agent_registry.cli import main; sys.exit(main(sys.argv[1:]))"
+CLICK_MAIN = "import sys; from agent_registry.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 def both(repo, *args: str, env: dict | None = None) -> tuple:
@@ -69,7 +69,7 @@ def test_unusual_arguments_go_to_click(argv, monkeypatch):
 
 def test_the_hot_path_does_not_import_click(run, repo):
     run("register", "s1", "--provider", "Kimi", "--working-on", "auth")
-    code = ("import sys; from agent_registry.hotpath import parse, execute; "
+    code = ("import sys; from agent_registry.cli.fast import parse, execute; "
             "code = execute(parse(['lock', 'acquire', 'src/auth.py', '--session', 's1'])); "
             "assert code == 0, code; "
             "print(sorted(m for m in ('click', 'ruamel', 'whoosh') if m in sys.modules))")

@@ -418,7 +418,7 @@ def test_the_mcp_inspector_cli_lists_and_calls_tools(repo):
 
 def test_without_the_sdk_the_command_says_how_to_install_it(repo):
     script = ("import sys; sys.modules['mcp'] = None\n"
-              "from agent_registry.cli import main\nsys.exit(main(['mcp']))\n")
+              "from agent_registry.cli.main import main\nsys.exit(main(['mcp']))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""

@@ -147,7 +147,7 @@ def test_an_ancestor_that_is_an_agent_runtime_is_the_owner_and_kill_signals_it(
 
 
 def test_agent_runtimes_are_recognised_by_name_script_module_or_package(tmp_path, stop_later):
-    from agent_registry.procinfo import runtime_of, shared_kind
+    from agent_registry.store.procinfo import runtime_of, shared_kind
     pkg = tmp_path / "node_modules" / "@google" / "gemini-cli" / "dist"
     pkg.mkdir(parents=True)
     (pkg / "index.py").write_text("import time; time.sleep(600)\n")

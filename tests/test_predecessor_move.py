@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent_registry.view import done_path, live_path
+from agent_registry.branch.view import done_path, live_path
 from agent_registry.wiki.entry import entry_id
 from helpers import git
 from test_wiki_index_build import run_on_terminal

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from agent_registry import Registry
-from agent_registry.paths import record_name
-from agent_registry.records import load_session
-from agent_registry.view import live_path
+from agent_registry.branch.paths import record_name
+from agent_registry.branch.records import load_session
+from agent_registry.branch.view import live_path
 from helpers import CLI, WAITER, git
 
 BRANCH = "agent-registry"

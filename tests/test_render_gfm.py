@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from agent_registry.records import iso
+from agent_registry.branch.records import iso
 from helpers import git
 from test_core_api import BRANCH, edit_session, reg
 

@@ -85,7 +85,7 @@ def sessions_on_remote(team: Team) -> list[str]:
 
 
 def lock_owner_on_remote(team: Team, path: str) -> list[str]:
-    from agent_registry.paths import record_name
+    from agent_registry.branch.paths import record_name
     raw = team.remote_file(record_name(path))
     return [h["session"] for h in json.loads(raw)["holders"]] if raw else []
 
@@ -332,7 +332,7 @@ def test_status_remote_reads_without_a_clone(team, tmp_path):
 
 def test_gc_squashes_old_history_and_other_clones_follow(tmp_path):
     from agent_registry import Registry
-    from agent_registry.gc import gc
+    from agent_registry.sync.gc import gc
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
     clock = FakeClock()

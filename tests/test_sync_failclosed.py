@@ -85,7 +85,7 @@ def test_sync_reapplies_a_lost_session_and_refuses_a_path_taken_meanwhile(tmp_pa
 
 def test_a_gc_rewrite_is_not_a_rewind_and_brings_nothing_back(tmp_path):
     from agent_registry import Registry
-    from agent_registry.gc import gc
+    from agent_registry.sync.gc import gc
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
     assert b("register", "b1", "--provider", "Claude", "--working-on", "ui").returncode == 0

@@ -28,7 +28,7 @@ def wiki_repo(registry):
 
 def click_cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
     """The click command tree itself, bypassing the console script's fast paths."""
-    return subprocess.run([sys.executable, "-c", "import sys; from agent_registry.cli import "
+    return subprocess.run([sys.executable, "-c", "import sys; from agent_registry.cli.main import "
                            "main; sys.argv[0] = 'agent-registry'; sys.exit(main())", *args],
                           cwd=repo, capture_output=True, text=True)
 
@@ -63,7 +63,7 @@ def test_the_console_script_query_never_imports_click_or_the_unused_modules(wiki
                 if line.startswith("import time:")}
     unused = {"click", "asyncio", "urllib.request", "http.client", "ssl", "cached_property",
               "whoosh.lang.morph_en", "whoosh.qparser", "dataclasses",
-              "agent_registry.wiki.importer", "agent_registry.wiki.ops", "agent_registry.cli"}
+              "agent_registry.wiki.importer", "agent_registry.wiki.ops", "agent_registry.cli.main"}
     assert "whoosh.reading" in imported and not unused & imported, unused & imported
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_registry.view import done_path, live_path
+from agent_registry.branch.view import done_path, live_path
 from helpers import git
 
 KIMI, CLAUDE = "kimi-1626451200", "claude-1720000000"

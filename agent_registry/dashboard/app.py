@@ -23,10 +23,11 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from .. import __version__, sync
+from .. import __version__
+from ..sync import remote as sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
-from ..gitstore import GitError, Repo
-from ..registry import Registry
+from ..store.git import GitError, Repo
+from ..core.registry import Registry
 from . import queries
 from .events import change_stream
 from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, RequestGuard, offers_token
@@ -208,7 +209,7 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     @app.get("/api/watch", summary="The watchdog's state: running, last pass, pending, "
                                    "last deliveries and failures (agent-registry watch)")
     def watch_state() -> dict:
-        from ..watch import status as watch_status
+        from ..watch.follow import status as watch_status
         with pool.borrow() as registry:
             return watch_status(registry)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..context import Output, pass_out
+from ..cli.context import Output, pass_out
 from ..errors import RegistryError
 
 

@@ -14,7 +14,7 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 POLL_SECONDS = 0.3
 AREAS = ("sessions", "locks", "wiki", "contexts")

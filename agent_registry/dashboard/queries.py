@@ -7,11 +7,11 @@ import re
 from datetime import date, datetime, time, timedelta
 
 from ..errors import BadInput, NotFound
-from ..output import display_zone
-from ..records import LIVE, STATUSES, parse_iso
-from ..registry import Registry
-from ..staleness import session_stale_reason
-from ..view import context_path
+from ..cli.output import display_zone
+from ..branch.records import LIVE, STATUSES, parse_iso
+from ..core.registry import Registry
+from ..branch.staleness import session_stale_reason
+from ..branch.view import context_path
 
 _UNSAFE_ID = re.compile(r"[\x00-\x1f\x7f/]")
 

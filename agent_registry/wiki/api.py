@@ -4,7 +4,7 @@ operations (ops) before it needs to: a query pays for the index only."""
 from __future__ import annotations
 
 from ..errors import BadInput, RegistryError
-from ..registry import Registry
+from ..core.registry import Registry
 from .entry import entry_id, missing, read_entry, resolve
 from .progress import Progress
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..console import resolve_session
-from ..context import Output, pass_out
+from ..cli.console import resolve_session
+from ..cli.context import Output, pass_out
 from .entry import ROUTER_MAX
 from .progress import Progress
 

@@ -13,7 +13,7 @@ import hashlib
 import re
 
 from ..errors import BadInput, NotFound, RegistryError
-from ..records import UnreadableRecord, as_list, emit_yaml, read_mapping
+from ..branch.records import UnreadableRecord, as_list, emit_yaml, read_mapping
 
 WIKI_DIR = "wiki"
 NOT_DOCUMENTED = "not documented"

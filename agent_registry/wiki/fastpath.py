@@ -1,4 +1,4 @@
-"""A click-free ``wiki query``: the console script (:mod:`agent_registry.hotpath`) hands it
+"""A click-free ``wiki query``: the console script (:mod:`agent_registry.cli.fast`) hands it
 the command line first.
 
 Importing click and building the command tree is a fifth of a warm whole-process query
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 def parse(argv: list[str]) -> dict | None:
     """The options of a plain ``wiki query`` command line, or None to leave it to click."""
-    from ..console import global_options
+    from ..cli.console import global_options
     args = list(argv)
     opts = global_options(args)
     if opts is None:
@@ -51,7 +51,7 @@ def run(argv: list[str]) -> int | None:
     # nothing (a tenth of a query's CPU).  Off while importing, then they are frozen out
     # of its sight and it runs as usual for the query (an index build makes garbage).
     gc.disable()
-    from ..console import serve
+    from ..cli.console import serve
     from . import api
     from .index import load_whoosh
     from .progress import Progress

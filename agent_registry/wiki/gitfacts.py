@@ -7,7 +7,7 @@ through the registry's clean git environment (never the user's index or work tre
 """
 from __future__ import annotations
 
-from ..registry import Registry, parse_op
+from ..core.registry import Registry, parse_op
 
 MAX_FILES = 1000
 MAX_PUSHES = 50

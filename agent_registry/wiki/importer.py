@@ -14,12 +14,12 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import paths as P
+from ..branch import paths as P
 from ..errors import BadInput
-from ..records import (STATUSES, Session, UnreadableRecord, as_list, dump_session, iso,
-                       read_mapping)
-from ..registry import Outcome, Registry, operation
-from ..view import View, context_path, done_path, live_path
+from ..branch.records import (STATUSES, Session, UnreadableRecord, as_list, dump_session, iso,
+                              read_mapping)
+from ..core.registry import Outcome, Registry, operation
+from ..branch.view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
                     dump_entry, entry_id, split_frontmatter, undocumented_note,
                     wiki_path)

@@ -23,8 +23,8 @@ import contextlib
 import os
 from collections import namedtuple
 
-from ..records import UnreadableRecord
-from ..registry import Registry, file_lock
+from ..branch.records import UnreadableRecord
+from ..core.registry import Registry, file_lock
 from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
 from .progress import Progress
 from .whoosh_shim import imported as load_whoosh

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .. import paths as P
+from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
-from ..records import dump_session, iso
-from ..registry import Outcome, Registry, operation
-from ..view import View, context_path, done_path
+from ..branch.records import dump_session, iso
+from ..core.registry import Outcome, Registry, operation
+from ..branch.view import View, context_path, done_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,
                     dump_entry, entry_id, missing, read_entry, undocumented_note, wiki_path)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import re
 
-from .shipped import read_text
-from .output import age
+from ..store.shipped import read_text
 from .records import iso, parse_iso
-from .staleness import CLOCK_SKEW, DEFAULT_TTL, session_stale_reason, stale_reason
+from .staleness import CLOCK_SKEW, DEFAULT_TTL, age, session_stale_reason, stale_reason
 from .view import View
 
 MAX_SESSION_ROWS = 100

@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from .shipped import folder
-from .errors import Refused
-from .gitstore import RepoInfo, branch_name, clean_env, read_config, run_git
+from ..store.shipped import folder
+from ..errors import Refused
+from ..store.git import RepoInfo, branch_name, clean_env, read_config, run_git
 from .guard import Guard, push_guard_enabled
 
 HOOK_NAMES = ("pre-commit", "pre-merge-commit", "pre-push", "post-merge", "post-checkout")

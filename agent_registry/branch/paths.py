@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from .errors import BadInput
+from ..errors import BadInput
 
 GLOB_CHARS = "*?["
 # git pathspec magic: how an argument says it is a literal name or a glob

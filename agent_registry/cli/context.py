@@ -1,6 +1,6 @@
-"""The context every click command shares (cli.py and the feature modules' commands):
+"""The context every click command shares (cli/main.py and the feature modules' commands):
 where results go (--json, --quiet) and the registry opened for the command.  Kept apart
-from cli.py so the feature commands cli.py loads lazily never import cli.py back."""
+from cli/main.py so the feature commands it loads lazily never import it back."""
 from __future__ import annotations
 
 import click
@@ -20,7 +20,7 @@ class Output:
     @property
     def registry(self):
         if self._registry is None:
-            from .registry import Registry
+            from ..core.registry import Registry
             self._registry = Registry.open(self.directory)
         return self._registry
 

@@ -20,7 +20,7 @@ import zlib
 from collections import namedtuple
 from collections.abc import Iterator
 
-from .errors import BadInput, RegistryError, os_failure
+from ..errors import BadInput, RegistryError, os_failure
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"

@@ -1,4 +1,4 @@
-"""``agent-registry harness``: thin click commands over :mod:`agent_registry.harness`."""
+"""``agent-registry harness``: thin click commands over :mod:`agent_registry.harness.settings`."""
 from __future__ import annotations
 
 import json
@@ -36,14 +36,14 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
     gemini): also merge this installation's MCP server into the project's MCP config,
     byte-identical on a second run (docs/mcp.md).
     """
-    from .errors import BadInput
-    from .gitstore import discover
-    from .harness import install_claude, install_protocol
+    from ..errors import BadInput
+    from ..store.git import discover
+    from ..harness.settings import install_claude, install_protocol
     info = discover(out.directory)
     if info.toplevel is None:
         raise BadInput("harness install needs a working tree (this repository is bare)")
     if with_mcp:  # read and merged first: a bad config file changes nothing at all
-        from .harness_mcp import plan_mcp
+        from ..harness.mcp import plan_mcp
         write_mcp = plan_mcp(info.toplevel, name)
     if name == "claude":
         result = install_claude(info.toplevel, auto_claim=auto_claim)
@@ -70,8 +70,8 @@ def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str
 
     A failure exits 1, which Claude Code shows as a non-blocking error and goes on:
     exit 2 would block the tool call, and only a deny decision may do that."""
-    from .errors import RegistryError
-    from .harness import agent_pid as parse_pid, run_claude_hook
+    from ..errors import RegistryError
+    from ..harness.settings import agent_pid as parse_pid, run_claude_hook
     try:
         answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim,
                                  pid=parse_pid(agent_pid))

@@ -16,8 +16,8 @@ import hashlib
 import json
 import re
 
-from .errors import RegistryError
-from .gitstore import Repo
+from ..errors import RegistryError
+from ..store.git import Repo
 from .paths import glob_error, literal_prefix, record_name
 from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)

@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .errors import BadInput
+from ..errors import BadInput
 
 SERVER = "agent-registry"
 FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",

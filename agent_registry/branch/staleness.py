@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from .procinfo import hostname, is_alive
+from ..store.procinfo import hostname, is_alive
 from .records import Holder, Session, parse_iso
 
 CLOCK_SKEW = 30.0
@@ -116,3 +116,14 @@ def session_stale_reason(session: Session, now: float, ttl: int = DEFAULT_TTL,
                          seen: FirstSeen | None = None) -> str | None:
     """Why a live session counts as a zombie (for cleanup), or None."""
     return stale_reason(Holder(session.id, "", "", ttl), session, now, this_host, seen)
+
+
+def age(seconds: float | None) -> str:
+    """A duration as people read it in a table: 45s, 12m, 3h, 2d."""
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -1,9 +1,11 @@
-"""What commands print, without click: shared by the click commands (cli.py) and the
-click-free hot path (hotpath.py), so both say exactly the same thing."""
+"""What commands print, without click: shared by the click commands (cli/main.py) and the
+click-free fast path (cli/fast.py), so both say exactly the same thing."""
 from __future__ import annotations
 
 import json
 import os
+
+from ..branch.staleness import age
 
 
 def to_json(data) -> str:
@@ -14,16 +16,6 @@ def error_json(exc) -> str:
     """The documented ``{"error": {...}}`` document of a RegistryError."""
     return json.dumps({"error": {"code": exc.exit_code, "message": exc.message, **exc.details}},
                       indent=2, ensure_ascii=False)
-
-
-def age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def claim_text(result: dict) -> str:
@@ -76,7 +68,7 @@ def local_time(text: str | None) -> str:
         return ""
     from datetime import datetime, timezone
 
-    from .records import parse_iso
+    from ..branch.records import parse_iso
     ts = parse_iso(text)
     if ts is None:
         return text

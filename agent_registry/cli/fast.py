@@ -7,7 +7,7 @@ are plain (global ``--json``/``--quiet``/``-C PATH``; paths, the predecessor's t
 SID; ``--session``, ``--ttl``, ``--shared``); anything else (``--help``, an unknown or
 malformed option, no path) goes to the click CLI, which owns the help texts and the usage
 errors.  Both paths read their arguments with :func:`lock_arguments`, call the same
-library functions and print through :mod:`agent_registry.output`.  ``wiki query`` has a
+library functions and print through :mod:`agent_registry.cli.output`.  ``wiki query`` has a
 click-free path of its own, in :mod:`agent_registry.wiki.fastpath`.
 """
 from __future__ import annotations
@@ -79,10 +79,10 @@ def run() -> None:
     opts = parse(sys.argv[1:])
     code = execute(opts) if opts is not None else None
     if code is None and "wiki" in sys.argv:  # `wiki query` has its own click-free path
-        from .wiki.fastpath import run as wiki_query
+        from ..wiki.fastpath import run as wiki_query
         code = wiki_query(sys.argv[1:])
     if code is None:
-        from .cli import main
+        from .main import main
         code = main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,5 +1,5 @@
-"""The console both routes of the command line share: the click CLI (cli.py) and the
-click-free fast paths (hotpath.py, wiki/fastpath.py).  Standard library only, since the
+"""The console both routes of the command line share: the click CLI (cli/main.py) and the
+click-free fast paths (cli/fast.py, wiki/fastpath.py).  Standard library only, since the
 fast paths import it on every claim: the session a command acts for, a lock command's
 arguments, the global options, and the one place a failure becomes one line on stderr
 (and a JSON document with --json) and an exit code."""
@@ -14,7 +14,7 @@ SESSION_ENV = "AGENT_REGISTRY_SESSION"
 def resolve_session(sid: str | None, *, required: bool = True) -> str | None:
     """*sid* as given, else $AGENT_REGISTRY_SESSION.  A given but empty id is bad input
     (a script's unset variable), never a reason to fall back to another session."""
-    from .errors import BadInput
+    from ..errors import BadInput
     if sid is not None and not sid.strip():
         raise BadInput("empty session id")
     sid = sid or os.environ.get(SESSION_ENV) or None
@@ -32,7 +32,7 @@ def lock_arguments(registry, args, sid: str | None, *,
     names a registered session is the session (unless --session names another).  An
     argument that names a registered session and no file is never taken for a path:
     locking it would be silent nonsense, so it is refused (exit 2)."""
-    from .errors import BadInput
+    from ..errors import BadInput
     paths = list(args)
     here = registry.repo.info
 
@@ -80,10 +80,10 @@ def serve(opts: dict, command) -> int:
     """Open the registry of ``opts["directory"]``, run *command* on it (which returns
     its JSON document, its text and its exit code) and print the answer as ``--json`` or
     ``--quiet`` ask; an error is one line on stderr and its exit code, and the
-    registry's warnings follow, as :func:`agent_registry.cli.main` reports them."""
+    registry's warnings follow, as :func:`agent_registry.cli.main.main` reports them."""
     from . import output
-    from .errors import RegistryError
-    from .registry import Registry
+    from ..errors import RegistryError
+    from ..core.registry import Registry
     registry = None
     try:
         registry = Registry.open(opts["directory"])
@@ -110,7 +110,7 @@ def report(exc: Exception, json_mode: bool, say) -> int:
     ``say(text, to_stderr)`` as one line (and the documented JSON document with --json);
     returns its exit code."""
     from . import output
-    from .errors import RegistryError, os_failure
+    from ..errors import RegistryError, os_failure
     error = exc if isinstance(exc, RegistryError) else os_failure(exc)
     if json_mode:
         say(output.error_json(error), False)

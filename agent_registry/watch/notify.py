@@ -20,9 +20,9 @@ import random
 import re
 from urllib.parse import urlsplit
 
-from .shipped import folder
-from .errors import BadInput, RegistryError
-from .gitstore import Repo
+from ..store.shipped import folder
+from ..errors import BadInput, RegistryError
+from ..store.git import Repo
 
 EVENTS = ("started", "executed", "stopped", "idle")
 URLS_ENV = "AGENT_REGISTRY_NOTIFY_URLS"

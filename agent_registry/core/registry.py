@@ -26,15 +26,15 @@ from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from . import paths as P
-from .errors import BadInput, NotFound, Refused, RegistryError
-from .gitstore import CasFailed, Repo, branch_name, discover, read_config
-from .procinfo import choose_owner, hostname, is_alive, protected_kind
-from .records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
-                      load_session, parse_iso)
-from .render import branch_readme, registry_md
-from .staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
-from .view import View, context_path, done_path, live_path
+from ..branch import paths as P
+from ..errors import BadInput, NotFound, Refused, RegistryError
+from ..store.git import CasFailed, Repo, branch_name, discover, read_config
+from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
+from ..branch.records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
+                              load_session, parse_iso)
+from ..branch.render import branch_readme, registry_md
+from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
+from ..branch.view import View, context_path, done_path, live_path
 
 TRAILER = "Registry-"
 CAS_ATTEMPTS = 20
@@ -49,8 +49,8 @@ OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
 # command's "end") still finds them: name -> module, imported on first need
 OPERATION_MODULES: dict[str, str] = {
     "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
-    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.override",
-    "restore": "agent_registry.sync",
+    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
+    "restore": "agent_registry.sync.remote",
 }
 
 
@@ -128,7 +128,7 @@ class Registry:
         self.warnings: list[str] = []  # unreadable files met by the last read, by name
         self.bound: dict | None = None  # the owner process the last register chose, and why
         # {"confirmed": False, "remote_error": {...}} when the last change was committed
-        # here but could not be pushed (agent_registry.sync); {} otherwise
+        # here but could not be pushed (agent_registry.sync.remote); {} otherwise
         self.unpushed: dict = {}
 
     @classmethod
@@ -172,11 +172,11 @@ class Registry:
 
     def apply(self, op: dict) -> dict:
         """Apply one operation to the branch tip and commit it; returns its result.
-        With a remote, the operation is also confirmed by a push (agent_registry.sync)."""
+        With a remote, the operation is also confirmed by a push (agent_registry.sync.remote)."""
         self._handler(op)  # an unknown operation fails before anything happens
         self.unpushed = {}
         if self.remote:  # takes the flock for the local commit only, never across the network
-            from .sync import apply_synced
+            from ..sync.remote import apply_synced
             return apply_synced(self, op)
         with file_lock(self.lock_file):
             return self.apply_locally(op)
@@ -238,10 +238,10 @@ class Registry:
                                      f"{author} <{author}@{self.host}>", int(at))
 
     def sync_state(self) -> dict:
-        """Where this clone stands against its remote (see agent_registry.sync)."""
+        """Where this clone stands against its remote (see agent_registry.sync.remote)."""
         if not self.remote:
             return {"enabled": False, "detail": "no remote configured"}
-        from .sync import sync_state
+        from ..sync.remote import sync_state
         return sync_state(self)
 
     def new_op(self, kind: str, **fields) -> dict:
@@ -721,7 +721,7 @@ class Registry:
         """(session, path) of claims this clone made that its remote has not seen yet."""
         if not self.remote:
             return set()
-        from .sync import unconfirmed_claims
+        from ..sync.remote import unconfirmed_claims
         return unconfirmed_claims(self)
 
     def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:

@@ -19,9 +19,9 @@ def sync(out: Output, timeout: float) -> None:
     path meanwhile. Exit 1 when a pending operation or a re-applied lock was refused,
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
     """
-    from .errors import Refused
-    from .sync import rewind_lines
-    from .sync import sync as run_sync
+    from ..errors import Refused
+    from ..sync.remote import rewind_lines
+    from ..sync.remote import sync as run_sync
     report = run_sync(out.registry, deadline=timeout)
     lines = [f"{'pushed to' if report['pushed'] else 'not pushed to'} {report['remote']}"
              + (f": {report['error']}" if report.get("error") else "")]
@@ -38,7 +38,7 @@ def sync(out: Output, timeout: float) -> None:
         raise Refused(f"{len(report['refused']) + len(lost)} operation(s) refused by "
                       f"{report['remote']}", details=report)
     if not report["pushed"]:
-        from .errors import Unconfirmed
+        from ..errors import Unconfirmed
         raise Unconfirmed(report.get("error") or "not pushed", details=report)
 
 
@@ -47,6 +47,6 @@ def sync(out: Output, timeout: float) -> None:
 @pass_out
 def gc(out: Output, keep_days: int) -> None:
     """Squash registry history older than N days into one commit (state unchanged)."""
-    from .gc import gc as run_gc
+    from ..sync.gc import gc as run_gc
     result = run_gc(out.registry, keep_days)
     out.emit(result, f"squashed {result['squashed']} commit(s), kept {result['kept']}")

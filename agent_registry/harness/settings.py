@@ -34,8 +34,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .errors import BadInput, NotFound, Refused
-from .gitstore import RepoInfo, discover
+from ..errors import BadInput, NotFound, Refused
+from ..store.git import RepoInfo, discover
 
 CLAUDE_EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
 HOOK_MARK = "harness hook claude"  # how we recognise our own entries in settings.json
@@ -121,7 +121,7 @@ def install_claude(toplevel: str, *, auto_claim: bool = False,
 
 def protocol_text(branch: str = "agent-registry") -> str:
     """The protocol section of the branch README, as the branch renders it."""
-    from .render import fill
+    from ..branch.render import fill
     readme = fill("README.md", branch=branch)
     start = readme.index("## The protocol")
     end = readme.find("\n## ", start + 1)
@@ -201,7 +201,7 @@ def agent_pid(text: str | None) -> int | None:
 def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict:
     event = _event(raw)
     info = _repo_of(event)
-    from .registry import Registry
+    from ..core.registry import Registry
     sid = session_for(info, event["session_id"])
     model = str(event.get("model") or "")
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -238,14 +238,14 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) 
     if not target:
         return None
     info = _repo_of(event)
-    from .paths import normalize
+    from ..branch.paths import normalize
     try:
         path = normalize(target, toplevel=info.toplevel,
                          prefix=info.prefix if not os.path.isabs(target) else "")
     except BadInput:
         return None  # outside this repository: not ours to guard
     sid = session_for(info, event["session_id"])
-    from .guard import UNREADABLE, Guard, describe
+    from ..enforce.guard import UNREADABLE, Guard, describe
     guard = Guard(info)
     try:
         # the edit is made by this Claude session, whatever the env of the hook says
@@ -276,9 +276,9 @@ def _deny(reason: str) -> dict:
 
 def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
     """Claim *path* for *sid*; the conflicts when someone was faster."""
-    from .guard import Conflict
-    from .paths import literal
-    from .registry import Registry
+    from ..enforce.guard import Conflict
+    from ..branch.paths import literal
+    from ..core.registry import Registry
     # the file being edited is a name, never a pattern (a new `a[1].py` is not a glob)
     target = literal(path)
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -300,7 +300,7 @@ def stop(raw: str) -> None:
     """End of a turn: renew the session's heartbeat so its locks stay fresh."""
     event = _event(raw)
     info = _repo_of(event)
-    from .registry import Registry
+    from ..core.registry import Registry
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
             registry.heartbeat(session_for(info, event["session_id"]))
@@ -311,7 +311,7 @@ def stop(raw: str) -> None:
 def session_end(raw: str) -> dict:
     event = _event(raw)
     info = _repo_of(event)
-    from .registry import Registry
+    from ..core.registry import Registry
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
             return registry.finish(session_for(info, event["session_id"]))

@@ -5,15 +5,15 @@ not weigh on every clone.  Later commits are rewritten byte for byte except for 
 parent line.  With a remote, the rewrite is pushed with ``--force-with-lease`` naming the
 exact remote tip we rewrote (and a refspec without ``+``, which would override the
 lease); other clones see a rewritten remote and replay their own pending operations on
-it (agent_registry.sync).
+it (agent_registry.sync.remote).
 """
 from __future__ import annotations
 
 import json
 
-from .errors import BadInput, RegistryError, Unconfirmed
-from .records import iso
-from .registry import TRAILER, Registry, file_lock
+from ..errors import BadInput, RegistryError, Unconfirmed
+from ..branch.records import iso
+from ..core.registry import TRAILER, Registry, file_lock
 
 GC_OP = "gc"
 
@@ -22,7 +22,7 @@ def gc(registry: Registry, keep_days: int) -> dict:
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
     if registry.remote:
-        from .sync import Offline, redact, sync
+        from .remote import Offline, redact, sync
         try:
             if not sync(registry)["pushed"]:
                 raise RegistryError(f"gc needs this clone in sync with {redact(registry.remote)}; "
@@ -44,7 +44,7 @@ def gc(registry: Registry, keep_days: int) -> dict:
             return {"squashed": 0, "kept": _count(registry, tip), "tip": tip}
         later = git("rev-list", "--reverse", "--first-parent", f"{old}..{tip}").stdout.decode().split()
         # "rewrote": other clones check that the history they confirmed is in it
-        # (agent_registry.sync: a rewrite gc explains is not a rewind)
+        # (agent_registry.sync.remote: a rewrite gc explains is not a rewind)
         op = {"op": GC_OP, "at": registry.clock(), "keep_days": keep_days, "squashed": squashed,
               "before": iso(cutoff), "rewrote": tip}
         message = (f"gc: squash {squashed} commits before {iso(cutoff)}\n\n"
@@ -75,7 +75,7 @@ def _reparent(registry: Registry, commit: str, parent: str) -> str:
 
 def _push_rewrite(registry: Registry, new: str, old: str) -> None:
     dst = f"refs/heads/{registry.branch}"
-    from .sync import Offline, git_net, confirm, redact
+    from .remote import Offline, git_net, confirm, redact
     try:
         proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                         f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")

@@ -29,7 +29,7 @@ def read_text(folder_name: str, file_name: str) -> str:
 
 
 def _checkout(name: str) -> str | None:
-    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     if os.path.isfile(os.path.join(root, "pyproject.toml")) and \
             os.path.isdir(os.path.join(root, name)):
         return os.path.join(root, name)

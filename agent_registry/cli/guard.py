@@ -1,5 +1,5 @@
 """``agent-registry guard`` and ``agent-registry hooks``: thin click commands over
-:mod:`agent_registry.guard` and :mod:`agent_registry.githooks`.  (The git hooks
+:mod:`agent_registry.guard` and :mod:`agent_registry.enforce.hooks`.  (The git hooks
 themselves run ``python -m agent_registry.guard``, which never imports click.)"""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .context import Output, pass_out
 
 
 def _info(out: Output):
-    from .gitstore import discover
+    from ..store.git import discover
     return discover(out.directory)
 
 
@@ -23,9 +23,9 @@ def guard(out: Output, paths) -> None:
     0 otherwise. The committer is $AGENT_REGISTRY_SESSION, else the live session whose
     process is an ancestor of this one, else a person.
     """
-    from .guard import PERSON, Guard, describe
-    from .errors import BadInput, Refused
-    from .paths import normalize, plain
+    from ..enforce.guard import PERSON, Guard, describe
+    from ..errors import BadInput, Refused
+    from ..branch.paths import normalize, plain
     info = _info(out)
     checker = Guard(info)
     try:
@@ -78,7 +78,7 @@ def _hook_lines(result: dict) -> str:
 def hooks_install(out: Output) -> None:
     """Install the hooks (honours core.hooksPath and worktrees); an existing hook is
     kept and still runs first, and uninstall restores it."""
-    from .githooks import install
+    from ..enforce.hooks import install
     result = install(_info(out))
     out.emit(result, _hook_lines(result))
 
@@ -87,7 +87,7 @@ def hooks_install(out: Output) -> None:
 @pass_out
 def hooks_uninstall(out: Output) -> None:
     """Remove our hooks and put back the hooks they chained, byte for byte."""
-    from .githooks import uninstall
+    from ..enforce.hooks import uninstall
     result = uninstall(_info(out))
     out.emit(result, _hook_lines(result))
 
@@ -96,7 +96,7 @@ def hooks_uninstall(out: Output) -> None:
 @pass_out
 def hooks_status(out: Output) -> None:
     """Which hooks are installed, and the guard's mode (enforcing, or off and why)."""
-    from .githooks import status
+    from ..enforce.hooks import status
     result = status(_info(out))
     out.emit(result, _hook_lines(result) + f"\nguard: {result['mode']}\n"
              f"pre-push guard: {'on' if result['push_guard'] else 'off'}")

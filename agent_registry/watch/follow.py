@@ -29,11 +29,11 @@ import time
 from collections.abc import Callable
 
 from . import notify
-from .errors import BadInput, Refused
-from .procinfo import hostname, is_alive, start_time
-from .records import LIVE, iso
-from .registry import Registry, file_lock, parse_op
-from .view import View
+from ..errors import BadInput, Refused
+from ..store.procinfo import hostname, is_alive, start_time
+from ..branch.records import LIVE, iso
+from ..core.registry import Registry, file_lock, parse_op
+from ..branch.view import View
 
 STATE_FILE = "watch.json"
 DEFAULT_INTERVAL = 60.0
@@ -116,7 +116,7 @@ class Watcher:
     def _fetch(self) -> str | None:
         if not self.fetch:
             return None
-        from .sync import Offline, fetch
+        from ..sync.remote import Offline, fetch
         try:
             fetch(self.registry)
         except Offline as exc:  # the local branch is still followed
@@ -157,7 +157,7 @@ class Watcher:
         reachable from *heads* and not from the heads of the last pass, oldest first."""
         if not heads:
             return []
-        from .sync import is_ancestor
+        from ..sync.remote import is_ancestor
         old = self.state.get("heads", [])
         seen = [h for h in old if self.repo.reader.read(h)]
         # history rewritten (gc) or gone: its commits come back with their own dates, and

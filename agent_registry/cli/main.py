@@ -1,9 +1,9 @@
-"""The ``agent-registry`` command: a thin click layer over :mod:`agent_registry.registry`.
+"""The ``agent-registry`` command: a thin click layer over :mod:`agent_registry.core.registry`.
 
 Each command parses its arguments, calls one library function, and prints the result:
 a short human text, or with ``--json`` the result as one JSON document on stdout.  Every
 failure is a RegistryError, turned into a one-line message and an exit code in one place
-(:func:`agent_registry.console.report`, called by :func:`main`).  Feature areas (sync,
+(:func:`agent_registry.cli.console.report`, called by :func:`main`).  Feature areas (sync,
 hooks, wiki, dashboard …) live in their own modules, imported only when their command
 runs, so a hot command pays only for itself.
 
@@ -22,16 +22,16 @@ import click
 from . import output
 from .console import SESSION_ENV, lock_arguments, new_session_id, report, resolve_session
 from .context import Output, pass_out
-from .errors import BAD_INPUT, BadInput, RegistryError
+from ..errors import BAD_INPUT, BadInput, RegistryError
 from .output import age, local_time
 
 # name -> "module:attribute" of commands that live outside this file
 LAZY_COMMANDS: dict[str, str] = {
-    "sync": "agent_registry.sync_cli:sync",
-    "gc": "agent_registry.sync_cli:gc",
-    "guard": "agent_registry.guard_cli:guard",
-    "hooks": "agent_registry.guard_cli:hooks",
-    "harness": "agent_registry.harness_cli:harness",
+    "sync": "agent_registry.cli.sync:sync",
+    "gc": "agent_registry.cli.sync:gc",
+    "guard": "agent_registry.cli.guard:guard",
+    "hooks": "agent_registry.cli.guard:hooks",
+    "harness": "agent_registry.cli.harness:harness",
     "end": "agent_registry.wiki.cli:end",
     "wiki": "agent_registry.wiki.cli:wiki",
     "import-home": "agent_registry.wiki.cli:import_home",
@@ -100,7 +100,7 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 @pass_out
 def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool = False) -> None:
     """Create the registry branch (idempotent; never touches the working tree)."""
-    from .registry import Registry
+    from ..core.registry import Registry
     repo = out.registry.repo
     if branch:
         Registry(repo, branch=branch, config=out.registry.config)  # validates the name
@@ -114,7 +114,7 @@ def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool =
     result = out.registry.init()
     text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}"
     if with_hooks:
-        from .githooks import install
+        from ..enforce.hooks import install
         result["hooks"] = install(repo.info)
         text += f"\ninstalled git hooks in {result['hooks']['hooks_dir']}"
     out.emit(result, text)
@@ -301,7 +301,7 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url) 
         sessions = [s for s in sessions if project in s.project]
     sync = registry.sync_state()
     now = registry.clock()
-    from .records import parse_iso
+    from ..branch.records import parse_iso
     rows = [[s.id, s.provider, s.project, s.working_on, s.status,
              age(now - (parse_iso(s.registered_at) or now))] for s in sessions]
     clock = registry.clocks_ahead(sessions)
@@ -315,7 +315,7 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url) 
 
 
 def remote_status(out: Output, url: str) -> None:
-    from .sync import remote_snapshot
+    from ..sync.remote import remote_snapshot
     snap = remote_snapshot(url)
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"], s["host"]]
             for s in snap["sessions"]]
@@ -486,9 +486,9 @@ def watch(out: Output, interval: float, idle_minutes: float, once: bool) -> None
     history. A failed delivery is kept and retried with backoff; --once exits 3 when
     one is still pending. Needs the notify extra: pip install 'agent-registry[notify]'
     (docs/watch.md)."""
-    from .errors import Unconfirmed
-    from .watch import pass_lines
-    from .watch import watch as run_watch
+    from ..errors import Unconfirmed
+    from ..watch.follow import pass_lines
+    from ..watch.follow import watch as run_watch
     last: dict = {}
 
     def report(result: dict) -> None:
@@ -524,7 +524,7 @@ def mcp(out: Output, interval: float) -> None:
     parent (the harness) and heartbeated while it runs. Needs the mcp extra:
     pip install 'agent-registry[mcp]' (docs/mcp.md)."""
     try:
-        from .mcp_server import serve
+        from ..mcp_server import serve
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith(("mcp", "pydantic")):
             raise

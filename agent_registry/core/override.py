@@ -11,10 +11,10 @@ import json
 import secrets
 import time
 
-from .gitstore import RepoInfo, Repo
-from .records import iso
+from ..store.git import RepoInfo, Repo
+from ..branch.records import iso
 from .registry import Outcome, Registry, operation
-from .view import View
+from ..branch.view import View
 
 
 @operation("override")

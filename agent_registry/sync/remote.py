@@ -2,7 +2,7 @@
 
 Over 400 lines: one protocol whose steps (fetch, replay, push, a rewound remote, the
 mass-deletion check, reading a remote) share the sync state and the flock; it splits
-with the transaction it still shares with registry.py (docs/design.md, "Rooms").
+with the transaction it still shares with core/registry.py (docs/design.md, "Rooms").
 
 A mutation:
 
@@ -49,11 +49,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
-from .gitstore import CasFailed, run_git
-from .records import Holder, Lock, Session, iso
-from .registry import Outcome, Registry, describe_conflicts, file_lock, operation, parse_op
-from .view import View
+from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
+from ..store.git import CasFailed, run_git
+from ..branch.records import Holder, Lock, Session, iso
+from ..core.registry import Outcome, Registry, describe_conflicts, file_lock, operation, parse_op
+from ..branch.view import View
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes

@@ -1,0 +1,1 @@
+"""The core: the Registry API (sessions, locks, the operation table, the transaction)."""

@@ -1,0 +1,1 @@
+"""Enforcement: the git hooks' guard and their installation."""

@@ -1,0 +1,1 @@
+"""The watchdog: the event follower and its notifications."""
