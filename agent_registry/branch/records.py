@@ -328,6 +328,29 @@ def _ruamel_update(text: str, data: dict) -> str:
 
 # -- lock records ---------------------------------------------------------------------
 
+def status_named(text: str) -> str:
+    """The status *text* names, case-insensitively ("finished" is Finished)."""
+    for status in STATUSES:
+        if status.lower() == text.lower():
+            return status
+    from ..errors import BadInput
+    raise BadInput(f"invalid status {text!r}: one of {', '.join(STATUSES)}")
+
+
+def select_sessions(sessions: list[Session], *, status: str | None = None,
+                    provider: str | None = None, project: str | None = None) -> list[Session]:
+    """The one session filter of `status`, the dashboard and MCP: status and provider match
+    case-insensitively, project is a substring of the session's project path."""
+    if status:
+        wanted = status_named(status)
+        sessions = [s for s in sessions if s.status == wanted]
+    if provider:
+        sessions = [s for s in sessions if s.provider.lower() == provider.lower()]
+    if project:
+        sessions = [s for s in sessions if project in s.project]
+    return sessions
+
+
 class Holder:
     """One session's claim on a lock: who, its generation token, when, for how long."""
 

@@ -279,7 +279,8 @@ def sync_line(state: dict) -> str:
 
 
 @cli.command()
-@click.option("--status", "status_filter", metavar="S", help="Only sessions with this status.")
+@click.option("--status", "status_filter", metavar="S",
+              help="Only sessions with this status (OnWorking, Finished, Stop, Killed; any case).")
 @click.option("--provider", metavar="P", help="Only this provider (case-insensitive).")
 @click.option("--project", metavar="P", help="Only projects whose path contains P.")
 @click.option("--all", "show_all", is_flag=True, help="Include ended sessions.")
@@ -291,17 +292,13 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url) 
     if remote_url:
         return remote_status(out, remote_url)
     registry = out.registry
-    include_ended = show_all or (status_filter not in (None, "OnWorking"))
-    sessions = registry.sessions(include_ended=include_ended)
-    if status_filter:
-        sessions = [s for s in sessions if s.status.lower() == status_filter.lower()]
-    if provider:
-        sessions = [s for s in sessions if s.provider.lower() == provider.lower()]
-    if project:
-        sessions = [s for s in sessions if project in s.project]
+    from ..branch.records import LIVE, parse_iso, select_sessions, status_named
+    status_filter = status_named(status_filter) if status_filter else None
+    sessions = registry.sessions(include_ended=show_all or status_filter not in (None, LIVE))
+    sessions = select_sessions(sessions, status=status_filter, provider=provider,
+                               project=project)
     sync = registry.sync_state()
     now = registry.clock()
-    from ..branch.records import parse_iso
     rows = [[s.id, s.provider, s.project, s.working_on, s.status,
              age(now - (parse_iso(s.registered_at) or now))] for s in sessions]
     clock = registry.clocks_ahead(sessions)

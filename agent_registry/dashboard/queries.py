@@ -8,7 +8,7 @@ from datetime import date, datetime, time, timedelta
 
 from ..errors import BadInput, NotFound
 from ..cli.output import display_zone
-from ..branch.records import LIVE, STATUSES, parse_iso
+from ..branch.records import LIVE, parse_iso, select_sessions, status_named
 from ..core.registry import Registry
 from ..branch.staleness import session_stale_reason
 from ..branch.view import context_path
@@ -54,18 +54,12 @@ def list_sessions(registry: Registry, *, status: str | None = None,
                   limit: int = 500) -> dict:
     """Sessions, newest first.  Default: the live ones.  *history* (or a status other
     than OnWorking) adds ended sessions; *day* keeps those active on that day."""
-    if status and status not in STATUSES:
-        raise BadInput(f"invalid status {status!r}: one of {', '.join(STATUSES)}")
+    status = status_named(status) if status else None
     now = registry.clock()
     sessions = registry.sessions(include_ended=history or status not in (None, LIVE))
     providers = sorted({s.provider for s in sessions if s.provider}, key=str.lower)
     projects = sorted({s.project for s in sessions if s.project})
-    if status:
-        sessions = [s for s in sessions if s.status == status]
-    if provider:
-        sessions = [s for s in sessions if s.provider.lower() == provider.lower()]
-    if project:
-        sessions = [s for s in sessions if project in s.project]
+    sessions = select_sessions(sessions, status=status, provider=provider, project=project)
     if day:
         start, end = day_bounds(day, now)
         sessions = [s for s in sessions if _active_between(s, start, end, now)]
