@@ -1,6 +1,7 @@
 """What a warm `wiki query` process imports (no timings): none of the modules the search
 never uses, and Whoosh, after the shim's lazy stand-ins, still reaches every one of them
-when it needs them (a rebuild, random file names, html escaping, queues, dates)."""
+when it needs them (a rebuild, random file names, html escaping, queues, dates, fuzzy
+terms)."""
 from __future__ import annotations
 
 import subprocess
@@ -14,7 +15,8 @@ from test_wiki_support import fixture_files, put_files
 QUESTION = "sqlite database is locked"
 # imported by the standard library or Whoosh at module level, used by no query
 NEVER = {"pathlib", "typing", "tempfile", "random", "html", "queue", "calendar", "shutil",
-         "whoosh.lang.dmetaphone", "urllib.parse", "click"}
+         "datetime", "whoosh.lang.dmetaphone", "whoosh.util.times", "whoosh.automata.fsa",
+         "whoosh.searching", "whoosh.query.qcore", "urllib.parse", "click"}
 
 
 @pytest.fixture
@@ -45,6 +47,12 @@ def test_whoosh_reaches_the_real_modules_behind_the_stand_ins(wiki_repo, repo, r
         "assert whoosh.compat.queue.Queue().empty()\n"
         "assert len(whoosh.util.random_name(8)) == 8\n"
         "assert whoosh.util.times.adatetime(2024, 2, 29).day == 29\n"
+        "import datetime, whoosh.fields, whoosh.codec.base\n"
+        "day = datetime.datetime(2024, 2, 29)\n"
+        "assert whoosh.fields.long_to_datetime(whoosh.fields.datetime_to_long(day)) == day\n"
+        "assert whoosh.fields.datetime.date is datetime.date\n"
+        "assert whoosh.codec.base.lev.levenshtein_automaton\n"
+        "from whoosh.reading import distance; assert distance('lock', 'locks') == 1\n"
         "from whoosh.analysis.morph import double_metaphone; assert double_metaphone('Smith')\n"
         "import random, tempfile; assert random.random() < 1 and tempfile.gettempdir()\n"
         "assert api.rebuild(registry)['built']\n"  # a writer: random names, temp files

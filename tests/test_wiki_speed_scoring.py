@@ -29,8 +29,8 @@ def segmented(registry):
     search(registry, "first update")
     put_files(registry, {names[2]: files[names[2]] + "\nthe worker race again\n"})
     ix = WikiIndex(registry).open()
-    with ix.searcher() as searcher:
-        assert len(searcher.leaf_searchers()) > 1 and searcher.reader().has_deletions()
+    with ix.reader() as reader:
+        assert len(reader.leaf_readers()) > 1 and reader.has_deletions()
     return registry, ix
 
 
@@ -42,12 +42,12 @@ def ranked(hits):
 def test_block_scores_are_whooshs_scores(segmented, fields):
     _, ix = segmented
     analyzer = ix.schema["router"].analyzer
-    with ix.searcher() as searcher:
+    with ix.reader() as reader:
         for text in QUESTIONS:
             terms = question(analyzer, text, fields)
             for limit in (1, 10, 1000):
-                ours = whoosh_shim.best(searcher, terms, limit)
-                assert ranked(ours) == ranked(whoosh_shim._whoosh_best(searcher, terms, limit))
+                ours = whoosh_shim.best(reader, terms, limit)
+                assert ranked(ours) == ranked(whoosh_shim._whoosh_best(reader, terms, limit))
     assert whoosh_shim._has_block_reads()  # the fast path was the one compared
 
 
@@ -62,6 +62,6 @@ def test_the_answer_is_the_same_through_whooshs_own_search(segmented, monkeypatc
 def test_a_question_of_stop_words_only_has_no_terms(segmented):
     _, ix = segmented
     assert question(ix.schema["router"].analyzer, "the and of", SEARCH_FIELDS) == []
-    with ix.searcher() as searcher:
-        assert whoosh_shim.best(searcher, [], 10) == []
+    with ix.reader() as reader:
+        assert whoosh_shim.best(reader, [], 10) == []
     assert wiki_index.search_index(ix, "the and of", 10) == []

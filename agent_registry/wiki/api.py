@@ -62,8 +62,8 @@ def search(registry: Registry, text: str, limit: int = 10,
 def latest(ix, limit: int) -> list[dict]:
     """The *limit* newest entries of the index (by their date), as search results."""
     import heapq
-    with ix.searcher() as searcher:
-        docs = [d for d in searcher.all_stored_fields() if d.get("id")]  # not __meta__
+    with ix.reader() as reader:  # not a Searcher: whoosh.searching is never imported
+        docs = [d for d in reader.all_stored_fields() if d.get("id")]  # not __meta__
     newest = heapq.nlargest(limit, docs, key=lambda d: (d.get("date") or "", d["key"]))
     return [{"id": d["id"], "session_id": d["key"], "router": d.get("router", ""),
              "what": d.get("what", ""), "score": 0.0, "why": "latest entry",

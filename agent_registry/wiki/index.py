@@ -107,10 +107,10 @@ class WikiIndex:
             return None
         try:
             ix = windex.open_dir(folder)
-            with ix.searcher() as searcher:
-                meta = searcher.document(key=META_KEY)
-                generation = searcher.reader().generation()
-                entries = searcher.doc_count() - 1  # the __meta__ document
+            with ix.reader() as reader:
+                meta = reader.stored_fields(reader.first_id("key", META_KEY))
+                generation = reader.generation()
+                entries = reader.doc_count() - 1  # the __meta__ document
         except Exception:  # any Whoosh failure to read means: rebuild
             return None
         if not meta or not meta.get("commit") or meta.get("version") != VERSION:
@@ -283,13 +283,13 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
     for token in analyzer(text, chars=True):
         spoken.setdefault(token.text, text[token.startchar:token.endchar])
     out = []
-    with ix.searcher() as searcher:  # BM25F: Whoosh's default weighting
+    with ix.reader() as reader:
         for fields in (DISTILLED_FIELDS, SEARCH_FIELDS):
-            hits = best(searcher, question(analyzer, text, fields), limit)
+            hits = best(reader, question(analyzer, text, fields), limit)
             if len(hits) >= limit:
                 break
         for docnum, score, matched in hits:
-            stored = searcher.stored_fields(docnum)
+            stored = reader.stored_fields(docnum)
             fields = sorted({f for f, _ in matched}, key=SEARCH_FIELDS.index)
             words = sorted({spoken.get(stem, stem).lower() for _, stem in matched})
             out.append({"id": stored["id"], "session_id": stored["key"],
@@ -305,6 +305,8 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
 
 def pending_sids(ix) -> list[str]:
     load_whoosh()
-    from whoosh.query import Term
-    with ix.searcher() as searcher:
-        return sorted(hit["key"] for hit in searcher.search(Term("pending", "1"), limit=None))
+    with ix.reader() as reader:
+        if ("pending", "1") not in reader:
+            return []
+        return sorted(reader.stored_fields(doc)["key"]
+                      for doc in reader.postings("pending", "1").all_ids())

@@ -18,17 +18,21 @@ filestore``                lzma, random)                         a writer
 ``whoosh.filedb.compound`` ``shutil.copyfileobj``                writing compound files
 ``whoosh.util``,           ``random``                            names of new files,
 ``whoosh.classify``                                              query expansion
-``whoosh.util.times``      ``calendar``                          ambiguous dates
+``whoosh.util.times``      ``calendar``, ``datetime``            ambiguous dates
+``whoosh.fields``          ``datetime``, ``whoosh.util.times``   ``DATETIME`` fields
 ``whoosh.analysis.morph``  ``whoosh.lang.dmetaphone``            ``DoubleMetaphoneFilter``
+``whoosh.codec.base``      ``whoosh.automata.lev``               fuzzy term automata
+``whoosh.reading``         ``whoosh.support.levenshtein``        term suggestions
 =========================  ====================================  ========================
 
 :func:`imported` imports Whoosh's modules while stand-ins for those sit in
 ``sys.modules``: ``cached_property`` is the standard library's
 ``functools.cached_property`` (the same semantics for that one property); a function
 imported by name (``urlretrieve``, ``variations``, ``escape``, ``double_metaphone``,
-``copyfileobj``) is a forwarder that imports the real function on its first call; a
-module imported whole (``queue``, ``tempfile``, ``random``, ``calendar``) is a lazy module
-that imports the real one on its first attribute access.  The stand-ins are taken out of ``sys.modules`` right
+``copyfileobj``, ``datetime_to_long``, ...) is a forwarder that imports the real function
+on its first call; a module imported whole (``queue``, ``tempfile``, ``random``,
+``calendar``, ``datetime``, ``lev``) is a lazy module that imports the real one on its
+first attribute access.  The stand-ins are taken out of ``sys.modules`` right
 after, so code that imports the real modules later (the LLM client, the dashboard) gets
 them.  A module that is already imported is used as it is.  Upstream, the fix is to
 import these where they are used (``whoosh.compat`` need not re-export urlretrieve;
@@ -43,9 +47,11 @@ import threading
 from types import ModuleType
 
 _LOCK = threading.Lock()  # the dashboard's threads may search for the first time at once
-# what our index code uses; everything Whoosh imports later is already loaded by then
-MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.query",
-           "whoosh.scoring", "whoosh.codec.whoosh3", "whoosh.searching")
+# what a query uses (it reads through an IndexReader: whoosh.searching and the query
+# classes are a tenth of Whoosh's import), and what a Searcher adds
+MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.scoring",
+           "whoosh.codec.whoosh3", "whoosh.reading")
+SEARCHING = ("whoosh.query", "whoosh.searching")
 
 
 def _forwarder(module: str, name: str):
@@ -66,12 +72,14 @@ class _LazyModule(ModuleType):
         return getattr(importlib.import_module(self.__name__), name)
 
 
-# module -> what Whoosh takes from it: a function name (a forwarder), None (the whole
+# module -> what Whoosh takes from it: function names (forwarders), None (the whole
 # module, lazily), or for cached_property its standard-library twin
-STAND_INS = {"cached_property": functools.cached_property, "urllib.request": "urlretrieve",
-             "whoosh.lang.morph_en": "variations", "html": "escape", "queue": None,
-             "tempfile": None, "random": None, "calendar": None,
-             "whoosh.lang.dmetaphone": "double_metaphone", "shutil": "copyfileobj"}
+STAND_INS = {"cached_property": functools.cached_property, "urllib.request": ("urlretrieve",),
+             "whoosh.lang.morph_en": ("variations",), "html": ("escape",), "queue": None,
+             "tempfile": None, "random": None, "calendar": None, "datetime": None,
+             "whoosh.lang.dmetaphone": ("double_metaphone",), "shutil": ("copyfileobj",),
+             "whoosh.util.times": ("datetime_to_long", "long_to_datetime"),
+             "whoosh.automata.lev": None, "whoosh.support.levenshtein": ("distance",)}
 
 
 def _stand_ins() -> dict[str, ModuleType]:
@@ -84,24 +92,25 @@ def _stand_ins() -> dict[str, ModuleType]:
             made[module] = _LazyModule(module, doc)
             continue
         made[module] = ModuleType(module, doc)
-        if isinstance(value, str):
-            setattr(made[module], value, _forwarder(module, value))
+        if isinstance(value, tuple):
+            for name in value:
+                setattr(made[module], name, _forwarder(module, name))
         else:
             setattr(made[module], value.__name__, value)
     return made
 
 
-def imported() -> None:
-    """Import Whoosh's modules (once) without the unused heavy imports."""
-    if MODULES[-1] in sys.modules:  # the last one imported: all done
+def imported(modules: tuple[str, ...] = MODULES) -> None:
+    """Import Whoosh's *modules* (once) without the unused heavy imports."""
+    if modules[-1] in sys.modules:  # the last one imported: all done
         return
     with _LOCK:
-        if MODULES[-1] in sys.modules:
+        if modules[-1] in sys.modules:
             return
         stand_ins = _stand_ins()
         sys.modules.update(stand_ins)
         try:
-            for module in MODULES:
+            for module in modules:
                 importlib.import_module(module)
         finally:
             for name, stand_in in stand_ins.items():
@@ -114,10 +123,12 @@ def imported() -> None:
 # of UnionMatchers advanced posting by posting, each step a dozen Python calls through the
 # tree (about 30 us a document).  A question's common words match a few thousand documents
 # of a 10,000-entry wiki, and block-quality skipping never applies to them.  best() gives
-# the same BM25F scores (the same scorer objects, the same field lengths, the boost as
-# Whoosh's WrappingMatcher applies it) term at a time: each posting block is read whole (its
+# the same BM25F scores (Whoosh's bm25 with the index-wide idf and average field length a
+# Searcher gives its scorer, the same field lengths, the boost as Whoosh's WrappingMatcher
+# applies it) term at a time, from an IndexReader: each posting block is read whole (its
 # ids and weights, as W3LeafMatcher decodes them), the field lengths of a segment are read
 # as one byte string, and a term's score is computed once per (weight, length byte) pair.
+# Reading without a Searcher also leaves whoosh.searching and the query classes unimported.
 # Upstream this is a matcher method yielding a block's ids and weights plus a bulk read of
 # a length column; until then it reads W3LeafMatcher's block attributes, and falls back to
 # Whoosh's own search when they are not there (another codec or version).
@@ -151,10 +162,10 @@ def _blocks(matcher):
         matcher._next_block()
 
 
-def _add_term(scores: dict[int, float], reader, scorer, field: str, text: str,
+def _add_term(scores: dict[int, float], reader, score, field: str, text: str,
               boost: float) -> list[int]:
     """Add one term's scores in one segment to *scores* (deleted documents too: the
-    caller drops them); the documents it matched."""
+    caller drops them); the documents it matched.  *score(weight, length)*."""
     lengths, length = _length_bytes(reader, field)
     memo: dict[tuple[float, int], float] = {}  # (weight, length byte) -> score
     known, add = memo.get, scores.get  # bound once: this loop runs for every posting
@@ -164,34 +175,47 @@ def _add_term(scores: dict[int, float], reader, scorer, field: str, text: str,
         for key, doc in zip(zip(weights, map(lengths.__getitem__, ids)), ids):
             value = known(key)
             if value is None:
-                value = memo[key] = boost * scorer._score(key[0], length(key[1]))
+                value = memo[key] = boost * score(key[0], length(key[1]))
             scores[doc] = add(doc, 0.0) + value
         found.extend(ids)
     return found
 
 
-def best(searcher, terms: list[tuple[str, str, float]],
+def _bm25f(reader, field: str, text: str):
+    """Whoosh's BM25F score of one term (``BM25F().scorer(searcher, field, text)``, whose
+    idf and average field length are the whole index's), without a Searcher: for the
+    text fields of our schema (scorable, no per-field B)."""
+    from math import log
+    from whoosh.scoring import BM25F, bm25
+    model, count = BM25F(), reader.doc_count_all()
+    idf = log(count / (reader.doc_frequency(field, text) + 1)) + 1
+    average = reader.field_length(field) / (count or 1) or 1
+    return lambda weight, length: bm25(idf, weight, length, average, model.B, model.K1)
+
+
+def best(reader, terms: list[tuple[str, str, float]],
          limit: int) -> list[tuple[int, float, list[tuple[str, str]]]]:
-    """The *limit* best documents for any of *terms* ((field, text, boost)), scored as
-    ``searcher.search(Or([Term(field, text, boost=boost), ...]))`` scores them:
-    [(docnum, score, [(field, text) matched])], best first, equal scores by docnum."""
+    """The *limit* best documents of *reader* (an index's IndexReader) for any of *terms*
+    ((field, text, boost)), scored as ``Searcher(reader).search(Or([Term(field, text,
+    boost=boost), ...]))`` scores them: [(docnum, score, [(field, text) matched])], best
+    first, equal scores by docnum."""
     if not _has_block_reads():
-        return _whoosh_best(searcher, terms, limit)
+        return _whoosh_best(reader, terms, limit)
     from heapq import nlargest
     from operator import itemgetter
+    scorers = {(f, t): _bm25f(reader, f, t) for f, t, _ in terms if (f, t) in reader}
     scores: dict[int, float] = {}
     found: dict[tuple[str, str], list[tuple[int, list[int]]]] = {}
-    for sub, offset in searcher.leaf_searchers():
-        reader, segment = sub.reader(), {}
+    for segment, offset in reader.leaf_readers():
+        here: dict[int, float] = {}
         for field, text, boost in terms:
-            if (field, text) in reader:
-                scorer = searcher.weighting.scorer(sub, field, text)
-                docs = _add_term(segment, reader, scorer, field, text, boost)
+            if (field, text) in segment:
+                docs = _add_term(here, segment, scorers[field, text], field, text, boost)
                 found.setdefault((field, text), []).append((offset, docs))
-        if reader.has_deletions():  # the postings still list deleted documents
-            for doc in reader.deleted_docs_set.intersection(segment):
-                del segment[doc]
-        scores.update((doc + offset, value) for doc, value in segment.items())
+        if segment.has_deletions():  # the postings still list deleted documents
+            for doc in segment.deleted_docs_set.intersection(here):
+                del here[doc]
+        scores.update((doc + offset, value) for doc, value in here.items())
     # sorted by docnum first: nlargest is stable, so equal scores keep the docnum order
     top = nlargest(limit, sorted(scores.items()), key=itemgetter(1))
     wanted = {doc for doc, _ in top}
@@ -203,9 +227,12 @@ def best(searcher, terms: list[tuple[str, str, float]],
     return [(doc, value, matched[doc]) for doc, value in top]
 
 
-def _whoosh_best(searcher, terms, limit):
+def _whoosh_best(reader, terms, limit):
     """best() through Whoosh's own search (also what tests compare best() with)."""
+    imported(MODULES + SEARCHING)
     from whoosh.query import Or, Term
+    from whoosh.searching import Searcher
+    searcher = Searcher(reader, closereader=False)
     hits = searcher.search(Or([Term(f, t, boost=b) for f, t, b in terms]), limit=limit,
                            terms=True)
     return [(hit.docnum, hit.score, [(f, t.decode() if isinstance(t, bytes) else t)
