@@ -280,3 +280,22 @@ def test_ingest_pending_shows_progress_on_a_terminal(run, repo, home, llm, monke
     assert "ingesting pending wiki entries [" in shown and "1/1 entries" in shown
     assert "ingested 1 of 1 pending entries in" in shown
     assert stdout.startswith(f"ingested {KIMI}: how, solved, tools")
+
+
+# -- context show ----------------------------------------------------------------------------
+
+def test_context_show_reads_the_diary_back(run, repo):
+    assert run("register", "s-1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    nothing = run("context", "show", "s-1")
+    assert nothing.returncode == 1 and "has no diary yet" in nothing.stderr
+    assert run("context", "log", "s-1", "read auth.py").returncode == 0
+    assert run("context", "log", "s-1", "extracted the token manager").returncode == 0
+    shown = run("context", "show", env={"AGENT_REGISTRY_SESSION": "s-1"})
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == git(repo, "show", "agent-registry:contexts/s-1.md")
+    assert shown.stdout.rstrip().endswith("extracted the token manager")
+    as_json = json.loads(run("--json", "context", "show", "s-1").stdout)
+    assert as_json == {"session": "s-1", "path": "contexts/s-1.md", "diary": shown.stdout}
+    unknown = run("context", "show", "nobody-1")
+    assert unknown.returncode == 1 and unknown.stderr == "agent-registry: unknown session nobody-1\n"
+    assert run("context", "show", "bad id").returncode == 2

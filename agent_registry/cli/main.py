@@ -249,6 +249,16 @@ def context_log(out: Output, sid, text) -> None:
     out.emit({**result, **out.registry.unpushed}, result["line"])
 
 
+@context.command("show")
+@click.argument("sid", required=False)
+@pass_out
+def context_show(out: Output, sid) -> None:
+    """Print the session's diary as the branch holds it (read back what `context log`
+    wrote). Exit 1 for an unknown session or one with no diary yet."""
+    result = out.registry.diary(resolve_session(sid))
+    out.emit(result, result["diary"].rstrip("\n"))
+
+
 @cli.command()
 @click.argument("sid", required=False)
 @pass_out

@@ -419,6 +419,20 @@ class Registry:
         return Outcome({"session": sid, "path": path, "line": line.rstrip("\n")},
                        f"context log {sid}")
 
+    def diary(self, sid: str) -> dict:
+        """``{"session", "path", "diary"}``: the diary ``context log`` wrote, as on the
+        branch (the predecessor's verify step reads it back); NotFound for an unknown
+        session or one that logged nothing yet."""
+        P.validate_session_id(sid)
+        view = self.view()
+        path = context_path(sid)
+        raw = view.read(path)
+        if raw is None:
+            if view.session(sid, strict=False) is None and view.done_session(sid) is None:
+                raise NotFound(f"unknown session {sid}")
+            raise NotFound(f"session {sid} has no diary yet (`agent-registry context log`)")
+        return {"session": sid, "path": path, "diary": raw.decode("utf-8", errors="replace")}
+
     def session_names(self, names: Iterable[str]) -> set[str]:
         """Which of *names* are registered sessions, live or ended (direct lookups)."""
         candidates = [n for n in names if P.SESSION_ID.fullmatch(n)]
@@ -467,16 +481,24 @@ class Registry:
         return self.apply(self.new_op("cleanup", by=by or self.host,
                                    **({"reason": reason} if reason else {})))
 
-    def _op_cleanup(self, view: View, op: dict) -> Outcome:
-        stopped = []
+    def zombies(self, view: View | None = None, at: float | None = None) -> list[tuple[Session, str]]:
+        """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too)."""
+        view, at = view or self.view(), self.clock() if at is None else at
+        out = []
         for session in view.live_sessions():
             ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
                     if h.session == session.id]
-            reason = session_stale_reason(session, op["at"], max(ttls, default=DEFAULT_TTL),
+            reason = session_stale_reason(session, at, max(ttls, default=DEFAULT_TTL),
                                           self.host, self.seen)
             if reason:
-                released = self.close_session(view, session, "Stop", op["at"])
-                stopped.append({"session": session.id, "reason": reason, "released": released})
+                out.append((session, reason))
+        return out
+
+    def _op_cleanup(self, view: View, op: dict) -> Outcome:
+        stopped = []
+        for session, reason in self.zombies(view, op["at"]):
+            released = self.close_session(view, session, "Stop", op["at"])
+            stopped.append({"session": session.id, "reason": reason, "released": released})
         subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
         return Outcome({"stopped": stopped}, subject)
 
