@@ -33,6 +33,7 @@ from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
 from ..branch.records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
                               load_session, parse_iso)
 from ..branch.render import branch_readme, registry_md
+from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.view import View, context_path, done_path, live_path
 
@@ -216,6 +217,9 @@ class Registry:
         ref).  Returns (commit or None when nothing changes, result); raises when the
         operation is refused.  *note* is appended to the message (sync's replays)."""
         view = View(self.repo, base)
+        # a layout this version does not write (a sharded registry, or newer): refuse in
+        # one line naming the version to install, before deciding anything on it
+        require_writable(view.read(LAYOUT))
         try:
             outcome = self._handler(op)(view, op)
         finally:  # an unreadable record is reported, whether the operation went through or not

@@ -13,6 +13,7 @@ import json
 
 from ..errors import BadInput, RegistryError, Unconfirmed
 from ..branch.records import iso
+from ..branch.shards import LAYOUT, require_writable
 from ..core.registry import TRAILER, Registry, file_lock
 
 GC_OP = "gc"
@@ -36,6 +37,7 @@ def gc(registry: Registry, keep_days: int) -> dict:
         tip = registry.repo.read_ref(registry.ref)
         if tip is None:
             return {"squashed": 0, "kept": 0, "tip": None}
+        require_writable(registry.repo.read_blob(f"{tip}:{LAYOUT}"))
         cutoff = registry.clock() - keep_days * 86400
         git = registry.repo.git
         old = git("rev-list", "-1", "--first-parent", f"--before={int(cutoff)}", tip).stdout.decode().strip()

@@ -1,0 +1,89 @@
+"""A registry converted to the sharded layout (issue 11, docs/design.md "Past one ref"),
+met by tools that do not write it.
+
+- This version finds `layout.json` on the branch and refuses every write (and gc) in one
+  line naming the version to install: it would write where no newer tool reads.
+- A tool older than that check reads the main branch alone, where the live sessions and
+  locks no longer are; the fence the conversion leaves there (shards.fence_files) makes its
+  claims, `lock check` and pre-commit hook refuse, in one line naming the version, instead
+  of reading an empty lock table and letting everything through.  Today's code without
+  the marker is such a tool."""
+from __future__ import annotations
+
+import subprocess
+
+from helpers import git
+
+from agent_registry import Registry
+from agent_registry.branch import shards as S
+
+INSTALL = f"install agent-registry >= {S.REQUIRES}"
+
+
+def convert(registry: Registry, *, marker: bool) -> str:
+    """Write what a conversion leaves on the main branch: the fence and, with *marker*,
+    the layout marker (the live sessions and locks would move to the shard refs)."""
+    registry.init()
+    old = registry.repo.read_ref(registry.ref)
+    files = {**S.fence_files(registry.clock()), **({S.LAYOUT: S.layout_bytes(16)} if marker else {})}
+    tree = registry.repo.edit_tree(registry.repo.commit_info(old)[0], files)
+    commit = registry.repo.commit_tree(tree, [old], "convert to layout format 2",
+                                       "agent-registry <agent-registry@localhost>",
+                                       int(registry.clock()))
+    registry.repo.update_ref(registry.ref, commit, old, "test: convert")
+    return commit
+
+
+def one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_this_version_refuses_to_write_a_sharded_registry(repo, registry, run, clock):
+    assert run("register", "old-1", "--provider", "test", "--working-on", "x").returncode == 0
+    tip = convert(registry, marker=True)
+    for args in (["register", "old-2", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "--session", "old-1"],
+                 ["lock", "heartbeat", "--session", "old-1"],
+                 ["context", "log", "old-1", "a line"],
+                 ["finish", "old-1"]):
+        proc = run(*args)
+        assert proc.returncode == 1, args
+        assert INSTALL in one_line(proc) and "layout format 2" in one_line(proc), args
+    clock.advance(30 * 86400)
+    proc = run("gc", "--keep-days", "0")
+    assert proc.returncode == 1 and INSTALL in one_line(proc)
+    assert registry.repo.read_ref(registry.ref) == tip  # nothing written
+    assert run("status").returncode == 0  # reading still works
+
+
+def test_an_older_claim_is_refused_naming_the_version(repo, registry, run):
+    convert(registry, marker=False)
+    assert run("register", "old-1", "--provider", "test", "--working-on", "x").returncode == 0
+    claim = run("lock", "acquire", "src/auth.py", "--session", "old-1")
+    assert claim.returncode == 1 and INSTALL in one_line(claim)
+    for target in ("src/", "docs/**/*.md", "README.md"):
+        assert run("lock", "acquire", target, "--session", "old-1").returncode == 1, target
+    check = run("lock", "check", "src/auth.py", "--session", "old-1")
+    assert check.returncode == 1 and S.FENCE_SESSION in check.stdout + check.stderr
+
+
+def test_an_older_pre_commit_hook_refuses_naming_the_version(repo, registry, run):
+    assert run("init", "--hooks").returncode == 0
+    convert(registry, marker=False)
+    (repo / "src" / "auth.py").write_text("auth = 2\n")
+    git(repo, "add", "src/auth.py")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "edit"], cwd=repo,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and INSTALL in proc.stderr
+
+
+def test_the_fence_outlives_cleanup_and_time(repo, registry, clock):
+    convert(registry, marker=False)
+    clock.advance(10 * 365 * 86400)
+    assert registry.cleanup()["stopped"] == []
+    registry.register("old-2", provider="test")
+    check = registry.check(["src/auth.py"], "old-2")
+    assert check[0]["state"] == "locked" and check[0]["owner"] == S.FENCE_SESSION
+

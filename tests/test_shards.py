@@ -1,0 +1,195 @@
+"""The shard map (issue 11): every pair of locks that could cover one path is recorded in
+a common shard, checked by brute force over generated files, directories and globs with
+the registry's own matching functions (paths.covers, paths.overlaps); each branch file
+has exactly one place; the layout marker refuses what it does not know; the shard refs
+live beside the registry branch in real git."""
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+
+import pytest
+
+from agent_registry.branch import paths as P
+from agent_registry.branch import shards as S
+
+NAMES = ("a", "b", "a.py", "x[1]")
+SHARD_COUNTS = (1, 2, 3, 16)
+
+
+def files(depth: int = 4) -> list[str]:
+    out = []
+    for d in range(1, depth + 1):
+        out += ["/".join(parts) for parts in itertools.product(NAMES, repeat=d)]
+    return out
+
+
+FILES = files()
+WILD = ("*", "**", "?", "[ab]", "a*", "*.py")
+
+
+def globs() -> list[str]:
+    """Each file and directory of depth <= 3 with every non-empty subset of its
+    components replaced by each wildcard form, plus a few hand-written patterns."""
+    out = {"*", "**", "**/*.py", "*/", "**/a", "a/**", "a/b/**", "a/**/b", "[", "a/b/c["}
+    shallow = [p for p in FILES if p.count("/") < 3 and "[" not in p]
+    for path in shallow:
+        parts = path.split("/")
+        for mask in itertools.product((False, True), repeat=len(parts)):
+            if not any(mask):
+                continue
+            for wild in WILD:
+                pattern = "/".join(wild if m else part for m, part in zip(mask, parts))
+                out.update((pattern, pattern + "/"))
+    return sorted(out)
+
+
+def literals() -> list[str]:
+    """File and directory targets as claims store them (``:(literal)`` for glob chars)."""
+    dirs = {"/".join(p.split("/")[:i]) + "/" for p in FILES for i in range(1, p.count("/") + 1)}
+    return sorted({P.literal(p) for p in FILES} | {P.literal(d) for d in dirs})
+
+
+TARGETS = literals() + globs()
+
+
+def test_the_generated_targets_are_the_kinds_claims_store():
+    kinds = {("glob" if P.is_glob(t) else "dir" if P.is_dir(P.plain(t)) else "file") for t in TARGETS}
+    assert kinds == {"glob", "dir", "file"}
+    assert any(t.startswith(P.LITERAL) for t in TARGETS)
+    assert len(TARGETS) > 900 and len(FILES) > 300
+
+
+def test_every_path_a_target_covers_has_the_targets_key():
+    """covers(t, p) => t is recorded in every shard, or in the shard of p's key."""
+    checked = 0
+    for target in TARGETS:
+        key = S.target_key(target)
+        for path in FILES:
+            if P.covers(target, path):
+                checked += 1
+                assert key is None or key == S.path_key(path), (target, path, key)
+    assert checked > 10_000
+
+
+def test_a_covered_path_is_read_where_the_lock_is_recorded(shards=16):
+    """What the guard and `lock check` rely on: reading path_shard(p) finds every lock
+    that covers p."""
+    for target in TARGETS:
+        where = set(S.lock_shards(target, shards))
+        for path in FILES:
+            if P.covers(target, path):
+                assert S.path_shard(path, shards) in where, (target, path)
+
+
+def test_every_overlapping_pair_shares_a_shard():
+    """Two claims the registry would find in conflict (paths.overlaps, the conservative
+    test claims use) both write a common shard, whose compare-and-swap decides: one of
+    them is in every shard, or both have one key (hence one shard, whatever the count)."""
+    keyed = [(t, S.target_key(t)) for t in TARGETS]
+    keyed = [(t, k) for t, k in keyed if k is not None]
+    pairs = 0
+    for (a, ka), (b, kb) in itertools.combinations(keyed, 2):
+        if ka != kb:
+            assert not (P.overlaps(a, b) or P.overlaps(b, a)), (a, b)
+        else:
+            pairs += 1
+    assert pairs > 5_000 and len(keyed) > 500
+
+
+def test_narrow_locks_stay_in_one_shard_and_broad_ones_go_everywhere():
+    assert S.target_key("src/auth/token.py") == "src/auth"
+    assert S.target_key("src/auth/") == "src/auth"
+    assert S.target_key("src/auth/deep/") == "src/auth"
+    assert S.target_key("src/auth/*.py") == "src/auth"
+    assert S.target_key("README.md") == "README.md"
+    assert S.target_key(":(literal)a[1]/b/c") == "a[1]/b"
+    for broad in ("src/", "src/*.py", "src/**/x.py", "*.md", "**", "sr*/auth/x.py"):
+        assert S.target_key(broad) is None, broad
+        assert S.lock_shards(broad, 16) == tuple(range(16))
+    assert len(S.lock_shards("src/auth/token.py", 16)) == 1
+
+
+def test_a_claim_writes_its_locks_shards_and_its_sessions_shard():
+    sid = "kimi-1"
+    one = S.claim_shards(sid, ["src/auth/token.py"], 16)
+    assert set(one) == {S.path_shard("src/auth/token.py", 16), S.session_shard(sid, 16)}
+    assert S.claim_shards(sid, ["src/"], 16) == tuple(range(16))
+    assert list(one) == sorted(one)
+
+
+def test_distinct_work_spreads_over_the_shards():
+    """Not a correctness property: the reason for sharding.  48 agents each working in
+    its own package hit most of 16 shards."""
+    used = {S.path_shard(f"pkg{i:02d}/mod/f.py", 16) for i in range(48)}
+    assert len(used) >= 12
+    sessions = {S.session_shard(f"s{i:03d}", 16) for i in range(48)}
+    assert len(sessions) >= 12
+
+
+@pytest.mark.parametrize("shards", SHARD_COUNTS)
+def test_every_branch_file_has_one_place(shards):
+    sid = "codex-7.a:b@c+d"
+    own = S.session_shard(sid, shards)
+    assert S.place(f"sessions/live/{sid}.yaml", shards) == own
+    assert S.place(f"contexts/{sid}.md", shards) == own
+    assert S.place(f"messages/{sid}/0001.json", shards) == own
+    assert S.place(f"messages/{sid}/inbox/0001.json", shards) == own
+    for archive in ("sessions/done/ab/kimi-1.yaml", "sessions/recent.json", "wiki/kimi-1.md",
+                    S.LAYOUT, "sessions/live/notes.txt", "contexts/a/b.md", "messages/x"):
+        assert S.place(archive, shards) == S.MAIN, archive
+    for rendered in ("README.md", "registry.md"):
+        assert S.place(rendered, shards) == S.EVERY
+    with pytest.raises(ValueError):
+        S.place("locks/ab/abcdef.json", shards)
+
+
+def test_the_layout_marker_refuses_writers_of_other_formats_in_one_line():
+    assert S.layout_of(None) == {"format": 1}
+    S.require_writable(None)  # the single branch: this version writes it
+    sharded = S.layout_of(S.layout_bytes(16))
+    assert (sharded["format"], sharded["shards"], sharded["requires"]) == (2, 16, S.REQUIRES)
+    with pytest.raises(S.NewerFormat) as info:
+        S.require_writable(S.layout_bytes(16))
+    assert f"install agent-registry >= {S.REQUIRES}" in info.value.message
+    newer = json.dumps({"format": 7, "shards": 64, "requires": "9.1"}).encode()
+    with pytest.raises(S.NewerFormat) as info:
+        S.require_writable(newer)
+    message = info.value.message
+    assert "format 7" in message and "install agent-registry >= 9.1" in message
+    assert "\n" not in message and info.value.exit_code == 1
+    for bad in (b"", b"{", b"[]", b"7", b'{"format": "2"}', b'{"format": 0}', b'{"shards": 2}'):
+        with pytest.raises(S.NewerFormat):
+            S.require_writable(bad)
+
+
+def test_shard_branches_live_beside_the_registry_branch(tmp_path):
+    """Real git: `agent-registry` and `agent-registry-shards/NN` coexist (a ref below
+    `agent-registry/` could not), and one fetch with fetch_refspecs brings all of them."""
+    def git(cwd, *args):
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                              text=True, env={"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path),
+                                              "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                              "GIT_COMMITTER_NAME": "t",
+                                              "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+                              ).stdout.strip()
+    remote, clone = tmp_path / "remote.git", tmp_path / "clone"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(tmp_path, "init", "-q", str(clone))
+    tree = git(clone, "mktree", "--missing")
+    commit = git(clone, "commit-tree", tree, "-m", "root")
+    refs = ["refs/heads/agent-registry", *S.shard_refs("agent-registry", 3)]
+    for ref in refs:
+        git(clone, "check-ref-format", ref)
+        git(clone, "update-ref", ref, commit)
+    git(clone, "push", "-q", "--atomic", str(remote), *[f"{r}:{r}" for r in refs])
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    git(other, "fetch", "-q", str(remote), *S.fetch_refspecs("origin", "agent-registry"))
+    fetched = git(other, "for-each-ref", "--format=%(refname)", "refs/remotes/").split()
+    assert fetched == ["refs/remotes/origin/agent-registry",
+                       *[f"refs/remotes/origin/agent-registry-shards/{i:02d}" for i in range(3)]]
+    blocked = subprocess.run(["git", "update-ref", "refs/heads/agent-registry/00", commit],
+                             cwd=clone, capture_output=True)
+    assert blocked.returncode != 0
