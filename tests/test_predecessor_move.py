@@ -4,6 +4,7 @@ variables, and the habits its users bring (an empty wiki query lists the latest 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
@@ -282,6 +283,96 @@ def test_ingest_pending_shows_progress_on_a_terminal(run, repo, home, llm, monke
     assert stdout.startswith(f"ingested {KIMI}: how, solved, tools")
 
 
+# -- init --remote URL ----------------------------------------------------------------------
+
+@pytest.fixture
+def bare(tmp_path) -> Path:
+    remote = tmp_path / "shared.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    return remote
+
+
+def test_init_remote_url_adds_checks_and_pushes(run, repo, bare):
+    proc = run("--json", "init", "--remote", str(bare))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["remote"] == {"name": "origin", "url": str(bare), "added": True,
+                                "public": False, "pushed": True}
+    assert git(repo, "remote", "get-url", "origin").strip() == str(bare)
+    assert git(repo, "config", "agent-registry.remote").strip() == "origin"
+    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    # a name git knows still works, and a second remote gets its own name
+    assert run("init", "--remote", "origin").returncode == 0
+    other = bare.parent / "other.git"
+    git(bare.parent, "init", "-q", "--bare", str(other))
+    taken = run("init", "--remote", str(other))
+    assert taken.returncode == 2 and "remote 'origin' already points at" in taken.stderr
+    named = run("init", "--remote", str(other), "--remote-name", "team")
+    assert named.returncode == 0, named.stderr
+    assert git(repo, "config", "agent-registry.remote").strip() == "team"
+    assert git(other, "rev-parse", "agent-registry").strip()
+
+
+def test_init_remote_url_that_does_not_answer_changes_nothing(run, repo, tmp_path):
+    missing = run("init", "--remote", str(tmp_path / "nothing-here.git"))
+    assert missing.returncode == 2 and "no remote named" in missing.stderr  # not a URL, no such name
+    down = run("init", "--remote", "http://127.0.0.1:9/team.git")
+    assert down.returncode == 1 and "is unreachable" in down.stderr
+    assert git(repo, "remote") == "" and git(repo, "branch", "--list", "agent-registry") == ""
+    assert run("init", "--remote", "-oops://x").returncode == 2
+
+
+class Served:
+    """A bare repository served over plain (dumb) HTTP on 127.0.0.1 with no credentials:
+    what a publicly readable forge answers to an anonymous ls-remote."""
+
+    def __init__(self, folder: Path, status: int = 200) -> None:
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if status != 200:
+                    self.send_error(status)
+                    return
+                super().do_GET()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0),
+                                         functools.partial(Handler, directory=str(folder)))
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_init_remote_warns_when_an_http_url_is_publicly_readable(run, repo, bare, tmp_path):
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "public.git"))
+    git(tmp_path / "public.git", "update-server-info")
+    server = Served(tmp_path)
+    try:
+        proc = run("init", "--remote", server.url("public.git"))
+        # a read-only mirror: readable by anyone, and it takes no push
+        assert proc.returncode == 3, proc.stderr
+        assert "publicly readable" in proc.stderr and "anyone" in proc.stderr
+        assert git(repo, "remote", "get-url", "origin").strip() == server.url("public.git")
+    finally:
+        server.close()
+    closed = Served(tmp_path, status=401)
+    try:
+        from agent_registry.sync.setup import publicly_readable
+        assert publicly_readable(closed.url("public.git")) is False
+    finally:
+        closed.close()
+
+
 # -- context show ----------------------------------------------------------------------------
 
 def test_context_show_reads_the_diary_back(run, repo):
@@ -299,3 +390,31 @@ def test_context_show_reads_the_diary_back(run, repo):
     unknown = run("context", "show", "nobody-1")
     assert unknown.returncode == 1 and unknown.stderr == "agent-registry: unknown session nobody-1\n"
     assert run("context", "show", "bad id").returncode == 2
+
+
+def test_the_dashboard_sync_card_sets_up_a_remote_url(run, repo, bare):
+    pytest.importorskip("uvicorn")
+    from test_dashboard_support import served
+    assert run("init").returncode == 0
+    with served(repo) as start:
+        def post(body: dict) -> tuple[int, dict]:
+            request = urllib.request.Request(
+                f"{start['url']}api/sync/remote", data=json.dumps(body).encode(), method="POST",
+                headers={"Content-Type": "application/json",
+                         "X-Agent-Registry-Token": start["token"]})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        code, body = post({"url": str(bare.parent / "missing.git")})
+        assert code == 409 and "nothing changed" in body["error"]["message"]
+        code, body = post({"url": str(bare), "name": "team"})
+        assert code == 200, body
+        assert body["remote"] == {"name": "team", "url": str(bare), "added": True,
+                                  "public": False, "pushed": True}
+        with urllib.request.urlopen(f"{start['url']}api/sync", timeout=60) as answer:
+            state = json.loads(answer.read())
+        assert state["enabled"] is True and state["remote"] == "team"
+    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")

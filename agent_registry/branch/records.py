@@ -8,7 +8,9 @@ re-emits byte for byte; it is then rewritten through ruamel.yaml's round-trip mo
 which keeps the comments.  So a claim, which rewrites its session file, stays fast, and
 a hand edit is never lost.
 
-Lock records are JSON: the guard reads them with ``json`` alone.
+Lock records are JSON: the guard reads them with ``json`` alone.  Over 400 lines: every
+record the guard reads, with its standard-library reader and writer, in the one module
+the guard imports for them.
 """
 from __future__ import annotations
 
@@ -166,10 +168,8 @@ def _scalar(value) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    # a nested map or list (a key a person or another tool added) as JSON, which is YAML
-    # flow style: never Python's repr of it, which no YAML reader gives back
-    text = json.dumps(value if isinstance(value, (dict, list, tuple)) else str(value),
-                      ensure_ascii=False)
+    nested = isinstance(value, (dict, list, tuple))  # JSON is YAML flow style; repr is not
+    text = json.dumps(value if nested else str(value), ensure_ascii=False)
     return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 

@@ -93,24 +93,39 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 @cli.command()
 @click.option("--branch", metavar="NAME", callback=not_blank,
               help="Use NAME as the registry branch (saved in git config).")
-@click.option("--remote", metavar="NAME", callback=not_blank,
-              help="Sync with remote NAME (saved in git config; `none` turns sync off).")
+@click.option("--remote", metavar="NAME|URL", callback=not_blank,
+              help="Sync with remote NAME (saved in git config; `none` turns sync off), or "
+                   "with the repository at URL: checked with `git ls-remote`, added as a "
+                   "remote (see --remote-name), the branch pushed; warns when an http(s) "
+                   "URL is publicly readable.")
+@click.option("--remote-name", metavar="NAME", callback=not_blank,
+              help="The name to add a --remote URL under (default: origin).")
 @click.option("--hooks", "with_hooks", is_flag=True,
               help="Also install the git hooks (as `hooks install`).")
 @pass_out
-def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool = False) -> None:
+def init(out: Output, branch: str | None, remote: str | None, remote_name: str | None,
+         with_hooks: bool = False) -> None:
     """Create the registry branch (idempotent; never touches the working tree)."""
     from ..core.registry import Registry
     repo = out.registry.repo
+    named = bool(remote) and (remote.lower() == "none" or not repo.git(
+        "remote", "get-url", "--", remote, check=False).returncode)
+    url = remote if remote and not named else None
+    if url is not None:
+        from ..sync.setup import looks_like_url
+        if not looks_like_url(url):
+            raise BadInput(f"no remote named {remote!r} (see `git remote -v`), and not a URL")
+    elif remote_name:
+        raise BadInput("--remote-name names a remote added from a --remote URL")
     if branch:
         Registry(repo, branch=branch, config=out.registry.config)  # validates the name
         repo.git("config", "agent-registry.branch", branch)
-    if remote:
-        if remote.lower() != "none" and repo.git("remote", "get-url", remote, check=False).returncode:
-            raise BadInput(f"no remote named {remote!r} (see `git remote -v`)")
+    if named:
         repo.git("config", "agent-registry.remote", remote)
-    if branch or remote:
+    if branch or named:
         out._registry = Registry(repo)
+    if url is not None:
+        return _init_with_url(out, url, remote_name or "origin", with_hooks)
     result = out.registry.init()
     text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}"
     if with_hooks:
@@ -118,6 +133,26 @@ def init(out: Output, branch: str | None, remote: str | None, with_hooks: bool =
         result["hooks"] = install(repo.info)
         text += f"\ninstalled git hooks in {result['hooks']['hooks_dir']}"
     out.emit(result, text)
+
+
+def _init_with_url(out: Output, url: str, name: str, with_hooks: bool) -> None:
+    """``init --remote URL``: add, check, push (agent_registry.sync.setup); exit 3 when
+    the branch could not be pushed (a read-only URL), as a change left unconfirmed."""
+    from ..errors import Unconfirmed
+    from ..sync.setup import connect, public_warning
+    result = connect(out.registry, url, name)
+    remote = result["remote"]
+    if remote["public"]:
+        out.warn(public_warning(remote))
+    if with_hooks:
+        from ..enforce.hooks import install
+        result["hooks"] = install(out.registry.repo.info)
+    if not remote["pushed"]:
+        raise Unconfirmed(f"remote {name} ({remote['url']}) added, but {result['branch']} "
+                          f"was not pushed: {remote['error']}", details=result)
+    out.emit(result, f"{'created' if result['created'] else 'already have'} branch "
+                     f"{result['branch']}, pushed to {name} ({remote['url']})"
+             + (f"\ninstalled git hooks in {result['hooks']['hooks_dir']}" if with_hooks else ""))
 
 
 # -- sessions -------------------------------------------------------------------------

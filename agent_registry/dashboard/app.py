@@ -26,7 +26,7 @@ from sse_starlette import EventSourceResponse
 from .. import __version__
 from ..sync import remote as sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
-from ..store.git import GitError, Repo
+from ..store.git import GitError, Repo, read_config
 from ..core.registry import Registry
 from . import queries
 from .events import change_stream
@@ -70,6 +70,12 @@ class RegistryPool:
             else:
                 registry.close()
 
+    def reload(self) -> None:
+        """Read the git configuration again (a remote was added): the registries lent
+        from now on see it."""
+        self.config = read_config(self.info.git_dir)
+        self.close()
+
     def close(self) -> None:
         while self._idle:
             self._idle.pop().close()
@@ -84,6 +90,13 @@ class Action(BaseModel):
 
 class KillRequest(Action):
     force: bool = Field(False, description="SIGKILL at once instead of SIGTERM, then SIGKILL after 5 s.")
+
+
+class RemoteRequest(BaseModel):
+    url: str = Field(..., min_length=1, max_length=2048, pattern=TEXT_PATTERN,
+                     description="The repository to share the registry through.")
+    name: str = Field("origin", pattern=r"^[A-Za-z0-9][\w.-]{0,63}$",
+                      description="The name to add it under as a git remote.")
 
 
 class ForceReleaseRequest(Action):
@@ -253,5 +266,19 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     def sync_now() -> dict:
         with pool.borrow() as registry:
             return sync.sync(registry)
+
+    @app.post("/api/sync/remote", summary="Share the registry through a remote URL: checked "
+                                          "with ls-remote, added, the branch pushed (init --remote URL)")
+    def sync_remote(action: RemoteRequest) -> dict:
+        from ..sync.setup import connect, public_warning
+        with pool.borrow() as registry:
+            result = connect(registry, action.url, action.name)
+        pool.reload()
+        if result["remote"]["public"]:
+            result["warning"] = public_warning(result["remote"])
+        if not result["remote"]["pushed"]:
+            raise Unconfirmed(f"remote {action.name} added, but the branch was not pushed: "
+                              f"{result['remote']['error']}", details=result)
+        return result
 
     return app

@@ -299,6 +299,19 @@ async function loadSync() {
   }
   list.replaceChildren(...items);
   $("sync-now").hidden = !data.enabled;
+  $("sync-setup").hidden = data.enabled;
+}
+
+async function confirmSyncSetup() {
+  const url = $("sync-url").value.trim();
+  const name = $("sync-name").value.trim() || "origin";
+  if (!url) return;
+  const go = await confirmDialog({ title: "Share the registry through " + url,
+    text: `The URL is checked with git ls-remote, added as the git remote "${name}" and the registry branch is pushed to it. ` +
+          "Everyone who can read that repository can read every session, diary and wiki entry.", reason: false });
+  if (go === null) return;
+  await act("/api/sync/remote", { url, name }, (r) => `pushed ${r.branch} to ${r.remote.name} (${r.remote.url})` +
+            (r.warning ? ` — warning: ${r.warning}` : ""));
 }
 
 // -- watchdog (agent-registry watch) ---------------------------------------------------
@@ -514,6 +527,7 @@ async function start() {
   });
   $("cleanup").addEventListener("click", confirmCleanup);
   $("sync-now").addEventListener("click", confirmSync);
+  $("sync-setup").addEventListener("submit", (event) => { event.preventDefault(); confirmSyncSetup(); });
   $("wiki-form").addEventListener("submit", (event) => {
     event.preventDefault();
     state.wikiQuery = $("wiki-q").value.trim();
