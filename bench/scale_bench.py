@@ -19,6 +19,10 @@ no netem).  Clones talk to the proxy (`git://127.0.0.1:<proxy>/remote.git`).
 3. **Nothing lost**: a fresh clone syncs and lists the locks; every confirmed claim of
    both modes must be there, held by its claimer.
 
+`--model SHARDS` measures instead a git-only model of the sharded layout's protocol
+(docs/design.md, "Past one ref"): each claim fetches the shard refs it writes, commits on
+each and pushes them with `--atomic`, with no registry process (section `scale-model`).
+
 Writes the section between `<!-- scale:start -->` and `<!-- scale:end -->` of
 docs/benchmarks.md (`--section scale-before` kept the single-branch numbers of issue 11).
 """
@@ -29,6 +33,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import shutil
 import socket
 import statistics
@@ -37,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +53,9 @@ from report import write_section  # noqa: E402
 from states import hermetic_env, make_project  # noqa: E402
 
 CLI = str(Path(sys.executable).parent / "agent-registry")
+BRANCH = "agent-registry"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git knows it without storing it
+DEADLINE = 120.0  # the tool's retry deadline, used by the model too
 INSIDE = "SCALE_BENCH_NETNS"  # set once the benchmark runs in its own network namespace
 DAEMON_PORT, PROXY_PORT = 9418, 9419
 
@@ -198,7 +207,20 @@ class Distinct:
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (session, path)
 
 
-def distinct(clones: list[Path], env: dict, window: float, tag: str) -> Distinct:
+Claim = Callable[[Path, str, str], tuple[bool, int, str]]  # clone, session, path -> ok, attempts, error
+
+
+def tool_claim(env: dict) -> Claim:
+    """A claim as agents make it: one `agent-registry lock acquire` process."""
+    def claim(clone: Path, sid: str, path: str) -> tuple[bool, int, str]:
+        r = cli(clone, env, "lock", "acquire", path, "--session", sid)
+        if r.returncode:
+            return False, 0, f"exit {r.returncode}: {r.stderr.strip()}"
+        return True, attempts(clone), ""
+    return claim
+
+
+def distinct(clones: list[Path], claim: Claim, window: float, tag: str) -> Distinct:
     out = Distinct(len(clones), window)
     lock = threading.Lock()
     barrier = threading.Barrier(len(clones) + 1)
@@ -210,15 +232,14 @@ def distinct(clones: list[Path], env: dict, window: float, tag: str) -> Distinct
         while time.monotonic() < end:
             path = f"{tag}/c{i:03d}/f{k:04d}.py"
             t0 = time.monotonic()
-            r = cli(clone, env, "lock", "acquire", path, "--session", sid)
+            ok, n, error = claim(clone, sid, path)
             t1 = time.monotonic()
             k += 1
             with lock:
-                if r.returncode != 0:
-                    out.failures.append(f"{path}: exit {r.returncode}: {r.stderr.strip()}")
+                if not ok:
+                    out.failures.append(f"{path}: {error}")
                     streak += 1  # not confirmed: every push it tried was lost
                     continue
-                n = attempts(clone)
                 streak += n - 1
                 worst, streak = max(worst, streak), 0
                 out.times.append(t1 - t0)
@@ -295,6 +316,59 @@ def remote_locks(root: Path, env: dict) -> dict[str, set[str]]:
     return held
 
 
+# -- a model of the sharded layout's protocol (git alone) -------------------------------
+
+def _tracking(ref: str) -> str:
+    return "refs/remotes/origin/" + ref[len("refs/heads/"):]
+
+
+def model_claim(env: dict, shards: int, own_shard: bool, flat: float) -> Claim:
+    """What a claim of the sharded layout does at the remote, without the registry
+    (docs/design.md, "Past one ref"): fetch the refs it writes (its key's shard and its
+    session's), commit on each, push them together with `--atomic`, fast-forwards only;
+    a rejection costs full-jitter backoff (50 ms base, 2 s cap, as the tool) and again.
+    Without *own_shard* a claim writes its key's shard alone (the session's held list
+    kept per shard).  *flat* > 0: retry after uniform(0, flat) seconds whatever the
+    attempt, instead of the growing backoff that lets fresh claims overtake losers."""
+    from agent_registry.branch import shards as S
+
+    def claim(clone: Path, sid: str, path: str) -> tuple[bool, int, str]:
+        mine = {S.session_shard(sid, shards)} if own_shard else set()
+        refs = [S.shard_ref(BRANCH, i) for i in sorted({S.path_shard(path, shards), *mine})]
+        start, attempt, error = time.monotonic(), 0, ""
+        while time.monotonic() - start < DEADLINE:
+            attempt += 1
+            git(clone, env, "fetch", "-q", "--no-tags", "origin",
+                *[f"+{r}:{_tracking(r)}" for r in refs])
+            parents = git(clone, env, "rev-parse", *[_tracking(r) for r in refs]).split()
+            news = [git(clone, env, "commit-tree", EMPTY_TREE, "-p", parent, "-m",
+                        f"claim {path} by {sid}").strip() for parent in parents]
+            push = subprocess.run(["git", "push", "-q", "--atomic", "--porcelain", "origin",
+                                   *[f"{new}:{ref}" for new, ref in zip(news, refs)]],
+                                  cwd=clone, env=env, capture_output=True, text=True)
+            if push.returncode == 0:
+                return True, attempt, ""
+            error = push.stdout.strip().splitlines()[-1:] or push.stderr.strip()
+            time.sleep(random.uniform(0, flat or min(2.0, 0.05 * 2 ** attempt)))
+        return False, attempt, f"rejected for {DEADLINE:g} s: {error}"
+    return claim
+
+
+def seed_shards(root: Path, env: dict, shards: int) -> None:
+    """Create the model's shard refs on the remote, one root commit each."""
+    from agent_registry.branch import shards as S
+    seed = root / "seed"
+    specs = [git(seed, env, "commit-tree", EMPTY_TREE, "-m", f"shard {i}").strip()
+             + ":" + S.shard_ref(BRANCH, i) for i in range(shards)]
+    git(seed, env, "push", "-q", "--atomic", str(root / "remote.git"), *specs)
+
+
+def model_lost(root: Path, env: dict, confirmed: list[tuple[str, str]]) -> list:
+    """Confirmed model claims whose commit no remote ref holds."""
+    subjects = set(git(root / "remote.git", env, "log", "--all", "--format=%s").splitlines())
+    return [(s, p) for s, p in confirmed if f"claim {p} by {s}" not in subjects]
+
+
 # -- report ----------------------------------------------------------------------------
 
 def pct(values: list[float], q: float) -> float:
@@ -330,25 +404,32 @@ def bench(args: argparse.Namespace) -> None:
         env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
         servers = make_remote(root, env, max(counts), args.rtt_ms)
         try:
+            if args.model:
+                seed_shards(root, env, args.model)
             every = make_clones(root, env, max(counts))
             results, rounds, confirmed = [], [], []
+            claim = (model_claim(env, args.model, not args.one_ref, args.flat_backoff)
+                     if args.model else tool_claim(env))
             for n in counts:
-                d = distinct(every[:n], env, args.seconds, f"d{n}")
+                d = distinct(every[:n], claim, args.seconds, f"d{n}")
                 results.append(d)
                 confirmed += d.confirmed
                 print(distinct_row(d), flush=True)
-                if n > 1 and args.rounds:
+                if n > 1 and args.rounds and not args.model:
                     c = contended(every[:n], env, args.rounds, f"x{n}")
                     rounds.append(c)
                     confirmed += c.winners
                     print(contended_row(c), flush=True)
-            held = remote_locks(root, env)
+            if args.model:
+                lost = model_lost(root, env, confirmed)
+            else:
+                held = remote_locks(root, env)
+                lost = [(s, p) for s, p in confirmed if s not in held.get(p, set())]
             where = layout(root, env)
         finally:
             for proc in servers:
                 proc.terminate()
                 proc.wait()
-    lost = [(s, p) for s, p in confirmed if s not in held.get(p, set())]
     write_report(args, results, rounds, lost, len(confirmed), where)
 
 
@@ -357,16 +438,24 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
     version = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.strip()
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
+    written = "its key's shard" if args.one_ref else "its key's and its session's shards"
+    how = (f"A claim is the sharded layout's protocol with git alone ({args.model} shard refs: "
+           f"fetch the refs it writes ({written}), a commit on each, one `push --atomic`; no "
+           "registry process): what the remote can confirm, not what the tool does yet."
+           if args.model else "One `lock acquire` process per claim, each clone back to back.")
+    title = ("## Scale, a model of the sharded protocol" if args.model
+             else "## Scale: many clones through a remote with a round trip")
     lines = [
-        "## Scale: many clones through a remote with a round trip",
+        title,
         "",
         f"`bench/scale_bench.py{' --quick' if args.quick else ''} --clones {args.clones} "
-        f"--rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g} --rounds {args.rounds}`, "
+        f"--rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g} --rounds {args.rounds}"
+        f"{f' --model {args.model}' if args.model else ''}{' --one-ref' if args.one_ref else ''}"
+        f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
-        f"{args.rtt_ms:g} ms round trip; {where} at the end. One `lock acquire` process "
-        "per claim, each clone back to back.",
+        f"{args.rtt_ms:g} ms round trip; {where} at the end. {how}",
         "",
         f"Distinct paths, for {args.seconds:g} s (time to confirm in seconds; attempts = pushes "
         "per confirmed claim; streak = a clone's worst run of lost pushes):",
@@ -401,6 +490,15 @@ def main() -> None:
     parser.add_argument("--section", default="scale",
                         help="marked section of docs/benchmarks.md to write (scale-before: "
                              "the single-branch numbers kept for comparison)")
+    parser.add_argument("--model", type=int, default=0, metavar="SHARDS",
+                        help="measure a git-only model of the sharded protocol over SHARDS "
+                             "shard refs instead of the tool (section scale-model)")
+    parser.add_argument("--one-ref", action="store_true",
+                        help="with --model: a claim writes its key's shard only, not also "
+                             "its session's")
+    parser.add_argument("--flat-backoff", type=float, default=0.0, metavar="SECONDS",
+                        help="with --model: retry after uniform(0, SECONDS) instead of the "
+                             "tool's growing backoff")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
     args = parser.parse_args()
     if args.proxy is not None:
@@ -408,6 +506,8 @@ def main() -> None:
         return
     if args.quick:
         args.clones, args.seconds, args.rounds = "1,16", 20.0, 3
+    if args.model and args.section == "scale":
+        args.section = "scale-model"
     if os.environ.get(INSIDE):
         bench(args)
         return
