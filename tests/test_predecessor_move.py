@@ -418,3 +418,19 @@ def test_the_dashboard_sync_card_sets_up_a_remote_url(run, repo, bare):
             state = json.loads(answer.read())
         assert state["enabled"] is True and state["remote"] == "team"
     assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+
+
+def test_gc_shows_progress_on_a_terminal_only(run, repo, registry):
+    for number in range(3):  # months-old history, by the registry's own (fixed) clock
+        registry.register(f"old-{number}", provider="Kimi", working_on="x")
+    for number in range(2):  # and today's, by the CLI's
+        assert run("register", f"new-{number}", "--provider", "Kimi",
+                   "--working-on", "y").returncode == 0
+    code, stdout, shown = run_on_terminal(repo, "gc", "--keep-days", "1")
+    assert code == 0, shown
+    assert "gc: rewriting the commits since" in shown and "2/2 commits" in shown
+    assert "gc: squashed 3 commits, rewrote 2 in" in shown  # 3 registers, no init commit
+    assert stdout == "squashed 3 commit(s), kept 2\n"
+    assert run("register", "new-2", "--provider", "Kimi", "--working-on", "z").returncode == 0
+    quiet = run("gc", "--keep-days", "0")
+    assert quiet.returncode == 0 and quiet.stderr == ""

@@ -46,7 +46,9 @@ def sync(out: Output, timeout: float) -> None:
 @click.option("--keep-days", type=int, required=True, help="Keep this many days of history.")
 @pass_out
 def gc(out: Output, keep_days: int) -> None:
-    """Squash registry history older than N days into one commit (state unchanged)."""
+    """Squash registry history older than N days into one commit (state unchanged).
+    On a terminal a progress bar on stderr counts the later commits as they are rewritten."""
     from ..sync.gc import gc as run_gc
-    result = run_gc(out.registry, keep_days)
+    from ..wiki.progress import Progress
+    result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
     out.emit(result, f"squashed {result['squashed']} commit(s), kept {result['kept']}")

@@ -15,11 +15,14 @@ from ..errors import BadInput, RegistryError, Unconfirmed
 from ..branch.records import iso
 from ..branch.shards import LAYOUT, require_writable
 from ..core.registry import TRAILER, Registry, file_lock
+from ..wiki.progress import Progress
 
 GC_OP = "gc"
 
 
-def gc(registry: Registry, keep_days: int) -> dict:
+def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> dict:
+    """Squash the history older than *keep_days*; *progress* (a terminal) counts the
+    later commits as they are rewritten."""
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
     if registry.remote:
@@ -55,8 +58,12 @@ def gc(registry: Registry, keep_days: int) -> dict:
         parent = registry.repo.commit_tree(tree, [], message,
                                            "agent-registry <agent-registry@localhost>",
                                            int(op["at"]))
-        for commit in later:
+        progress = progress or Progress(None)
+        progress.start(f"gc: rewriting the commits since {iso(cutoff)}", len(later), "commits")
+        for done, commit in enumerate(later, 1):
             parent = _reparent(registry, commit, parent)
+            progress.step(done)
+        progress.finish(f"gc: squashed {squashed:,} commits, rewrote {len(later):,}")
         registry.repo.update_ref(registry.ref, parent, tip, f"agent-registry: gc {squashed}")
         if registry.remote:
             _push_rewrite(registry, parent, tip)
