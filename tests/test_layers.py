@@ -26,6 +26,7 @@ ROOMS: dict[str, int] = {
     "sync": SERVICES, "watch": SERVICES, "wiki": SERVICES,
     "__init__": FACES, "__main__": FACES, "guard": FACES, "cli": FACES, "enforce": FACES,
     "harness": FACES, "mcp_server": FACES, "dashboard": FACES, "wiki.cli": FACES,
+    "doctor": FACES,
     "wiki.fastpath": FACES,
 }
 

@@ -36,6 +36,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "wiki": "agent_registry.wiki.cli:wiki",
     "import-home": "agent_registry.wiki.cli:import_home",
     "dashboard": "agent_registry.dashboard.cli:dashboard",
+    "doctor": "agent_registry.cli.doctor:doctor",
 }
 
 

@@ -66,6 +66,31 @@ def plan_mcp(toplevel: str, harness: str, command: list[str] | None = None):
     return write
 
 
+def state(toplevel: str, harness: str) -> str:
+    """``absent`` (the file does not configure our server), ``current`` (it says what
+    ``harness install --mcp`` would write now) or ``stale``, for ``doctor``."""
+    path = Path(toplevel, FILES[harness])
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError:
+        return "absent"
+    if harness == "codex":
+        present = any(_TABLE.match(line) for line in old.splitlines())
+    else:
+        try:
+            servers = json.loads(old or "{}").get("mcpServers")
+        except (ValueError, AttributeError):
+            return "absent"
+        present = isinstance(servers, dict) and SERVER in servers
+    if not present:
+        return "absent"
+    merge = _merge_toml if harness == "codex" else _merge_json
+    try:
+        return "current" if merge(old, path, server_command(toplevel), harness) is None else "stale"
+    except BadInput:
+        return "stale"
+
+
 def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str | None:
     """The new text of a JSON settings file with our server in ``mcpServers``, or None
     when it already says so."""

@@ -26,6 +26,7 @@ never disagree.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -96,6 +97,26 @@ def merge_claude_settings(settings: dict, command: str, auto_claim: bool) -> dic
         else:
             groups.append(group)
     return settings
+
+
+def claude_state(toplevel: str) -> dict | None:
+    """None when ``.claude/settings.json`` holds none of our hooks; else ``current``
+    (the file says what :func:`install_claude` would write now) and ``auto_claim``
+    (whether the PreToolUse hook claims), for ``doctor``."""
+    try:
+        settings = json.loads(Path(toplevel, ".claude", "settings.json").read_text(
+            encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return None
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    ours = [g for groups in (hooks.values() if isinstance(hooks, dict) else [])
+            if isinstance(groups, list) for g in groups if _is_ours(g)]
+    if not ours:
+        return None
+    auto_claim = any("--auto-claim" in str(h.get("command", "")) for g in ours
+                     for h in g.get("hooks") or [] if isinstance(h, dict))
+    expected = merge_claude_settings(copy.deepcopy(settings), default_command(), auto_claim)
+    return {"current": expected == settings, "auto_claim": auto_claim}
 
 
 def install_claude(toplevel: str, *, auto_claim: bool = False,

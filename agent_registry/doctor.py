@@ -1,0 +1,312 @@
+"""``agent-registry doctor``: is this clone set up to coordinate agents, and if not, what
+is wrong and what fixes it?
+
+Each check gives one line: a verdict with a status, ``ok``, ``warn`` (worth knowing,
+nothing broken) or ``fail`` (a problem: ``doctor`` exits 1).  Where a fix is safe, that
+is, it does only what one of our own commands does when asked (``init``, ``hooks
+install``, ``harness install``, ``sync``, ``cleanup``, bringing the wiki index up to
+date), ``--fix`` runs it and then checks everything again, so the answer is the state
+after the fixes.  A fix that needs a person (a corrupt record, a remote that does not
+answer, a clock) is named, never guessed at.  Nothing here touches the working tree,
+the index or HEAD: only what the named commands touch.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .branch.records import Lock, UnreadableRecord, load_session
+from .branch.staleness import CLOCK_SKEW
+from .core.registry import Registry
+from .enforce import hooks as githooks
+from .errors import RegistryError
+from .store.git import run_git
+
+MIN_GIT = (2, 31)  # rev-parse --path-format=absolute, which discovery and hooks rely on
+SHOWN = 3  # names listed in a verdict before "and N more"
+
+
+class Finding:
+    """One check's answer: status, one-line verdict, the fix in words, and *repair*
+    (the fix as a function) when it is safe to run."""
+
+    def __init__(self, name: str, status: str, verdict: str, fix: str = "",
+                 repair: Callable[[], object] | None = None) -> None:
+        self.name, self.status, self.verdict, self.fix, self.repair = \
+            name, status, verdict, fix, repair
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "verdict": self.verdict,
+                "fix": self.fix or None, "fixable": self.repair is not None}
+
+
+def _names(items: list[str]) -> str:
+    more = len(items) - SHOWN
+    return ", ".join(items[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+# -- git and the branch -----------------------------------------------------------------
+
+def check_git(registry: Registry) -> Finding:
+    text = run_git(["version"]).stdout.decode().strip()
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    version = tuple(int(n) for n in match.groups() if n) if match else ()
+    fmt = registry.repo.info.object_format
+    shown = ".".join(map(str, version)) or text
+    if version and version[:2] < MIN_GIT:
+        return Finding("git", "fail", f"git {shown} is older than "
+                       f"{'.'.join(map(str, MIN_GIT))}, which agent-registry needs",
+                       "install a newer git")
+    return Finding("git", "ok", f"git {shown}, object format {fmt}")
+
+
+def unreadable_records(registry: Registry, tip: str) -> tuple[int, list[str]]:
+    """(records read, "path: why" of those that do not parse) of commit *tip*: every
+    session, lock and wiki entry, read in one pipelined batch."""
+    from .wiki.entry import parse_entry, sid_of
+    out = registry.repo.git("ls-tree", "-r", "-z", tip).stdout.decode(errors="replace")
+    files = []
+    for item in filter(None, out.split("\0")):
+        meta, _, path = item.partition("\t")
+        if meta.split()[1] == "blob" and path.startswith(("sessions/", "locks/", "wiki/")):
+            files.append((path, meta.split()[2]))
+    bad = []
+    for (path, _), raw in zip(files, registry.repo.read_blobs([oid for _, oid in files])):
+        try:
+            if raw is None:
+                raise UnreadableRecord("missing object")
+            if path.endswith(".yaml"):
+                load_session(raw)
+            elif path.startswith("locks/") and path.endswith(".json"):
+                Lock.from_bytes(raw)
+            elif path.endswith(".json"):
+                json.loads(raw)
+            elif path.startswith("wiki/") and (sid := sid_of(path[5:])):
+                parse_entry(raw, sid)
+        except (UnreadableRecord, ValueError) as exc:
+            bad.append(f"{path} ({str(exc).splitlines()[0] if str(exc) else 'unreadable'})")
+    return len(files), bad
+
+
+def check_branch(registry: Registry) -> Finding:
+    tip = registry.tip()
+    if tip is None:
+        return Finding("branch", "fail", f"no registry branch {registry.branch!r} yet",
+                       "agent-registry init", registry.init)
+    try:
+        count, bad = unreadable_records(registry, tip)
+    except RegistryError as exc:
+        return Finding("branch", "fail", f"{registry.branch} cannot be read: {exc.message}",
+                       "repair or remove the branch by hand")
+    if bad:
+        return Finding("branch", "fail", f"{registry.branch}: {len(bad)} of {count} records "
+                       f"do not parse: {_names(bad)}",
+                       "fix or remove them on the branch by hand (commands fail closed on them)")
+    return Finding("branch", "ok", f"{registry.branch} at {tip[:12]}: {count} records, "
+                   "all readable")
+
+
+# -- hooks and harness settings ----------------------------------------------------------
+
+def check_hooks(registry: Registry) -> Finding:
+    info = registry.repo.info
+    state = githooks.status(info)
+    repair = lambda: githooks.install(info)  # noqa: E731
+    missing, foreign, broken, stale, chained = [], [], [], [], []
+    for hook in state["hooks"]:
+        name, path = hook["hook"], Path(hook["path"])
+        if hook["state"] == "not installed":
+            missing.append(name)
+        elif hook["state"] == "other hook (not ours)":
+            foreign.append(name)
+        elif hook["state"].startswith("broken"):
+            broken.append(name)
+        elif path.read_text(encoding="utf-8", errors="replace") != githooks.hook_text(name):
+            stale.append(name)
+        if hook["chained"] and hook["state"] == "installed":
+            chained.append(name)
+    fix = "agent-registry hooks install"
+    if len(missing) == len(state["hooks"]):
+        return Finding("hooks", "fail", "no agent-registry git hook is installed: the guard "
+                       "is off", fix, repair)
+    problems = [f"{what}: {', '.join(names)}" for what, names in (
+        ("not installed", missing), ("another tool's hook in our place", foreign),
+        ("pointing at a Python that is gone", broken),
+        (f"not current (another version or Python than {sys.executable})", stale)) if names]
+    if problems:
+        return Finding("hooks", "fail", "; ".join(problems), fix, repair)
+    note = f", chaining the existing {', '.join(chained)}" if chained else ""
+    return Finding("hooks", "ok", f"{len(state['hooks'])} hooks installed and current in "
+                   f"{state['hooks_dir']}{note}")
+
+
+def check_harness(registry: Registry) -> Finding:
+    from .harness import mcp as harness_mcp, settings as harness
+    toplevel = registry.repo.info.toplevel
+    if toplevel is None:
+        return Finding("harness", "ok", "a bare repository: no harness settings")
+    present, stale, fixes = [], [], []
+    claude = harness.claude_state(toplevel)
+    if claude is not None:
+        present.append("Claude Code hooks")
+        if not claude["current"]:
+            stale.append("Claude Code hooks (.claude/settings.json)")
+            fixes.append(lambda: harness.install_claude(toplevel,
+                                                        auto_claim=claude["auto_claim"]))
+    for name in harness_mcp.FILES:
+        mcp = harness_mcp.state(toplevel, name)
+        if mcp == "absent":
+            continue
+        present.append(f"{name} MCP")
+        if mcp != "current":
+            stale.append(f"{name} MCP entry ({harness_mcp.FILES[name]})")
+            fixes.append(harness_mcp.plan_mcp(toplevel, name))
+    if not present:
+        return Finding("harness", "ok", "no harness integration installed "
+                       "(`agent-registry harness install claude|codex|gemini`)")
+    if stale:
+        return Finding("harness", "fail", f"not current: {', '.join(stale)}",
+                       "agent-registry harness install … (again)",
+                       lambda: [fix() for fix in fixes])
+    return Finding("harness", "ok", f"current: {', '.join(present)}")
+
+
+# -- the remote ------------------------------------------------------------------------
+
+def check_sync(registry: Registry) -> Finding:
+    from .sync.remote import Offline, fetch, redact, sync, sync_state
+    if not registry.remote:
+        return Finding("sync", "ok", "off: no remote, this clone works alone "
+                       "(`agent-registry init --remote URL` shares it)")
+    remote = redact(registry.remote)
+    try:
+        fetch(registry)  # moves only the remote-tracking ref
+    except Offline as exc:
+        return Finding("sync", "fail", exc.message, exc.advice)
+    state = sync_state(registry)
+    unconfirmed = registry.unconfirmed_claims()
+    where = f"{remote} reachable, {state['ahead']} ahead, {state['behind']} behind"
+    push = lambda: sync(registry)  # noqa: E731
+    if unconfirmed:
+        paths = sorted(f"{path} ({sid})" for sid, path in unconfirmed)
+        return Finding("sync", "fail", f"{where}; {len(paths)} claim(s) not confirmed by "
+                       f"{remote}: {_names(paths)}", "agent-registry sync", push)
+    if state["ahead"]:
+        return Finding("sync", "warn", f"{where}: this clone's changes are not on {remote} "
+                       "yet", "agent-registry sync", push)
+    return Finding("sync", "ok", where)
+
+
+def check_clock(registry: Registry) -> Finding:
+    """This machine's clock against the newest registry commit of the remote (written by
+    whichever clone pushed last) and the heartbeats of live sessions."""
+    ref = registry.tracking_ref if registry.remote else None
+    tip = registry.repo.read_ref(ref) if ref else None
+    now = registry.clock()
+    ahead = registry.clocks_ahead(registry.sessions())
+    if ahead:
+        hosts = sorted({a["host"] or a["session"] for a in ahead})
+        return Finding("clock", "fail", f"heartbeats dated up to {max(a['ahead_seconds'] for a in ahead)} s "
+                       f"in the future, from {_names(hosts)}: a clock runs ahead",
+                       "fix the clock of that machine (or this one) with NTP")
+    if tip is None:
+        return Finding("clock", "ok", "no remote commit to compare with; no heartbeat "
+                       "from the future")
+    stamp = int(registry.repo.git("log", "-1", "--format=%ct", tip).stdout.decode().strip())
+    skew = stamp - now
+    if skew > CLOCK_SKEW:
+        return Finding("clock", "fail", f"the newest commit on {registry.remote} is dated "
+                       f"{int(skew)} s after this machine's clock: this clock is slow, or "
+                       "the clock of the clone that wrote it runs ahead",
+                       "sync the clocks with NTP")
+    return Finding("clock", "ok", f"the newest commit on {registry.remote} is "
+                   f"{int(-skew)} s old: no skew beyond {int(CLOCK_SKEW)} s seen")
+
+
+# -- sessions and locks --------------------------------------------------------------------
+
+def check_owners(registry: Registry) -> Finding:
+    live = registry.sessions()
+    blind = [s.id for s in live if not s.vouched]
+    if not blind:
+        return Finding("owners", "ok", f"{len(live)} live session(s), every owner process "
+                       "vouched for" if live else "no live sessions")
+    return Finding("owners", "warn", f"{len(blind)} of {len(live)} live session(s) have no "
+                   f"owner process vouched for ({_names(blind)}): heartbeats and the TTL "
+                   "decide when they end",
+                   "register with --pid (or AGENT_REGISTRY_PID), or install the harness hooks")
+
+
+def check_stale(registry: Registry) -> Finding:
+    zombies = registry.zombies()
+    stale = [l for l in registry.locks() if l["stale_reason"]]
+    cleanup = lambda: registry.cleanup(by="doctor", reason="agent-registry doctor --fix")  # noqa: E731
+    if zombies:
+        ids = [f"{session.id} ({reason})" for session, reason in zombies]
+        return Finding("stale", "fail", f"{len(zombies)} zombie session(s) holding "
+                       f"{sum(len(s.locks) for s, _ in zombies)} lock(s): {_names(ids)}",
+                       "agent-registry cleanup", cleanup)
+    if stale:
+        return Finding("stale", "warn", f"{len(stale)} stale lock(s) others may take over: "
+                       f"{_names([l['path'] for l in stale])}")
+    return Finding("stale", "ok", "no zombie sessions, no stale locks")
+
+
+def check_wiki_index(registry: Registry) -> Finding:
+    from .wiki.index import EMPTY, WikiIndex
+    tip = registry.tip()
+    indexed = WikiIndex(registry).indexed()
+    refresh = lambda: WikiIndex(registry, _progress()).open()  # noqa: E731
+    if indexed is None:
+        if tip is None or not registry.view().names("wiki"):
+            return Finding("wiki index", "ok", "no wiki entries yet")
+        return Finding("wiki index", "warn", "not built in this clone: the next `wiki query` "
+                       "builds it first", "agent-registry wiki rebuild", refresh)
+    if indexed != (tip or EMPTY):
+        return Finding("wiki index", "warn", f"behind the branch (indexed {indexed[:12]}): "
+                       "the next query updates it", "agent-registry wiki rebuild", refresh)
+    return Finding("wiki index", "ok", f"up to date with {(tip or EMPTY)[:12]}")
+
+
+def _progress():
+    from .wiki.progress import Progress
+    return Progress.on_terminal()
+
+
+CHECKS = (check_git, check_branch, check_hooks, check_harness, check_sync, check_clock,
+          check_owners, check_stale, check_wiki_index)
+
+
+def examine(registry: Registry) -> list[Finding]:
+    """Every check; one that fails to run says so in its verdict, the others still run."""
+    out = []
+    for check in CHECKS:
+        name = check.__name__[len("check_"):].replace("_", " ")
+        try:
+            out.append(check(registry))
+        except RegistryError as exc:
+            out.append(Finding(name, "fail", f"could not check: {exc.message}"))
+    return out
+
+
+def doctor(registry: Registry, fix: bool = False) -> dict:
+    """``{"healthy", "checks": [{name, status, verdict, fix, fixable}], "fixed": [names],
+    "fix_errors": [{name, error}]}``; with *fix*, the safe fixes run and the checks are
+    made again."""
+    findings = examine(registry)
+    fixed, errors = [], []
+    if fix:
+        for finding in findings:
+            if finding.status != "ok" and finding.repair is not None:
+                try:
+                    finding.repair()
+                    fixed.append(finding.name)
+                except RegistryError as exc:
+                    errors.append({"name": finding.name, "error": exc.message})
+        if fixed or errors:
+            findings = examine(registry)
+    return {"healthy": all(f.status != "fail" for f in findings),
+            "checks": [f.to_dict() for f in findings], "fixed": fixed, "fix_errors": errors}
