@@ -49,7 +49,8 @@ KNOWN: set[tuple[str, str]] = {
     ("core.registry", "wiki.ops"), ("wiki.ops", "core.registry"), ("wiki.ops", "wiki.gitfacts"),
     ("wiki.gitfacts", "core.registry"), ("core.registry", "wiki.importer"),
     ("wiki.importer", "core.registry"), ("core.registry", "core.override"),
-    ("core.override", "core.registry"),
+    ("core.override", "core.registry"), ("core.registry", "core.messages"),
+    ("core.messages", "core.registry"),
 }
 
 

@@ -22,6 +22,7 @@ LITERAL = ":(literal)"
 GLOB = ":(glob)"
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,63}")
 
 
 def validate_session_id(sid: str | None) -> str:
@@ -40,6 +41,14 @@ def validate_text(label: str, value: str, *, allow_newlines: bool = False) -> st
     if _CONTROL.search(bad):
         raise BadInput(f"{label} contains a control character")
     return value
+
+
+def validate_tag(tag: str) -> str:
+    """A session tag (``register --tag``) or a room name: one word, no control characters."""
+    if not TAG.fullmatch(tag or ""):
+        raise BadInput(f"invalid tag {tag!r}: use letters, digits and ._:@+/- (at most 64, "
+                       "starting with a letter or digit)")
+    return tag
 
 
 def is_glob(target: str) -> bool:

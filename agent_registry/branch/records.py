@@ -79,8 +79,9 @@ SESSION_FIELDS: dict = {
     "issues": "", "handoff": "", "locks": list,
     # what the agent wants `watch` to say when it starts and when it finishes
     "notify_started": "", "notify_executed": "",
+    "tags": list,  # `register --tag`: how `send --to-tag` reaches the session
 }
-_LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks")
+_LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks", "tags")
 
 
 def as_list(value) -> list[str]:

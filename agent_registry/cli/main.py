@@ -37,6 +37,11 @@ LAZY_COMMANDS: dict[str, str] = {
     "import-home": "agent_registry.wiki.cli:import_home",
     "dashboard": "agent_registry.dashboard.cli:dashboard",
     "doctor": "agent_registry.cli.doctor:doctor",
+    "send": "agent_registry.cli.messages:send",
+    "inbox": "agent_registry.cli.messages:inbox",
+    "ack": "agent_registry.cli.messages:ack",
+    "thread": "agent_registry.cli.messages:thread",
+    "handoff": "agent_registry.cli.messages:handoff",
 }
 
 
@@ -175,6 +180,7 @@ def session_text(s) -> str:
                          ("todo present", ", ".join(s.todo_present)),
                          ("todo future", ", ".join(s.todo_future)),
                          ("space", ", ".join(s.space)), ("locks", ", ".join(s.locks)),
+                         ("tags", ", ".join(s.tags)),
                          ("issues", s.issues), ("handoff", s.handoff)):
         if value:
             lines.append(f"  {label + ':':<14}{value}")
@@ -194,14 +200,17 @@ def session_text(s) -> str:
                    "runtime, else none: heartbeats and the TTL decide).")
 @click.option("--notify-started", metavar="TEXT", default="",
               help="The message `watch` sends when this session starts (instead of its pool's).")
+@click.option("--tag", "tags", metavar="TAG", multiple=True,
+              help="A tag `send --to-tag TAG` reaches this session by (repeatable).")
 @pass_out
 def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
-             todo_present, pid, notify_started) -> None:
+             todo_present, pid, notify_started, tags) -> None:
     """Register a session (also: register SID PROVIDER AI_VERSION WORKING_ON).
 
     Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
     <provider>-<unix time>-<random> and printed, to export as AGENT_REGISTRY_SESSION.
-    Which process the session is bound to, and why, is said on stderr.
+    Which process the session is bound to, and why, is said on stderr, followed by the
+    messages and handoffs waiting for it (sent to it, its tags, or paths in its --space).
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
@@ -216,11 +225,13 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
                                      working_on=working_on or "", space=space,
                                      todo_present=todo_present, pid=pid,
-                                     notify_started=notify_started)
+                                     notify_started=notify_started, tags=tags)
     bound = out.registry.bound
-    out.notice([f"agent-registry: {owner_line(bound)}"])
-    out.emit({"session": session.to_dict(), "bound_to": bound, **out.registry.unpushed},
-             session.id)
+    from ..branch.mailbox import pending_for, waiting_text
+    waiting = pending_for(out.registry.view(), session)
+    out.notice([f"agent-registry: {owner_line(bound)}"] + waiting_text(waiting))
+    out.emit({"session": session.to_dict(), "bound_to": bound, "waiting": waiting,
+              **out.registry.unpushed}, session.id)
 
 
 def owner_line(bound: dict) -> str:
@@ -258,16 +269,6 @@ def finish(out: Output, sid, notify_executed) -> None:
     note = " (had already ended)" if result.get("already") else \
         f", released {len(result['released'])} lock(s)"
     out.emit(result, f"{s['id']} {s['status']}{note}")
-
-
-@cli.command()
-@click.argument("sid")
-@click.argument("path")
-@pass_out
-def handoff(out: Output, sid, path) -> None:
-    """Record the path of the session's handoff document."""
-    session = out.registry.handoff(sid, path)
-    out.emit({"session": session.to_dict()}, f"{session.id} handoff: {session.handoff}")
 
 
 @cli.group()

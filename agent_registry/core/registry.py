@@ -52,6 +52,7 @@ OPERATION_MODULES: dict[str, str] = {
     "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
     "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
     "restore": "agent_registry.sync.remote",
+    "send": "agent_registry.core.messages", "ack": "agent_registry.core.messages",
 }
 
 
@@ -271,7 +272,7 @@ class Registry:
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
                  space: Iterable[str] = (), todo_present: Iterable[str] = (),
                  pid: int | None = None, pid_from: str = "--pid",
-                 notify_started: str = "") -> Session:
+                 notify_started: str = "", tags: Iterable[str] = ()) -> Session:
         """Register (or re-register) session *sid*.  Its owner process is *pid* (given
         by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
         runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why."""
@@ -281,6 +282,8 @@ class Registry:
             P.validate_text(label, value)
         if not provider:
             raise BadInput("--provider is required")
+        for tag in tags:
+            P.validate_tag(tag)
         try:
             owner = choose_owner(pid, pid_from)
         except ValueError as exc:
@@ -295,6 +298,7 @@ class Registry:
             "cmdline": owner.cmdline,
             # only when given: a re-register keeps the text the first one stored
             **({"notify_started": notify_started} if notify_started else {}),
+            **({"tags": list(dict.fromkeys(tags))} if tags else {}),
         }
         self.bound = owner.to_dict()
         return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields))["session"])
@@ -605,7 +609,8 @@ class Registry:
                     owner = view.session(holder.session, strict=False)
                     out.append({"path": target, "target": lock.path, "owner": holder.session,
                                 "working_on": owner.working_on if owner else "",
-                                "since": holder.acquired_at, "mode": lock.mode})
+                                "since": holder.acquired_at, "mode": lock.mode,
+                                "reach": f"agent-registry send --to {holder.session} TEXT"})
         return out
 
     def _op_claim(self, view: View, op: dict) -> Outcome:
@@ -876,7 +881,8 @@ def describe_conflicts(conflicts: list[dict]) -> str:
         via = f" (via {c['target']})" if c["target"] != c["path"] else ""
         what = f", working on: {c['working_on']}" if c["working_on"] else ""
         parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}")
-    return "; ".join(parts)
+    asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
+    return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
 
 
 def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:

@@ -1,0 +1,215 @@
+"""Messages on the registry branch: where they live, their format, and reading them
+(docs/messages.md).  Standard library and the branch format only: the operations that
+write them are in :mod:`agent_registry.core.messages`.
+
+    messages/<sender>/<id>.json      one message, written once, by its sender
+    acks/<recipient>/<id>.json       one acknowledgement, written by that recipient
+
+One writer per file, so two clones never write the same file and sync's replay never
+loses one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from . import paths as P
+from ..errors import BadInput
+from .records import Session
+from .view import View
+
+MESSAGES = "messages"
+ACKS = "acks"
+MAX_BODY = 64 * 1024  # bytes of UTF-8
+MAX_KEY = 200
+KINDS = ("message", "handoff")
+SELECTORS = ("session", "paths", "tag", "room", "all")
+MESSAGE_ID = re.compile(r"[0-9a-f]{16}")
+# the fields that make a message what it is: a retry with the same key must match them
+CONTENT = ("kind", "to", "subject", "body", "reply_to", "document")
+
+
+def message_path(sender: str, mid: str) -> str:
+    return f"{MESSAGES}/{sender}/{mid}.json"
+
+
+def ack_path(recipient: str, mid: str) -> str:
+    return f"{ACKS}/{recipient}/{mid}.json"
+
+
+def message_id(sender: str, key: str | None) -> str:
+    """Stable for a key (a retry gets the same id), unique without one."""
+    if key is None:
+        return os.urandom(8).hex()
+    return hashlib.sha256(f"{sender}\0{key}".encode()).hexdigest()[:16]
+
+
+# -- validation: on the way in, and again when sync replays the operation --------------
+
+def validate(message: dict) -> None:
+    """Raise BadInput unless *message* (what a ``send`` operation carries) is well formed."""
+    if not isinstance(message, dict):
+        raise BadInput("a message must be an object")
+    mid = message.get("id")
+    if not isinstance(mid, str) or not MESSAGE_ID.fullmatch(mid):
+        raise BadInput(f"invalid message id {mid!r}")
+    if message.get("kind") not in KINDS:
+        raise BadInput(f"invalid message kind {message.get('kind')!r}")
+    _validate_selector(message.get("to"))
+    body = message.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise BadInput("empty message body")
+    if len(body.encode("utf-8", "surrogatepass")) > MAX_BODY:
+        raise BadInput(f"message body over {MAX_BODY // 1024} KiB")
+    P.validate_text("message body", body, allow_newlines=True)
+    for label in ("subject", "key", "document"):
+        value = message.get(label)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BadInput(f"the {label} must be text")
+        P.validate_text(label, value)
+    key = message.get("key")
+    if key is not None and not 1 <= len(key) <= MAX_KEY:
+        raise BadInput(f"a key is 1 to {MAX_KEY} characters")
+    reply = message.get("reply_to")
+    if reply is not None and (not isinstance(reply, str) or not MESSAGE_ID.fullmatch(reply)):
+        raise BadInput(f"invalid message id {reply!r}")
+
+
+def _validate_selector(to) -> None:
+    if not isinstance(to, dict) or len(to) != 1 or next(iter(to)) not in SELECTORS:
+        raise BadInput(f"a message goes to exactly one of: {', '.join(SELECTORS)}")
+    kind, value = next(iter(to.items()))
+    if kind == "session":
+        P.validate_session_id(value if isinstance(value, str) else None)
+    elif kind == "paths":
+        if not isinstance(value, list) or not value or \
+                not all(isinstance(p, str) and p for p in value):
+            raise BadInput("--to-path needs a path")
+        for path in value:
+            P.validate_text("path", path)
+    elif kind in ("tag", "room"):
+        P.validate_tag(value if isinstance(value, str) else "")
+    elif value is not True:
+        raise BadInput("--all takes no value")
+
+
+def in_room(session: Session, room: str) -> bool:
+    """``repo:<name>``: the sessions working in that repository; ``room:<name>``: those
+    that joined it (the room is among their tags)."""
+    if room.startswith("repo:"):
+        return session.repo == room[len("repo:"):]
+    return room in session.tags
+
+
+# -- reading -----------------------------------------------------------------------------
+
+def load(raw: bytes | None) -> dict | None:
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+
+
+def find(view: View, mid: str) -> dict | None:
+    """The message *mid*, looked up in each sender's folder (a listing, no blob read)."""
+    if not view.tree and not view.writes:
+        return None
+    for sender in view.names(MESSAGES):
+        if f"{mid}.json" in view.entries(f"{MESSAGES}/{sender}"):
+            return load(view.read(message_path(sender, mid)))
+    return None
+
+
+def every_message(view: View) -> list[dict]:
+    """Every message on the branch, oldest first, read in one pipelined batch."""
+    if not view.tree:
+        return []
+    files = {f"{MESSAGES}/{s}/{n}": oid for s in view.names(MESSAGES)
+             for n, oid in view.entries(f"{MESSAGES}/{s}").items() if n.endswith(".json")}
+    pending = [p for p, oid in files.items() if oid is None]
+    raws = dict(zip([p for p in files if files[p]],
+                    view.repo.read_blobs([oid for oid in files.values() if oid])))
+    raws.update({p: view.read(p) for p in pending})
+    out = []
+    for path, raw in raws.items():
+        message = load(raw)
+        if message is None:
+            view.warn(f"{path} is unreadable: not a message")
+        else:
+            out.append(message)
+    return sorted(out, key=order)
+
+
+def order(message: dict) -> tuple:
+    """Oldest first: by the sender's clock to the millisecond (``ts``; ``at`` is to the
+    second), then by id."""
+    ts = message.get("ts")
+    return (ts if isinstance(ts, (int, float)) else 0, message.get("at") or "", message["id"])
+
+
+def acks(view: View) -> dict[str, set[str]]:
+    """Message id -> the sessions that acknowledged it (folder listings only)."""
+    out: dict[str, set[str]] = {}
+    if not view.tree:
+        return out
+    for sid in view.names(ACKS):
+        for name in view.names(f"{ACKS}/{sid}"):
+            out.setdefault(name.removesuffix(".json"), set()).add(sid)
+    return out
+
+
+def addressed_to(message: dict, session: Session) -> bool:
+    """Is *message* for *session*: named among its recipients when sent, or, for a
+    path or tag, reaching the session now (a later holder, a handoff's next taker)."""
+    if session.id in (message.get("recipients") or []):
+        return True
+    if message.get("from") == session.id:
+        return False
+    kind, value = next(iter((message.get("to") or {"all": True}).items()))
+    if kind == "paths":
+        mine = list(session.locks) + list(session.space)
+        return any(P.overlaps(held, path) for path in value for held in mine)
+    if kind == "tag":
+        return value in session.tags
+    if kind == "room":
+        return in_room(session, value)
+    return False
+
+
+def pending_for(view: View, session: Session, *, include_acked: bool = False) -> list[dict]:
+    """The messages waiting for *session*, each with ``acked`` (did it acknowledge it).
+    A handoff another session took (acknowledged) no longer waits for the rest."""
+    taken = acks(view)
+    out = []
+    for message in every_message(view):
+        if not addressed_to(message, session):
+            continue
+        by = taken.get(message["id"], set())
+        named = session.id in message.get("recipients", [])
+        if message.get("kind") == "handoff" and by - {session.id} and not named:
+            continue
+        acked = session.id in by
+        if acked and not include_acked:
+            continue
+        out.append({**message, "acked": acked})
+    return out
+
+
+def waiting_text(messages: list[dict]) -> list[str]:
+    """Lines for stderr: what waits for a session that just registered."""
+    if not messages:
+        return []
+    lines = [f"agent-registry: {len(messages)} message(s) waiting (read: agent-registry "
+             "inbox; done: agent-registry ack ID):"]
+    for m in messages:
+        lines.append(f"  {m['id']} {m['kind']} from {m['from']}: "
+                     + (f"[{m['subject']}] " if m.get("subject") else "")
+                     + " ".join(m["body"].split())[:200])
+    return lines

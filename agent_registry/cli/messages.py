@@ -1,0 +1,143 @@
+"""Commands of the messages area: ``send``, ``inbox``, ``ack``, ``thread``, ``handoff``
+(docs/messages.md)."""
+from __future__ import annotations
+
+import click
+
+from ..errors import BadInput
+from .console import resolve_session
+from .context import Output, pass_out
+from .output import local_time
+
+AUDIENCE = ("--to", "--to-path", "--to-tag", "--room", "--all")
+
+
+def audience(to: str | None, to_path: tuple, to_tag: str | None, room: str | None,
+             everyone: bool, *, required: bool = True) -> dict | None:
+    """The one selector the options name: ``{"session": SID}``, ``{"paths": [...]}``,
+    ``{"tag": T}``, ``{"room": R}`` or ``{"all": True}``."""
+    given = [sel for sel in ({"session": to} if to is not None else None,
+                             {"paths": list(to_path)} if to_path else None,
+                             {"tag": to_tag} if to_tag is not None else None,
+                             {"room": room} if room is not None else None,
+                             {"all": True} if everyone else None) if sel]
+    if len(given) > 1 or (required and not given):
+        raise BadInput(f"give exactly one of {', '.join(AUDIENCE)}")
+    return given[0] if given else None
+
+
+def message_text(m: dict) -> str:
+    head = f"{m['id']}  {local_time(m['at'])}  {m['kind']} from {m['from']}"
+    if m.get("reply_to"):
+        head += f", reply to {m['reply_to']}"
+    if m.get("acked") or m.get("acked_by"):
+        head += " (acked" + (f" by {', '.join(m['acked_by'])})" if m.get("acked_by") else ")")
+    lines = [head] + ([f"  subject: {m['subject']}"] if m.get("subject") else [])
+    if m.get("document"):
+        lines.append(f"  document: {m['document']}")
+    return "\n".join(lines + ["  " + line for line in m["body"].splitlines()])
+
+
+def selector_options(command):
+    """The audience options ``send`` and ``handoff`` share."""
+    for option in reversed([
+        click.option("--to", "to", metavar="SID", help="One session."),
+        click.option("--to-path", "to_path", metavar="PATH", multiple=True,
+                     help="Every live session holding a lock that covers PATH (repeatable)."),
+    ]):
+        command = option(command)
+    return command
+
+
+@click.command()
+@click.argument("body")
+@click.option("--from", "sender", metavar="SID", help="The sending session (default: $AGENT_REGISTRY_SESSION).")
+@selector_options
+@click.option("--to-tag", metavar="TAG", help="Every live session registered with --tag TAG.")
+@click.option("--room", metavar="ROOM", help="Everyone in ROOM (room:<name> or repo:<name>).")
+@click.option("--all", "everyone", is_flag=True, help="Every other live session.")
+@click.option("--key", metavar="KEY",
+              help="Idempotency key: a retry with the same key and content returns the same "
+                   "id and sends nothing; the same key with other content is refused.")
+@click.option("--reply-to", metavar="MSGID", help="The message this one answers (a thread).")
+@click.option("--subject", metavar="TEXT", help="A one-line subject.")
+@pass_out
+def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, reply_to,
+         subject) -> None:
+    """Send BODY (at most 64 KiB) to sessions; prints the message id.
+
+    Exit 1 when the session is unknown or nobody is reached (a message is never sent
+    into the void), 2 for bad input.
+    """
+    from ..core.messages import send as send_message
+    result = send_message(out.registry, resolve_session(sender),
+                          audience(to, to_path, to_tag, room, everyone), body,
+                          subject=subject, key=key, reply_to=reply_to)
+    out.emit({**result, **out.registry.unpushed}, result["id"])
+
+
+@click.command()
+@click.argument("sid", required=False)
+@click.option("--all", "include_acked", is_flag=True, help="Also the messages already acknowledged.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
+              help="Block until a message arrives, at most SECONDS.")
+@pass_out
+def inbox(out: Output, sid, include_acked, wait) -> None:
+    """Messages waiting for a session: sent to it, to a path it holds or will work on
+    (its --space), to its tag, and handoffs nobody took yet."""
+    from ..core.messages import inbox as read_inbox
+    from ..sync.rooms import refresh
+    result = read_inbox(out.registry, resolve_session(sid), include_acked=include_acked,
+                        wait=wait, refresh=lambda: refresh(out.registry))
+    text = "\n".join(message_text(m) for m in result["messages"]) or \
+        f"no messages for {result['session']}"
+    out.emit(result, text)
+
+
+@click.command()
+@click.argument("ids", nargs=-1, required=True, metavar="MSGID...")
+@click.option("--session", "sid", metavar="SID", help="The recipient (default: $AGENT_REGISTRY_SESSION).")
+@pass_out
+def ack(out: Output, ids, sid) -> None:
+    """Acknowledge messages (recipient only: exit 1 for anyone else; repeatable)."""
+    from ..core.messages import ack as ack_messages
+    result = ack_messages(out.registry, resolve_session(sid), list(ids))
+    out.emit({**result, **out.registry.unpushed},
+             "\n".join([f"acked {i}" for i in result["acked"]]
+                       + [f"already acked {i}" for i in result["already"]]))
+
+
+@click.command()
+@click.argument("mid", metavar="MSGID")
+@pass_out
+def thread(out: Output, mid) -> None:
+    """A conversation: the message MSGID, what it answers and every reply, oldest first."""
+    from ..core.messages import thread as read_thread
+    from ..sync.rooms import refresh
+    refresh(out.registry)
+    result = read_thread(out.registry, mid)
+    out.emit(result, "\n".join(message_text(m) for m in result["messages"]))
+
+
+@click.command()
+@click.argument("sid")
+@click.argument("path", required=False)
+@click.option("--text", metavar="TEXT", help="The handoff itself, for whoever takes the work next.")
+@selector_options
+@pass_out
+def handoff(out: Output, sid, path, text, to, to_path) -> None:
+    """Hand the session's work on: `handoff SID PATH` records the path of its handoff
+    document; with --text (or --to/--to-path) it is also a message that waits for
+    whoever takes the work next: the session --to names, or the next session holding or
+    registering a --space that covers --to-path (default: the paths the session holds
+    and its space)."""
+    if text is None and path is None:
+        raise BadInput("give the handoff: PATH (a document) or --text TEXT")
+    selector = audience(to, to_path, None, None, False, required=False)
+    if text is None and selector is None:
+        session = out.registry.handoff(sid, path)
+        return out.emit({"session": session.to_dict()}, f"{session.id} handoff: {session.handoff}")
+    from ..core.messages import handoff as send_handoff
+    result = send_handoff(out.registry, sid, text=text, document=path, to=selector)
+    waiting = "" if result["recipients"] else " (waits for whoever takes the work next)"
+    out.emit({**result, **out.registry.unpushed}, result["id"] + waiting)

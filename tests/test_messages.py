@@ -1,0 +1,341 @@
+"""Durable messages on the registry branch (issue 12): send, inbox, ack, thread, handoffs.
+
+Every test runs the installed CLI as a one-shot process, as agents do; the branch is
+read back with git itself."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from helpers import CLI, git, wait_for
+
+BRANCH = "agent-registry"
+
+
+def tip(repo) -> str:
+    return git(repo, "rev-parse", BRANCH).strip()
+
+
+def files(repo, folder: str) -> list[str]:
+    out = git(repo, "ls-tree", "-r", "--name-only", BRANCH, "--", folder, check=False)
+    return [line for line in out.splitlines() if line]
+
+
+def js(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def team(run):
+    """Three live sessions: a1 holds src/ (a directory), b1 holds README.md, c1 nothing."""
+    assert run("init").returncode == 0
+    for sid in ("a1", "b1", "c1"):
+        assert run("register", sid, "--provider", "Codex", "--working-on", f"task {sid}").returncode == 0
+    assert run("lock", "acquire", "src/", "--session", "a1").returncode == 0
+    assert run("lock", "acquire", "README.md", "--session", "b1").returncode == 0
+    return run
+
+
+def send(run, *args):
+    return run("--json", "send", *args)
+
+
+def test_send_inbox_ack_round_trip_one_file_per_writer(team, repo):
+    sent = js(send(team, "--from", "c1", "--to", "a1", "--subject", "auth", "may I edit token.py?"))
+    mid = sent["id"]
+    assert sent["created"] is True and sent["recipients"] == ["a1"]
+    assert files(repo, "messages") == [f"messages/c1/{mid}.json"]
+    plain = team("send", "--from", "c1", "--to", "a1", "second")
+    assert plain.returncode == 0 and plain.stdout.strip()  # the id, alone
+    inbox = js(team("--json", "inbox", "a1"))
+    assert [m["id"] for m in inbox["messages"]][0] == mid
+    first = inbox["messages"][0]
+    assert (first["from"], first["subject"], first["body"], first["acked"]) == \
+        ("c1", "auth", "may I edit token.py?", False)
+    assert js(team("--json", "inbox", "c1"))["messages"] == []  # not to the sender
+    acked = js(team("--json", "ack", mid, "--session", "a1"))
+    assert acked["acked"] == [mid]
+    assert files(repo, "acks") == [f"acks/a1/{mid}.json"]
+    left = js(team("--json", "inbox", "a1"))["messages"]
+    assert mid not in [m["id"] for m in left] and len(left) == 1
+    every = js(team("--json", "inbox", "a1", "--all"))["messages"]
+    assert {m["id"]: m["acked"] for m in every}[mid] is True
+    again = js(team("--json", "ack", mid, "--session", "a1"))  # repeatable
+    assert again["acked"] == [] and again["already"] == [mid]
+    text = team("inbox", "a1")
+    assert text.returncode == 0 and "second" in text.stdout and "c1" in text.stdout
+
+
+def test_only_a_recipient_acks(team, repo):
+    mid = js(send(team, "--from", "c1", "--to", "a1", "hello"))["id"]
+    before = tip(repo)
+    other = team("ack", mid, "--session", "b1")
+    assert other.returncode == 1 and "not a recipient" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1
+    assert tip(repo) == before
+
+
+def test_idempotency_key(team, repo):
+    first = js(send(team, "--from", "c1", "--to", "a1", "--key", "job-7", "done"))
+    after_first = tip(repo)
+    retry = js(send(team, "--from", "c1", "--to", "a1", "--key", "job-7", "done"))
+    assert retry["id"] == first["id"] and retry["created"] is False
+    assert tip(repo) == after_first  # no second commit
+    clash = team("send", "--from", "c1", "--to", "a1", "--key", "job-7", "other text")
+    assert clash.returncode == 1 and "job-7" in clash.stderr
+    assert tip(repo) == after_first
+    # another sender may use the same key: ids are per sender
+    theirs = js(send(team, "--from", "b1", "--to", "a1", "--key", "job-7", "done"))
+    assert theirs["id"] != first["id"]
+    assert len(js(team("--json", "inbox", "a1"))["messages"]) == 2
+
+
+@pytest.mark.parametrize("args", [
+    ("--to", "a1", ""),
+    ("--to", "a1", "   "),
+    ("--to", "a1", "x" * (64 * 1024 + 1)),
+    ("--to", "a1", "--key", "bad\x01key", "body"),
+    ("--to", "a1", "--subject", "bad\x1bsubject", "body"),
+    ("--to", "a1", "--reply-to", "0123456789abcdef", "body"),
+    ("--to", "not a session!", "body"),
+    ("--to-path", "../outside", "body"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(team, repo, args):
+    before = tip(repo)
+    proc = team("send", "--from", "c1", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert tip(repo) == before
+
+
+def test_unknown_message_ids_are_bad_input(team, repo):
+    before = tip(repo)
+    for args in (("ack", "0123456789abcdef", "--session", "a1"), ("thread", "0123456789abcdef")):
+        proc = team(*args)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert tip(repo) == before
+
+
+def test_a_body_of_exactly_64_kib_is_accepted(team):
+    mid = js(send(team, "--from", "c1", "--to", "a1", "y" * 64 * 1024))["id"]
+    assert js(team("--json", "thread", mid))["messages"][0]["body"] == "y" * 64 * 1024
+
+
+def test_never_into_the_void(team, repo):
+    before = tip(repo)
+    unknown = team("send", "--from", "c1", "--to", "ghost-9", "hi")
+    assert unknown.returncode == 1 and "ghost-9" in unknown.stderr
+    nobody = team("send", "--from", "c1", "--to-path", "docs/none.md", "hi")
+    assert nobody.returncode == 1 and "no live session" in nobody.stderr
+    no_tag = team("send", "--from", "c1", "--to-tag", "frontend", "hi")
+    assert no_tag.returncode == 1
+    assert tip(repo) == before
+    assert team("finish", "b1").returncode == 0
+    ended = team("send", "--from", "c1", "--to", "b1", "hi")
+    assert ended.returncode == 1 and "ended" in ended.stderr
+    unregistered_sender = team("send", "--from", "zed-1", "--to", "a1", "hi")
+    assert unregistered_sender.returncode == 1
+
+
+def test_exactly_one_audience(team):
+    assert team("send", "--from", "c1", "hi").returncode == 2
+    assert team("send", "--from", "c1", "--to", "a1", "--all", "hi").returncode == 2
+
+
+def test_to_path_reaches_every_live_holder_that_covers_it(team):
+    for sid in ("d1", "e1"):
+        assert team("register", sid, "--provider", "Kimi", "--working-on", "docs").returncode == 0
+        assert team("lock", "acquire", "docs/", "--shared", "--session", sid).returncode == 0
+    to_docs = js(send(team, "--from", "c1", "--to-path", "docs/guide.md", "who writes docs?"))
+    assert sorted(to_docs["recipients"]) == ["d1", "e1"]
+    to_src = js(send(team, "--from", "c1", "--to-path", "src/auth.py", "who owns auth?"))
+    assert to_src["recipients"] == ["a1"]  # via its lock on the directory src/
+    # the sender is never its own audience
+    own = js(send(team, "--from", "d1", "--to-path", "docs/guide.md", "me too"))
+    assert own["recipients"] == ["e1"]
+    assert [m["id"] for m in js(team("--json", "inbox", "a1"))["messages"]] == [to_src["id"]]
+
+
+def test_to_tag_reaches_sessions_registered_with_it(team):
+    assert team("register", "f1", "--provider", "Gemini", "--working-on", "ui",
+                "--tag", "frontend", "--tag", "css").returncode == 0
+    assert team("register", "g1", "--provider", "Gemini", "--working-on", "ui",
+                "--tag", "frontend").returncode == 0
+    assert "frontend, css" in team("show", "f1").stdout
+    sent = js(send(team, "--from", "c1", "--to-tag", "frontend", "new tokens in css"))
+    assert sorted(sent["recipients"]) == ["f1", "g1"]
+    assert js(send(team, "--from", "c1", "--to-tag", "css", "x"))["recipients"] == ["f1"]
+    assert team("register", "h1", "--provider", "X", "--tag", "bad tag!").returncode == 2
+
+
+def test_all_reaches_every_other_live_session(team):
+    sent = js(send(team, "--from", "c1", "--all", "standup"))
+    assert sorted(sent["recipients"]) == ["a1", "b1"]
+
+
+def test_thread_follows_replies(team):
+    root = js(send(team, "--from", "c1", "--to", "a1", "--subject", "q", "may I?"))["id"]
+    reply = js(send(team, "--from", "a1", "--to", "c1", "--reply-to", root, "yes"))["id"]
+    again = js(send(team, "--from", "c1", "--to", "a1", "--reply-to", reply, "thanks"))["id"]
+    js(send(team, "--from", "b1", "--to", "a1", "unrelated"))
+    for mid in (root, reply, again):
+        thread = js(team("--json", "thread", mid))
+        assert thread["thread"] == root
+        assert [m["id"] for m in thread["messages"]] == [root, reply, again]
+    text = team("thread", again)
+    assert text.returncode == 0
+    assert text.stdout.index("may I?") < text.stdout.index("yes") < text.stdout.index("thanks")
+
+
+def test_session_from_the_environment(team):
+    proc = team("--json", "send", "--to", "a1", "hi", env={"AGENT_REGISTRY_SESSION": "c1"})
+    mid = js(proc)["id"]
+    inbox = js(team("--json", "inbox", env={"AGENT_REGISTRY_SESSION": "a1"}))
+    assert [m["id"] for m in inbox["messages"]] == [mid]
+    assert js(team("--json", "ack", mid, env={"AGENT_REGISTRY_SESSION": "a1"}))["acked"] == [mid]
+
+
+def test_inbox_wait_returns_when_a_message_arrives(team, repo):
+    waiter = subprocess.Popen([CLI, "--json", "inbox", "a1", "--wait", "60"], cwd=repo,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert waiter.poll() is None  # nothing yet: it waits
+        mid = js(send(team, "--from", "c1", "--to", "a1", "wake up"))["id"]
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    assert waiter.returncode == 0, err
+    assert [m["id"] for m in json.loads(out)["messages"]] == [mid]
+
+
+def test_inbox_wait_times_out_empty(team):
+    proc = team("--json", "inbox", "a1", "--wait", "1")
+    assert proc.returncode == 0 and js(proc)["messages"] == []
+
+
+def test_refused_claim_says_how_to_reach_the_holder(team):
+    proc = team("lock", "acquire", "src/auth.py", "--session", "c1")
+    assert proc.returncode == 1
+    assert "agent-registry send --to a1" in proc.stderr
+    data = json.loads(team("--json", "lock", "acquire", "src/auth.py", "--session", "c1").stdout)
+    assert data["error"]["conflicts"][0]["reach"].startswith("agent-registry send --to a1")
+
+
+def test_handoff_text_waits_for_whoever_takes_the_path(team, repo):
+    proc = team("--json", "handoff", "a1", "--text", "token refresh half done; see TODO in auth.py",
+                "--to-path", "src/auth.py")
+    handoff = js(proc)
+    assert handoff["message"]["kind"] == "handoff"
+    assert team("finish", "a1").returncode == 0
+    # the next session whose space covers the path hears of it at register
+    reg = team("register", "n1", "--provider", "Claude", "--working-on", "auth",
+               "--space", "src/auth.py")
+    assert reg.returncode == 0
+    assert "token refresh half done" in reg.stderr and handoff["id"] in reg.stderr
+    data = js(team("--json", "register", "n2", "--provider", "Claude", "--space", "src/"))
+    assert [m["id"] for m in data["waiting"]] == [handoff["id"]]
+    inbox = js(team("--json", "inbox", "n1"))
+    assert [m["id"] for m in inbox["messages"]] == [handoff["id"]]
+    assert js(team("--json", "ack", handoff["id"], "--session", "n1"))["acked"] == [handoff["id"]]
+    # taken: no longer waiting for the others
+    assert js(team("--json", "inbox", "n2"))["messages"] == []
+    unrelated = js(team("--json", "register", "n3", "--provider", "Claude", "--space", "docs/"))
+    assert unrelated["waiting"] == []
+
+
+def test_handoff_to_a_session_and_the_old_path_form(team, repo):
+    handoff = js(team("--json", "handoff", "a1", "--text", "yours now", "--to", "c1"))
+    assert handoff["recipients"] == ["c1"]
+    assert [m["id"] for m in js(team("--json", "inbox", "c1"))["messages"]] == [handoff["id"]]
+    old = team("handoff", "b1", ".handoff/HANDOFF-007.md")
+    assert old.returncode == 0 and ".handoff/HANDOFF-007.md" in old.stdout
+    shown = team("show", "b1")
+    assert ".handoff/HANDOFF-007.md" in shown.stdout
+    assert team("handoff", "b1", "--text", "").returncode == 2
+    assert team("handoff", "b1").returncode == 2  # neither PATH nor --text
+
+
+def test_register_prints_unread_messages_for_a_re_registered_session(team):
+    js(send(team, "--from", "c1", "--to", "a1", "ping while you were away"))
+    again = team("register", "a1", "--provider", "Codex", "--working-on", "back")
+    assert again.returncode == 0 and "ping while you were away" in again.stderr
+
+
+def test_replay_validates_operations(registry):
+    """An operation replayed from another clone's commit is validated like a new one:
+    a malformed send is refused, never written."""
+    from agent_registry.errors import Refused
+    registry.init()
+    registry.register("a1", provider="x")
+    registry.register("b1", provider="x")
+    good = registry.new_op("send", session="a1", message={
+        "id": "0" * 16, "kind": "message", "to": {"session": "b1"}, "subject": "",
+        "body": "hi", "key": None, "reply_to": None})
+    before = registry.tip()
+    for bad in ({"body": ""}, {"body": "x" * (64 * 1024 + 1)}, {"key": "a\nb"},
+                {"to": {"session": "b1", "path": "x"}}, {"id": "../../etc"}, {"body": 7}):
+        op = dict(good, message={**good["message"], **bad})
+        with pytest.raises(Refused):
+            registry.build(registry.tip(), op)
+    assert registry.tip() == before
+    assert registry.apply(good)["id"] == "0" * 16
+
+
+# -- through a remote -------------------------------------------------------------------
+
+def clones(tmp_path, n: int) -> list:
+    """A bare remote and *n* clones of it, each with session s<i> registered."""
+    from helpers import Runner, make_repo
+    bare = tmp_path / "remote.git"
+    seed = make_repo(tmp_path / "seed")
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(seed, "push", "-q", str(bare), "main")
+    out = []
+    for i in range(n):
+        git(tmp_path, "clone", "-q", str(bare), str(tmp_path / f"c{i}"))
+        runner = Runner(tmp_path / f"c{i}")
+        assert runner("register", f"s{i}", "--provider", "Codex").returncode == 0
+        out.append(runner)
+    return out
+
+
+def test_a_message_crosses_clones(tmp_path):
+    a, b = clones(tmp_path, 2)
+    mid = js(a("--json", "send", "--from", "s0", "--to", "s1", "across"))["id"]
+    inbox = js(b("--json", "inbox", "s1"))  # fetches first
+    assert [m["id"] for m in inbox["messages"]] == [mid]
+    assert js(b("--json", "ack", mid, "--session", "s1"))["acked"] == [mid]
+    assert js(a("--json", "inbox", "s1", "--all"))["messages"][0]["acked"] is True
+
+
+@pytest.mark.parametrize("n, each", [(4, 2), pytest.param(16, 3, marks=pytest.mark.slow)])
+def test_clones_sending_at_once_none_lost_none_doubled(tmp_path, n, each):
+    team = clones(tmp_path, n)
+    assert team[0]("register", "inbox-owner", "--provider", "Claude").returncode == 0
+    go = tmp_path / "go"
+    procs = []
+    for i, clone in enumerate(team):
+        # each message sent twice (a retry after a timeout): the key keeps it single
+        sends = "; ".join(f"{CLI} send --from s{i} --to inbox-owner --key k{j} 'from s{i} #{j}' "
+                          f"&& {CLI} send --from s{i} --to inbox-owner --key k{j} 'from s{i} #{j}' "
+                          "|| exit $?" for j in range(each))
+        script = f'while [ ! -e "{go}" ]; do sleep 0.005; done; {sends}'
+        procs.append(subprocess.Popen(["bash", "-c", script], cwd=clone.cwd, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    go.touch()
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    ids = [line for out, _ in outs for line in out.split()]
+    assert len(ids) == 2 * n * each and len(set(ids)) == n * each  # each retry, same id
+    on_remote = git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", BRANCH,
+                    "--", "messages").split()
+    assert len(on_remote) == n * each
+    inbox = js(team[0]("--json", "inbox", "inbox-owner"))["messages"]
+    bodies = sorted(m["body"] for m in inbox)
+    assert bodies == sorted(f"from s{i} #{j}" for i in range(n) for j in range(each))
