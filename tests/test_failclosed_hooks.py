@@ -49,6 +49,7 @@ def test_a_broken_remote_tracking_registry_branch_refuses(repo, run):
     from helpers import git
     assert run("init").returncode == 0
     git(repo, "update-ref", "-d", "refs/heads/agent-registry")
+    git(repo, "remote", "add", "origin", str(repo.parent / "nowhere.git"))  # as git clone made
     tracking = repo / ".git" / "refs" / "remotes" / "origin" / "agent-registry"
     tracking.parent.mkdir(parents=True, exist_ok=True)
     tracking.write_text("")

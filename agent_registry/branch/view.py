@@ -18,7 +18,8 @@ import re
 
 from ..errors import RegistryError
 from ..store.git import Repo
-from .paths import glob_error, literal_prefix, record_name
+from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, overlaps,
+                    record_name)
 from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)
 from .staleness import DEFAULT_TTL
@@ -217,6 +218,26 @@ class View:
             return None
         return Lock(target, "exclusive", [Holder(sid, "unreadable", "", DEFAULT_TTL)
                                           for sid in holders])
+
+    def covering(self, target: str) -> list[Lock]:
+        """Every lock whose target overlaps *target* (a file, directory or glob), found by
+        direct lookups: the exact record and each ancestor directory, the few glob locks,
+        and (only for a directory or glob) the paths live sessions say they hold below
+        it.  Claims, `lock check` and the guard all ask this."""
+        found: dict[str, Lock] = {}
+        prefix = literal_prefix(target)
+        for key in (lookup_keys(prefix) if prefix else []) + [target]:
+            if key not in found and (lock := self.lock(key)) and overlaps(lock.path, target):
+                found[key] = lock
+        for lock in self.pattern_locks():
+            if overlaps(lock.path, target):
+                found.setdefault(lock.path, lock)
+        if is_dir(target) or is_glob(target):
+            for session in self.live_sessions():
+                for held in session.locks:
+                    if held not in found and overlaps(held, target) and (lock := self.lock(held)):
+                        found[held] = lock
+        return list(found.values())
 
     def put_lock(self, lock: Lock) -> None:
         self.write(record_name(lock.path), lock.to_bytes() if lock.holders else None)

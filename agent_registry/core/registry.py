@@ -28,7 +28,7 @@ from contextlib import contextmanager
 
 from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
-from ..store.git import CasFailed, Repo, branch_name, discover, read_config
+from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
 from ..branch.records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
                               load_session, parse_iso)
@@ -151,10 +151,7 @@ class Registry:
     def remote(self) -> str | None:
         """The remote this clone syncs with: ``agent-registry.remote``, else ``origin``
         when it exists; ``none`` turns sync off."""
-        name = self.config.get("agent-registry.remote")
-        if name is None:
-            return "origin" if "remote.origin.url" in self.config else None
-        return None if name.lower() in ("", "none", "false") else name
+        return remote_name(self.config)
 
     @property
     def tracking_ref(self) -> str | None:
@@ -573,25 +570,6 @@ class Registry:
                                    mode="shared" if shared else "exclusive",
                                    generations=generations))
 
-    def _covering(self, view: View, target: str) -> list[Lock]:
-        """Every lock whose target overlaps *target*, found by direct lookups: the exact
-        record and each ancestor directory, the few glob locks, and (only for a
-        directory or glob claim) the paths live sessions say they hold below it."""
-        found: dict[str, Lock] = {}
-        prefix = P.literal_prefix(target)
-        for key in (P.lookup_keys(prefix) if prefix else []) + [target]:
-            if key not in found and (lock := view.lock(key)) and P.overlaps(lock.path, target):
-                found[key] = lock
-        for lock in view.pattern_locks():
-            if P.overlaps(lock.path, target):
-                found.setdefault(lock.path, lock)
-        if P.is_dir(target) or P.is_glob(target):
-            for session in view.live_sessions():
-                for held in session.locks:
-                    if held not in found and P.overlaps(held, target) and (lock := view.lock(held)):
-                        found[held] = lock
-        return list(found.values())
-
     def _judge(self, view: View, holder: Holder, at: float) -> str | None:
         """Why *holder* no longer counts, or None while it does."""
         session = view.session(holder.session, strict=False)
@@ -601,7 +579,7 @@ class Registry:
 
     def _conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
         out = []
-        for lock in self._covering(view, target):
+        for lock in view.covering(target):
             for holder in lock.holders:
                 if holder.session == sid or (lock.mode == "shared" and mode == "shared"):
                     continue
@@ -708,7 +686,7 @@ class Registry:
         out = []
         for target in targets:
             states = []
-            for lock in self._covering(view, target):
+            for lock in view.covering(target):
                 for holder in lock.holders:
                     reason = self._judge(view, holder, at)
                     owner = view.session(holder.session, strict=False)

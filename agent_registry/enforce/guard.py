@@ -30,7 +30,8 @@ import sys
 import time
 
 from ..branch import paths as P
-from ..store.git import GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config
+from ..store.git import (GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config,
+                         remote_name)
 from ..store.procinfo import ancestors, hostname, start_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
@@ -97,12 +98,14 @@ def _config_files(info: RepoInfo) -> list[str]:
     return files
 
 
-def may_have_config(info: RepoInfo) -> bool:
-    """Could any git config set ``agent-registry.*``?  Saves the guard a ``git config``
-    process in the usual case, where no config file even mentions us.  Includes and
-    ``git -c`` settings are not followed here, so they send us to git itself."""
+def hook_config(info: RepoInfo) -> dict[str, str]:
+    """The config the guard needs (read_config's keys).  Saves the guard a ``git config``
+    process in the usual case, where no config file even mentions us: then only whether
+    ``origin`` exists matters (store.git.remote_name), and the file says that.  Includes
+    and ``git -c`` settings are not followed here, so they send us to git itself."""
     if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
-        return True
+        return read_config(info.git_dir)
+    has_origin = False
     for name in _config_files(info):
         try:
             with open(name, "rb") as f:
@@ -110,8 +113,9 @@ def may_have_config(info: RepoInfo) -> bool:
         except OSError:
             continue
         if b"agent-registry" in text or b"[include" in text or b"[includeif" in text:
-            return True
-    return False
+            return read_config(info.git_dir)
+        has_origin = has_origin or b'[remote "origin"]' in text
+    return {"remote.origin.url": "(set)"} if has_origin else {}
 
 
 def hook_repo_info() -> RepoInfo | None:
@@ -153,9 +157,8 @@ def registry_refs(config: dict[str, str]) -> list[str]:
     """The refs the guard judges by, in order: the local branch, else, in a clone that
     never had it, the remote-tracking branch git clone made (as the registry does)."""
     branch = branch_name(config)
-    remote = config.get("agent-registry.remote") or "origin"
-    return [f"refs/heads/{branch}"] + (
-        [] if remote.lower() in ("none", "false") else [f"refs/remotes/{remote}/{branch}"])
+    remote = remote_name(config)
+    return [f"refs/heads/{branch}"] + ([f"refs/remotes/{remote}/{branch}"] if remote else [])
 
 
 def registry_tip(repo: Repo, config: dict[str, str]) -> str | None:
@@ -176,7 +179,6 @@ class LockLookup:
         self.now = now
         self.host = host
         self._view = None
-        self._patterns: list | None = None
 
     def open(self):
         """The View of the tip, opened on first use, inside Guard.check: a tip whose
@@ -194,29 +196,23 @@ class LockLookup:
     def warnings(self) -> list[str]:
         return self._view.warnings if self._view is not None else []
 
-    def patterns(self) -> list:
-        if self._patterns is None:
-            self._patterns = self.open().pattern_locks()
-        return self._patterns
-
     def session(self, sid: str):
         """(live session or None, unreadable?)"""
         view = self.open()
         return view.session(sid, strict=False), sid in view.unreadable
 
     def covering(self, path: str) -> list:
-        """Lock records whose target covers *path*: its own record, its ancestor
-        directories', and the glob locks that match it (paths.covers decides)."""
-        found = [lock for key in P.lookup_keys(path)
-                 if (lock := self.open().lock(key)) is not None and P.covers(lock.path, path)]
-        return found + [lock for lock in self.patterns() if P.covers(lock.path, path)]
+        """Lock records whose target covers *path* (View.covering, as claims ask)."""
+        return self.open().covering(path)
 
     def stale_reason(self, holder, session, unreadable: bool) -> str | None:
-        """Why this holder's claim no longer counts (staleness.stale_reason), or None."""
+        """Why this holder's claim no longer counts, by the registry's rule (a heartbeat
+        dated in the future ages from this clone's first sight of it), or None."""
         if unreadable:
             return None  # an unreadable session file keeps its locks held, as in the registry
-        from ..branch.staleness import stale_reason
-        return stale_reason(holder, session, self.now, self.host)
+        from ..branch.staleness import FirstSeen, stale_reason
+        seen = FirstSeen(self.repo.state_path("heartbeats-seen.json"))
+        return stale_reason(holder, session, self.now, self.host, seen)
 
 
 def _is_my_process(session, host: str, mine: set[int]) -> bool:
@@ -282,7 +278,7 @@ class Guard:
                  host: str | None = None) -> None:
         self.info = info
         self.repo = Repo(info)
-        self.config = read_config(info.git_dir) if may_have_config(info) else {}
+        self.config = hook_config(info)
         self.branch = branch_name(self.config)
         self.host = host or hostname()
         self.now = time.time() if now is None else now
@@ -335,7 +331,7 @@ class Guard:
             # while git diffs: start cat-file and read the glob locks, which every path
             # needs; a failure here is met again, and reported, by check()
             try:
-                self.lookup.patterns()
+                self.lookup.open().pattern_locks()
             except Exception:
                 pass
         out, err = diff.communicate()

@@ -277,15 +277,26 @@ class Repo:
 
     def _clear_stale_ref_lock(self, ref: str) -> bool:
         """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
-        for milliseconds, and our callers hold the registry flock, so one older than
-        STALE_REF_LOCK seconds belongs to a dead process."""
+        for milliseconds, and our callers hold the registry flock, so one still there
+        STALE_REF_LOCK seconds after it was made belongs to a dead process.  A young one
+        is waited for (the command right after a kill meets it), not reported as a lost
+        race the caller would retry at once and give up on.  True when the ref may be
+        tried again."""
         lock = os.path.join(self.info.common_dir, ref + ".lock")
+        if not os.path.exists(lock):
+            return False  # no lock file: the ref moved (a lost race)
+        while True:
+            try:
+                young = STALE_REF_LOCK - (time.time() - os.stat(lock).st_mtime)
+            except FileNotFoundError:
+                return True  # its process finished: try again
+            if young <= 0:
+                break
+            time.sleep(min(young, 0.05))
         try:
-            if time.time() - os.stat(lock).st_mtime < STALE_REF_LOCK:
-                return False
             os.unlink(lock)
         except FileNotFoundError:
-            return False
+            pass
         return True
 
     # -- objects ---------------------------------------------------------------------
@@ -390,6 +401,16 @@ DEFAULT_BRANCH = "agent-registry"
 def branch_name(config: dict[str, str]) -> str:
     """The registry branch named by ``git config agent-registry.branch``, or the default."""
     return config.get("agent-registry.branch") or DEFAULT_BRANCH
+
+
+def remote_name(config: dict[str, str]) -> str | None:
+    """The remote the registry syncs with: ``agent-registry.remote``, else ``origin``
+    when it exists; ``none`` (or empty, or ``false``) turns sync off.  The registry and
+    the guard both ask this, so they judge by the same tracking ref."""
+    name = config.get("agent-registry.remote")
+    if name is None:
+        return "origin" if "remote.origin.url" in config else None
+    return None if name.lower() in ("", "none", "false") else name
 
 
 def read_config(git_dir: str) -> dict[str, str]:
