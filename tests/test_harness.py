@@ -52,7 +52,8 @@ def test_install_merges_into_existing_settings_and_is_idempotent(repo, run):
     assert merged["hooks"]["PreToolUse"][0] == mine["hooks"]["PreToolUse"][0]
     ours = merged["hooks"]["PreToolUse"][1]
     assert ours["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
-    assert set(merged["hooks"]) == {"PreToolUse", "SessionStart", "Stop", "SessionEnd"}
+    assert set(merged["hooks"]) == {"PreToolUse", "SessionStart", "UserPromptSubmit", "Stop",
+                                    "SessionEnd"}
     assert run("harness", "install", "claude", "--auto-claim", check_untouched=False).returncode == 0
     again = json.loads(settings.read_text())
     assert len(again["hooks"]["PreToolUse"]) == 2 and len(again["hooks"]["SessionStart"]) == 1

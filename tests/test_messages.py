@@ -339,3 +339,60 @@ def test_clones_sending_at_once_none_lost_none_doubled(tmp_path, n, each):
     inbox = js(team[0]("--json", "inbox", "inbox-owner"))["messages"]
     bodies = sorted(m["body"] for m in inbox)
     assert bodies == sorted(f"from s{i} #{j}" for i in range(n) for j in range(each))
+
+
+# -- Claude Code: messages reach the agent's context ----------------------------------
+
+CLAUDE_ID = "7d2e4c1a-9b8f-4e3d-8c2b-1a0f9e8d7c6b"
+
+
+def fire(repo, event: str, payload: dict) -> subprocess.CompletedProcess:
+    """The installed hook command, run as Claude Code runs it: through a shell, in the
+    project, with the event's JSON on stdin."""
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    [command] = [h["command"] for g in settings["hooks"][event] for h in g["hooks"]
+                 if "harness hook claude" in h["command"]]
+    body = {"session_id": CLAUDE_ID, "transcript_path": "/tmp/t.jsonl", "cwd": str(repo),
+            "hook_event_name": event, **payload}
+    return subprocess.run(command, shell=True, cwd=repo, input=json.dumps(body),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_claude_code_hears_of_messages_on_its_next_prompt(team, repo):
+    assert team("harness", "install", "claude", check_untouched=False).returncode == 0
+    start = fire(repo, "SessionStart", {"source": "startup"})
+    assert start.returncode == 0, start.stderr
+    sid = f"claude-{CLAUDE_ID}"
+    quiet = fire(repo, "UserPromptSubmit", {"prompt": "go on"})
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr
+    mid = js(send(team, "--from", "a1", "--to", sid, "--subject", "auth",
+                  "please leave src/auth.py to me until noon"))["id"]
+    told = fire(repo, "UserPromptSubmit", {"prompt": "next step"})
+    assert told.returncode == 0, told.stderr
+    out = json.loads(told.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "UserPromptSubmit"
+    assert mid in out["additionalContext"] and "leave src/auth.py to me" in out["additionalContext"]
+    assert "a1" in out["additionalContext"]
+    # told once: the next prompt does not repeat it
+    assert fire(repo, "UserPromptSubmit", {"prompt": "more"}).stdout == ""
+    assert [m["id"] for m in js(team("--json", "inbox", sid))["messages"]] == [mid]
+
+
+def test_claude_code_session_start_brings_the_waiting_handoff(team, repo):
+    handoff = js(team("--json", "handoff", "a1", "--text", "refresh tokens half done",
+                      "--to", "c1"))
+    assert handoff["recipients"] == ["c1"]
+    note = js(team("--json", "handoff", "a1", "--text", "README needs the new flags",
+                   "--to-path", "README.md"))
+    assert team("harness", "install", "claude", check_untouched=False).returncode == 0
+    start = fire(repo, "SessionStart", {"source": "startup"})
+    assert start.returncode == 0, start.stderr
+    # the new session holds nothing yet: it hears nothing of the README handoff ...
+    assert note["id"] not in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    sid = f"claude-{CLAUDE_ID}"
+    assert team("lock", "acquire", "README.md", "--session", "b1").returncode == 0
+    assert team("finish", "b1").returncode == 0
+    assert team("lock", "acquire", "README.md", "--session", sid).returncode == 0
+    # ... until it claims the path: then its next prompt brings it
+    told = fire(repo, "UserPromptSubmit", {"prompt": "go"})
+    assert note["id"] in json.loads(told.stdout)["hookSpecificOutput"]["additionalContext"]

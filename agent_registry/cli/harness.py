@@ -30,7 +30,8 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
     """Install the harness integration NAME in this repository.
 
     claude: merge hooks into .claude/settings.json (SessionStart registers, PreToolUse
-    denies edits of paths others hold, Stop renews the heartbeat, SessionEnd finishes)
+    denies edits of paths others hold, UserPromptSubmit brings the messages waiting for
+    the session into its context, Stop renews the heartbeat, SessionEnd finishes)
     and write the protocol into CLAUDE.md. codex, gemini, generic: write the protocol
     between markers into AGENTS.md or GEMINI.md (idempotent). --mcp (claude, codex,
     gemini): also merge this installation's MCP server into the project's MCP config,
@@ -60,7 +61,8 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
 
 @harness.command("hook", hidden=True)
 @click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude"]))
-@click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "stop", "session-end"]))
+@click.argument("event", type=click.Choice(["session-start", "pre-tool-use",
+                                                   "user-prompt-submit", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
 @click.option("--pid", "agent_pid", metavar="PID",
               help="Claude Code's own pid (the hook passes $PPID); left unexpanded or "

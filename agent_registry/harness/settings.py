@@ -5,7 +5,7 @@ command gets the event as a JSON object on stdin (``session_id``, ``cwd``,
 ``hook_event_name``, and per event ``tool_name``/``tool_input``, ``source``, ``reason``);
 a PreToolUse hook denies a tool call by printing
 ``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-"permissionDecisionReason": "..."}}``.  ``install_claude`` merges four hooks into
+"permissionDecisionReason": "..."}}``.  ``install_claude`` merges five hooks into
 ``.claude/settings.json``:
 
 - SessionStart registers the session (id ``claude-<session_id>``), bound to Claude Code's
@@ -15,6 +15,8 @@ a PreToolUse hook denies a tool call by printing
   through ``$CLAUDE_ENV_FILE``;
 - PreToolUse on Edit|Write|MultiEdit|NotebookEdit denies an edit of a path another live
   session holds, naming the owner (with ``--auto-claim`` it claims a free path first);
+- UserPromptSubmit adds the messages and handoffs waiting for the session (each once)
+  to the agent's context, so it learns of a question without polling its inbox;
 - Stop (which Claude Code fires at the end of every turn, not of the session) renews the
   session's heartbeat, so its locks stay fresh while it works;
 - SessionEnd finishes the session and releases its locks.
@@ -70,6 +72,8 @@ def _claude_hooks(command: str, auto_claim: bool) -> dict[str, dict]:
                                     "command": f"{run} session-start {AGENT_PID_ARG}"}]},
         "PreToolUse": {"matcher": CLAUDE_EDIT_TOOLS,
                        "hooks": [{"type": "command", "command": f"{run} pre-tool-use{claim}"}]},
+        "UserPromptSubmit": {"hooks": [{"type": "command",
+                                        "command": f"{run} user-prompt-submit"}]},
         "Stop": {"hooks": [{"type": "command", "command": f"{run} stop"}]},
         "SessionEnd": {"hooks": [{"type": "command", "command": f"{run} session-end"}]},
     }
@@ -237,6 +241,7 @@ def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict
                               pid_from=PID_FROM)
         _remember(info, event["session_id"], sid)
         others = [s for s in registry.sessions() if s.id != sid]
+        news = _unseen_messages(registry, info, event["session_id"], sid)
     if env.get("CLAUDE_ENV_FILE"):
         with open(env["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as f:
             f.write(f"export AGENT_REGISTRY_SESSION={sid}\n")
@@ -247,7 +252,32 @@ def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict
         held = f"; holds {', '.join(other.locks[:5])}" if other.locks else ""
         lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}{held}")
     return {"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                   "additionalContext": "\n".join(lines)}}
+                                   "additionalContext": "\n".join(lines + news)}}
+
+
+def user_prompt_submit(raw: str) -> dict | None:
+    """The messages and handoffs that arrived for the session since it last heard,
+    as context for the agent's next turn; None when there are none."""
+    event = _event(raw)
+    info = _repo_of(event)
+    from ..core.registry import Registry
+    from ..sync.rooms import refresh
+    sid = session_for(info, event["session_id"])
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        refresh(registry)
+        news = _unseen_messages(registry, info, event["session_id"], sid)
+    if not news:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                   "additionalContext": "\n".join(news)}}
+
+
+def _unseen_messages(registry, info: RepoInfo, claude_id: str, sid: str) -> list[str]:
+    """What waits for *sid* that this conversation was not told yet (the ids told are
+    kept beside its session id)."""
+    from .messages import unseen
+    state = _state_file(info, claude_id)
+    return unseen(registry, sid, state.with_name(state.name + ".shown"))
 
 
 def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) -> dict | None:
@@ -349,6 +379,8 @@ def run_claude_hook(name: str, raw: str, *, auto_claim: bool = False,
         return session_start(raw, env, pid)
     if name == "pre-tool-use":
         return pre_tool_use(raw, auto_claim=auto_claim, pid=pid)
+    if name == "user-prompt-submit":
+        return user_prompt_submit(raw)
     if name == "stop":
         stop(raw)
         return None
