@@ -136,8 +136,10 @@ def test_every_branch_file_has_one_place(shards):
     assert S.place(f"contexts/{sid}.md", shards) == own
     assert S.place(f"messages/{sid}/0001.json", shards) == own
     assert S.place(f"messages/{sid}/inbox/0001.json", shards) == own
+    assert S.place(f"acks/{sid}/0123456789abcdef.json", shards) == own
     for archive in ("sessions/done/ab/kimi-1.yaml", "sessions/recent.json", "wiki/kimi-1.md",
-                    S.LAYOUT, "sessions/live/notes.txt", "contexts/a/b.md", "messages/x"):
+                    S.LAYOUT, "sessions/live/notes.txt", "contexts/a/b.md", "messages/x",
+                    "acks/x"):
         assert S.place(archive, shards) == S.MAIN, archive
     for rendered in ("README.md", "registry.md"):
         assert S.place(rendered, shards) == S.EVERY

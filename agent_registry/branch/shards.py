@@ -7,7 +7,8 @@ laid out as the single branch is, so reading the registry is overlaying them (no
 lives in two places, except ``README.md`` and ``registry.md``, which every ref renders for
 itself, and lock records, which live in every shard that could be asked about them).
 
-- What one session alone writes (its live session file, its diary, its messages) lives
+- What one session alone writes (its live session file, its diary, the messages it sends
+  and its acknowledgements) lives
   on the session's shard, ``shard("s:" + sid)``: heartbeats and diary lines of different
   sessions never race, except that all the sessions hashed to one shard share its ref.
 - A lock on *target* is recorded in every shard that could hold a path the lock covers.
@@ -41,7 +42,8 @@ EVERY = -2  # place() of a file each ref renders for itself
 RENDERED = ("README.md", "registry.md")
 # per-session files: folder -> how a file name there gives its session id
 _SESSION_FILES = (("sessions/live/", ".yaml"), ("contexts/", ".md"))
-_SESSION_FOLDERS = ("messages/",)  # messages/<sid>/… : one folder per session
+# one folder per session (branch/mailbox.py): the messages it sends, its acknowledgements
+_SESSION_FOLDERS = ("messages/", "acks/")
 
 # The fence a conversion leaves on the main branch for tools older than FORMAT, which read
 # only that branch (they would see no lock at all there): a live session holding a glob
