@@ -396,3 +396,35 @@ def test_claude_code_session_start_brings_the_waiting_handoff(team, repo):
     # ... until it claims the path: then its next prompt brings it
     told = fire(repo, "UserPromptSubmit", {"prompt": "go"})
     assert note["id"] in json.loads(told.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+# -- the dashboard ------------------------------------------------------------------------
+
+def test_dashboard_inbox_thread_and_live_areas(team, repo):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agent_registry import Registry
+    from agent_registry.dashboard.app import create_app
+    from agent_registry.dashboard.events import changed_paths, describe_change
+    root = js(send(team, "--from", "c1", "--to", "a1", "--subject", "q", "may I?"))["id"]
+    before = tip(repo)
+    reply = js(send(team, "--from", "a1", "--to", "c1", "--reply-to", root, "yes"))["id"]
+    assert team("ack", root, "--session", "a1").returncode == 0
+    app = create_app(str(repo))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        inbox = client.get("/api/sessions/a1/inbox").json()
+        assert inbox["messages"] == []
+        every = client.get("/api/sessions/a1/inbox?all=true").json()["messages"]
+        assert [(m["id"], m["acked"]) for m in every] == [(root, True)]
+        assert [m["id"] for m in client.get("/api/sessions/c1/inbox").json()["messages"]] == [reply]
+        thread = client.get(f"/api/messages/{reply}/thread").json()
+        assert [m["id"] for m in thread["messages"]] == [root, reply]
+        assert thread["messages"][0]["acked_by"] == ["a1"]
+        assert client.get("/api/messages/0123456789abcdef/thread").status_code == 400
+        assert client.get("/api/sessions/ghost-1/inbox").status_code == 404
+    # what the SSE stream says after the reply and the ack: both areas, both sessions
+    with Registry.open(str(repo)) as registry:
+        change = describe_change(changed_paths(registry, before, tip(repo)))
+    assert {"messages", "acks"} <= set(change["areas"])
+    assert {"a1"} <= set(change["sessions"])

@@ -209,6 +209,19 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return session_timeline(registry, sid, limit)
 
+    @app.get("/api/sessions/{sid}/inbox", summary="Messages and handoffs for a session "
+                                                  "(all=true: acknowledged ones too)")
+    def inbox(sid: str, all: bool = Query(False, description="Include acknowledged ones")) -> dict:
+        from ..core import messages
+        with pool.borrow() as registry:
+            return messages.inbox(registry, sid, include_acked=all)
+
+    @app.get("/api/messages/{mid}/thread", summary="The conversation a message belongs to")
+    def thread(mid: str) -> dict:
+        from ..core import messages
+        with pool.borrow() as registry:
+            return messages.thread(registry, mid)
+
     @app.get("/api/locks", summary="Every lock held by a live session, with its state")
     def locks() -> dict:
         with pool.borrow() as registry:

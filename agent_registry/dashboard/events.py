@@ -17,7 +17,7 @@ from typing import AsyncIterator, Callable
 from ..core.registry import Registry
 
 POLL_SECONDS = 0.3
-AREAS = ("sessions", "locks", "wiki", "contexts")
+AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 
 
 def signature(registry: Registry) -> tuple:
@@ -61,6 +61,8 @@ def describe_change(paths: list[str]) -> dict:
             sessions.add(name[:-5])
         elif top in ("contexts", "wiki") and name.endswith(".md"):
             sessions.add(name[:-3])
+        elif top in ("messages", "acks") and "/" in rest:
+            sessions.add(rest.split("/", 1)[0])  # the sender, or the one who acknowledged
     return {"areas": sorted(areas), "sessions": sorted(sessions)}
 
 

@@ -178,9 +178,41 @@ async function loadSessionDetail(sid) {
     "bars: session alive, paths held (pale: still open) · white tick: heartbeat · dot: diary, " +
     "handoff or update · red square: ended or lock freed");
   const parts = [el("h3", {}, "Timeline of ", el("span", { class: "mono" }, sid)),
-                 drawTimeline(timeline), legend, eventList(timeline), fields];
+                 drawTimeline(timeline), legend, eventList(timeline), fields,
+                 await inboxPane(sid)];
   if (detail.diary) parts.push(el("details", {}, el("summary", {}, "diary"), el("pre", { class: "diary" }, detail.diary)));
   cell.replaceChildren(...parts);
+}
+
+// -- messages: a session's inbox, and a conversation opened from it ---------------------------
+
+async function inboxPane(sid) {
+  const data = await api("/api/sessions/" + encodeURIComponent(sid) + "/inbox?all=true");
+  const waiting = data.messages.filter((m) => !m.acked).length;
+  const items = data.messages.map((m) => {
+    const open = el("button", { type: "button", class: "link" }, "thread");
+    const item = el("li", { "data-message": m.id, class: m.acked ? "acked" : "unread" },
+      el("span", { class: "muted" }, formatTime(m.at) + " "),
+      el("strong", {}, m.kind === "handoff" ? "handoff" : "message"), " from ",
+      el("span", { class: "mono" }, m.from), m.subject ? " · " + m.subject : "",
+      m.acked ? el("span", { class: "muted" }, " (acknowledged) ") : " ", open,
+      el("pre", { class: "message" }, m.body));
+    open.addEventListener("click", () => refresh(() => showThread(item, m.id)));
+    return item;
+  });
+  return el("details", { class: "inbox", open: waiting ? "" : null },
+    el("summary", {}, `inbox: ${waiting} waiting, ${data.messages.length} in all`),
+    data.messages.length ? el("ol", {}, ...items) : el("p", { class: "muted" }, "no messages"));
+}
+
+async function showThread(item, mid) {
+  const data = await api("/api/messages/" + encodeURIComponent(mid) + "/thread");
+  const list = el("ol", { class: "thread" }, ...data.messages.map((m) => el("li", {},
+    el("span", { class: "muted" }, formatTime(m.at) + " "), el("span", { class: "mono" }, m.from),
+    m.acked_by.length ? el("span", { class: "muted" }, " (acknowledged by " + m.acked_by.join(", ") + ")") : null,
+    el("pre", { class: "message" }, m.body))));
+  item.querySelector("ol.thread")?.remove();
+  item.append(list);
 }
 
 function eventList(timeline) {
@@ -494,7 +526,7 @@ function connect() {
     const change = JSON.parse(event.data);
     const areas = new Set(change.areas);
     const loads = [];
-    if (areas.has("sessions") || areas.has("contexts")) loads.push(refresh(loadSessions));
+    if (["sessions", "contexts", "messages", "acks"].some((a) => areas.has(a))) loads.push(refresh(loadSessions));
     if (areas.has("locks") || areas.has("sessions")) loads.push(refresh(loadLocks));
     if (areas.has("sync")) loads.push(refresh(loadSync));
     if (areas.has("wiki")) loads.push(refresh(searchWiki));
