@@ -15,26 +15,30 @@ imported by                what                                  used for
 ``whoosh.compat``          ``html.escape``, ``queue``            highlighting, multiproc
 ``whoosh.filedb.           ``tempfile`` (pulls shutil, bz2,      temporary storage of
 filestore``                lzma, random)                         a writer
-``whoosh.filedb.compound`` ``shutil.copyfileobj``                writing compound files
 ``whoosh.util``,           ``random``                            names of new files,
 ``whoosh.classify``                                              query expansion
 ``whoosh.util.times``      ``calendar``, ``datetime``            ambiguous dates
 ``whoosh.fields``          ``datetime``, ``whoosh.util.times``   ``DATETIME`` fields
 ``whoosh.analysis.morph``  ``whoosh.lang.dmetaphone``            ``DoubleMetaphoneFilter``
 ``whoosh.codec.base``      ``whoosh.automata.lev``               fuzzy term automata
+``whoosh.codec.base``      ``whoosh.filedb.compound`` (mmap,     compound segments (ours
+                           shutil)                               are separate files)
+``whoosh.filedb.           ``copy.copy`` (pulls weakref)         copying a read array
+structfile``
+``whoosh.fields``          ``fnmatch``                           glob field names
 ``whoosh.reading``         ``whoosh.support.levenshtein``        term suggestions
 =========================  ====================================  ========================
 
 :func:`imported` imports Whoosh's modules while stand-ins for those sit in
-``sys.modules``: ``cached_property`` is the standard library's
-``functools.cached_property`` (the same semantics for that one property); a function
-imported by name (``urlretrieve``, ``variations``, ``escape``, ``double_metaphone``,
-``copyfileobj``, ``datetime_to_long``, ...) is a forwarder that imports the real function
-on its first call; a module imported whole (``queue``, ``tempfile``, ``random``,
-``calendar``, ``datetime``, ``lev``) is a lazy module that imports the real one on its
-first attribute access.  The stand-ins are taken out of ``sys.modules`` right
-after, so code that imports the real modules later (the LLM client, the dashboard) gets
-them.  A module that is already imported is used as it is.  Upstream, the fix is to
+``sys.modules``: each is a lazy module that imports the real one on its first attribute
+access (``queue``, ``tempfile``, ``random``, ``calendar``, ``datetime``, ``lev``,
+``fnmatch`` are imported whole); what Whoosh imports by name (``urlretrieve``,
+``variations``, ``escape``, ``double_metaphone``, ``copy``, ``datetime_to_long``,
+``CompoundStorage``, ...) is a forwarder that imports the real one on its first call or
+attribute access; ``cached_property`` is the standard library's
+``functools.cached_property`` (the same semantics for that one property).  The stand-ins
+are taken out of ``sys.modules`` right after, so code that imports the real modules later
+(the LLM client, the dashboard) gets them.  A module that is already imported is used as it is.  Upstream, the fix is to
 import these where they are used (``whoosh.compat`` need not re-export urlretrieve;
 ``functools.cached_property`` has existed since Python 3.8); then this part can go.
 """
@@ -54,12 +58,22 @@ MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.scoring",
 SEARCHING = ("whoosh.query", "whoosh.searching")
 
 
-def _forwarder(module: str, name: str):
-    """A function that imports ``module.name`` on its first call and calls it."""
-    def call(*args, **kwargs):
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-    call.__name__ = name
-    return call
+class _Forwarder:
+    """Stands for ``module.name`` (a function or a class): imports it when first called
+    or asked for an attribute (``CompoundStorage.assemble``, ``urlretrieve.__name__``)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self._where = (module, name)
+
+    def _real(self):
+        module, name = self._where
+        return getattr(importlib.import_module(module), name)
+
+    def __call__(self, *args, **kwargs):
+        return self._real()(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._real(), name)
 
 
 class _LazyModule(ModuleType):
@@ -77,9 +91,11 @@ class _LazyModule(ModuleType):
 STAND_INS = {"cached_property": functools.cached_property, "urllib.request": ("urlretrieve",),
              "whoosh.lang.morph_en": ("variations",), "html": ("escape",), "queue": None,
              "tempfile": None, "random": None, "calendar": None, "datetime": None,
-             "whoosh.lang.dmetaphone": ("double_metaphone",), "shutil": ("copyfileobj",),
+             "whoosh.lang.dmetaphone": ("double_metaphone",),
              "whoosh.util.times": ("datetime_to_long", "long_to_datetime"),
-             "whoosh.automata.lev": None, "whoosh.support.levenshtein": ("distance",)}
+             "whoosh.automata.lev": None, "whoosh.support.levenshtein": ("distance",),
+             "whoosh.filedb.compound": ("CompoundStorage",), "copy": ("copy",),
+             "fnmatch": None}
 
 
 def _stand_ins() -> dict[str, ModuleType]:
@@ -87,16 +103,13 @@ def _stand_ins() -> dict[str, ModuleType]:
     for module, value in STAND_INS.items():
         if module in sys.modules:
             continue  # already paid for: use the real one
-        doc = f"stand-in from {__name__}"
-        if value is None:
-            made[module] = _LazyModule(module, doc)
-            continue
-        made[module] = ModuleType(module, doc)
-        if isinstance(value, tuple):
-            for name in value:
-                setattr(made[module], name, _forwarder(module, name))
-        else:
-            setattr(made[module], value.__name__, value)
+        # lazy in any case: a module imported by name may also be reached whole
+        # (whoosh.codec.base takes CompoundStorage, whoosh3 compound.CompoundWriter)
+        made[module] = stand_in = _LazyModule(module, f"stand-in from {__name__}")
+        for name in value if isinstance(value, tuple) else ():
+            setattr(stand_in, name, _Forwarder(module, name))
+        if value is not None and not isinstance(value, tuple):
+            setattr(stand_in, value.__name__, value)
     return made
 
 
