@@ -64,7 +64,7 @@ def check_git(registry: Registry) -> Finding:
 
 
 def unreadable_records(registry: Registry, tip: str) -> tuple[int, list[str]]:
-    """(records read, "path: why" of those that do not parse) of commit *tip*: every
+    """(records read, "path (why)" of those that do not parse) of commit *tip*: every
     session, lock and wiki entry, read in one pipelined batch."""
     from .wiki.entry import parse_entry, sid_of
     out = registry.repo.git("ls-tree", "-r", "-z", tip).stdout.decode(errors="replace")

@@ -22,7 +22,7 @@ def doctor(run, *args: str, untouched: bool = True) -> tuple[int, dict]:
     """doctor's exit code and JSON; a check never touches the worktree (a fix of the
     harness settings writes theirs: *untouched* False)."""
     proc = run("--json", "doctor", *args, check_untouched=untouched)
-    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.returncode in (0, 1) and proc.stdout.startswith("{"), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 
