@@ -35,7 +35,6 @@ FORMAT = 2  # the sharded layout; 1 is the single branch (no marker)
 WRITES = (1,)  # the formats this version writes: the single branch, until the shards are wired
 REQUIRES = "0.2.0"  # the first agent-registry release that reads and writes FORMAT
 LAYOUT = "layout.json"  # the marker, on the main branch
-DEFAULT_SHARDS = 16
 KEY_DEPTH = 2
 MAIN = -1  # place() of a file kept on the main branch
 EVERY = -2  # place() of a file each ref renders for itself
