@@ -100,7 +100,7 @@ def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -
     if kind == "paths":
         found = []
         for path in value:
-            for lock in registry._covering(view, path):
+            for lock in view.covering(path):
                 found += [h.session for h in lock.holders
                           if registry._judge(view, h, at) is None]
         return sorted(set(found) - {sender})
