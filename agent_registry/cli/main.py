@@ -202,9 +202,12 @@ def session_text(s) -> str:
               help="The message `watch` sends when this session starts (instead of its pool's).")
 @click.option("--tag", "tags", metavar="TAG", multiple=True,
               help="A tag `send --to-tag TAG` reaches this session by (repeatable).")
+@click.option("--room", "rooms", metavar="room:NAME", multiple=True,
+              help="Join a room shared with other repositories through the hub "
+                   "(git config agent-registry.hub URL; repeatable).")
 @pass_out
 def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
-             todo_present, pid, notify_started, tags) -> None:
+             todo_present, pid, notify_started, tags, rooms) -> None:
     """Register a session (also: register SID PROVIDER AI_VERSION WORKING_ON).
 
     Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
@@ -222,16 +225,31 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     if not provider or not provider.strip():
         raise BadInput("--provider is required")
     sid = sid or new_session_id(provider)
+    if rooms:
+        from ..sync.rooms import open_hub, validate_room
+        for room in rooms:
+            if not validate_room(room).startswith("room:"):
+                raise BadInput(f"{room}: a repository's room is joined by working in it; "
+                               "--room takes room:<name>")
+        open_hub(out.registry).close()  # no hub, or an unusable one: nothing registered
     session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
                                      working_on=working_on or "", space=space,
                                      todo_present=todo_present, pid=pid,
-                                     notify_started=notify_started, tags=tags)
+                                     notify_started=notify_started,
+                                     tags=list(tags) + list(rooms))
     bound = out.registry.bound
     from ..branch.mailbox import pending_for, waiting_text
     waiting = pending_for(out.registry.view(), session)
+    joined = {}
+    if rooms:
+        from ..sync.rooms import hub_pending, join, open_hub
+        joined = join(out.registry, session.id, list(rooms))
+        hub = open_hub(out.registry)
+        waiting += hub_pending(hub, session.id, False)
+        hub.close()
     out.notice([f"agent-registry: {owner_line(bound)}"] + waiting_text(waiting))
     out.emit({"session": session.to_dict(), "bound_to": bound, "waiting": waiting,
-              **out.registry.unpushed}, session.id)
+              **({"rooms": joined} if joined else {}), **out.registry.unpushed}, session.id)
 
 
 def owner_line(bound: dict) -> str:
@@ -333,11 +351,16 @@ def sync_line(state: dict) -> str:
 @click.option("--all", "show_all", is_flag=True, help="Include ended sessions.")
 @click.option("--remote", "remote_url", metavar="URL", callback=not_blank,
               help="Read sessions and locks straight from a remote, without a clone.")
+@click.option("--room", metavar="ROOM", callback=not_blank,
+              help="Who is in ROOM (room:<name> through the hub, or repo:<name>), from "
+                   "which repository, present or away.")
 @pass_out
-def status(out: Output, status_filter, provider, project, show_all, remote_url) -> None:
+def status(out: Output, status_filter, provider, project, show_all, remote_url, room) -> None:
     """Table of sessions (default: live ones) and the sync state."""
     if remote_url:
         return remote_status(out, remote_url)
+    if room:
+        return room_status(out, room)
     registry = out.registry
     from ..branch.records import LIVE, parse_iso, select_sessions, status_named
     status_filter = status_named(status_filter) if status_filter else None
@@ -356,6 +379,17 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url) 
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
                     for c in clock)
     out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync, "clock": clock}, text)
+
+
+def room_status(out: Output, room: str) -> None:
+    from ..sync.rooms import presence
+    found = presence(out.registry, room)
+    rows = [[s["id"], s["repo"], s["provider"], s["working_on"],
+             "present" if s["present"] else "away", local_time(s["heartbeat_at"])]
+            for s in found["sessions"]]
+    text = (render_table(["SESSION", "REPO", "PROVIDER", "WORKING ON", "PRESENCE", "HEARTBEAT"],
+                         rows) if rows else f"nobody in {room}")
+    out.emit(found, text)
 
 
 def remote_status(out: Output, url: str) -> None:

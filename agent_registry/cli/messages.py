@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..branch.mailbox import MESSAGE_ID
 from ..errors import BadInput
 from .console import resolve_session
 from .context import Output, pass_out
@@ -70,10 +71,25 @@ def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, re
     into the void), 2 for bad input.
     """
     from ..core.messages import send as send_message
-    result = send_message(out.registry, resolve_session(sender),
-                          audience(to, to_path, to_tag, room, everyone), body,
-                          subject=subject, key=key, reply_to=reply_to)
-    out.emit({**result, **out.registry.unpushed}, result["id"])
+    selector = audience(to, to_path, to_tag, room, everyone)
+    target = out.registry
+    if room is not None:
+        from ..sync.rooms import registry_for
+        target = registry_for(out.registry, room)
+    try:
+        result = send_message(target, resolve_session(sender), selector, body,
+                              subject=subject, key=key, reply_to=reply_to)
+    finally:
+        release(out, target)
+    out.emit({**result, **target.unpushed}, result["id"])
+
+
+def release(out: Output, target) -> None:
+    """Close *target* when it is not the command's own registry (the hub's), keeping
+    its warnings for the command's stderr."""
+    if target is not out.registry:
+        out.registry.warnings.extend(target.warnings)
+        target.close()
 
 
 @click.command()
@@ -86,9 +102,16 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
     """Messages waiting for a session: sent to it, to a path it holds or will work on
     (its --space), to its tag, and handoffs nobody took yet."""
     from ..core.messages import inbox as read_inbox
-    from ..sync.rooms import refresh
-    result = read_inbox(out.registry, resolve_session(sid), include_acked=include_acked,
-                        wait=wait, refresh=lambda: refresh(out.registry))
+    from ..sync.rooms import hub_pending, hub_url, open_hub, refresh
+    sid = resolve_session(sid)
+    hub = open_hub(out.registry) if hub_url(out.registry) else None
+    try:
+        result = read_inbox(out.registry, sid, include_acked=include_acked, wait=wait,
+                            refresh=lambda: refresh(out.registry),
+                            more=lambda: hub_pending(hub, sid, include_acked) if hub else [])
+    finally:
+        if hub is not None:
+            release(out, hub)
     text = "\n".join(message_text(m) for m in result["messages"]) or \
         f"no messages for {result['session']}"
     out.emit(result, text)
@@ -101,8 +124,25 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
 def ack(out: Output, ids, sid) -> None:
     """Acknowledge messages (recipient only: exit 1 for anyone else; repeatable)."""
     from ..core.messages import ack as ack_messages
-    result = ack_messages(out.registry, resolve_session(sid), list(ids))
-    out.emit({**result, **out.registry.unpushed},
+    from ..sync.rooms import where_is
+    sid = resolve_session(sid)
+    places: dict[int, tuple] = {}
+    for mid in dict.fromkeys(ids):  # each id acknowledged where it lives: here or the hub
+        target = where_is(out.registry, mid) if MESSAGE_ID.fullmatch(mid) else None
+        if target is None:
+            raise BadInput(f"unknown message id {mid}")
+        places.setdefault(id(target), (target, []))[1].append(mid)
+    result, unpushed = {"session": sid, "acked": [], "already": []}, {}
+    try:
+        for target, mids in places.values():
+            done = ack_messages(target, sid, mids)
+            result["acked"] += done["acked"]
+            result["already"] += done["already"]
+            unpushed.update(target.unpushed)
+    finally:
+        for target, _ in places.values():
+            release(out, target)
+    out.emit({**result, **unpushed},
              "\n".join([f"acked {i}" for i in result["acked"]]
                        + [f"already acked {i}" for i in result["already"]]))
 
@@ -113,9 +153,15 @@ def ack(out: Output, ids, sid) -> None:
 def thread(out: Output, mid) -> None:
     """A conversation: the message MSGID, what it answers and every reply, oldest first."""
     from ..core.messages import thread as read_thread
-    from ..sync.rooms import refresh
+    from ..sync.rooms import refresh, where_is
     refresh(out.registry)
-    result = read_thread(out.registry, mid)
+    target = where_is(out.registry, mid) if MESSAGE_ID.fullmatch(mid) else None
+    if target is None:
+        raise BadInput(f"unknown message id {mid}")
+    try:
+        result = read_thread(target, mid)
+    finally:
+        release(out, target)
     out.emit(result, "\n".join(message_text(m) for m in result["messages"]))
 
 

@@ -216,6 +216,13 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return messages.inbox(registry, sid, include_acked=all)
 
+    @app.get("/api/rooms/{room}", summary="Who is in a room (room:<name> through the hub, "
+                                          "repo:<name>), present or away")
+    def room(room: str) -> dict:
+        from ..sync.rooms import presence
+        with pool.borrow() as registry:
+            return presence(registry, room)
+
     @app.get("/api/messages/{mid}/thread", summary="The conversation a message belongs to")
     def thread(mid: str) -> dict:
         from ..core import messages

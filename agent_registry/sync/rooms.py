@@ -1,10 +1,30 @@
-"""Reading what others wrote: other clones (``refresh``) and, to come, other
-repositories through rooms (docs/messages.md)."""
+"""Reading what others wrote: other clones (``refresh``) and other repositories, through
+rooms (docs/messages.md, "Rooms").
+
+A room is an audience.  ``repo:<name>`` is the repository's own room: every live session
+of its registry, nothing to join.  ``room:<name>`` rooms are shared by several code
+repositories through a *hub*: a registry repository they all name with
+``git config agent-registry.hub URL``.  The hub's registry branch holds the presence of
+the sessions that joined a room (``register --room room:<name>``: a session file on the
+hub carrying the room among its tags, and the repository it works in) and the messages
+sent to rooms.  Each clone reaches the hub through a bare cache clone in its local state
+folder (``<common dir>/agent-registry/hub.git``), synced like the main registry: fetch,
+replay, push.
+"""
 from __future__ import annotations
 
-from ..core.registry import Registry
-from ..errors import Unconfirmed
-from .remote import sync
+import os
+
+from ..branch.mailbox import find, in_room, pending_for
+from ..branch.paths import validate_tag
+from ..branch.staleness import DEFAULT_TTL
+from ..core.registry import Registry, _repo_name
+from ..errors import BadInput, Unconfirmed
+from ..store.git import Repo, discover, run_git
+from .remote import redact, sync
+
+HUB_KEY = "agent-registry.hub"
+SHARED, REPO = "room:", "repo:"
 
 
 def refresh(registry: Registry) -> None:
@@ -16,3 +36,107 @@ def refresh(registry: Registry) -> None:
         sync(registry)
     except Unconfirmed as exc:
         registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+
+
+def validate_room(room: str) -> str:
+    validate_tag(room)
+    if not room.startswith((SHARED, REPO)) or len(room.split(":", 1)[1]) == 0:
+        raise BadInput(f"invalid room {room!r}: room:<name> (shared through the hub) or "
+                       "repo:<name> (a repository's own)")
+    return room
+
+
+def repo_room(registry: Registry) -> str:
+    return REPO + _repo_name(registry.repo.info.common_dir)
+
+
+def hub_url(registry: Registry) -> str | None:
+    return registry.config.get(HUB_KEY) or None
+
+
+def open_hub(registry: Registry) -> Registry:
+    """The hub's registry, through this clone's cache of it, fetched up to date."""
+    url = hub_url(registry)
+    if not url:
+        raise BadInput(f"no hub for shared rooms: set `git config {HUB_KEY} URL` to a "
+                       "registry repository the other repositories name too")
+    path = registry.repo.state_path("hub.git")
+    if not os.path.exists(os.path.join(path, "HEAD")):
+        os.makedirs(path, exist_ok=True)
+        run_git(["init", "-q", "--bare", path])
+    run_git(["--git-dir", path, "config", "remote.origin.url", url])
+    hub = Registry(Repo(discover(path)), clock=registry.clock, host=registry.host)
+    refresh(hub)
+    registry.warnings.extend(hub.warnings)
+    hub.warnings = []
+    return hub
+
+
+def join(registry: Registry, sid: str, rooms: list[str]) -> dict:
+    """Show session *sid* (registered here) in the shared *rooms*: its presence on the
+    hub, with the repository it works in."""
+    session = registry.session(sid)
+    hub = open_hub(registry)
+    try:
+        fields = {"provider": session.provider, "ai_version": session.ai_version,
+                  "working_on": session.working_on, "project": session.project,
+                  "repo": session.repo, "git_branch": session.git_branch,
+                  "host": session.host, "tags": list(dict.fromkeys(rooms))}
+        result = hub.apply(hub.new_op("register", session=sid, fields=fields))
+        registry.warnings.extend(hub.warnings)
+        return {"hub": redact(hub_url(registry)), "rooms": rooms, **hub.unpushed,
+                "session": result["session"]["id"]}
+    finally:
+        hub.close()
+
+
+def presence(registry: Registry, room: str) -> dict:
+    """Who is in *room*: each live session with its repository, and whether its
+    heartbeat is within the TTL (present) or older (away)."""
+    validate_room(room)
+    hub = registry if room.startswith(REPO) and room == repo_room(registry) else None
+    owned = hub is None
+    if owned:
+        hub = open_hub(registry)
+    try:
+        now = hub.clock()
+        sessions = [s for s in hub.sessions() if s.live and in_room(s, room)]
+        registry.warnings.extend(w for w in hub.warnings if w not in registry.warnings)
+        return {"room": room, "hub": None if not owned else redact(hub_url(registry)),
+                "sessions": [{"id": s.id, "repo": s.repo, "provider": s.provider,
+                              "working_on": s.working_on, "host": s.host,
+                              "heartbeat_at": s.heartbeat_at,
+                              "present": now - s.heartbeat_ts() <= DEFAULT_TTL}
+                             for s in sessions]}
+    finally:
+        if owned:
+            hub.close()
+
+
+def registry_for(registry: Registry, room: str) -> Registry:
+    """Where a message to *room* is sent: this registry for its own repo: room, else the
+    hub (the caller closes a registry it did not have)."""
+    validate_room(room)
+    return registry if room == repo_room(registry) else open_hub(registry)
+
+
+def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
+    """What waits for *sid* on the hub (nothing when it never joined a room)."""
+    refresh(hub)
+    view = hub.view()
+    session = view.session(sid, strict=False) or view.done_session(sid)
+    return pending_for(view, session, include_acked=include_acked) if session else []
+
+
+def where_is(registry: Registry, mid: str) -> Registry | None:
+    """The registry holding message *mid*: this one, else the hub (opened; the caller
+    closes it), else None."""
+    if find(registry.view(), mid) is not None:
+        return registry
+    if not hub_url(registry):
+        return None
+    hub = open_hub(registry)
+    if find(hub.view(), mid) is not None:
+        return hub
+    hub.close()
+    return None

@@ -4,7 +4,7 @@
 
 const TOKEN = document.querySelector('meta[name="agent-registry-token"]').content;
 const SVG = "http://www.w3.org/2000/svg";
-const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [] };
+const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [], room: "" };
 
 // -- building elements safely -----------------------------------------------------------
 
@@ -213,6 +213,16 @@ async function showThread(item, mid) {
     el("pre", { class: "message" }, m.body))));
   item.querySelector("ol.thread")?.remove();
   item.append(list);
+}
+
+async function loadRoom() {
+  if (!state.room) return;
+  const data = await api("/api/rooms/" + encodeURIComponent(state.room));
+  $("room").tBodies[0].replaceChildren(...data.sessions.map((s) => el("tr", { "data-session": s.id },
+    el("td", { class: "mono" }, s.id), el("td", {}, s.repo), el("td", {}, s.provider),
+    el("td", { class: "wrap" }, s.working_on), el("td", {}, s.present ? "present" : "away"),
+    el("td", {}, formatTime(s.heartbeat_at)))));
+  $("room-empty").hidden = data.sessions.length > 0;
 }
 
 function eventList(timeline) {
@@ -527,6 +537,7 @@ function connect() {
     const areas = new Set(change.areas);
     const loads = [];
     if (["sessions", "contexts", "messages", "acks"].some((a) => areas.has(a))) loads.push(refresh(loadSessions));
+    if (areas.has("sessions") || areas.has("sync")) loads.push(refresh(loadRoom));
     if (areas.has("locks") || areas.has("sessions")) loads.push(refresh(loadLocks));
     if (areas.has("sync")) loads.push(refresh(loadSync));
     if (areas.has("wiki")) loads.push(refresh(searchWiki));
@@ -560,6 +571,11 @@ async function start() {
   $("cleanup").addEventListener("click", confirmCleanup);
   $("sync-now").addEventListener("click", confirmSync);
   $("sync-setup").addEventListener("submit", (event) => { event.preventDefault(); confirmSyncSetup(); });
+  $("room-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.room = $("room-name").value.trim();
+    refresh(loadRoom);
+  });
   $("wiki-form").addEventListener("submit", (event) => {
     event.preventDefault();
     state.wikiQuery = $("wiki-q").value.trim();

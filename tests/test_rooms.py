@@ -1,0 +1,117 @@
+"""Rooms across repositories (issue 12): two code repositories that name one bare hub
+repository (`git config agent-registry.hub URL`) see each other's presence and messages;
+each repository's own room is `repo:<name>`."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import Runner, git, make_repo
+
+
+def js(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def world(tmp_path):
+    """Repositories `api` and `web`, both pointing to the bare hub `hub.git`."""
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    runners = {}
+    for name in ("api", "web"):
+        repo = make_repo(tmp_path / name)
+        git(repo, "config", "agent-registry.hub", str(hub))
+        runners[name] = Runner(repo)
+    return hub, runners["api"], runners["web"]
+
+
+def hub_files(hub, folder: str) -> list[str]:
+    return git(hub, "ls-tree", "-r", "--name-only", "agent-registry", "--", folder,
+               check=False).split()
+
+
+def test_presence_and_messages_cross_repositories(world):
+    hub, api, web = world
+    assert api("register", "api-1", "--provider", "Codex", "--working-on", "schema v2",
+               "--room", "room:contract").returncode == 0
+    assert web("register", "web-1", "--provider", "Claude", "--working-on", "client",
+               "--room", "room:contract").returncode == 0
+    assert web("register", "web-2", "--provider", "Claude", "--working-on", "css").returncode == 0
+    who = js(api("--json", "status", "--room", "room:contract"))
+    assert {(s["id"], s["repo"]) for s in who["sessions"]} == {("api-1", "api"), ("web-1", "web")}
+    assert all(s["present"] for s in who["sessions"])
+    text = web("status", "--room", "room:contract")
+    assert "api-1" in text.stdout and "present" in text.stdout
+
+    sent = js(api("--json", "send", "--from", "api-1", "--room", "room:contract",
+                  "the /users endpoint now pages"))
+    assert sent["recipients"] == ["web-1"]
+    assert hub_files(hub, "messages") == [f"messages/api-1/{sent['id']}.json"]
+    inbox = js(web("--json", "inbox", "web-1"))
+    assert [m["id"] for m in inbox["messages"]] == [sent["id"]]
+    assert js(web("--json", "inbox", "web-2"))["messages"] == []  # never joined
+    reply = js(web("--json", "send", "--from", "web-1", "--room", "room:contract",
+                   "--reply-to", sent["id"], "thanks, adapting"))
+    assert js(web("--json", "ack", sent["id"], "--session", "web-1"))["acked"] == [sent["id"]]
+    thread = js(api("--json", "thread", reply["id"]))
+    assert [m["id"] for m in thread["messages"]] == [sent["id"], reply["id"]]
+    assert thread["messages"][0]["acked_by"] == ["web-1"]
+    assert [m["id"] for m in js(api("--json", "inbox", "api-1"))["messages"]] == [reply["id"]]
+    # nothing of it in the code repositories' own registries
+    assert git(api.cwd, "ls-tree", "-r", "--name-only", "agent-registry", "--", "messages") == ""
+
+
+def test_a_new_session_hears_what_waits_in_its_room(world):
+    _, api, web = world
+    assert api("register", "api-1", "--provider", "Codex", "--room", "room:contract").returncode == 0
+    assert web("register", "web-1", "--provider", "Claude", "--room", "room:contract").returncode == 0
+    mid = js(api("--json", "send", "--from", "api-1", "--room", "room:contract", "v2 is live"))["id"]
+    late = js(web("--json", "register", "web-3", "--provider", "Claude", "--room", "room:contract"))
+    assert [m["id"] for m in late["waiting"]] == [mid]
+
+
+def test_the_repository_room_is_implicit(world):
+    _, api, _ = world
+    for sid in ("a1", "a2"):
+        assert api("register", sid, "--provider", "Codex").returncode == 0
+    sent = js(api("--json", "send", "--from", "a1", "--room", "repo:api", "lunch?"))
+    assert sent["recipients"] == ["a2"]
+    who = js(api("--json", "status", "--room", "repo:api"))
+    assert {s["id"] for s in who["sessions"]} == {"a1", "a2"}
+
+
+def test_rooms_refuse_bad_input(world, tmp_path):
+    _, api, _ = world
+    assert api("register", "a1", "--provider", "Codex").returncode == 0
+    for args in (("send", "--from", "a1", "--room", "lobby", "hi"),
+                 ("register", "a2", "--provider", "X", "--room", "repo:api"),
+                 ("status", "--room", "room:bad name")):
+        proc = api(*args)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+    # a sender that never joined the hub is unknown there
+    nobody = api("send", "--from", "a1", "--room", "room:contract", "hi")
+    assert nobody.returncode == 1
+    alone = Runner(make_repo(tmp_path / "alone"))
+    assert alone("register", "x1", "--provider", "Codex").returncode == 0
+    no_hub = alone("send", "--from", "x1", "--room", "room:contract", "hi")
+    assert no_hub.returncode == 2 and "agent-registry.hub" in no_hub.stderr
+
+
+def test_the_dashboard_shows_a_room(world):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agent_registry.dashboard.app import create_app
+    _, api, web = world
+    assert api("register", "api-1", "--provider", "Codex", "--room", "room:contract").returncode == 0
+    assert web("register", "web-1", "--provider", "Claude", "--room", "room:contract").returncode == 0
+    with TestClient(create_app(str(api.cwd)), base_url="http://127.0.0.1") as client:
+        room = client.get("/api/rooms/room:contract").json()
+        assert {(s["id"], s["repo"], s["present"]) for s in room["sessions"]} == \
+            {("api-1", "api", True), ("web-1", "web", True)}
+        own = client.get("/api/rooms/repo:api").json()
+        assert [s["id"] for s in own["sessions"]] == ["api-1"] and own["hub"] is None
+        assert client.get("/api/rooms/lobby").status_code == 400
