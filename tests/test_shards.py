@@ -10,6 +10,7 @@ import json
 import subprocess
 
 import pytest
+from helpers import git
 
 from agent_registry.branch import paths as P
 from agent_registry.branch import shards as S
@@ -195,3 +196,58 @@ def test_shard_branches_live_beside_the_registry_branch(tmp_path):
     blocked = subprocess.run(["git", "update-ref", "refs/heads/agent-registry/00", commit],
                              cwd=clone, capture_output=True)
     assert blocked.returncode != 0
+
+
+def tree_files(registry) -> dict[str, bytes]:
+    """Every file of the registry branch's tip tree, by path."""
+    tip = registry.repo.read_ref(registry.ref)
+    names = git(registry.repo.info.git_dir, "ls-tree", "-r", "--name-only", tip).split("\n")
+    return {name: registry.repo.read_blob(f"{tip}:{name}") for name in names if name}
+
+
+def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry):
+    """A real single-branch registry (sessions, diaries, file, directory and glob locks, a
+    shared lock, messages and acknowledgements, an ended session with its wiki entry)
+    split for 16 shards: overlaying the trees gives back every file; each lock is in every
+    shard of its target, so in the shard of each path it covers; a session's files share
+    its shard."""
+    from agent_registry.core.messages import ack, send
+    for sid in ("kimi-1", "codex-2", "gemini-3"):
+        registry.register(sid, provider="test", working_on=f"work of {sid}")
+        registry.context_log(sid, f"diary of {sid}")
+    registry.claim("kimi-1", ["src/auth/token.py", "docs/"])
+    registry.claim("codex-2", ["src/api/*.py", "README.md"])
+    registry.claim("gemini-3", ["tests/unit/"], shared=True)
+    registry.claim("codex-2", ["tests/unit/"], shared=True)
+    sent = send(registry, "kimi-1", {"session": "codex-2"}, "hello")
+    ack(registry, "codex-2", [sent["id"]])
+    registry.finish("gemini-3")
+    files = tree_files(registry)
+    corrupt = "locks/ff/" + "f" * 40 + ".json"
+    files[corrupt] = b"{not json"
+    main, parts = S.split(files, 16, 1_790_000_000.0)
+
+    assert set(main) >= set(S.fence_files(0)) | {S.LAYOUT}
+    for path, data in files.items():
+        homes = [i for i, part in enumerate(parts) if path in part] + (["main"] if path in main else [])
+        if path in S.RENDERED:
+            assert homes == [], path
+        elif path == corrupt:
+            assert homes == list(range(16))
+        elif path.startswith("locks/"):
+            target = json.loads(data)["path"]
+            assert homes == list(S.lock_shards(target, 16)), path
+        else:
+            assert len(homes) == 1, (path, homes)
+        for home in homes:
+            assert (main if home == "main" else parts[home])[path] == data
+    for sid in ("kimi-1", "codex-2"):
+        own = parts[S.session_shard(sid, 16)]
+        assert f"sessions/live/{sid}.yaml" in own and f"contexts/{sid}.md" in own
+    assert f"messages/kimi-1/{sent['id']}.json" in parts[S.session_shard("kimi-1", 16)]
+    assert f"acks/codex-2/{sent['id']}.json" in parts[S.session_shard("codex-2", 16)]
+    assert any(p.startswith("sessions/done/") for p in main)
+    for path in ("src/auth/token.py", "src/api/v1.py", "docs/a/b.md", "README.md", "tests/unit/x.py"):
+        held = [json.loads(v)["path"] for v in parts[S.path_shard(path, 16)].values()
+                if v.startswith(b"{") and b'"holders"' in v]
+        assert any(P.covers(t, path) for t in held), path

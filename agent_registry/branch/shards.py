@@ -29,7 +29,7 @@ import json
 
 from . import paths as P
 from ..errors import RegistryError
-from .records import LIVE, Holder, Lock, Session, dump_session, iso
+from .records import LIVE, Holder, Lock, Session, UnreadableRecord, dump_session, iso
 
 FORMAT = 2  # the sharded layout; 1 is the single branch (no marker)
 WRITES = (1,)  # the formats this version writes: the single branch, until the shards are wired
@@ -155,6 +155,33 @@ def fence_files(at: float) -> dict[str, bytes]:
     lock = Lock(FENCE_TARGET, "exclusive", [Holder(FENCE_SESSION, "0" * 16, stamp, FENCE_TTL)])
     return {f"sessions/live/{FENCE_SESSION}.yaml": dump_session(session),
             P.record_name(FENCE_TARGET): lock.to_bytes()}
+
+
+def split(files: dict[str, bytes], shards: int, at: float) -> tuple[dict[str, bytes],
+                                                                  list[dict[str, bytes]]]:
+    """The conversion's trees: the single branch's *files* (path -> content) as the main
+    branch's files and each shard's.  Each file goes where place() says, each lock record
+    to every shard of its target (one that cannot be read to every shard: it fails
+    closed wherever it is asked about); README.md and registry.md are left to each ref
+    to render; the main branch gains the fence and the marker (dated *at*)."""
+    main: dict[str, bytes] = {}
+    parts: list[dict[str, bytes]] = [{} for _ in range(shards)]
+    for path, data in files.items():
+        if path in RENDERED:
+            continue
+        if path.startswith("locks/"):
+            try:
+                where = lock_shards(Lock.from_bytes(data).path, shards)
+            except UnreadableRecord:
+                where = tuple(range(shards))
+            for index in where:
+                parts[index][path] = data
+            continue
+        index = place(path, shards)
+        (main if index == MAIN else parts[index])[path] = data
+    main.update(fence_files(at))
+    main[LAYOUT] = layout_bytes(shards)
+    return main, parts
 
 
 # -- the layout marker ------------------------------------------------------------------
