@@ -434,3 +434,28 @@ def test_gc_shows_progress_on_a_terminal_only(run, repo, registry):
     assert run("register", "new-2", "--provider", "Kimi", "--working-on", "z").returncode == 0
     quiet = run("gc", "--keep-days", "0")
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_the_sync_card_form_shares_the_registry_in_a_browser(run, repo, bare):
+    pytest.importorskip("uvicorn")
+    from test_dashboard_browser import CHROMIUM, CHROMIUM_ARGS, open_dashboard
+    from test_dashboard_support import served
+    from playwright.sync_api import expect, sync_playwright
+    if not Path(CHROMIUM).exists():
+        pytest.skip("needs Debian's chromium (.ci/run installs it)")
+    assert run("init").returncode == 0
+    with served(repo) as info, sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        open_dashboard(page, info)
+        expect(page.locator("#sync-now")).to_be_hidden()
+        page.fill("#sync-url", str(bare))
+        page.click("#sync-setup button")
+        expect(page.locator("#confirm-title")).to_have_text(f"Share the registry through {bare}")
+        page.click("#confirm-ok")
+        expect(page.locator("#notice")).to_have_text(f"pushed agent-registry to origin ({bare})")
+        expect(page.locator("#sync-setup")).to_be_hidden()
+        expect(page.locator("#sync")).to_contain_text("origin")
+        browser.close()
+    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
