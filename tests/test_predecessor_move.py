@@ -436,19 +436,22 @@ def test_gc_shows_progress_on_a_terminal_only(run, repo, registry):
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
-def test_the_sync_card_form_shares_the_registry_in_a_browser(run, repo, bare):
+def test_the_sync_card_and_the_latest_wiki_entries_in_a_browser(run, repo, bare):
     pytest.importorskip("uvicorn")
     from test_dashboard_browser import CHROMIUM, CHROMIUM_ARGS, open_dashboard
     from test_dashboard_support import served
     from playwright.sync_api import expect, sync_playwright
     if not Path(CHROMIUM).exists():
         pytest.skip("needs Debian's chromium (.ci/run installs it)")
-    assert run("init").returncode == 0
+    end_with(run, "s-1", "oauth tokens")
     with served(repo) as info, sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=CHROMIUM_ARGS)
         page = browser.new_page()
         open_dashboard(page, info)
+        # nothing typed in the wiki search yet: the latest entries
+        expect(page.locator("#wiki-ranker")).to_have_text("latest entries")
+        expect(page.locator("#wiki-results summary")).to_contain_text("oauth tokens")
         expect(page.locator("#sync-now")).to_be_hidden()
         page.fill("#sync-url", str(bare))
         page.click("#sync-setup button")
