@@ -1,0 +1,64 @@
+"""The dashboard's inbox pane and room card in a real browser (Playwright driving Debian's
+Chromium, headless) while CLI processes send and acknowledge messages (issue 12)."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from test_dashboard_support import agents  # noqa: F401  (fixture)
+from test_dashboard_support import served
+
+playwright = pytest.importorskip("playwright.sync_api")
+expect = playwright.expect
+
+CHROMIUM = "/usr/bin/chromium"
+LIVE_UPDATE_MS = 2000
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (.ci/run installs it)")
+
+
+@pytest.fixture
+def page():
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield tab
+        browser.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+def test_the_inbox_pane_follows_messages_and_opens_a_thread(page, agents, repo):
+    agents.register("kimi-1", "Kimi", "auth")
+    agents.register("codex-1", "Codex", "tests")
+    with served(repo) as info:
+        page.goto(info["url"])
+        expect(page.locator("#live")).to_have_text("live")
+        row = page.locator("#sessions tbody tr").filter(
+            has=page.locator("td:first-child", has_text=re.compile("^kimi-1$")))
+        row.get_by_role("button", name="timeline").click()
+        pane = page.locator("#session-detail details.inbox")
+        expect(pane.locator("summary")).to_contain_text("0 waiting")
+        mid = agents.cli("send", "--from", "codex-1", "--to", "kimi-1",
+                         "may I touch src/auth.py?").stdout.strip()
+        item = pane.locator(f'li[data-message="{mid}"]')
+        expect(item).to_contain_text("may I touch src/auth.py?", timeout=LIVE_UPDATE_MS)
+        expect(pane.locator("summary")).to_contain_text("1 waiting")
+        agents.cli("send", "--from", "kimi-1", "--to", "codex-1", "--reply-to", mid, "yes")
+        agents.cli("ack", mid, "--session", "kimi-1")
+        expect(pane.locator("summary")).to_contain_text("0 waiting", timeout=LIVE_UPDATE_MS)
+        pane.locator("summary").click()  # nothing waits: the pane comes folded
+        item = pane.locator(f'li[data-message="{mid}"]')
+        expect(item).to_contain_text("(acknowledged)")
+        item.get_by_role("button", name="thread").click()
+        expect(item.locator("ol.thread li")).to_have_count(2)
+        expect(item.locator("ol.thread")).to_contain_text("acknowledged by kimi-1")
+        page.fill("#room-name", "repo:repo")
+        page.click("#room-form button")
+        expect(page.locator("#room tbody tr")).to_have_count(2)
+        expect(page.locator("#room")).to_contain_text("present")
