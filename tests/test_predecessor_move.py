@@ -462,3 +462,10 @@ def test_the_sync_card_and_the_latest_wiki_entries_in_a_browser(run, repo, bare)
         expect(page.locator("#sync")).to_contain_text("origin")
         browser.close()
     assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+
+
+def test_init_remote_with_a_relative_path_stores_it_absolute(run, repo, bare):
+    relative = Path("..") / bare.name  # from the repository, as a person types it
+    assert run("init", "--remote", str(relative)).returncode == 0
+    assert git(repo, "remote", "get-url", "origin").strip() == str(bare)
+    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")

@@ -60,6 +60,8 @@ def connect(registry: Registry, url: str, name: str = "origin") -> dict:
         raise BadInput(f"invalid remote URL {redact(url)!r}")
     if not _NAME.fullmatch(name) or name.lower() == "none":
         raise BadInput(f"invalid remote name {name!r}")
+    if "://" not in url and not _SCP.match(url) and os.path.isdir(url):
+        url = os.path.abspath(url)  # git reads a relative path from wherever it runs
     repo = registry.repo
     known = repo.git("remote", "get-url", name, check=False)
     current = known.stdout.decode().strip() if known.returncode == 0 else None
