@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/wiki_bench.py
 	$(BIN)/python bench/sync_bench.py
 	$(BIN)/python bench/mcp_bench.py
+	$(BIN)/python bench/messages_bench.py
 	$(BIN)/python bench/scale_bench.py
 
 clean:
