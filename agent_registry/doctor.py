@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -114,7 +115,7 @@ def check_branch(registry: Registry) -> Finding:
 def check_hooks(registry: Registry) -> Finding:
     info = registry.repo.info
     state = githooks.status(info)
-    repair = lambda: githooks.install(info)  # noqa: E731
+    repair = partial(githooks.install, info)
     missing, foreign, broken, stale, chained = [], [], [], [], []
     for hook in state["hooks"]:
         name, path = hook["hook"], Path(hook["path"])
@@ -189,7 +190,7 @@ def check_sync(registry: Registry) -> Finding:
     state = sync_state(registry)
     unconfirmed = registry.unconfirmed_claims()
     where = f"{remote} reachable, {state['ahead']} ahead, {state['behind']} behind"
-    push = lambda: sync(registry)  # noqa: E731
+    push = partial(sync, registry)
     if unconfirmed:
         paths = sorted(f"{path} ({sid})" for sid, path in unconfirmed)
         return Finding("sync", "fail", f"{where}; {len(paths)} claim(s) not confirmed by "
@@ -209,8 +210,9 @@ def check_clock(registry: Registry) -> Finding:
     ahead = registry.clocks_ahead(registry.sessions())
     if ahead:
         hosts = sorted({a["host"] or a["session"] for a in ahead})
-        return Finding("clock", "fail", f"heartbeats dated up to {max(a['ahead_seconds'] for a in ahead)} s "
-                       f"in the future, from {_names(hosts)}: a clock runs ahead",
+        most = max(a["ahead_seconds"] for a in ahead)
+        return Finding("clock", "fail", f"heartbeats dated up to {most} s in the future, "
+                       f"from {_names(hosts)}: a clock runs ahead",
                        "fix the clock of that machine (or this one) with NTP")
     if tip is None:
         return Finding("clock", "ok", "no remote commit to compare with; no heartbeat "
@@ -243,7 +245,7 @@ def check_owners(registry: Registry) -> Finding:
 def check_stale(registry: Registry) -> Finding:
     zombies = registry.zombies()
     stale = [l for l in registry.locks() if l["stale_reason"]]
-    cleanup = lambda: registry.cleanup(by="doctor", reason="agent-registry doctor --fix")  # noqa: E731
+    cleanup = partial(registry.cleanup, by="doctor", reason="agent-registry doctor --fix")
     if zombies:
         ids = [f"{session.id} ({reason})" for session, reason in zombies]
         return Finding("stale", "fail", f"{len(zombies)} zombie session(s) holding "
