@@ -1,5 +1,6 @@
 """The shard map: where each file of a sharded registry lives (issue 11; docs/design.md,
-"Past one ref").  Pure functions, standard library only (the guard will import this).
+"Past one ref").  Standard library and the branch format only (the guard will read
+shards through it).
 
 A sharded registry (layout format 2) keeps its state on the main registry branch
 (``agent-registry``) and on N shard branches (``agent-registry-shards/00`` …), each tree
@@ -8,9 +9,9 @@ lives in two places, except ``README.md`` and ``registry.md``, which every ref r
 itself, and lock records, which live in every shard that could be asked about them).
 
 - What one session alone writes (its live session file, its diary, the messages it sends
-  and its acknowledgements) lives
-  on the session's shard, ``shard("s:" + sid)``: heartbeats and diary lines of different
-  sessions never race, except that all the sessions hashed to one shard share its ref.
+  and its acknowledgements) lives on the session's shard, ``shard("s:" + sid)``:
+  heartbeats and diary lines of different sessions never race, except that the sessions
+  hashed to one shard share its ref.
 - A lock on *target* is recorded in every shard that could hold a path the lock covers.
   The key of a file path is its first ``KEY_DEPTH`` components (a shallower file is its
   own key); a target whose every covered path has one key (a file, a directory or a glob
