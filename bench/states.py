@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import baseline_flock
-from agent_registry.core.registry import Registry, trailers
+from agent_registry.branch.trailers import trailers
+from agent_registry.core.registry import Registry
 
 TTL = 7 * 86400  # the longest TTL: nothing goes stale while a state is being timed
 CLAIMER = "bench-claimer"

@@ -19,7 +19,7 @@ from agent_registry.errors import BadInput, NotFound, Refused
 from agent_registry.branch.paths import record_name
 from agent_registry.store.procinfo import start_time
 from agent_registry.branch.records import dump_session, iso, load_session
-from agent_registry.core.registry import parse_op
+from agent_registry.branch.trailers import parse_op
 from agent_registry.branch.render import cell
 from agent_registry.branch.view import done_path, live_path
 from helpers import git

@@ -17,7 +17,6 @@ the handlers to one module per family of operations (issue 10, step 4) is still 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -35,9 +34,9 @@ from ..branch.records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableR
 from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
+from ..branch.trailers import trailers
 from ..branch.view import View, context_path, done_path, live_path
 
-TRAILER = "Registry-"
 CAS_ATTEMPTS = 20
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
@@ -235,7 +234,7 @@ class Registry:
         tree = self.repo.edit_tree(view.tree, view.writes)
         author = op.get("session") or op.get("by") or "agent-registry"
         message = subject + "\n\n" + (note + "\n\n" if note else "") + \
-            "".join(f"{TRAILER}{line}\n" for line in extra) + trailers(op)
+            trailers(op, extra=tuple(extra))
         return self.repo.commit_tree(tree, [view.tip] if view.tip else [], message,
                                      f"{author} <{author}@{self.host}>", int(at))
 
@@ -815,23 +814,6 @@ class Registry:
         raise NotFound(f"unknown session {sid}: register it first")
 
 
-def trailers(op: dict) -> str:
-    """The operation as commit-message trailers: readable, and parseable for replay."""
-    lines = [f"{TRAILER}Op: {op['op']}"]
-    if op.get("session"):
-        lines.append(f"{TRAILER}Session: {op['session']}")
-    for path in op.get("paths") or ([op["path"]] if op.get("path") else []):
-        lines.append(f"{TRAILER}Path: {path}")
-    for path, generation in (op.get("generations") or {}).items():
-        lines.append(f"{TRAILER}Generation: {generation} {path}")
-    if op.get("reason"):
-        lines.append(f"{TRAILER}Reason: {' '.join(str(op['reason']).split())}")
-    if op.get("by"):
-        lines.append(f"{TRAILER}By: {op['by']}")
-    lines.append(f"{TRAILER}Data: {json.dumps(op, ensure_ascii=True, sort_keys=True)}")
-    return "\n".join(lines) + "\n"
-
-
 OPERATIONS.update({
     "init": Registry._op_init, "register": Registry._op_register,
     "update": Registry._op_update, "finish": Registry._op_finish,
@@ -840,17 +822,6 @@ OPERATIONS.update({
     "release": Registry._op_release, "heartbeat": Registry._op_heartbeat,
     "force-release": Registry._op_force_release,
 })
-
-
-def parse_op(message: str) -> dict | None:
-    """The operation recorded in a registry commit message, or None."""
-    for line in reversed(message.splitlines()):
-        if line.startswith(f"{TRAILER}Data: "):
-            try:
-                return json.loads(line[len(TRAILER) + 6:])
-            except ValueError:
-                return None
-    return None
 
 
 def describe_conflicts(conflicts: list[dict]) -> str:

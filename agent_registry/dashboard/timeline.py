@@ -13,7 +13,8 @@ ended, heartbeat ticks, diary marks) and one lane per path it held (claimed to r
 from __future__ import annotations
 
 from ..branch.records import LIVE
-from ..core.registry import Registry, parse_op
+from ..branch.trailers import parse_op
+from ..core.registry import Registry
 
 DEFAULT_LIMIT = 2000
 _RECORD, _FIELD = "\x1e", "\x1f"

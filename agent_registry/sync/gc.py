@@ -9,12 +9,12 @@ it (agent_registry.sync.remote).
 """
 from __future__ import annotations
 
-import json
 
 from ..errors import BadInput, RegistryError, Unconfirmed
 from ..branch.records import iso
 from ..branch.shards import LAYOUT, require_writable
-from ..core.registry import TRAILER, Registry, file_lock
+from ..branch.trailers import trailers
+from ..core.registry import Registry, file_lock
 from ..wiki.progress import Progress
 
 GC_OP = "gc"
@@ -52,8 +52,7 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
         # (agent_registry.sync.remote: a rewrite gc explains is not a rewind)
         op = {"op": GC_OP, "at": registry.clock(), "keep_days": keep_days, "squashed": squashed,
               "before": iso(cutoff), "rewrote": tip}
-        message = (f"gc: squash {squashed} commits before {iso(cutoff)}\n\n"
-                   f"{TRAILER}Op: {GC_OP}\n{TRAILER}Data: {json.dumps(op, sort_keys=True)}\n")
+        message = f"gc: squash {squashed} commits before {iso(cutoff)}\n\n" + trailers(op)
         tree = registry.repo.commit_info(old)[0]
         parent = registry.repo.commit_tree(tree, [], message,
                                            "agent-registry <agent-registry@localhost>",

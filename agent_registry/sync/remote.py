@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import CasFailed, run_git
 from ..branch.records import Holder, Lock, Session, iso
-from ..core.registry import Outcome, Registry, describe_conflicts, file_lock, operation, parse_op
+from ..branch.trailers import parse_op, trailers
+from ..core.registry import Outcome, Registry, describe_conflicts, file_lock, operation
 from ..branch.view import View
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -297,9 +298,7 @@ def _resolution(registry: Registry, tip: str | None, op: dict, subject: str,
     if tip is None:
         return None
     record = {"op": "resolved", "of": op, "at": registry.clock()}
-    message = (f"{subject}\n\n{detail.strip()}\n\nRegistry-Op: resolved\n"
-               + (f"Registry-Session: {op['session']}\n" if op.get("session") else "")
-               + f"Registry-Data: {json.dumps(record, sort_keys=True)}\n")
+    message = f"{subject}\n\n{detail.strip()}\n\n" + trailers(record, session=op.get("session"))
     return registry.repo.commit_tree(registry.repo.commit_info(tip)[0], [tip], message,
                                      "agent-registry <agent-registry@localhost>",
                                      int(registry.clock()))

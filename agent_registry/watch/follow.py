@@ -6,7 +6,7 @@
 - **idle**: a live session with no heartbeat and no registry commit for M minutes, once
   per idle spell (a new heartbeat or commit starts a new one).
 
-Each pass walks the commits new since the last one (``registry.parse_op`` gives each
+Each pass walks the commits new since the last one (``branch.trailers.parse_op`` gives each
 commit's operation) and, with sync on, fetches first and follows the remote-tracking
 branch too.  What was seen and sent is kept in ``<git common dir>/agent-registry/
 watch.json``: events are keyed (``started/<sid>``…), and a pass writes its new events to
@@ -32,7 +32,8 @@ from . import notify
 from ..errors import BadInput, Refused
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.records import LIVE, iso
-from ..core.registry import Registry, file_lock, parse_op
+from ..branch.trailers import parse_op
+from ..core.registry import Registry, file_lock
 from ..branch.view import View
 
 STATE_FILE = "watch.json"

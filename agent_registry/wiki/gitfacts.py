@@ -7,7 +7,8 @@ through the registry's clean git environment (never the user's index or work tre
 """
 from __future__ import annotations
 
-from ..core.registry import Registry, parse_op
+from ..branch.trailers import parse_op
+from ..core.registry import Registry
 
 MAX_FILES = 1000
 MAX_PUSHES = 50
