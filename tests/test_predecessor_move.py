@@ -4,6 +4,10 @@ variables, and the habits its users bring (an empty wiki query lists the latest 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from datetime import datetime, timezone
@@ -469,3 +473,37 @@ def test_init_remote_with_a_relative_path_stores_it_absolute(run, repo, bare):
     assert run("init", "--remote", str(relative)).returncode == 0
     assert git(repo, "remote", "get-url", "origin").strip() == str(bare)
     assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+
+
+PREDECESSOR = Path(os.environ.get("AGENT_REGISTRY_PREDECESSOR_CODE",
+                                  "/work/shared/predecessors/code"))
+
+
+@pytest.mark.skipif(not (PREDECESSOR / "registry_manager.py").exists(),
+                    reason="the predecessor's scripts are not here")
+def test_a_home_the_predecessors_own_scripts_wrote(run, repo, tmp_path):
+    pytest.importorskip("yaml")  # the predecessor's one dependency
+    home = tmp_path / "real-home"
+    env = {**os.environ, "AGENT_REGISTRY_HOME": str(home)}
+
+    def old(*args: str) -> str:
+        return subprocess.run([sys.executable, str(PREDECESSOR / "registry_manager.py"), *args],
+                              env=env, cwd=tmp_path, capture_output=True, text=True,
+                              check=True).stdout
+
+    old("register", "kimi-9", "Kimi", "2.7", "auth work", "--todo-present", "one,two",
+        "--notify-started", "starting")
+    old("update", "kimi-9", "--todo-future", "later")
+    old("context", "log", "kimi-9", "read auth.py")
+    ended = old("end", "kimi-9", "--router", "auth token", "--cosa", "extracted the manager")
+    number = re.search(r"wiki entry #(\d+)", ended)  # the predecessor's numeric id
+    assert run("import-home", str(home)).returncode == 0
+    session = shown(run, "kimi-9")
+    assert session["todo_present"] == ["one", "two"] and session["todo_future"] == ["later"]
+    assert session["notify_started"] == "starting"
+    assert session["issues"] == "wiki: not documented: how, solved, bugs, tools"
+    written = (home / "wiki" / "kimi-9.md").read_text()
+    entry = json.loads(run("--json", "wiki", "show", number.group(1)).stdout)
+    assert entry["session_id"] == "kimi-9"
+    assert f"data: '{entry['date']}'" in written  # the predecessor's own date, unshifted
+    assert "read auth.py" in run("context", "show", "kimi-9").stdout
