@@ -13,6 +13,7 @@ the index or HEAD: only what the named commands touch.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from functools import partial
@@ -116,7 +117,7 @@ def check_hooks(registry: Registry) -> Finding:
     info = registry.repo.info
     state = githooks.status(info)
     repair = partial(githooks.install, info)
-    missing, foreign, broken, stale, chained = [], [], [], [], []
+    missing, foreign, broken, stale, chained, idle = [], [], [], [], [], []
     for hook in state["hooks"]:
         name, path = hook["hook"], Path(hook["path"])
         if hook["state"] == "not installed":
@@ -128,7 +129,8 @@ def check_hooks(registry: Registry) -> Finding:
         elif path.read_text(encoding="utf-8", errors="replace") != githooks.hook_text(name):
             stale.append(name)
         if hook["chained"] and hook["state"] == "installed":
-            chained.append(name)
+            # our hook runs the chained one only when it is executable, as git would
+            (chained if os.access(hook["chained"], os.X_OK) else idle).append(name)
     fix = "agent-registry hooks install"
     if len(missing) == len(state["hooks"]):
         return Finding("hooks", "fail", "no agent-registry git hook is installed: the guard "
@@ -140,8 +142,12 @@ def check_hooks(registry: Registry) -> Finding:
     if problems:
         return Finding("hooks", "fail", "; ".join(problems), fix, repair)
     note = f", chaining the existing {', '.join(chained)}" if chained else ""
-    return Finding("hooks", "ok", f"{len(state['hooks'])} hooks installed and current in "
-                   f"{state['hooks_dir']}{note}")
+    verdict = f"{len(state['hooks'])} hooks installed and current in {state['hooks_dir']}{note}"
+    if idle:
+        return Finding("hooks", "warn", f"{verdict}; the chained {', '.join(idle)} is not "
+                       "executable, so it does not run (as git would not run it)",
+                       f"chmod +x the {githooks.CHAINED_SUFFIX} file if it should run")
+    return Finding("hooks", "ok", verdict)
 
 
 def check_harness(registry: Registry) -> Finding:

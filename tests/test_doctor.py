@@ -218,3 +218,18 @@ def test_bad_input_exits_2(repo, run, tmp_path):
     assert bad.returncode == 2
     elsewhere = run("-C", str(tmp_path / "nowhere"), "doctor", check_untouched=False)
     assert elsewhere.returncode == 2 and len(elsewhere.stderr.splitlines()) == 1
+
+
+def test_a_chained_hook_that_is_not_executable_is_a_warning(repo, run):
+    assert run("init").returncode == 0
+    theirs = hooks_dir(repo) / "pre-commit"
+    theirs.parent.mkdir(parents=True, exist_ok=True)
+    theirs.write_text("#!/bin/sh\necho lint\n")  # never made executable
+    assert run("hooks", "install").returncode == 0
+    code, report = doctor(run)
+    hooks = check(report, "hooks")
+    assert code == 0 and hooks["status"] == "warn", report
+    assert hooks["verdict"].endswith("the chained pre-commit is not executable, so it does "
+                                     "not run (as git would not run it)")
+    (hooks_dir(repo) / "pre-commit.agent-registry-chained").chmod(0o755)
+    assert check(doctor(run)[1], "hooks")["status"] == "ok"
