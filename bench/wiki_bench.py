@@ -416,7 +416,7 @@ def measure(base: Path, count: int, reps: int) -> dict:
 WHERE = (
     "What is left is mostly fixed cost, the same at 1,000 and 10,000 entries: the "
     "interpreter, the `re` module the console script imports, the registry core every "
-    "command imports and opens (two git processes), and Whoosh's own modules (about sixty, "
+    "command imports and opens (two git processes), and Whoosh's own modules (about fifty, "
     "pure Python, after the shim's stand-ins). The search itself, term at a time over whole "
     "posting blocks, grows with the postings of the question's words and is a few ms at "
     "10,000 entries. The predecessor's answer is one SQLite FTS5 lookup in C after "
