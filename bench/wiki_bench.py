@@ -215,7 +215,8 @@ class Pair:
     async def _queries(self, reps: int) -> None:
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
-        ours, theirs = self.timings.setdefault("query", []), self.timings.setdefault("their-query", [])
+        ours = self.timings.setdefault("query", [])
+        theirs = self.timings.setdefault("their-query", [])
         mcp = self.timings.setdefault("mcp", [])
         params = StdioServerParameters(command=CLI, args=["-C", str(self.repo), "mcp"],
                                        env=self.env)

@@ -38,9 +38,10 @@ access (``queue``, ``tempfile``, ``random``, ``calendar``, ``datetime``, ``lev``
 attribute access; ``cached_property`` is the standard library's
 ``functools.cached_property`` (the same semantics for that one property).  The stand-ins
 are taken out of ``sys.modules`` right after, so code that imports the real modules later
-(the LLM client, the dashboard) gets them.  A module that is already imported is used as it is.  Upstream, the fix is to
-import these where they are used (``whoosh.compat`` need not re-export urlretrieve;
-``functools.cached_property`` has existed since Python 3.8); then this part can go.
+(the LLM client, the dashboard) gets them.  A module that is already imported is used as
+it is.  Upstream, the fix is to import these where they are used (``whoosh.compat`` need
+not re-export urlretrieve; ``functools.cached_property`` has existed since Python 3.8);
+then this part can go.
 """
 from __future__ import annotations
 
