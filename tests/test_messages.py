@@ -378,6 +378,15 @@ def test_claude_code_hears_of_messages_on_its_next_prompt(team, repo):
     assert [m["id"] for m in js(team("--json", "inbox", sid))["messages"]] == [mid]
 
 
+def test_a_denied_edit_says_how_to_ask_the_holder(team, repo):
+    assert team("harness", "install", "claude", check_untouched=False).returncode == 0
+    assert fire(repo, "SessionStart", {"source": "startup"}).returncode == 0
+    denied = fire(repo, "PreToolUse", {"tool_name": "Edit", "tool_use_id": "toolu_01",
+                                       "tool_input": {"file_path": "src/auth.py"}})
+    reason = json.loads(denied.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "agent-registry send --to a1" in reason
+
+
 def test_claude_code_session_start_brings_the_waiting_handoff(team, repo):
     handoff = js(team("--json", "handoff", "a1", "--text", "refresh tokens half done",
                       "--to", "c1"))

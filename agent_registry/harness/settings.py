@@ -313,10 +313,12 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) 
     if not conflicts:
         return None
     reasons = "; ".join(describe(c) for c in conflicts)
-    owners = ", ".join(sorted({c.owner for c in conflicts}))
+    holders = sorted({c.owner for c in conflicts})
+    owners = ", ".join(holders)
+    ask = " or ".join(f"agent-registry send --to {h} 'TEXT'" for h in holders)
     return _deny(f"agent-registry: {path} is locked by {owners}, another live session "
-                 f"({reasons}). Do not edit it: work on something else, or ask the user to "
-                 f"coordinate with {owners}.")
+                 f"({reasons}). Do not edit it: work on something else, ask {owners} "
+                 f"({ask}; the answer comes to your inbox), or ask the user to coordinate.")
 
 
 def _deny(reason: str) -> dict:
