@@ -56,6 +56,7 @@ CLI = str(Path(sys.executable).parent / "agent-registry")
 BRANCH = "agent-registry"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git knows it without storing it
 DEADLINE = 120.0  # the tool's retry deadline, used by the model too
+INTENTS = "agent-registry-intents"  # the model's helping: refs/heads/<INTENTS>/NN/<clone>
 INSIDE = "SCALE_BENCH_NETNS"  # set once the benchmark runs in its own network namespace
 DAEMON_PORT, PROXY_PORT = 9418, 9419
 
@@ -354,6 +355,46 @@ def model_claim(env: dict, shards: int, own_shard: bool, flat: float) -> Claim:
     return claim
 
 
+def helping_claim(env: dict, shards: int, after: int) -> Claim:
+    """The one-ref model with helping (docs/design.md, "Fairness"): after *after* lost
+    pushes a claim publishes itself as an intent on a ref only its clone writes
+    (`agent-registry-intents/NN/<clone>`), and every writer of shard NN applies that
+    shard's pending intents in its own commit (one line each), so a published claim is
+    confirmed by the next push that lands on its shard, whoever makes it."""
+    from agent_registry.branch import shards as S
+
+    def claim(clone: Path, sid: str, path: str) -> tuple[bool, int, str]:
+        index = S.path_shard(path, shards)
+        ref, intents = S.shard_ref(BRANCH, index), f"refs/heads/{INTENTS}/{index:02d}/"
+        line = f"claim {path} by {sid}"
+        start, pushes, published, error = time.monotonic(), 0, False, ""
+        while time.monotonic() - start < DEADLINE:
+            git(clone, env, "fetch", "-q", "--no-tags", "origin", f"+{ref}:{_tracking(ref)}",
+                f"+{intents}*:{_tracking(intents)}*")
+            done = set(git(clone, env, "log", "-n", "300", "--format=%B",
+                           _tracking(ref)).splitlines())
+            if published and line in done:
+                return True, pushes, ""  # a helper's push applied it
+            waiting = [m for m in git(clone, env, "for-each-ref", "--format=%(contents:subject)",
+                                      _tracking(intents)).splitlines()
+                       if m and m not in done and m != line]
+            new = git(clone, env, "commit-tree", EMPTY_TREE, "-p", _tracking(ref), "-m",
+                      "\n".join([line, *waiting])).strip()
+            pushes += 1
+            push = subprocess.run(["git", "push", "-q", "--porcelain", "origin", f"{new}:{ref}"],
+                                  cwd=clone, env=env, capture_output=True, text=True)
+            if push.returncode == 0:
+                return True, pushes, ""
+            error = push.stdout.strip().splitlines()[-1:] or push.stderr.strip()
+            if pushes >= after and not published:
+                intent = git(clone, env, "commit-tree", EMPTY_TREE, "-m", line).strip()
+                git(clone, env, "push", "-q", "origin", f"+{intent}:{intents}{clone.name}")
+                published = True
+            time.sleep(random.uniform(0, min(2.0, 0.05 * 2 ** pushes)))
+        return False, pushes, f"rejected for {DEADLINE:g} s: {error}"
+    return claim
+
+
 def seed_shards(root: Path, env: dict, shards: int) -> None:
     """Create the model's shard refs on the remote, one root commit each."""
     from agent_registry.branch import shards as S
@@ -364,9 +405,10 @@ def seed_shards(root: Path, env: dict, shards: int) -> None:
 
 
 def model_lost(root: Path, env: dict, confirmed: list[tuple[str, str]]) -> list:
-    """Confirmed model claims whose commit no remote ref holds."""
-    subjects = set(git(root / "remote.git", env, "log", "--all", "--format=%s").splitlines())
-    return [(s, p) for s, p in confirmed if f"claim {p} by {s}" not in subjects]
+    """Confirmed model claims no shard commit holds (a helper's commit holds several)."""
+    lines = set(git(root / "remote.git", env, "log", "--format=%B",
+                    f"--glob=refs/heads/{BRANCH}-shards/*").splitlines())
+    return [(s, p) for s, p in confirmed if f"claim {p} by {s}" not in lines]
 
 
 # -- report ----------------------------------------------------------------------------
@@ -408,7 +450,8 @@ def bench(args: argparse.Namespace) -> None:
                 seed_shards(root, env, args.model)
             every = make_clones(root, env, max(counts))
             results, rounds, confirmed = [], [], []
-            claim = (model_claim(env, args.model, not args.one_ref, args.flat_backoff)
+            claim = (helping_claim(env, args.model, args.helping) if args.helping
+                     else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
                      if args.model else tool_claim(env))
             for n in counts:
                 d = distinct(every[:n], claim, args.seconds, f"d{n}")
@@ -438,7 +481,9 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
     version = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.strip()
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    written = "its key's shard" if args.one_ref else "its key's and its session's shards"
+    written = ("its key's shard; after " f"{args.helping} lost pushes it publishes an intent "
+               "that the shard's next writer applies" if args.helping else
+               "its key's shard" if args.one_ref else "its key's and its session's shards")
     how = (f"A claim is the sharded layout's protocol with git alone ({args.model} shard refs: "
            f"fetch the refs it writes ({written}), a commit on each, one `push --atomic`; no "
            "registry process): what the remote can confirm, not what the tool does yet."
@@ -451,7 +496,8 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"`bench/scale_bench.py{' --quick' if args.quick else ''} --clones {args.clones} "
         f"--rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g} --rounds {args.rounds}"
         f"{f' --model {args.model}' if args.model else ''}{' --one-ref' if args.one_ref else ''}"
-        f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}`, "
+        f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}"
+        f"{f' --helping {args.helping}' if args.helping else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
@@ -499,6 +545,9 @@ def main() -> None:
     parser.add_argument("--flat-backoff", type=float, default=0.0, metavar="SECONDS",
                         help="with --model: retry after uniform(0, SECONDS) instead of the "
                              "tool's growing backoff")
+    parser.add_argument("--helping", type=int, default=0, metavar="K",
+                        help="with --model: one ref per claim, and a claim that lost K pushes "
+                             "publishes an intent that the shard's next writer applies")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
     args = parser.parse_args()
     if args.proxy is not None:
