@@ -115,3 +115,14 @@ def test_the_dashboard_shows_a_room(world):
         own = client.get("/api/rooms/repo:api").json()
         assert [s["id"] for s in own["sessions"]] == ["api-1"] and own["hub"] is None
         assert client.get("/api/rooms/lobby").status_code == 400
+
+
+def test_presence_follows_heartbeats_and_endings(world):
+    hub, api, web = world
+    assert api("register", "api-1", "--provider", "Codex", "--room", "room:contract").returncode == 0
+    assert web("register", "web-1", "--provider", "Claude", "--room", "room:contract").returncode == 0
+    assert web("lock", "heartbeat", "--session", "web-1").returncode == 0
+    assert git(hub, "log", "-1", "--format=%s", "agent-registry").startswith("heartbeat web-1")
+    assert web("finish", "web-1").returncode == 0
+    who = js(api("--json", "status", "--room", "room:contract"))
+    assert [s["id"] for s in who["sessions"]] == ["api-1"]

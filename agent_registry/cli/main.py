@@ -283,6 +283,8 @@ def update(out: Output, sid, **fields) -> None:
 def finish(out: Output, sid, notify_executed) -> None:
     """Mark a session Finished and release every lock it holds, in one commit."""
     result = out.registry.finish(resolve_session(sid), notify_executed=notify_executed)
+    from ..sync.rooms import mirror
+    mirror(out.registry, result["session"]["id"], "finish")
     s = result["session"]
     note = " (had already ended)" if result.get("already") else \
         f", released {len(result['released'])} lock(s)"
@@ -506,6 +508,8 @@ def lock_heartbeat(out: Output, args, sid) -> None:
     session holds each of them."""
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
     result = out.registry.heartbeat(resolve_session(sid), paths)
+    from ..sync.rooms import mirror
+    mirror(out.registry, result["session"], "heartbeat")
     out.emit(result, f"heartbeat {result['session']} ({result['locks']} lock(s))")
 
 

@@ -354,22 +354,29 @@ def stop(raw: str) -> None:
     event = _event(raw)
     info = _repo_of(event)
     from ..core.registry import Registry
+    from ..sync.rooms import mirror
+    sid = session_for(info, event["session_id"])
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
-            registry.heartbeat(session_for(info, event["session_id"]))
+            registry.heartbeat(sid)
         except (NotFound, Refused):
-            pass  # not registered here, or already ended: nothing to keep alive
+            return  # not registered here, or already ended: nothing to keep alive
+        mirror(registry, sid, "heartbeat")
 
 
 def session_end(raw: str) -> dict:
     event = _event(raw)
     info = _repo_of(event)
     from ..core.registry import Registry
+    from ..sync.rooms import mirror
+    sid = session_for(info, event["session_id"])
     with Registry.open(info.toplevel or info.git_dir) as registry:
         try:
-            return registry.finish(session_for(info, event["session_id"]))
+            result = registry.finish(sid)
         except NotFound:
             return {}
+        mirror(registry, sid, "finish")
+        return result
 
 
 def run_claude_hook(name: str, raw: str, *, auto_claim: bool = False,

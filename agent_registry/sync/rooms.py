@@ -19,7 +19,7 @@ from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
 from ..core.registry import Registry, _repo_name
-from ..errors import BadInput, Unconfirmed
+from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
 from .remote import redact, sync
 
@@ -140,3 +140,28 @@ def where_is(registry: Registry, mid: str) -> Registry | None:
         return hub
     hub.close()
     return None
+
+
+def mirror(registry: Registry, sid: str, action: str) -> None:
+    """Carry a ``heartbeat`` or a ``finish`` of *sid* over to its presence on the hub,
+    when it joined a room, so ``status --room`` shows it present while it works and not
+    after it ends.  Best effort: a hub that cannot be reached is a warning."""
+    view = registry.view()
+    session = view.session(sid, strict=False) or view.done_session(sid)
+    if not hub_url(registry) or session is None or \
+            not any(tag.startswith(SHARED) for tag in session.tags):
+        return
+    try:
+        hub = open_hub(registry)
+    except RegistryError as exc:
+        registry.warnings.append(f"hub not updated: {exc.message}")
+        return
+    try:
+        hub.heartbeat(sid) if action == "heartbeat" else hub.finish(sid)
+    except (NotFound, Refused):
+        pass  # never joined from here, or already gone: nothing to carry over
+    except RegistryError as exc:
+        registry.warnings.append(f"hub not updated: {exc.message}")
+    finally:
+        registry.warnings.extend(hub.warnings)
+        hub.close()
