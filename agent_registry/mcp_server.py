@@ -62,7 +62,8 @@ Coordinates the AI agents editing this git repository. Call register once at the
 lock_release when done; if a claim is refused, work on something else or ask the holder
 it names. lock_check tells who holds a path. This server heartbeats the sessions it
 registered. At the end call end (writes a wiki entry) or finish. wiki_query says whether
-a task was done before."""
+a task was done before. send asks another session (the holder of a path: to_path);
+inbox lists what waits for you, ack what you handled."""
 
 
 class Service:
@@ -315,6 +316,59 @@ def build(service: Service) -> MCPServer:
         """Append a timestamped line to the session's diary (contexts/<sid>.md)."""
         sid = service.default_sid(session_id)
         return await service.run(lambda: reg.context_log(sid, text), sid)
+
+    @tool(annotations=WRITES)
+    async def send(
+        body: Annotated[str, Field(description="The message, at most 64 KiB.")],
+        to: Annotated[str | None, Field(description="One session id.")] = None,
+        to_path: Annotated[str | None, Field(description=(
+            "Every live session holding a lock that covers this path."))] = None,
+        to_tag: Annotated[str | None, Field(description=(
+            "Every live session registered with this tag."))] = None,
+        all: Annotated[bool, Field(description="Every other live session.")] = False,
+        key: Annotated[str | None, Field(description=(
+            "Idempotency key: a retry with the same key and content sends nothing."))] = None,
+        reply_to: Annotated[str | None, Field(description="The message id this answers.")] = None,
+        subject: Annotated[str | None, Field(description="A one-line subject.")] = None,
+        session_id: MaybeSession = None,
+    ) -> dict[str, Any]:
+        """Send a durable message (exactly one of to, to_path, to_tag, all); returns its id."""
+        from .core import messages
+        sid = service.default_sid(session_id)
+        return await service.run(lambda: messages.send(
+            reg, sid, messages.selector(to, [to_path] if to_path else [], to_tag, None, all),
+            body, subject=subject, key=key, reply_to=reply_to), sid)
+
+    @tool(annotations=READ_ONLY)
+    async def inbox(
+        session_id: MaybeSession = None,
+        all: Annotated[bool, Field(description="Also the acknowledged ones.")] = False,
+    ) -> dict[str, Any]:
+        """Messages and handoffs waiting for the session (sync first with a remote)."""
+        from .core import messages
+        from .sync.rooms import refresh
+        sid = service.default_sid(session_id)
+        return await service.run(lambda: messages.inbox(
+            reg, sid, include_acked=all, refresh=lambda: refresh(reg)), sid)
+
+    @tool(annotations=WRITES)
+    async def ack(
+        message_ids: Annotated[list[str], Field(min_length=1, description=(
+            "Ids of messages this session received."))],
+        session_id: MaybeSession = None,
+    ) -> dict[str, Any]:
+        """Acknowledge messages you received and handled (recipients only)."""
+        from .core import messages
+        sid = service.default_sid(session_id)
+        return await service.run(lambda: messages.ack(reg, sid, message_ids), sid)
+
+    @tool(annotations=READ_ONLY)
+    async def thread(
+        message_id: Annotated[str, Field(description="Any message of the conversation.")],
+    ) -> dict[str, Any]:
+        """A conversation, oldest first, with who acknowledged each message."""
+        from .core import messages
+        return await service.run(lambda: messages.thread(reg, message_id))
 
     @tool(annotations=WRITES)
     async def finish(

@@ -22,7 +22,8 @@ from agent_registry import Registry  # noqa: E402
 from helpers import CLI, WAITER, git  # noqa: E402
 
 TOOLS = {"register", "status", "show", "lock_acquire", "lock_release", "lock_check",
-         "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show"}
+         "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show",
+         "send", "inbox", "ack", "thread"}
 RESOURCES = {"registry://status", "registry://locks", "registry://registry.md"}
 
 

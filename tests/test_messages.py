@@ -437,3 +437,44 @@ def test_dashboard_inbox_thread_and_live_areas(team, repo):
         change = describe_change(changed_paths(registry, before, tip(repo)))
     assert {"messages", "acks"} <= set(change["areas"])
     assert {"a1"} <= set(change["sessions"])
+
+
+# -- the MCP server -------------------------------------------------------------------------
+
+def test_messages_through_the_mcp_server(team, repo):
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def call(session, tool, **arguments):
+        result = await session.call_tool(tool, arguments)
+        text = "".join(c.text for c in result.content if c.type == "text")
+        return result.is_error, text, result.structured_content or {}
+
+    async def script():
+        params = StdioServerParameters(command=CLI, args=["-C", str(repo), "mcp"])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                sent = await call(session, "send", session_id="c1", to_path="src/auth.py",
+                                  body="may I?", key="q1")
+                again = await call(session, "send", session_id="c1", to_path="src/auth.py",
+                                   body="may I?", key="q1")
+                inbox = await call(session, "inbox", session_id="a1")
+                acked = await call(session, "ack", session_id="a1",
+                                   message_ids=[sent[2]["id"]])
+                stranger = await call(session, "ack", session_id="b1",
+                                      message_ids=[sent[2]["id"]])
+                both = await call(session, "send", session_id="c1", to="a1", all=True, body="x")
+                thread = await call(session, "thread", message_id=sent[2]["id"])
+                return sent, again, inbox, acked, stranger, both, thread
+
+    sent, again, inbox, acked, stranger, both, thread = anyio.run(script)
+    assert not sent[0] and sent[2]["recipients"] == ["a1"]
+    assert again[2]["id"] == sent[2]["id"] and again[2]["created"] is False
+    assert [m["id"] for m in inbox[2]["messages"]] == [sent[2]["id"]]
+    assert acked[2]["acked"] == [sent[2]["id"]]
+    assert stranger[0] and "not a recipient" in stranger[1]
+    assert both[0] and "exactly one" in both[1]
+    assert thread[2]["messages"][0]["acked_by"] == ["a1"]

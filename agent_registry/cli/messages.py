@@ -15,16 +15,10 @@ AUDIENCE = ("--to", "--to-path", "--to-tag", "--room", "--all")
 
 def audience(to: str | None, to_path: tuple, to_tag: str | None, room: str | None,
              everyone: bool, *, required: bool = True) -> dict | None:
-    """The one selector the options name: ``{"session": SID}``, ``{"paths": [...]}``,
-    ``{"tag": T}``, ``{"room": R}`` or ``{"all": True}``."""
-    given = [sel for sel in ({"session": to} if to is not None else None,
-                             {"paths": list(to_path)} if to_path else None,
-                             {"tag": to_tag} if to_tag is not None else None,
-                             {"room": room} if room is not None else None,
-                             {"all": True} if everyone else None) if sel]
-    if len(given) > 1 or (required and not given):
-        raise BadInput(f"give exactly one of {', '.join(AUDIENCE)}")
-    return given[0] if given else None
+    """The one selector the options name (see core.messages.selector)."""
+    from ..core.messages import selector
+    return selector(to, list(to_path), to_tag, room, everyone, required=required,
+                    names=AUDIENCE)
 
 
 def message_text(m: dict) -> str:

@@ -111,6 +111,22 @@ def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -
     return [s.id for s in view.live_sessions() if s.id != sender]
 
 
+def selector(to: str | None, to_paths: list[str], to_tag: str | None, room: str | None,
+             everyone: bool, *, required: bool = True,
+             names: tuple = ("to", "to_path", "to_tag", "room", "all")) -> dict | None:
+    """The one audience given: ``{"session": SID}``, ``{"paths": [...]}``, ``{"tag": T}``,
+    ``{"room": R}`` or ``{"all": True}``; bad input unless exactly one (or, when not
+    *required*, none) is given.  *names* are the caller's names for them."""
+    given = [sel for sel in ({"session": to} if to is not None else None,
+                             {"paths": list(to_paths)} if to_paths else None,
+                             {"tag": to_tag} if to_tag is not None else None,
+                             {"room": room} if room is not None else None,
+                             {"all": True} if everyone else None) if sel]
+    if len(given) > 1 or (required and not given):
+        raise BadInput(f"give exactly one of {', '.join(names)}")
+    return given[0] if given else None
+
+
 def describe(to: dict) -> str:
     kind, value = next(iter(to.items()))
     return {"session": str(value), "paths": f"holders of {', '.join(value) if isinstance(value, list) else value}",
