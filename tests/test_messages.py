@@ -270,6 +270,7 @@ def test_register_prints_unread_messages_for_a_re_registered_session(team):
 def test_replay_validates_operations(registry):
     """An operation replayed from another clone's commit is validated like a new one:
     a malformed send is refused, never written."""
+    import agent_registry.core.messages  # noqa: F401  (registers send and ack, as `send` does)
     from agent_registry.errors import Refused
     registry.init()
     registry.register("a1", provider="x")
