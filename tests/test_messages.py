@@ -271,7 +271,7 @@ def test_replay_validates_operations(registry):
     """An operation replayed from another clone's commit is validated like a new one:
     a malformed send is refused, never written."""
     import agent_registry.core.messages  # noqa: F401  (registers send and ack, as `send` does)
-    from agent_registry.errors import Refused
+    from agent_registry.errors import BadInput, Refused
     registry.init()
     registry.register("a1", provider="x")
     registry.register("b1", provider="x")
@@ -284,6 +284,9 @@ def test_replay_validates_operations(registry):
         op = dict(good, message={**good["message"], **bad})
         with pytest.raises(Refused):
             registry.build(registry.tip(), op)
+    for broken in ({**good, "session": None}, {k: v for k, v in good.items() if k != "session"}):
+        with pytest.raises((Refused, BadInput)):  # core/shapes.py checks the common fields
+            registry.build(registry.tip(), broken)
     assert registry.tip() == before
     assert registry.apply(good)["id"] == "0" * 16
 

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 
 from ..branch import paths as P
-from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acks, addressed_to, every_message, find,
-                      in_room, load, message_id, message_path, order, pending_for,
-                      validate)
+from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acks, addressed_to,
+                              every_message, find, in_room, load, message_id, message_path,
+                              order, pending_for, validate)
 from ..branch.records import iso
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused
@@ -27,7 +27,7 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
         validate(message)
     except BadInput as exc:  # only a replayed operation gets here: refuse, never write
         raise Refused(f"malformed message: {exc.message}") from None
-    sender = registry._live(view, op["session"])
+    sender = _session(registry, view, op)
     path = message_path(sender.id, message["id"])
     existing = load(view.read(path))
     if existing is not None:
@@ -66,7 +66,7 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
     if not isinstance(ids, list) or not ids or \
             not all(isinstance(i, str) and MESSAGE_ID.fullmatch(i) for i in ids):
         raise Refused("malformed ack: it needs message ids")
-    me = registry._live(view, op["session"])
+    me = _session(registry, view, op)
     acked, already = [], []
     for mid in ids:
         message = find(view, mid)
@@ -86,6 +86,15 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
         return Outcome(result, None)
     more = f" and {len(acked) - 1} more" if len(acked) > 1 else ""
     return Outcome(result, f"ack {acked[0]}{more} by {me.id}")
+
+
+def _session(registry: Registry, view: View, op: dict):
+    """The live session *op* acts for; a replayed operation without a valid one is
+    refused, never a crash."""
+    sid = op.get("session")
+    if not isinstance(sid, str) or not P.SESSION_ID.fullmatch(sid):
+        raise Refused(f"malformed {op.get('op')}: no valid session id")
+    return registry._live(view, sid)
 
 
 def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -> list[str]:
