@@ -35,6 +35,7 @@ from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.trailers import trailers
+from .shapes import SHAPES, check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
 
 CAS_ATTEMPTS = 20
@@ -45,28 +46,21 @@ _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 # the operation against the view and applies it (also when sync replays it).  The core's
 # own are listed after the Registry class; the others register with @operation.
 OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
-# Where those live, so a process that never imported them (a `sync` replaying another
-# command's "end") still finds them: name -> module, imported on first need
-OPERATION_MODULES: dict[str, str] = {
-    "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
-    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
-    "restore": "agent_registry.sync.remote",
-    "send": "agent_registry.core.messages", "ack": "agent_registry.core.messages",
-}
 
 
 def _known(name: str) -> bool:
-    """Whether *name* is in the operation table (importing its module if needed)."""
-    if name not in OPERATIONS and name in OPERATION_MODULES:
-        import importlib
-        importlib.import_module(OPERATION_MODULES[name])
+    """Whether *name* is in the operation table.  Operations defined outside this module
+    register when their module is imported: by the command that makes them, and, for a
+    replay, by sync (sync/remote.py OPERATION_MODULES), so the core names nothing above it."""
     return name in OPERATIONS
 
 
-def operation(name: str):
-    """Register *name* as an operation ``handler(registry, view, op) -> Outcome``."""
+def operation(name: str, shape: dict | None = None):
+    """Register *name* as an operation ``handler(registry, view, op) -> Outcome`` whose
+    fields *shape* describes (core/shapes.py; checked before every apply and replay)."""
     def register(handler):
         OPERATIONS[name] = handler
+        SHAPES.setdefault(name, shape or {})
         return handler
     return register
 
@@ -217,6 +211,7 @@ class Registry:
         # a layout this version does not write (a sharded registry, or newer): refuse in
         # one line naming the version to install, before deciding anything on it
         require_writable(view.read(LAYOUT))
+        check_shape(op)  # also a replayed operation, read back from a commit
         try:
             outcome = self._handler(op)(view, op)
         finally:  # an unreadable record is reported, whether the operation went through or not

@@ -262,12 +262,31 @@ def is_ancestor(registry: Registry, ancestor: str | None, descendant: str | None
                              check=False).returncode == 0
 
 
+# Where the operations defined outside the core live, so a process that never imported
+# them (a `sync` replaying another command's "end") still finds them: name -> module
+OPERATION_MODULES: dict[str, str] = {
+    "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
+    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
+    "send": "agent_registry.core.messages", "ack": "agent_registry.core.messages",
+}
+
+
+def load_operation(op: dict) -> None:
+    """Import the module that registers *op*'s operation, if it is one of those above."""
+    module = OPERATION_MODULES.get(op.get("op")) if isinstance(op, dict) else None
+    if module:
+        import importlib
+        importlib.import_module(module)
+
+
 def replay(registry: Registry, commits: list[str], onto: str | None) -> Replay:
     """Re-apply the operations recorded in *commits* on top of *onto*."""
     state = Replay(onto)
     for commit in commits:
         _, parents, message = registry.repo.commit_info(commit)
         op = parse_op(message)
+        if op is not None:
+            load_operation(op)
         if op is None or not registry.knows(op):
             # a hand-made commit, or one from a newer version: carry its changes over
             state.tip = _replay_raw(registry, commit, parents, state.tip, message)
@@ -276,7 +295,7 @@ def replay(registry: Registry, commits: list[str], onto: str | None) -> Replay:
         subject = message.split("\n", 1)[0]
         try:
             new, result = registry.build(state.tip, op, note)
-        except Refused as exc:
+        except (Refused, BadInput) as exc:  # refused now, or a malformed record (shapes)
             state.refused.append({"op": op.get("op"), "id": op.get("id"),
                                   "session": op.get("session"), "paths": op.get("paths"),
                                   "reason": exc.message, **exc.details})
