@@ -17,10 +17,11 @@ from ..branch.records import iso
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused
 from .registry import Outcome, Registry, operation
+from .shapes import MAPPING, SOME_TEXTS, TEXT
 
 # -- the operations --------------------------------------------------------------------
 
-@operation("send")
+@operation("send", {"session": TEXT, "message": MAPPING})
 def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
     message = op.get("message")
     try:
@@ -60,7 +61,7 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
                    f"{what} {message['id']} from {sender.id} to {describe(message['to'])}")
 
 
-@operation("ack")
+@operation("ack", {"session": TEXT, "ids": SOME_TEXTS})
 def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
     ids = op.get("ids")
     if not isinstance(ids, list) or not ids or \
