@@ -54,7 +54,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import report  # noqa: E402
 import states  # noqa: E402
-from agent_registry.core.registry import Outcome, Registry, operation  # noqa: E402
+from agent_registry.core.operations import Outcome, operation  # noqa: E402
+from agent_registry.core.registry import Registry  # noqa: E402
 from agent_registry.wiki.entry import dump_entry, entry_id, parse_entry  # noqa: E402
 from agent_registry.wiki import whoosh_shim  # noqa: E402
 from agent_registry.wiki.index import WikiIndex  # noqa: E402

@@ -7,7 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from agent_registry.core.registry import OPERATIONS, Outcome
+from agent_registry.core.operations import OPERATIONS, Outcome
 
 FIXTURES = Path(__file__).parent / "fixtures" / "wiki_entries"
 PUT_FILES = "test-put-files"

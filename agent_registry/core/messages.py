@@ -16,7 +16,8 @@ from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acks, addressed_to,
 from ..branch.records import iso
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused
-from .registry import Outcome, Registry, operation
+from .operations import Outcome, operation
+from .registry import Registry
 from .shapes import MAPPING, SOME_TEXTS, TEXT
 
 # -- the operations --------------------------------------------------------------------
@@ -95,7 +96,7 @@ def _session(registry: Registry, view: View, op: dict):
     sid = op.get("session")
     if not isinstance(sid, str) or not P.SESSION_ID.fullmatch(sid):
         raise Refused(f"malformed {op.get('op')}: no valid session id")
-    return registry._live(view, sid)
+    return registry.live_session(view, sid)
 
 
 def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -> list[str]:
@@ -112,7 +113,7 @@ def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -
         for path in value:
             for lock in view.covering(path):
                 found += [h.session for h in lock.holders
-                          if registry._judge(view, h, at) is None]
+                          if registry.judge(view, h, at) is None]
         return sorted(set(found) - {sender})
     if kind == "tag":
         return [s.id for s in view.live_sessions() if value in s.tags and s.id != sender]
@@ -150,7 +151,7 @@ def send(registry: Registry, sender: str, to: dict, body: str, *, subject: str |
     """Send a message; returns ``{"id", "created", "recipients", "message"}``.  Bad input
     raises BadInput before anything is written; an empty audience is refused."""
     if "paths" in to:  # as the command line names them: relative to where it runs
-        to = {"paths": registry._targets(to["paths"], new=False)}
+        to = {"paths": registry.targets(to["paths"], new=False)}
     return _send(registry, sender, {"id": message_id(sender, key), "kind": "message",
                                     "to": to, "subject": subject or None, "body": body,
                                     "key": key, "reply_to": reply_to, "document": None})
@@ -163,7 +164,7 @@ def handoff(registry: Registry, sid: str, *, text: str | None, document: str | N
     kept on the session."""
     P.validate_session_id(sid)
     if to is not None and "paths" in to:
-        to = {"paths": registry._targets(to["paths"], new=False)}
+        to = {"paths": registry.targets(to["paths"], new=False)}
     elif to is None:
         session = registry.session(sid)
         held = list(dict.fromkeys(session.locks + session.space))

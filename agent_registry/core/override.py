@@ -13,7 +13,8 @@ import time
 
 from ..store.git import RepoInfo, Repo
 from ..branch.records import iso
-from .registry import Outcome, Registry, operation
+from .operations import Outcome, operation
+from .registry import Registry
 from ..branch.view import View
 
 

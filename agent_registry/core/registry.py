@@ -11,9 +11,9 @@ is an operation log that sync can replay on top of another tip.  A refused opera
 raises before anything is written.  The clock is injectable so tests of staleness need no
 sleeping.
 
-Over 400 lines: the Registry class is the public Python API, and each core operation's
-handler (``_op_<name>``) sits next to the method that builds that operation.  Moving
-the handlers to one module per family of operations (issue 10, step 4) is still to do.
+Over 400 lines: the Registry class is the public Python API (one short method per
+command, each building one operation) and the transaction; the operations' handlers live
+in one module per family (core/sessions.py, locks.py, diary.py, messages.py).
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import os
 import re
 import signal
 import time
-from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -29,47 +28,18 @@ from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
-from ..branch.records import (LIVE, STATUSES, Holder, Lock, Session, UnreadableRecord, iso,
+from ..branch.records import (STATUSES, Holder, Session, UnreadableRecord, iso,
                               load_session, parse_iso)
 from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.trailers import trailers
-from .shapes import SHAPES, check as check_shape
+from .operations import OPERATIONS, Outcome, known
+from .shapes import check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
 
 CAS_ATTEMPTS = 20
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
-
-
-# The operation table: name -> handler(registry, view, op) -> Outcome, which validates
-# the operation against the view and applies it (also when sync replays it).  The core's
-# own are listed after the Registry class; the others register with @operation.
-OPERATIONS: dict[str, Callable[["Registry", View, dict], "Outcome"]] = {}
-
-
-def _known(name: str) -> bool:
-    """Whether *name* is in the operation table.  Operations defined outside this module
-    register when their module is imported: by the command that makes them, and, for a
-    replay, by sync (sync/remote.py OPERATION_MODULES), so the core names nothing above it."""
-    return name in OPERATIONS
-
-
-def operation(name: str, shape: dict | None = None):
-    """Register *name* as an operation ``handler(registry, view, op) -> Outcome`` whose
-    fields *shape* describes (core/shapes.py; checked before every apply and replay)."""
-    def register(handler):
-        OPERATIONS[name] = handler
-        SHAPES.setdefault(name, shape or {})
-        return handler
-    return register
-
-
-class Outcome(namedtuple("Outcome", "result subject trailers", defaults=((),))):
-    """What an applied operation returns: the result for the caller (a dict), the
-    commit subject saying what happened (None: nothing to commit), and trailer lines
-    the handler decided (a takeover's previous holder and why it was stale)."""
-    __slots__ = ()
 
 
 @contextmanager
@@ -197,7 +167,7 @@ class Registry:
         """The function applying *op*, from the operation table (importing the module
         of one defined outside the core on first need); unknown ones raise (or give
         None when not *strict*)."""
-        if _known(op["op"]):
+        if known(op["op"]):
             return lambda view, op: OPERATIONS[op["op"]](self, view, op)
         if strict:
             raise BadInput(f"unknown operation {op['op']!r}")
@@ -242,7 +212,7 @@ class Registry:
 
     def new_op(self, kind: str, **fields) -> dict:
         """A new operation *kind* with *fields*, stamped with the time and a unique id
-        (what apply() takes; the handlers that apply operations are `_op_<name>`)."""
+        (what apply() takes; core/operations.py finds the handler that applies it)."""
         return {"op": kind, "at": self.clock(), "id": os.urandom(8).hex(), **fields}
 
     # -- setup -----------------------------------------------------------------------
@@ -252,12 +222,6 @@ class Registry:
         if self.repo.read_ref(self.ref) and not self.remote:
             return {"branch": self.branch, "created": False}
         return {"branch": self.branch, **self.apply(self.new_op("init"))}
-
-    def _op_init(self, view: View, op: dict) -> Outcome:
-        if view.tip:
-            return Outcome({"created": False}, None)
-        view.write("sessions/recent.json", b"[]\n")
-        return Outcome({"created": True}, "init registry")
 
     # -- sessions --------------------------------------------------------------------
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
@@ -282,7 +246,7 @@ class Registry:
         info = self.repo.info
         fields = {
             "provider": provider, "ai_version": ai_version, "working_on": working_on,
-            "space": self._targets(space), "todo_present": P.csv_items(todo_present),
+            "space": self.targets(space), "todo_present": P.csv_items(todo_present),
             "project": info.toplevel or info.git_dir, "repo": _repo_name(info.common_dir),
             "git_branch": _current_branch(info.git_dir), "host": self.host,
             "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
@@ -294,22 +258,6 @@ class Registry:
         self.bound = owner.to_dict()
         return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields))["session"])
 
-    def _op_register(self, view: View, op: dict) -> Outcome:
-        sid, at = op["session"], iso(op["at"])
-        if view.done_session(sid):
-            raise Refused(f"session {sid} has already ended; register a new id")
-        session = view.session(sid)
-        if session is None:
-            session = Session(id=sid, registered_at=at)
-            subject = f"register {sid} ({op['fields']['provider']}): {op['fields']['working_on']}"
-        else:
-            subject = f"re-register {sid}"
-        for key, value in op["fields"].items():
-            setattr(session, key, value)
-        session.status, session.heartbeat_at = LIVE, at
-        view.put_session(session)
-        return Outcome({"session": session.to_dict()}, subject)
-
     def update(self, sid: str, **changes) -> Session:
         P.validate_session_id(sid)
         fields = {}
@@ -319,7 +267,7 @@ class Registry:
             if key in ("todo_past", "todo_present", "todo_future"):
                 value = P.csv_items(value)
             elif key == "space":
-                value = self._targets(value)
+                value = self.targets(value)
             elif key == "status":
                 if value not in STATUSES:
                     raise BadInput(f"invalid status {value!r}: one of {', '.join(STATUSES)}")
@@ -332,41 +280,11 @@ class Registry:
             raise BadInput("nothing to update: pass at least one field")
         return Session.from_dict(self.apply(self.new_op("update", session=sid, fields=fields))["session"])
 
-    def _op_update(self, view: View, op: dict) -> Outcome:
-        session = self._live(view, op["session"])
-        fields = dict(op["fields"])
-        status = fields.pop("status", LIVE)
-        for key, value in fields.items():
-            setattr(session, key, value)
-        session.heartbeat_at = iso(op["at"])
-        if status != LIVE:
-            released = self.close_session(view, session, status, op["at"])
-            return Outcome({"session": session.to_dict(), "released": released},
-                           f"{status.lower()} {session.id} (update)")
-        view.put_session(session)
-        return Outcome({"session": session.to_dict()},
-                       f"update {session.id}: {', '.join(sorted(fields))}")
-
     def finish(self, sid: str, status: str = "Finished", notify_executed: str = "") -> dict:
         P.validate_session_id(sid)
         P.validate_text("notify-executed", notify_executed)
         extra = {"notify_executed": notify_executed} if notify_executed else {}
         return self.apply(self.new_op("finish", session=sid, status=status, **extra))
-
-    def _op_finish(self, view: View, op: dict) -> Outcome:
-        sid = op["session"]
-        session = view.session(sid)
-        if session is None:
-            done = view.done_session(sid)
-            if done is None:
-                raise NotFound(f"unknown session {sid}")
-            return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
-        session.notify_executed = op.get("notify_executed") or session.notify_executed
-        released = self.close_session(view, session, op["status"], op["at"])
-        verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
-        extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""
-        return Outcome({"session": session.to_dict(), "released": released},
-                       f"{verb} {sid}, releasing {len(released)} lock(s){extra}")
 
     def close_session(self, view: View, session: Session, status: str, at: float) -> list[str]:
         """End *session* in *view* (for an operation's handler): release what it holds
@@ -389,34 +307,12 @@ class Registry:
             raise BadInput("empty handoff path")
         return Session.from_dict(self.apply(self.new_op("handoff", session=sid, path=path))["session"])
 
-    def _op_handoff(self, view: View, op: dict) -> Outcome:
-        session = self._live(view, op["session"])
-        session.handoff = op["path"]
-        view.put_session(session)
-        return Outcome({"session": session.to_dict()}, f"handoff {session.id}: {op['path']}")
-
     def context_log(self, sid: str, text: str) -> dict:
         P.validate_session_id(sid)
         P.validate_text("diary text", text, allow_newlines=True)
         if not text.strip():
             raise BadInput("empty diary text")
         return self.apply(self.new_op("context-log", session=sid, text=text))
-
-    def _op_context_log(self, view: View, op: dict) -> Outcome:
-        sid = op["session"]
-        session = view.session(sid) or view.done_session(sid)
-        if session is None:
-            raise NotFound(f"unknown session {sid}")
-        path = context_path(sid)
-        diary = view.read(path)
-        if diary is None:
-            diary = (f"# Diary of {sid}\n\n- provider: {session.provider} {session.ai_version}\n"
-                     f"- working on: {session.working_on}\n- project: {session.project}\n"
-                     f"- registered: {session.registered_at}\n\n").encode()
-        line = f"- {iso(op['at'])} " + op["text"].strip().replace("\n", "\n  ") + "\n"
-        view.write(path, diary + line.encode())
-        return Outcome({"session": sid, "path": path, "line": line.rstrip("\n")},
-                       f"context log {sid}")
 
     def diary(self, sid: str) -> dict:
         """``{"session", "path", "diary"}``: the diary ``context log`` wrote, as on the
@@ -493,14 +389,6 @@ class Registry:
                 out.append((session, reason))
         return out
 
-    def _op_cleanup(self, view: View, op: dict) -> Outcome:
-        stopped = []
-        for session, reason in self.zombies(view, op["at"]):
-            released = self.close_session(view, session, "Stop", op["at"])
-            stopped.append({"session": session.id, "reason": reason, "released": released})
-        subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
-        return Outcome({"stopped": stopped}, subject)
-
     def kill(self, sid: str, *, force: bool = False, grace: float = 5.0,
              by: str | None = None, reason: str | None = None) -> dict:
         """Terminate a live local session's process (SIGTERM, then SIGKILL after *grace*
@@ -538,7 +426,7 @@ class Registry:
         return f"its process {session.pid} is {kind}, never signalled" if kind else None
 
     # -- locks -----------------------------------------------------------------------
-    def _targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
+    def targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
         """The stored targets *raw* names.  Globs are checked only for *new* targets: a
         bad glob already on the branch can still be checked, released and force-released."""
         info = self.repo.info
@@ -554,7 +442,7 @@ class Registry:
         """Claim every target or none.  Returns per target whether it was acquired,
         renewed (already ours) or taken over (from a stale holder)."""
         P.validate_session_id(sid)
-        targets = self._targets(paths)
+        targets = self.targets(paths)
         if not targets:
             raise BadInput("no path to lock")
         if not 1 <= ttl <= 7 * 86400:
@@ -564,20 +452,20 @@ class Registry:
                                    mode="shared" if shared else "exclusive",
                                    generations=generations))
 
-    def _judge(self, view: View, holder: Holder, at: float) -> str | None:
+    def judge(self, view: View, holder: Holder, at: float) -> str | None:
         """Why *holder* no longer counts, or None while it does."""
         session = view.session(holder.session, strict=False)
         if session is None and holder.session in view.unreadable:
             return None  # an unreadable session file keeps its locks held
         return stale_reason(holder, session, at, self.host, self.seen)
 
-    def _conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
+    def conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
         out = []
         for lock in view.covering(target):
             for holder in lock.holders:
                 if holder.session == sid or (lock.mode == "shared" and mode == "shared"):
                     continue
-                if self._judge(view, holder, at) is None:
+                if self.judge(view, holder, at) is None:
                     owner = view.session(holder.session, strict=False)
                     out.append({"path": target, "target": lock.path, "owner": holder.session,
                                 "working_on": owner.working_on if owner else "",
@@ -585,48 +473,7 @@ class Registry:
                                 "reach": f"agent-registry send --to {holder.session} TEXT"})
         return out
 
-    def _op_claim(self, view: View, op: dict) -> Outcome:
-        sid, at, mode = op["session"], op["at"], op["mode"]
-        me = self._live(view, sid)
-        conflicts = [c for t in op["paths"] for c in self._conflicts(view, sid, t, mode, at)]
-        if conflicts:
-            raise Refused(describe_conflicts(conflicts), details={"conflicts": conflicts})
-        results, taken = [], []
-        for target in op["paths"]:
-            lock = view.lock(target) or Lock(target, mode)
-            stale = {h.session: self._judge(view, h, at) for h in lock.holders if h.session != sid}
-            dropped = [h for h in lock.holders if stale.get(h.session)]
-            for holder in dropped:
-                self._forget(view, holder.session, target)
-                taken.append((target, holder.session, stale[holder.session]))
-            lock.holders = [h for h in lock.holders if h not in dropped]
-            mine = lock.holder(sid)
-            if mine:
-                mine.acquired_at, mine.ttl, state = iso(at), op["ttl"], "renewed"
-            else:
-                mine = Holder(sid, op["generations"][target], iso(at), op["ttl"])
-                lock.holders.append(mine)
-                state = "taken-over" if dropped else "acquired"
-            lock.mode = mode
-            view.put_lock(lock)
-            if target not in me.locks:
-                me.locks.append(target)
-            results.append({"path": target, "status": state, "mode": mode,
-                            "generation": mine.generation,
-                            "previous": [h.session for h in dropped],
-                            "taken_over": [{"session": h.session, "reason": stale[h.session]}
-                                           for h in dropped]})
-        me.heartbeat_at = iso(at)
-        view.put_session(me)
-        names = op["paths"][0] + (f" and {len(op['paths']) - 1} more" if len(op["paths"]) > 1 else "")
-        previous = ", ".join(dict.fromkeys(owner for _, owner, _ in taken))
-        return Outcome({"session": sid, "locks": results},
-                       f"claim {names} by {sid}" + (" (shared)" if mode == "shared" else "")
-                       + (f", taking over from {previous}" if taken else ""),
-                       [f"Takeover: {target} from {owner}: {' '.join(why.split())}"
-                        for target, owner, why in taken])
-
-    def _forget(self, view: View, sid: str, target: str) -> None:
+    def forget(self, view: View, sid: str, target: str) -> None:
         """Drop *target* from the held list of session *sid* (its lock is gone)."""
         session = view.session(sid, strict=False)
         if session is not None and target in session.locks:
@@ -635,44 +482,16 @@ class Registry:
 
     def release(self, sid: str, paths: Iterable[str]) -> dict:
         P.validate_session_id(sid)
-        targets = self._targets(paths, new=False)
+        targets = self.targets(paths, new=False)
         if not targets:
             raise BadInput("no path to release")
         return self.apply(self.new_op("release", session=sid, paths=targets))
-
-    def _op_release(self, view: View, op: dict) -> Outcome:
-        sid = op["session"]
-        me = self._live(view, sid)
-        results, changes = [], []
-        for target in op["paths"]:
-            lock = view.lock(target)
-            if lock is None or not lock.holders:
-                results.append({"path": target, "status": "not-locked"})
-            elif lock.holder(sid) is None:
-                owners = ", ".join(h.session for h in lock.holders)
-                raise Refused(f"{target} is held by {owners}, not by {sid}",
-                              details={"path": target, "owners": owners.split(", ")})
-            else:
-                changes.append(lock)
-                results.append({"path": target, "status": "released"})
-        for lock in changes:
-            lock.holders = [h for h in lock.holders if h.session != sid]
-            view.put_lock(lock)
-        held = [t for t in me.locks if t not in op["paths"]]
-        if held == me.locks and not changes:
-            return Outcome({"session": sid, "locks": results}, None)
-        me.locks = held
-        view.put_session(me)
-        released = [lock.path for lock in changes] or ["stale entries"]
-        more = f" and {len(released) - 1} more" if len(released) > 1 else ""
-        return Outcome({"session": sid, "locks": results},
-                       f"release {released[0]}{more} by {sid}")
 
     def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
         """Per target: free, locked (by a live session), locked-by-me, or stale."""
         if sid:
             P.validate_session_id(sid)
-        targets = self._targets(paths, new=False)
+        targets = self.targets(paths, new=False)
         if not targets:
             raise BadInput("no path to check")
         view, at = self.view(), self.clock()
@@ -682,7 +501,7 @@ class Registry:
             states = []
             for lock in view.covering(target):
                 for holder in lock.holders:
-                    reason = self._judge(view, holder, at)
+                    reason = self.judge(view, holder, at)
                     owner = view.session(holder.session, strict=False)
                     state = ("locked-by-me" if holder.session == sid and reason is None
                              else "stale" if reason else "locked")
@@ -731,21 +550,8 @@ class Registry:
         """Renew the session and every lock it holds.  With *paths* (the predecessor's
         ``lock heartbeat PATH SID``) it is refused unless the session holds each one."""
         P.validate_session_id(sid)
-        targets = {"paths": self._targets(paths, new=False)} if paths else {}
+        targets = {"paths": self.targets(paths, new=False)} if paths else {}
         return self.apply(self.new_op("heartbeat", session=sid, **targets))
-
-    def _op_heartbeat(self, view: View, op: dict) -> Outcome:
-        session = self._live(view, op["session"])
-        missing = [t for t in op.get("paths", ()) if not any(
-            held == t or P.covers(held, t.rstrip("/")) for held in session.locks)]
-        if missing:
-            raise NotFound(f"{session.id} holds no lock on {', '.join(missing)}",
-                           details={"paths": missing})
-        session.heartbeat_at = iso(op["at"])
-        view.put_session(session)
-        return Outcome({"session": session.id, "heartbeat_at": session.heartbeat_at,
-                        "locks": len(session.locks)},
-                       f"heartbeat {session.id} ({len(session.locks)} lock(s))")
 
     def heartbeat_loop(self, sid: str, interval: float, *, stop: Callable[[], bool] = lambda: False,
                        sleep: Callable[[float], None] = time.sleep,
@@ -772,7 +578,7 @@ class Registry:
         return "stopped"
 
     def force_release(self, path: str, *, reason: str, by: str, force: bool = False) -> dict:
-        target = self._targets([path], new=False)[0]
+        target = self.targets([path], new=False)[0]
         P.validate_text("reason", reason)
         if not reason.strip():
             raise BadInput("--reason is required: say why the lock is freed")
@@ -780,27 +586,8 @@ class Registry:
         return self.apply(self.new_op("force-release", path=target, reason=reason, by=by,
                                    force=force))
 
-    def _op_force_release(self, view: View, op: dict) -> Outcome:
-        target = op["path"]
-        lock = view.lock(target)
-        if lock is None or not lock.holders:
-            raise NotFound(f"{target} is not locked")
-        fresh = [h.session for h in lock.holders if self._judge(view, h, op["at"]) is None]
-        if fresh and not op["force"]:
-            raise Refused(f"{target} is held by live session {', '.join(fresh)}: "
-                          "pass --force to free it anyway")
-        for holder in lock.holders:
-            self._forget(view, holder.session, target)
-        previous = [h.session for h in lock.holders]
-        lock.holders = []
-        view.put_lock(lock)
-        return Outcome({"path": target, "previous": previous, "was_fresh": bool(fresh),
-                        "by": op["by"], "reason": op["reason"]},
-                       f"force-release {target} (held by {', '.join(previous)}) "
-                       f"by {op['by']}: {op['reason']}")
-
     # -- helpers ---------------------------------------------------------------------
-    def _live(self, view: View, sid: str) -> Session:
+    def live_session(self, view: View, sid: str) -> Session:
         session = view.session(sid)
         if session is not None:
             return session
@@ -809,24 +596,6 @@ class Registry:
         raise NotFound(f"unknown session {sid}: register it first")
 
 
-OPERATIONS.update({
-    "init": Registry._op_init, "register": Registry._op_register,
-    "update": Registry._op_update, "finish": Registry._op_finish,
-    "handoff": Registry._op_handoff, "context-log": Registry._op_context_log,
-    "cleanup": Registry._op_cleanup, "claim": Registry._op_claim,
-    "release": Registry._op_release, "heartbeat": Registry._op_heartbeat,
-    "force-release": Registry._op_force_release,
-})
-
-
-def describe_conflicts(conflicts: list[dict]) -> str:
-    parts = []
-    for c in conflicts:
-        via = f" (via {c['target']})" if c["target"] != c["path"] else ""
-        what = f", working on: {c['working_on']}" if c["working_on"] else ""
-        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}")
-    asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
-    return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
 
 
 def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:

@@ -29,22 +29,8 @@ def one_of(*values: str) -> Check:
 COMMON: dict[str, Check] = {"op": TEXT, "at": NUMBER}
 OPTIONAL: dict[str, Check] = {"id": TEXT, "by": TEXT, "reason": TEXT, "session": TEXT}
 
-# name -> required fields (optional ones, where an operation has them, after "?")
-SHAPES: dict[str, dict[str, Check]] = {
-    "init": {},
-    "register": {"session": TEXT, "fields": MAPPING},
-    "update": {"session": TEXT, "fields": MAPPING},
-    "finish": {"session": TEXT, "status": one_of("Finished", "Stop", "Killed"),
-               "?notify_executed": TEXT},
-    "handoff": {"session": TEXT, "path": TEXT},
-    "context-log": {"session": TEXT, "text": TEXT},
-    "cleanup": {},
-    "claim": {"session": TEXT, "paths": SOME_TEXTS, "mode": one_of("exclusive", "shared"),
-              "ttl": COUNT, "generations": MAPPING},
-    "release": {"session": TEXT, "paths": TEXTS},
-    "heartbeat": {"session": TEXT, "?paths": TEXTS},
-    "force-release": {"path": TEXT, "force": FLAG, "by": TEXT, "reason": TEXT},
-}
+# name -> fields (optional ones after "?"), filled by operation() as operations register
+SHAPES: dict[str, dict[str, Check]] = {}
 
 
 def check(op: object) -> None:

@@ -53,7 +53,9 @@ from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import CasFailed, run_git
 from ..branch.records import Holder, Lock, Session, iso
 from ..branch.trailers import parse_op, trailers
-from ..core.registry import Outcome, Registry, describe_conflicts, file_lock, operation
+from ..core.locks import describe_conflicts
+from ..core.operations import Outcome, operation
+from ..core.registry import Registry, file_lock
 from ..branch.view import View
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -457,14 +459,14 @@ def _op_restore(registry: Registry, view: View, op: dict) -> Outcome:
         path, mode = held["path"], held["mode"]
         lock = view.lock(path) or Lock(path, mode)
         if lock.holder(sid) is None:
-            conflicts = registry._conflicts(view, sid, path, mode, at)
+            conflicts = registry.conflicts(view, sid, path, mode, at)
             if conflicts:
                 refused.append({"session": sid, "path": path, "owner": conflicts[0]["owner"],
                                 "reason": describe_conflicts(conflicts)})
                 continue
-            stale = [h for h in lock.holders if registry._judge(view, h, at) is not None]
+            stale = [h for h in lock.holders if registry.judge(view, h, at) is not None]
             for holder in stale:
-                registry._forget(view, holder.session, path)
+                registry.forget(view, holder.session, path)
             lock.holders = [h for h in lock.holders if h not in stale]
             lock.holders.append(Holder(sid, held["generation"], held["acquired_at"], held["ttl"]))
             lock.mode = mode

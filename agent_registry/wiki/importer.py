@@ -18,7 +18,8 @@ from ..branch import paths as P
 from ..errors import BadInput
 from ..branch.records import (STATUSES, Session, UnreadableRecord, as_list, dump_session, iso,
                               read_mapping)
-from ..core.registry import Outcome, Registry, operation
+from ..core.operations import Outcome, operation
+from ..core.registry import Registry
 from ..branch.view import View, context_path, done_path, live_path
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, TEXT_FIELDS, documented,
                     dump_entry, entry_id, split_frontmatter, undocumented_note,

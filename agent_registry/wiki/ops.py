@@ -12,7 +12,8 @@ from typing import Iterable
 from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..branch.records import dump_session, iso
-from ..core.registry import Outcome, Registry, operation
+from ..core.operations import Outcome, operation
+from ..core.registry import Registry
 from ..branch.view import View, context_path, done_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,

@@ -1,0 +1,94 @@
+"""The core's session operations (register, update, finish, handoff, cleanup, and
+the branch's init): each with its shape, checked before it is applied or replayed, and
+the handler that decides it against a view of the branch and writes what changes."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..branch.records import LIVE, Session, iso
+from ..branch.view import View
+from ..errors import NotFound, Refused
+from .operations import Outcome, operation
+from .shapes import MAPPING, TEXT, one_of
+
+if TYPE_CHECKING:
+    from .registry import Registry
+
+
+@operation("init", shape={})
+def apply_init(registry: Registry, view: View, op: dict) -> Outcome:
+    if view.tip:
+        return Outcome({"created": False}, None)
+    view.write("sessions/recent.json", b"[]\n")
+    return Outcome({"created": True}, "init registry")
+
+
+@operation("register", shape={"session": TEXT, "fields": MAPPING})
+def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
+    sid, at = op["session"], iso(op["at"])
+    if view.done_session(sid):
+        raise Refused(f"session {sid} has already ended; register a new id")
+    session = view.session(sid)
+    if session is None:
+        session = Session(id=sid, registered_at=at)
+        subject = f"register {sid} ({op['fields']['provider']}): {op['fields']['working_on']}"
+    else:
+        subject = f"re-register {sid}"
+    for key, value in op["fields"].items():
+        setattr(session, key, value)
+    session.status, session.heartbeat_at = LIVE, at
+    view.put_session(session)
+    return Outcome({"session": session.to_dict()}, subject)
+
+
+@operation("update", shape={"session": TEXT, "fields": MAPPING})
+def apply_update(registry: Registry, view: View, op: dict) -> Outcome:
+    session = registry.live_session(view, op["session"])
+    fields = dict(op["fields"])
+    status = fields.pop("status", LIVE)
+    for key, value in fields.items():
+        setattr(session, key, value)
+    session.heartbeat_at = iso(op["at"])
+    if status != LIVE:
+        released = registry.close_session(view, session, status, op["at"])
+        return Outcome({"session": session.to_dict(), "released": released},
+                       f"{status.lower()} {session.id} (update)")
+    view.put_session(session)
+    return Outcome({"session": session.to_dict()},
+                   f"update {session.id}: {', '.join(sorted(fields))}")
+
+
+@operation("finish", shape={"session": TEXT, "status": one_of("Finished", "Stop", "Killed"),
+                              "?notify_executed": TEXT})
+def apply_finish(registry: Registry, view: View, op: dict) -> Outcome:
+    sid = op["session"]
+    session = view.session(sid)
+    if session is None:
+        done = view.done_session(sid)
+        if done is None:
+            raise NotFound(f"unknown session {sid}")
+        return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
+    session.notify_executed = op.get("notify_executed") or session.notify_executed
+    released = registry.close_session(view, session, op["status"], op["at"])
+    verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
+    extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""
+    return Outcome({"session": session.to_dict(), "released": released},
+                   f"{verb} {sid}, releasing {len(released)} lock(s){extra}")
+
+
+@operation("handoff", shape={"session": TEXT, "path": TEXT})
+def apply_handoff(registry: Registry, view: View, op: dict) -> Outcome:
+    session = registry.live_session(view, op["session"])
+    session.handoff = op["path"]
+    view.put_session(session)
+    return Outcome({"session": session.to_dict()}, f"handoff {session.id}: {op['path']}")
+
+
+@operation("cleanup", shape={})
+def apply_cleanup(registry: Registry, view: View, op: dict) -> Outcome:
+    stopped = []
+    for session, reason in registry.zombies(view, op["at"]):
+        released = registry.close_session(view, session, "Stop", op["at"])
+        stopped.append({"session": session.id, "reason": reason, "released": released})
+    subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
+    return Outcome({"stopped": stopped}, subject)
