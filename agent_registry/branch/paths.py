@@ -7,7 +7,6 @@ covers goes through :func:`covers`.  Standard library only: the guard imports th
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import re
@@ -124,9 +123,17 @@ def _resolve_links(path: str, top: str, raw: str) -> str:
     return "/".join([rel, *parts[cut:]])
 
 
+def sha1_hex(text: str) -> str:
+    """The hex SHA-1 of *text*: how records, shards and wiki entries are named.  hashlib
+    is imported here, when a name is first made, not at import: a read such as ``wiki
+    query`` makes none, and hashlib (with OpenSSL's _hashlib) costs ~2 ms to import."""
+    import hashlib
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
 def record_name(target: str) -> str:
     """Where a lock on *target* is stored: fanned out by 2 hex chars, globs apart."""
-    digest = hashlib.sha1(target.encode()).hexdigest()
+    digest = sha1_hex(target)
     if is_glob(target):
         return f"locks/patterns/{digest}.json"
     return f"locks/{digest[:2]}/{digest}.json"

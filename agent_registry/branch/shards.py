@@ -25,7 +25,6 @@ itself, and lock records, which live in every shard that could be asked about th
 """
 from __future__ import annotations
 
-import hashlib
 import json
 
 from . import paths as P
@@ -80,7 +79,7 @@ def fetch_refspecs(remote: str, branch: str) -> list[str]:
 
 
 def _bucket(name: str, shards: int) -> int:
-    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:4], "big") % shards
+    return int(P.sha1_hex(name)[:8], 16) % shards  # the digest's first 4 bytes, big-endian
 
 
 def session_shard(sid: str, shards: int) -> int:

@@ -12,14 +12,13 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 
 from ..errors import RegistryError
 from ..store.git import Repo
 from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, overlaps,
-                    record_name)
+                    record_name, sha1_hex)
 from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)
 from .staleness import DEFAULT_TTL
@@ -35,7 +34,7 @@ def live_path(sid: str) -> str:
 
 
 def done_path(sid: str) -> str:
-    return f"{DONE_DIR}/{hashlib.sha1(sid.encode()).hexdigest()[:2]}/{sid}.yaml"
+    return f"{DONE_DIR}/{sha1_hex(sid)[:2]}/{sid}.yaml"
 
 
 def context_path(sid: str) -> str:

@@ -9,10 +9,10 @@ hand out the same id to different entries the way a ``MAX(id)+1`` counter would.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 
 from ..errors import BadInput, NotFound, RegistryError
+from ..branch.paths import sha1_hex
 from ..branch.records import UnreadableRecord, as_list, emit_yaml, read_mapping
 
 WIKI_DIR = "wiki"
@@ -34,7 +34,7 @@ _HEX = re.compile(r"[0-9a-f]+")
 
 
 def entry_id(sid: str) -> str:
-    return hashlib.sha1(sid.encode()).hexdigest()[:ID_LENGTH]
+    return sha1_hex(sid)[:ID_LENGTH]
 
 
 def wiki_path(sid: str) -> str:

@@ -27,6 +27,13 @@ filestore``                lzma, random)                         a writer
 structfile``
 ``whoosh.fields``          ``fnmatch``                           glob field names
 ``whoosh.reading``         ``whoosh.support.levenshtein``        term suggestions
+``whoosh.filedb.           ``hashlib.md5`` (loads OpenSSL's      keys of the term tables
+filetables``               ``_hashlib``, ~2 ms)                  (CPython's ``_md5``:
+                                                                 the same digest)
+``whoosh.compat``          ``pickle`` (the module around         the TOC and stored
+                           ``_pickle``'s functions)              fields (``_pickle``'s)
+``whoosh.fields``          ``decimal.Decimal``                   ``NUMERIC`` fields of
+                                                                 Decimals (we have none)
 =========================  ====================================  ========================
 
 :func:`imported` imports Whoosh's modules while stand-ins for those sit in
@@ -36,7 +43,9 @@ access (``queue``, ``tempfile``, ``random``, ``calendar``, ``datetime``, ``lev``
 ``variations``, ``escape``, ``double_metaphone``, ``copy``, ``datetime_to_long``,
 ``CompoundStorage``, ...) is a forwarder that imports the real one on its first call or
 attribute access; ``cached_property`` is the standard library's
-``functools.cached_property`` (the same semantics for that one property).  The stand-ins
+``functools.cached_property`` (the same semantics for that one property); ``md5`` is
+CPython's ``_md5.md5``, which every query calls to look its terms up, and ``pickle``'s
+functions, classes and errors are ``_pickle``'s, the very objects ``pickle`` exports.  The stand-ins
 are taken out of ``sys.modules`` right after, so code that imports the real modules later
 (the LLM client, the dashboard) gets them.  A module that is already imported is used as
 it is.  Upstream, the fix is to import these where they are used (``whoosh.compat`` need
@@ -87,8 +96,22 @@ class _LazyModule(ModuleType):
         return getattr(importlib.import_module(self.__name__), name)
 
 
-# module -> what Whoosh takes from it: function names (forwarders), None (the whole
-# module, lazily), or for cached_property its standard-library twin
+try:  # CPython's own MD5 (~0.2 ms to import; hashlib loads OpenSSL's _hashlib, ~2 ms)
+    from _md5 import md5 as _md5
+    MD5: tuple = (_md5,)
+except ImportError:  # a build without it: hashlib's, on the first call
+    MD5 = ("md5",)
+PICKLE_NAMES = ("Pickler", "Unpickler", "PickleError", "PicklingError", "UnpicklingError",
+                "dump", "dumps", "load", "loads")
+try:  # pickle exports _pickle's very objects; pickle.py around them is ~0.7 ms more
+    import _pickle
+    PICKLE: tuple = tuple(getattr(_pickle, name) for name in PICKLE_NAMES)
+except ImportError:
+    PICKLE = PICKLE_NAMES
+
+# module -> what Whoosh takes from it: names (forwarders) or the very objects (set under
+# their names), None (the whole module, lazily), or for cached_property its
+# standard-library twin
 STAND_INS = {"cached_property": functools.cached_property, "urllib.request": ("urlretrieve",),
              "whoosh.lang.morph_en": ("variations",), "html": ("escape",), "queue": None,
              "tempfile": None, "random": None, "calendar": None, "datetime": None,
@@ -96,7 +119,7 @@ STAND_INS = {"cached_property": functools.cached_property, "urllib.request": ("u
              "whoosh.util.times": ("datetime_to_long", "long_to_datetime"),
              "whoosh.automata.lev": None, "whoosh.support.levenshtein": ("distance",),
              "whoosh.filedb.compound": ("CompoundStorage",), "copy": ("copy",),
-             "fnmatch": None}
+             "fnmatch": None, "hashlib": MD5, "pickle": PICKLE, "decimal": ("Decimal",)}
 
 
 def _stand_ins() -> dict[str, ModuleType]:
@@ -107,10 +130,11 @@ def _stand_ins() -> dict[str, ModuleType]:
         # lazy in any case: a module imported by name may also be reached whole
         # (whoosh.codec.base takes CompoundStorage, whoosh3 compound.CompoundWriter)
         made[module] = stand_in = _LazyModule(module, f"stand-in from {__name__}")
-        for name in value if isinstance(value, tuple) else ():
-            setattr(stand_in, name, _Forwarder(module, name))
-        if value is not None and not isinstance(value, tuple):
-            setattr(stand_in, value.__name__, value)
+        for item in value if isinstance(value, tuple) else () if value is None else (value,):
+            if isinstance(item, str):
+                setattr(stand_in, item, _Forwarder(module, item))
+            else:
+                setattr(stand_in, item.__name__, item)
     return made
 
 
