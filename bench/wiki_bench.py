@@ -310,7 +310,7 @@ def mark(name):
 import re
 mark("`re` (the console script imports it)")
 from agent_registry.core.registry import Registry
-mark("registry core imports (subprocess, json, hashlib, ...)")
+mark("registry core imports (subprocess, json, ...)")
 from agent_registry.wiki import api, fastpath
 from agent_registry.wiki.index import WikiIndex, load_whoosh, search_index
 mark("wiki modules")
@@ -319,7 +319,7 @@ mark("Whoosh imports, through the shim")
 gc.freeze()
 gc.enable()
 registry = Registry.open(".")
-mark("registry open (git rev-parse and git config run)")
+mark("registry open (git rev-parse runs; the config files are read)")
 index = WikiIndex(registry)
 ix = index.open()
 mark("index open, found up to date")
@@ -418,7 +418,7 @@ def measure(base: Path, count: int, reps: int) -> dict:
 WHERE = (
     "What is left is mostly fixed cost, the same at 1,000 and 10,000 entries: the "
     "interpreter, the `re` module the console script imports, the registry core every "
-    "command imports and opens (two git processes), and Whoosh's own modules (about fifty, "
+    "command imports and opens (one git process), and Whoosh's own modules (about fifty, "
     "pure Python, after the shim's stand-ins). The search itself, term at a time over whole "
     "posting blocks, grows with the postings of the question's words and is a few ms at "
     "10,000 entries. The predecessor's answer is one SQLite FTS5 lookup in C after "

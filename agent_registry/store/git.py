@@ -12,7 +12,6 @@ index, working tree or HEAD.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import time
@@ -212,8 +211,7 @@ class Repo:
         self.info = info
         self.env = clean_env()
         self.env["GIT_DIR"] = info.git_dir
-        self._hash = hashlib.sha256 if info.object_format == "sha256" else hashlib.sha1
-        self.oid_len = self._hash().digest_size
+        self.oid_len = 32 if info.object_format == "sha256" else 20  # its digest's bytes
         self.zero_oid = "0" * (2 * self.oid_len)
         self.reader = ObjectReader(info.git_dir, self.env)
         # os.path, not pathlib: the guard imports this module on every commit, and
@@ -302,7 +300,8 @@ class Repo:
     # -- objects ---------------------------------------------------------------------
     def write_object(self, kind: str, data: bytes) -> str:
         raw = f"{kind} {len(data)}".encode() + b"\0" + data
-        oid = self._hash(raw).hexdigest()
+        import hashlib  # here, not at import: a command that only reads never hashes (~2 ms)
+        oid = hashlib.new(self.info.object_format, raw).hexdigest()
         folder = os.path.join(self._objects, oid[:2])
         final = os.path.join(folder, oid[2:])
         if os.path.exists(final):
@@ -413,9 +412,54 @@ def remote_name(config: dict[str, str]) -> str | None:
     return None if name.lower() in ("", "none", "false") else name
 
 
+def _config_files(git_dir: str) -> list[str]:
+    """The files git reads its config from for *git_dir*, by git's own rules (no
+    includes, no ``-c``: :func:`_config_from_files` sends those to git)."""
+    common = git_dir
+    try:  # a linked worktree's git dir names the shared one
+        with open(os.path.join(git_dir, "commondir")) as f:
+            common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
+    except OSError:
+        pass
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [os.path.join(common, "config"), os.path.join(git_dir, "config.worktree"),
+             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
+             os.path.join(xdg, "git", "config")]
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+    return files
+
+
+def _config_from_files(git_dir: str) -> dict[str, str] | None:
+    """read_config's answer without a process, in the usual case where no config file
+    mentions agent-registry: then only whether ``origin`` exists matters, and the files
+    say that (its url is not read: "(set)").  None (ask git) whenever a file mentions us,
+    includes another, spells a remote the old way, or the environment adds settings."""
+    if any(os.environ.get(name) for name in
+           ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")):
+        return None
+    has_origin = False
+    for name in _config_files(git_dir):
+        try:
+            with open(name, "rb") as f:
+                text = f.read().lower()
+        except OSError:
+            continue
+        if b"agent-registry" in text or b"[include" in text or b"[remote." in text:
+            return None
+        has_origin = has_origin or b'[remote "origin"]' in text
+    return {"remote.origin.url": "(set)"} if has_origin else {}
+
+
 def read_config(git_dir: str) -> dict[str, str]:
     """``agent-registry.*`` keys of git config (lower-cased names), and
-    ``remote.origin.url`` (whether sync has a default remote), in one process."""
+    ``remote.origin.url`` (whether sync has a default remote): from the files when none
+    mentions us (a ``git config`` process is a millisecond or two of every command),
+    else from git, in one process."""
+    known = _config_from_files(git_dir)
+    if known is not None:
+        return known
     proc = subprocess.run(["git", "config", "-z", "--get-regexp",
                            r"^(agent-registry\.|remote\.origin\.url$)"],
                           env={**clean_env(), "GIT_DIR": git_dir},
