@@ -1,6 +1,6 @@
 """What a warm `wiki query` no longer pays for (no timings): hashlib (OpenSSL's _hashlib)
 is imported only where a name is hashed, Whoosh looks its terms up with CPython's own
-MD5, and the registry's config comes from the files, without a `git config` process,
+MD5 and unpickles with _pickle (not pickle.py), decimal waits for a Decimal field, and the registry's config comes from the files, without a `git config` process,
 when no config file mentions agent-registry."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ READ_CONFIG = ("import sys; from agent_registry.store.git import read_config; "
                "print(sorted(read_config(sys.argv[1]).items()))")
 
 
-def test_a_warm_query_imports_no_hashlib(registry, repo, run):
+def test_a_warm_query_imports_no_hashlib_pickle_or_decimal(registry, repo, run):
     put_files(registry, fixture_files())
     assert run("wiki", "query", "sqlite database is locked").returncode == 0  # builds
     proc = subprocess.run([sys.executable, "-X", "importtime", CLI, "wiki", "query",
@@ -25,7 +25,8 @@ def test_a_warm_query_imports_no_hashlib(registry, repo, run):
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
                 if line.startswith("import time:")}
     assert "whoosh.filedb.filetables" in imported
-    assert not {"hashlib", "_hashlib"} & imported
+    assert "_pickle" in imported
+    assert not {"hashlib", "_hashlib", "pickle", "decimal"} & imported
 
 
 def test_names_are_the_same_sha1_as_before():
