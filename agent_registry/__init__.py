@@ -14,6 +14,6 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # lazy, so that `import agent_registry.guard` stays standard-library only
     if name == "Registry":
-        from .core.registry import Registry
+        from .sync import Registry  # with a remote, it commits through sync's committer
         return Registry
     raise AttributeError(name)

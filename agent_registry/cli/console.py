@@ -83,7 +83,7 @@ def serve(opts: dict, command) -> int:
     registry's warnings follow, as :func:`agent_registry.cli.main.main` reports them."""
     from . import output
     from ..errors import RegistryError
-    from ..core.registry import Registry
+    from ..sync import Registry
     registry = None
     try:
         registry = Registry.open(opts["directory"])

@@ -20,7 +20,7 @@ class Output:
     @property
     def registry(self):
         if self._registry is None:
-            from ..core.registry import Registry
+            from ..sync import Registry
             self._registry = Registry.open(self.directory)
         return self._registry
 

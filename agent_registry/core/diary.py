@@ -1,14 +1,13 @@
 """The diary operation (``context log``): its shape and its handler."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..branch.records import iso
 from ..branch.view import View, context_path
 from ..errors import NotFound
 from .operations import Outcome, operation
 from .shapes import TEXT
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
     from .registry import Registry
 

@@ -3,8 +3,6 @@ its shape, checked before it is applied or replayed, and the handler that decide
 against a view of the branch and writes what changes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..branch import paths as P
 from ..branch.records import Holder, Lock, iso
 from ..branch.view import View
@@ -12,6 +10,7 @@ from ..errors import NotFound, Refused
 from .operations import Outcome, operation
 from .shapes import COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
     from .registry import Registry
 

@@ -11,7 +11,6 @@ import json
 import secrets
 import time
 
-from ..store.git import RepoInfo, Repo
 from ..branch.records import iso
 from .operations import Outcome, operation
 from .registry import Registry
@@ -32,7 +31,7 @@ def _op_override(registry: Registry, view: View, op: dict) -> Outcome:
                    f"(held by {', '.join(owners)}) on {op['action']}")
 
 
-def record_override(info: RepoInfo, report, action: str, *, by: str, switch: str) -> dict:
+def record_override(registry: Registry, report, action: str, *, by: str, switch: str) -> dict:
     """Commit the override described by a guard *report* on the registry branch: *by*
     overrode with the environment variable *switch* (the guard's names, passed down so
     this module never imports the guard back)."""
@@ -42,9 +41,8 @@ def record_override(info: RepoInfo, report, action: str, *, by: str, switch: str
         if conflict.owner not in held:
             held.append(conflict.owner)
     holders = ", ".join(sorted({c.owner for c in report.conflicts}))
-    with Registry(Repo(info)) as registry:
-        return registry.apply({
-            "op": "override", "at": time.time(), "action": action,
-            "by": by, "paths": sorted(owners), "owners": owners,
-            "token": secrets.token_hex(3),
-            "reason": f"{action} with {switch}=1 over locks of {holders}"})
+    return registry.apply({
+        "op": "override", "at": time.time(), "action": action,
+        "by": by, "paths": sorted(owners), "owners": owners,
+        "token": secrets.token_hex(3),
+        "reason": f"{action} with {switch}=1 over locks of {holders}"})

@@ -39,6 +39,18 @@ from .shapes import check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
 
 CAS_ATTEMPTS = 20
+
+# How a clone with a remote commits: sync.remote hands its committer in when it is
+# imported (apply: fetch, replay, push; state: the sync line; unconfirmed: claims the
+# remote has not seen).  The core never imports sync: every face that opens a registry
+# imports sync.remote first, and a registry with a remote and no committer refuses.
+_remote_committer = None
+
+
+def use_remote_committer(committer) -> None:
+    """Commit through *committer* whenever a registry has a remote (sync.remote calls it)."""
+    global _remote_committer
+    _remote_committer = committer
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
 
@@ -134,12 +146,11 @@ class Registry:
 
     def apply(self, op: dict) -> dict:
         """Apply one operation to the branch tip and commit it; returns its result.
-        With a remote, the operation is also confirmed by a push (agent_registry.sync.remote)."""
+        With a remote, the operation is also confirmed by a push (the remote committer)."""
         self._handler(op)  # an unknown operation fails before anything happens
         self.unpushed = {}
         if self.remote:  # takes the flock for the local commit only, never across the network
-            from ..sync.remote import apply_synced
-            return apply_synced(self, op)
+            return self._remote_committer().apply(self, op)
         with file_lock(self.lock_file):
             return self.apply_locally(op)
 
@@ -207,8 +218,15 @@ class Registry:
         """Where this clone stands against its remote (see agent_registry.sync.remote)."""
         if not self.remote:
             return {"enabled": False, "detail": "no remote configured"}
-        from ..sync.remote import sync_state
-        return sync_state(self)
+        return self._remote_committer().state(self)
+
+    def _remote_committer(self):
+        """The committer of a registry with a remote; refuses (fails closed) when none was
+        handed in, rather than committing locally what the remote never sees."""
+        if _remote_committer is None:
+            raise RegistryError(f"this clone syncs with {self.remote!r} but the sync module "
+                                "is not loaded: import agent_registry.sync.remote first")
+        return _remote_committer
 
     def new_op(self, kind: str, **fields) -> dict:
         """A new operation *kind* with *fields*, stamped with the time and a unique id
@@ -247,7 +265,7 @@ class Registry:
         fields = {
             "provider": provider, "ai_version": ai_version, "working_on": working_on,
             "space": self.targets(space), "todo_present": P.csv_items(todo_present),
-            "project": info.toplevel or info.git_dir, "repo": _repo_name(info.common_dir),
+            "project": info.toplevel or info.git_dir, "repo": repo_name(info.common_dir),
             "git_branch": _current_branch(info.git_dir), "host": self.host,
             "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
             "cmdline": owner.cmdline,
@@ -543,8 +561,7 @@ class Registry:
         """(session, path) of claims this clone made that its remote has not seen yet."""
         if not self.remote:
             return set()
-        from ..sync.remote import unconfirmed_claims
-        return unconfirmed_claims(self)
+        return self._remote_committer().unconfirmed(self)
 
     def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:
         """Renew the session and every lock it holds.  With *paths* (the predecessor's
@@ -617,7 +634,7 @@ def _age(since: str, at: float) -> int | None:
     return None if ts is None else max(0, int(at - ts))
 
 
-def _repo_name(common_dir: str) -> str:
+def repo_name(common_dir: str) -> str:
     common = common_dir.rstrip("/")
     base = os.path.basename(common)
     return os.path.basename(os.path.dirname(common)) if base == ".git" else base.removesuffix(".git")

@@ -3,14 +3,13 @@ the branch's init): each with its shape, checked before it is applied or replaye
 the handler that decides it against a view of the branch and writes what changes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..branch.records import LIVE, Session, iso
 from ..branch.view import View
 from ..errors import NotFound, Refused
 from .operations import Outcome, operation
 from .shapes import MAPPING, TEXT, one_of
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
     from .registry import Registry
 

@@ -27,7 +27,7 @@ from .. import __version__
 from ..sync import remote as sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
 from ..store.git import GitError, Repo, read_config
-from ..core.registry import Registry
+from ..sync import Registry
 from . import queries
 from .events import change_stream
 from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, RequestGuard, offers_token
@@ -134,7 +134,7 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     /api/health must carry it (for a bind other than loopback); without, only loopback
     Host names are answered.  Changes always need ``app.state.post_token``.  A request
     body over *max_body* bytes is refused with 413 before it is read."""
-    pool = RegistryPool(repo if isinstance(repo, Registry) else Registry.open(repo))
+    pool = RegistryPool(Registry.open(repo) if isinstance(repo, str) else repo)
     post_token = token or secrets.token_urlsafe(24)
     author = default_author()
     page = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{token}}", post_token)

@@ -87,37 +87,6 @@ class Report:
                 "warnings": self.warnings}
 
 
-def _config_files(info: RepoInfo) -> list[str]:
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    files = [os.path.join(info.common_dir, "config"), os.path.join(info.git_dir, "config.worktree"),
-             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
-             os.path.join(xdg, "git", "config")]
-    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
-        files.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
-    return files
-
-
-def hook_config(info: RepoInfo) -> dict[str, str]:
-    """The config the guard needs (read_config's keys).  Saves the guard a ``git config``
-    process in the usual case, where no config file even mentions us: then only whether
-    ``origin`` exists matters (store.git.remote_name), and the file says that.  Includes
-    and ``git -c`` settings are not followed here, so they send us to git itself."""
-    if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
-        return read_config(info.git_dir)
-    has_origin = False
-    for name in _config_files(info):
-        try:
-            with open(name, "rb") as f:
-                text = f.read().lower()
-        except OSError:
-            continue
-        if b"agent-registry" in text or b"[include" in text or b"[includeif" in text:
-            return read_config(info.git_dir)
-        has_origin = has_origin or b'[remote "origin"]' in text
-    return {"remote.origin.url": "(set)"} if has_origin else {}
-
-
 def hook_repo_info() -> RepoInfo | None:
     """The repository layout read from the files, inside a pre-commit hook: git runs
     hooks at the top of the worktree and exports GIT_INDEX_FILE (and GIT_DIR for a
@@ -278,7 +247,7 @@ class Guard:
                  host: str | None = None) -> None:
         self.info = info
         self.repo = Repo(info)
-        self.config = hook_config(info)
+        self.config = read_config(info.git_dir)  # from the files unless one mentions us
         self.branch = branch_name(self.config)
         self.host = host or hostname()
         self.now = time.time() if now is None else now
@@ -420,13 +389,15 @@ def override(guard: Guard, report: Report, action: str) -> None:
     """Let the change through and record who overrode which locks (rare: imports the
     registry only here)."""
     from ..core.override import record_override
+    from ..sync import Registry
     say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed over {len(report.conflicts)} "
         "lock(s) held by others:")
     for conflict in report.conflicts:
         say("  " + describe(conflict))
     try:
-        record_override(guard.info, report, action, by=report.committer or PERSON,
-                        switch=ALLOW_ENV)
+        with Registry.open(guard.info.toplevel or guard.info.git_dir) as registry:
+            record_override(registry, report, action, by=report.committer or PERSON,
+                            switch=ALLOW_ENV)
         say("agent-registry: the override is recorded on the registry branch")
     except Exception as exc:  # recording must never turn an allowed commit into a failure
         say(f"agent-registry: could not record the override: {exc}")

@@ -226,7 +226,7 @@ def agent_pid(text: str | None) -> int | None:
 def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict:
     event = _event(raw)
     info = _repo_of(event)
-    from ..core.registry import Registry
+    from ..sync import Registry
     sid = session_for(info, event["session_id"])
     model = str(event.get("model") or "")
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -260,7 +260,7 @@ def user_prompt_submit(raw: str) -> dict | None:
     as context for the agent's next turn; None when there are none."""
     event = _event(raw)
     info = _repo_of(event)
-    from ..core.registry import Registry
+    from ..sync import Registry
     from ..sync.rooms import refresh
     sid = session_for(info, event["session_id"])
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -331,7 +331,7 @@ def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
     """Claim *path* for *sid*; the conflicts when someone was faster."""
     from ..enforce.guard import Conflict
     from ..branch.paths import literal
-    from ..core.registry import Registry
+    from ..sync import Registry
     # the file being edited is a name, never a pattern (a new `a[1].py` is not a glob)
     target = literal(path)
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -353,7 +353,7 @@ def stop(raw: str) -> None:
     """End of a turn: renew the session's heartbeat so its locks stay fresh."""
     event = _event(raw)
     info = _repo_of(event)
-    from ..core.registry import Registry
+    from ..sync import Registry
     from ..sync.rooms import mirror
     sid = session_for(info, event["session_id"])
     with Registry.open(info.toplevel or info.git_dir) as registry:
@@ -367,7 +367,7 @@ def stop(raw: str) -> None:
 def session_end(raw: str) -> dict:
     event = _event(raw)
     info = _repo_of(event)
-    from ..core.registry import Registry
+    from ..sync import Registry
     from ..sync.rooms import mirror
     sid = session_for(info, event["session_id"])
     with Registry.open(info.toplevel or info.git_dir) as registry:

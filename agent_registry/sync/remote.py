@@ -55,7 +55,7 @@ from ..branch.records import Holder, Lock, Session, iso
 from ..branch.trailers import parse_op, trailers
 from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
-from ..core.registry import Registry, file_lock
+from ..core.registry import Registry, file_lock, use_remote_committer
 from ..branch.view import View
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -846,3 +846,13 @@ def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
         raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
                        f"{NETWORK_TIMEOUT:g} s", details={"remote_error": {
                            "kind": "unreachable", "message": "no answer"}}) from None
+
+
+class RemoteCommitter:
+    """What a registry with a remote commits and reports through (core/registry.py)."""
+    apply = staticmethod(apply_synced)
+    state = staticmethod(sync_state)
+    unconfirmed = staticmethod(unconfirmed_claims)
+
+
+use_remote_committer(RemoteCommitter())

@@ -18,7 +18,7 @@ import os
 from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
-from ..core.registry import Registry, _repo_name
+from ..core.registry import Registry, repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
 from .remote import redact, sync
@@ -47,7 +47,7 @@ def validate_room(room: str) -> str:
 
 
 def repo_room(registry: Registry) -> str:
-    return REPO + _repo_name(registry.repo.info.common_dir)
+    return REPO + repo_name(registry.repo.info.common_dir)
 
 
 def hub_url(registry: Registry) -> str | None:
