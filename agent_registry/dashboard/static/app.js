@@ -187,7 +187,15 @@ async function loadSessionDetail(sid) {
 // -- messages: a session's inbox, and a conversation opened from it ---------------------------
 
 async function inboxPane(sid) {
-  const data = await api("/api/sessions/" + encodeURIComponent(sid) + "/inbox?all=true");
+  let data;
+  try {
+    data = await api("/api/sessions/" + encodeURIComponent(sid) + "/inbox?all=true");
+  } catch (e) {
+    // a session the registry cannot address (an id a peer wrote by hand) still shows its
+    // timeline: the inbox says why it is missing, as text
+    if (!(e instanceof ApiError)) throw e;
+    return el("p", { class: "muted inbox" }, "inbox unavailable: " + e.message);
+  }
   const waiting = data.messages.filter((m) => !m.acked).length;
   const items = data.messages.map((m) => {
     const open = el("button", { type: "button", class: "link" }, "thread");
