@@ -58,6 +58,11 @@ def test_the_inbox_pane_follows_messages_and_opens_a_thread(page, agents, repo):
         item.get_by_role("button", name="thread").click()
         expect(item.locator("ol.thread li")).to_have_count(2)
         expect(item.locator("ol.thread")).to_contain_text("acknowledged by kimi-1")
+        # a live update redraws the pane: the thread the reader opened stays open
+        agents.cli("send", "--from", "codex-1", "--to", "kimi-1", "one more thing")
+        expect(pane.locator("summary")).to_contain_text("1 waiting", timeout=LIVE_UPDATE_MS)
+        expect(pane.locator(f'li[data-message="{mid}"] ol.thread li')).to_have_count(2)
+        expect(pane).to_have_attribute("open", "")
         page.fill("#room-name", "repo:repo")
         page.click("#room-form button")
         expect(page.locator("#room tbody tr")).to_have_count(2)

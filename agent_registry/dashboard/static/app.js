@@ -186,6 +186,11 @@ async function loadSessionDetail(sid) {
 
 // -- messages: a session's inbox, and a conversation opened from it ---------------------------
 
+// a live update redraws the pane: what the reader opened (the pane, threads) stays open
+// (choice: the reader's fold or unfold, null to follow the default: unfolded while
+// something waits; a new waiting message brings the default back)
+const inboxView = { sid: null, choice: null, waiting: 0, threads: new Set() };
+
 async function inboxPane(sid) {
   let data;
   try {
@@ -205,12 +210,25 @@ async function inboxPane(sid) {
       el("span", { class: "mono" }, m.from), m.subject ? " · " + m.subject : "",
       m.acked ? el("span", { class: "muted" }, " (acknowledged) ") : " ", open,
       el("pre", { class: "message" }, m.body));
-    open.addEventListener("click", () => refresh(() => showThread(item, m.id)));
+    open.addEventListener("click", () => {
+      inboxView.threads.add(m.id);
+      refresh(() => showThread(item, m.id));
+    });
     return item;
   });
-  return el("details", { class: "inbox", open: waiting ? "" : null },
+  if (inboxView.sid !== sid) Object.assign(inboxView, { sid, choice: null, waiting: 0, threads: new Set() });
+  await Promise.all(items.filter((item) => inboxView.threads.has(item.dataset.message))
+    .map((item) => showThread(item, item.dataset.message)));
+  if (waiting > inboxView.waiting) inboxView.choice = null;
+  inboxView.waiting = waiting;
+  const unfolded = waiting > 0;
+  const pane = el("details", { class: "inbox", open: (inboxView.choice ?? unfolded) ? "" : null },
     el("summary", {}, `inbox: ${waiting} waiting, ${data.messages.length} in all`),
     data.messages.length ? el("ol", {}, ...items) : el("p", { class: "muted" }, "no messages"));
+  pane.addEventListener("toggle", () => {
+    inboxView.choice = pane.open === unfolded ? null : pane.open;
+  });
+  return pane;
 }
 
 async function showThread(item, mid) {
