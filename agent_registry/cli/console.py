@@ -59,6 +59,18 @@ def lock_arguments(registry, args, sid: str | None, *,
     return resolve_session(sid, required=False), paths
 
 
+def hoist_globals(argv: list[str]) -> list[str]:
+    """*argv* with a ``--json`` or ``--quiet`` given after the command moved before it,
+    where click reads global options (agents type ``status --json``).  Nothing after a
+    ``--`` moves: there it is an argument."""
+    out, later = [], []
+    for position, item in enumerate(argv):
+        if item == "--":
+            return later + out + argv[position:]
+        (later if item in ("--json", "--quiet") and out else out).append(item)
+    return later + out
+
+
 def global_options(args: list[str]) -> dict | None:
     """The global ``--json``, ``--quiet``/``-q`` and ``-C PATH`` that lead *args*,
     popped from it; None for any other leading option (click's to judge)."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .console import SESSION_ENV, global_options, lock_arguments, resolve_session, serve
+from .console import (SESSION_ENV, global_options, hoist_globals, lock_arguments,
+                      resolve_session, serve)
 
 SESSION_FLAGS = ("--session", "--session-id")  # --session-id: the predecessor's `check`
 
@@ -76,14 +77,15 @@ def execute(opts: dict) -> int:
 def run() -> None:
     """The ``agent-registry`` console script.  Leaves with ``os._exit`` after flushing:
     the interpreter's teardown of every module costs a one-shot command several ms."""
-    opts = parse(sys.argv[1:])
+    argv = hoist_globals(sys.argv[1:])
+    opts = parse(argv)
     code = execute(opts) if opts is not None else None
-    if code is None and "wiki" in sys.argv:  # `wiki query` has its own click-free path
+    if code is None and "wiki" in argv:  # `wiki query` has its own click-free path
         from ..wiki.fastpath import run as wiki_query
-        code = wiki_query(sys.argv[1:])
+        code = wiki_query(argv)
     if code is None:
         from .main import main
-        code = main()
+        code = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
