@@ -256,7 +256,7 @@ def build(service: Service) -> MCPServer:
         all: Annotated[bool, Field(description="Include ended sessions.")] = False,
     ) -> dict[str, Any]:
         """Live sessions (all: ended ones too), the sync state and clocks running ahead."""
-        return await service.run(lambda: status_document(reg, all))
+        return await service.run(lambda: reg.status(include_ended=all))
 
     @tool(annotations=READ_ONLY)
     async def show(
@@ -435,7 +435,7 @@ def add_resources(server: MCPServer, service: Service) -> None:
     @server.resource("registry://status", name="status", mime_type="application/json",
                      description="Live sessions, the sync state, clocks running ahead.")
     def status_resource() -> str:
-        return read(lambda: to_json(status_document(reg, False)))
+        return read(lambda: to_json(reg.status()))
 
     @server.resource("registry://locks", name="locks", mime_type="application/json",
                      description="Every lock held by a live session, with its state.")
@@ -451,13 +451,6 @@ def add_resources(server: MCPServer, service: Service) -> None:
                 raise ResourceError(f"no {reg.branch} branch yet: register a session first")
             return raw.decode("utf-8", errors="replace")
         return read(page)
-
-
-def status_document(reg: Registry, include_ended: bool) -> dict:
-    """What ``status --json`` prints (without its filters)."""
-    sessions = reg.sessions(include_ended=include_ended)
-    return {"sessions": [s.to_dict() for s in sessions], "sync": reg.sync_state(),
-            "clock": reg.clocks_ahead(sessions)}
 
 
 def serve(registry: Registry, interval: float = HEARTBEAT) -> None:

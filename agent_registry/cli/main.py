@@ -363,24 +363,19 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
         return remote_status(out, remote_url)
     if room:
         return room_status(out, room)
-    registry = out.registry
-    from ..branch.records import LIVE, parse_iso, select_sessions, status_named
-    status_filter = status_named(status_filter) if status_filter else None
-    sessions = registry.sessions(include_ended=show_all or status_filter not in (None, LIVE))
-    sessions = select_sessions(sessions, status=status_filter, provider=provider,
-                               project=project)
-    sync = registry.sync_state()
-    now = registry.clock()
-    rows = [[s.id, s.provider, s.project, s.working_on, s.status,
-             age(now - (parse_iso(s.registered_at) or now))] for s in sessions]
-    clock = registry.clocks_ahead(sessions)
+    from ..branch.records import parse_iso
+    doc = out.registry.status(include_ended=show_all, status=status_filter,
+                              provider=provider, project=project)
+    now = out.registry.clock()
+    rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
+             age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
     text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows)
-            if rows else "no sessions") + "\n" + sync_line(sync)
+            if rows else "no sessions") + "\n" + sync_line(doc["sync"])
     text += "".join(f"\nclock: {c['session']}'s heartbeat is dated {c['ahead_seconds']} s in "
                     f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
-                    for c in clock)
-    out.emit({"sessions": [s.to_dict() for s in sessions], "sync": sync, "clock": clock}, text)
+                    for c in doc["clock"])
+    out.emit(doc, text)
 
 
 def room_status(out: Output, room: str) -> None:

@@ -28,8 +28,8 @@ from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
-from ..branch.records import (STATUSES, Holder, Session, UnreadableRecord, iso,
-                              load_session, parse_iso)
+from ..branch.records import (LIVE, STATUSES, Holder, Session, UnreadableRecord, iso,
+                              load_session, parse_iso, select_sessions, status_named)
 from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
@@ -377,6 +377,18 @@ class Registry:
                     view.warnings.append(f"{path} is unreadable: {exc}")
         self.warnings = view.warnings
         return sorted(out, key=lambda s: s.registered_at)
+
+    def status(self, *, include_ended: bool = False, status: str | None = None,
+               provider: str | None = None, project: str | None = None) -> dict:
+        """What ``status --json`` prints, and the MCP status tool and resource: the
+        sessions (live ones, or all), filtered as records.select_sessions says, the sync
+        state, and the sessions whose heartbeat is dated in the future."""
+        wanted = status_named(status) if status else None
+        sessions = select_sessions(
+            self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
+            status=wanted, provider=provider, project=project)
+        return {"sessions": [s.to_dict() for s in sessions], "sync": self.sync_state(),
+                "clock": self.clocks_ahead(sessions)}
 
     def clocks_ahead(self, sessions: Iterable[Session]) -> list[dict]:
         """Live sessions whose heartbeat is dated beyond the clock-skew margin in the
