@@ -39,6 +39,7 @@ from .cli.output import age, check_code, to_json
 from .store.procinfo import is_alive
 from .branch.records import parse_iso
 from .core.registry import Registry
+from .store.git import Repo
 from .branch.staleness import DEFAULT_TTL
 
 HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
@@ -179,39 +180,42 @@ class Service:
     # -- the heartbeat thread ---------------------------------------------------------
     def beat_loop(self) -> None:
         """Renew every session this server registered whose last renewal is older than
-        the interval (or a third of the shortest TTL it claimed with)."""
-        while not self.stopping.wait(min(1.0, self.interval)):
-            self.beat_due()
+        the interval (or a third of the shortest TTL it claimed with).  The thread has a
+        registry of its own (its own ``cat-file``; the clone's flock and the ref's
+        compare-and-swap order its commits with the tools'), so a heartbeat waiting on a
+        slow remote never holds the tools' mutex."""
+        mine = self.registry
+        beater = type(mine)(Repo(mine.repo.info), branch=mine.branch, clock=mine.clock,
+                            host=mine.host, config=mine.config)
+        try:
+            while not self.stopping.wait(min(1.0, self.interval)):
+                self.beat_due(beater)
+        finally:
+            beater.close()
 
-    def beat_due(self) -> None:
+    def beat_due(self, beater: Registry) -> None:
         now = time.monotonic()
-        with self.mutex:
-            for sid, ttl in list(self.owned.items()):
-                if now - self.beaten.get(sid, 0.0) < max(1.0, min(self.interval, ttl / 3)):
-                    continue
+        with self.mutex:  # the bookkeeping only: which sessions are due
+            due = [sid for sid, ttl in self.owned.items()
+                   if now - self.beaten.get(sid, 0.0) >= max(1.0, min(self.interval, ttl / 3))]
+            for sid in due:
                 self.beaten[sid] = now  # a failure is tried again when the next one is due
-                try:
-                    self.beat(sid)
-                except (NotFound, Refused) as exc:  # ended elsewhere, or its agent is gone
+        for sid in due:
+            try:
+                beat(beater, sid)
+            except (NotFound, Refused) as exc:  # ended elsewhere, or its agent is gone
+                with self.mutex:
                     self.forget(sid)
-                    print(f"agent-registry mcp: stopped heartbeating {sid}: {exc.message}",
-                          file=sys.stderr)
-                except (RegistryError, OSError) as exc:
-                    print(f"agent-registry mcp: heartbeat of {sid} failed: {exc}",
-                          file=sys.stderr)
-
-    def beat(self, sid: str) -> None:
-        """Renew *sid*, unless its owner process (the harness) is gone: a server left
-        running must not keep a dead agent's locks alive (as ``lock heartbeat-loop``)."""
-        session = self.registry.session(sid)
-        if session.host == self.registry.host and session.vouched and \
-                not is_alive(session.pid, session.pid_start):
-            raise Refused(f"its owner process {session.pid} is gone")
-        self.registry.heartbeat(sid)
+                print(f"agent-registry mcp: stopped heartbeating {sid}: {exc.message}",
+                      file=sys.stderr)
+            except (RegistryError, OSError) as exc:
+                print(f"agent-registry mcp: heartbeat of {sid} failed: {exc}",
+                      file=sys.stderr)
 
     def stop(self) -> None:
+        """End the heartbeats (serve joins the thread, which closes its registry)."""
         self.stopping.set()
-        with self.mutex:  # a heartbeat in flight finishes before the registry closes
+        with self.mutex:
             self.owned.clear()
 
 
@@ -451,6 +455,16 @@ def add_resources(server: MCPServer, service: Service) -> None:
                 raise ResourceError(f"no {reg.branch} branch yet: register a session first")
             return raw.decode("utf-8", errors="replace")
         return read(page)
+
+
+def beat(registry: Registry, sid: str) -> None:
+    """Renew *sid*, unless its owner process (the harness) is gone: a server left running
+    must not keep a dead agent's locks alive (as ``lock heartbeat-loop``)."""
+    session = registry.session(sid)
+    if session.host == registry.host and session.vouched and \
+            not is_alive(session.pid, session.pid_start):
+        raise Refused(f"its owner process {session.pid} is gone")
+    registry.heartbeat(sid)
 
 
 def serve(registry: Registry, interval: float = HEARTBEAT) -> None:
