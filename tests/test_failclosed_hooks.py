@@ -93,3 +93,26 @@ def test_pre_push_refuses_in_one_line_when_it_cannot_list_what_is_pushed(repo, r
     last = proc.stderr.strip().splitlines()[-1]
     assert "push refused: cannot list what the push changes" in last
     assert "AGENT_REGISTRY_ALLOW=1" in last
+
+
+def test_a_repository_git_will_not_read_refuses_instead_of_guard_off(repo, run):
+    """git refuses the repository (owned by another user: "dubious ownership"), so the
+    guard cannot tell what a change touches: it refused nothing and said "guard off"."""
+    import os
+    import subprocess
+    import sys
+    assert run("init").returncode == 0
+    subprocess.run(["chown", "-R", "12345:12345", str(repo)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+    guard = [sys.executable, "-m", "agent_registry.guard", "check", "README.md"]
+    proc = subprocess.run(guard, cwd=repo, capture_output=True, text=True, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("agent-registry: commit refused: cannot read the repository")
+    assert "AGENT_REGISTRY_ALLOW=1 git commit" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    allowed = subprocess.run(guard, cwd=repo, capture_output=True, text=True,
+                             env={**env, "AGENT_REGISTRY_ALLOW": "1"})
+    assert allowed.returncode == 0 and "allowed unchecked" in allowed.stderr
+    background = subprocess.run([sys.executable, "-m", "agent_registry.guard", "background-sync"],
+                                cwd=repo, capture_output=True, text=True, env=env)
+    assert background.returncode == 0  # not a gate

@@ -36,6 +36,9 @@ from ..store.procinfo import ancestors, hostname, start_time
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
 ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
+# what each hook lets through, as its refusals name it ("... git commit ...")
+ACTIONS = {"pre-commit": "commit", "pre-merge-commit": "merge", "pre-push": "push",
+           "check": "commit"}
 # set in the environment of the sync the pre-push hook starts, whose own push of the
 # registry branch would otherwise run this hook again
 IN_HOOK_ENV = "AGENT_REGISTRY_IN_HOOK"
@@ -536,8 +539,11 @@ def main(argv: list[str] | None = None) -> int:
         info = (hook_repo_info() if args[0] in ("pre-commit", "pre-merge-commit") else None
                 ) or discover(".")
     except Exception as exc:
-        say(f"agent-registry: guard off: {exc}")
-        return 0
+        if args[0] == "background-sync":  # not a gate: nothing to refuse
+            return 0
+        # git could not say which repository this is: the guard cannot tell what the
+        # change touches or who holds it, so it refuses (with the override), never "off"
+        return _unknown(ACTIONS.get(args[0], "commit"), f"cannot read the repository ({exc})")
     if args[0] == "background-sync":
         background_sync(info)
         return 0
@@ -547,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     guard = Guard(info)
     try:
         if args[0] in ("pre-commit", "pre-merge-commit"):
-            return pre_commit(guard, "commit" if args[0] == "pre-commit" else "merge")
+            return pre_commit(guard, ACTIONS[args[0]])
         if args[0] == "pre-push":
             return pre_push(guard, args[1], sys.stdin.read() if stdin_text is None else stdin_text)
         from ..errors import BadInput
