@@ -180,3 +180,22 @@ def test_protocol_block_matches_the_branch_readme(registry, repo):
     for line in steps:
         assert line in readme
     assert "## The protocol" in (ROOT / "templates" / "README.md").read_text()
+
+
+def test_auto_claim_that_cannot_write_denies_the_edit(repo, run):
+    """The claim before an edit fails (the registry cannot be written): the edit is
+    denied with why, not let through unclaimed."""
+    assert run("harness", "install", "claude", "--auto-claim", check_untouched=False).returncode == 0
+    assert fire(repo, "SessionStart", {"source": "startup"}).returncode == 0
+    objects = repo / ".git" / "objects"
+    if subprocess.run(["chattr", "+i", str(objects)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        proc = fire(repo, "PreToolUse", edit_event("src/new.py", "Write"))
+    finally:
+        subprocess.run(["chattr", "-i", str(objects)], check=True)
+    assert proc.returncode == 0, proc.stderr
+    decision = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "could not claim src/new.py before the edit: cannot write to .git/objects" in \
+        decision["permissionDecisionReason"]

@@ -37,7 +37,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..errors import BadInput, NotFound, Refused
+from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from ..store.git import RepoInfo, discover
 
 CLAUDE_EDIT_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
@@ -309,7 +309,14 @@ def pre_tool_use(raw: str, *, auto_claim: bool = False, pid: int | None = None) 
                      "branch is repaired (git fsck; agent-registry sync).")
     conflicts = report.conflicts
     if not conflicts and auto_claim:
-        conflicts = _claim(info, sid, path, pid)
+        try:
+            conflicts = _claim(info, sid, path, pid)
+        except Unconfirmed:
+            pass  # claimed in this clone; the remote confirms it at the next sync
+        except (RegistryError, OSError) as exc:  # the claim was not made: fail closed
+            why = (os_failure(exc) if isinstance(exc, OSError) else exc).message
+            return _deny(f"agent-registry: could not claim {path} before the edit: {why}. "
+                         f"Do not edit it until `agent-registry lock acquire {path}` works.")
     if not conflicts:
         return None
     reasons = "; ".join(describe(c) for c in conflicts)
