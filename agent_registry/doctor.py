@@ -20,8 +20,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from .branch.records import Lock, UnreadableRecord, load_session
+from .branch.records import UnreadableRecord, load_session
 from .branch.staleness import CLOCK_SKEW
+from .branch.view import parse_lock
 from .core.registry import Registry
 from .enforce import hooks as githooks
 from .errors import RegistryError
@@ -83,7 +84,7 @@ def unreadable_records(registry: Registry, tip: str) -> tuple[int, list[str]]:
             if path.endswith(".yaml"):
                 load_session(raw)
             elif path.startswith("locks/") and path.endswith(".json"):
-                Lock.from_bytes(raw)
+                parse_lock(raw, path)  # as every lookup reads it: also stored under its name
             elif path.endswith(".json"):
                 json.loads(raw)
             elif path.startswith("wiki/") and (sid := sid_of(path[5:])):

@@ -233,3 +233,17 @@ def test_a_chained_hook_that_is_not_executable_is_a_warning(repo, run):
                                      "not run (as git would not run it)")
     (hooks_dir(repo) / "pre-commit.agent-registry-chained").chmod(0o755)
     assert check(doctor(run)[1], "hooks")["status"] == "ok"
+
+
+def test_a_lock_record_stored_under_another_name_is_named(guarded, run):
+    """A lock record whose target does not match where it is stored goes unseen by every
+    lookup of its target (commands treat it as unreadable): doctor says so too."""
+    import hashlib
+    name = hashlib.sha1(b"src/other.py").hexdigest()
+    record = '{"path": "src/auth.py", "mode": "exclusive", "holders": []}\n'
+    commit_raw(guarded, {f"locks/{name[:2]}/{name}.json": record}, "a record moved by hand")
+    code, report = doctor(run)
+    branch = check(report, "branch")
+    assert code == 1 and branch["status"] == "fail"
+    assert f"locks/{name[:2]}/{name}.json (lock record of 'src/auth.py' stored as" in \
+        branch["verdict"]

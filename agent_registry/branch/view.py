@@ -193,7 +193,7 @@ class View:
         if raw is None:
             return None
         try:
-            return _parse_lock(raw, name)
+            return parse_lock(raw, name)
         except UnreadableRecord as exc:
             return self._recover(name, str(exc), target)
 
@@ -249,7 +249,7 @@ class View:
         for name in self.names(PATTERNS_DIR):
             path = f"{PATTERNS_DIR}/{name}"
             try:
-                lock = _parse_lock(self.read(path) or b"", path)
+                lock = parse_lock(self.read(path) or b"", path)
             except UnreadableRecord as exc:
                 lock = self._recover(path, str(exc), None)
             if lock is None:
@@ -267,7 +267,7 @@ class View:
             self.warnings.append(message)
 
 
-def _parse_lock(raw: bytes, name: str) -> Lock:
+def parse_lock(raw: bytes, name: str) -> Lock:
     """A lock record, checked against its name: a record of another target (written by
     hand, or moved) would otherwise go unseen by every lookup of its own target."""
     lock = Lock.from_bytes(raw)

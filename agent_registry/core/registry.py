@@ -28,7 +28,7 @@ from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
-from ..branch.records import (LIVE, STATUSES, Holder, Session, UnreadableRecord, iso,
+from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso,
                               load_session, parse_iso, select_sessions, status_named)
 from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
@@ -287,8 +287,7 @@ class Registry:
             elif key == "space":
                 value = self.targets(value)
             elif key == "status":
-                if value not in STATUSES:
-                    raise BadInput(f"invalid status {value!r}: one of {', '.join(STATUSES)}")
+                value = status_named(value)
             elif key in ("working_on", "issues"):
                 P.validate_text(key.replace("_", "-"), value)
             else:
