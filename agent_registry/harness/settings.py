@@ -25,6 +25,8 @@ Harnesses without such hooks (Codex, Gemini CLI, any other) get the protocol as 
 the file they read at start (AGENTS.md, GEMINI.md), between markers, idempotently.  The
 text is the protocol section of the branch README (templates/README.md), so the two
 never disagree.
+
+Over 400 lines: each harness's settings format with its merge, and each Claude Code hook.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import os
 import re
 import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
@@ -223,13 +226,20 @@ def agent_pid(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() and int(text) > 1 else None
 
 
-def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict:
+@contextmanager
+def _hook_registry(raw: str):
+    """(the hook's event, its repository, the registry, the session id) for a hook
+    that acts on its Claude Code session's registry, closed afterwards."""
+    from ..sync import Registry
     event = _event(raw)
     info = _repo_of(event)
-    from ..sync import Registry
-    sid = session_for(info, event["session_id"])
-    model = str(event.get("model") or "")
     with Registry.open(info.toplevel or info.git_dir) as registry:
+        yield event, info, registry, session_for(info, event["session_id"])
+
+
+def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict:
+    with _hook_registry(raw) as (event, info, registry, sid):
+        model = str(event.get("model") or "")
         try:
             registry.register(sid, provider="Claude", ai_version=model,
                               working_on=f"Claude Code session ({event.get('source') or 'startup'})",
@@ -258,12 +268,8 @@ def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict
 def user_prompt_submit(raw: str) -> dict | None:
     """The messages and handoffs that arrived for the session since it last heard,
     as context for the agent's next turn; None when there are none."""
-    event = _event(raw)
-    info = _repo_of(event)
-    from ..sync import Registry
     from ..sync.rooms import refresh
-    sid = session_for(info, event["session_id"])
-    with Registry.open(info.toplevel or info.git_dir) as registry:
+    with _hook_registry(raw) as (event, info, registry, sid):
         refresh(registry)
         news = _unseen_messages(registry, info, event["session_id"], sid)
     if not news:
@@ -358,12 +364,8 @@ def _claim(info: RepoInfo, sid: str, path: str, pid: int | None) -> list:
 
 def stop(raw: str) -> None:
     """End of a turn: renew the session's heartbeat so its locks stay fresh."""
-    event = _event(raw)
-    info = _repo_of(event)
-    from ..sync import Registry
     from ..sync.rooms import mirror
-    sid = session_for(info, event["session_id"])
-    with Registry.open(info.toplevel or info.git_dir) as registry:
+    with _hook_registry(raw) as (_, _, registry, sid):
         try:
             registry.heartbeat(sid)
         except (NotFound, Refused):
@@ -372,12 +374,8 @@ def stop(raw: str) -> None:
 
 
 def session_end(raw: str) -> dict:
-    event = _event(raw)
-    info = _repo_of(event)
-    from ..sync import Registry
     from ..sync.rooms import mirror
-    sid = session_for(info, event["session_id"])
-    with Registry.open(info.toplevel or info.git_dir) as registry:
+    with _hook_registry(raw) as (_, _, registry, sid):
         try:
             result = registry.finish(sid)
         except NotFound:
