@@ -1,6 +1,7 @@
-"""Durable messages on the registry branch (issue 12): send, inbox, ack, thread, handoffs.
+"""Durable messages (issue 12): send, inbox, ack, thread, handoffs, committed on the
+messages branch beside the registry branch (agent-registry-messages).
 
-Every test runs the installed CLI as a one-shot process, as agents do; the branch is
+Every test runs the installed CLI as a one-shot process, as agents do; the branches are
 read back with git itself."""
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ import pytest
 from helpers import CLI, git, wait_for
 
 BRANCH = "agent-registry"
+MESSAGES = "agent-registry-messages"
 
 
-def tip(repo) -> str:
-    return git(repo, "rev-parse", BRANCH).strip()
+def tip(repo, branch: str = BRANCH) -> str:
+    return git(repo, "rev-parse", "-q", "--verify", f"refs/heads/{branch}", check=False).strip()
 
 
-def files(repo, folder: str) -> list[str]:
-    out = git(repo, "ls-tree", "-r", "--name-only", BRANCH, "--", folder, check=False)
+def tips(repo) -> tuple[str, str]:
+    """Both branches' tips: nothing written means neither moved."""
+    return tip(repo), tip(repo, MESSAGES)
+
+
+def files(repo, folder: str, branch: str = MESSAGES) -> list[str]:
+    out = git(repo, "ls-tree", "-r", "--name-only", branch, "--", folder, check=False)
     return [line for line in out.splitlines() if line]
 
 
@@ -72,22 +79,22 @@ def test_send_inbox_ack_round_trip_one_file_per_writer(team, repo):
 
 def test_only_a_recipient_acks(team, repo):
     mid = js(send(team, "--from", "c1", "--to", "a1", "hello"))["id"]
-    before = tip(repo)
+    before = tips(repo)
     other = team("ack", mid, "--session", "b1")
     assert other.returncode == 1 and "not a recipient" in other.stderr
     assert len(other.stderr.strip().splitlines()) == 1
-    assert tip(repo) == before
+    assert tips(repo) == before
 
 
 def test_idempotency_key(team, repo):
     first = js(send(team, "--from", "c1", "--to", "a1", "--key", "job-7", "done"))
-    after_first = tip(repo)
+    after_first = tips(repo)
     retry = js(send(team, "--from", "c1", "--to", "a1", "--key", "job-7", "done"))
     assert retry["id"] == first["id"] and retry["created"] is False
-    assert tip(repo) == after_first  # no second commit
+    assert tips(repo) == after_first  # no second commit
     clash = team("send", "--from", "c1", "--to", "a1", "--key", "job-7", "other text")
     assert clash.returncode == 1 and "job-7" in clash.stderr
-    assert tip(repo) == after_first
+    assert tips(repo) == after_first
     # another sender may use the same key: ids are per sender
     theirs = js(send(team, "--from", "b1", "--to", "a1", "--key", "job-7", "done"))
     assert theirs["id"] != first["id"]
@@ -105,19 +112,19 @@ def test_idempotency_key(team, repo):
     ("--to-path", "../outside", "body"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(team, repo, args):
-    before = tip(repo)
+    before = tips(repo)
     proc = team("send", "--from", "c1", *args)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert tip(repo) == before
+    assert tips(repo) == before
 
 
 def test_unknown_message_ids_are_bad_input(team, repo):
-    before = tip(repo)
+    before = tips(repo)
     for args in (("ack", "0123456789abcdef", "--session", "a1"), ("thread", "0123456789abcdef")):
         proc = team(*args)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert tip(repo) == before
+    assert tips(repo) == before
 
 
 def test_a_body_of_exactly_64_kib_is_accepted(team):
@@ -126,14 +133,14 @@ def test_a_body_of_exactly_64_kib_is_accepted(team):
 
 
 def test_never_into_the_void(team, repo):
-    before = tip(repo)
+    before = tips(repo)
     unknown = team("send", "--from", "c1", "--to", "ghost-9", "hi")
     assert unknown.returncode == 1 and "ghost-9" in unknown.stderr
     nobody = team("send", "--from", "c1", "--to-path", "docs/none.md", "hi")
     assert nobody.returncode == 1 and "no live session" in nobody.stderr
     no_tag = team("send", "--from", "c1", "--to-tag", "frontend", "hi")
     assert no_tag.returncode == 1
-    assert tip(repo) == before
+    assert tips(repo) == before
     assert team("finish", "b1").returncode == 0
     ended = team("send", "--from", "c1", "--to", "b1", "hi")
     assert ended.returncode == 1 and "ended" in ended.stderr
@@ -318,31 +325,52 @@ def test_a_message_crosses_clones(tmp_path):
     assert js(a("--json", "inbox", "s1", "--all"))["messages"][0]["acked"] is True
 
 
-@pytest.mark.parametrize("n, each", [(4, 2), pytest.param(16, 3, marks=pytest.mark.slow)])
-def test_clones_sending_at_once_none_lost_none_doubled(tmp_path, n, each):
-    team = clones(tmp_path, n)
-    assert team[0]("register", "inbox-owner", "--provider", "Claude").returncode == 0
-    go = tmp_path / "go"
-    procs = []
-    for i, clone in enumerate(team):
-        # each message sent twice (a retry after a timeout): the key keeps it single
-        sends = "; ".join(f"{CLI} send --from s{i} --to inbox-owner --key k{j} 'from s{i} #{j}' "
-                          f"&& {CLI} send --from s{i} --to inbox-owner --key k{j} 'from s{i} #{j}' "
-                          "|| exit $?" for j in range(each))
-        script = f'while [ ! -e "{go}" ]; do sleep 0.005; done; {sends}'
-        procs.append(subprocess.Popen(["bash", "-c", script], cwd=clone.cwd, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+def at_once(tmp_path, team, scripts: list[str], name: str) -> list[str]:
+    """Run one bash script per clone, all released at the same instant; their stdouts."""
+    go = tmp_path / name
+    procs = [subprocess.Popen(["bash", "-c", f'while [ ! -e "{go}" ]; do sleep 0.005; done; {script}'],
+                              cwd=clone.cwd, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for clone, script in zip(team, scripts)]
     go.touch()
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
-    ids = [line for out, _ in outs for line in out.split()]
-    assert len(ids) == 2 * n * each and len(set(ids)) == n * each  # each retry, same id
-    on_remote = git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", BRANCH,
-                    "--", "messages").split()
+    return [out for out, _ in outs]
+
+
+@pytest.mark.parametrize("n, each", [(4, 2), pytest.param(16, 3, marks=pytest.mark.slow)])
+def test_clones_sending_at_once_none_lost_none_doubled(tmp_path, n, each):
+    """Every clone sends to the next one at once, each message twice (a retry after a
+    timeout: the key keeps it single); then every clone acknowledges what it got at once,
+    twice too.  All of it lands on the remote's messages branch, once; the registry
+    branch holds none of it."""
+    team = clones(tmp_path, n)
+    main = git(tmp_path / "remote.git", "rev-parse", BRANCH).strip()
+    sends = []
+    for i in range(n):
+        to = f"s{(i + 1) % n}"
+        sends.append("; ".join(f"{CLI} send --from s{i} --to {to} --key k{j} 'from s{i} #{j}' "
+                               f"&& {CLI} send --from s{i} --to {to} --key k{j} 'from s{i} #{j}' "
+                               "|| exit $?" for j in range(each)))
+    outs = at_once(tmp_path, team, sends, "go-send")
+    ids = [out.split() for out in outs]
+    assert sum(map(len, ids)) == 2 * n * each
+    assert len({i for got in ids for i in got}) == n * each  # each retry, the same id
+    remote = tmp_path / "remote.git"
+    on_remote = git(remote, "ls-tree", "-r", "--name-only", MESSAGES, "--", "messages").split()
     assert len(on_remote) == n * each
-    inbox = js(team[0]("--json", "inbox", "inbox-owner"))["messages"]
-    bodies = sorted(m["body"] for m in inbox)
-    assert bodies == sorted(f"from s{i} #{j}" for i in range(n) for j in range(each))
+    for j, clone in enumerate(team):  # each inbox holds what the previous clone sent
+        inbox = js(clone("--json", "inbox", f"s{j}"))["messages"]
+        assert sorted(m["body"] for m in inbox) == \
+            sorted(f"from s{(j - 1) % n} #{k}" for k in range(each))
+    acks = [f"{CLI} ack {' '.join(dict.fromkeys(ids[(j - 1) % n]))} --session s{j} && "
+            f"{CLI} ack {' '.join(dict.fromkeys(ids[(j - 1) % n]))} --session s{j}"
+            for j in range(n)]
+    at_once(tmp_path, team, acks, "go-ack")
+    acked = git(remote, "ls-tree", "-r", "--name-only", MESSAGES, "--", "acks").split()
+    assert sorted(acked) == sorted(f"acks/s{j}/{mid}.json" for j in range(n)
+                                   for mid in set(ids[(j - 1) % n]))
+    assert git(remote, "rev-parse", BRANCH).strip() == main  # no send or ack moved it
+    assert js(team[0]("--json", "inbox", "s0"))["messages"] == []
 
 
 # -- Claude Code: messages reach the agent's context ----------------------------------
@@ -419,9 +447,11 @@ def test_dashboard_inbox_thread_and_live_areas(team, repo):
 
     from agent_registry import Registry
     from agent_registry.dashboard.app import create_app
-    from agent_registry.dashboard.events import changed_paths, describe_change
+    from agent_registry.dashboard.events import changed_paths, describe_change, signature
     root = js(send(team, "--from", "c1", "--to", "a1", "--subject", "q", "may I?"))["id"]
-    before = tip(repo)
+    before = tips(repo)
+    with Registry.open(str(repo)) as registry:
+        seen = signature(registry)
     reply = js(send(team, "--from", "a1", "--to", "c1", "--reply-to", root, "yes"))["id"]
     assert team("ack", root, "--session", "a1").returncode == 0
     app = create_app(str(repo))
@@ -438,7 +468,9 @@ def test_dashboard_inbox_thread_and_live_areas(team, repo):
         assert client.get("/api/sessions/ghost-1/inbox").status_code == 404
     # what the SSE stream says after the reply and the ack: both areas, both sessions
     with Registry.open(str(repo)) as registry:
-        change = describe_change(changed_paths(registry, before, tip(repo)))
+        assert signature(registry) != seen  # only the messages branch moved
+        change = describe_change(changed_paths(registry, before[1], tip(repo, MESSAGES)))
+    assert tips(repo)[0] == before[0]
     assert {"messages", "acks"} <= set(change["areas"])
     assert {"a1"} <= set(change["sessions"])
 

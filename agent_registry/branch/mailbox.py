@@ -1,9 +1,14 @@
-"""Messages on the registry branch: where they live, their format, and reading them
-(docs/messages.md).  Standard library and the branch format only: the operations that
-write them are in :mod:`agent_registry.core.messages`.
+"""Messages: where they live, their format, and reading them (docs/messages.md).
+Standard library and the branch format only: the operations that write them are in
+:mod:`agent_registry.core.messages`.
 
     messages/<sender>/<id>.json      one message, written once, by its sender
     acks/<recipient>/<id>.json       one acknowledgement, written by that recipient
+
+They are written on a branch of their own, ``<registry branch>-messages``, so sends
+never queue in front of claims; a registry written before kept them on the registry
+branch itself, and readers read both.  Every reading function here takes one View or
+a list of Views (that branch's and the registry branch's) and reads their union.
 
 One writer per file, so two clones never write the same file and sync's replay never
 loses one.
@@ -17,7 +22,8 @@ import re
 
 from . import paths as P
 from ..errors import BadInput
-from .records import Session
+from .records import Session, iso
+from .render import cell, clip, fill
 from .view import View
 
 MESSAGES = "messages"
@@ -27,6 +33,7 @@ MAX_KEY = 200
 KINDS = ("message", "handoff")
 SELECTORS = ("session", "paths", "tag", "room", "all")
 MESSAGE_ID = re.compile(r"[0-9a-f]{16}")
+BRANCH_SUFFIX = "-messages"  # agent-registry -> agent-registry-messages: a sibling ref
 # the fields that make a message what it is: a retry with the same key must match them
 CONTENT = ("kind", "to", "subject", "body", "reply_to", "document")
 
@@ -117,18 +124,40 @@ def load(raw: bytes | None) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("id"), str) else None
 
 
-def find(view: View, mid: str) -> dict | None:
+def branch_of(registry_branch: str) -> str:
+    """The messages branch beside *registry_branch* (``refs/heads/agent-registry/x``
+    cannot exist beside ``refs/heads/agent-registry``, so a sibling name)."""
+    return registry_branch + BRANCH_SUFFIX
+
+
+def _each(views) -> list[View]:
+    return list(views) if isinstance(views, (list, tuple)) else [views]
+
+
+def find(views, mid: str) -> dict | None:
     """The message *mid*, looked up in each sender's folder (a listing, no blob read)."""
-    if not view.tree and not view.writes:
-        return None
-    for sender in view.names(MESSAGES):
-        if f"{mid}.json" in view.entries(f"{MESSAGES}/{sender}"):
-            return load(view.read(message_path(sender, mid)))
+    for view in _each(views):
+        if not view.tree and not view.writes:
+            continue
+        for sender in view.names(MESSAGES):
+            if f"{mid}.json" in view.entries(f"{MESSAGES}/{sender}"):
+                found = load(view.read(message_path(sender, mid)))
+                if found is not None:
+                    return found
     return None
 
 
-def every_message(view: View) -> list[dict]:
-    """Every message on the branch, oldest first, read in one pipelined batch."""
+def every_message(views) -> list[dict]:
+    """Every message of *views*, oldest first, each view's read in one pipelined batch;
+    a message found on two branches counts once."""
+    out: dict[tuple, dict] = {}
+    for view in _each(views):
+        for message in _messages_of(view):
+            out.setdefault((message.get("from"), message["id"]), message)
+    return sorted(out.values(), key=order)
+
+
+def _messages_of(view: View) -> list[dict]:
     if not view.tree:
         return []
     files = {f"{MESSAGES}/{s}/{n}": oid for s in view.names(MESSAGES)
@@ -144,7 +173,7 @@ def every_message(view: View) -> list[dict]:
             view.warn(f"{path} is unreadable: not a message")
         else:
             out.append(message)
-    return sorted(out, key=order)
+    return out
 
 
 def order(message: dict) -> tuple:
@@ -154,15 +183,25 @@ def order(message: dict) -> tuple:
     return (ts if isinstance(ts, (int, float)) else 0, message.get("at") or "", message["id"])
 
 
-def acks(view: View) -> dict[str, set[str]]:
+def acks(views) -> dict[str, set[str]]:
     """Message id -> the sessions that acknowledged it (folder listings only)."""
     out: dict[str, set[str]] = {}
-    if not view.tree:
-        return out
-    for sid in view.names(ACKS):
-        for name in view.names(f"{ACKS}/{sid}"):
-            out.setdefault(name.removesuffix(".json"), set()).add(sid)
+    for view in _each(views):
+        if not view.tree:
+            continue
+        for sid in view.names(ACKS):
+            for name in view.names(f"{ACKS}/{sid}"):
+                out.setdefault(name.removesuffix(".json"), set()).add(sid)
     return out
+
+
+def acked(views, sid: str, mid: str) -> bool:
+    """Has *sid* acknowledged *mid* (on any of *views*)."""
+    return any(v.read(ack_path(sid, mid)) is not None for v in _each(views) if v.tree or v.writes)
+
+
+def warnings(views) -> list[str]:
+    return [w for view in _each(views) for w in view.warnings]
 
 
 def addressed_to(message: dict, session: Session) -> bool:
@@ -183,12 +222,12 @@ def addressed_to(message: dict, session: Session) -> bool:
     return False
 
 
-def pending_for(view: View, session: Session, *, include_acked: bool = False) -> list[dict]:
+def pending_for(views, session: Session, *, include_acked: bool = False) -> list[dict]:
     """The messages waiting for *session*, each with ``acked`` (did it acknowledge it).
     A handoff another session took (acknowledged) no longer waits for the rest."""
-    taken = acks(view)
+    taken = acks(views)
     out = []
-    for message in every_message(view):
+    for message in every_message(views):
         if not addressed_to(message, session):
             continue
         by = taken.get(message["id"], set())
@@ -213,3 +252,16 @@ def waiting_text(messages: list[dict]) -> list[str]:
                      + (f"[{m['subject']}] " if m.get("subject") else "")
                      + " ".join(m["body"].split())[:200])
     return lines
+
+
+# -- the messages branch's own pages -------------------------------------------------------
+
+def pages(branch: str, registry_branch: str, at: float, operation: str) -> dict[str, bytes]:
+    """registry.md and README.md of the messages branch: it holds no sessions or locks,
+    so its page says where the registry is and what the commit did, true at every
+    commit and O(1) to render."""
+    return {"registry.md": fill("messages.md", branch=cell(branch),
+                                registry=cell(registry_branch), generated_at=iso(at),
+                                operation=cell(clip(operation, 120))).encode(),
+            "README.md": fill("messages-README.md", branch=branch,
+                              registry=registry_branch).encode()}

@@ -239,7 +239,8 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                                      tags=list(tags) + list(rooms))
     bound = out.registry.bound
     from ..branch.mailbox import pending_for, waiting_text
-    waiting = pending_for(out.registry.view(), session)
+    from ..core.messages import views
+    waiting = pending_for(views(out.registry), session)
     joined = {}
     if rooms:
         from ..sync.rooms import hub_pending, join, open_hub
@@ -335,6 +336,9 @@ def sync_line(state: dict) -> str:
         parts.append(f"last success {local_time(state['last_success'])}")
     if state.get("last_error"):
         parts.append(f"last error: {state['last_error']}")
+    mail = state.get("messages") or {}
+    if mail.get("ahead") or mail.get("behind"):
+        parts.append(f"messages ahead {mail['ahead']} behind {mail['behind']}")
     rewind = state.get("rewind")
     if not rewind:
         return ", ".join(parts)
@@ -366,6 +370,13 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
     from ..branch.records import parse_iso
     doc = out.registry.status(include_ended=show_all, status=status_filter,
                               provider=provider, project=project)
+    if doc["sync"].get("enabled"):  # the messages branch syncs on its own: its ahead/behind
+        from ..core.messages import mailbox
+        box = mailbox(out.registry)
+        if box is not out.registry:
+            mail = box.sync_state()
+            doc["sync"]["messages"] = {"branch": box.branch, "ahead": mail["ahead"],
+                                       "behind": mail["behind"]}
     now = out.registry.clock()
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]

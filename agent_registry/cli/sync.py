@@ -18,8 +18,10 @@ def sync(out: Output, timeout: float) -> None:
     sessions and locks are re-applied, each refused only where another session took the
     path meanwhile. Exit 1 when a pending operation or a re-applied lock was refused,
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
+    The messages branch is synced the same way, after the registry branch.
     """
-    from ..errors import Refused
+    from ..core.messages import mailbox
+    from ..errors import Refused, Unconfirmed
     from ..sync.remote import rewind_lines
     from ..sync.remote import sync as run_sync
     report = run_sync(out.registry, deadline=timeout)
@@ -29,26 +31,48 @@ def sync(out: Output, timeout: float) -> None:
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
     lines += rewind_lines(report["rewind"]) if report["rewind"] else []
+    box = mailbox(out.registry)
+    if box is not out.registry:  # the messages branch, synced the same way
+        try:
+            mail = run_sync(box, deadline=timeout)
+        except Unconfirmed as exc:
+            mail = {"remote": report["remote"], "pushed": False, "error": exc.message,
+                    "remote_error": exc.details.get("remote_error"), "refused": []}
+        report["messages"] = {k: mail.get(k) for k in ("pushed", "error", "remote_error",
+                                                        "tip", "pending", "refused")}
+        lines.append(f"messages ({box.branch}): "
+                     f"{'pushed to' if mail['pushed'] else 'not pushed to'} {mail['remote']}"
+                     + (f": {mail['error']}" if mail.get("error") else ""))
+        lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
+                  for r in mail["refused"]]
+    refused = report["refused"] + report.get("messages", {}).get("refused", [])
+    pushed = report["pushed"] and report.get("messages", {}).get("pushed", True)
     lost = (report["rewind"] or {}).get("refused", [])
-    if not report["refused"] and not lost and report["pushed"]:
+    if not refused and not lost and pushed:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:
         click.echo("\n".join(lines))
-    if report["refused"] or lost:
-        raise Refused(f"{len(report['refused']) + len(lost)} operation(s) refused by "
+    if refused or lost:
+        raise Refused(f"{len(refused) + len(lost)} operation(s) refused by "
                       f"{report['remote']}", details=report)
-    if not report["pushed"]:
-        from ..errors import Unconfirmed
-        raise Unconfirmed(report.get("error") or "not pushed", details=report)
+    raise Unconfirmed(report.get("error") or report["messages"].get("error") or "not pushed",
+                      details=report)
 
 
 @click.command()
 @click.option("--keep-days", type=int, required=True, help="Keep this many days of history.")
 @pass_out
 def gc(out: Output, keep_days: int) -> None:
-    """Squash registry history older than N days into one commit (state unchanged).
-    On a terminal a progress bar on stderr counts the later commits as they are rewritten."""
+    """Squash registry history older than N days into one commit (state unchanged),
+    on the registry branch and on its messages branch.  On a terminal a progress bar on stderr counts the later commits as they are rewritten."""
+    from ..core.messages import mailbox
     from ..sync.gc import gc as run_gc
     from ..wiki.progress import Progress
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
-    out.emit(result, f"squashed {result['squashed']} commit(s), kept {result['kept']}")
+    lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"]
+    box = mailbox(out.registry)
+    if box is not out.registry and box.tip() is not None:  # the messages branch too
+        result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal())
+        lines.append(f"messages ({box.branch}): squashed {result['messages']['squashed']} "
+                     f"commit(s), kept {result['messages']['kept']}")
+    out.emit(result, "\n".join(lines))

@@ -1,6 +1,16 @@
 """Durable messages and handoffs: the ``send`` and ``ack`` operations, and the library
 calls behind ``send``, ``inbox``, ``ack``, ``thread`` and ``handoff`` (docs/messages.md).
 The files and their format are :mod:`agent_registry.branch.mailbox`'s.
+
+Messages are committed on a branch of their own, ``<registry branch>-messages``, by a
+second registry on the same repository (:func:`mailbox`): with a remote it syncs exactly
+like the registry branch (fetch, replay, fast-forward push, its own confirmed tip), so
+a send or an ack never queues in front of a claim.  What a send needs from the registry
+(the sender is a live session, whom the audience reaches) is read from the registry
+branch when the message is sent, and recorded in the operation (``recipients``,
+``thread``), so a replay on the messages branch decides the same way; it re-checks only
+what can change there (the message, or the acknowledgement, already written).  Readers
+read both branches: messages written before the split stay on the registry branch.
 """
 from __future__ import annotations
 
@@ -10,15 +20,79 @@ import time
 from collections.abc import Callable
 
 from ..branch import paths as P
-from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acks, addressed_to,
-                              every_message, find, in_room, load, message_id, message_path,
-                              order, pending_for, validate)
+from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acked, acks, addressed_to,
+                              branch_of, every_message, find, in_room, load, message_id,
+                              message_path, order, pages, pending_for, validate, warnings)
 from ..branch.records import iso
 from ..branch.view import View
-from ..errors import BadInput, NotFound, Refused
+from ..errors import BadInput, NotFound, Refused, Unconfirmed
 from .operations import Outcome, operation
 from .registry import Registry
 from .shapes import MAPPING, SOME_TEXTS, TEXT
+
+# -- the messages branch ---------------------------------------------------------------
+
+_CLASSES: dict[type, type] = {}
+
+
+def mailbox(registry: Registry) -> Registry:
+    """The registry of *registry*'s messages branch: the same class (so with a remote it
+    commits through sync like the registry branch), the same repository, clock, host,
+    config and flock, the branch ``<branch>-messages``, and pages of its own.  Made once
+    per registry and closed with it.  A registry that keeps its messages itself (a hub:
+    sync/rooms.py; the messages branch's own) is its own mailbox."""
+    if getattr(registry, "keeps_messages", False):
+        return registry
+    box = registry.__dict__.get("_mailbox")
+    if box is None:
+        base = type(registry)
+        cls = _CLASSES.get(base)
+        if cls is None:
+            cls = _CLASSES[base] = type("Mailbox", (base,), {
+                "keeps_messages": True, "pages": _pages,
+                "close": lambda self: None,  # the repository is the registry's
+                "__doc__": "The registry of a messages branch (core/messages.py)."})
+        box = cls(registry.repo, branch=branch_of(registry.branch), clock=registry.clock,
+                  host=registry.host, config=registry.config)
+        box.registry_branch = registry.branch
+        registry.__dict__["_mailbox"] = box
+    return box
+
+
+def _pages(box: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+    return pages(box.branch, getattr(box, "registry_branch", box.branch), at, subject)
+
+
+def views(registry: Registry, main: View | None = None) -> list[View]:
+    """What readers read: the messages branch, then the registry branch (*main*, when
+    the caller has it) with the messages written before the split."""
+    main = main or registry.view()
+    box = mailbox(registry)
+    return [main] if box is registry else [box.view(), main]
+
+
+def fresh_view(registry: Registry) -> View:
+    """The registry branch's view, brought up to date with the remote first when there
+    is one (a fetch and replay through the registry's committer, pushing only what this
+    clone had pending): a send decides who it reaches, and an ack whether its session is
+    a recipient, against what other clones registered and claimed.  Offline, this
+    clone's copy decides and a warning says so."""
+    if registry.remote:
+        try:
+            registry._remote_committer().refresh(registry)
+        except Unconfirmed as exc:
+            registry.warnings.append(f"{exc.message} (deciding on this clone's copy)")
+    return registry.view()
+
+
+def _carry(registry: Registry, box: Registry) -> None:
+    """The messages branch's sync outcome and warnings, as the registry's: the faces
+    print ``registry.unpushed`` and ``registry.warnings``."""
+    if box is not registry:
+        registry.unpushed = dict(box.unpushed)
+        registry.warnings.extend(w for w in box.warnings if w not in registry.warnings)
+        box.warnings = []
+
 
 # -- the operations --------------------------------------------------------------------
 
@@ -29,37 +103,54 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
         validate(message)
     except BadInput as exc:  # only a replayed operation gets here: refuse, never write
         raise Refused(f"malformed message: {exc.message}") from None
-    sender = _session(registry, view, op)
-    path = message_path(sender.id, message["id"])
+    resolved = "recipients" in op  # decided against the registry branch when sent
+    if resolved:
+        sender_id = _sender_id(op)
+        recipients, thread = op["recipients"], op.get("thread")
+        if not isinstance(recipients, list) or not all(
+                isinstance(r, str) and P.SESSION_ID.fullmatch(r) for r in recipients) or \
+                not isinstance(thread, str) or not MESSAGE_ID.fullmatch(thread):
+            raise Refused("malformed send: recipients and thread must be session and message ids")
+    else:  # an operation of the single-branch layout, replayed on the registry branch
+        sender = _session(registry, view, op)
+        sender_id = sender.id
+    path = message_path(sender_id, message["id"])
     existing = load(view.read(path))
     if existing is not None:
-        if all(existing.get(k) == message.get(k) for k in CONTENT):
-            return Outcome({"id": existing["id"], "created": False,
-                            "recipients": existing["recipients"], "message": existing}, None)
-        raise Refused(f"key {message.get('key')!r} was already used by {sender.id} for "
-                      f"another message ({message['id']})", details={"id": message["id"]})
-    thread = message["id"]
-    if message.get("reply_to"):
-        replied = find(view, message["reply_to"])
-        if replied is None:
-            raise Refused(f"unknown message id {message['reply_to']}")
-        thread = replied["thread"]
-    recipients = audience(registry, view, sender.id, message["to"], op["at"])
-    if not recipients and message["kind"] != "handoff":
-        raise Refused(f"no live session is reached by {describe(message['to'])}: not sent",
-                      details={"to": message["to"]})
-    record = {**{k: message.get(k) for k in ("id", "kind")}, "from": sender.id,
+        return _again(existing, message, sender_id)
+    if not resolved:
+        thread = message["id"]
+        if message.get("reply_to"):
+            replied = find(view, message["reply_to"])
+            if replied is None:
+                raise Refused(f"unknown message id {message['reply_to']}")
+            thread = replied["thread"]
+        recipients = audience(registry, view, sender_id, message["to"], op["at"])
+        if not recipients and message["kind"] != "handoff":
+            raise Refused(f"no live session is reached by {describe(message['to'])}: not sent",
+                          details={"to": message["to"]})
+    record = {**{k: message.get(k) for k in ("id", "kind")}, "from": sender_id,
               "to": message["to"], "recipients": recipients,
               **{k: message.get(k) for k in ("subject", "body", "key", "reply_to", "document")},
               "thread": thread, "at": iso(op["at"]), "ts": round(op["at"], 3)}
     view.write(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
-    if message.get("document"):  # the predecessor's handoff path, kept on the session
+    if message.get("document") and not resolved:  # kept on the session: same branch here
         sender.handoff = message["document"]
         view.put_session(sender)
     what = "handoff" if message["kind"] == "handoff" else "message"
     return Outcome({"id": message["id"], "created": True, "recipients": recipients,
                     "message": record},
-                   f"{what} {message['id']} from {sender.id} to {describe(message['to'])}")
+                   f"{what} {message['id']} from {sender_id} to {describe(message['to'])}")
+
+
+def _again(existing: dict, message: dict, sender: str) -> Outcome:
+    """A message with this id is already there: the same one (a retry: nothing sent
+    again), or the key was used for another message (refused)."""
+    if all(existing.get(k) == message.get(k) for k in CONTENT):
+        return Outcome({"id": existing["id"], "created": False,
+                        "recipients": existing["recipients"], "message": existing}, None)
+    raise Refused(f"key {message.get('key')!r} was already used by {sender} for "
+                  f"another message ({message['id']})", details={"id": message["id"]})
 
 
 @operation("ack", {"session": TEXT, "ids": SOME_TEXTS})
@@ -68,35 +159,42 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
     if not isinstance(ids, list) or not ids or \
             not all(isinstance(i, str) and MESSAGE_ID.fullmatch(i) for i in ids):
         raise Refused("malformed ack: it needs message ids")
-    me = _session(registry, view, op)
-    acked, already = [], []
+    checked = op.get("checked") is True  # the recipient was checked when acknowledging
+    session = None if checked else _session(registry, view, op)
+    me = session.id if session else _sender_id(op)
+    acked_now, already = [], []
     for mid in ids:
-        message = find(view, mid)
-        if message is None:
-            raise Refused(f"unknown message id {mid}")
-        if not addressed_to(message, me):
-            raise Refused(f"{me.id} is not a recipient of message {mid}",
-                          details={"id": mid, "recipients": message["recipients"]})
-        if view.read(ack_path(me.id, mid)) is not None:
+        if not checked:
+            message = find(view, mid)
+            if message is None:
+                raise Refused(f"unknown message id {mid}")
+            if not addressed_to(message, session):
+                raise Refused(f"{me} is not a recipient of message {mid}",
+                              details={"id": mid, "recipients": message["recipients"]})
+        if view.read(ack_path(me, mid)) is not None:
             already.append(mid)
             continue
-        view.write(ack_path(me.id, mid), (json.dumps(
-            {"id": mid, "session": me.id, "at": iso(op["at"])}) + "\n").encode())
-        acked.append(mid)
-    result = {"session": me.id, "acked": acked, "already": already}
-    if not acked:
+        view.write(ack_path(me, mid), (json.dumps(
+            {"id": mid, "session": me, "at": iso(op["at"])}) + "\n").encode())
+        acked_now.append(mid)
+    result = {"session": me, "acked": acked_now, "already": already}
+    if not acked_now:
         return Outcome(result, None)
-    more = f" and {len(acked) - 1} more" if len(acked) > 1 else ""
-    return Outcome(result, f"ack {acked[0]}{more} by {me.id}")
+    more = f" and {len(acked_now) - 1} more" if len(acked_now) > 1 else ""
+    return Outcome(result, f"ack {acked_now[0]}{more} by {me}")
+
+
+def _sender_id(op: dict) -> str:
+    sid = op.get("session")
+    if not isinstance(sid, str) or not P.SESSION_ID.fullmatch(sid):
+        raise Refused(f"malformed {op.get('op')}: no valid session id")
+    return sid
 
 
 def _session(registry: Registry, view: View, op: dict):
     """The live session *op* acts for; a replayed operation without a valid one is
     refused, never a crash."""
-    sid = op.get("session")
-    if not isinstance(sid, str) or not P.SESSION_ID.fullmatch(sid):
-        raise Refused(f"malformed {op.get('op')}: no valid session id")
-    return registry.live_session(view, sid)
+    return registry.live_session(view, _sender_id(op))
 
 
 def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -> list[str]:
@@ -175,28 +273,89 @@ def handoff(registry: Registry, sid: str, *, text: str | None, document: str | N
     if document is not None and not document.strip():
         raise BadInput("empty handoff path")
     body = text if text is not None else f"handoff document: {document}"
-    return _send(registry, sid, {"id": message_id(sid, None), "kind": "handoff", "to": to,
-                                 "subject": None, "body": body, "key": None,
-                                 "reply_to": None, "document": document})
+    result = _send(registry, sid, {"id": message_id(sid, None), "kind": "handoff", "to": to,
+                                   "subject": None, "body": body, "key": None,
+                                   "reply_to": None, "document": document})
+    if document is not None and mailbox(registry) is not registry:
+        # the session file is on the registry branch: one more operation there (rare)
+        unpushed = registry.unpushed
+        registry.handoff(sid, document)
+        registry.unpushed = unpushed or registry.unpushed
+    return result
 
 
 def _send(registry: Registry, sender: str, message: dict) -> dict:
+    """Send *message*: decided against the registry branch (the sender is live, whom
+    the audience reaches, the thread it answers), committed on the messages branch."""
     P.validate_session_id(sender)
     validate(message)
-    if message["reply_to"] and find(registry.view(), message["reply_to"]) is None:
-        raise BadInput(f"unknown message id {message['reply_to']}")
-    return registry.apply(registry.new_op("send", session=sender, message=message))
+    box = mailbox(registry)
+    if box is registry:  # a registry that keeps its messages itself (a hub)
+        if message["reply_to"] and find(registry.view(), message["reply_to"]) is None:
+            raise BadInput(f"unknown message id {message['reply_to']}")
+        return registry.apply(registry.new_op("send", session=sender, message=message))
+    main = fresh_view(registry)
+    read = views(registry, main)
+    thread = message["id"]
+    if message["reply_to"]:
+        replied = find(read, message["reply_to"])
+        if replied is None:
+            raise BadInput(f"unknown message id {message['reply_to']}")
+        thread = replied.get("thread") or replied["id"]
+    registry.live_session(main, sender)
+    for view in read:  # a retry of a message already sent (on either branch)
+        existing = load(view.read(message_path(sender, message["id"])))
+        if existing is not None:
+            return _again(existing, message, sender).result
+    op = box.new_op("send", session=sender, message=message, thread=thread)
+    recipients = audience(registry, main, sender, message["to"], op["at"])
+    registry.warnings.extend(main.warnings)
+    if not recipients and message["kind"] != "handoff":
+        raise Refused(f"no live session is reached by {describe(message['to'])}: not sent",
+                      details={"to": message["to"]})
+    op["recipients"] = recipients
+    try:
+        return box.apply(op)
+    finally:
+        _carry(registry, box)
 
 
 def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
+    """Acknowledge *ids* for *sid*, a recipient of each (checked against the registry
+    branch), on the messages branch."""
     P.validate_session_id(sid)
     if not ids:
         raise BadInput("no message id to acknowledge")
-    view = registry.view()
-    for mid in ids:
-        if not MESSAGE_ID.fullmatch(mid) or find(view, mid) is None:
+    ids = list(dict.fromkeys(ids))
+    box = mailbox(registry)
+    main = fresh_view(registry) if box is not registry else registry.view()
+    read = views(registry, main)
+    found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
+    if None in found.values() and box is not registry and box.remote:
+        fresh_view(box)  # sent from another clone since this one last looked
+        read = views(registry, main)
+        found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
+    for mid, message in found.items():
+        if message is None:
             raise BadInput(f"unknown message id {mid}")
-    return registry.apply(registry.new_op("ack", session=sid, ids=list(dict.fromkeys(ids))))
+    if box is registry:
+        return registry.apply(registry.new_op("ack", session=sid, ids=ids))
+    me = registry.live_session(main, sid)
+    for mid, message in found.items():
+        if not addressed_to(message, me):
+            raise Refused(f"{sid} is not a recipient of message {mid}",
+                          details={"id": mid, "recipients": message["recipients"]})
+    already = [mid for mid in ids if acked(read, sid, mid)]
+    todo = [mid for mid in ids if mid not in already]
+    result = {"session": sid, "acked": [], "already": already}
+    if todo:
+        try:
+            done = box.apply(box.new_op("ack", session=sid, ids=todo, checked=True))
+        finally:
+            _carry(registry, box)
+        result["acked"] = done["acked"]
+        result["already"] = already + done["already"]
+    return result
 
 
 def inbox(registry: Registry, sid: str, *, include_acked: bool = False, wait: float = 0,
@@ -214,9 +373,10 @@ def inbox(registry: Registry, sid: str, *, include_acked: bool = False, wait: fl
         session = view.session(sid) or view.done_session(sid)
         if session is None:
             raise NotFound(f"unknown session {sid}")
-        messages = sorted(pending_for(view, session, include_acked=include_acked) + more(),
+        read = views(registry, view)
+        messages = sorted(pending_for(read, session, include_acked=include_acked) + more(),
                           key=order)
-        registry.warnings = view.warnings
+        registry.warnings = warnings(read)
         if messages or time.monotonic() >= deadline:
             return {"session": sid, "messages": messages}
         sleep(min(2.0 if registry.remote else 0.25, max(0.0, deadline - time.monotonic())))
@@ -226,13 +386,13 @@ def thread(registry: Registry, mid: str) -> dict:
     """The conversation *mid* belongs to, oldest first, with who acknowledged each."""
     if not MESSAGE_ID.fullmatch(mid or ""):
         raise BadInput(f"unknown message id {mid}")
-    view = registry.view()
-    message = find(view, mid)
+    read = views(registry)
+    message = find(read, mid)
     if message is None:
         raise BadInput(f"unknown message id {mid}")
     root = message.get("thread") or mid
-    taken = acks(view)
-    members = [m for m in every_message(view) if (m.get("thread") or m["id"]) == root]
+    taken = acks(read)
+    members = [m for m in every_message(read) if (m.get("thread") or m["id"]) == root]
     return {"thread": root, "messages": [{**m, "acked_by": sorted(taken.get(m["id"], ()))}
                                          for m in _replies_after(members)]}
 

@@ -205,14 +205,20 @@ class Registry:
     def write_commit(self, view: View, op: dict, subject: str, note: str = "",
                      extra: Iterable[str] = ()) -> str:
         at = op["at"]
-        view.write("registry.md", registry_md(view, at, subject))
-        view.write("README.md", branch_readme(self.branch))
+        for path, data in self.pages(view, at, subject).items():
+            view.write(path, data)
         tree = self.repo.edit_tree(view.tree, view.writes)
         author = op.get("session") or op.get("by") or "agent-registry"
         message = subject + "\n\n" + (note + "\n\n" if note else "") + \
             trailers(op, extra=tuple(extra))
         return self.repo.commit_tree(tree, [view.tip] if view.tip else [], message,
                                      f"{author} <{author}@{self.host}>", int(at))
+
+    def pages(self, view: View, at: float, subject: str) -> dict[str, bytes]:
+        """What every commit re-renders: registry.md and the branch README.md (the
+        messages branch's registry renders its own: core/messages.py)."""
+        return {"registry.md": registry_md(view, at, subject),
+                "README.md": branch_readme(self.branch)}
 
     def sync_state(self) -> dict:
         """Where this clone stands against its remote (see agent_registry.sync.remote)."""

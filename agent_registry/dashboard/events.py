@@ -1,8 +1,8 @@
 """Live updates: notice when the registry changes and tell the page what changed.
 
 Cheap polling: every few hundred milliseconds each event stream reads the registry refs
-(a file read each, no git process) and the mtime of the clone's local state folder
-(where sync records its status).  Only when something moved does it run one
+and the messages branch's (a file read each, no git process) and the mtime of the
+clone's local state folder (where sync records its status).  Only when something moved does it run one
 ``git diff-tree`` to learn which areas changed (sessions, locks, wiki, contexts), so the
 page re-fetches those and nothing else.  A fresh connection first gets a ``hello`` with
 the current tip, after which the page loads everything once.
@@ -14,6 +14,7 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
+from ..core.messages import mailbox
 from ..core.registry import Registry
 
 POLL_SECONDS = 0.3
@@ -22,19 +23,34 @@ AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 
 def signature(registry: Registry) -> tuple:
     """What identifies the registry's current state: local tip, remote-tracking tip,
-    and the local state folder's mtime."""
-    tracking = registry.tracking_ref
+    the local state folder's mtime, and the messages branch's local and remote-tracking
+    tips (messages and acknowledgements are committed there: core/messages.py)."""
+    box = mailbox(registry)
     try:
         state_mtime = os.stat(registry.repo.state_dir).st_mtime_ns
     except OSError:
         state_mtime = None
+    return (*_refs(registry), state_mtime, *(_refs(box) if box is not registry else (None, None)))
+
+
+def _refs(registry: Registry) -> tuple:
+    tracking = registry.tracking_ref
     return (registry.repo.read_ref(registry.ref),
-            registry.repo.read_ref(tracking) if tracking else None, state_mtime)
+            registry.repo.read_ref(tracking) if tracking else None)
 
 
 def _tip(state: tuple) -> str | None:
     """The tip the registry reads from: the local branch, else what was fetched."""
     return state[0] or state[1]
+
+
+def _messages_tip(state: tuple) -> str | None:
+    return state[3] or state[4]
+
+
+def _synced(state: tuple) -> tuple:
+    """The parts that move when sync runs: remote-tracking tips and the state folder."""
+    return state[1], state[2], state[4]
 
 
 def changed_paths(registry: Registry, old: str | None, new: str | None) -> list[str]:
@@ -80,8 +96,10 @@ async def change_stream(borrow: Callable, interval: float = POLL_SECONDS) -> Asy
             if current == last:
                 continue
             paths = await asyncio.to_thread(changed_paths, registry, _tip(last), _tip(current))
+            paths += await asyncio.to_thread(changed_paths, registry, _messages_tip(last),
+                                             _messages_tip(current))
         change = describe_change(paths)
-        if current[1:] != last[1:]:
+        if _synced(current) != _synced(last):
             change["areas"].append("sync")
         change.update(tip=_tip(current), previous=_tip(last))
         last = current

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..branch.mailbox import pending_for, waiting_text
+from ..core.messages import views
 
 
 def unseen(registry, sid: str, shown_file: Path) -> list[str]:
@@ -20,7 +21,7 @@ def unseen(registry, sid: str, shown_file: Path) -> list[str]:
         shown = set(json.loads(shown_file.read_text()))
     except (OSError, ValueError, TypeError):
         shown = set()
-    fresh = [m for m in pending_for(view, session) if m["id"] not in shown]
+    fresh = [m for m in pending_for(views(registry, view), session) if m["id"] not in shown]
     if fresh:
         shown_file.parent.mkdir(parents=True, exist_ok=True)
         shown_file.write_text(json.dumps(sorted(shown | {m["id"] for m in fresh})))

@@ -853,6 +853,7 @@ class RemoteCommitter:
     apply = staticmethod(apply_synced)
     state = staticmethod(sync_state)
     unconfirmed = staticmethod(unconfirmed_claims)
+    refresh = staticmethod(sync)  # bring a branch up to date before deciding against it
 
 
 use_remote_committer(RemoteCommitter())

@@ -9,7 +9,9 @@ the sessions that joined a room (``register --room room:<name>``: a session file
 hub carrying the room among its tags, and the repository it works in) and the messages
 sent to rooms.  Each clone reaches the hub through a bare cache clone in its local state
 folder (``<common dir>/agent-registry/hub.git``), synced like the main registry: fetch,
-replay, push.
+replay, push.  The hub keeps its messages on its own registry branch (it is a
+repository of its own, written only by room traffic), not on a ``-messages`` branch as a
+code repository's registry does (core/messages.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import os
 from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
+from ..core.messages import mailbox, views
 from ..core.registry import Registry, repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
@@ -28,14 +31,18 @@ SHARED, REPO = "room:", "repo:"
 
 
 def refresh(registry: Registry) -> None:
-    """Before a read that must see what other clones wrote (an inbox): sync when there
-    is a remote; offline, this clone's copy answers and a warning says so."""
+    """Before a read that must see what other clones wrote (an inbox): sync the registry
+    branch and the messages branch when there is a remote; offline, this clone's copy
+    answers and a warning says so."""
     if not registry.remote:
         return
-    try:
-        sync(registry)
-    except Unconfirmed as exc:
-        registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+    box = mailbox(registry)
+    for each in (registry,) if box is registry else (registry, box):
+        try:
+            sync(each)
+        except Unconfirmed as exc:
+            registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+            return
 
 
 def validate_room(room: str) -> str:
@@ -66,6 +73,7 @@ def open_hub(registry: Registry) -> Registry:
         run_git(["init", "-q", "--bare", path])
     run_git(["--git-dir", path, "config", "remote.origin.url", url])
     hub = Registry(Repo(discover(path)), clock=registry.clock, host=registry.host)
+    hub.keeps_messages = True  # on the hub's registry branch, as before (see above)
     refresh(hub)
     registry.warnings.extend(hub.warnings)
     hub.warnings = []
@@ -131,8 +139,16 @@ def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
 def where_is(registry: Registry, mid: str) -> Registry | None:
     """The registry holding message *mid*: this one, else the hub (opened; the caller
     closes it), else None."""
-    if find(registry.view(), mid) is not None:
+    if find(views(registry), mid) is not None:
         return registry
+    box = mailbox(registry)
+    if box is not registry and box.remote:  # sent from another clone since we looked
+        try:
+            sync(box)
+        except Unconfirmed:
+            pass  # offline: this clone's copy answers
+        if find(views(registry), mid) is not None:
+            return registry
     if not hub_url(registry):
         return None
     hub = open_hub(registry)

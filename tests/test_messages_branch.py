@@ -1,0 +1,186 @@
+"""Messages live on a branch of their own (issue 12: messages must not slow claims).
+
+Sends and acks are committed on `agent-registry-messages`, a sibling of the registry
+branch, by a second registry synced like the first; readers read both branches, so a
+registry whose messages were written on the registry branch (the single-branch layout)
+loses nothing.  Real git, real processes, real bare remotes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from helpers import Runner, git, make_repo
+
+BRANCH = "agent-registry"
+MESSAGES = "agent-registry-messages"
+
+
+def ref(where, branch: str) -> str:
+    return git(where, "rev-parse", "-q", "--verify", f"refs/heads/{branch}", check=False).strip()
+
+
+def listing(where, branch: str, folder: str) -> list[str]:
+    out = git(where, "ls-tree", "-r", "--name-only", branch, "--", folder, check=False)
+    return [line for line in out.splitlines() if line]
+
+
+def js(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def team(run) -> None:
+    assert run("init").returncode == 0
+    for sid in ("a1", "b1", "c1"):
+        assert run("register", sid, "--provider", "Codex").returncode == 0
+    assert run("lock", "acquire", "src/", "--session", "a1").returncode == 0
+
+
+def test_a_send_and_an_ack_move_only_the_messages_branch(run, repo):
+    team(run)
+    main = ref(repo, BRANCH)
+    sent = js(run("--json", "send", "--from", "c1", "--to-path", "src/auth.py", "may I?"))
+    assert sent["recipients"] == ["a1"]
+    assert ref(repo, BRANCH) == main  # the registry branch did not move
+    assert listing(repo, MESSAGES, "messages") == [f"messages/c1/{sent['id']}.json"]
+    assert listing(repo, BRANCH, "messages") == []
+    assert js(run("--json", "ack", sent["id"], "--session", "a1"))["acked"] == [sent["id"]]
+    assert ref(repo, BRANCH) == main
+    assert listing(repo, MESSAGES, "acks") == [f"acks/a1/{sent['id']}.json"]
+    # the messages branch's page says what it is and where the registry is, not an empty
+    # sessions table; its README explains the branch
+    page = git(repo, "show", f"{MESSAGES}:registry.md")
+    assert "Live sessions" not in page and "agent\\-registry" in page and "registry.md" in page
+    assert "ack" in page
+    readme = git(repo, "show", f"{MESSAGES}:README.md")
+    assert f"`{MESSAGES}`" in readme and f"`{BRANCH}`" in readme
+    # the registry branch's page is still the registry's, untouched by messages
+    assert "a1" in git(repo, "show", f"{BRANCH}:registry.md")
+    # each commit is one operation, replayable
+    log = git(repo, "log", "--format=%s", MESSAGES)
+    assert log.splitlines() == [f"ack {sent['id']} by a1",
+                                f"message {sent['id']} from c1 to holders of src/auth.py"]
+
+
+def test_a_handoff_document_updates_the_session_on_the_registry_branch(run, repo):
+    team(run)
+    sent = js(run("--json", "handoff", "a1", ".handoff/H-1.md", "--to", "c1"))
+    assert listing(repo, MESSAGES, "messages") == [f"messages/a1/{sent['id']}.json"]
+    assert ".handoff/H-1.md" in git(repo, "show", f"{BRANCH}:sessions/live/a1.yaml")
+    assert [m["id"] for m in js(run("--json", "inbox", "c1"))["messages"]] == [sent["id"]]
+
+
+def _commit_on(repo, branch: str, files: dict[str, str], subject: str) -> None:
+    """Commit *files* on *branch* with plain git, through an index of its own (the
+    single-branch layout wrote messages like this, on the registry branch)."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "legacy-index")}
+
+    def g(*args, stdin=None):
+        return subprocess.run(["git", *args], cwd=repo, env=env, input=stdin, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    g("read-tree", branch)
+    for path, text in files.items():
+        blob = g("hash-object", "-w", "--stdin", stdin=text)
+        g("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    tree = g("write-tree")
+    commit = g("commit-tree", tree, "-p", branch, "-m", subject)
+    g("update-ref", f"refs/heads/{branch}", commit)
+    os.unlink(env["GIT_INDEX_FILE"])
+
+
+def _old_message(mid: str, sender: str, to: str, body: str, ts: float) -> str:
+    return json.dumps({"id": mid, "kind": "message", "from": sender, "to": {"session": to},
+                       "recipients": [to], "subject": None, "body": body, "key": None,
+                       "reply_to": None, "document": None, "thread": mid,
+                       "at": "2026-01-01T00:00:00Z", "ts": ts}, indent=1) + "\n"
+
+
+def test_messages_of_the_single_branch_layout_are_still_read_and_acked(run, repo):
+    team(run)
+    old, done = "0123456789abcdef", "fedcba9876543210"
+    _commit_on(repo, BRANCH, {
+        f"messages/c1/{old}.json": _old_message(old, "c1", "a1", "written before", 1767225600.0),
+        f"messages/b1/{done}.json": _old_message(done, "b1", "a1", "acked before", 1767225500.0),
+        f"acks/a1/{done}.json": json.dumps({"id": done, "session": "a1",
+                                            "at": "2026-01-01T00:00:00Z"}) + "\n",
+    }, "message written by the single-branch layout")
+    main = ref(repo, BRANCH)
+    inbox = js(run("--json", "inbox", "a1"))["messages"]
+    assert [m["id"] for m in inbox] == [old]
+    every = js(run("--json", "inbox", "a1", "--all"))["messages"]
+    assert [(m["id"], m["acked"]) for m in every] == [(done, True), (old, False)]
+    reply = js(run("--json", "send", "--from", "a1", "--to", "c1", "--reply-to", old, "yes"))
+    assert reply["message"]["thread"] == old
+    thread = js(run("--json", "thread", reply["id"]))
+    assert [m["id"] for m in thread["messages"]] == [old, reply["id"]]
+    # acknowledging an old message writes the ack on the messages branch
+    assert js(run("--json", "ack", old, "--session", "a1"))["acked"] == [old]
+    assert listing(repo, MESSAGES, "acks") == [f"acks/a1/{old}.json"]
+    assert js(run("--json", "ack", done, "--session", "a1"))["already"] == [done]
+    stranger = run("ack", old, "--session", "b1")
+    assert stranger.returncode == 1 and "not a recipient" in stranger.stderr
+    assert ref(repo, BRANCH) == main
+    assert js(run("--json", "inbox", "a1"))["messages"] == []
+    assert reply["id"] in run("register", "c1", "--provider", "Codex").stderr  # the reply waits
+    assert js(run("--json", "thread", old))["messages"][0]["acked_by"] == ["a1"]
+
+
+# -- through a remote -------------------------------------------------------------------
+
+def clones(tmp_path, n: int) -> tuple:
+    bare = tmp_path / "remote.git"
+    seed = make_repo(tmp_path / "seed")
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(seed, "push", "-q", str(bare), "main")
+    out = []
+    for i in range(n):
+        git(tmp_path, "clone", "-q", str(bare), str(tmp_path / f"c{i}"))
+        runner = Runner(tmp_path / f"c{i}")
+        assert runner("register", f"s{i}", "--provider", "Codex").returncode == 0
+        out.append(runner)
+    return bare, out
+
+
+def test_claims_confirm_while_the_remote_refuses_the_messages_branch(tmp_path):
+    bare, (a, b) = clones(tmp_path, 2)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
+                    f"  [ \"$ref\" = refs/heads/{MESSAGES} ] && "
+                    "{ echo 'messages are frozen' >&2; exit 1; }\ndone\nexit 0\n")
+    hook.chmod(0o755)
+    main = ref(bare, BRANCH)
+    sent = a("--json", "send", "--from", "s0", "--to", "s1", "hello")
+    assert sent.returncode == 0, sent.stderr
+    data = json.loads(sent.stdout)
+    assert data["confirmed"] is False and data["remote_error"]["kind"] == "denied"
+    assert "not pushed to origin" in sent.stderr and MESSAGES in sent.stderr
+    assert ref(bare, MESSAGES) == "" and ref(bare, BRANCH) == main
+    claim = a("--json", "lock", "acquire", "src/auth.py", "--session", "s0")
+    assert claim.returncode == 0, claim.stderr  # confirmed by the remote
+    assert listing(bare, BRANCH, "locks") != []
+    assert b("lock", "acquire", "README.md", "--session", "s1").returncode == 0
+    status = js(a("--json", "status"))
+    assert status["sync"]["messages"]["ahead"] == 1
+    assert a("sync").returncode == 3  # the message still waits
+    hook.unlink()
+    synced = js(a("--json", "sync"))
+    assert synced["messages"]["pushed"] is True
+    assert [m["body"] for m in js(b("--json", "inbox", "s1"))["messages"]] == ["hello"]
+    assert listing(bare, BRANCH, "messages") == []
+
+
+def test_gc_squashes_the_messages_branch_too(tmp_path):
+    bare, (a, b) = clones(tmp_path, 2)
+    ids = [js(a("--json", "send", "--from", "s0", "--to", "s1", f"m{i}"))["id"] for i in range(3)]
+    assert js(b("--json", "ack", *ids, "--session", "s1"))["acked"] == ids
+    before = int(git(bare, "rev-list", "--count", MESSAGES))
+    assert before >= 4
+    result = js(a("--json", "gc", "--keep-days", "0"))
+    assert result["messages"]["squashed"] >= 3
+    assert int(git(bare, "rev-list", "--count", MESSAGES)) < before
+    assert sorted(listing(bare, MESSAGES, "acks")) == sorted(f"acks/s1/{i}.json" for i in ids)
+    # the other clone takes the rewrite in its stride: its next ack and inbox work
+    later = js(a("--json", "send", "--from", "s0", "--to", "s1", "after gc"))["id"]
+    assert js(b("--json", "ack", later, "--session", "s1"))["acked"] == [later]
+    assert js(b("--json", "inbox", "s1", "--all"))["messages"][-1]["body"] == "after gc"
