@@ -185,7 +185,8 @@ def check_harness(registry: Registry) -> Finding:
 # -- the remote ------------------------------------------------------------------------
 
 def check_sync(registry: Registry) -> Finding:
-    from .sync.remote import Offline, fetch, redact, sync, sync_state
+    from .sync.remote import Offline, fetch, sync, sync_state
+    from .sync.state import redact
     if not registry.remote:
         return Finding("sync", "ok", "off: no remote, this clone works alone "
                        "(`agent-registry init --remote URL` shares it)")

@@ -290,7 +290,7 @@ def test_a_process_that_never_imported_the_wiki_can_replay_its_operations(repo):
     # `sync` replays pending operations by name; the wiki's live in a lazily loaded module,
     # which sync's table loads (the core names nothing above it)
     assert in_fresh_python(repo, (
-        "from agent_registry.sync.remote import load_operation; "
+        "from agent_registry.sync.replay import load_operation; "
         "assert 'agent_registry.wiki' not in sys.modules; "
         "names = ('end', 'wiki-ingest', 'import-home', 'no-such-op'); "
         "[load_operation({'op': n}) for n in names]; "

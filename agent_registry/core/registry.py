@@ -184,10 +184,12 @@ class Registry:
             raise BadInput(f"unknown operation {op['op']!r}")
         return None
 
-    def build(self, base: str | None, op: dict, note: str = "") -> tuple[str | None, dict]:
+    def build(self, base: str | None, op: dict, note: str = "",
+              extra: tuple[str, ...] = ()) -> tuple[str | None, dict]:
         """Apply *op* on commit *base* and write the resulting commit (not moving any
         ref).  Returns (commit or None when nothing changes, result); raises when the
-        operation is refused.  *note* is appended to the message (sync's replays)."""
+        operation is refused.  *note* is appended to the message, and *extra* to its
+        trailers (sync's replays, and its help for another clone)."""
         view = View(self.repo, base)
         # a layout this version does not write (a sharded registry, or newer): refuse in
         # one line naming the version to install, before deciding anything on it
@@ -199,8 +201,8 @@ class Registry:
             self.warnings = view.warnings
         if outcome.subject is None or not view.writes:
             return None, outcome.result
-        return (self.write_commit(view, op, outcome.subject, note, outcome.trailers),
-                outcome.result)
+        return (self.write_commit(view, op, outcome.subject, note,
+                                  tuple(extra) + tuple(outcome.trailers)), outcome.result)
 
     def write_commit(self, view: View, op: dict, subject: str, note: str = "",
                      extra: Iterable[str] = ()) -> str:

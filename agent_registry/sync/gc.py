@@ -26,7 +26,8 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
     if registry.remote:
-        from .remote import Offline, redact, sync
+        from .remote import Offline, sync
+        from .state import redact
         try:
             if not sync(registry)["pushed"]:
                 raise RegistryError(f"gc needs this clone in sync with {redact(registry.remote)}; "
@@ -38,6 +39,9 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
     # land on the history being replaced (gc is rare; claims wait for it)
     with file_lock(registry.lock_file):
         tip = registry.repo.read_ref(registry.ref)
+        if registry.remote:
+            from .remote import drop_carried
+            tip = drop_carried(registry)
         if tip is None:
             return {"squashed": 0, "kept": 0, "tip": None}
         require_writable(registry.repo.read_blob(f"{tip}:{LAYOUT}"))
@@ -83,7 +87,8 @@ def _reparent(registry: Registry, commit: str, parent: str) -> str:
 
 def _push_rewrite(registry: Registry, new: str, old: str) -> None:
     dst = f"refs/heads/{registry.branch}"
-    from .remote import Offline, git_net, confirm, redact
+    from .remote import Offline, git_net
+    from .state import confirm, redact
     try:
         proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                         f"--force-with-lease={dst}:{old}", registry.remote, f"{new}:{dst}")

@@ -15,7 +15,9 @@ A mutation:
    (compare-and-swap);
 4. pushes the new tip as a plain fast-forward.  A rejected push means another clone (or
    another process of this one) won the race: fetch, replay again, retry with jittered
-   backoff until a deadline.
+   backoff until a deadline; after ``LOSSES`` in a row, publish the pending operations
+   for the winners to carry (sync/intents.py).  The replay itself is sync/replay.py,
+   the local sync state sync/state.py.
 
 Fetch and push run outside the flock: the flock covers local work only, so a remote that
 accepts the connection and never answers holds up each waiting command for one network
@@ -40,26 +42,30 @@ says so in its commit message.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import CasFailed, run_git
 from ..branch.records import Holder, Lock, Session, iso
-from ..branch.trailers import parse_op, trailers
+from ..branch.trailers import parse_op
 from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry, file_lock, use_remote_committer
 from ..branch.view import View
+from .intents import help_others, intent_ref, new_clone_id, own_ops, settle_own, settled, \
+    unsettled, wrap
+from .replay import Replay, commit_exists, is_ancestor, own_commits, pending_commits, replay
+from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
+LOSSES = 3  # lost pushes in a row before a clone asks the others to help (sync/intents.py)
 BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
 MASS_DELETION = 0.5  # a remote keeping less than this share of our sessions is suspect
 MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
@@ -84,15 +90,6 @@ _FAILURES = (
                      "temporary failure in name resolution", "couldn't connect",
                      "no answer within", "the remote end hung up unexpectedly")),
 )
-
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
-
-
-def redact(text: str) -> str:
-    """*text* with the user information (``user:password@``) of every URL removed, as git
-    removes it from what it prints: the tool prints and stores no credential."""
-    return _URL_USERINFO.sub(r"\1", text)
-
 
 class Offline(Exception):
     """The remote could not be used.  ``kind``: ``unreachable`` (network, timeout),
@@ -133,14 +130,6 @@ class Offline(Exception):
         return {"kind": self.kind, "message": self.message}
 
 
-@dataclass
-class Replay:
-    tip: str | None
-    refused: list[dict] = field(default_factory=list)  # ops dropped by re-validation
-    results: dict[str, dict] = field(default_factory=dict)  # op id -> replayed result
-    rewind: dict | None = None  # the remote went back in time: what was re-applied
-
-
 # -- talking to the remote ------------------------------------------------------------
 
 def network_timeout(registry: Registry) -> float:
@@ -167,8 +156,10 @@ def fetch(registry: Registry) -> str | None:
     the remote has no such branch.  Raises Offline when the remote cannot be used.
     Runs without the flock: git locks the tracking ref itself."""
     src = f"refs/heads/{registry.branch}"
+    # with the branch, the other clones' intents (sync/intents.py): one connection
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    registry.remote, f"+{src}:{registry.tracking_ref}")
+                    registry.remote, f"+{src}:{registry.tracking_ref}",
+                    f"+{src}-intents/*:refs/remotes/{registry.remote}/{registry.branch}-intents/*")
     if proc.returncode == 0:
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
@@ -239,111 +230,6 @@ def _last_line(text: str) -> str:
     specific = [l for l in lines if generic not in l.lower() and not l.startswith(
         ("Please make sure", "and the repository exists"))]
     return (specific or lines or [""])[0]
-# -- replay ---------------------------------------------------------------------------
-
-def pending_commits(registry: Registry, upstream: str | None, tip: str | None) -> list[str]:
-    """This clone's commits not yet on the remote, oldest first."""
-    if tip is None or tip == upstream:
-        return []
-    spec = [tip, f"^{upstream}"] if upstream and _exists(registry, upstream) else [tip]
-    proc = registry.repo.git("rev-list", "--reverse", "--topo-order", *spec)
-    return proc.stdout.decode().split()
-
-
-def _exists(registry: Registry, oid: str) -> bool:
-    found = registry.repo.reader.read(oid)
-    return bool(found and found[0] == "commit")
-
-
-def is_ancestor(registry: Registry, ancestor: str | None, descendant: str | None) -> bool:
-    if ancestor is None:
-        return True
-    if descendant is None:
-        return False
-    return registry.repo.git("merge-base", "--is-ancestor", ancestor, descendant,
-                             check=False).returncode == 0
-
-
-# Where the operations defined outside the core live, so a process that never imported
-# them (a `sync` replaying another command's "end") still finds them: name -> module
-OPERATION_MODULES: dict[str, str] = {
-    "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
-    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
-    "send": "agent_registry.core.messages", "ack": "agent_registry.core.messages",
-}
-
-
-def load_operation(op: dict) -> None:
-    """Import the module that registers *op*'s operation, if it is one of those above."""
-    module = OPERATION_MODULES.get(op.get("op")) if isinstance(op, dict) else None
-    if module:
-        import importlib
-        importlib.import_module(module)
-
-
-def replay(registry: Registry, commits: list[str], onto: str | None) -> Replay:
-    """Re-apply the operations recorded in *commits* on top of *onto*."""
-    state = Replay(onto)
-    for commit in commits:
-        _, parents, message = registry.repo.commit_info(commit)
-        op = parse_op(message)
-        if op is not None:
-            load_operation(op)
-        if op is None or not registry.knows(op):
-            # a hand-made commit, or one from a newer version: carry its changes over
-            state.tip = _replay_raw(registry, commit, parents, state.tip, message)
-            continue
-        note = f"Replayed on {state.tip[:12]}, first made as {commit[:12]}." if state.tip else ""
-        subject = message.split("\n", 1)[0]
-        try:
-            new, result = registry.build(state.tip, op, note)
-        except (Refused, BadInput) as exc:  # refused now, or a malformed record (shapes)
-            state.refused.append({"op": op.get("op"), "id": op.get("id"),
-                                  "session": op.get("session"), "paths": op.get("paths"),
-                                  "reason": exc.message, **exc.details})
-            state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
-                                    f"{note} {exc.message}")
-            continue
-        state.results[op.get("id", commit)] = result
-        state.tip = new or _resolution(registry, state.tip, op,
-                                       f"{subject}: nothing left to do on replay",
-                                       f"{note} The remote had already made this change.")
-    return state
-
-
-def _resolution(registry: Registry, tip: str | None, op: dict, subject: str,
-                detail: str) -> str | None:
-    """A commit that changes nothing and says how a replayed operation was resolved,
-    so `git log` shows it.  Its recorded operation is ``resolved``, which replays as a
-    no-op: the original is never retried."""
-    if tip is None:
-        return None
-    record = {"op": "resolved", "of": op, "at": registry.clock()}
-    message = f"{subject}\n\n{detail.strip()}\n\n" + trailers(record, session=op.get("session"))
-    return registry.repo.commit_tree(registry.repo.commit_info(tip)[0], [tip], message,
-                                     "agent-registry <agent-registry@localhost>",
-                                     int(registry.clock()))
-
-
-def _replay_raw(registry: Registry, commit: str, parents: list[str], onto: str | None,
-                message: str) -> str | None:
-    diff = registry.repo.git("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
-                             *(parents[:1] or ["--root"]), commit).stdout.split(b"\0")
-    changes: dict[str, bytes | None] = {}
-    for meta, path in zip(diff[0::2], diff[1::2]):
-        if not meta:
-            continue
-        new_oid, status = meta.split()[3].decode(), meta.split()[4].decode()
-        changes[path.decode()] = None if status == "D" else registry.repo.read_blob(new_oid)
-    base_tree = registry.repo.commit_info(onto)[0] if onto else None
-    tree = registry.repo.edit_tree(base_tree, changes)
-    if onto and tree == base_tree:
-        return onto
-    return registry.repo.commit_tree(tree, [onto] if onto else [], message,
-                                     "agent-registry <agent-registry@localhost>",
-                                     int(registry.clock()))
-
-
 # -- the mass-deletion guard ----------------------------------------------------------
 
 def _population(registry: Registry, commit: str) -> int:
@@ -358,12 +244,12 @@ def _gc_explains(registry: Registry, confirmed: str | None, remote: str) -> bool
     the last 50 commits) rewrote a history that held *confirmed*: then the state we
     confirmed is all there, squashed, and what is missing since was removed by later
     operations, not by a rewind or a wipe."""
-    spec = ["--not", confirmed] if confirmed and _exists(registry, confirmed) else ["-n", "50"]
+    spec = ["--not", confirmed] if confirmed and commit_exists(registry, confirmed) else ["-n", "50"]
     found = registry.repo.git("log", "--format=%B%x00", "--grep=^Registry-Op: gc$", remote,
                               *spec).stdout.decode(errors="replace")
     for message in filter(str.strip, found.split("\0")):
         rewrote = (parse_op(message) or {}).get("rewrote")
-        if not (confirmed and rewrote and _exists(registry, rewrote)) or \
+        if not (confirmed and rewrote and commit_exists(registry, rewrote)) or \
                 is_ancestor(registry, confirmed, rewrote):
             return True  # a rewritten tip we never fetched came after what we confirmed
     return False
@@ -405,7 +291,7 @@ class MassDeletion(RegistryError):
 
 def _rewound(registry: Registry, confirmed: str | None, remote: str) -> bool:
     """The confirmed tip vanished from the remote's history, and gc does not explain it."""
-    return bool(confirmed and confirmed != remote and _exists(registry, confirmed)
+    return bool(confirmed and confirmed != remote and commit_exists(registry, confirmed)
                 and not is_ancestor(registry, confirmed, remote)
                 and not _gc_explains(registry, confirmed, remote))
 
@@ -509,57 +395,16 @@ def rewind_lines(rewind: dict) -> list[str]:
 
 # -- the synced transaction -----------------------------------------------------------
 
-def _state_path(registry: Registry) -> str:
-    return registry.repo.state_path("sync.json")
-
-
-def _load_state(registry: Registry) -> dict:
-    try:
-        with open(_state_path(registry)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_state(registry: Registry, **changes) -> dict:
-    """Merge *changes* into the local sync state (caller holds the flock)."""
-    state = {**_load_state(registry), **changes, "remote": redact(registry.remote or "")}
-    os.makedirs(os.path.dirname(_state_path(registry)), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_state_path(registry)), prefix="sync.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(state, f, indent=1)
-    os.replace(tmp, _state_path(registry))
-    return state
-
-
 def _failed(registry: Registry, exc: Offline | MassDeletion) -> None:
     """Record a failed attempt (caller holds the flock)."""
-    _save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
+    save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
                 last_error_kind=exc.kind)
-
-
-def _confirmed_key(registry: Registry) -> str:
-    return f"{redact(registry.remote or '')} {registry.branch}"
-
-
-def confirmed_tip(registry: Registry, fallback: str | None = None) -> str | None:
-    """The last tip of the remote branch this clone saw and holds (fetched and rebased
-    onto, or pushed), per remote and branch; *fallback* (the tracking ref) for a clone
-    that has none recorded yet."""
-    return _load_state(registry).get("confirmed", {}).get(_confirmed_key(registry)) or fallback
-
-
-def confirm(registry: Registry, tip: str, **changes) -> None:
-    """Record *tip* as the confirmed tip, with other *changes* to the sync state (caller
-    holds the flock)."""
-    confirmed = {**_load_state(registry).get("confirmed", {}), _confirmed_key(registry): tip}
-    _save_state(registry, confirmed=confirmed, **changes)
 
 
 def _record_refused(registry: Registry, refused: list[dict]) -> None:
     if refused:
-        old = _load_state(registry).get("refused", [])
-        _save_state(registry, refused=(old + [{**r, "at": iso(registry.clock())}
+        old = load_state(registry).get("refused", [])
+        save_state(registry, refused=(old + [{**r, "at": iso(registry.clock())}
                                               for r in refused])[-50:])
 
 
@@ -576,11 +421,12 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None) -
     confirmed = confirmed_tip(registry, before)
     if remote is None:
         return Replay(local)  # the remote branch is gone: the push recreates it
-    if local is None:
+    intents = unsettled(registry, remote)
+    if local is None and not intents:
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
         confirm(registry, remote)
         return Replay(remote)
-    if remote == local or is_ancestor(registry, remote, local):
+    if not intents and (remote == local or is_ancestor(registry, remote, local)):
         # nothing new there (or an older view of it): our tip already holds it
         if confirmed is None or (remote != confirmed and is_ancestor(registry, confirmed, remote)):
             confirm(registry, remote)
@@ -589,7 +435,13 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None) -
     onto, rewind = remote, None
     if _rewound(registry, confirmed, remote):
         onto, rewind = _reapply(registry, confirmed, remote)  # type: ignore[arg-type]
-    state = replay(registry, pending_commits(registry, confirmed, local), onto)
+    # other clones' published operations first (they waited longest), then ours, skipping
+    # those a helper already applied for us
+    own = settled(View(registry.repo, onto), load_state(registry).get("clone_id") or "") \
+        if onto else {"handled": {}}
+    state = replay(registry, pending_commits(registry, confirmed, local),
+                   help_others(registry, onto, intents), handled=own["handled"])
+    settle_own(registry, onto, state)
     state.rewind = rewind
     _move_local(registry, state.tip, local)
     confirm(registry, remote, **({"last_rewind": rewind} if rewind else {}))
@@ -677,6 +529,15 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 with file_lock(registry.lock_file):
                     _advance(registry, tip, seen)
             return _fate(registry, {**outcome, "pushed": True, "tip": tip}, watch)
+        if not own_commits(registry, seen, tip):
+            # all that is left is what we carried for other clones (sync/intents.py): our
+            # own operations are on the remote, so we are done; the next rebase drops them
+            with file_lock(registry.lock_file):  # the push that landed them was another's
+                save_state(registry, last_push_attempts=attempt + 1,
+                           last_success=iso(registry.clock()), last_error=None,
+                           last_error_kind=None)
+            return _fate(registry, {**outcome, "pushed": True, "tip": seen,
+                                    "attempts": attempt + 1}, watch)
         try:
             pushed = push(registry, tip)
         except Offline as exc:
@@ -684,7 +545,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         if pushed.ok:
             with file_lock(registry.lock_file):
                 _advance(registry, tip, seen)
-                _save_state(registry, last_push_attempts=attempt + 1)
+                save_state(registry, last_push_attempts=attempt + 1)
             return _fate(registry, {**outcome, "pushed": True, "tip": tip,
                                     "attempts": attempt + 1}, watch)
         if not pushed.retry:
@@ -695,6 +556,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 registry.remote, "error", f"push still rejected after {deadline:g} s of "
                 f"retries: {pushed.reason}", registry.branch))
         attempt += 1
+        if attempt >= LOSSES:  # keeps losing: let the winners carry our operations
+            publish_intent(registry)
         # full jitter: losers spread out instead of stampeding the remote together
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
         try:
@@ -718,6 +581,51 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 outcome["result"] = state.results[watch]
 
 
+def drop_carried(registry: Registry) -> str | None:
+    """The local tip, after dropping what it carries for other clones when nothing of
+    ours is pending (caller holds the flock): after a sync, local and remote are then
+    one tip again, which gc rewrites."""
+    tip, seen = registry.repo.read_ref(registry.ref), registry.repo.read_ref(registry.tracking_ref)
+    if tip and seen and tip != seen and not own_commits(registry, seen, tip):
+        _move_local(registry, seen, tip)
+        return seen
+    return tip
+
+
+def publish_intent(registry: Registry) -> None:
+    """After LOSSES lost pushes: publish this clone's pending operations as its intent
+    (sync/intents.py; once per local tip).  Best effort: a failed push leaves the clone
+    retrying alone, as before, and publishing again after its next lost push."""
+    with file_lock(registry.lock_file):
+        state = load_state(registry)
+        clone = state.get("clone_id") or new_clone_id()
+        local = registry.repo.read_ref(registry.ref)
+        base = confirmed_tip(registry)
+        key = state_key(registry)
+        out = state.get("intents", {}).get(key) or {}
+        if local is None or base is None or out.get("tip") == local:
+            return
+        ids = [op["id"] for op in own_ops(registry, base, local)]
+        if not ids:
+            return
+        seq = state.get("intent_seq", 0) + 1
+        wrapper = wrap(registry, local, clone, seq, base, len(ids))
+        save_state(registry, clone_id=clone, intent_seq=seq, intents={
+            **state.get("intents", {}), key: {"seq": seq, "ids": ids, "tip": local}})
+    try:  # a ref only this clone writes: forced, no race to lose
+        landed = git_net(registry, "push", "--quiet", "--no-verify", registry.remote,
+                         f"+{wrapper}:{intent_ref(registry.branch, clone)}").returncode == 0
+    except Offline:
+        landed = False
+    if not landed:
+        with file_lock(registry.lock_file):
+            state = load_state(registry)
+            out = state.get("intents", {}).get(key)
+            if out and out["seq"] == seq:
+                save_state(registry, intents={**state["intents"], key: {**out, "tip": None}})
+
+
+
 def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dict:
     with file_lock(registry.lock_file):
         _failed(registry, exc)
@@ -728,7 +636,7 @@ def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dic
 def _fate(registry: Registry, outcome: dict, watch: str | None) -> dict:
     """*outcome*, with the refusal of *watch* when another process's replay dropped it."""
     if watch and "dropped" not in outcome:
-        dropped = next((r for r in _load_state(registry).get("refused", [])
+        dropped = next((r for r in load_state(registry).get("refused", [])
                         if r.get("id") == watch), None)
         if dropped:
             outcome["dropped"] = dropped
@@ -773,13 +681,13 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
 
 
 def _pending(registry: Registry, fallback: str | None = None) -> list[str]:
-    return pending_commits(registry, confirmed_tip(registry, fallback),
-                           registry.repo.read_ref(registry.ref))
+    return own_commits(registry, confirmed_tip(registry, fallback),
+                       registry.repo.read_ref(registry.ref))
 
 
 def sync_state(registry: Registry) -> dict:
     """The sync line: remote, ahead/behind, last success, last error, last rewind."""
-    state = _load_state(registry)
+    state = load_state(registry)
     local = registry.repo.read_ref(registry.ref)
     remote = registry.repo.read_ref(registry.tracking_ref)
     ahead = behind = 0

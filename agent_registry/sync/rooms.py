@@ -24,7 +24,8 @@ from ..core.messages import mailbox, views
 from ..core.registry import Registry, repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
-from .remote import redact, sync
+from .remote import sync
+from .state import redact
 
 HUB_KEY = "agent-registry.hub"
 SHARED, REPO = "room:", "repo:"

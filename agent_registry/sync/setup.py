@@ -16,7 +16,8 @@ import subprocess
 from ..core.registry import Registry
 from ..errors import BadInput, RegistryError
 from ..store.git import clean_env, run_git
-from .remote import NETWORK_TIMEOUT, Offline, network_timeout, redact, sync
+from .remote import NETWORK_TIMEOUT, Offline, network_timeout, sync
+from .state import redact
 
 _SCP = re.compile(r"^[\w.-]+@[\w.-]+:")  # git's scp-like form, user@host:path
 _NAME = re.compile(r"[A-Za-z0-9][\w.-]*")

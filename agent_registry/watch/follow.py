@@ -158,7 +158,7 @@ class Watcher:
         reachable from *heads* and not from the heads of the last pass, oldest first."""
         if not heads:
             return []
-        from ..sync.remote import is_ancestor
+        from ..sync.replay import is_ancestor
         old = self.state.get("heads", [])
         seen = [h for h in old if self.repo.reader.read(h)]
         # history rewritten (gc) or gone: its commits come back with their own dates, and

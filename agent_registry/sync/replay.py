@@ -1,0 +1,156 @@
+"""Replaying operations: a clone's pending commits re-applied, each by its own handler
+and re-validated, on a tip the remote moved (docs/design.md, "Concurrency").  What sync,
+its helping (sync/intents.py) and gc share."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..branch.trailers import TRAILER, parse_op, trailers
+from ..core.registry import Registry
+from ..errors import BadInput, Refused
+
+HELPED = "Helped"  # trailer of a commit a clone made for another (sync/intents.py)
+APPLIED = "applied"  # an intent record's word for an operation a helper applied
+
+
+@dataclass
+class Replay:
+    tip: str | None
+    refused: list[dict] = field(default_factory=list)  # ops dropped by re-validation
+    results: dict[str, dict] = field(default_factory=dict)  # op id -> replayed result
+    rewind: dict | None = None  # the remote went back in time: what was re-applied
+
+
+
+def is_ours(message: str) -> bool:
+    """Whether a pending commit is this clone's own operation to replay: not one made for
+    another clone, and not an intent record (both are made anew on each rebase)."""
+    if f"\n{TRAILER}{HELPED}: " in message:
+        return False
+    op = parse_op(message)
+    return not (op and op.get("op") == "intents")
+
+
+def pending_commits(registry: Registry, upstream: str | None, tip: str | None) -> list[str]:
+    """This clone's commits not yet on the remote, oldest first."""
+    if tip is None or tip == upstream:
+        return []
+    spec = [tip, f"^{upstream}"] if upstream and commit_exists(registry, upstream) else [tip]
+    proc = registry.repo.git("rev-list", "--reverse", "--topo-order", *spec)
+    return proc.stdout.decode().split()
+
+
+def commit_exists(registry: Registry, oid: str) -> bool:
+    found = registry.repo.reader.read(oid)
+    return bool(found and found[0] == "commit")
+
+
+def is_ancestor(registry: Registry, ancestor: str | None, descendant: str | None) -> bool:
+    if ancestor is None:
+        return True
+    if descendant is None:
+        return False
+    return registry.repo.git("merge-base", "--is-ancestor", ancestor, descendant,
+                             check=False).returncode == 0
+
+
+# Where the operations defined outside the core live, so a process that never imported
+# them (a `sync` replaying another command's "end") still finds them: name -> module
+OPERATION_MODULES: dict[str, str] = {
+    "end": "agent_registry.wiki.ops", "wiki-ingest": "agent_registry.wiki.ops",
+    "import-home": "agent_registry.wiki.importer", "override": "agent_registry.core.override",
+    "send": "agent_registry.core.messages", "ack": "agent_registry.core.messages",
+}
+
+
+def load_operation(op: dict) -> None:
+    """Import the module that registers *op*'s operation, if it is one of those above."""
+    module = OPERATION_MODULES.get(op.get("op")) if isinstance(op, dict) else None
+    if module:
+        import importlib
+        importlib.import_module(module)
+
+
+def replay(registry: Registry, commits: list[str], onto: str | None,
+           extra: tuple[str, ...] = (), handled: dict | None = None) -> Replay:
+    """Re-apply the operations recorded in *commits* on top of *onto*, with *extra*
+    trailers.  Commits made for another clone are left out (sync/intents.py helps anew
+    on each tip), and so are operations *handled* names (id -> "applied", or the reason
+    it was refused): a helper already applied them."""
+    state = Replay(onto)
+    for commit in commits:
+        _, parents, message = registry.repo.commit_info(commit)
+        if not is_ours(message):
+            continue
+        op = parse_op(message)
+        if op is not None:
+            load_operation(op)
+        decided = (handled or {}).get(op.get("id")) if isinstance(op, dict) else None
+        if decided is not None:
+            if decided != APPLIED:
+                state.refused.append({"op": op.get("op"), "id": op.get("id"),
+                                      "session": op.get("session"), "paths": op.get("paths"),
+                                      "reason": f"refused when another clone applied it for "
+                                                f"this one: {decided}"})
+            continue
+        if op is None or not registry.knows(op):
+            # a hand-made commit, or one from a newer version: carry its changes over
+            state.tip = _replay_raw(registry, commit, parents, state.tip, message)
+            continue
+        note = f"Replayed on {state.tip[:12]}, first made as {commit[:12]}." if state.tip else ""
+        subject = message.split("\n", 1)[0]
+        try:
+            new, result = registry.build(state.tip, op, note, extra)
+        except (Refused, BadInput) as exc:  # refused now, or a malformed record (shapes)
+            state.refused.append({"op": op.get("op"), "id": op.get("id"),
+                                  "session": op.get("session"), "paths": op.get("paths"),
+                                  "reason": exc.message, **exc.details})
+            state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
+                                    f"{note} {exc.message}", extra)
+            continue
+        state.results[op.get("id", commit)] = result
+        state.tip = new or _resolution(registry, state.tip, op,
+                                       f"{subject}: nothing left to do on replay",
+                                       f"{note} The remote had already made this change.", extra)
+    return state
+
+
+def _resolution(registry: Registry, tip: str | None, op: dict, subject: str,
+                detail: str, extra: tuple[str, ...] = ()) -> str | None:
+    """A commit that changes nothing and says how a replayed operation was resolved,
+    so `git log` shows it.  Its recorded operation is ``resolved``, which replays as a
+    no-op: the original is never retried."""
+    if tip is None:
+        return None
+    record = {"op": "resolved", "of": op, "at": registry.clock()}
+    message = f"{subject}\n\n{detail.strip()}\n\n" + trailers(record, session=op.get("session"),
+                                                               extra=extra)
+    return registry.repo.commit_tree(registry.repo.commit_info(tip)[0], [tip], message,
+                                     "agent-registry <agent-registry@localhost>",
+                                     int(registry.clock()))
+
+
+def _replay_raw(registry: Registry, commit: str, parents: list[str], onto: str | None,
+                message: str) -> str | None:
+    diff = registry.repo.git("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
+                             *(parents[:1] or ["--root"]), commit).stdout.split(b"\0")
+    changes: dict[str, bytes | None] = {}
+    for meta, path in zip(diff[0::2], diff[1::2]):
+        if not meta:
+            continue
+        new_oid, status = meta.split()[3].decode(), meta.split()[4].decode()
+        changes[path.decode()] = None if status == "D" else registry.repo.read_blob(new_oid)
+    base_tree = registry.repo.commit_info(onto)[0] if onto else None
+    tree = registry.repo.edit_tree(base_tree, changes)
+    if onto and tree == base_tree:
+        return onto
+    return registry.repo.commit_tree(tree, [onto] if onto else [], message,
+                                     "agent-registry <agent-registry@localhost>",
+                                     int(registry.clock()))
+
+
+def own_commits(registry: Registry, base: str | None, tip: str | None) -> list[str]:
+    """This clone's own commits between *base* and *tip*, oldest first: not those it
+    carries for other clones (sync/intents.py)."""
+    return [c for c in pending_commits(registry, base, tip)
+            if is_ours(registry.repo.commit_info(c)[2])]

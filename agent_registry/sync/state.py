@@ -1,0 +1,60 @@
+"""The clone's local sync state, ``<common dir>/agent-registry/sync.json``: the confirmed
+tip per remote and branch, the last success and error, refusals, this clone's id and the
+intent it has out (sync/intents.py).  Written under the clone's flock, replaced whole."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+
+from ..core.registry import Registry
+
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
+
+
+def redact(text: str) -> str:
+    """*text* with the user information (``user:password@``) of every URL removed, as git
+    removes it from what it prints: the tool prints and stores no credential."""
+    return _URL_USERINFO.sub(r"\1", text)
+
+
+def _state_path(registry: Registry) -> str:
+    return registry.repo.state_path("sync.json")
+
+
+def load_state(registry: Registry) -> dict:
+    try:
+        with open(_state_path(registry)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_state(registry: Registry, **changes) -> dict:
+    """Merge *changes* into the local sync state (caller holds the flock)."""
+    state = {**load_state(registry), **changes, "remote": redact(registry.remote or "")}
+    os.makedirs(os.path.dirname(_state_path(registry)), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_state_path(registry)), prefix="sync.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(state, f, indent=1)
+    os.replace(tmp, _state_path(registry))
+    return state
+
+
+def state_key(registry: Registry) -> str:
+    return f"{redact(registry.remote or '')} {registry.branch}"
+
+
+def confirmed_tip(registry: Registry, fallback: str | None = None) -> str | None:
+    """The last tip of the remote branch this clone saw and holds (fetched and rebased
+    onto, or pushed), per remote and branch; *fallback* (the tracking ref) for a clone
+    that has none recorded yet."""
+    return load_state(registry).get("confirmed", {}).get(state_key(registry)) or fallback
+
+
+def confirm(registry: Registry, tip: str, **changes) -> None:
+    """Record *tip* as the confirmed tip, with other *changes* to the sync state (caller
+    holds the flock)."""
+    confirmed = {**load_state(registry).get("confirmed", {}), state_key(registry): tip}
+    save_state(registry, confirmed=confirmed, **changes)

@@ -1,0 +1,178 @@
+"""Helping (sync/intents.py): a clone that keeps losing the push race publishes its pending
+operations as an intent, and the clones that win carry them.  Real bare remotes, real
+clones, real processes racing; never more than once, never lost."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from helpers import git
+from test_sync import BRANCH, Team
+
+PUBLISH = ("import sys; from agent_registry import Registry; "
+           "from agent_registry.sync.remote import publish_intent; "
+           "from agent_registry.sync.state import load_state; "
+           "r = Registry.open(sys.argv[1]); publish_intent(r); "
+           "print(load_state(r)['clone_id'])")
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
+    return proc
+
+
+def offline_ops(runner, *commands: tuple[str, ...]) -> None:
+    """Commit *commands* in this clone only (as if every push had been lost), then turn
+    sync back on: they are its pending operations."""
+    git(runner.cwd, "config", "agent-registry.remote", "none")
+    for command in commands:
+        ok(runner(*command))
+    git(runner.cwd, "config", "--unset", "agent-registry.remote")
+
+
+def publish(runner) -> str:
+    """Publish the clone's intent as publish() does after its third lost push; its id."""
+    proc = subprocess.run([sys.executable, "-c", PUBLISH, str(runner.cwd)],
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def remote_log(team: Team) -> list[str]:
+    return subprocess.run(["git", "log", "--format=%B%x00", BRANCH], cwd=team.bare,
+                          capture_output=True, text=True, check=True).stdout.split("\0")
+
+
+def op_count(team: Team, op_id: str) -> int:
+    """Commits on the remote that applied operation *op_id* (not resolutions of it)."""
+    return sum(1 for m in remote_log(team) if f'"id": "{op_id}"' in m.split("Registry-Data: ")[-1]
+               and '"op": "resolved"' not in m.split("Registry-Data: ")[-1])
+
+
+def pending_ids(runner) -> list[str]:
+    proc = subprocess.run(["git", "log", "--format=%B%x00", BRANCH, "--not",
+                           f"refs/remotes/origin/{BRANCH}"], cwd=runner.cwd,
+                          capture_output=True, text=True, check=True)
+    return [json.loads(m.split("Registry-Data: ")[-1].strip())["id"]
+            for m in proc.stdout.split("\0") if "Registry-Data: " in m]
+
+
+def holders(runner, path: str) -> list[str]:
+    locks = json.loads(ok(runner("--json", "lock", "list")).stdout)["locks"]
+    return [l["owner"] for l in locks if l["path"] == path]
+
+
+@pytest.fixture
+def team(tmp_path):
+    return Team(tmp_path)
+
+
+def test_a_winner_carries_the_published_operations_of_a_loser(team):
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "docs"))
+    offline_ops(a, ("lock", "acquire", "src/auth.py", "--session", "kimi-1"),
+                ("context", "log", "kimi-1", "diary line once"))
+    ids = pending_ids(a)
+    assert len(ids) == 2
+    clone = publish(a)
+    ok(b("lock", "acquire", "docs/x.md", "--session", "codex-2"))
+    # b's push carried a's operations, marked as helped, and the intent is settled
+    for op_id in ids:
+        assert op_count(team, op_id) == 1
+    assert any(f"Registry-Helped: {clone} #1" in m for m in remote_log(team))
+    record = json.loads(team.remote_file(f"intents/{clone}.json"))
+    assert record["seq"] == 1 and record["handled"] == {i: "applied" for i in ids}
+    # a learns it from its next sync: nothing left to push, nothing applied twice
+    ok(a("sync"))
+    assert pending_ids(a) == []
+    for op_id in ids:
+        assert op_count(team, op_id) == 1
+    assert team.remote_file("contexts/kimi-1.md").count("diary line once") == 1
+    assert holders(a, "src/auth.py") == ["kimi-1"]
+
+
+def test_an_operation_a_helper_refuses_is_reported_to_its_clone(team):
+    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "auth too"))
+    ok(c("register", "gem-3", "Gemini", "1", "docs"))
+    ok(a("sync"))
+    offline_ops(a, ("lock", "acquire", "src/auth.py", "--session", "kimi-1"))
+    ok(b("lock", "acquire", "src/auth.py", "--session", "codex-2"))  # b wins first
+    publish(a)
+    ok(c("lock", "acquire", "docs/x.md", "--session", "gem-3"))
+    out = a("--json", "sync")
+    assert out.returncode == 1, out.stderr  # a pending operation was refused
+    refused = json.loads(out.stdout)["error"]["refused"]
+    assert [r["paths"] for r in refused] == [["src/auth.py"]]
+    assert "refused when another clone applied it for this one" in refused[0]["reason"]
+    assert "codex-2" in refused[0]["reason"]
+    assert holders(c, "src/auth.py") == ["codex-2"]
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_racing_helpers_and_the_clone_itself_apply_an_intent_once(team, round_):
+    """Two helpers and the helped clone push at the same instant: each operation lands
+    exactly once, whoever wins (the intent record is written under the branch's CAS)."""
+    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    ok(c("register", "gem-3", "Gemini", "1", "y"))
+    offline_ops(a, *[("context", "log", "kimi-1", f"line {i}") for i in range(3)],
+                ("lock", "acquire", "src/a.py", "--session", "kimi-1"))
+    ids = pending_ids(a)
+    publish(a)
+    with ThreadPoolExecutor(3) as pool:
+        runs = [pool.submit(b, "lock", "acquire", "b.py", "--session", "codex-2"),
+                pool.submit(c, "context", "log", "gem-3", "c was here"),
+                pool.submit(a, "sync")]
+        for run in runs:
+            ok(run.result())
+    ok(a("sync"))
+    for op_id in ids:
+        assert op_count(team, op_id) == 1, op_id
+    diary = team.remote_file("contexts/kimi-1.md")
+    assert [diary.count(f"line {i}") for i in range(3)] == [1, 1, 1]
+    assert pending_ids(a) == []
+
+
+def test_an_intent_on_a_rewritten_history_is_left_to_its_clone(team):
+    """A gc rewrite after the intent was published: its base is not in the new history,
+    so no helper applies it (it could not tell what is new); the clone replays its own."""
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    offline_ops(a, ("context", "log", "kimi-1", "only once"))
+    publish(a)
+    ok(b("gc", "--keep-days", "0"))
+    ok(b("context", "log", "codex-2", "after gc"))
+    assert "only once" not in (team.remote_file("contexts/kimi-1.md") or "")
+    ok(a("sync"))
+    assert team.remote_file("contexts/kimi-1.md").count("only once") == 1
+
+
+@pytest.mark.slow
+def test_twelve_clones_logging_at_once_lose_nothing_and_double_nothing(tmp_path):
+    """Twelve clones append diary lines (not idempotent: a double apply shows) as fast as
+    they can through one remote: every line lands once, and helping did happen."""
+    team = Team(tmp_path)
+    clones = [team.clone(f"c{i}") for i in range(12)]
+    for i, c in enumerate(clones):
+        ok(c("register", f"s{i}", "Kimi", "1", "x"))
+
+    def logs(i: int) -> None:
+        for n in range(6):
+            ok(clones[i]("context", "log", f"s{i}", f"s{i} line {n}"))
+
+    with ThreadPoolExecutor(12) as pool:
+        list(pool.map(logs, range(12)))
+    for c in clones:
+        ok(c("sync"))
+    for i in range(12):
+        diary = team.remote_file(f"contexts/s{i}.md")
+        assert [diary.count(f"s{i} line {n}\n") for n in range(6)] == [1] * 6, diary
+    assert any("Registry-Helped: " in m for m in remote_log(team))
