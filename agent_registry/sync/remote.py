@@ -603,15 +603,16 @@ def publish_intent(registry: Registry) -> None:
         base = confirmed_tip(registry)
         key = state_key(registry)
         out = state.get("intents", {}).get(key) or {}
-        if local is None or base is None or out.get("tip") == local:
+        if local is None or base is None:
             return
         ids = [op["id"] for op in own_ops(registry, base, local)]
-        if not ids:
+        # once per set of pending operations: a replay rewrites their commits, not them
+        if not ids or (out.get("ids") == ids and out.get("published")):
             return
         seq = state.get("intent_seq", 0) + 1
         wrapper = wrap(registry, local, clone, seq, base, len(ids))
         save_state(registry, clone_id=clone, intent_seq=seq, intents={
-            **state.get("intents", {}), key: {"seq": seq, "ids": ids, "tip": local}})
+            **state.get("intents", {}), key: {"seq": seq, "ids": ids, "published": True}})
     try:  # a ref only this clone writes: forced, no race to lose
         landed = git_net(registry, "push", "--quiet", "--no-verify", registry.remote,
                          f"+{wrapper}:{intent_ref(registry.branch, clone)}").returncode == 0
@@ -622,7 +623,7 @@ def publish_intent(registry: Registry) -> None:
             state = load_state(registry)
             out = state.get("intents", {}).get(key)
             if out and out["seq"] == seq:
-                save_state(registry, intents={**state["intents"], key: {**out, "tip": None}})
+                save_state(registry, intents={**state["intents"], key: {**out, "published": False}})
 
 
 
