@@ -184,3 +184,13 @@ def test_gc_squashes_the_messages_branch_too(tmp_path):
     later = js(a("--json", "send", "--from", "s0", "--to", "s1", "after gc"))["id"]
     assert js(b("--json", "ack", later, "--session", "s1"))["acked"] == [later]
     assert js(b("--json", "inbox", "s1", "--all"))["messages"][-1]["body"] == "after gc"
+
+
+def test_register_in_another_clone_hears_of_a_handoff_sent_there(tmp_path):
+    """register syncs the registry branch as every change does, and the messages branch
+    too before it lists what waits: a handoff from another clone is there."""
+    _, (a, b) = clones(tmp_path, 2)
+    sent = js(a("--json", "handoff", "s0", "--text", "tokens half done", "--to-path", "src/auth.py"))
+    assert sent["recipients"] == []  # waits for whoever takes the path
+    reg = js(b("--json", "register", "n1", "--provider", "Claude", "--space", "src/"))
+    assert [m["id"] for m in reg["waiting"]] == [sent["id"]]

@@ -240,6 +240,8 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     bound = out.registry.bound
     from ..branch.mailbox import pending_for, waiting_text
     from ..core.messages import views
+    from ..sync.rooms import refresh_messages
+    refresh_messages(out.registry)  # what other clones sent it meanwhile
     waiting = pending_for(views(out.registry), session)
     joined = {}
     if rooms:

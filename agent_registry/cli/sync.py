@@ -40,9 +40,10 @@ def sync(out: Output, timeout: float) -> None:
                     "remote_error": exc.details.get("remote_error"), "refused": []}
         report["messages"] = {k: mail.get(k) for k in ("pushed", "error", "remote_error",
                                                         "tip", "pending", "refused")}
-        lines.append(f"messages ({box.branch}): "
-                     f"{'pushed to' if mail['pushed'] else 'not pushed to'} {mail['remote']}"
-                     + (f": {mail['error']}" if mail.get("error") else ""))
+        if mail.get("tip") or mail.get("error"):  # said once there are messages
+            lines.append(f"messages ({box.branch}): "
+                         f"{'pushed to' if mail['pushed'] else 'not pushed to'} {mail['remote']}"
+                         + (f": {mail['error']}" if mail.get("error") else ""))
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
                   for r in mail["refused"]]
     refused = report["refused"] + report.get("messages", {}).get("refused", [])

@@ -294,7 +294,14 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
         if message["reply_to"] and find(registry.view(), message["reply_to"]) is None:
             raise BadInput(f"unknown message id {message['reply_to']}")
         return registry.apply(registry.new_op("send", session=sender, message=message))
-    main = fresh_view(registry)
+    main = registry.view()
+    kind, named = next(iter(message["to"].items()))
+    if not (kind == "session" and main.session(sender, strict=False) is not None
+            and main.session(named, strict=False) is not None):
+        # who a path, tag, room or everyone reaches, or a session this clone does not see
+        # live, is decided on the registry branch as the remote has it (one fetch); a
+        # send between two sessions this clone sees live decides on its copy
+        main = fresh_view(registry)
     read = views(registry, main)
     thread = message["id"]
     if message["reply_to"]:
@@ -328,13 +335,19 @@ def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
         raise BadInput("no message id to acknowledge")
     ids = list(dict.fromkeys(ids))
     box = mailbox(registry)
-    main = fresh_view(registry) if box is not registry else registry.view()
+    main = registry.view()
     read = views(registry, main)
     found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
     if None in found.values() and box is not registry and box.remote:
         fresh_view(box)  # sent from another clone since this one last looked
         read = views(registry, main)
         found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
+    if box is not registry and (main.session(sid, strict=False) is None or any(
+            m is not None and sid not in (m.get("recipients") or []) for m in found.values())):
+        # addressed by a path, tag or room (whether it reaches this session now), or a
+        # session this clone does not see live: decided as the remote has it (one fetch)
+        main = fresh_view(registry)
+        read = views(registry, main)
     for mid, message in found.items():
         if message is None:
             raise BadInput(f"unknown message id {mid}")

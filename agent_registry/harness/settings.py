@@ -251,6 +251,8 @@ def session_start(raw: str, env: dict[str, str], pid: int | None = None) -> dict
                               pid_from=PID_FROM)
         _remember(info, event["session_id"], sid)
         others = [s for s in registry.sessions() if s.id != sid]
+        from ..sync.rooms import refresh_messages
+        refresh_messages(registry)  # register synced the registry branch, not the messages'
         news = _unseen_messages(registry, info, event["session_id"], sid)
     if env.get("CLAUDE_ENV_FILE"):
         with open(env["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as f:

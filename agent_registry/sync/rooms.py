@@ -46,6 +46,17 @@ def refresh(registry: Registry) -> None:
             return
 
 
+def refresh_messages(registry: Registry) -> None:
+    """Bring only the messages branch up to date (after a mutation that already synced
+    the registry branch, e.g. ``register`` before it lists what waits)."""
+    box = mailbox(registry)
+    if box is not registry and box.remote:
+        try:
+            sync(box)
+        except Unconfirmed as exc:
+            registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+
+
 def validate_room(room: str) -> str:
     validate_tag(room)
     if not room.startswith((SHARED, REPO)) or len(room.split(":", 1)[1]) == 0:
