@@ -12,6 +12,7 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -111,13 +112,20 @@ class View:
                     out.append((session, len(session.locks)))
             else:
                 unread.append(sid)
+        for sid in [s for s in unread if (entries[s], keep) in _SUMMARIES]:
+            unread.remove(sid)
+            session, count = _SUMMARIES[entries[sid], keep]
+            out.append((_copy(session), count))
         for sid, raw in zip(unread, self.repo.read_blobs([entries[s] for s in unread])):
             summary = _summarize(raw or b"", keep)
-            if summary is None:  # not our canonical layout: read it whole
+            if summary is None:  # not our canonical layout (or holds nothing): read it whole
                 self._parse_live(sid, raw)
                 session = self._sessions.get(sid)
-                summary = (session, len(session.locks)) if session else None
+                summary = (_copy(session), len(session.locks)) if session else None
             if summary is not None:
+                if len(_SUMMARIES) > 4096:
+                    _SUMMARIES.clear()
+                _SUMMARIES[entries[sid], keep] = (_copy(summary[0]), summary[1])
                 out.append(summary)
         return out
 
@@ -280,6 +288,17 @@ def parse_lock(raw: bytes, name: str) -> Lock:
 
 
 _HELD = re.compile(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)
+# (blob id, keep) -> summary: a blob never changes, and a process that commits many
+# operations in a row (a replay, helping another clone) renders registry.md for each,
+# over mostly the same session files
+_SUMMARIES: dict[tuple[str, int], tuple[Session, int]] = {}
+
+
+def _copy(session: Session) -> Session:
+    """A copy a caller may change without changing the cached one."""
+    twin = copy.copy(session)
+    twin.locks = list(session.locks)
+    return twin
 
 
 def _summarize(raw: bytes, keep: int) -> tuple[Session, int] | None:
