@@ -52,6 +52,12 @@ def op_count(team: Team, op_id: str) -> int:
                and '"op": "resolved"' not in m.split("Registry-Data: ")[-1])
 
 
+def intent_refs(team: Team) -> list[str]:
+    return subprocess.run(["git", "for-each-ref", "--format=%(refname)",
+                           f"refs/heads/{BRANCH}-intents/"], cwd=team.bare,
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
 def pending_ids(runner) -> list[str]:
     proc = subprocess.run(["git", "log", "--format=%B%x00", BRANCH, "--not",
                            f"refs/remotes/origin/{BRANCH}"], cwd=runner.cwd,
@@ -142,13 +148,16 @@ def test_racing_helpers_and_the_clone_itself_apply_an_intent_once(team, round_):
 
 def test_an_intent_on_a_rewritten_history_is_left_to_its_clone(team):
     """A gc rewrite after the intent was published: its base is not in the new history,
-    so no helper applies it (it could not tell what is new); the clone replays its own."""
+    so no helper applies it (it could not tell what is new) and gc deletes its ref; the
+    clone replays its own operations."""
     a, b = team.clone("a"), team.clone("b")
     ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
     ok(b("register", "codex-2", "Codex", "1", "x"))
     offline_ops(a, ("context", "log", "kimi-1", "only once"))
     publish(a)
-    ok(b("gc", "--keep-days", "0"))
+    assert intent_refs(team)  # a's intent is out
+    assert json.loads(ok(b("--json", "gc", "--keep-days", "0")).stdout)["pruned_intents"] == 1
+    assert intent_refs(team) == []  # based on the replaced history: gc deleted it
     ok(b("context", "log", "codex-2", "after gc"))
     assert "only once" not in (team.remote_file("contexts/kimi-1.md") or "")
     ok(a("sync"))

@@ -70,7 +70,9 @@ def gc(out: Output, keep_days: int) -> None:
     from ..sync.gc import gc as run_gc
     from ..wiki.progress import Progress
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
-    lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"]
+    lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"
+             + (f", pruned {result['pruned_intents']} intent ref(s)" if result["pruned_intents"]
+                else "")]
     box = mailbox(out.registry)
     if box is not out.registry and box.tip() is not None:  # the messages branch too
         result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal())

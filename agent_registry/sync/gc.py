@@ -43,14 +43,14 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
             from .remote import drop_carried
             tip = drop_carried(registry)
         if tip is None:
-            return {"squashed": 0, "kept": 0, "tip": None}
+            return {"squashed": 0, "kept": 0, "tip": None, "pruned_intents": 0}
         require_writable(registry.repo.read_blob(f"{tip}:{LAYOUT}"))
         cutoff = registry.clock() - keep_days * 86400
         git = registry.repo.git
         old = git("rev-list", "-1", "--first-parent", f"--before={int(cutoff)}", tip).stdout.decode().strip()
         squashed = int(git("rev-list", "--count", "--first-parent", old).stdout) if old else 0
         if squashed <= 1:
-            return {"squashed": 0, "kept": _count(registry, tip), "tip": tip}
+            return {"squashed": 0, "kept": _count(registry, tip), "tip": tip, "pruned_intents": 0}
         later = git("rev-list", "--reverse", "--first-parent", f"{old}..{tip}").stdout.decode().split()
         # "rewrote": other clones check that the history they confirmed is in it
         # (agent_registry.sync.remote: a rewrite gc explains is not a rewind)
@@ -68,9 +68,11 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
             progress.step(done)
         progress.finish(f"gc: squashed {squashed:,} commits, rewrote {len(later):,}")
         registry.repo.update_ref(registry.ref, parent, tip, f"agent-registry: gc {squashed}")
+        pruned = 0
         if registry.remote:
             _push_rewrite(registry, parent, tip)
-        return {"squashed": squashed, "kept": len(later), "tip": parent}
+            pruned = _prune_intents(registry)
+        return {"squashed": squashed, "kept": len(later), "tip": parent, "pruned_intents": pruned}
 
 
 def _count(registry: Registry, tip: str) -> int:
@@ -101,3 +103,31 @@ def _push_rewrite(registry: Registry, new: str, old: str) -> None:
         raise RegistryError(f"{why}; nothing was rewritten, run gc again")
     registry.repo.git("update-ref", registry.tracking_ref, new)
     confirm(registry, new)
+
+
+def _prune_intents(registry: Registry) -> int:
+    """Delete the intent refs on the remote (sync/intents.py): each was based on a history
+    gc just replaced, so no helper applies it any more, and its clone replays its own
+    operations.  Each deletion leases the tip we fetched: one published since is kept.
+    Best effort: how many went."""
+    from .remote import Offline, git_net
+    prefix = f"refs/remotes/{registry.remote}/{registry.branch}-intents/"
+    found = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                              prefix).stdout.decode().split("\n")
+    refs = {ref[len(prefix):]: oid for ref, oid in (l.split() for l in found if l)}
+    if not refs:
+        return 0
+    leases = [f"--force-with-lease=refs/heads/{registry.branch}-intents/{c}:{oid}"
+              for c, oid in refs.items()]
+    deletions = [f":refs/heads/{registry.branch}-intents/{c}" for c in refs]
+    try:
+        # no --quiet: with it, --porcelain leaves out the refs that were updated
+        proc = git_net(registry, "push", "--porcelain", "--no-verify", *leases,
+                       registry.remote, *deletions)
+    except Offline:
+        return 0
+    gone = [c for c in refs if any(line.startswith("-\t") and line.split("\t")[1].startswith(
+        f":refs/heads/{registry.branch}-intents/{c}") for line in proc.stdout.decode().splitlines())]
+    for clone in gone:
+        registry.repo.git("update-ref", "-d", prefix + clone, check=False)
+    return len(gone)
