@@ -19,6 +19,9 @@ no netem).  Clones talk to the proxy (`git://127.0.0.1:<proxy>/remote.git`).
 3. **Nothing lost**: a fresh clone syncs and lists the locks; every confirmed claim of
    both modes must be there, held by its claimer.
 
+`--before SRC` measures the tool of another checkout first (its package on PYTHONPATH),
+on a remote and clones of its own, and reports both in one table.
+
 `--model SHARDS` measures instead a git-only model of the sharded layout's protocol
 (docs/design.md, "Past one ref"): each claim fetches the shard refs it writes, commits on
 each and pushes them with `--atomic`, with no registry process (section `scale-model`).
@@ -206,6 +209,7 @@ class Distinct:
     streaks: list[int] = field(default_factory=list)  # per clone: worst run of lost pushes
     failures: list[str] = field(default_factory=list)
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (session, path)
+    label: str = ""  # which tool measured it, with --before
 
 
 Claim = Callable[[Path, str, str], tuple[bool, int, str]]  # clone, session, path -> ok, attempts, error
@@ -269,6 +273,7 @@ class Contended:
     winners: list[tuple[str, str]] = field(default_factory=list)
     odd: list[str] = field(default_factory=list)  # exits other than 0 and 1
     seconds: list[float] = field(default_factory=list)  # per round: until every claim answered
+    label: str = ""
 
 
 def contended(clones: list[Path], env: dict, rounds: int, tag: str) -> Contended:
@@ -420,14 +425,15 @@ def pct(values: list[float], q: float) -> float:
 
 def distinct_row(d: Distinct) -> str:
     tries = d.tries or [0]
-    return (f"| {d.clones} | {d.confirmed_in_window / d.window:.2f} | {len(d.times)} | "
+    return (f"| {d.label + ' | ' if d.label else ''}{d.clones} | "
+            f"{d.confirmed_in_window / d.window:.2f} | {len(d.times)} | "
             f"{pct(d.times, 0.5):.2f} | {pct(d.times, 0.9):.2f} | "
             f"{max(d.times, default=float('nan')):.2f} | {statistics.mean(tries):.2f} | "
             f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} |")
 
 
 def contended_row(c: Contended) -> str:
-    return (f"| {c.clones} | {c.rounds} | {c.exact} | {len(c.odd)} | "
+    return (f"| {c.label + ' | ' if c.label else ''}{c.clones} | {c.rounds} | {c.exact} | {len(c.odd)} | "
             f"{statistics.median(c.seconds):.1f} | {max(c.seconds):.1f} |")
 
 
@@ -439,27 +445,44 @@ def layout(root: Path, env: dict) -> str:
 
 def bench(args: argparse.Namespace) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    # --before: the same measurement, first with another checkout's package, each on a
+    # remote and clones of its own
+    tools = ([("before", os.path.abspath(args.before))] if args.before else []) + [("now", None)]
+    results, rounds, lost, confirmed, where = [], [], [], 0, ""
+    for label, source in tools:
+        r, c, l, n, where = measure(args, label, source)
+        results, rounds, lost, confirmed = results + r, rounds + c, lost + l, confirmed + n
+    write_report(args, results, rounds, lost, confirmed, where)
+
+
+def measure(args: argparse.Namespace, label: str, source: str | None):
+    """Distinct and contended claims with the tool (the package at *source* when given),
+    on a fresh remote."""
     counts = [int(n) for n in args.clones.split(",")]
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
         root = Path(tmp)
         env = hermetic_env(root)
         env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
+        if source:
+            env["PYTHONPATH"] = source  # ahead of the installed package
         servers = make_remote(root, env, max(counts), args.rtt_ms)
         try:
             if args.model:
                 seed_shards(root, env, args.model)
             every = make_clones(root, env, max(counts))
-            results, rounds, confirmed = [], [], []
+            results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
             claim = (helping_claim(env, args.model, args.helping) if args.helping
                      else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
                      if args.model else tool_claim(env))
             for n in counts:
                 d = distinct(every[:n], claim, args.seconds, f"d{n}")
+                d.label = label
                 results.append(d)
                 confirmed += d.confirmed
                 print(distinct_row(d), flush=True)
                 if n > 1 and args.rounds and not args.model:
                     c = contended(every[:n], env, args.rounds, f"x{n}")
+                    c.label = label
                     rounds.append(c)
                     confirmed += c.winners
                     print(contended_row(c), flush=True)
@@ -473,7 +496,7 @@ def bench(args: argparse.Namespace) -> None:
             for proc in servers:
                 proc.terminate()
                 proc.wait()
-    write_report(args, results, rounds, lost, len(confirmed), where)
+    return results, rounds, lost, len(confirmed), where
 
 
 def write_report(args, results: list[Distinct], rounds: list[Contended],
@@ -488,6 +511,7 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
            f"fetch the refs it writes ({written}), a commit on each, one `push --atomic`; no "
            "registry process): what the remote can confirm, not what the tool does yet."
            if args.model else "One `lock acquire` process per claim, each clone back to back.")
+    tool = "tool | " if args.before else ""
     title = ("## Scale, a model of the sharded protocol" if args.model
              else "## Scale: many clones through a remote with a round trip")
     lines = [
@@ -497,30 +521,34 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"--rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g} --rounds {args.rounds}"
         f"{f' --model {args.model}' if args.model else ''}{' --one-ref' if args.one_ref else ''}"
         f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}"
-        f"{f' --helping {args.helping}' if args.helping else ''}`, "
+        f"{f' --helping {args.helping}' if args.helping else ''}"
+        f"{' --before <the commit before helping>' if args.before else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
-        f"{args.rtt_ms:g} ms round trip; {where} at the end. {how}",
+        f"{args.rtt_ms:g} ms round trip; {where} at the end. {how}"
+        + (" `before` is the package of another checkout (PYTHONPATH), measured first in the "
+           "same run, on a remote and clones of its own." if args.before else ""),
         "",
         f"Distinct paths, for {args.seconds:g} s (time to confirm in seconds; attempts = pushes "
         "per confirmed claim; streak = a clone's worst run of lost pushes):",
         "",
-        "| clones | confirmed claims/s | claims | p50 s | p90 s | max s | attempts mean | "
+        f"| {tool}clones | confirmed claims/s | claims | p50 s | p90 s | max s | attempts mean | "
         "attempts max | worst streak | failed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tool else ""),
         *[distinct_row(d) for d in results],
     ]
     if rounds:
         lines += ["", "Contended rounds (every clone claims the same new path at once):", "",
-                  "| clones | rounds | exactly one winner | other exits | median round s | "
-                  "max round s |", "|---|---|---|---|---|---|",
+                  f"| {tool}clones | rounds | exactly one winner | other exits | median round s | "
+                  "max round s |", "|---|---|---|---|---|---|" + ("---|" if tool else ""),
                   *[contended_row(c) for c in rounds]]
     lines += ["", f"Nothing lost: {confirmed - len(lost)} of {confirmed} confirmed claims are "
               f"held on the remote afterwards."]
     for d in results:
         for failure in d.failures[:3]:
-            lines.append(f"- failed ({d.clones} clones): {failure[:200]}")
+            lines.append(f"- failed ({d.label + ', ' if d.label else ''}{d.clones} clones): "
+                         f"{failure[:200]}")
     write_section(ROOT / "docs" / "benchmarks.md", "\n".join(lines), name=args.section)
     print("\n".join(lines))
 
@@ -548,6 +576,9 @@ def main() -> None:
     parser.add_argument("--helping", type=int, default=0, metavar="K",
                         help="with --model: one ref per claim, and a claim that lost K pushes "
                              "publishes an intent that the shard's next writer applies")
+    parser.add_argument("--before", metavar="SRC",
+                        help="also measure the tool from another source checkout (its "
+                             "package on PYTHONPATH), first, on a remote of its own")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
     args = parser.parse_args()
     if args.proxy is not None:
