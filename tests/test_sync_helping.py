@@ -85,6 +85,11 @@ def test_a_winner_carries_the_published_operations_of_a_loser(team):
     ids = pending_ids(a)
     assert len(ids) == 2
     clone = publish(a)
+    # a sync with nothing of its own to push carries nothing to the remote, and what it
+    # applied locally for a is not counted as its own unpushed work
+    ok(b("sync"))
+    assert team.remote_file(f"intents/{clone}.json") is None
+    assert json.loads(ok(b("--json", "status")).stdout)["sync"]["ahead"] == 0
     ok(b("lock", "acquire", "docs/x.md", "--session", "codex-2"))
     # b's push carried a's operations, marked as helped, and the intent is settled
     for op_id in ids:

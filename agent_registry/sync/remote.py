@@ -696,7 +696,9 @@ def sync_state(registry: Registry) -> dict:
         counts = registry.repo.git("rev-list", "--left-right", "--count",
                                    f"{local}...{remote}", check=False).stdout.split()
         if len(counts) == 2:
-            ahead, behind = int(counts[0]), int(counts[1])
+            behind = int(counts[1])
+            # not counting what this clone carried for others (sync/intents.py)
+            ahead = len(own_commits(registry, remote, local)) if int(counts[0]) else 0
     elif local and not remote:
         ahead = len(pending_commits(registry, None, local))
     return {"enabled": True, "remote": redact(registry.remote), "ahead": ahead,
