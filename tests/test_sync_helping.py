@@ -12,6 +12,7 @@ import pytest
 
 from helpers import git
 from test_sync import BRANCH, Team
+from test_sync_failclosed import sha256_team
 
 PUBLISH = ("import sys; from agent_registry import Registry; "
            "from agent_registry.sync.remote import publish_intent; "
@@ -76,7 +77,13 @@ def team(tmp_path):
     return Team(tmp_path)
 
 
-def test_a_winner_carries_the_published_operations_of_a_loser(team):
+@pytest.fixture(params=["sha1", "sha256"])
+def any_team(request, tmp_path):
+    return Team(tmp_path) if request.param == "sha1" else sha256_team(tmp_path)
+
+
+def test_a_winner_carries_the_published_operations_of_a_loser(any_team):
+    team = any_team
     a, b = team.clone("a"), team.clone("b")
     ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
     ok(b("register", "codex-2", "Codex", "1", "docs"))
@@ -167,6 +174,24 @@ def test_an_intent_on_a_rewritten_history_is_left_to_its_clone(team):
     assert "only once" not in (team.remote_file("contexts/kimi-1.md") or "")
     ok(a("sync"))
     assert team.remote_file("contexts/kimi-1.md").count("only once") == 1
+
+
+def test_a_remote_that_refuses_intent_refs_leaves_the_clone_on_its_own(team):
+    """A forge that forbids new branches (a pre-receive hook here): publishing fails
+    quietly and the clone pushes its operations itself, as before helping."""
+    hook = team.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do case $ref in\n"
+                    "  *-intents/*) echo \"no new branches\"; exit 1;;\nesac; done\nexit 0\n")
+    hook.chmod(0o755)
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    offline_ops(a, ("context", "log", "kimi-1", "mine"))
+    publish(a)
+    assert intent_refs(team) == []
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    assert "mine" not in (team.remote_file("contexts/kimi-1.md") or "")
+    ok(a("sync"))
+    assert team.remote_file("contexts/kimi-1.md").count("mine") == 1
 
 
 @pytest.mark.slow
