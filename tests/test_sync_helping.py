@@ -158,6 +158,23 @@ def test_racing_helpers_and_the_clone_itself_apply_an_intent_once(team, round_):
     assert pending_ids(a) == []
 
 
+def test_operations_that_landed_without_their_record_are_not_applied_again(team):
+    """Another process of the clone pushed its operations from a tip made before the
+    intent (so without the record that settles it): a helper finds them in the history
+    since the intent's base and applies none of them twice."""
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    ok(a("sync"))
+    offline_ops(a, ("context", "log", "kimi-1", "pushed by the other process"))
+    ids = pending_ids(a)
+    publish(a)
+    git(a.cwd, "push", "-q", "origin", BRANCH)  # as a process whose tip predates the intent
+    ok(b("context", "log", "codex-2", "b"))
+    assert op_count(team, ids[0]) == 1
+    assert team.remote_file("contexts/kimi-1.md").count("pushed by the other process") == 1
+
+
 def test_an_intent_on_a_rewritten_history_is_left_to_its_clone(team):
     """A gc rewrite after the intent was published: its base is not in the new history,
     so no helper applies it (it could not tell what is new) and gc deletes its ref; the

@@ -210,10 +210,27 @@ def help_others(registry: Registry, onto: str | None,
         if not ops or any(op is None or not registry.knows(op) for op in ops):
             continue
         marker = (f"{HELPED}: {clone} #{meta['seq']}",)
-        done = replay(registry, commits, tip, extra=marker, handled=record["handled"])
+        # decided already: by a record, or landed since the intent's base without one (a
+        # push of the clone made from a tip older than its intent, by another process)
+        known = {**dict.fromkeys(landed_since(registry, meta["base"], onto), APPLIED),
+                 **record["handled"]}
+        done = replay(registry, commits, tip, extra=marker, handled=known)
         refused = {r.get("id"): r.get("reason", "refused") for r in done.refused}
-        handled = {op["id"]: record["handled"].get(op["id"]) or refused.get(op["id"]) or APPLIED
+        handled = {op["id"]: known.get(op["id"]) or refused.get(op["id"]) or APPLIED
                    for op in ops if op.get("op") != "resolved" and op.get("id")}
         settle = registry.new_op("intents", clone=clone, seq=meta["seq"], handled=handled)
         tip = registry.build(done.tip, settle, extra=marker)[0] or done.tip
     return tip
+
+
+def landed_since(registry: Registry, base: str, tip: str | None) -> set[str]:
+    """The ids of the operations decided between *base* and *tip*: applied, or resolved
+    by a replay (refused, or nothing left to do)."""
+    if tip is None:
+        return set()
+    out = registry.repo.git("log", "--format=%B%x00", f"{base}..{tip}").stdout.decode(
+        errors="replace")
+    ops = [parse_op(message) for message in out.split("\0")]
+    ops += [op["of"] for op in ops if op and op.get("op") == "resolved"
+            and isinstance(op.get("of"), dict)]
+    return {op["id"] for op in ops if op and isinstance(op.get("id"), str)}
