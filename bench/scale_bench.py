@@ -447,7 +447,8 @@ def bench(args: argparse.Namespace) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     # --before: the same measurement, first with another checkout's package, each on a
     # remote and clones of its own
-    tools = ([("before", os.path.abspath(args.before))] if args.before else []) + [("now", None)]
+    tools = [("before", os.path.abspath(args.before)), ("now", None)] if args.before else \
+        [("", None)]
     results, rounds, lost, confirmed, where = [], [], [], 0, ""
     for label, source in tools:
         r, c, l, n, where = measure(args, label, source)

@@ -413,15 +413,18 @@ def _move_local(registry: Registry, new: str | None, old: str | None) -> None:
         registry.repo.update_ref(registry.ref, new, old, "agent-registry: sync")
 
 
-def _rebase(registry: Registry, remote: str | None, before: str | None = None) -> Replay:
+def _rebase(registry: Registry, remote: str | None, before: str | None = None,
+            help: bool = True) -> Replay:
     """Put this clone's unpushed operations on top of *remote* (caller holds the flock);
     moves the local ref and the confirmed tip.  *before*: the tracking ref before the
-    fetch, the confirmed tip of a clone that has none recorded yet."""
+    fetch, the confirmed tip of a clone that has none recorded yet.  *help*: apply the
+    other clones' intents first (sync/intents.py); a clone waiting to be carried does not,
+    since it will not push while others do."""
     local = registry.repo.read_ref(registry.ref)
     confirmed = confirmed_tip(registry, before)
     if remote is None:
         return Replay(local)  # the remote branch is gone: the push recreates it
-    intents = unsettled(registry, remote)
+    intents = unsettled(registry, remote) if help else []
     if local is None and not intents:
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
         confirm(registry, remote)
@@ -519,8 +522,9 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
     replayed result, or the refusal that dropped it (by this process's replay or by
     another process of the clone, which records refusals in the sync state).
     Network I/O runs without the flock; each replay takes it."""
-    start, attempt = time.monotonic(), 0
+    start, attempt, pushes = time.monotonic(), 0, 0
     outcome: dict = {}
+    waiting, previous, last = False, None, ""  # waiting: our intent is out, the remote moves
     while True:
         tip = registry.repo.read_ref(registry.ref)
         seen = registry.repo.read_ref(registry.tracking_ref)
@@ -533,40 +537,46 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             # all that is left is what we carried for other clones (sync/intents.py): our
             # own operations are on the remote, so we are done; the next rebase drops them
             with file_lock(registry.lock_file):  # the push that landed them was another's
-                save_state(registry, last_push_attempts=attempt + 1,
+                save_state(registry, last_push_attempts=pushes + 1,
                            last_success=iso(registry.clock()), last_error=None,
                            last_error_kind=None)
             return _fate(registry, {**outcome, "pushed": True, "tip": seen,
-                                    "attempts": attempt + 1}, watch)
-        try:
-            pushed = push(registry, tip)
-        except Offline as exc:
-            return _stop(registry, outcome, exc)
-        if pushed.ok:
-            with file_lock(registry.lock_file):
-                _advance(registry, tip, seen)
-                save_state(registry, last_push_attempts=attempt + 1)
-            return _fate(registry, {**outcome, "pushed": True, "tip": tip,
-                                    "attempts": attempt + 1}, watch)
-        if not pushed.retry:
-            return _stop(registry, outcome, Offline(registry.remote, "denied", pushed.reason,
-                                                    registry.branch))
+                                    "attempts": pushes + 1}, watch)
+        if not waiting:
+            try:
+                pushed = push(registry, tip)
+            except Offline as exc:
+                return _stop(registry, outcome, exc)
+            pushes += 1
+            if pushed.ok:
+                with file_lock(registry.lock_file):
+                    _advance(registry, tip, seen)
+                    save_state(registry, last_push_attempts=pushes)
+                return _fate(registry, {**outcome, "pushed": True, "tip": tip,
+                                        "attempts": pushes}, watch)
+            if not pushed.retry:
+                return _stop(registry, outcome, Offline(registry.remote, "denied",
+                                                        pushed.reason, registry.branch))
+            last = pushed.reason
         if time.monotonic() - start > deadline:
             return _stop(registry, outcome, Offline(
                 registry.remote, "error", f"push still rejected after {deadline:g} s of "
-                f"retries: {pushed.reason}", registry.branch))
+                f"retries: {last}", registry.branch))
         attempt += 1
-        if attempt >= LOSSES:  # keeps losing: let the winners carry our operations
-            publish_intent(registry)
+        # keeps losing: publish our operations for the winners to carry, then wait for
+        # them while the remote moves (each landed push carries every intent it fetched);
+        # push again only when it stops moving, when no one else is left to carry us
+        out = attempt >= LOSSES and publish_intent(registry)
         # full jitter: losers spread out instead of stampeding the remote together
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
         try:
             remote = fetch(registry)
         except Offline as exc:
             return _stop(registry, outcome, exc)
+        waiting, previous = bool(out) and remote != previous and previous is not None, remote
         try:
             with file_lock(registry.lock_file):
-                state = _rebase(registry, remote)
+                state = _rebase(registry, remote, help=not waiting)
         except CasFailed:
             continue
         except MassDeletion as exc:  # wiped while we raced: kept here, as before the race
@@ -592,10 +602,11 @@ def drop_carried(registry: Registry) -> str | None:
     return tip
 
 
-def publish_intent(registry: Registry) -> None:
+def publish_intent(registry: Registry) -> bool:
     """After LOSSES lost pushes: publish this clone's pending operations as its intent
-    (sync/intents.py; once per local tip).  Best effort: a failed push leaves the clone
-    retrying alone, as before, and publishing again after its next lost push."""
+    (sync/intents.py; once per set of them); whether one is out.  Best effort: a failed
+    push leaves the clone retrying alone, as before, and publishing again after its next
+    lost push."""
     with file_lock(registry.lock_file):
         state = load_state(registry)
         clone = state.get("clone_id") or new_clone_id()
@@ -604,11 +615,11 @@ def publish_intent(registry: Registry) -> None:
         key = state_key(registry)
         out = state.get("intents", {}).get(key) or {}
         if local is None or base is None:
-            return
+            return False
         ids = [op["id"] for op in own_ops(registry, base, local)]
         # once per set of pending operations: a replay rewrites their commits, not them
         if not ids or (out.get("ids") == ids and out.get("published")):
-            return
+            return bool(ids)
         seq = state.get("intent_seq", 0) + 1
         wrapper = wrap(registry, local, clone, seq, base, len(ids))
         save_state(registry, clone_id=clone, intent_seq=seq, intents={
@@ -624,7 +635,7 @@ def publish_intent(registry: Registry) -> None:
             out = state.get("intents", {}).get(key)
             if out and out["seq"] == seq:
                 save_state(registry, intents={**state["intents"], key: {**out, "published": False}})
-
+    return landed
 
 
 def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dict:
