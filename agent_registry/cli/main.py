@@ -239,7 +239,7 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                                      tags=list(tags) + list(rooms))
     bound = out.registry.bound
     from ..branch.mailbox import pending_for, waiting_text
-    from ..core.messages import views
+    from ..core.messages_branch import views
     from ..sync.rooms import refresh_messages
     refresh_messages(out.registry)  # what other clones sent it meanwhile
     waiting = pending_for(views(out.registry), session)
@@ -373,7 +373,7 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
     doc = out.registry.status(include_ended=show_all, status=status_filter,
                               provider=provider, project=project)
     if doc["sync"].get("enabled"):  # the messages branch syncs on its own: its ahead/behind
-        from ..core.messages import mailbox
+        from ..core.messages_branch import mailbox
         box = mailbox(out.registry)
         if box is not out.registry:
             mail = box.sync_state()

@@ -20,7 +20,7 @@ def sync(out: Output, timeout: float) -> None:
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
     The messages branch is synced the same way, after the registry branch.
     """
-    from ..core.messages import mailbox
+    from ..core.messages_branch import mailbox
     from ..errors import Refused, Unconfirmed
     from ..sync.remote import rewind_lines
     from ..sync.remote import sync as run_sync
@@ -66,7 +66,7 @@ def sync(out: Output, timeout: float) -> None:
 def gc(out: Output, keep_days: int) -> None:
     """Squash registry history older than N days into one commit (state unchanged),
     on the registry branch and on its messages branch.  On a terminal a progress bar on stderr counts the later commits as they are rewritten."""
-    from ..core.messages import mailbox
+    from ..core.messages_branch import mailbox
     from ..sync.gc import gc as run_gc
     from ..wiki.progress import Progress
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())

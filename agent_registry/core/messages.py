@@ -3,7 +3,7 @@ calls behind ``send``, ``inbox``, ``ack``, ``thread`` and ``handoff`` (docs/mess
 The files and their format are :mod:`agent_registry.branch.mailbox`'s.
 
 Messages are committed on a branch of their own, ``<registry branch>-messages``, by a
-second registry on the same repository (:func:`mailbox`): with a remote it syncs exactly
+second registry on the same repository (``messages_branch.mailbox``): with a remote it syncs exactly
 like the registry branch (fetch, replay, fast-forward push, its own confirmed tip), so
 a send or an ack never queues in front of a claim.  What a send needs from the registry
 (the sender is a live session, whom the audience reaches) is read from the registry
@@ -21,78 +21,15 @@ from collections.abc import Callable
 
 from ..branch import paths as P
 from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acked, acks, addressed_to,
-                              branch_of, every_message, find, in_room, load, message_id,
-                              message_path, order, pages, pending_for, validate, warnings)
+                              every_message, find, in_room, load, message_id, message_path,
+                              order, pending_for, validate, warnings)
 from ..branch.records import iso
 from ..branch.view import View
-from ..errors import BadInput, NotFound, Refused, Unconfirmed
+from ..errors import BadInput, NotFound, Refused
+from .messages_branch import carry as _carry, fresh_view, mailbox, views
 from .operations import Outcome, operation
 from .registry import Registry
 from .shapes import MAPPING, SOME_TEXTS, TEXT
-
-# -- the messages branch ---------------------------------------------------------------
-
-_CLASSES: dict[type, type] = {}
-
-
-def mailbox(registry: Registry) -> Registry:
-    """The registry of *registry*'s messages branch: the same class (so with a remote it
-    commits through sync like the registry branch), the same repository, clock, host,
-    config and flock, the branch ``<branch>-messages``, and pages of its own.  Made once
-    per registry and closed with it.  A registry that keeps its messages itself (a hub:
-    sync/rooms.py; the messages branch's own) is its own mailbox."""
-    if getattr(registry, "keeps_messages", False):
-        return registry
-    box = registry.__dict__.get("_mailbox")
-    if box is None:
-        base = type(registry)
-        cls = _CLASSES.get(base)
-        if cls is None:
-            cls = _CLASSES[base] = type("Mailbox", (base,), {
-                "keeps_messages": True, "pages": _pages,
-                "close": lambda self: None,  # the repository is the registry's
-                "__doc__": "The registry of a messages branch (core/messages.py)."})
-        box = cls(registry.repo, branch=branch_of(registry.branch), clock=registry.clock,
-                  host=registry.host, config=registry.config)
-        box.registry_branch = registry.branch
-        registry.__dict__["_mailbox"] = box
-    return box
-
-
-def _pages(box: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
-    return pages(box.branch, getattr(box, "registry_branch", box.branch), at, subject)
-
-
-def views(registry: Registry, main: View | None = None) -> list[View]:
-    """What readers read: the messages branch, then the registry branch (*main*, when
-    the caller has it) with the messages written before the split."""
-    main = main or registry.view()
-    box = mailbox(registry)
-    return [main] if box is registry else [box.view(), main]
-
-
-def fresh_view(registry: Registry) -> View:
-    """The registry branch's view, brought up to date with the remote first when there
-    is one (a fetch and replay through the registry's committer, pushing only what this
-    clone had pending): a send decides who it reaches, and an ack whether its session is
-    a recipient, against what other clones registered and claimed.  Offline, this
-    clone's copy decides and a warning says so."""
-    if registry.remote:
-        try:
-            registry._remote_committer().refresh(registry)
-        except Unconfirmed as exc:
-            registry.warnings.append(f"{exc.message} (deciding on this clone's copy)")
-    return registry.view()
-
-
-def _carry(registry: Registry, box: Registry) -> None:
-    """The messages branch's sync outcome and warnings, as the registry's: the faces
-    print ``registry.unpushed`` and ``registry.warnings``."""
-    if box is not registry:
-        registry.unpushed = dict(box.unpushed)
-        registry.warnings.extend(w for w in box.warnings if w not in registry.warnings)
-        box.warnings = []
-
 
 # -- the operations --------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
-from ..core.messages import mailbox
+from ..core.messages_branch import mailbox
 from ..core.registry import Registry
 
 POLL_SECONDS = 0.3
@@ -24,7 +24,7 @@ AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 def signature(registry: Registry) -> tuple:
     """What identifies the registry's current state: local tip, remote-tracking tip,
     the local state folder's mtime, and the messages branch's local and remote-tracking
-    tips (messages and acknowledgements are committed there: core/messages.py)."""
+    tips (messages and acknowledgements are committed there: core/messages_branch.py)."""
     box = mailbox(registry)
     try:
         state_mtime = os.stat(registry.repo.state_dir).st_mtime_ns

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ..branch.mailbox import pending_for, waiting_text
-from ..core.messages import views
+from ..core.messages_branch import views
 
 
 def unseen(registry, sid: str, shown_file: Path) -> list[str]:

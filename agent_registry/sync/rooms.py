@@ -11,7 +11,7 @@ sent to rooms.  Each clone reaches the hub through a bare cache clone in its loc
 folder (``<common dir>/agent-registry/hub.git``), synced like the main registry: fetch,
 replay, push.  The hub keeps its messages on its own registry branch (it is a
 repository of its own, written only by room traffic), not on a ``-messages`` branch as a
-code repository's registry does (core/messages.py).
+code repository's registry does (core/messages_branch.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import os
 from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
-from ..core.messages import mailbox, views
+from ..core.messages_branch import mailbox, views
 from ..core.registry import Registry, repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git

@@ -1,0 +1,71 @@
+"""The messages branch: ``<registry branch>-messages``, where ``send`` and ``ack`` commit
+(docs/messages.md, "On the branch"), and the one helper everything uses to reach it
+(:func:`mailbox`), with what readers read (:func:`views`: that branch and the registry
+branch, which holds the messages written before the split)."""
+from __future__ import annotations
+
+from ..branch.mailbox import branch_of, pages
+from ..branch.view import View
+from ..errors import Unconfirmed
+from .registry import Registry
+
+_CLASSES: dict[type, type] = {}
+
+
+def mailbox(registry: Registry) -> Registry:
+    """The registry of *registry*'s messages branch: the same class (so with a remote it
+    commits through sync like the registry branch), the same repository, clock, host,
+    config and flock, the branch ``<branch>-messages``, and pages of its own.  Made once
+    per registry and closed with it.  A registry that keeps its messages itself (a hub:
+    sync/rooms.py; the messages branch's own) is its own mailbox."""
+    if getattr(registry, "keeps_messages", False):
+        return registry
+    box = registry.__dict__.get("_mailbox")
+    if box is None:
+        base = type(registry)
+        cls = _CLASSES.get(base)
+        if cls is None:
+            cls = _CLASSES[base] = type("Mailbox", (base,), {
+                "keeps_messages": True, "pages": _pages,
+                "close": lambda self: None,  # the repository is the registry's
+                "__doc__": "The registry of a messages branch (core/messages_branch.py)."})
+        box = cls(registry.repo, branch=branch_of(registry.branch), clock=registry.clock,
+                  host=registry.host, config=registry.config)
+        box.registry_branch = registry.branch
+        registry.__dict__["_mailbox"] = box
+    return box
+
+
+def _pages(box: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+    return pages(box.branch, getattr(box, "registry_branch", box.branch), at, subject)
+
+
+def views(registry: Registry, main: View | None = None) -> list[View]:
+    """What readers read: the messages branch, then the registry branch (*main*, when
+    the caller has it) with the messages written before the split."""
+    main = main or registry.view()
+    box = mailbox(registry)
+    return [main] if box is registry else [box.view(), main]
+
+
+def fresh_view(registry: Registry) -> View:
+    """The registry branch's view, brought up to date with the remote first when there
+    is one (a fetch and replay through the registry's committer, pushing only what this
+    clone had pending): a send decides who it reaches, and an ack whether its session is
+    a recipient, against what other clones registered and claimed.  Offline, this
+    clone's copy decides and a warning says so."""
+    if registry.remote:
+        try:
+            registry._remote_committer().refresh(registry)
+        except Unconfirmed as exc:
+            registry.warnings.append(f"{exc.message} (deciding on this clone's copy)")
+    return registry.view()
+
+
+def carry(registry: Registry, box: Registry) -> None:
+    """The messages branch's sync outcome and warnings, as the registry's: the faces
+    print ``registry.unpushed`` and ``registry.warnings``."""
+    if box is not registry:
+        registry.unpushed = dict(box.unpushed)
+        registry.warnings.extend(w for w in box.warnings if w not in registry.warnings)
+        box.warnings = []
