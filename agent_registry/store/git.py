@@ -308,11 +308,20 @@ class Repo:
             return oid
         tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         try:
-            os.makedirs(folder, exist_ok=True)
             with open(tmp, "xb") as out:
                 out.write(zlib.compress(raw, 1))
             os.chmod(tmp, 0o444)
-            os.replace(tmp, final)  # atomic: a reader sees the whole object or none
+            for attempt in range(3):
+                os.makedirs(folder, exist_ok=True)
+                try:
+                    os.replace(tmp, final)  # atomic: a reader sees the whole object or none
+                    break
+                except FileNotFoundError:
+                    # a `git gc` of this repository (prune-packed) removed the fan-out
+                    # folder, emptied by packing, between makedirs and replace: as git
+                    # itself does, make it again
+                    if attempt == 2 or not os.path.exists(tmp):
+                        raise
         except BaseException as exc:
             if os.path.exists(tmp):
                 os.unlink(tmp)

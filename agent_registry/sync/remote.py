@@ -156,9 +156,11 @@ def fetch(registry: Registry) -> str | None:
     the remote has no such branch.  Raises Offline when the remote cannot be used.
     Runs without the flock: git locks the tracking ref itself."""
     src = f"refs/heads/{registry.branch}"
-    # with the branch, the other clones' intents (sync/intents.py): one connection
+    # with the branch, the other clones' intents (sync/intents.py): one connection.  No
+    # auto maintenance: a `git gc` detached from a claim would compete with the next one
+    # for the CPU and repack the objects it is writing
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    registry.remote, f"+{src}:{registry.tracking_ref}",
+                    "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
                     f"+{src}-intents/*:refs/remotes/{registry.remote}/{registry.branch}-intents/*")
     if proc.returncode == 0:
         return registry.repo.read_ref(registry.tracking_ref)
