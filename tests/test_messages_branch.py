@@ -10,7 +10,8 @@ import json
 import os
 import subprocess
 
-from helpers import Runner, git, make_repo
+from helpers import git
+from test_messages import clones as team_of
 
 BRANCH = "agent-registry"
 MESSAGES = "agent-registry-messages"
@@ -129,17 +130,8 @@ def test_messages_of_the_single_branch_layout_are_still_read_and_acked(run, repo
 # -- through a remote -------------------------------------------------------------------
 
 def clones(tmp_path, n: int) -> tuple:
-    bare = tmp_path / "remote.git"
-    seed = make_repo(tmp_path / "seed")
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(seed, "push", "-q", str(bare), "main")
-    out = []
-    for i in range(n):
-        git(tmp_path, "clone", "-q", str(bare), str(tmp_path / f"c{i}"))
-        runner = Runner(tmp_path / f"c{i}")
-        assert runner("register", f"s{i}", "--provider", "Codex").returncode == 0
-        out.append(runner)
-    return bare, out
+    """The bare remote and *n* clones of it (test_messages.clones)."""
+    return tmp_path / "remote.git", team_of(tmp_path, n)
 
 
 def test_claims_confirm_while_the_remote_refuses_the_messages_branch(tmp_path):
