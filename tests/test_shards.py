@@ -207,11 +207,10 @@ def tree_files(registry) -> dict[str, bytes]:
 
 def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry):
     """A real single-branch registry (sessions, diaries, file, directory and glob locks, a
-    shared lock, messages and acknowledgements, an ended session with its wiki entry)
-    split for 16 shards: overlaying the trees gives back every file; each lock is in every
-    shard of its target, so in the shard of each path it covers; a session's files share
-    its shard."""
-    from agent_registry.core.messages import ack, send
+    shared lock, an ended session with its wiki entry, and a message and acknowledgement
+    of the layout before messages had a ref of their own) split for 16 shards: overlaying
+    the trees gives back every file; each lock is in every shard of its target, so in the
+    shard of each path it covers; a session's files share its shard."""
     for sid in ("kimi-1", "codex-2", "gemini-3"):
         registry.register(sid, provider="test", working_on=f"work of {sid}")
         registry.context_log(sid, f"diary of {sid}")
@@ -219,10 +218,11 @@ def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry)
     registry.claim("codex-2", ["src/api/*.py", "README.md"])
     registry.claim("gemini-3", ["tests/unit/"], shared=True)
     registry.claim("codex-2", ["tests/unit/"], shared=True)
-    sent = send(registry, "kimi-1", {"session": "codex-2"}, "hello")
-    ack(registry, "codex-2", [sent["id"]])
     registry.finish("gemini-3")
     files = tree_files(registry)
+    message = "69d4f37b664fc43d"  # written on the registry branch by the earlier layout
+    files[f"messages/kimi-1/{message}.json"] = b'{"id": "69d4f37b664fc43d"}\n'
+    files[f"acks/codex-2/{message}.json"] = b'{"id": "69d4f37b664fc43d"}\n'
     corrupt = "locks/ff/" + "f" * 40 + ".json"
     files[corrupt] = b"{not json"
     main, parts = S.split(files, 16, 1_790_000_000.0)
@@ -244,8 +244,8 @@ def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry)
     for sid in ("kimi-1", "codex-2"):
         own = parts[S.session_shard(sid, 16)]
         assert f"sessions/live/{sid}.yaml" in own and f"contexts/{sid}.md" in own
-    assert f"messages/kimi-1/{sent['id']}.json" in parts[S.session_shard("kimi-1", 16)]
-    assert f"acks/codex-2/{sent['id']}.json" in parts[S.session_shard("codex-2", 16)]
+    assert f"messages/kimi-1/{message}.json" in parts[S.session_shard("kimi-1", 16)]
+    assert f"acks/codex-2/{message}.json" in parts[S.session_shard("codex-2", 16)]
     assert any(p.startswith("sessions/done/") for p in main)
     for path in ("src/auth/token.py", "src/api/v1.py", "docs/a/b.md", "README.md", "tests/unit/x.py"):
         held = [json.loads(v)["path"] for v in parts[S.path_shard(path, 16)].values()

@@ -12,7 +12,6 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
 """
 from __future__ import annotations
 
-import copy
 import json
 import re
 
@@ -295,9 +294,11 @@ _SUMMARIES: dict[tuple[str, int], tuple[Session, int]] = {}
 
 
 def _copy(session: Session) -> Session:
-    """A copy a caller may change without changing the cached one."""
-    twin = copy.copy(session)
-    twin.locks = list(session.locks)
+    """A copy a caller may change without changing the cached one (not copy.copy: the
+    guard and a warm wiki query must not import the copy module)."""
+    twin = Session.__new__(Session)
+    twin.__dict__.update(session.__dict__, locks=list(session.locks),
+                         extra=dict(session.extra))
     return twin
 
 
