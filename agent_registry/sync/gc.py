@@ -110,24 +110,25 @@ def _prune_intents(registry: Registry) -> int:
     gc just replaced, so no helper applies it any more, and its clone replays its own
     operations.  Each deletion leases the tip we fetched: one published since is kept.
     Best effort: how many went."""
+    from .intents import intent_ref, tracking_prefix
     from .remote import Offline, git_net
-    prefix = f"refs/remotes/{registry.remote}/{registry.branch}-intents/"
+    prefix = tracking_prefix(registry)
     found = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
                               prefix).stdout.decode().split("\n")
     refs = {ref[len(prefix):]: oid for ref, oid in (l.split() for l in found if l)}
     if not refs:
         return 0
-    leases = [f"--force-with-lease=refs/heads/{registry.branch}-intents/{c}:{oid}"
+    leases = [f"--force-with-lease={intent_ref(registry.branch, c)}:{oid}"
               for c, oid in refs.items()]
-    deletions = [f":refs/heads/{registry.branch}-intents/{c}" for c in refs]
     try:
         # no --quiet: with it, --porcelain leaves out the refs that were updated
-        proc = git_net(registry, "push", "--porcelain", "--no-verify", *leases,
-                       registry.remote, *deletions)
+        proc = git_net(registry, "push", "--porcelain", "--no-verify", *leases, registry.remote,
+                       *[":" + intent_ref(registry.branch, c) for c in refs])
     except Offline:
         return 0
-    gone = [c for c in refs if any(line.startswith("-\t") and line.split("\t")[1].startswith(
-        f":refs/heads/{registry.branch}-intents/{c}") for line in proc.stdout.decode().splitlines())]
+    deleted = {line.split("\t")[1] for line in proc.stdout.decode().splitlines()
+               if line.startswith("-\t")}
+    gone = [c for c in refs if ":" + intent_ref(registry.branch, c) in deleted]
     for clone in gone:
         registry.repo.git("update-ref", "-d", prefix + clone, check=False)
     return len(gone)

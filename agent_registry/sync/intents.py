@@ -45,9 +45,14 @@ def intent_ref(branch: str, clone: str) -> str:
     return f"refs/heads/{branch}-intents/{clone}"
 
 
+def tracking_prefix(registry: Registry) -> str:
+    """Where a fetch puts the other clones' intents."""
+    return f"refs/remotes/{registry.remote}/{registry.branch}-intents/"
+
+
 def fetch_refspec(registry: Registry) -> str:
-    return (f"+refs/heads/{registry.branch}-intents/*:"
-            f"refs/remotes/{registry.remote}/{registry.branch}-intents/*")
+    """What a fetch adds to bring the intents with the branch."""
+    return f"+refs/heads/{registry.branch}-intents/*:{tracking_prefix(registry)}*"
 
 
 def record_path(clone: str) -> str:
@@ -57,9 +62,9 @@ def record_path(clone: str) -> str:
 def settled(view: View, clone: str) -> dict:
     """The record of *clone*'s last settled intent at *view*: ``{"seq": n, "handled":
     {id: "applied" | reason}}``; seq 0 when there is none.  An unreadable record counts as
-    settled for ever (seq -1 is never reached): helping again could apply an operation
-    twice, so no helper touches that clone's intents (fail closed), and the clone,
-    knowing nothing was handled for it, replays its own."""
+    settled for ever (an infinite seq): helping again could apply an operation twice, so
+    no helper touches that clone's intents (fail closed), and the clone, knowing nothing
+    was handled for it, replays its own."""
     raw = view.read(record_path(clone))
     if raw is None:
         return {"seq": 0, "handled": {}}
@@ -118,9 +123,7 @@ def wrap(registry: Registry, tip: str, clone: str, seq: int, base: str, count: i
 def published(registry: Registry, own: str | None) -> list[tuple[str, dict, str]]:
     """Other clones' intents as last fetched: (clone, meta, tip of its operations),
     oldest first (an intent that waited longer is helped first)."""
-    prefix = f"refs/remotes/{registry.remote}/{registry.branch}-intents/"
-    if not _any_under(registry, prefix):
-        return []
+    prefix = tracking_prefix(registry)
     out = registry.repo.git("for-each-ref", "--sort=committerdate",
                             "--format=%(refname) %(objectname)", prefix).stdout.decode()
     found = []
@@ -182,8 +185,8 @@ def settle_own(registry: Registry, onto: str | None, state: Replay) -> None:
 def unsettled(registry: Registry, onto: str | None) -> list[tuple[str, dict, str, dict]]:
     """The intents of other clones, as last fetched, that *onto* has not settled and can
     be applied on it: (clone, meta, tip of its operations, its record at *onto*)."""
-    if onto is None:
-        return []
+    if onto is None or not _any_under(registry, tracking_prefix(registry)):
+        return []  # no intent was ever fetched: what nearly every rebase finds
     own = load_state(registry).get("clone_id")
     view = View(registry.repo, onto)
     found = []

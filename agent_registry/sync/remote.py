@@ -58,8 +58,8 @@ from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry, file_lock, use_remote_committer
 from ..branch.view import View
-from .intents import help_others, intent_ref, new_clone_id, own_ops, settle_own, settled, \
-    unsettled, wrap
+from .intents import fetch_refspec, help_others, intent_ref, new_clone_id, own_ops, \
+    settle_own, settled, unsettled, wrap
 from .replay import Replay, commit_exists, is_ancestor, own_commits, pending_commits, replay
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
@@ -161,7 +161,7 @@ def fetch(registry: Registry) -> str | None:
     # for the CPU and repack the objects it is writing
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                     "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
-                    f"+{src}-intents/*:refs/remotes/{registry.remote}/{registry.branch}-intents/*")
+                    fetch_refspec(registry))
     if proc.returncode == 0:
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
@@ -526,7 +526,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
     Network I/O runs without the flock; each replay takes it."""
     start, attempt, pushes = time.monotonic(), 0, 0
     outcome: dict = {}
-    waiting, previous, last = False, None, ""  # waiting: our intent is out, the remote moves
+    # waiting: our intent is out and the remote moves; waited: polls in a row so
+    waiting, waited, previous, last = False, 0, None, ""
     while True:
         tip = registry.repo.read_ref(registry.ref)
         seen = registry.repo.read_ref(registry.tracking_ref)
@@ -567,7 +568,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         attempt += 1
         # keeps losing: publish our operations for the winners to carry, then wait for
         # them while the remote moves (each landed push carries every intent it fetched);
-        # push again only when it stops moving, when no one else is left to carry us
+        # push again when it stops moving (no one else is left to carry us) or after
+        # LOSSES polls (the ones moving it may not carry: an older agent-registry)
         out = attempt >= LOSSES and publish_intent(registry)
         # full jitter: losers spread out instead of stampeding the remote together
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
@@ -575,7 +577,9 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             remote = fetch(registry)
         except Offline as exc:
             return _stop(registry, outcome, exc)
-        waiting, previous = bool(out) and remote != previous and previous is not None, remote
+        waiting = bool(out) and remote != previous and previous is not None \
+            and waited < LOSSES
+        waited, previous = (waited + 1 if waiting else 0), remote
         try:
             with file_lock(registry.lock_file):
                 state = _rebase(registry, remote, help=not waiting)
