@@ -14,6 +14,7 @@ from helpers import git
 
 from agent_registry.branch import paths as P
 from agent_registry.branch import shards as S
+from agent_registry.branch.records import UnreadableRecord, load_session
 
 NAMES = ("a", "b", "a.py", "x[1]")
 SHARD_COUNTS = (1, 2, 3, 16)
@@ -131,21 +132,20 @@ def test_distinct_work_spreads_over_the_shards():
 
 @pytest.mark.parametrize("shards", SHARD_COUNTS)
 def test_every_branch_file_has_one_place(shards):
+    """Layout format 2 ("lock shards"): everything but lock records and held lists stays
+    on the main branch, sessions and diaries included."""
     sid = "codex-7.a:b@c+d"
-    own = S.session_shard(sid, shards)
-    assert S.place(f"sessions/live/{sid}.yaml", shards) == own
-    assert S.place(f"contexts/{sid}.md", shards) == own
-    assert S.place(f"messages/{sid}/0001.json", shards) == own
-    assert S.place(f"messages/{sid}/inbox/0001.json", shards) == own
-    assert S.place(f"acks/{sid}/0123456789abcdef.json", shards) == own
-    for archive in ("sessions/done/ab/kimi-1.yaml", "sessions/recent.json", "wiki/kimi-1.md",
+    for archive in (f"sessions/live/{sid}.yaml", f"contexts/{sid}.md",
+                    f"messages/{sid}/0001.json", f"acks/{sid}/0123456789abcdef.json",
+                    "sessions/done/ab/kimi-1.yaml", "sessions/recent.json", "wiki/kimi-1.md",
                     S.LAYOUT, "sessions/live/notes.txt", "contexts/a/b.md", "messages/x",
-                    "acks/x"):
+                    "acks/x", "intents/clone.json"):
         assert S.place(archive, shards) == S.MAIN, archive
     for rendered in ("README.md", "registry.md"):
         assert S.place(rendered, shards) == S.EVERY
-    with pytest.raises(ValueError):
-        S.place("locks/ab/abcdef.json", shards)
+    for spread in ("locks/ab/abcdef.json", "locks/patterns/abcdef.json", S.held_path(sid)):
+        with pytest.raises(ValueError):
+            S.place(spread, shards)
 
 
 def test_the_layout_marker_refuses_writers_of_other_formats_in_one_line():
@@ -153,9 +153,8 @@ def test_the_layout_marker_refuses_writers_of_other_formats_in_one_line():
     S.require_writable(None)  # the single branch: this version writes it
     sharded = S.layout_of(S.layout_bytes(16))
     assert (sharded["format"], sharded["shards"], sharded["requires"]) == (2, 16, S.REQUIRES)
-    with pytest.raises(S.NewerFormat) as info:
-        S.require_writable(S.layout_bytes(16))
-    assert f"install agent-registry >= {S.REQUIRES}" in info.value.message
+    S.require_writable(S.layout_bytes(16))  # lock shards: this version writes them too
+    assert S.WRITES == (1, 2)
     newer = json.dumps({"format": 7, "shards": 64, "requires": "9.1"}).encode()
     with pytest.raises(S.NewerFormat) as info:
         S.require_writable(newer)
@@ -205,12 +204,73 @@ def tree_files(registry) -> dict[str, bytes]:
     return {name: registry.repo.read_blob(f"{tip}:{name}") for name in names if name}
 
 
+def check_split(files: dict[str, bytes], main: dict[str, bytes], parts: list[dict[str, bytes]],
+                count: int) -> dict:
+    """Nothing lost, everything where format 2 reads it: each file of the single branch
+    *files* is on the main branch as it was (a live session's ``locks:`` list emptied),
+    or, a lock record, in exactly the shards of its target (every shard when it cannot
+    be read); each live session's held lists, over all shards, are its ``locks:`` list,
+    each target in the shards that record it, with the session's heartbeat; the main
+    branch adds only the fence, the marker and the rendered pages; a shard holds only
+    lock records, held lists and its rendered pages.  Returns what was counted."""
+    assert len(parts) == count
+    added = set(S.fence_files(0)) | {S.LAYOUT}
+    assert set(main) >= added and S.layout_of(main[S.LAYOUT])["shards"] == count
+    sessions, records = {}, 0
+    for path, data in files.items():
+        homes = [i for i, part in enumerate(parts) if path in part]
+        if path in S.RENDERED:
+            continue
+        if path.startswith("locks/"):
+            records += 1
+            try:
+                target = json.loads(data)["path"]
+                assert P.record_name(target) == path
+                where = list(S.lock_shards(target, count))
+            except (ValueError, KeyError, TypeError, AssertionError):
+                where = list(range(count))
+            assert homes == where, path
+            assert path not in main or path in added, path
+            assert all(parts[i][path] == data for i in homes), path
+            continue
+        assert homes == [], path
+        if path.startswith("sessions/live/") and path.endswith(".yaml"):
+            try:
+                before = load_session(data)
+            except UnreadableRecord:
+                assert main[path] == data, path  # kept as it is
+                continue
+            after = load_session(main[path])
+            assert after.locks == [] and {**after.to_dict(), "locks": before.locks} == \
+                before.to_dict(), path
+            sessions[before.id] = before
+        else:
+            assert main[path] == data, path
+    assert set(main) <= {p for p in files if p not in S.RENDERED} | added | set(S.RENDERED)
+    held: dict[str, list[tuple[int, str]]] = {}
+    for index, part in enumerate(parts):
+        for path, data in part.items():
+            if path in S.RENDERED or path.startswith("locks/"):
+                continue
+            sid = path[len(S.HELD_DIR) + 1:-len(".json")]
+            assert path == S.held_path(sid) and sid in sessions, path
+            targets, beat = S.parse_held(data)
+            assert beat == sessions[sid].heartbeat_at and targets
+            held.setdefault(sid, []).extend((index, t) for t in targets)
+    for sid, session in sessions.items():
+        expected = [(i, t) for t in session.locks for i in S.lock_shards(t, count)]
+        assert sorted(held.get(sid, [])) == sorted(expected), sid
+    return {"records": records, "sessions": len(sessions),
+            "held": sum(1 for part in parts for p in part if p.startswith(S.HELD_DIR + "/"))}
+
+
 def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry):
     """A real single-branch registry (sessions, diaries, file, directory and glob locks, a
     shared lock, an ended session with its wiki entry, and a message and acknowledgement
-    of the layout before messages had a ref of their own) split for 16 shards: overlaying
-    the trees gives back every file; each lock is in every shard of its target, so in the
-    shard of each path it covers; a session's files share its shard."""
+    of the layout before messages had a ref of their own) split for 16 shards in layout
+    format 2: every file but the lock records stays on the main branch, the live
+    sessions' held lists move to the shards of their targets, each lock is in every shard
+    of its target, so in the shard of each path it covers."""
     for sid in ("kimi-1", "codex-2", "gemini-3"):
         registry.register(sid, provider="test", working_on=f"work of {sid}")
         registry.context_log(sid, f"diary of {sid}")
@@ -225,29 +285,40 @@ def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry)
     files[f"acks/codex-2/{message}.json"] = b'{"id": "69d4f37b664fc43d"}\n'
     corrupt = "locks/ff/" + "f" * 40 + ".json"
     files[corrupt] = b"{not json"
+    misnamed = "locks/ee/" + "e" * 40 + ".json"  # a record of another target's name
+    files[misnamed] = files[P.record_name("src/auth/token.py")]
+    files["sessions/live/broken-9.yaml"] = b"locks: [unclosed\n"
     main, parts = S.split(files, 16, 1_790_000_000.0)
 
-    assert set(main) >= set(S.fence_files(0)) | {S.LAYOUT}
-    for path, data in files.items():
-        homes = [i for i, part in enumerate(parts) if path in part] + (["main"] if path in main else [])
-        if path in S.RENDERED:
-            assert homes == [], path
-        elif path == corrupt:
-            assert homes == list(range(16))
-        elif path.startswith("locks/"):
-            target = json.loads(data)["path"]
-            assert homes == list(S.lock_shards(target, 16)), path
-        else:
-            assert len(homes) == 1, (path, homes)
-        for home in homes:
-            assert (main if home == "main" else parts[home])[path] == data
+    counted = check_split(files, main, parts, 16)
+    assert counted["sessions"] == 2 and counted["records"] >= 6
+    for shard in (corrupt, misnamed):
+        assert all(shard in part for part in parts)
+    assert main["sessions/live/broken-9.yaml"] == b"locks: [unclosed\n"
     for sid in ("kimi-1", "codex-2"):
-        own = parts[S.session_shard(sid, 16)]
-        assert f"sessions/live/{sid}.yaml" in own and f"contexts/{sid}.md" in own
-    assert f"messages/kimi-1/{message}.json" in parts[S.session_shard("kimi-1", 16)]
-    assert f"acks/codex-2/{message}.json" in parts[S.session_shard("codex-2", 16)]
+        assert f"sessions/live/{sid}.yaml" in main and f"contexts/{sid}.md" in main
+    assert f"messages/kimi-1/{message}.json" in main and f"acks/codex-2/{message}.json" in main
     assert any(p.startswith("sessions/done/") for p in main)
+    assert not any(p.startswith("locks/") for p in main if p not in S.fence_files(0))
+    # codex-2 holds a file, a glob and a shared directory: held lists in their shards only
+    held = {i for i, part in enumerate(parts) if S.held_path("codex-2") in part}
+    assert held == {S.path_shard("README.md", 16), S.path_shard("src/api/x.py", 16),
+                    S.path_shard("tests/unit/x.py", 16)}
     for path in ("src/auth/token.py", "src/api/v1.py", "docs/a/b.md", "README.md", "tests/unit/x.py"):
-        held = [json.loads(v)["path"] for v in parts[S.path_shard(path, 16)].values()
-                if v.startswith(b"{") and b'"holders"' in v]
-        assert any(P.covers(t, path) for t in held), path
+        shard = parts[S.path_shard(path, 16)]
+        recorded = [json.loads(v)["path"] for p, v in shard.items()
+                    if p.startswith("locks/") and p not in (corrupt, misnamed)]
+        assert any(P.covers(t, path) for t in recorded), path
+        holders = [t for p, v in shard.items() if p.startswith(S.HELD_DIR + "/")
+                   for t in S.parse_held(v)[0]]
+        assert any(P.covers(t, path) for t in holders), path
+
+
+def test_a_broad_lock_is_held_in_every_shard(registry):
+    registry.register("wide-1", provider="test")
+    registry.claim("wide-1", ["src/"])
+    main, parts = S.split(tree_files(registry), 4, 1_790_000_000.0)
+    check_split(tree_files(registry), main, parts, 4)
+    for part in parts:
+        assert S.parse_held(part[S.held_path("wide-1")])[0] == ["src/"]
+        assert P.record_name("src/") in part

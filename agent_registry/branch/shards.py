@@ -2,16 +2,17 @@
 "Past one ref").  Standard library and the branch format only (the guard will read
 shards through it).
 
-A sharded registry (layout format 2) keeps its state on the main registry branch
-(``agent-registry``) and on N shard branches (``agent-registry-shards/00`` …), each tree
-laid out as the single branch is, so reading the registry is overlaying them (no file
-lives in two places, except ``README.md`` and ``registry.md``, which every ref renders for
-itself, and lock records, which live in every shard that could be asked about them).
+A sharded registry (layout format 2, "lock shards") keeps its state on the main
+registry branch (``agent-registry``) and its lock records on N shard branches
+(``agent-registry-shards/00`` …), each tree laid out as the single branch is, so reading
+the registry is overlaying them (no file lives in two places, except ``README.md`` and
+``registry.md``, which every ref renders for itself, and lock records, which live in
+every shard that could be asked about them).
 
-- What one session alone writes (its live session file, its diary, the messages it sends
-  and its acknowledgements) lives on the session's shard, ``shard("s:" + sid)``:
-  heartbeats and diary lines of different sessions never race, except that the sessions
-  hashed to one shard share its ref.
+- Sessions, diaries, the wiki, the layout marker and everything else but lock records
+  stay on the main branch (register, heartbeat, update, diary, finish write it alone);
+  a session's held locks are listed per shard, ``held/<sid>.json`` in each shard that
+  records one of them, and its session file's ``locks:`` list is empty.
 - A lock on *target* is recorded in every shard that could hold a path the lock covers.
   The key of a file path is its first ``KEY_DEPTH`` components (a shallower file is its
   own key); a target whose every covered path has one key (a file, a directory or a glob
@@ -20,8 +21,6 @@ itself, and lock records, which live in every shard that could be asked about th
   cover one path ``p`` are both recorded in ``shard(key(p))``: the claims of both write
   that shard, and its compare-and-swap (``update-ref NEW OLD``, a fast-forward-only push)
   decides between them.  ``tests/test_shards.py`` checks this by brute force.
-- The rest (ended sessions, ``sessions/recent.json``, the wiki, the layout marker) stays
-  on the main branch: an archive written by ``end`` and ``gc``, not by claims.
 """
 from __future__ import annotations
 
@@ -29,20 +28,20 @@ import json
 
 from . import paths as P
 from ..errors import RegistryError
-from .records import LIVE, Holder, Lock, Session, UnreadableRecord, dump_session, iso
+from .records import (LIVE, Holder, Lock, Session, UnreadableRecord, dump_session, iso,
+                      load_session)
 
 FORMAT = 2  # the sharded layout; 1 is the single branch (no marker)
-WRITES = (1,)  # the formats this version writes: the single branch, until the shards are wired
+WRITES = (1, 2)  # the formats this version writes: the single branch and lock shards
 REQUIRES = "0.2.0"  # the first agent-registry release that reads and writes FORMAT
 LAYOUT = "layout.json"  # the marker, on the main branch
 KEY_DEPTH = 2
+DEFAULT_COUNT = 16  # a broad lock writes every shard, one push each: keep them few
+HELD_DIR = "held"  # held/<sid>.json on a shard: what the session holds there
 MAIN = -1  # place() of a file kept on the main branch
 EVERY = -2  # place() of a file each ref renders for itself
 RENDERED = ("README.md", "registry.md")
-# per-session files: folder -> how a file name there gives its session id
-_SESSION_FILES = (("sessions/live/", ".yaml"), ("contexts/", ".md"))
-# one folder per session (branch/mailbox.py): the messages it sends, its acknowledgements
-_SESSION_FOLDERS = ("messages/", "acks/")
+_LIVE = "sessions/live/"
 
 # The fence a conversion leaves on the main branch for tools older than FORMAT, which read
 # only that branch (they would see no lock at all there): a live session holding a glob
@@ -128,21 +127,39 @@ def claim_shards(sid: str, targets: list[str], shards: int) -> tuple[int, ...]:
 
 
 def place(path: str, shards: int) -> int:
-    """Where the branch file *path* lives: a shard index, MAIN or EVERY.  Lock records
-    (``locks/…``) have no single place: ask lock_shards with their target."""
+    """Where the branch file *path* lives: MAIN or EVERY.  Lock records (``locks/…``) and
+    held lists (``held/…``) have no single place: a lock record lives in each shard of its
+    target (lock_shards), a held list in each shard recording one of the session's locks."""
     if path in RENDERED:
         return EVERY
-    if path.startswith("locks/"):
-        raise ValueError(f"{path}: a lock record lives where its target says (lock_shards)")
-    for folder, suffix in _SESSION_FILES:
-        name = path[len(folder):]
-        if path.startswith(folder) and name.endswith(suffix) and "/" not in name:
-            return session_shard(name[:-len(suffix)], shards)
-    for folder in _SESSION_FOLDERS:
-        sid, slash, _ = path[len(folder):].partition("/")
-        if path.startswith(folder) and slash and sid:
-            return session_shard(sid, shards)
+    if path.startswith(("locks/", HELD_DIR + "/")):
+        raise ValueError(f"{path}: lives in the shards of its targets (lock_shards)")
     return MAIN
+
+
+def held_path(sid: str) -> str:
+    return f"{HELD_DIR}/{sid}.json"
+
+
+def held_bytes(sid: str, targets: list[str], heartbeat_at: str) -> bytes:
+    """A session's held list on one shard: the targets it holds there, and the heartbeat
+    its last claim there wrote (a claim renews the session without writing the main
+    branch, so a holder's age is the newest of this and its session file's)."""
+    return (json.dumps({"session": sid, "locks": targets, "heartbeat_at": heartbeat_at},
+                       indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def parse_held(raw: bytes) -> tuple[list[str], str]:
+    """(targets, heartbeat_at) of a held list; UnreadableRecord when it is not one."""
+    try:
+        data = json.loads(raw)
+        targets, beat = data["locks"], data.get("heartbeat_at", "")
+        if isinstance(targets, list) and all(isinstance(t, str) for t in targets) \
+                and isinstance(beat, str):
+            return targets, beat
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise UnreadableRecord("not a held list (locks: a list of paths, heartbeat_at: a time)")
 
 
 def fence_files(at: float) -> dict[str, bytes]:
@@ -160,10 +177,13 @@ def fence_files(at: float) -> dict[str, bytes]:
 def split(files: dict[str, bytes], shards: int, at: float) -> tuple[dict[str, bytes],
                                                                   list[dict[str, bytes]]]:
     """The conversion's trees: the single branch's *files* (path -> content) as the main
-    branch's files and each shard's.  Each file goes where place() says, each lock record
-    to every shard of its target (one that cannot be read to every shard: it fails
-    closed wherever it is asked about); README.md and registry.md are left to each ref
-    to render; the main branch gains the fence and the marker (dated *at*)."""
+    branch's files and each shard's.  The main branch keeps every file but the lock
+    records, its live sessions' ``locks:`` lists emptied (a session file that cannot be
+    read is kept as it is), and gains the fence and the marker (dated *at*).  Shard i
+    gets each lock record whose target's lock_shards contain i (one that cannot be read:
+    every shard, so it fails closed wherever it is asked about) and, for each live
+    session holding targets recorded there, ``held/<sid>.json`` listing them with the
+    session's heartbeat.  README.md and registry.md are left to each ref to render."""
     main: dict[str, bytes] = {}
     parts: list[dict[str, bytes]] = [{} for _ in range(shards)]
     for path, data in files.items():
@@ -171,14 +191,34 @@ def split(files: dict[str, bytes], shards: int, at: float) -> tuple[dict[str, by
             continue
         if path.startswith("locks/"):
             try:
-                where = lock_shards(Lock.from_bytes(data).path, shards)
+                target = Lock.from_bytes(data).path
             except UnreadableRecord:
-                where = tuple(range(shards))
+                target = None
+            # a record of another target, or none: every shard (view.parse_lock refuses it)
+            where = lock_shards(target, shards) if isinstance(target, str) and \
+                P.record_name(target) == path else tuple(range(shards))
             for index in where:
                 parts[index][path] = data
             continue
-        index = place(path, shards)
-        (main if index == MAIN else parts[index])[path] = data
+        name = path[len(_LIVE):]
+        if path.startswith(_LIVE) and name.endswith(".yaml") and "/" not in name:
+            try:
+                session = load_session(data)
+            except UnreadableRecord:
+                main[path] = data
+                continue
+            held: list[list[str]] = [[] for _ in range(shards)]
+            for target in session.locks:
+                for index in lock_shards(target, shards):
+                    held[index].append(target)
+            for index, targets in enumerate(held):
+                if targets:
+                    parts[index][held_path(session.id)] = held_bytes(
+                        session.id, targets, session.heartbeat_at)
+            if session.locks:
+                session.locks = []
+                data = dump_session(session, data)
+        main[path] = data
     main.update(fence_files(at))
     main[LAYOUT] = layout_bytes(shards)
     return main, parts
