@@ -1,8 +1,8 @@
-"""A registry converted to the sharded layout (issue 11, docs/design.md "Past one ref"),
-met by tools that do not write it.
+"""A registry in a layout a tool does not write (issue 11, docs/design.md "Past one ref").
 
-- This version finds `layout.json` on the branch and refuses every write (and gc) in one
-  line naming the version to install: it would write where no newer tool reads.
+- This version writes layout formats 1 and 2 (shards.WRITES); meeting a `layout.json` of a
+  format it does not write (here a hand-written format 3), it refuses every write (and gc)
+  in one line naming the version to install: it would write where no newer tool reads.
 - A tool older than that check reads the main branch alone, where the live sessions and
   locks no longer are; the fence the conversion leaves there (shards.fence_files) makes its
   claims, `lock check` and pre-commit hook refuse, in one line naming the version, instead
@@ -18,14 +18,15 @@ from agent_registry import Registry
 from agent_registry.branch import shards as S
 
 INSTALL = f"install agent-registry >= {S.REQUIRES}"
+NEWER = b'{"format": 3, "shards": 64, "key_depth": 2, "requires": "9.9.9"}\n'
 
 
-def convert(registry: Registry, *, marker: bool) -> str:
-    """Write what a conversion leaves on the main branch: the fence and, with *marker*,
-    the layout marker (the live sessions and locks would move to the shard refs)."""
+def convert(registry: Registry, *, marker: bytes | None) -> str:
+    """Write what a conversion leaves on the main branch: the fence and, given, the
+    layout *marker* (the locks would move to the shard refs)."""
     registry.init()
     old = registry.repo.read_ref(registry.ref)
-    files = {**S.fence_files(registry.clock()), **({S.LAYOUT: S.layout_bytes(16)} if marker else {})}
+    files = {**S.fence_files(registry.clock()), **({S.LAYOUT: marker} if marker else {})}
     tree = registry.repo.edit_tree(registry.repo.commit_info(old)[0], files)
     commit = registry.repo.commit_tree(tree, [old], "convert to layout format 2",
                                        "agent-registry <agent-registry@localhost>",
@@ -40,9 +41,9 @@ def one_line(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_this_version_refuses_to_write_a_sharded_registry(repo, registry, run):
+def test_this_version_refuses_to_write_a_format_it_does_not_write(repo, registry, run):
     assert run("register", "old-1", "--provider", "test", "--working-on", "x").returncode == 0
-    tip = convert(registry, marker=True)
+    tip = convert(registry, marker=NEWER)
     for args in (["register", "old-2", "--provider", "test"],
                  ["lock", "acquire", "src/auth.py", "--session", "old-1"],
                  ["lock", "heartbeat", "--session", "old-1"],
@@ -50,15 +51,19 @@ def test_this_version_refuses_to_write_a_sharded_registry(repo, registry, run):
                  ["finish", "old-1"]):
         proc = run(*args)
         assert proc.returncode == 1, args
-        assert INSTALL in one_line(proc) and "layout format 2" in one_line(proc), args
+        assert "install agent-registry >= 9.9.9" in one_line(proc), args
+        assert "layout format 3" in one_line(proc), args
     proc = run("gc", "--keep-days", "0")
-    assert proc.returncode == 1 and INSTALL in one_line(proc)
+    assert proc.returncode == 1 and "install agent-registry >= 9.9.9" in one_line(proc)
+    proc = run("shard")
+    assert proc.returncode == 1 and "install agent-registry >= 9.9.9" in one_line(proc)
     assert registry.repo.read_ref(registry.ref) == tip  # nothing written
-    assert run("status").returncode == 0  # reading still works
+    status = run("status")  # reading: works, or refuses in the same one line
+    assert status.returncode == 0 or "install agent-registry >= 9.9.9" in one_line(status)
 
 
 def test_an_older_claim_is_refused_naming_the_version(repo, registry, run):
-    convert(registry, marker=False)
+    convert(registry, marker=None)
     assert run("register", "old-1", "--provider", "test", "--working-on", "x").returncode == 0
     claim = run("lock", "acquire", "src/auth.py", "--session", "old-1")
     assert claim.returncode == 1 and INSTALL in one_line(claim)
@@ -70,7 +75,7 @@ def test_an_older_claim_is_refused_naming_the_version(repo, registry, run):
 
 def test_an_older_pre_commit_hook_refuses_naming_the_version(repo, registry, run):
     assert run("init", "--hooks").returncode == 0
-    convert(registry, marker=False)
+    convert(registry, marker=None)
     (repo / "src" / "auth.py").write_text("auth = 2\n")
     git(repo, "add", "src/auth.py")
     proc = subprocess.run(["git", "commit", "-q", "-m", "edit"], cwd=repo,
@@ -79,7 +84,7 @@ def test_an_older_pre_commit_hook_refuses_naming_the_version(repo, registry, run
 
 
 def test_the_fence_outlives_cleanup_and_time(repo, registry, clock):
-    convert(registry, marker=False)
+    convert(registry, marker=None)
     clock.advance(10 * 365 * 86400)
     assert registry.cleanup()["stopped"] == []
     registry.register("old-2", provider="test")

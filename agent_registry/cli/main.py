@@ -29,6 +29,7 @@ from .output import age, local_time
 LAZY_COMMANDS: dict[str, str] = {
     "sync": "agent_registry.cli.sync:sync",
     "gc": "agent_registry.cli.sync:gc",
+    "shard": "agent_registry.cli.shard:shard",
     "guard": "agent_registry.cli.guard:guard",
     "hooks": "agent_registry.cli.guard:hooks",
     "harness": "agent_registry.cli.harness:harness",

@@ -1,4 +1,5 @@
-"""Sync with a remote: the remote committer (fetch, replay, push), reading a remote, gc."""
+"""Sync with a remote: the remote committer (fetch, replay, push), reading a remote, gc,
+and the conversion to lock shards (sync/convert.py)."""
 from __future__ import annotations
 
 from ..core.registry import Registry as CoreRegistry
@@ -8,9 +9,18 @@ class Registry(CoreRegistry):
     """The Registry the faces and the public API open (``from agent_registry import
     Registry``): when its config names a remote, it commits through sync's remote
     committer, which sync.remote hands to the core on import; a registry without a
-    remote never pays for importing it."""
+    remote never pays for importing it.  When ``git config agent-registry.shards N``
+    asks for lock shards, the first operation of a process converts a single-branch
+    registry first (sync/convert.py); without it nothing is read."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if self.remote:
             from . import remote  # noqa: F401  (hands the remote committer to the core)
+
+    def apply(self, op: dict) -> dict:
+        if "agent-registry.shards" in self.config and not getattr(self, "is_shard", False) \
+                and not getattr(self, "keeps_messages", False):
+            from .convert import auto_convert
+            auto_convert(self)
+        return super().apply(op)

@@ -1,0 +1,328 @@
+"""Converting a single-branch registry (layout format 1) to lock shards (format 2): the
+main branch keeps everything but the lock records, which move to the shard branches
+``<branch>-shards/NN`` with each live session's held list (``branch/shards.py``,
+``split``; docs/shards.md).
+
+Converting is a function of the main tip it starts from, so it is idempotent:
+
+- Locally (no remote), under the clone's flock: the shard refs are written first (root
+  commits, one per shard, even an empty one, so every ref exists), then the main branch
+  moves by compare-and-swap to a commit (parent: the tip converted) that writes
+  ``layout.json`` and the fence and removes the lock records.  A crash between the two
+  leaves shard refs that nothing reads (no marker yet); the next run writes them again.
+- With a remote: this clone's pending operations are pushed first (sync), then the same
+  commits are built from the remote's tip and pushed in one ``git push --atomic``: the
+  main branch as a fast-forward, the shard refs as new refs.  Two clones converting at
+  once cannot both land; the loser fetches, finds ``layout.json`` and adopts the
+  winner's refs.
+
+``git config agent-registry.shards N`` makes any operation of this version convert a
+format-1 registry before it is applied (sync.Registry.apply): once per process.
+"""
+from __future__ import annotations
+
+import os
+
+from ..branch import shards as S
+from ..branch.records import iso
+from ..branch.render import cell, table
+from ..branch.trailers import trailers
+from ..branch.view import View
+from ..core.registry import Registry, file_lock
+from ..errors import BadInput, NotFound, RegistryError
+from ..store.git import CasFailed
+
+CONFIG = "agent-registry.shards"
+MIN_COUNT, MAX_COUNT = 2, 256
+ATTEMPTS = 5  # rounds of sync, build and atomic push before giving up (the remote kept moving)
+CONVERT_OP = "convert"
+AUTHOR = "agent-registry <agent-registry@localhost>"
+_CHECKED: set[tuple[str, str]] = set()  # (common dir, branch) an operation checked this process
+
+
+def shard_count(value: object, what: str = "--count") -> int:
+    """*value* as a shard count (a whole number from MIN_COUNT to MAX_COUNT); BadInput,
+    in one line, otherwise."""
+    text = str(value).strip()
+    if text.isdigit() and MIN_COUNT <= int(text) <= MAX_COUNT:
+        return int(text)
+    raise BadInput(f"{what}: {text!r} is not a shard count (a whole number from "
+                   f"{MIN_COUNT} to {MAX_COUNT})")
+
+
+def configured(registry: Registry) -> int | None:
+    """The shard count ``git config agent-registry.shards`` asks for, or None."""
+    raw = registry.config.get(CONFIG)
+    return None if raw is None else shard_count(raw, f"git config {CONFIG}")
+
+
+def auto_convert(registry: Registry) -> dict | None:
+    """Before an operation: convert a format-1 registry when git config asks for shards
+    (once per process and branch; one read of ``layout.json`` when there is nothing to
+    do).  A registry that has no branch yet is left to its first operation."""
+    count = configured(registry)
+    key = (registry.repo.info.common_dir, registry.branch)
+    if count is None or key in _CHECKED:
+        return None
+    tip = registry.tip()
+    if tip is None:
+        return None
+    _CHECKED.add(key)
+    if registry.repo.read_blob(f"{tip}:{S.LAYOUT}") is not None:
+        return None  # sharded already (or a format convert() refuses: the operation will)
+    return convert(registry, count)
+
+
+def convert(registry: Registry, count: int | None = None) -> dict:
+    """Convert *registry*'s branch to *count* lock shards (default: git config, else
+    shards.DEFAULT_COUNT).  ``converted`` False when it is sharded already (``by``:
+    "another clone" when one converted it while this one tried).  A layout this version
+    does not write refuses (shards.NewerFormat, exit 1)."""
+    count = shard_count(count) if count is not None else configured(registry) or S.DEFAULT_COUNT
+    if registry.remote:
+        return _convert_remote(registry, count)
+    error = ""
+    with file_lock(registry.lock_file):
+        for _ in range(ATTEMPTS):
+            tip = registry.repo.read_ref(registry.ref)
+            done = _sharded(registry, tip)
+            if done is not None:
+                return done
+            built = _build(registry, tip, count)  # type: ignore[arg-type]
+            for index, commit in enumerate(built["shards"]):
+                ref = S.shard_ref(registry.branch, index)
+                registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
+                                         "agent-registry: convert (shard)")
+            try:
+                registry.repo.update_ref(registry.ref, built["main"], tip,
+                                         f"agent-registry: convert to layout format {S.FORMAT}")
+            except CasFailed as exc:  # moved by hand meanwhile: build again
+                error = str(exc)
+                continue
+            return _result(registry, built, count)
+    raise RegistryError(f"could not move {registry.ref} after {ATTEMPTS} attempts: {error}")
+
+
+# -- building the commits --------------------------------------------------------------
+
+def tree_files(registry: Registry, tip: str) -> dict[str, bytes]:
+    """Every file of commit *tip*'s tree, by path."""
+    listing = registry.repo.git("ls-tree", "-r", "-z", "--full-tree", tip).stdout.split(b"\0")
+    entries = []
+    for item in listing:
+        if item:
+            meta, _, path = item.partition(b"\t")
+            mode, kind, oid = meta.decode().split()
+            if kind == "blob":
+                entries.append((path.decode("utf-8", errors="surrogateescape"), oid))
+    blobs = registry.repo.read_blobs([oid for _, oid in entries])
+    return {path: data or b"" for (path, _), data in zip(entries, blobs)}
+
+
+def _sharded(registry: Registry, tip: str | None) -> dict | None:
+    """The no-op result when *tip* is sharded already; None for a format-1 tip.  Raises
+    for no branch, or a layout this version does not write."""
+    if tip is None:
+        raise NotFound(f"no registry branch {registry.branch} to convert: "
+                       "run `agent-registry init` first")
+    raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
+    S.require_writable(raw)
+    layout = S.layout_of(raw)
+    if layout["format"] == 1:
+        return None
+    return {"branch": registry.branch, "format": layout["format"],
+            "shards": layout.get("shards"), "converted": False, "tip": tip,
+            "moved": {"locks": 0, "held": 0, "sessions": 0}}
+
+
+def _build(registry: Registry, tip: str, count: int) -> dict:
+    """The new main commit (parent *tip*) and one root commit per shard, written as
+    objects; no ref moves."""
+    repo, at = registry.repo, registry.clock()
+    files = tree_files(registry, tip)
+    main_files, parts = S.split(files, count, at)
+    op = {"op": CONVERT_OP, "at": at, "id": os.urandom(8).hex(), "format": S.FORMAT,
+          "shards": count, "from": tip}
+    records = sorted(p for p in files if p.startswith("locks/"))
+    emptied = sum(1 for p, d in main_files.items() if p in files and files[p] != d)
+    held = sum(1 for part in parts for p in part if p.startswith(S.HELD_DIR + "/"))
+    subject = f"convert to layout format {S.FORMAT}: {count} lock shards"
+    view = View(repo, tip)
+    for path in files:
+        if path not in main_files and path not in S.RENDERED:
+            view.write(path, None)
+    for path, data in main_files.items():
+        if files.get(path) != data:
+            view.write(path, data)
+    for path, data in registry.pages(view, at, subject).items():
+        view.write(path, data)
+    note = (f"{len(records)} lock record(s) and {held} held list(s) move to "
+            f"{S.shard_ref(registry.branch, 0)} … {S.shard_ref(registry.branch, count - 1)}; "
+            f"{emptied} live session(s) keep an empty locks: list here.")
+    main = repo.commit_tree(repo.edit_tree(view.tree, view.writes), [tip],
+                            f"{subject}\n\n{note}\n\n" + trailers(op), AUTHOR, int(at))
+    shards = []
+    for index, part in enumerate(parts):
+        shard_view = View(repo, None)
+        for path, data in part.items():
+            shard_view.write(path, data)
+        shard_subject = f"shard {index:02d} of {count}: converted from {tip[:12]}"
+        pages = shard_pages(registry.branch, index, count, shard_view, at, shard_subject)
+        tree = repo.edit_tree(None, {**part, **pages})
+        shards.append(repo.commit_tree(tree, [], f"{shard_subject}\n\n" + trailers(
+            {**op, "shard": index}), AUTHOR, int(at)))
+    return {"main": main, "shards": shards,
+            "moved": {"locks": len(records), "held": held, "sessions": emptied}}
+
+
+def shard_pages(branch: str, index: int, count: int, view: View, at: float,
+                subject: str) -> dict[str, bytes]:
+    """README.md and registry.md of a shard commit: what the ref is, and the locks it
+    records."""
+    try:
+        from ..core.sharded import shard_pages as pages  # the read/write side's own
+    except ImportError:
+        pages = None
+    if pages is not None:
+        return pages(branch, index, count, view, at, subject)
+    name = S.shard_ref(branch, index)[len("refs/heads/"):]
+    readme = (f"# {name}\n\nShard {index:02d} of {count} of the agent-registry branch "
+              f"`{branch}` (layout format {S.FORMAT}, lock shards): the lock records "
+              f"(`locks/`) of the paths whose key maps here, every broad lock, and each "
+              f"live session's held list (`held/<session>.json`) for them. Sessions, "
+              f"diaries and the wiki are on `{branch}`; its README.md explains the "
+              f"registry. Written by agent-registry: do not edit by hand.\n")
+    rows = []
+    for path in sorted(view.writes):
+        if path.startswith(S.HELD_DIR + "/"):
+            try:
+                targets, beat = S.parse_held(view.writes[path] or b"")
+            except ValueError:
+                continue
+            sid = path[len(S.HELD_DIR) + 1:-len(".json")]
+            rows += [[cell(t), cell(sid), cell(beat)] for t in targets]
+    text = (f"---\nshard: {index}\nshards: {count}\nbranch: {branch}\n"
+            f"generated_at: {iso(at)}\nlast_operation: {subject}\n---\n\n"
+            f"# {name}\n\nShard {index:02d} of {count} of `{branch}`, as of {iso(at)}.\n\n"
+            f"## Held here\n\n{table(['Path', 'Session', 'Heartbeat'], rows)}\n")
+    return {"README.md": readme.encode(), "registry.md": text.encode()}
+
+
+def _result(registry: Registry, built: dict, count: int) -> dict:
+    return {"branch": registry.branch, "format": S.FORMAT, "shards": count,
+            "converted": True, "tip": built["main"], "moved": built["moved"]}
+
+
+# -- with a remote ---------------------------------------------------------------------
+
+def _fetch_all(registry: Registry) -> str | None:
+    """Fetch the remote's main branch and every shard ref in one fetch; the remote main
+    tip, or None when it has no registry branch."""
+    from .remote import Offline, git_net
+    proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--no-auto-maintenance", registry.remote,
+                   *S.fetch_refspecs(registry.remote, registry.branch))
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace")
+        if "couldn't find remote ref" in err:
+            return None
+        raise _unusable(registry, Offline.from_stderr(
+            registry.remote, err, f"git fetch exited {proc.returncode}", registry.branch))
+    return registry.repo.read_ref(registry.tracking_ref)
+
+
+def _unusable(registry: Registry, exc) -> RegistryError:
+    from .state import redact
+    return RegistryError(f"converting needs {redact(registry.remote)}: {exc.message}; "
+                         "nothing was converted")
+
+
+def _tracking(registry: Registry, index: int) -> str:
+    return f"refs/remotes/{registry.remote}/{registry.branch}-shards/{index:02d}"
+
+
+def _convert_remote(registry: Registry, count: int) -> dict:
+    from .remote import Offline, sync
+    from .replay import own_commits
+    from .state import confirm
+    from ..errors import Unconfirmed
+    lost = False
+    for _ in range(ATTEMPTS):
+        try:  # this clone's pending operations first: they are decided on format 1
+            if not sync(registry)["pushed"]:
+                raise RegistryError("converting needs this clone in sync with its remote; "
+                                    "run `agent-registry sync` first")
+        except Unconfirmed as exc:
+            raise RegistryError(f"{exc.message}; nothing was converted") from None
+        remote = _fetch_all(registry)
+        with file_lock(registry.lock_file):
+            local = registry.repo.read_ref(registry.ref)
+            done = _sharded(registry, remote or local)
+            if done is not None:
+                _adopt(registry, done.get("shards") or 0, remote)
+                return {**done, **({"by": "another clone"} if lost else {})}
+            if remote is None:
+                continue  # the branch is only here: the next sync pushes it
+            if local not in (None, remote) and own_commits(registry, remote, local):
+                continue  # an operation of this clone committed since the sync: push it first
+            built = _build(registry, remote, count)
+            refs = [f"{built['main']}:{registry.ref}"] + [
+                f"{commit}:{S.shard_ref(registry.branch, i)}"
+                for i, commit in enumerate(built["shards"])]
+            try:
+                landed = _push_atomic(registry, refs)
+            except Offline as exc:
+                raise _unusable(registry, exc) from None
+            if not landed:
+                lost = True
+                continue  # another clone moved the remote (or converted it): look again
+            for index, commit in enumerate(built["shards"]):
+                ref = S.shard_ref(registry.branch, index)
+                registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
+                                         "agent-registry: convert (shard)")
+                registry.repo.git("update-ref", _tracking(registry, index), commit)
+            registry.repo.git("update-ref", registry.tracking_ref, built["main"])
+            # nothing of this clone's own is on it (checked above): what it carried for
+            # other clones was based on format 1, and their clones replay it themselves
+            registry.repo.update_ref(registry.ref, built["main"], local,
+                                     f"agent-registry: convert to layout format {S.FORMAT}")
+            confirm(registry, built["main"], last_success=iso(registry.clock()),
+                    last_error=None, last_error_kind=None)
+            return _result(registry, built, count)
+    raise RegistryError(f"could not convert: the remote kept moving ({ATTEMPTS} attempts); "
+                        "run `agent-registry shard` again")
+
+
+def _push_atomic(registry: Registry, refspecs: list[str]) -> bool:
+    """Push every refspec or none (no ``+``: main a fast-forward, the shards new refs).
+    False when the remote moved (a lost race); Offline when it cannot be used."""
+    from .remote import Offline, git_net
+    proc = git_net(registry, "push", "--atomic", "--porcelain", "--no-verify",
+                   registry.remote, *refspecs)
+    if proc.returncode == 0:
+        return True
+    out = proc.stdout.decode(errors="replace")
+    rejected = [line for line in out.splitlines() if line.startswith("!\t")]
+    if rejected and not any("[remote rejected]" in line and "atomic" not in line
+                            for line in rejected):
+        return False
+    raise Offline.from_stderr(registry.remote, proc.stderr.decode(errors="replace") or out,
+                              f"git push --atomic exited {proc.returncode}", registry.branch)
+
+
+def _adopt(registry: Registry, count: int, remote: str | None) -> None:
+    """Take the remote's sharded layout (caller holds the flock): each local shard ref
+    that is missing or behind its fetched one moves to it, and so does the main branch
+    when this clone has nothing of its own on it (else the next sync replays it)."""
+    from .replay import is_ancestor, own_commits
+    from .state import confirm
+    for index in range(count):
+        fetched = registry.repo.read_ref(_tracking(registry, index))
+        ref = S.shard_ref(registry.branch, index)
+        local = registry.repo.read_ref(ref)
+        if fetched and local != fetched and (local is None or is_ancestor(registry, local, fetched)):
+            registry.repo.update_ref(ref, fetched, local, "agent-registry: adopt shard")
+    local = registry.repo.read_ref(registry.ref)
+    if remote and local != remote and not own_commits(registry, remote, local):
+        registry.repo.update_ref(registry.ref, remote, local, "agent-registry: adopt layout")
+        confirm(registry, remote)
