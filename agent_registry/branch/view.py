@@ -239,11 +239,15 @@ class View:
             if overlaps(lock.path, target):
                 found.setdefault(lock.path, lock)
         if is_dir(target) or is_glob(target):
-            for session in self.live_sessions():
-                for held in session.locks:
-                    if held not in found and overlaps(held, target) and (lock := self.lock(held)):
-                        found[held] = lock
+            for lock in self.below(target, found):
+                found.setdefault(lock.path, lock)
         return list(found.values())
+
+    def below(self, target: str, found: dict[str, Lock]) -> list[Lock]:
+        """The locks under the directory or glob *target* not in *found*: those live
+        sessions say they hold (a claim writes the held list with the record)."""
+        return [lock for session in self.live_sessions() for held in session.locks
+                if held not in found and overlaps(held, target) and (lock := self.lock(held))]
 
     def put_lock(self, lock: Lock) -> None:
         self.write(record_name(lock.path), lock.to_bytes() if lock.holders else None)

@@ -35,6 +35,7 @@ from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.trailers import trailers
 from .operations import OPERATIONS, Outcome, known
+from . import sharded
 from .shapes import check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
 
@@ -88,6 +89,8 @@ def file_lock(path: str, on_wait: Callable[[], None] | None = None) -> Iterator[
 
 
 class Registry:
+    is_shard = False  # the registry of one lock shard (core/sharded.py)
+
     def __init__(self, repo: Repo, *, branch: str | None = None,
                  clock: Callable[[], float] = time.time, host: str | None = None,
                  config: dict[str, str] | None = None) -> None:
@@ -132,6 +135,13 @@ class Registry:
     def tracking_ref(self) -> str | None:
         return f"refs/remotes/{self.remote}/{self.branch}" if self.remote else None
 
+    @property
+    def fetch_also(self) -> tuple[str, ...]:
+        """What a fetch of this branch brings along: its lock shards, so a read after a
+        sync sees other clones' claims (a shard's fetch brings the main branch instead)."""
+        shards = f"{self.branch}-shards/*"
+        return (f"+refs/heads/{shards}:refs/remotes/{self.remote}/{shards}",)
+
     def tip(self) -> str | None:
         """The local branch tip; a clone that never had the branch starts from what it
         fetched (``git clone`` makes the remote-tracking ref, not the branch)."""
@@ -141,18 +151,37 @@ class Registry:
         return tip
 
     def view(self) -> View:
-        """A read-only snapshot of the branch tip."""
-        return View(self.repo, self.tip())
+        """A read-only snapshot of the branch tip (with the lock shards overlaid, in the
+        sharded layout)."""
+        if not self.is_shard:
+            marker = sharded.layout(self)
+            if marker["format"] == 2:
+                return sharded.whole_view(self, sharded.count_of(marker))
+        return self.view_at(self.tip())
+
+    def view_at(self, tip: str | None) -> View:
+        """The view an operation is decided on, at commit *tip* of this branch."""
+        return View(self.repo, tip)
 
     def apply(self, op: dict) -> dict:
-        """Apply one operation to the branch tip and commit it; returns its result.
-        With a remote, the operation is also confirmed by a push (the remote committer)."""
+        """Apply one operation and commit it; returns its result.  With a remote, the
+        operation is also confirmed by a push (the remote committer).  In the sharded
+        layout a lock operation goes to the shards of its targets (core/sharded.py)."""
         self._handler(op)  # an unknown operation fails before anything happens
+        if op["op"] in sharded.ROUTED and not self.is_shard:
+            return sharded.route(self, op)
+        return self.apply_main(op)
+
+    def apply_main(self, op: dict) -> dict:
+        """Apply *op* to this registry's own branch."""
         self.unpushed = {}
-        if self.remote:  # takes the flock for the local commit only, never across the network
-            return self._remote_committer().apply(self, op)
-        with file_lock(self.lock_file):
-            return self.apply_locally(op)
+        try:
+            if self.remote:  # takes the flock for the local commit only, never across the network
+                return self._remote_committer().apply(self, op)
+            with file_lock(self.lock_file):
+                return self.apply_locally(op)
+        except sharded.Resharded:  # converted by another clone since we decided: go there
+            return sharded.route(self, op)
 
     def apply_locally(self, op: dict) -> dict:
         """Commit *op* on the local tip (caller holds the flock); a lost CAS is retried."""
@@ -190,10 +219,14 @@ class Registry:
         ref).  Returns (commit or None when nothing changes, result); raises when the
         operation is refused.  *note* is appended to the message, and *extra* to its
         trailers (sync's replays, and its help for another clone)."""
-        view = View(self.repo, base)
-        # a layout this version does not write (a sharded registry, or newer): refuse in
-        # one line naming the version to install, before deciding anything on it
-        require_writable(view.read(LAYOUT))
+        view = self.view_at(base)
+        # a layout this version does not write (a newer one): refuse in one line naming
+        # the version to install, before deciding anything on it
+        marker = view.read(LAYOUT)
+        require_writable(marker)
+        if marker is not None and op["op"] in sharded.LOCK_OPS and not self.is_shard:
+            raise sharded.Resharded(f"the registry was split into lock shards before this "
+                                    f"{op['op']} reached the remote: run it again")
         check_shape(op)  # also a replayed operation, read back from a commit
         try:
             outcome = self._handler(op)(view, op)
@@ -580,6 +613,8 @@ class Registry:
         """(session, path) of claims this clone made that its remote has not seen yet."""
         if not self.remote:
             return set()
+        if not self.is_shard and (marker := sharded.layout(self))["format"] == 2:
+            return sharded.unconfirmed(self, sharded.count_of(marker))
         return self._remote_committer().unconfirmed(self)
 
     def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:

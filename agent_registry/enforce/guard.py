@@ -145,9 +145,11 @@ class LockLookup:
     scan of all locks.  A record that cannot be read is reported and fails closed, as
     in the registry (branch/view.py)."""
 
-    def __init__(self, repo: Repo, tip: str, now: float, host: str) -> None:
+    def __init__(self, repo: Repo, tip: str, now: float, host: str, branch: str,
+                 remote: str | None) -> None:
         self.repo = repo
         self.tip = tip
+        self.branch, self.remote = branch, remote  # where the lock shards are
         self.now = now
         self.host = host
         self._view = None
@@ -161,6 +163,18 @@ class LockLookup:
             view = View(self.repo, self.tip)
             if self.repo.reader.read(view.tree) is None:
                 raise GitError(f"the tree {view.tree} of {self.tip} is missing")
+            # the lock shards, also when only the remote's copy was converted yet (the
+            # claims since then are there); a layout it does not know refuses
+            tracking = f"refs/remotes/{self.remote}/{self.branch}" if self.remote else None
+            marker = view.read("layout.json") or (
+                self.repo.read_blob(f"{tracking}:layout.json")
+                if tracking and self.repo.read_ref(tracking) else None)
+            if marker is not None:
+                from ..branch import shards
+                from ..branch.shardview import open_whole
+                shards.require_writable(marker)
+                view = open_whole(self.repo, self.branch, self.remote, self.tip,
+                                  shards.layout_of(marker)["shards"])
             self._view = view
         return self._view
 
@@ -260,7 +274,8 @@ class Guard:
     def refresh(self) -> None:
         """Read the registry tip (again)."""
         self.tip = registry_tip(self.repo, self.config)
-        self.lookup = LockLookup(self.repo, self.tip, self.now, self.host) if self.tip else None
+        self.lookup = LockLookup(self.repo, self.tip, self.now, self.host, self.branch,
+                                 remote_name(self.config)) if self.tip else None
 
     def close(self) -> None:
         self.repo.close()

@@ -161,7 +161,7 @@ def fetch(registry: Registry) -> str | None:
     # for the CPU and repack the objects it is writing
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                     "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
-                    fetch_refspec(registry))
+                    fetch_refspec(registry), *registry.fetch_also)
     if proc.returncode == 0:
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")

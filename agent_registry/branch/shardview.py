@@ -1,0 +1,228 @@
+"""Views of a registry in the lock-shard layout (format 2, docs/shards.md).
+
+- :class:`ShardView` is one shard's tree, which a lock operation reads and writes: its
+  lock records and held lists, with each session's record read from the main branch
+  (liveness, owner, heartbeat), never written.  Everything that could conflict with a
+  lock recorded in a shard is recorded in that shard (branch/shards.py), so a claim
+  decides from the one ref it writes plus the sessions' own records.
+- :class:`WholeView` is the main branch with every shard overlaid, read-only: what
+  ``status``, ``lock check``, the guard, the dashboard and registry.md read.  A
+  session's ``locks`` is the union of its held lists in every shard.
+"""
+from __future__ import annotations
+
+from ..errors import RegistryError
+from ..store.git import Repo
+from . import shards as S
+from .paths import overlaps, record_name
+from .records import LIVE, Lock, Session, UnreadableRecord, parse_iso
+from .view import PATTERNS_DIR, View, parse_lock
+
+LOCKS_DIR = "locks"
+
+
+class ShardView(View):
+    """Shard *tip*'s tree, with sessions read from *mains* (views of the main branch:
+    the freshest copy first; a session found in several counts with its newest
+    heartbeat).  Writes go to the shard only: a session's held list, its lock records."""
+
+    def __init__(self, repo: Repo, tip: str | None, mains: list[View],
+                 warnings: list[str] | None = None) -> None:
+        super().__init__(repo, tip)
+        self.mains = mains
+        if warnings is not None:
+            self.warnings = warnings  # the whole view's: reported once, wherever met
+
+    # -- sessions: read from the main branch, held lists from this shard --------------
+    def held(self, sid: str) -> tuple[list[str], str] | None:
+        """(targets, heartbeat_at) of *sid*'s held list here, or None when it holds
+        nothing here.  One that cannot be read is rebuilt from the lock records naming
+        *sid* (they are what decides; the held list only finds them), and reported."""
+        name = f"{sid}.json"
+        if name not in self.entries(S.HELD_DIR):
+            return None
+        path = S.held_path(sid)
+        try:
+            return S.parse_held(self.read(path) or b"")
+        except UnreadableRecord as exc:
+            self.warn(f"{path} is unreadable ({exc}): read from the lock records instead")
+            return [lock.path for lock in self.records() if lock.holder(sid)], ""
+
+    def _parse_live(self, sid: str, raw: bytes | None) -> None:
+        self._sessions[sid] = self._merged(sid)
+
+    def session(self, sid: str, *, strict: bool = True) -> Session | None:
+        if sid not in self._sessions:
+            self._sessions[sid] = self._merged(sid)
+        if strict and sid in self.unreadable:
+            raise RegistryError(f"sessions/live/{sid}.yaml is unreadable; fix or remove it by hand")
+        return self._sessions[sid]
+
+    def _merged(self, sid: str) -> Session | None:
+        held = self.held(sid)
+        best = None
+        for main in self.mains:
+            found = main.session(sid, strict=False)
+            if sid in main.unreadable:  # it may hold anything: its locks stay held
+                self.unreadable.add(sid)
+                return None
+            if found is not None and (best is None or found.heartbeat_ts() > best.heartbeat_ts()):
+                best = found
+        if best is None:
+            if held is None or self._ended(sid):
+                return None
+            # held here, not (yet) on the main branch this clone has: its register has
+            # not reached us.  Fail closed: it is live, its claim's heartbeat ages it.
+            best = Session(sid, status=LIVE, owner="none", heartbeat_at=held[1],
+                           working_on="(its session is not on the main branch yet)")
+        session = Session.from_dict(best.to_dict())
+        session.locks = list(held[0]) if held else []
+        if held and (parse_iso(held[1]) or 0.0) > session.heartbeat_ts():
+            session.heartbeat_at = held[1]
+        return session
+
+    def _ended(self, sid: str) -> bool:
+        for main in self.mains:
+            try:
+                if main.done_session(sid) is not None:
+                    return True
+            except RegistryError:
+                return False  # an unreadable ended record: count the session as live
+        return False
+
+    def done_session(self, sid: str) -> Session | None:
+        for main in self.mains:
+            found = main.done_session(sid)
+            if found is not None:
+                return found
+        return None
+
+    def live_sessions(self) -> list[Session]:
+        """The sessions holding something in this shard."""
+        out = []
+        for name in sorted(self.entries(S.HELD_DIR)):
+            if name.endswith(".json") and (session := self.session(name[:-5], strict=False)):
+                out.append(session)
+        return out
+
+    def live_summaries(self, keep: int) -> list[tuple[Session, int]]:
+        return [(session, len(session.locks)) for session in self.live_sessions()]
+
+    def put_session(self, session: Session) -> None:
+        """Write *session*'s held list here (a claim's heartbeat with it); the session's
+        own record is the main branch's, written by its own operations."""
+        if not session.live:
+            raise RegistryError(f"a shard does not end sessions ({session.id})")
+        self.write(S.held_path(session.id), S.held_bytes(session.id, session.locks,
+                                                         session.heartbeat_at)
+                   if session.locks else None)
+        self._sessions[session.id] = session
+
+    def recent(self) -> list[dict]:
+        return []
+
+    # -- locks: every one that could cover a path of this shard is recorded here ------
+    def records(self) -> list[Lock]:
+        """Every lock record of this shard (directory and glob claims scan them: a
+        record here, not a held list on another ref, is what decides)."""
+        out = []
+        for fan in self.names(LOCKS_DIR):
+            folder = f"{LOCKS_DIR}/{fan}"
+            if folder == PATTERNS_DIR:
+                continue
+            for name in self.names(folder):
+                path = f"{folder}/{name}"
+                raw = self.read(path)
+                if raw is None:
+                    continue
+                try:
+                    out.append(parse_lock(raw, path))
+                except UnreadableRecord as exc:
+                    if (lock := self._recover(path, str(exc), None)) is not None:
+                        out.append(lock)
+        return out
+
+    def below(self, target: str, found: dict[str, Lock]) -> list[Lock]:
+        return [lock for lock in self.records()
+                if lock.path not in found and overlaps(lock.path, target)]
+
+    def _recover(self, name: str, why: str, target: str | None) -> Lock | None:
+        if target is None:  # a file record's name is a hash: its target is in a held list
+            target = next((t for s in self.live_sessions() for t in s.locks
+                           if record_name(t) == name), None)
+        return super()._recover(name, why, target)
+
+
+class WholeView(View):
+    """The main branch at *tip* with the shards at *shard_tips* overlaid (read-only)."""
+
+    def __init__(self, repo: Repo, tip: str | None, shard_tips: list[str | None]) -> None:
+        super().__init__(repo, tip)
+        main = View(repo, tip)
+        main.warnings = self.warnings
+        self.shards = [ShardView(repo, t, [main], self.warnings) for t in shard_tips]
+
+    def _parse_live(self, sid: str, raw: bytes | None) -> None:
+        super()._parse_live(sid, raw)
+        session = self._sessions[sid]
+        if sid == S.FENCE_SESSION:  # what older tools read; not a session of ours
+            self._sessions[sid] = None
+            return
+        if session is None:
+            return
+        session.locks = []
+        for shard in self.shards:
+            held = shard.held(sid)
+            if held is None:
+                continue
+            session.locks += [t for t in held[0] if t not in session.locks]
+            if (parse_iso(held[1]) or 0.0) > session.heartbeat_ts():
+                session.heartbeat_at = held[1]
+
+    def live_summaries(self, keep: int) -> list[tuple[Session, int]]:
+        return [(session, len(session.locks)) for session in self.live_sessions()]
+
+    def shard_of(self, target: str) -> ShardView:
+        return self.shards[S.lock_shards(target, len(self.shards))[0]]
+
+    def lock(self, target: str) -> Lock | None:
+        return self.shard_of(target).lock(target)
+
+    def covering(self, target: str) -> list[Lock]:
+        found: dict[str, Lock] = {}
+        for index in S.lock_shards(target, len(self.shards)):
+            for lock in self.shards[index].covering(target):
+                found.setdefault(lock.path, lock)
+        return list(found.values())
+
+    def pattern_locks(self) -> list[Lock]:
+        found: dict[str, Lock] = {}
+        for shard in self.shards:
+            for lock in shard.pattern_locks():
+                found.setdefault(lock.path, lock)
+        return list(found.values())
+
+    def write(self, path: str, data: bytes | None) -> None:
+        raise RegistryError("the whole view of a sharded registry is read-only")
+
+
+def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | None:
+    """What this clone reads of one shard: its own tip, unless the remote's has moved
+    past it (other clones' claims, brought by a sync) and it has nothing pending there."""
+    local = repo.read_ref(ref)
+    remote = repo.read_ref(tracking) if tracking else None
+    if local is None or remote is None or local == remote:
+        return local or remote
+    is_ancestor = repo.git("merge-base", "--is-ancestor", local, remote, check=False)
+    return remote if is_ancestor.returncode == 0 else local
+
+
+def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,
+               count: int) -> WholeView:
+    """The whole view of the registry *branch* whose main tip is *tip*, in *count* shards."""
+    tips = []
+    for index in range(count):
+        ref = S.shard_ref(branch, index)
+        tracking = f"refs/remotes/{remote}/{ref[len('refs/heads/'):]}" if remote else None
+        tips.append(shard_tip(repo, ref, tracking))
+    return WholeView(repo, tip, tips)

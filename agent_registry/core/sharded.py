@@ -1,0 +1,263 @@
+"""Lock operations on a registry in the lock-shard layout (format 2, docs/shards.md).
+
+Each shard ``<branch>-shards/NN`` is a registry of its own (the main registry's class,
+so with a remote it syncs exactly like the main branch: fetch, replay, fast-forward push,
+helping), whose views read the sessions from the main branch (branch/shardview.py).  A
+lock operation is split by shard (branch/shards.py ``lock_shards``) and applied to each
+shard in ascending order: a file claim writes one ref.  A claim refused in one shard
+releases what it took in the shards before it, so it still takes every target or none;
+two claims meet first on the lowest shard they share, and that ref's compare-and-swap
+decides, so there is no deadlock and exactly one of two conflicting claims wins.
+"""
+from __future__ import annotations
+
+from ..branch import shards as S
+from ..branch.render import fill, registry_md
+from ..branch.shardview import ShardView, WholeView, open_whole
+from ..branch.view import View
+from ..errors import NotFound, Refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .registry import Registry
+
+# what a shard records and decides; a session's own operations stay on the main branch
+LOCK_OPS = ("claim", "release", "force-release")
+ROUTED = LOCK_OPS + ("heartbeat", "finish")
+_CLASSES: dict[type, type] = {}
+
+
+class Resharded(Refused):
+    """A lock operation met a main branch that was converted to shards (by another clone,
+    after this one decided where to write): it is applied to the shards instead, or, when
+    it was pending from before, refused so its agent claims again."""
+
+
+def layout(registry: Registry) -> dict:
+    """The layout of *registry*: its marker on the local tip, or on the remote's when
+    that is newer (another clone converted it)."""
+    found = {"format": 1}
+    for tip in dict.fromkeys((registry.repo.read_ref(registry.ref),
+                              registry.repo.read_ref(registry.tracking_ref)
+                              if registry.tracking_ref else None)):
+        if tip:
+            raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
+            S.require_writable(raw)
+            marker = S.layout_of(raw)
+            if marker["format"] > found["format"]:
+                found = marker
+    return found
+
+
+def count_of(marker: dict) -> int:
+    count = marker.get("shards")
+    if not isinstance(count, int) or not 1 <= count <= 256:
+        raise S.NewerFormat(f"{S.LAYOUT}: shards {count!r} is not a shard count; fix it by hand")
+    return count
+
+
+def shard_registry(registry: Registry, index: int, count: int) -> Registry:
+    """The registry of shard *index*: made once per registry, closed with it."""
+    made = registry.__dict__.setdefault("_shards", {})
+    if (index, count) not in made:
+        base = type(registry)
+        cls = _CLASSES.get(base)
+        if cls is None:
+            cls = _CLASSES[base] = type("ShardRegistry", (base,), {
+                "is_shard": True, "view_at": _view_at, "pages": _pages,
+                "fetch_also": property(_fetch_also), "close": lambda self: None,
+                "__doc__": "The registry of one lock shard (core/sharded.py)."})
+        shard = cls(registry.repo, branch=f"{registry.branch}-shards/{index:02d}",
+                    clock=registry.clock, host=registry.host, config=registry.config)
+        shard.main, shard.index, shard.count = registry, index, count
+        made[(index, count)] = shard
+    return made[(index, count)]
+
+
+def main_views(registry: Registry) -> list[View]:
+    """The main branch as a shard reads it: the remote's copy (fresh from the fetch that
+    brought the shard) and this clone's (its own sessions not yet pushed)."""
+    tips = [registry.repo.read_ref(registry.tracking_ref) if registry.tracking_ref else None,
+            registry.repo.read_ref(registry.ref)]
+    return [View(registry.repo, tip) for tip in dict.fromkeys(t for t in tips if t)]
+
+
+def _view_at(shard: Registry, tip: str | None) -> View:
+    return ShardView(shard.repo, tip, main_views(shard.main))
+
+
+def _fetch_also(shard: Registry) -> tuple[str, ...]:
+    """A shard's fetch brings the main branch with it (one connection): the sessions a
+    claim judges its holders by are no older than the shard it decides on."""
+    main = shard.main
+    return (f"+{main.ref}:{main.tracking_ref}",) if main.tracking_ref else ()
+
+
+def _pages(shard: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+    return shard_pages(shard.main.branch, shard.index, shard.count, view, at, subject)
+
+
+def shard_pages(registry_branch: str, index: int, count: int, view: View, at: float,
+                subject: str) -> dict[str, bytes]:
+    """registry.md and README.md of shard *index* of *registry_branch*: the sessions
+    holding locks in it and those locks, true at every commit."""
+    return {"registry.md": registry_md(view, at, subject),
+            "README.md": fill("shard-README.md", branch=f"{registry_branch}-shards/{index:02d}",
+                              index=f"{index:02d}", count=str(count),
+                              registry=registry_branch).encode()}
+
+
+def whole_view(registry: Registry, count: int) -> WholeView:
+    return open_whole(registry.repo, registry.branch, registry.remote, registry.tip(), count)
+
+
+# -- applying -----------------------------------------------------------------------
+
+def route(registry: Registry, op: dict) -> dict:
+    """Apply *op* where the layout puts it (the main registry calls this for ROUTED)."""
+    marker = layout(registry)
+    if marker["format"] == 1:
+        return registry.apply_main(op)
+    count = count_of(marker)
+    if op["op"] == "heartbeat":
+        return _heartbeat(registry, op, count)
+    if op["op"] == "finish":
+        released = _release_all(registry, op, count)
+        result = registry.apply_main(op)
+        result["released"] = released + [t for t in result.get("released", []) if t not in released]
+        return result
+    return _apply_lock_op(registry, op, count)
+
+
+def _targets(op: dict) -> list[str]:
+    return [op["path"]] if op["op"] == "force-release" else list(op["paths"])
+
+
+def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
+    by_shard: dict[int, list[str]] = {}
+    for target in _targets(op):
+        for index in S.lock_shards(target, count):
+            by_shard.setdefault(index, []).append(target)
+    done: list[tuple[int, dict]] = []
+    missing = None
+    for index in sorted(by_shard):
+        part = dict(op)
+        if op["op"] != "force-release":
+            part["paths"] = by_shard[index]
+        if op["op"] == "claim":
+            part["generations"] = {t: op["generations"][t] for t in by_shard[index]}
+        shard = shard_registry(registry, index, count)
+        try:
+            done.append((index, shard.apply(part)))
+        except NotFound as exc:  # force-release: a broad lock some shard never got
+            missing = exc
+        except Refused:
+            if op["op"] == "claim":
+                _undo_claim(registry, op, done, count)
+            raise
+        finally:
+            _carry(registry, shard)
+    if not done and missing is not None:
+        raise missing
+    return _merge(op, [result for _, result in done])
+
+
+def _undo_claim(registry: Registry, op: dict, done: list[tuple[int, dict]], count: int) -> None:
+    """Release what a refused claim took in the shards before the one that refused it
+    (what it only renewed was held before, and stays)."""
+    for index, result in done:
+        taken = [r["path"] for r in result["locks"] if r["status"] != "renewed"]
+        if not taken:
+            continue
+        shard = shard_registry(registry, index, count)
+        try:
+            shard.apply(registry.new_op("release", session=op["session"], paths=taken))
+        except Exception as exc:  # noqa: BLE001 — the refusal is what the caller must see
+            registry.warnings.append(f"could not release {', '.join(taken)} after the claim "
+                                     f"was refused: {exc}; run `agent-registry lock release`")
+        _carry(registry, shard)
+
+
+def _merge(op: dict, results: list[dict]) -> dict:
+    """One result from the shards' (a broad target answers in every shard it is in)."""
+    if op["op"] == "force-release":
+        first = dict(results[0])
+        first["previous"] = list(dict.fromkeys(p for r in results for p in r["previous"]))
+        first["was_fresh"] = any(r["was_fresh"] for r in results)
+        return first
+    rank = {"taken-over": 0, "acquired": 1, "released": 1, "renewed": 2, "not-locked": 3}
+    per_target: dict[str, dict] = {}
+    for result in results:
+        for entry in result["locks"]:
+            known = per_target.get(entry["path"])
+            if known is None or rank.get(entry["status"], 9) < rank.get(known["status"], 9):
+                per_target[entry["path"]] = entry
+    return {"session": op["session"], "locks": [per_target[t] for t in _targets(op)
+                                                if t in per_target]}
+
+
+def _heartbeat(registry: Registry, op: dict, count: int) -> dict:
+    """A heartbeat writes the session's record on the main branch; the paths it names
+    are checked against what the session holds in the shards."""
+    if op.get("paths"):
+        from ..branch import paths as P
+        held = (whole_view(registry, count).session(op["session"], strict=False) or
+                None)
+        locks = held.locks if held else []
+        missing = [t for t in op["paths"] if not any(
+            h == t or P.covers(h, t.rstrip("/")) for h in locks)]
+        if missing:
+            raise NotFound(f"{op['session']} holds no lock on {', '.join(missing)}",
+                           details={"paths": missing})
+        op = {k: v for k, v in op.items() if k != "paths"}
+    result = registry.apply_main(op)
+    held = whole_view(registry, count).session(op["session"], strict=False)
+    result["locks"] = len(held.locks) if held else 0
+    return result
+
+
+def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
+    """Before a session ends on the main branch, release what it holds in the shards (a
+    session ended some other way, by cleanup, leaves its locks stale until taken)."""
+    session = whole_view(registry, count).session(op["session"], strict=False)
+    if session is None or not session.locks:
+        return []
+    released: list[str] = []
+    by_shard: dict[int, list[str]] = {}
+    for target in session.locks:
+        for index in S.lock_shards(target, count):
+            by_shard.setdefault(index, []).append(target)
+    for index in sorted(by_shard):
+        shard = shard_registry(registry, index, count)
+        try:
+            result = shard.apply(registry.new_op("release", session=op["session"],
+                                                 paths=by_shard[index]))
+            released += [r["path"] for r in result["locks"]
+                         if r["status"] == "released" and r["path"] not in released]
+        except Refused as exc:  # taken over meanwhile: not ours to release
+            registry.warnings.append(exc.message)
+        _carry(registry, shard)
+    return released
+
+
+def _carry(registry: Registry, shard: Registry) -> None:
+    """A shard's sync outcome and warnings, as the registry's (the faces print those)."""
+    if shard.unpushed:
+        registry.unpushed = dict(shard.unpushed)
+    registry.warnings.extend(w for w in shard.warnings if w not in registry.warnings)
+    shard.warnings = []
+
+
+def unconfirmed(registry: Registry, count: int) -> set[tuple[str, str]]:
+    """(session, path) of claims this clone made on shards the remote has not seen."""
+    out: set[tuple[str, str]] = set()
+    refs = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                             f"refs/heads/{registry.branch}-shards/",
+                             f"refs/remotes/{registry.remote}/{registry.branch}-shards/").stdout
+    tips = dict(line.split() for line in refs.decode().splitlines() if line)
+    for index in range(count):
+        ref = S.shard_ref(registry.branch, index)
+        tracking = f"refs/remotes/{registry.remote}/{ref[len('refs/heads/'):]}"
+        if tips.get(ref) and tips.get(ref) != tips.get(tracking):
+            out |= shard_registry(registry, index, count).unconfirmed_claims()
+    return out
