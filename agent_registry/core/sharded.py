@@ -74,6 +74,16 @@ def shard_registry(registry: Registry, index: int, count: int) -> Registry:
     return made[(index, count)]
 
 
+def shards_of(registry: Registry) -> list[Registry]:
+    """The registries of *registry*'s lock shards, in order; none in the single-branch
+    layout (what `sync`, `gc` and `status` go over besides the main branch)."""
+    marker = layout(registry)
+    if marker["format"] == 1 or registry.is_shard:
+        return []
+    count = count_of(marker)
+    return [shard_registry(registry, index, count) for index in range(count)]
+
+
 def main_views(registry: Registry) -> list[View]:
     """The main branch as a shard reads it: the remote's copy (fresh from the fetch that
     brought the shard) and this clone's (its own sessions not yet pushed)."""
