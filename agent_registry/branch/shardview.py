@@ -16,7 +16,7 @@ from ..store.git import Repo
 from . import shards as S
 from .paths import overlaps, record_name
 from .records import LIVE, Lock, Session, UnreadableRecord, parse_iso
-from .view import PATTERNS_DIR, View, parse_lock
+from .view import LIVE_DIR, PATTERNS_DIR, View, parse_lock
 
 LOCKS_DIR = "locks"
 
@@ -60,42 +60,10 @@ class ShardView(View):
 
     def _merged(self, sid: str) -> Session | None:
         held = self.held(sid)
-        best = None
-        for main in self.mains:
-            found = main.session(sid, strict=False)
-            if sid in main.unreadable:  # it may hold anything: its locks stay held
-                self.unreadable.add(sid)
-                return None
-            if found is not None and (best is None or found.heartbeat_ts() > best.heartbeat_ts()):
-                best = found
-        if best is None:
-            if held is None or self._ended(sid):
-                return None
-            # held here, not (yet) on the main branch this clone has: its register has
-            # not reached us.  Fail closed: it is live, its claim's heartbeat ages it.
-            best = Session(sid, status=LIVE, owner="none", heartbeat_at=held[1],
-                           working_on="(its session is not on the main branch yet)")
-        session = Session.from_dict(best.to_dict())
-        session.locks = list(held[0]) if held else []
-        if held and (parse_iso(held[1]) or 0.0) > session.heartbeat_ts():
-            session.heartbeat_at = held[1]
-        return session
-
-    def _ended(self, sid: str) -> bool:
-        for main in self.mains:
-            try:
-                if main.done_session(sid) is not None:
-                    return True
-            except RegistryError:
-                return False  # an unreadable ended record: count the session as live
-        return False
+        return merged_session(sid, self.mains, [held] if held else [], self.unreadable)
 
     def done_session(self, sid: str) -> Session | None:
-        for main in self.mains:
-            found = main.done_session(sid)
-            if found is not None:
-                return found
-        return None
+        return next((found for main in self.mains if (found := main.done_session(sid))), None)
 
     def live_sessions(self) -> list[Session]:
         """The sessions holding something in this shard."""
@@ -153,34 +121,41 @@ class ShardView(View):
         return super()._recover(name, why, target)
 
 
+
+
 class WholeView(View):
-    """The main branch at *tip* with the shards at *shard_tips* overlaid (read-only)."""
+    """The main branch at *tip* with the shards at *shard_tips* overlaid (read-only).
+    Sessions are read from *tip* and from *tracking* (the remote's copy of the main
+    branch, when this clone fetched it without replaying onto it yet: a plain
+    ``git fetch`` brings another clone's sessions and shards together)."""
 
-    def __init__(self, repo: Repo, tip: str | None, shard_tips: list[str | None]) -> None:
+    def __init__(self, repo: Repo, tip: str | None, shard_tips: list[str | None],
+                 tracking: str | None = None) -> None:
         super().__init__(repo, tip)
-        main = View(repo, tip)
-        main.warnings = self.warnings
-        self.shards = [ShardView(repo, t, [main], self.warnings) for t in shard_tips]
+        self.mains = [View(repo, t) for t in dict.fromkeys((tracking, tip)) if t]
+        for main in self.mains:
+            main.warnings = self.warnings
+        self.shards = [ShardView(repo, t, self.mains, self.warnings) for t in shard_tips]
 
-    def _parse_live(self, sid: str, raw: bytes | None) -> None:
-        super()._parse_live(sid, raw)
-        session = self._sessions[sid]
-        if sid == S.FENCE_SESSION:  # what older tools read; not a session of ours
-            self._sessions[sid] = None
-            return
-        if session is None:
-            return
-        session.locks = []
-        for shard in self.shards:
-            held = shard.held(sid)
-            if held is None:
-                continue
-            session.locks += [t for t in held[0] if t not in session.locks]
-            if (parse_iso(held[1]) or 0.0) > session.heartbeat_ts():
-                session.heartbeat_at = held[1]
+    def session(self, sid: str, *, strict: bool = True) -> Session | None:
+        if sid not in self._sessions:
+            helds = [held for shard in self.shards if (held := shard.held(sid))]
+            self._sessions[sid] = None if sid == S.FENCE_SESSION else \
+                merged_session(sid, self.mains, helds, self.unreadable)
+        if strict and sid in self.unreadable:
+            raise RegistryError(f"sessions/live/{sid}.yaml is unreadable; fix or remove it by hand")
+        return self._sessions[sid]
+
+    def live_sessions(self) -> list[Session]:
+        sids = {name[:-5] for main in self.mains for name in main.entries(LIVE_DIR)
+                if name.endswith(".yaml")}
+        return [session for sid in sorted(sids) if (session := self.session(sid, strict=False))]
 
     def live_summaries(self, keep: int) -> list[tuple[Session, int]]:
         return [(session, len(session.locks)) for session in self.live_sessions()]
+
+    def done_session(self, sid: str) -> Session | None:
+        return next((found for main in self.mains if (found := main.done_session(sid))), None)
 
     def shard_of(self, target: str) -> ShardView:
         return self.shards[S.lock_shards(target, len(self.shards))[0]]
@@ -206,6 +181,46 @@ class WholeView(View):
         raise RegistryError("the whole view of a sharded registry is read-only")
 
 
+def merged_session(sid: str, mains: list[View], helds: list[tuple[list[str], str]],
+                   unreadable: set[str]) -> Session | None:
+    """Session *sid* as a lock decision sees it: its record on the main branch (the copy
+    with the newest heartbeat, when this clone has two), holding the targets of its held
+    lists *helds*, aged by the newest of its heartbeats.  A record that cannot be read
+    adds *sid* to *unreadable* (its locks stay held).  A session holding locks but on no
+    copy of the main branch, and not ended, registered where this clone has not looked
+    yet: fail closed, it is live and its last claim's heartbeat ages it."""
+    best = None
+    for main in mains:
+        found = main.session(sid, strict=False)
+        if sid in main.unreadable:
+            unreadable.add(sid)
+            return None
+        if found is not None and (best is None or found.heartbeat_ts() > best.heartbeat_ts()):
+            best = found
+    beats = [beat for _, beat in helds if parse_iso(beat)]
+    newest = max(beats, key=lambda beat: parse_iso(beat) or 0.0, default="")
+    if best is None:
+        if not helds or _ended(sid, mains):
+            return None
+        best = Session(sid, status=LIVE, owner="none", heartbeat_at=newest,
+                       working_on="(its session is not on the main branch yet)")
+    session = Session.from_dict(best.to_dict())
+    session.locks = list(dict.fromkeys(t for targets, _ in helds for t in targets))
+    if newest and (parse_iso(newest) or 0.0) > session.heartbeat_ts():
+        session.heartbeat_at = newest
+    return session
+
+
+def _ended(sid: str, mains: list[View]) -> bool:
+    for main in mains:
+        try:
+            if main.done_session(sid) is not None:
+                return True
+        except RegistryError:
+            return False  # an unreadable ended record: count the session as live
+    return False
+
+
 def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | None:
     """What this clone reads of one shard: its own tip, unless the remote's has moved
     past it (other clones' claims, brought by a sync) and it has nothing pending there."""
@@ -219,10 +234,12 @@ def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | None:
 
 def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,
                count: int) -> WholeView:
-    """The whole view of the registry *branch* whose main tip is *tip*, in *count* shards."""
+    """The whole view of the registry *branch* whose local tip is *tip*, in *count*
+    shards, with the remote's copy of the main branch when this clone fetched one."""
     tips = []
     for index in range(count):
         ref = S.shard_ref(branch, index)
-        tracking = f"refs/remotes/{remote}/{ref[len('refs/heads/'):]}" if remote else None
-        tips.append(shard_tip(repo, ref, tracking))
-    return WholeView(repo, tip, tips)
+        tips.append(shard_tip(repo, ref, f"refs/remotes/{remote}/{ref[len('refs/heads/'):]}"
+                              if remote else None))
+    main = repo.read_ref(f"refs/remotes/{remote}/{branch}") if remote else None
+    return WholeView(repo, tip, tips, main)

@@ -1,0 +1,211 @@
+"""Lock shards (layout format 2, docs/shards.md) with real clones of a real bare remote:
+claims of unrelated paths write only their own shard, conflicting claims recorded in
+different places (a file, its directory, a broad directory, globs) still have exactly one
+winner, the guard of another clone reads the shards, a kill -9 leaves every ref valid,
+and the holders' heartbeats on the main branch decide staleness in a shard."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import CLI, FakeClock, git, make_repo
+from test_sync import Team, _race
+
+from agent_registry import Registry
+from agent_registry.branch import shards as S
+
+COUNT = 8
+BRANCH = "agent-registry"
+
+
+def remote_refs(team: Team) -> dict[str, str]:
+    out = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+    return dict(line.split() for line in out.splitlines())
+
+
+def sharded_team(tmp_path: Path, n: int) -> tuple[Team, list]:
+    """A remote whose registry was converted to COUNT shards, and *n* clones each with a
+    registered session s<i> (registered before the conversion by the first clones, after
+    it by the rest: both must work)."""
+    team = Team(tmp_path)
+    clones = [team.clone(f"c{i}") for i in range(n)]
+    for i, clone in enumerate(clones[: n // 2]):
+        assert clone("register", f"s{i}", "--provider", "Codex").returncode == 0
+    proc = clones[0]("shard", "--count", str(COUNT))
+    assert proc.returncode == 0, proc.stderr
+    for i, clone in enumerate(clones[n // 2:], start=n // 2):
+        assert clone("register", f"s{i}", "--provider", "Codex").returncode == 0
+    return team, clones
+
+
+def fresh_locks(team: Team) -> list[dict]:
+    """Every live lock, as a clone made now reads it from the remote."""
+    name = f"fresh-{random.random()}"
+    reader = team.clone(name)
+    proc = reader("--json", "lock", "list")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["locks"]
+
+
+def test_a_file_claim_writes_its_one_shard_and_another_clone_is_refused(tmp_path):
+    team, (a, b) = sharded_team(tmp_path, 2)
+    before = remote_refs(team)
+    assert a("lock", "acquire", "src/auth/token.py", "--session", "s0").returncode == 0
+    after = remote_refs(team)
+    moved = sorted(ref for ref in after if after[ref] != before.get(ref))
+    shard = S.lock_shards("src/auth/token.py", COUNT)[0]
+    assert moved == [S.shard_ref(BRANCH, shard)]  # not the main branch, not another shard
+    proc = b("lock", "acquire", "src/auth/token.py", "--session", "s1")
+    assert proc.returncode == 1 and "locked by s0" in proc.stderr
+    proc = b("--json", "lock", "check", "src/auth/")
+    assert json.loads(proc.stdout)["paths"][0]["owner"] == "s0"
+    # a directory claim finds the file lock below it in its shard
+    proc = b("lock", "acquire", "src/", "--session", "s1")
+    assert proc.returncode == 1 and "via src/auth/token.py" in proc.stderr
+    assert [(l["path"], l["owner"]) for l in fresh_locks(team)] == [("src/auth/token.py", "s0")]
+    assert a("finish", "s0").returncode == 0
+    assert fresh_locks(team) == []
+    assert b("lock", "acquire", "src/", "--session", "s1").returncode == 0
+
+
+# every target covers src/auth/x.py; their records live in one shard (the keyed ones) or
+# in all of them (the broad ones): each pair must still meet on a common ref
+CONTENDERS = ["src/auth/x.py", "src/auth/", "src/", "**/*.py", "src/auth/*.py", "src/*"]
+
+
+def test_conflicting_claims_recorded_in_different_shards_have_one_winner(tmp_path):
+    team, clones = sharded_team(tmp_path, len(CONTENDERS))
+    for round_ in range(3):
+        targets = CONTENDERS[round_:] + CONTENDERS[:round_]
+        results = _race(clones, lambda i: f"exec {CLI} lock acquire '{targets[i]}' --session s{i}")
+        winners = [i for i, p in enumerate(results) if p.returncode == 0]
+        assert len(winners) == 1, [(targets[i], p.returncode, p.stderr) for i, p in enumerate(results)]
+        for i, proc in enumerate(results):
+            if i not in winners:
+                assert proc.returncode == 1, proc.stderr
+        winner = winners[0]
+        # nothing a loser took in a shard before being refused is left behind
+        assert [(l["path"], l["owner"]) for l in fresh_locks(team)] == \
+            [(targets[winner], f"s{winner}")]
+        proc = clones[winner]("lock", "release", targets[winner], "--session", f"s{winner}")
+        assert proc.returncode == 0, proc.stderr
+    assert fresh_locks(team) == []
+
+
+def test_clones_claiming_distinct_paths_all_land_without_moving_the_main_branch(tmp_path):
+    team, clones = sharded_team(tmp_path, 6)
+    main = remote_refs(team)[f"refs/heads/{BRANCH}"]
+
+    def claims(i: int) -> str:
+        paths = " ".join(f"pkg{i}/mod{k}/file.py" for k in range(4))
+        return f"for p in {paths}; do {CLI} lock acquire $p --session s{i} || exit $?; done"
+    results = _race(clones, claims)
+    assert all(p.returncode == 0 for p in results), [p.stderr for p in results if p.returncode]
+    assert remote_refs(team)[f"refs/heads/{BRANCH}"] == main
+    held = sorted((l["path"], l["owner"]) for l in fresh_locks(team))
+    assert held == sorted((f"pkg{i}/mod{k}/file.py", f"s{i}") for i in range(6) for k in range(4))
+
+
+def test_the_guard_of_a_clone_that_only_fetched_reads_the_shards(tmp_path):
+    team, (a, b) = sharded_team(tmp_path, 2)
+    agent = subprocess.Popen(["sleep", "600"])
+    try:
+        assert a("register", "holder", "--provider", "Kimi", "--working-on", "tokens",
+                 "--pid", str(agent.pid)).returncode == 0
+        assert a("lock", "acquire", "src/auth/token.py", "--session", "holder").returncode == 0
+        assert b("hooks", "install").returncode == 0
+        git(b.cwd, "fetch", "-q", "origin")  # a plain fetch: b's own registry branch is old
+        for path in ("src/auth/token.py", "docs/notes.md"):
+            (b.cwd / path).parent.mkdir(parents=True, exist_ok=True)
+            (b.cwd / path).write_text("changed\n")
+        git(b.cwd, "add", "src/auth/token.py")
+        proc = subprocess.run(["git", "commit", "-q", "-m", "touch"], cwd=b.cwd,
+                              capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr
+        assert "holder" in proc.stderr and "tokens" in proc.stderr
+        git(b.cwd, "reset", "-q")
+        git(b.cwd, "add", "docs/notes.md")
+        proc = subprocess.run(["git", "commit", "-q", "-m", "docs"], cwd=b.cwd,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+def test_a_pending_single_branch_claim_is_refused_once_the_remote_is_sharded(tmp_path):
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert a("register", "s0", "--provider", "Codex").returncode == 0
+    assert b("register", "s1", "--provider", "Codex").returncode == 0
+    away = team.bare.with_name("away.git")
+    team.bare.rename(away)
+    proc = b("lock", "acquire", "src/auth/x.py", "--session", "s1")
+    assert proc.returncode == 3, proc.stderr  # committed here, not confirmed
+    away.rename(team.bare)
+    assert a("shard", "--count", str(COUNT)).returncode == 0
+    proc = b("sync")
+    assert proc.returncode == 1 and "split into lock shards" in proc.stdout + proc.stderr
+    assert fresh_locks(team) == []  # refused, not applied where no one reads
+    assert b("lock", "acquire", "src/auth/x.py", "--session", "s1").returncode == 0
+    assert [(l["path"], l["owner"]) for l in fresh_locks(team)] == [("src/auth/x.py", "s1")]
+
+
+def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("register", "k1", "--provider", "Codex").returncode == 0
+    assert run("shard", "--count", "4").returncode == 0
+    rng = random.Random(7)
+    for round_ in range(8):
+        script = "; ".join(f"{CLI} lock acquire d{round_}/k{k}/f.py src/ --session k1"
+                           f" && {CLI} lock release src/ --session k1" for k in range(20))
+        proc = subprocess.Popen(["bash", "-c", script], cwd=repo, start_new_session=True)
+        time.sleep(rng.uniform(0.2, 1.5))
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo,
+                              capture_output=True).returncode == 0
+        proc = run("--json", "lock", "list")
+        assert proc.returncode == 0 and "unreadable" not in proc.stderr, proc.stderr
+    # the registry still works: every shard takes a claim (src/ is in all of them)
+    proc = run("lock", "acquire", "src/", "--session", "k1")
+    assert proc.returncode == 0, proc.stderr
+    for index in range(4):
+        ref = S.shard_ref(BRANCH, index)
+        assert git(repo, "cat-file", "-t", ref).strip() == "commit"
+
+
+def test_a_holder_heartbeat_on_the_main_branch_keeps_its_shard_lock(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    clock = FakeClock(1_800_000_000)
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.register("old", provider="Codex")
+        registry.register("new", provider="Codex")
+        from agent_registry.sync.convert import convert
+        convert(registry, 4)
+        registry.claim("old", ["src/auth/x.py"])
+        clock.advance(500)
+        registry.heartbeat("old")  # writes the main branch only
+        clock.advance(200)  # 700 s after the claim, 200 s after the heartbeat
+        refused = _refusal(lambda: registry.claim("new", ["src/auth/x.py"]))
+        assert "locked by old" in refused
+        clock.advance(700)
+        result = registry.claim("new", ["src/auth/x.py"])
+        assert result["locks"][0]["status"] == "taken-over"
+        assert [l["owner"] for l in registry.locks()] == ["new"]
+        assert registry.session("old").locks == []  # its held list in the shard was updated
+
+
+def _refusal(action) -> str:
+    from agent_registry.errors import Refused
+    try:
+        action()
+    except Refused as exc:
+        return exc.message
+    raise AssertionError("not refused")
