@@ -18,7 +18,9 @@ def sync(out: Output, timeout: float) -> None:
     sessions and locks are re-applied, each refused only where another session took the
     path meanwhile. Exit 1 when a pending operation or a re-applied lock was refused,
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
-    The messages branch is synced the same way, after the registry branch.
+    In the lock-shard layout, each shard branch holding operations the remote has not
+    seen (a claim made offline) is synced the same way after the registry branch, and
+    counts toward the exit code. The messages branch is synced the same way, after them.
     """
     from ..core.messages_branch import mailbox
     from ..errors import Refused, Unconfirmed
@@ -31,6 +33,19 @@ def sync(out: Output, timeout: float) -> None:
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
     lines += rewind_lines(report["rewind"]) if report["rewind"] else []
+    shards = _sync_shards(out.registry, timeout, report["remote"])
+    if shards is not None:  # lock shards (layout format 2): those that had something to push
+        report["shards"] = shards
+    shards = shards or []
+    for part in shards:
+        lines.append(f"shard {part['branch']}: "
+                     f"{'pushed to' if part['pushed'] else 'not pushed to'} {part['remote']}"
+                     + (f": {part['error']}" if part.get("error") else ""))
+        lines += [f"confirmed: {', '.join(c['paths'] or [])} by {c['session']}"
+                  for c in part["confirmed"]]
+        lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by "
+                  f"{r.get('session')}: {r['reason']}" for r in part["refused"]]
+        lines += rewind_lines(part["rewind"]) if part.get("rewind") else []
     box = mailbox(out.registry)
     if box is not out.registry:  # the messages branch, synced the same way
         try:
@@ -46,9 +61,12 @@ def sync(out: Output, timeout: float) -> None:
                          + (f": {mail['error']}" if mail.get("error") else ""))
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
                   for r in mail["refused"]]
-    refused = report["refused"] + report.get("messages", {}).get("refused", [])
-    pushed = report["pushed"] and report.get("messages", {}).get("pushed", True)
-    lost = (report["rewind"] or {}).get("refused", [])
+    refused = report["refused"] + report.get("messages", {}).get("refused", []) + \
+        [r for part in shards for r in part["refused"]]
+    pushed = report["pushed"] and report.get("messages", {}).get("pushed", True) and \
+        all(part["pushed"] for part in shards)
+    lost = (report["rewind"] or {}).get("refused", []) + \
+        [r for part in shards for r in (part.get("rewind") or {}).get("refused", [])]
     if not refused and not lost and pushed:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:
@@ -56,8 +74,34 @@ def sync(out: Output, timeout: float) -> None:
     if refused or lost:
         raise Refused(f"{len(refused) + len(lost)} operation(s) refused by "
                       f"{report['remote']}", details=report)
-    raise Unconfirmed(report.get("error") or report["messages"].get("error") or "not pushed",
-                      details=report)
+    raise Unconfirmed(report.get("error") or report.get("messages", {}).get("error")
+                      or next((p["error"] for p in shards if p.get("error")), None)
+                      or "not pushed", details=report)
+
+
+def _sync_shards(registry, timeout: float, remote: str) -> list[dict] | None:
+    """Sync each lock shard holding operations the remote has not seen (a claim made
+    offline, a push that failed), in order; each one's outcome, in the shape of the
+    registry branch's (with its branch).  None in the single-branch layout."""
+    from ..core.sharded import shards_of
+    from ..errors import Unconfirmed
+    from ..sync.remote import sync as run_sync
+    from ..sync.shardsync import unpushed
+    every = shards_of(registry)
+    if not every:
+        return None
+    out = []
+    for shard in unpushed(registry, every):
+        try:
+            part = run_sync(shard, deadline=timeout)
+        except Unconfirmed as exc:
+            part = {"remote": remote, "pushed": False, "error": exc.message,
+                    "remote_error": exc.details.get("remote_error"),
+                    "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
+        out.append({"branch": shard.branch, **{k: part.get(k) for k in (
+            "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
+            "confirmed", "rewind")}})
+    return out
 
 
 @click.command()

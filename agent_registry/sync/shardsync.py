@@ -1,0 +1,45 @@
+"""The lock shards as the commands that go over every branch see them (`sync`, `gc`,
+`status`; layout format 2, docs/shards.md): which shards have operations the remote has
+not seen, found in at most two git processes whatever the shard count."""
+from __future__ import annotations
+
+from ..core.registry import Registry
+from ..core.sharded import shards_of
+
+
+def unpushed(registry: Registry, shards: list[Registry]) -> list[Registry]:
+    """The *shards* of *registry* holding commits of this clone that their remote-tracking
+    refs do not have (claimed offline, or a push that failed): one ``for-each-ref`` reads
+    every tip; only when some differ, one ``git log`` over those finds which have commits
+    of their own (a shard merely behind its remote has nothing to push)."""
+    if not shards or not registry.remote:
+        return []
+    prefix = f"{registry.branch}-shards/"
+    lines = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                              f"refs/heads/{prefix}",
+                              f"refs/remotes/{registry.remote}/{prefix}").stdout.decode()
+    tips = dict(line.split() for line in lines.splitlines() if line)
+    differ = [s for s in shards
+              if tips.get(s.ref) and tips.get(s.ref) != tips.get(s.tracking_ref)]
+    if not differ:
+        return []
+    never = [s for s in differ if not tips.get(s.tracking_ref)]  # not on the remote at all
+    both = [s for s in differ if tips.get(s.tracking_ref)]
+    ahead: set[str] = set()
+    if both:
+        # each shard's history is its own (a parentless root at the conversion), so a
+        # commit reachable from shard i's tip and not from its tracking ref is shard i's
+        proc = registry.repo.git("log", "--source", "--format=%S",
+                                 *[s.ref for s in both], "--not",
+                                 *[s.tracking_ref for s in both], "--")
+        ahead = set(proc.stdout.decode().split())
+    return [s for s in shards if s in never or s.ref in ahead]
+
+
+def shard_sync_state(registry: Registry) -> dict | None:
+    """``{"count": N, "ahead": K}``: K of the N shards have operations not yet pushed;
+    None in the single-branch layout."""
+    shards = shards_of(registry)
+    if not shards:
+        return None
+    return {"count": len(shards), "ahead": len(unpushed(registry, shards))}

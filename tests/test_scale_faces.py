@@ -1,0 +1,106 @@
+"""The commands that go over every branch of the registry cover the lock shards (layout
+format 2, docs/shards.md): `sync` pushes the shards holding offline claims, `gc` squashes
+each shard's history, `status` counts the shards with unpushed operations, the main
+branch's registry.md says where the locks are, and `watch` follows the shard branches.
+
+Real clones of a real bare remote, the real CLI in subprocesses; each registry is
+converted with `agent-registry shard --count 4`."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import FakeClock, Runner, git
+from test_sync import Team
+
+from agent_registry import Registry
+from agent_registry.branch import shards as S
+from agent_registry.branch.paths import record_name
+
+COUNT = 4
+BRANCH = "agent-registry"
+FILE = "src/auth.py"
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
+    return proc
+
+
+def shard_branch(target: str) -> str:
+    (index,) = S.lock_shards(target, COUNT)
+    return S.shard_ref(BRANCH, index)[len("refs/heads/"):]
+
+
+def sharded(tmp_path: Path, *names: str) -> tuple[Team, list[Runner]]:
+    """A remote converted to COUNT shards by its first clone, and a clone per *name*,
+    each with a registered session <name>1."""
+    team = Team(tmp_path)
+    clones = [team.clone(name) for name in names]
+    ok(clones[0]("register", f"{names[0]}1", "--provider", "Codex", "--working-on", "auth"))
+    ok(clones[0]("shard", "--count", str(COUNT)))
+    for name, clone in zip(names[1:], clones[1:]):
+        ok(clone("register", f"{name}1", "--provider", "Codex", "--working-on", "auth"))
+    return team, clones
+
+
+def remote_blob(team: Team, branch: str, path: str) -> str | None:
+    proc = subprocess.run(["git", "show", f"refs/heads/{branch}:{path}"], cwd=team.bare,
+                          capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def holders_on_remote(team: Team, target: str) -> list[str]:
+    raw = remote_blob(team, shard_branch(target), record_name(target))
+    return [h["session"] for h in json.loads(raw)["holders"]] if raw else []
+
+
+def offline(team: Team, command):
+    """Run *command* with the remote gone (the bare repository renamed), then restore it."""
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:
+        return command()
+    finally:
+        hidden.rename(team.bare)
+
+
+# -- sync -----------------------------------------------------------------------------
+
+def test_a_claim_made_offline_is_confirmed_by_a_later_sync(tmp_path):
+    team, (a,) = sharded(tmp_path, "a")
+    claim = offline(team, lambda: a("lock", "acquire", FILE, "--session", "a1"))
+    assert claim.returncode == 3, claim.stderr
+    assert holders_on_remote(team, FILE) == []
+    synced = ok(a("--json", "sync"))
+    report = json.loads(synced.stdout)
+    assert [p["branch"] for p in report["shards"]] == [shard_branch(FILE)]
+    (part,) = report["shards"]
+    assert part["pushed"] and part["confirmed"] == [{"session": "a1", "paths": [FILE]}]
+    assert holders_on_remote(team, FILE) == ["a1"]
+    assert git(a.cwd, "rev-parse", f"refs/heads/{shard_branch(FILE)}") == \
+        git(team.bare, "rev-parse", f"refs/heads/{shard_branch(FILE)}")
+    # nothing left to push: no shard is synced again
+    assert json.loads(ok(a("--json", "sync")).stdout)["shards"] == []
+    # the text says it too, one line per shard
+    other = "docs/guide/intro.md"
+    assert offline(team, lambda: a("lock", "acquire", other, "--session", "a1")).returncode == 3
+    text = ok(a("sync")).stdout
+    assert f"shard {shard_branch(other)}: pushed to origin" in text
+    assert f"confirmed: {other} by a1" in text
+    assert holders_on_remote(team, other) == ["a1"]
+    assert ok(a("lock", "check", FILE, other, "--session", "a1"))
+
+
+def test_a_claim_made_offline_and_taken_meanwhile_makes_sync_exit_1(tmp_path):
+    team, (a, b) = sharded(tmp_path, "a", "b")
+    assert offline(team, lambda: a("lock", "acquire", FILE, "--session", "a1")).returncode == 3
+    ok(b("lock", "acquire", FILE, "--session", "b1"))
+    synced = a("--json", "sync")
+    assert synced.returncode == 1, synced.stderr
+    assert "refused" in synced.stderr
+    assert holders_on_remote(team, FILE) == ["b1"]
+    text = a("sync")  # refused once, dropped: nothing left to push
+    assert text.returncode == 0, text.stderr
