@@ -305,3 +305,24 @@ def test_a_clone_that_loses_the_push_adopts_the_winners_conversion(tmp_path, mon
     assert not set(built[0]["shards"]) & set(remote.values())
     assert {k: v for k, v in registry_refs(b.cwd).items() if k in remote} == remote
     check_converted(team.bare, 4)
+
+
+def test_the_config_waits_for_an_unreachable_remote(tmp_path):
+    """Automatic conversion needs the remote (it lands in one atomic push): offline, the
+    operation goes on in the single branch with a warning, and a later operation converts
+    once the remote answers."""
+    team = Team(tmp_path)
+    a = team.clone("a")
+    ok(a("init"))
+    ok(a("register", "kimi-1", "--provider", "test"))
+    git(a.cwd, "config", "agent-registry.shards", "4")
+    git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    offline = ok(a("register", "kimi-2", "--provider", "test"))
+    assert "not converted to lock shards" in offline.stderr
+    assert ref(a.cwd, f"refs/heads/{BRANCH}:{S.LAYOUT}") is None
+    assert registry_refs(a.cwd).keys() == {BRANCH}
+    git(a.cwd, "remote", "set-url", "origin", str(team.bare))
+    ok(a("register", "kimi-3", "--provider", "test"))
+    counted = check_converted(team.bare, 4)
+    assert counted["sessions"] == 2  # kimi-1, and kimi-2 pushed first; kimi-3 after
+    assert "sessions/live/kimi-3.yaml" in files_at(team.bare, ref(team.bare, BRANCH))

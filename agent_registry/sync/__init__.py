@@ -19,8 +19,12 @@ class Registry(CoreRegistry):
             from . import remote  # noqa: F401  (hands the remote committer to the core)
 
     def apply(self, op: dict) -> dict:
+        warnings: list[str] = []
         if "agent-registry.shards" in self.config and not getattr(self, "is_shard", False) \
                 and not getattr(self, "keeps_messages", False):
             from .convert import auto_convert
-            auto_convert(self)
-        return super().apply(op)
+            warnings = auto_convert(self)
+        try:
+            return super().apply(op)
+        finally:
+            self.warnings.extend(w for w in warnings if w not in self.warnings)

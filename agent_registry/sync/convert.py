@@ -25,10 +25,11 @@ import os
 
 from ..branch import shards as S
 from ..branch.records import iso
-from ..branch.render import cell, table
+from ..branch.shardview import ShardView
 from ..branch.trailers import trailers
 from ..branch.view import View
 from ..core.registry import Registry, file_lock
+from ..core.sharded import shard_pages
 from ..errors import BadInput, NotFound, RegistryError
 from ..store.git import CasFailed
 
@@ -56,21 +57,28 @@ def configured(registry: Registry) -> int | None:
     return None if raw is None else shard_count(raw, f"git config {CONFIG}")
 
 
-def auto_convert(registry: Registry) -> dict | None:
+def auto_convert(registry: Registry) -> list[str]:
     """Before an operation: convert a format-1 registry when git config asks for shards
     (once per process and branch; one read of ``layout.json`` when there is nothing to
-    do).  A registry that has no branch yet is left to its first operation."""
+    do).  A registry that has no branch yet is left to its first operation.  Returns the
+    warnings for the operation's caller: a remote that cannot be used leaves the
+    registry in one branch, converted by a later operation."""
     count = configured(registry)
     key = (registry.repo.info.common_dir, registry.branch)
     if count is None or key in _CHECKED:
-        return None
+        return []
     tip = registry.tip()
     if tip is None:
-        return None
+        return []
     _CHECKED.add(key)
     if registry.repo.read_blob(f"{tip}:{S.LAYOUT}") is not None:
-        return None  # sharded already (or a format convert() refuses: the operation will)
-    return convert(registry, count)
+        return []  # sharded already (or a format convert() refuses: the operation will)
+    try:
+        convert(registry, count)
+    except RemoteUnusable as exc:  # offline: work goes on in one branch, converted later
+        _CHECKED.discard(key)
+        return [f"not converted to lock shards: {exc.message}; the next operation tries again"]
+    return []
 
 
 def convert(registry: Registry, count: int | None = None) -> dict:
@@ -163,7 +171,8 @@ def _build(registry: Registry, tip: str, count: int) -> dict:
                             f"{subject}\n\n{note}\n\n" + trailers(op), AUTHOR, int(at))
     shards = []
     for index, part in enumerate(parts):
-        shard_view = View(repo, None)
+        # the shard's pages read its held lists, and the sessions from the new main branch
+        shard_view = ShardView(repo, None, [View(repo, main)])
         for path, data in part.items():
             shard_view.write(path, data)
         shard_subject = f"shard {index:02d} of {count}: converted from {tip[:12]}"
@@ -173,39 +182,6 @@ def _build(registry: Registry, tip: str, count: int) -> dict:
             {**op, "shard": index}), AUTHOR, int(at)))
     return {"main": main, "shards": shards,
             "moved": {"locks": len(records), "held": held, "sessions": emptied}}
-
-
-def shard_pages(branch: str, index: int, count: int, view: View, at: float,
-                subject: str) -> dict[str, bytes]:
-    """README.md and registry.md of a shard commit: what the ref is, and the locks it
-    records."""
-    try:
-        from ..core.sharded import shard_pages as pages  # the read/write side's own
-    except ImportError:
-        pages = None
-    if pages is not None:
-        return pages(branch, index, count, view, at, subject)
-    name = S.shard_ref(branch, index)[len("refs/heads/"):]
-    readme = (f"# {name}\n\nShard {index:02d} of {count} of the agent-registry branch "
-              f"`{branch}` (layout format {S.FORMAT}, lock shards): the lock records "
-              f"(`locks/`) of the paths whose key maps here, every broad lock, and each "
-              f"live session's held list (`held/<session>.json`) for them. Sessions, "
-              f"diaries and the wiki are on `{branch}`; its README.md explains the "
-              f"registry. Written by agent-registry: do not edit by hand.\n")
-    rows = []
-    for path in sorted(view.writes):
-        if path.startswith(S.HELD_DIR + "/"):
-            try:
-                targets, beat = S.parse_held(view.writes[path] or b"")
-            except ValueError:
-                continue
-            sid = path[len(S.HELD_DIR) + 1:-len(".json")]
-            rows += [[cell(t), cell(sid), cell(beat)] for t in targets]
-    text = (f"---\nshard: {index}\nshards: {count}\nbranch: {branch}\n"
-            f"generated_at: {iso(at)}\nlast_operation: {subject}\n---\n\n"
-            f"# {name}\n\nShard {index:02d} of {count} of `{branch}`, as of {iso(at)}.\n\n"
-            f"## Held here\n\n{table(['Path', 'Session', 'Heartbeat'], rows)}\n")
-    return {"README.md": readme.encode(), "registry.md": text.encode()}
 
 
 def _result(registry: Registry, built: dict, count: int) -> dict:
@@ -231,10 +207,15 @@ def _fetch_all(registry: Registry) -> str | None:
     return registry.repo.read_ref(registry.tracking_ref)
 
 
-def _unusable(registry: Registry, exc) -> RegistryError:
+class RemoteUnusable(RegistryError):
+    """The remote could not be used (unreachable, credentials, denied): nothing was
+    converted.  Exit 1; an automatic conversion lets the operation go on without it."""
+
+
+def _unusable(registry: Registry, exc) -> RemoteUnusable:
     from .state import redact
-    return RegistryError(f"converting needs {redact(registry.remote)}: {exc.message}; "
-                         "nothing was converted")
+    return RemoteUnusable(f"converting needs {redact(registry.remote)}: {exc.message}; "
+                          "nothing was converted")
 
 
 def _tracking(registry: Registry, index: int) -> str:
@@ -249,11 +230,12 @@ def _convert_remote(registry: Registry, count: int) -> dict:
     lost = False
     for _ in range(ATTEMPTS):
         try:  # this clone's pending operations first: they are decided on format 1
-            if not sync(registry)["pushed"]:
-                raise RegistryError("converting needs this clone in sync with its remote; "
-                                    "run `agent-registry sync` first")
+            report = sync(registry)
         except Unconfirmed as exc:
-            raise RegistryError(f"{exc.message}; nothing was converted") from None
+            raise RemoteUnusable(f"{exc.message}; nothing was converted") from None
+        if not report["pushed"]:
+            raise RemoteUnusable(f"converting needs this clone in sync with its remote "
+                                 f"({report.get('error')}); nothing was converted")
         remote = _fetch_all(registry)
         with file_lock(registry.lock_file):
             local = registry.repo.read_ref(registry.ref)
