@@ -12,9 +12,14 @@ Converting is a function of the main tip it starts from, so it is idempotent:
   leaves shard refs that nothing reads (no marker yet); the next run writes them again.
 - With a remote: this clone's pending operations are pushed first (sync), then the same
   commits are built from the remote's tip and pushed in one ``git push --atomic``: the
-  main branch as a fast-forward, the shard refs as new refs.  Two clones converting at
-  once cannot both land; the loser fetches, finds ``layout.json`` and adopts the
-  winner's refs.
+  main branch as a fast-forward, the shard refs as new refs.  The flock is held from
+  the build to the local refs' update (as gc does): no commit of this clone lands on
+  the tip being converted.  Two clones converting at once cannot both land; the loser
+  fetches, finds ``layout.json`` and adopts the winner's refs.  Local refs move only
+  after the push landed, so a crash before that leaves a remote the next run adopts.
+
+The commits record the operation ``convert`` in their trailers (branch/trailers.py):
+no handler applies it, so a replay would carry its changes over as they are.
 
 ``git config agent-registry.shards N`` makes any operation of this version convert a
 format-1 registry before it is applied (sync.Registry.apply): once per process.
