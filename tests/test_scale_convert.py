@@ -326,3 +326,27 @@ def test_the_config_waits_for_an_unreachable_remote(tmp_path):
     counted = check_converted(team.bare, 4)
     assert counted["sessions"] == 2  # kimi-1, and kimi-2 pushed first; kimi-3 after
     assert "sessions/live/kimi-3.yaml" in files_at(team.bare, ref(team.bare, BRANCH))
+
+
+def test_a_crash_after_the_push_is_adopted_by_the_next_run(tmp_path):
+    """The atomic push landed, the process died before moving its own refs: the next run
+    (of that clone, or of another) finds layout.json on the remote and takes its refs."""
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("init"))
+    populate(a, "a")
+    ok(b("sync"))
+    from agent_registry.sync import convert as C
+    with Registry.open(str(a.cwd)) as registry:
+        tip = ref(a.cwd, f"refs/remotes/origin/{BRANCH}")
+        built = C._build(registry, tip, 4)
+        assert C._push_atomic(registry, [f"{built['main']}:{registry.ref}"] + [
+            f"{c}:{S.shard_ref(BRANCH, i)}" for i, c in enumerate(built["shards"])])
+    assert ref(a.cwd, f"refs/heads/{BRANCH}") == tip  # the crash: nothing moved here
+    remote = registry_refs(team.bare)
+    for clone in (a, b):
+        result = json.loads(ok(clone("--json", "shard", "--count", "4")).stdout)
+        assert result["converted"] is False and result["shards"] == 4
+        assert {k: v for k, v in registry_refs(clone.cwd).items() if k in remote} == remote
+    assert registry_refs(team.bare) == remote
+    check_converted(team.bare, 4)
