@@ -26,6 +26,10 @@ on a remote and clones of its own, and reports both in one table.
 (docs/design.md, "Past one ref"): each claim fetches the shard refs it writes, commits on
 each and pushes them with `--atomic`, with no registry process (section `scale-model`).
 
+`--shards N` converts the remote's registry to N lock shards (`agent-registry shard`)
+before the clones are made (section `scale-shards`; with `--before`, the other checkout
+keeps its own layout).
+
 Writes the section between `<!-- scale:start -->` and `<!-- scale:end -->` of
 docs/benchmarks.md (`--section scale-before` kept the single-branch numbers of issue 11).
 """
@@ -153,18 +157,25 @@ def sids(n: int) -> list[str]:
     return [f"s{i:03d}" for i in range(n)]
 
 
-def make_remote(root: Path, env: dict, sessions: int, rtt_ms: float) -> list[subprocess.Popen]:
-    """A bare remote holding a registry with *sessions* live sessions, served by git
-    daemon behind the delay proxy.  The sessions are registered in a seed clone with no
-    remote and pushed once, so setting up 48 clones costs no 48 contended pushes."""
+def make_remote(root: Path, env: dict, sessions: int, rtt_ms: float,
+                shards: int = 0) -> list[subprocess.Popen]:
+    """A bare remote holding a registry with *sessions* live sessions (converted to
+    *shards* lock shards when given), served by git daemon behind the delay proxy.  The
+    sessions are registered in a seed clone with no remote and pushed once, so setting up
+    48 clones costs no 48 contended pushes."""
     seed, bare = root / "seed", root / "remote.git"
     seed.mkdir(parents=True)
     make_project(seed, env)
     for sid in sids(sessions):
         r = cli(seed, env, "register", sid, "--provider", "bench", "--working-on", "bench")
         assert r.returncode == 0, r.stderr
+    if shards:
+        r = cli(seed, env, "shard", "--count", str(shards))
+        assert r.returncode == 0, r.stderr
     git(root, env, "init", "-q", "--bare", str(bare))
-    git(seed, env, "push", "-q", str(bare), "HEAD:main", "agent-registry")
+    git(seed, env, "push", "-q", str(bare), "HEAD:main", "agent-registry",
+        *(["refs/heads/agent-registry-shards/*:refs/heads/agent-registry-shards/*"]
+          if shards else []))
     daemon = subprocess.Popen(
         ["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
          f"--base-path={root}", "--listen=127.0.0.1", f"--port={DAEMON_PORT}",
@@ -466,7 +477,8 @@ def measure(args: argparse.Namespace, label: str, source: str | None):
         env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
         if source:
             env["PYTHONPATH"] = source  # ahead of the installed package
-        servers = make_remote(root, env, max(counts), args.rtt_ms)
+        shards = 0 if label == "before" else args.shards  # --before: its own layout
+        servers = make_remote(root, env, max(counts), args.rtt_ms, shards)
         try:
             if args.model:
                 seed_shards(root, env, args.model)
@@ -511,7 +523,9 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
     how = (f"A claim is the sharded layout's protocol with git alone ({args.model} shard refs: "
            f"fetch the refs it writes ({written}), a commit on each, one `push --atomic`; no "
            "registry process): what the remote can confirm, not what the tool does yet."
-           if args.model else "One `lock acquire` process per claim, each clone back to back.")
+           if args.model else "One `lock acquire` process per claim, each clone back to back"
+           + (f", on a registry converted to {args.shards} lock shards (`agent-registry shard`)."
+              if args.shards else "."))
     tool = "tool | " if args.before else ""
     title = ("## Scale, a model of the sharded protocol" if args.model
              else "## Scale: many clones through a remote with a round trip")
@@ -523,7 +537,8 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"{f' --model {args.model}' if args.model else ''}{' --one-ref' if args.one_ref else ''}"
         f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}"
         f"{f' --helping {args.helping}' if args.helping else ''}"
-        f"{' --before <the commit before helping>' if args.before else ''}`, "
+        f"{f' --shards {args.shards}' if args.shards else ''}"
+        f"{' --before <the single-branch commit>' if args.before else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
@@ -577,6 +592,9 @@ def main() -> None:
     parser.add_argument("--helping", type=int, default=0, metavar="K",
                         help="with --model: one ref per claim, and a claim that lost K pushes "
                              "publishes an intent that the shard's next writer applies")
+    parser.add_argument("--shards", type=int, default=0, metavar="N",
+                        help="convert the remote's registry to N lock shards before measuring "
+                             "(the tool of this checkout; --before keeps its own layout)")
     parser.add_argument("--before", metavar="SRC",
                         help="also measure the tool from another source checkout (its "
                              "package on PYTHONPATH), first, on a remote of its own")
@@ -589,6 +607,8 @@ def main() -> None:
         args.clones, args.seconds, args.rounds = "1,16", 20.0, 3
     if args.model and args.section == "scale":
         args.section = "scale-model"
+    if args.shards and args.section == "scale":
+        args.section = "scale-shards"
     if os.environ.get(INSIDE):
         bench(args)
         return
