@@ -209,3 +209,21 @@ def _refusal(action) -> str:
     except Refused as exc:
         return exc.message
     raise AssertionError("not refused")
+
+
+def test_cleanup_spares_a_session_its_shard_claims_keep_alive(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    clock = FakeClock(1_800_000_000)
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.register("busy", provider="Codex")
+        registry.register("idle", provider="Codex")
+        from agent_registry.sync.convert import convert
+        convert(registry, 4)
+        registry.claim("idle", ["docs/guide/a.md"])
+        clock.advance(500)
+        registry.claim("busy", ["src/auth/x.py"], ttl=3000)  # renews busy on its shard only
+        clock.advance(500)  # 1,000 s since either wrote the main branch
+        stopped = [s["session"] for s in registry.cleanup(by="test")["stopped"]]
+        assert stopped == ["idle"]
+        assert registry.session("busy").live
+        assert [l["owner"] for l in registry.locks()] == ["busy"]

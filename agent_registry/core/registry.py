@@ -446,13 +446,24 @@ class Registry:
         return self.apply(self.new_op("cleanup", by=by or self.host,
                                    **({"reason": reason} if reason else {})))
 
-    def zombies(self, view: View | None = None, at: float | None = None) -> list[tuple[Session, str]]:
-        """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too)."""
+    def zombies(self, view: View | None = None, at: float | None = None,
+                shards: dict | None = None) -> list[tuple[Session, str]]:
+        """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too).
+        *shards* (sid -> {heartbeat_at, ttl}) is what the lock shards said of each session
+        when the cleanup was asked for: its claims there renew it too."""
         view, at = view or self.view(), self.clock() if at is None else at
         out = []
         for session in view.live_sessions():
             ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
                     if h.session == session.id]
+            seen = (shards or {}).get(session.id)
+            if isinstance(seen, dict):
+                ttls += [seen["ttl"]] if isinstance(seen.get("ttl"), int) else []
+                beat = parse_iso(seen.get("heartbeat_at")) if isinstance(
+                    seen.get("heartbeat_at"), str) else None
+                if beat and beat > session.heartbeat_ts():
+                    session = Session.from_dict({**session.to_dict(),
+                                                 "heartbeat_at": seen["heartbeat_at"]})
             reason = session_stale_reason(session, at, max(ttls, default=DEFAULT_TTL),
                                           self.host, self.seen)
             if reason:

@@ -83,10 +83,10 @@ def apply_handoff(registry: Registry, view: View, op: dict) -> Outcome:
     return Outcome({"session": session.to_dict()}, f"handoff {session.id}: {op['path']}")
 
 
-@operation("cleanup", shape={})
+@operation("cleanup", shape={"?shards": MAPPING})
 def apply_cleanup(registry: Registry, view: View, op: dict) -> Outcome:
     stopped = []
-    for session, reason in registry.zombies(view, op["at"]):
+    for session, reason in registry.zombies(view, op["at"], op.get("shards")):
         released = registry.close_session(view, session, "Stop", op["at"])
         stopped.append({"session": session.id, "reason": reason, "released": released})
     subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # what a shard records and decides; a session's own operations stay on the main branch
 LOCK_OPS = ("claim", "release", "force-release")
-ROUTED = LOCK_OPS + ("heartbeat", "finish")
+ROUTED = LOCK_OPS + ("heartbeat", "finish", "cleanup")
 _CLASSES: dict[type, type] = {}
 
 
@@ -131,6 +131,8 @@ def route(registry: Registry, op: dict) -> dict:
     count = count_of(marker)
     if op["op"] == "heartbeat":
         return _heartbeat(registry, op, count)
+    if op["op"] == "cleanup":
+        return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
     if op["op"] == "finish":
         released = _release_all(registry, op, count)
         result = registry.apply_main(op)
@@ -224,6 +226,19 @@ def _heartbeat(registry: Registry, op: dict, count: int) -> dict:
     held = whole_view(registry, count).session(op["session"], strict=False)
     result["locks"] = len(held.locks) if held else 0
     return result
+
+
+def _renewals(view: WholeView) -> dict[str, dict]:
+    """sid -> {heartbeat_at, ttl} of every live session holding locks in the shards: its
+    newest heartbeat (a claim renews it on the shard alone) and its longest lock TTL, so
+    cleanup on the main branch stops no session its claims keep alive."""
+    out = {}
+    for session in view.live_sessions():
+        ttls = [h.ttl for t in session.locks if (lock := view.lock(t)) for h in lock.holders
+                if h.session == session.id]
+        if ttls:
+            out[session.id] = {"heartbeat_at": session.heartbeat_at, "ttl": max(ttls)}
+    return out
 
 
 def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
