@@ -227,3 +227,33 @@ def test_cleanup_spares_a_session_its_shard_claims_keep_alive(tmp_path):
         assert stopped == ["idle"]
         assert registry.session("busy").live
         assert [l["owner"] for l in registry.locks()] == ["busy"]
+
+
+def test_a_clone_that_never_saw_the_conversion_claims_on_the_shard(tmp_path):
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert b("register", "s1", "--provider", "Codex").returncode == 0
+    assert a("shard", "--count", str(COUNT)).returncode == 0  # b has not fetched since
+    proc = b("lock", "acquire", "src/auth/x.py", "--session", "s1")
+    assert proc.returncode == 0, proc.stderr
+    fence = [p for p in S.fence_files(0) if p.startswith("locks/")]
+    assert git(team.bare, "ls-tree", "-r", "--name-only", BRANCH, "locks/").split() == fence
+    assert [(l["path"], l["owner"]) for l in fresh_locks(team)] == [("src/auth/x.py", "s1")]
+
+
+def test_a_missing_shard_ref_refuses_rather_than_reading_no_locks(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("register", "k1", "--provider", "Codex").returncode == 0
+    assert run("shard", "--count", "4").returncode == 0
+    target = "src/auth/x.py"
+    assert run("lock", "acquire", target, "--session", "k1").returncode == 0
+    git(repo, "update-ref", "-d", S.shard_ref(BRANCH, S.lock_shards(target, 4)[0]))
+    proc = run("lock", "check", target)
+    assert proc.returncode != 0 and "missing" in proc.stderr and "agent-registry sync" in proc.stderr
+    (repo / "src" / "auth").mkdir(parents=True, exist_ok=True)
+    (repo / target).write_text("x\n")
+    git(repo, "add", target)
+    assert run("hooks", "install").returncode == 0
+    proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 1 and "missing" in proc.stderr
