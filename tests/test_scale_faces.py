@@ -104,3 +104,52 @@ def test_a_claim_made_offline_and_taken_meanwhile_makes_sync_exit_1(tmp_path):
     assert holders_on_remote(team, FILE) == ["b1"]
     text = a("sync")  # refused once, dropped: nothing left to push
     assert text.returncode == 0, text.stderr
+
+
+# -- gc -------------------------------------------------------------------------------
+
+def shard_state(repo: Path, prefix: str = "refs/heads/") -> dict[str, tuple[str, int]]:
+    """Each shard branch: (its tree, how many commits its history has)."""
+    out = {}
+    for index in range(COUNT):
+        ref = prefix + S.shard_ref(BRANCH, index)[len("refs/heads/"):]
+        out[ref[len(prefix):]] = (git(repo, "rev-parse", f"{ref}^{{tree}}").strip(),
+                                  int(git(repo, "rev-list", "--count", ref)))
+    return out
+
+
+def lock_list(clone: Runner) -> list[tuple]:
+    return [(l["path"], l["owner"], l["mode"], l["since"], l["generation"], l["confirmed"])
+            for l in json.loads(ok(clone("--json", "lock", "list")).stdout)["locks"]]
+
+
+def test_gc_squashes_every_shard_and_leaves_its_state(tmp_path):
+    team, (a, b) = sharded(tmp_path, "a", "b")
+    files = ["src/auth.py", "docs/guide/intro.md", "lib/core/db.py", "tests/unit/test_x.py",
+             "web/app/main.js", "ops/deploy/run.sh"]
+    for _ in range(2):  # history on every shard: claims, renewals, releases
+        ok(a("lock", "acquire", *files, "--session", "a1"))
+        ok(a("lock", "acquire", "src/", "--session", "a1"))  # a broad lock: every shard
+        ok(a("lock", "release", *files[2:], "src/", "--session", "a1"))
+    ok(a("lock", "acquire", "web/app/main.js", "--session", "a1"))
+    before = shard_state(a.cwd)
+    assert all(count > 3 for _, count in before.values()), before
+    locks = lock_list(a)
+    result = json.loads(ok(a("--json", "gc", "--keep-days", "0")).stdout)
+    assert sorted(p["branch"] for p in result["shards"]) == sorted(before)
+    for part in result["shards"]:
+        assert part["squashed"] == before[part["branch"]][1] and part["kept"] == 0, part
+    after = shard_state(a.cwd)
+    assert after == {ref: (tree, 1) for ref, (tree, _) in before.items()}  # state unchanged
+    assert shard_state(team.bare) == after  # and pushed
+    assert lock_list(a) == locks
+    # b fetched the old histories; its claims land on the rewritten shards
+    ok(b("lock", "acquire", "lib/core/db.py", "--session", "b1"))
+    assert holders_on_remote(team, "lib/core/db.py") == ["b1"]
+    assert holders_on_remote(team, "src/auth.py") == ["a1"]
+    assert int(git(team.bare, "rev-list", "--count", f"refs/heads/{shard_branch('lib/core/db.py')}")) == 2
+    # nothing old enough: every shard left as it is
+    again = json.loads(ok(a("--json", "gc", "--keep-days", "30")).stdout)
+    assert all(p["squashed"] == 0 for p in again["shards"])
+    text = ok(a("gc", "--keep-days", "30")).stdout
+    assert f"shard {shard_branch(FILE)}: squashed 0 commit(s)" in text

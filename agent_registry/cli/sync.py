@@ -109,17 +109,42 @@ def _sync_shards(registry, timeout: float, remote: str) -> list[dict] | None:
 @pass_out
 def gc(out: Output, keep_days: int) -> None:
     """Squash registry history older than N days into one commit (state unchanged),
-    on the registry branch and on its messages branch.  On a terminal a progress bar on stderr counts the later commits as they are rewritten."""
+    on the registry branch, on each lock shard branch (layout format 2) and on its
+    messages branch.  On a terminal a progress bar on stderr counts the later commits as
+    they are rewritten.  Exit 1 when a shard's rewrite could not be pushed (the others
+    stand; run gc again)."""
     from ..core.messages_branch import mailbox
+    from ..core.sharded import shards_of
+    from ..errors import RegistryError
     from ..sync.gc import gc as run_gc
     from ..wiki.progress import Progress
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
     lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"
              + (f", pruned {result['pruned_intents']} intent ref(s)" if result["pruned_intents"]
                 else "")]
+    shards = shards_of(out.registry)
+    failed = []
+    if shards:  # each lock shard is a branch of its own, rewritten under its own lease
+        result["shards"] = []
+        for shard in shards:
+            try:
+                part = {"branch": shard.branch, **run_gc(
+                    shard, keep_days, None if out.json else Progress.on_terminal())}
+                lines.append(f"shard {shard.branch}: squashed {part['squashed']} commit(s), "
+                             f"kept {part['kept']}")
+            except RegistryError as exc:
+                part = {"branch": shard.branch, "error": exc.message}
+                failed.append(f"{shard.branch}: {exc.message}")
+                lines.append(f"shard {shard.branch}: not squashed: {exc.message}")
+            result["shards"].append(part)
     box = mailbox(out.registry)
     if box is not out.registry and box.tip() is not None:  # the messages branch too
         result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal())
         lines.append(f"messages ({box.branch}): squashed {result['messages']['squashed']} "
                      f"commit(s), kept {result['messages']['kept']}")
+    if failed:
+        if not out.json and not out.quiet:
+            click.echo("\n".join(lines))
+        raise RegistryError(f"gc of {len(failed)} shard(s) failed: {'; '.join(failed)}",
+                            details=result)
     out.emit(result, "\n".join(lines))
