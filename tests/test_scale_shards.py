@@ -257,3 +257,36 @@ def test_a_missing_shard_ref_refuses_rather_than_reading_no_locks(tmp_path):
     assert run("hooks", "install").returncode == 0
     proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 1 and "missing" in proc.stderr
+
+
+def test_end_releases_the_shard_locks_like_finish(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("register", "e1", "--provider", "Codex").returncode == 0
+    assert run("register", "e2", "--provider", "Codex").returncode == 0
+    assert run("shard", "--count", "4").returncode == 0
+    assert run("lock", "acquire", "src/auth/x.py", "docs/", "--session", "e1").returncode == 0
+    proc = run("--json", "end", "e1", "--router", "auth tokens", "--what", "done")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)["released"]) == ["docs/", "src/auth/x.py"]
+    proc = run("--json", "lock", "check", "src/auth/x.py", "docs/a.md")
+    assert [p["state"] for p in json.loads(proc.stdout)["paths"]] == ["free", "free"]
+
+
+def test_a_registry_sharded_before_it_had_a_remote_pushes_its_shards_with_it(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("register", "r1", "--provider", "Codex").returncode == 0
+    assert run("shard", "--count", "4").returncode == 0
+    assert run("lock", "acquire", "src/auth/x.py", "--session", "r1").returncode == 0
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    proc = run("init", "--remote", str(bare))
+    assert proc.returncode == 0, proc.stderr
+    heads = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split()
+    assert [S.shard_ref(BRANCH, i) for i in range(4)] == [h for h in heads if "-shards/" in h]
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    proc = subprocess.run([CLI, "--json", "lock", "check", "src/auth/x.py"], cwd=other,
+                          capture_output=True, text=True)
+    assert json.loads(proc.stdout)["paths"][0]["owner"] == "r1", proc.stderr

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # what a shard records and decides; a session's own operations stay on the main branch
 LOCK_OPS = ("claim", "release", "force-release")
-ROUTED = LOCK_OPS + ("heartbeat", "finish", "cleanup")
+ROUTED = LOCK_OPS + ("heartbeat", "finish", "end", "cleanup")
 _CLASSES: dict[type, type] = {}
 
 
@@ -133,7 +133,7 @@ def route(registry: Registry, op: dict) -> dict:
         return _heartbeat(registry, op, count)
     if op["op"] == "cleanup":
         return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
-    if op["op"] == "finish":
+    if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
         released = _release_all(registry, op, count)
         result = registry.apply_main(op)
         result["released"] = released + [t for t in result.get("released", []) if t not in released]

@@ -81,6 +81,9 @@ def connect(registry: Registry, url: str, name: str = "origin") -> dict:
     repo.git("config", "agent-registry.remote", name)
     shared = Registry(repo, branch=registry.branch)  # the same repository, the new config
     created = shared.init()["created"]
+    from ..core.sharded import shards_of
+    for shard in shards_of(shared):  # the lock shards first: the marker never lands alone
+        sync(shard)
     report = sync(shared)
     remote = {"name": name, "url": redact(url), "added": current is None, "public": public,
               "pushed": bool(report["pushed"])}
