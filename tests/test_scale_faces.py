@@ -153,3 +153,39 @@ def test_gc_squashes_every_shard_and_leaves_its_state(tmp_path):
     assert all(p["squashed"] == 0 for p in again["shards"])
     text = ok(a("gc", "--keep-days", "30")).stdout
     assert f"shard {shard_branch(FILE)}: squashed 0 commit(s)" in text
+
+
+# -- status ---------------------------------------------------------------------------
+
+def git_commands(clone: Runner, *args: str, tmp: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run *args* with GIT_TRACE on: the result, and the git commands it started."""
+    trace = tmp / "trace.txt"
+    proc = clone(*args, env={"GIT_TRACE": str(trace)})
+    lines = trace.read_text().splitlines() if trace.exists() else []
+    trace.unlink(missing_ok=True)
+    return proc, [l.split("built-in: git ", 1)[1].split()[0] for l in lines
+                  if "built-in: git " in l]
+
+
+def test_status_counts_the_shards_with_unpushed_operations(tmp_path):
+    team, (a,) = sharded(tmp_path, "a")
+    doc = json.loads(ok(a("--json", "status")).stdout)
+    assert doc["sync"]["shards"] == {"count": COUNT, "ahead": 0}
+    assert "shards ahead 0 of 4" in ok(a("status")).stdout
+    for target in (FILE, "docs/guide/intro.md"):  # one offline claim in each of two shards
+        claim = offline(team, lambda: a("lock", "acquire", target, "--session", "a1"))
+        assert claim.returncode == 3
+    ahead = len({shard_branch(FILE), shard_branch("docs/guide/intro.md")})
+    proc, commands = git_commands(a, "--json", "status", tmp=tmp_path)
+    assert json.loads(ok(proc).stdout)["sync"]["shards"] == {"count": COUNT, "ahead": ahead}
+    # cheap: one for-each-ref reads every shard's tips, one log finds which are ahead
+    assert commands.count("for-each-ref") == 1 and commands.count("log") <= 1, commands
+    assert f"shards ahead {ahead} of 4" in ok(a("status")).stdout
+    ok(a("sync"))
+    assert json.loads(ok(a("--json", "status")).stdout)["sync"]["shards"]["ahead"] == 0
+    # another clone's claims make this one's shards behind, not ahead
+    b = team.clone("b")
+    ok(b("register", "b1", "--provider", "Codex"))
+    ok(b("lock", "acquire", "lib/core/db.py", "--session", "b1"))
+    ok(a("sync"))
+    assert json.loads(ok(a("--json", "status")).stdout)["sync"]["shards"]["ahead"] == 0

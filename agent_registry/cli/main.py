@@ -339,6 +339,9 @@ def sync_line(state: dict) -> str:
         parts.append(f"last success {local_time(state['last_success'])}")
     if state.get("last_error"):
         parts.append(f"last error: {state['last_error']}")
+    shards = state.get("shards")
+    if shards:
+        parts.append(f"shards ahead {shards['ahead']} of {shards['count']}")
     mail = state.get("messages") or {}
     if mail.get("ahead") or mail.get("behind"):
         parts.append(f"messages ahead {mail['ahead']} behind {mail['behind']}")
@@ -380,6 +383,10 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
             mail = box.sync_state()
             doc["sync"]["messages"] = {"branch": box.branch, "ahead": mail["ahead"],
                                        "behind": mail["behind"]}
+        from ..sync.shardsync import shard_sync_state
+        shards = shard_sync_state(out.registry)  # lock shards: how many have unpushed work
+        if shards is not None:
+            doc["sync"]["shards"] = shards
     now = out.registry.clock()
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
