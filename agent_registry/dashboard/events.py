@@ -2,10 +2,14 @@
 
 Cheap polling: every few hundred milliseconds each event stream reads the registry refs
 and the messages branch's (a file read each, no git process) and the mtime of the
-clone's local state folder (where sync records its status).  Only when something moved does it run one
-``git diff-tree`` to learn which areas changed (sessions, locks, wiki, contexts), so the
-page re-fetches those and nothing else.  A fresh connection first gets a ``hello`` with
-the current tip, after which the page loads everything once.
+clone's local state folder (where sync records its status).  In the lock-shard layout
+(format 2, docs/shards.md) claims and releases commit on the shard branches
+``<branch>-shards/NN``, so the poll also lists those refs, local and remote-tracking, with
+one ``git for-each-ref`` (whatever the count).  Only when something moved does it run one
+``git diff-tree`` per branch that moved (one for all the shards that moved, fed on stdin)
+to learn which areas changed (sessions, locks, wiki, contexts), so the page re-fetches
+those and nothing else.  A fresh connection first gets a ``hello`` with the current tip,
+after which the page loads everything once.
 """
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
+from ..core import sharded
 from ..core.messages_branch import mailbox
 from ..core.registry import Registry
+from ..errors import RegistryError
 
 POLL_SECONDS = 0.3
 AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
@@ -23,20 +29,52 @@ AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 
 def signature(registry: Registry) -> tuple:
     """What identifies the registry's current state: local tip, remote-tracking tip,
-    the local state folder's mtime, and the messages branch's local and remote-tracking
-    tips (messages and acknowledgements are committed there: core/messages_branch.py)."""
+    the local state folder's mtime, the messages branch's local and remote-tracking
+    tips (messages and acknowledgements are committed there: core/messages_branch.py),
+    and the lock shards' refs ((refname, commit) pairs, sorted; none in format 1)."""
     box = mailbox(registry)
     try:
         state_mtime = os.stat(registry.repo.state_dir).st_mtime_ns
     except OSError:
         state_mtime = None
-    return (*_refs(registry), state_mtime, *(_refs(box) if box is not registry else (None, None)))
+    mains = _refs(registry)
+    return (*mains, state_mtime, *(_refs(box) if box is not registry else (None, None)),
+            _shard_refs(registry, mains))
 
 
 def _refs(registry: Registry) -> tuple:
     tracking = registry.tracking_ref
     return (registry.repo.read_ref(registry.ref),
             registry.repo.read_ref(tracking) if tracking else None)
+
+
+def _is_sharded(registry: Registry, mains: tuple) -> bool:
+    """Whether *registry* is in the lock-shard layout, read once per main-branch tip pair
+    (the marker is on the main branch: a conversion moves it).  A marker that cannot be
+    read counts as sharded: listing refs that are not there costs nothing."""
+    known = registry.__dict__.get("_dashboard_layout")
+    if known is not None and known[0] == mains:
+        return known[1]
+    try:
+        found = sharded.layout(registry)["format"] != 1
+    except RegistryError:
+        found = True
+    registry.__dict__["_dashboard_layout"] = (mains, found)
+    return found
+
+
+def _shard_refs(registry: Registry, mains: tuple) -> tuple:
+    """The shard branches' refs, local and remote-tracking, as sorted (refname, commit)
+    pairs: one ``git for-each-ref`` over both folders, whatever the shard count."""
+    if registry.is_shard or not _is_sharded(registry, mains):
+        return ()
+    folders = [f"refs/heads/{registry.branch}-shards/"]
+    if registry.remote:
+        folders.append(f"refs/remotes/{registry.remote}/{registry.branch}-shards/")
+    proc = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)", *folders,
+                             check=False)
+    return tuple(sorted(tuple(line.split(" ", 1)) for line in
+                        proc.stdout.decode("utf-8", errors="replace").splitlines() if " " in line))
 
 
 def _tip(state: tuple) -> str | None:
@@ -50,7 +88,8 @@ def _messages_tip(state: tuple) -> str | None:
 
 def _synced(state: tuple) -> tuple:
     """The parts that move when sync runs: remote-tracking tips and the state folder."""
-    return state[1], state[2], state[4]
+    tracking = tuple(pair for pair in state[5] if pair[0].startswith("refs/remotes/"))
+    return state[1], state[2], state[4], tracking
 
 
 def changed_paths(registry: Registry, old: str | None, new: str | None) -> list[str]:
@@ -65,6 +104,24 @@ def changed_paths(registry: Registry, old: str | None, new: str | None) -> list[
     return [p for p in proc.stdout.decode("utf-8", errors="replace").split("\0") if p]
 
 
+def shard_changed_paths(registry: Registry, old: tuple, new: tuple) -> list[str]:
+    """Files that differ on the shard refs that moved between the (refname, commit)
+    pairs *old* and *new*: one ``git diff-tree --stdin`` for all of them (a broad claim
+    moves every shard at once); a shard ref that appeared is listed whole."""
+    before = dict(old)
+    pairs = [(before.get(ref), tip) for ref, tip in new if before.get(ref) != tip]
+    lines = "".join(f"{was} {tip}\n" for was, tip in pairs if was)
+    paths = []
+    if lines:
+        proc = registry.repo.git("diff-tree", "--stdin", "-r", "--name-only", "--no-renames",
+                                 "--no-commit-id", "-z", input=lines.encode(), check=False)
+        paths = [p for p in proc.stdout.decode("utf-8", errors="replace").split("\0") if p]
+    for was, tip in pairs:
+        if not was:
+            paths += changed_paths(registry, None, tip)
+    return paths
+
+
 def describe_change(paths: list[str]) -> dict:
     """The areas and session ids touched by *paths*."""
     areas, sessions = set(), set()
@@ -74,6 +131,9 @@ def describe_change(paths: list[str]) -> dict:
             areas.add(top)
         name = rest.rsplit("/", 1)[-1]
         if top == "sessions" and name.endswith(".yaml"):
+            sessions.add(name[:-5])
+        elif top == "held" and name.endswith(".json"):  # a shard's: what the session holds there
+            areas.update(("locks", "sessions"))
             sessions.add(name[:-5])
         elif top in ("contexts", "wiki") and name.endswith(".md"):
             sessions.add(name[:-3])
@@ -98,6 +158,9 @@ async def change_stream(borrow: Callable, interval: float = POLL_SECONDS) -> Asy
             paths = await asyncio.to_thread(changed_paths, registry, _tip(last), _tip(current))
             paths += await asyncio.to_thread(changed_paths, registry, _messages_tip(last),
                                              _messages_tip(current))
+            if current[5] != last[5]:
+                paths += await asyncio.to_thread(shard_changed_paths, registry, last[5],
+                                                 current[5])
         change = describe_change(paths)
         if _synced(current) != _synced(last):
             change["areas"].append("sync")
