@@ -7,6 +7,12 @@ may also occur inside another id or a path.  Commits that concern the session wi
 being its own operation are found by their subject: a force-release of its lock ("held by
 SID") and a cleanup that stopped it ("cleanup: stop SID, …").
 
+In the lock-shard layout (format 2, docs/shards.md) a session's claims and releases are
+committed on the shard branches ``<branch>-shards/NN``, not on the main branch: the same
+``git log`` then also walks those (local and remote-tracking, by ``--glob``: still one
+process), and the events are put in order by their time.  A claim of targets recorded in
+several shards is one commit per shard with the same operation id: they make one event.
+
 The result is drawn by the page as a chart: one lane for the session (registered to
 ended, heartbeat ticks, diary marks) and one lane per path it held (claimed to released).
 """
@@ -14,20 +20,40 @@ from __future__ import annotations
 
 from ..branch.records import LIVE
 from ..branch.trailers import parse_op
+from ..core import sharded
 from ..core.registry import Registry
+from ..errors import RegistryError
 
 DEFAULT_LIMIT = 2000
 _RECORD, _FIELD = "\x1e", "\x1f"
 _ENDINGS = {"Finished": "finished", "Stop": "stopped", "Killed": "killed"}
 
 
-def read_history(registry: Registry, sid: str, limit: int) -> list[tuple[str, float, str]]:
-    """(commit, time, message) of the newest *limit* commits mentioning *sid*, oldest first."""
+def shard_globs(registry: Registry) -> list[str]:
+    """``--glob`` arguments naming the lock shards' refs, local and remote-tracking; none
+    in the single-branch layout.  A layout marker that cannot be read names them too
+    (refs that are not there add nothing)."""
+    try:
+        if sharded.layout(registry)["format"] == 1:
+            return []
+    except RegistryError:
+        pass
+    globs = [f"--glob=refs/heads/{registry.branch}-shards/*"]
+    if registry.remote:
+        globs.append(f"--glob=refs/remotes/{registry.remote}/{registry.branch}-shards/*")
+    return globs
+
+
+def read_history(registry: Registry, sid: str, limit: int,
+                 globs: tuple[str, ...] | list[str] = ()) -> list[tuple[str, float, str]]:
+    """(commit, time, message) of the newest *limit* commits mentioning *sid* on the
+    registry branch and the refs *globs* names, oldest first."""
     tip = registry.tip()
     if tip is None:
         return []
     proc = registry.repo.git("log", f"--max-count={limit}", "--fixed-strings", f"--grep={sid}",
-                             f"--format=%H{_FIELD}%at{_FIELD}%B{_RECORD}", tip, "--")
+                             f"--format=%H{_FIELD}%at{_FIELD}%B{_RECORD}", tip, *globs,
+                             "--")
     out = []
     for record in proc.stdout.decode("utf-8", errors="replace").split(_RECORD):
         parts = record.strip("\n").split(_FIELD, 2)
@@ -72,17 +98,28 @@ def classify(sid: str, op: dict, subject: str) -> dict | None:
 
 def session_timeline(registry: Registry, sid: str, limit: int = DEFAULT_LIMIT) -> dict:
     """Events and chart lanes of session *sid* from the branch history."""
-    history = read_history(registry, sid, limit)
+    globs = shard_globs(registry)
+    history = read_history(registry, sid, limit, globs)
     events = []
+    by_id: dict[str, dict] = {}
     for commit, committed_at, message in history:
         op = parse_op(message)
         if op is None:
             continue
         event = classify(sid, op, message.split("\n", 1)[0])
-        if event is not None:
-            event["at"] = event["at"] or committed_at
-            event["commit"] = commit
-            events.append(event)
+        if event is None:
+            continue
+        same = by_id.get(op.get("id")) if globs and op.get("id") else None
+        if same is not None:  # the same operation in another shard: its targets there
+            same["paths"] = list(dict.fromkeys(same["paths"] + event["paths"]))
+            continue
+        event["at"] = event["at"] or committed_at
+        event["commit"] = commit
+        events.append(event)
+        if globs and op.get("id"):
+            by_id[op["id"]] = event
+    if globs:  # several branches: their commits interleave by time
+        events.sort(key=lambda event: event["at"])
     now = registry.clock()
     return {"session": sid, "events": events, "lanes": lanes(events), "now": now,
             "truncated": len(history) >= limit}
