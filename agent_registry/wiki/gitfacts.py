@@ -8,7 +8,9 @@ through the registry's clean git environment (never the user's index or work tre
 from __future__ import annotations
 
 from ..branch.trailers import parse_op
+from ..core import sharded
 from ..core.registry import Registry
+from ..errors import RegistryError
 
 MAX_FILES = 1000
 MAX_PUSHES = 50
@@ -52,12 +54,19 @@ def pushed_commits(registry: Registry, branch: str, since: str) -> list[str]:
 
 def claimed_paths(registry: Registry, sid: str, since: str) -> list[str]:
     """Every target the session claimed, from the registry branch's operation log (locks
-    released before ``end`` still count as touched)."""
+    released before ``end`` still count as touched); in the lock-shard layout from the
+    shard branches' logs too, where the claims are committed (the same ``git log``)."""
     if not registry.repo.read_ref(registry.ref):
         return []
     args = ["--format=%B%x00", "--fixed-strings", f"--grep=Registry-Session: {sid}"]
     if since:
         args.append(f"--since={since}")
+    try:
+        shards = sharded.layout(registry)["format"] != 1
+    except RegistryError:
+        shards = True  # a marker it cannot read: look there too (absent refs add nothing)
+    if shards:
+        args.append(f"--glob=refs/heads/{registry.branch}-shards/*")
     paths: list[str] = []
     for message in _log(registry, *args, registry.ref, "--").split("\0"):
         op = parse_op(message.strip())
