@@ -189,3 +189,46 @@ def test_status_counts_the_shards_with_unpushed_operations(tmp_path):
     ok(b("lock", "acquire", "lib/core/db.py", "--session", "b1"))
     ok(a("sync"))
     assert json.loads(ok(a("--json", "status")).stdout)["sync"]["shards"]["ahead"] == 0
+
+
+# -- the forge page of the main branch -----------------------------------------------
+
+def section(page: str, heading: str) -> str:
+    start = page.index(heading) + len(heading)
+    end = page.find("\n## ", start)
+    return page[start:end if end != -1 else len(page)]
+
+
+def test_the_main_branch_page_says_the_locks_are_on_the_shard_branches(tmp_path):
+    team, (a,) = sharded(tmp_path, "a")
+    ok(a("lock", "acquire", FILE, "--session", "a1"))
+    ok(a("update", "a1", "--working-on", "auth, sharded"))  # a main-branch commit re-renders
+    page = remote_blob(team, BRANCH, "registry.md")
+    locks = section(page, "## Locks")
+    assert "_none_" not in locks and "|" not in locks  # never an empty table: "no locks"
+    assert "4 lock shard branches" in locks and "-shards/00` … `" in locks
+    assert "-shards/03`" in locks and "agent-registry lock list" in locks
+    assert "lock_shards: 4" in page and "held_locks: null" in page
+    assert "format\\-2" not in page and "format-2" not in page  # the fence is not a session
+    live = section(page, "## Live sessions")
+    assert "| a1 |" in live and "on the shards" in live
+    # the shard branch's own page lists the lock; the README names the shard branches
+    shard_page = remote_blob(team, shard_branch(FILE), "registry.md")
+    assert "src\\/auth\\.py | a1 | held" in section(shard_page, "## Locks")
+    assert "`agent-registry-shards/00` …" in remote_blob(team, BRANCH, "README.md")
+    # given the branch, the page names the shard branches in full
+    from agent_registry.branch.render import registry_md
+    with Registry.open(str(a.cwd)) as reg:
+        main = reg.view_at(reg.tip())
+        named = registry_md(main, time.time(), "test", branch=BRANCH).decode()
+    assert f"`{BRANCH}-shards/00` … `{BRANCH}-shards/03`" in section(named, "## Locks")
+
+
+def test_a_single_branch_page_still_lists_its_locks(tmp_path):
+    team = Team(tmp_path)
+    a = team.clone("a")
+    ok(a("register", "a1", "--provider", "Codex", "--working-on", "auth"))
+    ok(a("lock", "acquire", FILE, "--session", "a1"))
+    page = remote_blob(team, BRANCH, "registry.md")
+    assert "src\\/auth\\.py | a1 | held" in section(page, "## Locks")
+    assert "shard" not in page and "held_locks: 1" in page

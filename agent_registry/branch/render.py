@@ -113,11 +113,45 @@ def more(shown: int, total: int, where: str) -> str:
     return f"\n\n… and {total - shown} more (see `{where}`)" if total > shown else ""
 
 
-def registry_md(view: View, at: float, operation: str) -> bytes:
+def lock_shards(view: View) -> int | None:
+    """How many lock shards the registry at *view* keeps its locks on (layout format 2:
+    ``layout.json`` on the main branch); None in the single-branch layout, or when the
+    marker cannot be read (the page then renders as it always did)."""
+    raw = view.read("layout.json")
+    if raw is None:
+        return None
+    try:
+        count = json.loads(raw).get("shards")
+    except (ValueError, AttributeError):
+        return None
+    return count if isinstance(count, int) and count >= 1 else None
+
+
+def shard_note(branch: str | None, count: int) -> str:
+    """The Locks section of a main branch whose locks live on *count* shard branches."""
+    last = f"{count - 1:02d}"
+    # a branch name is letters, digits and ._/- (core/registry.py): literal in a code span
+    names = (f"`{branch}-shards/00` … `{branch}-shards/{last}`" if branch else
+             f"named after this one with `-shards/00` … `-shards/{last}`")
+    return (f"The locks are not on this branch: this registry keeps them on its {count} lock "
+            f"shard branches, {names}, split by path. Each shard branch renders its own "
+            "registry.md with the locks it records and the sessions holding them; "
+            "`agent-registry lock list` shows them all.")
+
+
+def registry_md(view: View, at: float, operation: str, branch: str | None = None) -> bytes:
+    """registry.md of the registry *branch* at *view*.  On the main branch of a sharded
+    registry the Locks section names the shard branches, where the locks are (the
+    sessions here hold none), and the fence for older versions is not listed."""
+    shards = lock_shards(view)
     sessions = sorted(view.live_summaries(MAX_LOCKS_PER_SESSION), key=lambda s: s[0].registered_at)
+    if shards is not None:
+        from .shards import FENCE_SESSION
+        sessions = [(s, 0) for s, _ in sessions if s.id != FENCE_SESSION]
     session_rows, lock_rows, held, stale_count = [], [], 0, 0
     for s, count in sessions:
-        shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows))
+        shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows)) if shards is None \
+            else 0
         stale, stale_paths = stale_locks(view, s, at, shown)
         stale_count += stale
         held += count
@@ -125,7 +159,8 @@ def registry_md(view: View, at: float, operation: str) -> bytes:
             heartbeat = ago(at, s.heartbeat_ts()) + (f", {STALE}" if stale else "")
             session_rows.append([cell(s.id), cell(clip(f"{s.provider} {s.ai_version}", AGENT_WIDTH)),
                                  cell(clip(s.host, HOST_WIDTH)),
-                                 cell(clip(s.working_on, WORKING_ON_WIDTH)), heartbeat, str(count)])
+                                 cell(clip(s.working_on, WORKING_ON_WIDTH)), heartbeat,
+                                 str(count) if shards is None else "on the shards"])
         for path in s.locks[:shown]:
             lock_rows.append([cell(clip(path, PATH_WIDTH, keep_end=True)), cell(s.id),
                               STALE if path in stale_paths else "held"])
@@ -133,8 +168,10 @@ def registry_md(view: View, at: float, operation: str) -> bytes:
               cell(clip(r.get("working_on"), WORKING_ON_WIDTH)), cell(r.get("status")),
               ago(at, parse_iso(r.get("finished_at")))] for r in view.recent()]
     front = {"generated_at": iso(at), "live_sessions": len(sessions), "stale_sessions": stale_count,
-             "held_locks": held, "ttl": DEFAULT_TTL, "clock_skew_margin": int(CLOCK_SKEW),
-             "last_operation": operation}
+             "held_locks": held if shards is None else None, "ttl": DEFAULT_TTL,
+             "clock_skew_margin": int(CLOCK_SKEW), "last_operation": operation}
+    if shards is not None:
+        front["lock_shards"] = shards
     text = fill("registry.md",
         frontmatter="\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()),
         generated_at=iso(at), operation=cell(clip(operation, OPERATION_WIDTH)),
@@ -142,7 +179,8 @@ def registry_md(view: View, at: float, operation: str) -> bytes:
         sessions=table(["Session", "Agent", "Host", "Working on", "Heartbeat", "Locks"],
                        session_rows) + more(len(session_rows), len(sessions), "agent-registry status"),
         locks=table(["Path", "Session", "State"], lock_rows)
-        + more(len(lock_rows), held, "agent-registry lock list"),
+        + more(len(lock_rows), held, "agent-registry lock list") if shards is None
+        else shard_note(branch, shards),
         ended=table(["Session", "Provider", "Working on", "Status", "Ended"], ended))
     return text.encode()
 
