@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from helpers import FakeClock, Runner, git
 from test_sync import Team
 
@@ -232,3 +233,34 @@ def test_a_single_branch_page_still_lists_its_locks(tmp_path):
     page = remote_blob(team, BRANCH, "registry.md")
     assert "src\\/auth\\.py | a1 | held" in section(page, "## Locks")
     assert "shard" not in page and "held_locks: 1" in page
+
+
+# -- watch ----------------------------------------------------------------------------
+
+def test_watch_follows_the_shard_branches_claims_are_activity(tmp_path):
+    """A session last heard of on the main branch three hours ago, that claims on a
+    shard now, is active: watch walks the shard branches too and does not call it idle;
+    one that did nothing since is idle, as in the single-branch layout."""
+    pytest.importorskip("apprise")
+    from test_watch import Receiver, title, watch
+
+    team, (agent, watcher) = sharded(tmp_path, "agent", "watcher")
+    receiver = Receiver()
+    try:
+        assert json.loads(ok(watch(watcher, receiver)).stdout)["cold_start"]
+        with Registry.open(str(agent.cwd), clock=FakeClock(time.time() - 3 * 3600)) as old:
+            old.register("s-busy", provider="Codex", working_on="auth")
+            old.register("s-quiet", provider="Kimi", working_on="docs")
+        ok(agent("lock", "acquire", FILE, "--session", "s-busy"))  # a shard commit, now
+        passed = json.loads(ok(watch(watcher, receiver, "--idle-minutes", "60")).stdout)
+        keys = sorted(e["key"] for e in passed["events"])
+        assert [k for k in keys if not k.startswith("idle/")] == \
+            ["started/s-busy", "started/s-quiet"]
+        assert [k.split("/")[1] for k in keys if k.startswith("idle/")] == ["s-quiet"]
+        assert title("s-busy", "idle") not in receiver.accepted()
+        state = json.loads((watcher.cwd / ".git" / "agent-registry" / "watch.json").read_text())
+        shard_tip = git(watcher.cwd, "rev-parse",
+                        f"refs/remotes/origin/{shard_branch(FILE)}").strip()
+        assert shard_tip in state["shard_heads"]
+    finally:
+        receiver.close()

@@ -8,7 +8,8 @@
 
 Each pass walks the commits new since the last one (``branch.trailers.parse_op`` gives each
 commit's operation) and, with sync on, fetches first and follows the remote-tracking
-branch too.  What was seen and sent is kept in ``<git common dir>/agent-registry/
+branch too.  In the lock-shard layout it also walks the shard branches' new commits
+(claims, releases, takeovers), merged by commit time: they are their sessions' activity.  What was seen and sent is kept in ``<git common dir>/agent-registry/
 watch.json``: events are keyed (``started/<sid>``…), and a pass writes its new events to
 the outbox together with the commits it has walked, in one atomic replace, before
 delivering any.  So a watchdog killed at any instant and restarted neither skips an event
@@ -97,13 +98,15 @@ class Watcher:
         """Fetch (with sync on), walk new commits, queue their events, deliver."""
         report: dict = {"at": iso(self.now()), "cold_start": "since" not in self.state,
                         "fetch_error": self._fetch(), "events": []}
-        heads = self._heads()
+        heads, shard_heads = self._heads(), self._shard_heads()
         if report["cold_start"]:
             self._record_history(heads)
             self.state["since"] = report["at"]
         else:
-            report["events"] = self._walk(heads) + self._idle(heads, record_only=False)
+            report["events"] = self._walk(heads, shard_heads) + \
+                self._idle(heads, record_only=False)
         self.state.update(heads=heads, heads_time=self._heads_time(heads),
+                          shard_heads=shard_heads,
                           last_pass=report["at"], pid=os.getpid(),
                           pid_start=start_time(os.getpid()), host=hostname(),
                           targets=[t.label for t in self.targets],
@@ -128,6 +131,16 @@ class Watcher:
         refs = [self.registry.ref, self.registry.tracking_ref]
         return list(dict.fromkeys(h for r in refs if r and (h := self.repo.read_ref(r))))
 
+    def _shard_heads(self) -> list[str]:
+        """The tips of the lock shard branches, local and remote-tracking (layout format
+        2: claims, releases and takeovers are committed there, not on the main branch);
+        none in the single-branch layout.  One for-each-ref, whatever the count."""
+        prefix = f"{self.registry.branch}-shards/"
+        patterns = [f"refs/heads/{prefix}"] + (
+            [f"refs/remotes/{self.registry.remote}/{prefix}"] if self.registry.remote else [])
+        out = self.repo.git("for-each-ref", "--format=%(objectname)", *patterns).stdout
+        return list(dict.fromkeys(out.decode().split()))
+
     def _record_history(self, heads: list[str]) -> None:
         """Cold start: what is live now counts as started, idle spells as notified."""
         done = self.state.setdefault("done", {})
@@ -136,9 +149,15 @@ class Watcher:
         self._idle(heads, record_only=True)
 
     # -- events ----------------------------------------------------------------------
-    def _walk(self, heads: list[str]) -> list[dict]:
+    def _walk(self, heads: list[str], shard_heads: list[str] = ()) -> list[dict]:
+        """The events of the main branch's new commits, merged by commit time with the
+        new commits of the lock shards: a claim there is a session's activity (it renews
+        the session's heartbeat on that shard only), so it is not told idle meanwhile."""
+        import heapq
         events = []
-        for commit, at, message, changes in self._new_commits(heads):
+        for commit, at, message, changes in heapq.merge(
+                self._new_commits(heads), self._shard_commits(list(shard_heads)),
+                key=lambda c: c[1]):
             op = parse_op(message) or {}
             subject = message.split("\n", 1)[0]
             sid = op.get("session")
@@ -176,6 +195,22 @@ class Watcher:
                        and line.endswith(".yaml")]
             if float(ct) >= since:
                 out.append((commit, float(ct), message, changes))
+        return out
+
+    def _shard_commits(self, heads: list[str]) -> list[tuple[str, float, str, list]]:
+        """(commit, time, message, []) of the shards' commits new since the last pass,
+        oldest first (only their operations count: no session file lives there).  A
+        history gc rewrote is walked again; what it gives is activity, kept as the
+        newest time seen per session, so nothing is told twice."""
+        if not heads:
+            return []
+        seen = [h for h in self.state.get("shard_heads", []) if self.repo.reader.read(h)]
+        proc = self.repo.git("log", "--reverse", "--date-order",
+                             "--format=%x1e%H%x1f%ct%x1f%B%x1f", *heads, "--not", *seen, "--")
+        out = []
+        for chunk in proc.stdout.decode("utf-8", errors="replace").split("\x1e")[1:]:
+            commit, ct, message, _ = chunk.split("\x1f", 3)
+            out.append((commit, float(ct), message, []))
         return out
 
     def _heads_time(self, heads: list[str]) -> float:
