@@ -33,7 +33,8 @@ def sync(out: Output, timeout: float) -> None:
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
     lines += rewind_lines(report["rewind"]) if report["rewind"] else []
-    shards = _sync_shards(out.registry, timeout, report["remote"])
+    from ..sync.shardsync import sync_shards
+    shards = sync_shards(out.registry, timeout, report["remote"])
     if shards is not None:  # lock shards (layout format 2): those that had something to push
         report["shards"] = shards
     shards = shards or []
@@ -77,31 +78,6 @@ def sync(out: Output, timeout: float) -> None:
     raise Unconfirmed(report.get("error") or report.get("messages", {}).get("error")
                       or next((p["error"] for p in shards if p.get("error")), None)
                       or "not pushed", details=report)
-
-
-def _sync_shards(registry, timeout: float, remote: str) -> list[dict] | None:
-    """Sync each lock shard holding operations the remote has not seen (a claim made
-    offline, a push that failed), in order; each one's outcome, in the shape of the
-    registry branch's (with its branch).  None in the single-branch layout."""
-    from ..core.sharded import shards_of
-    from ..errors import Unconfirmed
-    from ..sync.remote import sync as run_sync
-    from ..sync.shardsync import unpushed
-    every = shards_of(registry)
-    if not every:
-        return None
-    out = []
-    for shard in unpushed(registry, every):
-        try:
-            part = run_sync(shard, deadline=timeout)
-        except Unconfirmed as exc:
-            part = {"remote": remote, "pushed": False, "error": exc.message,
-                    "remote_error": exc.details.get("remote_error"),
-                    "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
-        out.append({"branch": shard.branch, **{k: part.get(k) for k in (
-            "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
-            "confirmed", "rewind")}})
-    return out
 
 
 @click.command()

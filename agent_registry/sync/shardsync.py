@@ -43,3 +43,40 @@ def shard_sync_state(registry: Registry) -> dict | None:
     if not shards:
         return None
     return {"count": len(shards), "ahead": len(unpushed(registry, shards))}
+
+
+def sync_shards(registry: Registry, deadline: float, remote: str) -> list[dict] | None:
+    """Sync each lock shard holding operations the remote has not seen (a claim made
+    offline, a push that failed), in order, after the registry branch was synced (its
+    fetch brought the shards' remote tips); each one's outcome, in the shape of
+    ``sync.remote.sync``'s, with its ``branch``.  None in the single-branch layout."""
+    from ..errors import Unconfirmed
+    from .remote import sync
+    every = shards_of(registry)
+    if not every:
+        return None
+    out = []
+    for shard in unpushed(registry, every):
+        try:
+            part = sync(shard, deadline=deadline)
+        except Unconfirmed as exc:
+            part = {"remote": remote, "pushed": False, "error": exc.message,
+                    "remote_error": exc.details.get("remote_error"),
+                    "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
+        out.append({"branch": shard.branch, **{k: part.get(k) for k in (
+            "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
+            "confirmed", "rewind")}})
+    return out
+
+
+def sync_all(registry: Registry, deadline: float | None = None) -> dict:
+    """``sync.remote.sync`` of the registry branch, then of its shards with something to
+    push (under ``"shards"`` in the lock-shard layout): what the doctor's fix and the
+    dashboard's sync button run, as `sync` does."""
+    from .remote import DEFAULT_DEADLINE, sync
+    deadline = DEFAULT_DEADLINE if deadline is None else deadline
+    report = sync(registry, deadline=deadline)
+    shards = sync_shards(registry, deadline, report["remote"])
+    if shards is not None:
+        report["shards"] = shards
+    return report
