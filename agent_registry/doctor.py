@@ -185,7 +185,8 @@ def check_harness(registry: Registry) -> Finding:
 # -- the remote ------------------------------------------------------------------------
 
 def check_sync(registry: Registry) -> Finding:
-    from .sync.remote import Offline, fetch, sync, sync_state
+    from .sync.remote import Offline, fetch, sync_state
+    from .sync.shardsync import shard_sync_state, sync_all
     from .sync.state import redact
     if not registry.remote:
         return Finding("sync", "ok", "off: no remote, this clone works alone "
@@ -198,12 +199,15 @@ def check_sync(registry: Registry) -> Finding:
     state = sync_state(registry)
     unconfirmed = registry.unconfirmed_claims()
     where = f"{remote} reachable, {state['ahead']} ahead, {state['behind']} behind"
-    push = partial(sync, registry)
+    shards = shard_sync_state(registry)  # lock shards: their pending operations push too
+    if shards is not None:
+        where += f", shards ahead {shards['ahead']} of {shards['count']}"
+    push = partial(sync_all, registry)
     if unconfirmed:
         paths = sorted(f"{path} ({sid})" for sid, path in unconfirmed)
         return Finding("sync", "fail", f"{where}; {len(paths)} claim(s) not confirmed by "
                        f"{remote}: {_names(paths)}", "agent-registry sync", push)
-    if state["ahead"]:
+    if state["ahead"] or (shards or {}).get("ahead"):
         return Finding("sync", "warn", f"{where}: this clone's changes are not on {remote} "
                        "yet", "agent-registry sync", push)
     return Finding("sync", "ok", where)

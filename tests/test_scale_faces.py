@@ -264,3 +264,20 @@ def test_watch_follows_the_shard_branches_claims_are_activity(tmp_path):
         assert shard_tip in state["shard_heads"]
     finally:
         receiver.close()
+
+
+# -- doctor ---------------------------------------------------------------------------
+
+def test_doctor_counts_the_shards_and_its_fix_pushes_them(tmp_path):
+    team, (a,) = sharded(tmp_path, "a")
+    assert offline(team, lambda: a("lock", "acquire", FILE, "--session", "a1")).returncode == 3
+    proc = a("--json", "doctor")
+    sync = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "sync")
+    assert sync["status"] == "fail" and sync["fixable"], sync
+    assert "shards ahead 1 of 4" in sync["verdict"]
+    assert f"1 claim(s) not confirmed by origin: {FILE} (a1)" in sync["verdict"]
+    fixed = json.loads(a("--json", "doctor", "--fix").stdout)
+    assert "sync" in fixed["fixed"], fixed
+    sync = next(c for c in fixed["checks"] if c["name"] == "sync")
+    assert sync["verdict"] == "origin reachable, 0 ahead, 0 behind, shards ahead 0 of 4", sync
+    assert holders_on_remote(team, FILE) == ["a1"]
