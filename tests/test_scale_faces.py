@@ -281,3 +281,20 @@ def test_doctor_counts_the_shards_and_its_fix_pushes_them(tmp_path):
     sync = next(c for c in fixed["checks"] if c["name"] == "sync")
     assert sync["verdict"] == "origin reachable, 0 ahead, 0 behind, shards ahead 0 of 4", sync
     assert holders_on_remote(team, FILE) == ["a1"]
+
+
+def test_the_dashboards_sync_button_pushes_the_shards(tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agent_registry.dashboard.app import create_app
+    team, (a,) = sharded(tmp_path, "a")
+    assert offline(team, lambda: a("lock", "acquire", FILE, "--session", "a1")).returncode == 3
+    app = create_app(str(a.cwd))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.get("/api/sync").json()["shards"] == {"count": COUNT, "ahead": 1}
+        answer = client.post("/api/sync", headers={"X-Agent-Registry-Token": app.state.post_token})
+        assert answer.status_code == 200, answer.text
+        assert [p["branch"] for p in answer.json()["shards"]] == [shard_branch(FILE)]
+        assert client.get("/api/sync").json()["shards"] == {"count": COUNT, "ahead": 0}
+    assert holders_on_remote(team, FILE) == ["a1"]

@@ -237,7 +237,13 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     @app.get("/api/sync", summary="Where this clone stands against its remote")
     def sync_state() -> dict:
         with pool.borrow() as registry:
-            return registry.sync_state()
+            state = registry.sync_state()
+            if state.get("enabled"):  # lock shards: how many hold unpushed operations
+                from ..sync.shardsync import shard_sync_state
+                shards = shard_sync_state(registry)
+                if shards is not None:
+                    state["shards"] = shards
+            return state
 
     @app.get("/api/watch", summary="The watchdog's state: running, last pass, pending, "
                                    "last deliveries and failures (agent-registry watch)")
@@ -284,8 +290,9 @@ def create_app(repo: str | Registry, token: str | None = None, *,
 
     @app.post("/api/sync", summary="Fetch, replay and push now")
     def sync_now() -> dict:
+        from ..sync.shardsync import sync_all  # the registry branch, then its lock shards
         with pool.borrow() as registry:
-            return sync.sync(registry)
+            return sync_all(registry)
 
     @app.post("/api/sync/remote", summary="Share the registry through a remote URL: checked "
                                           "with ls-remote, added, the branch pushed (init --remote URL)")
