@@ -290,3 +290,20 @@ def test_a_registry_sharded_before_it_had_a_remote_pushes_its_shards_with_it(tmp
     proc = subprocess.run([CLI, "--json", "lock", "check", "src/auth/x.py"], cwd=other,
                           capture_output=True, text=True)
     assert json.loads(proc.stdout)["paths"][0]["owner"] == "r1", proc.stderr
+
+
+def test_claims_racing_the_conversion_all_land_in_the_shards(tmp_path):
+    for round_ in range(3):
+        team = Team(tmp_path / f"round{round_}")
+        clones = [team.clone(f"c{i}") for i in range(4)]
+        for i, clone in enumerate(clones[1:], start=1):
+            assert clone("register", f"s{i}", "--provider", "Codex").returncode == 0
+        assert clones[0]("sync").returncode == 0
+        results = _race(clones, lambda i: f"exec {CLI} shard --count {COUNT}" if i == 0 else
+                        f"exec {CLI} lock acquire src/m{i}/x.py docs/d{i}/ --session s{i}")
+        assert [p.returncode for p in results] == [0, 0, 0, 0], [p.stderr for p in results]
+        fence = [p for p in S.fence_files(0) if p.startswith("locks/")]
+        assert git(team.bare, "ls-tree", "-r", "--name-only", BRANCH, "locks/").split() == fence
+        held = sorted((l["path"], l["owner"]) for l in fresh_locks(team))
+        assert held == sorted((p, f"s{i}") for i in range(1, 4)
+                              for p in (f"src/m{i}/x.py", f"docs/d{i}/")), round_

@@ -180,8 +180,13 @@ class Registry:
                 return self._remote_committer().apply(self, op)
             with file_lock(self.lock_file):
                 return self.apply_locally(op)
-        except sharded.Resharded:  # converted by another clone since we decided: go there
-            return sharded.route(self, op)
+        except Refused as exc:  # converted by another clone since we decided: go there
+            if not exc.details.get("resharded") or op["op"] not in sharded.LOCK_OPS \
+                    or self.is_shard:
+                raise
+            # a new id: the refusal of this one is on record (sync.json), and the
+            # shards' sync would find it and report it as theirs
+            return sharded.route(self, dict(op, id=os.urandom(8).hex()))
 
     def apply_locally(self, op: dict) -> dict:
         """Commit *op* on the local tip (caller holds the flock); a lost CAS is retried."""

@@ -30,7 +30,11 @@ _CLASSES: dict[type, type] = {}
 class Resharded(Refused):
     """A lock operation met a main branch that was converted to shards (by another clone,
     after this one decided where to write): it is applied to the shards instead, or, when
-    it was pending from before, refused so its agent claims again."""
+    it was pending from before, refused so its agent claims again.  Its details say so,
+    also when a replay reports it as a plain refusal (sync/replay.py)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, details={"resharded": True})
 
 
 def layout(registry: Registry) -> dict:
@@ -177,13 +181,14 @@ def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
 def _undo_claim(registry: Registry, op: dict, done: list[tuple[int, dict]], count: int) -> None:
     """Release what a refused claim took in the shards before the one that refused it
     (what it only renewed was held before, and stays)."""
+    release = registry.new_op("release", session=op["session"], paths=[])
     for index, result in done:
         taken = [r["path"] for r in result["locks"] if r["status"] != "renewed"]
         if not taken:
             continue
         shard = shard_registry(registry, index, count)
         try:
-            shard.apply(registry.new_op("release", session=op["session"], paths=taken))
+            shard.apply(dict(release, paths=taken))
         except Exception as exc:  # noqa: BLE001 — the refusal is what the caller must see
             registry.warnings.append(f"could not release {', '.join(taken)} after the claim "
                                      f"was refused: {exc}; run `agent-registry lock release`")
@@ -252,11 +257,11 @@ def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
     for target in session.locks:
         for index in S.lock_shards(target, count):
             by_shard.setdefault(index, []).append(target)
-    for index in sorted(by_shard):
+    release = registry.new_op("release", session=op["session"], paths=[])
+    for index in sorted(by_shard):  # one operation id over the shards, as lock operations
         shard = shard_registry(registry, index, count)
         try:
-            result = shard.apply(registry.new_op("release", session=op["session"],
-                                                 paths=by_shard[index]))
+            result = shard.apply(dict(release, paths=by_shard[index]))
             released += [r["path"] for r in result["locks"]
                          if r["status"] == "released" and r["path"] not in released]
         except Refused as exc:  # taken over meanwhile: not ours to release
