@@ -307,3 +307,19 @@ def test_claims_racing_the_conversion_all_land_in_the_shards(tmp_path):
         held = sorted((l["path"], l["owner"]) for l in fresh_locks(team))
         assert held == sorted((p, f"s{i}") for i in range(1, 4)
                               for p in (f"src/m{i}/x.py", f"docs/d{i}/")), round_
+
+
+def test_an_offline_claim_over_two_shards_commits_both_and_sync_confirms_them(tmp_path):
+    team, (a, b) = sharded_team(tmp_path, 2)
+    targets = ["src/auth/y.py", "docs/guide/intro.md"]
+    assert len({S.lock_shards(t, COUNT)[0] for t in targets}) == 2
+    away = team.bare.with_name("away.git")
+    team.bare.rename(away)
+    proc = a("--json", "lock", "acquire", *targets, "--session", "s0")
+    assert proc.returncode == 3, proc.stderr
+    assert sorted(l["path"] for l in json.loads(proc.stdout)["error"]["locks"]) == sorted(targets)
+    away.rename(team.bare)
+    proc = a("sync")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((l["path"], l["owner"]) for l in fresh_locks(team)) == \
+        sorted((t, "s0") for t in targets)

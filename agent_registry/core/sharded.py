@@ -15,7 +15,7 @@ from ..branch import shards as S
 from ..branch.render import fill, registry_md
 from ..branch.shardview import ShardView, WholeView, open_whole
 from ..branch.view import View
-from ..errors import NotFound, Refused
+from ..errors import NotFound, Refused, Unconfirmed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
         for index in S.lock_shards(target, count):
             by_shard.setdefault(index, []).append(target)
     done: list[tuple[int, dict]] = []
-    missing = None
+    missing = offline = None
     for index in sorted(by_shard):
         part = dict(op)
         if op["op"] != "force-release":
@@ -167,6 +167,9 @@ def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
             done.append((index, shard.apply(part)))
         except NotFound as exc:  # force-release: a broad lock some shard never got
             missing = exc
+        except Unconfirmed as exc:  # committed here, not pushed: the other shards too
+            offline = exc
+            done.append((index, {k: exc.details[k] for k in ("session", "locks")}))
         except Refused:
             if op["op"] == "claim":
                 _undo_claim(registry, op, done, count)
@@ -175,7 +178,10 @@ def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
             _carry(registry, shard)
     if not done and missing is not None:
         raise missing
-    return _merge(op, [result for _, result in done])
+    merged = _merge(op, [result for _, result in done])
+    if offline is not None:  # a claim exits 3 naming every target it holds only here
+        raise Unconfirmed(offline.message, details={**offline.details, **merged})
+    return merged
 
 
 def _undo_claim(registry: Registry, op: dict, done: list[tuple[int, dict]], count: int) -> None:
