@@ -257,7 +257,7 @@ class Registry:
     def pages(self, view: View, at: float, subject: str) -> dict[str, bytes]:
         """What every commit re-renders: registry.md and the branch README.md (the
         messages branch's registry renders its own: core/messages_branch.py)."""
-        return {"registry.md": registry_md(view, at, subject),
+        return {"registry.md": registry_md(view, at, subject, self.branch),
                 "README.md": branch_readme(self.branch)}
 
     def sync_state(self) -> dict:
