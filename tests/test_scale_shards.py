@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import CLI, FakeClock, git, make_repo
 from test_sync import Team, _race
 
@@ -323,3 +325,23 @@ def test_an_offline_claim_over_two_shards_commits_both_and_sync_confirms_them(tm
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted((l["path"], l["owner"]) for l in fresh_locks(team)) == \
         sorted((t, "s0") for t in targets)
+
+
+@pytest.mark.slow
+def test_twelve_clones_claiming_in_one_shard_all_land_once_with_help(tmp_path):
+    """Every claim in one key, so one shard takes them all: the contention of the single
+    branch, on a shard, where helping (per shard) must bound it and lose nothing."""
+    team, clones = sharded_team(tmp_path, 12)
+
+    def claims(i: int) -> str:
+        paths = " ".join(f"src/hot/c{i}-{k}.py" for k in range(6))
+        return f"for p in {paths}; do {CLI} lock acquire $p --session s{i} || exit $?; done"
+    results = _race(clones, claims)
+    assert all(p.returncode == 0 for p in results), [p.stderr for p in results if p.returncode]
+    for clone in clones:
+        assert clone("sync").returncode == 0
+    held = sorted((l["path"], l["owner"]) for l in fresh_locks(team))
+    assert held == sorted((f"src/hot/c{i}-{k}.py", f"s{i}") for i in range(12) for k in range(6))
+    shard = S.shard_ref(BRANCH, S.lock_shards("src/hot/x.py", COUNT)[0])
+    log = git(team.bare, "log", "--format=%B", shard)
+    assert "Registry-Helped: " in log  # the losers were carried on their shard
