@@ -345,3 +345,29 @@ def test_twelve_clones_claiming_in_one_shard_all_land_once_with_help(tmp_path):
     shard = S.shard_ref(BRANCH, S.lock_shards("src/hot/x.py", COUNT)[0])
     log = git(team.bare, "log", "--format=%B", shard)
     assert "Registry-Helped: " in log  # the losers were carried on their shard
+
+
+def test_a_holder_this_clone_thinks_stale_is_judged_on_the_remote_main_branch(tmp_path):
+    """A claim that meets another session's lock fetches before it decides, even when its
+    own copy says the holder is stale: the holder's heartbeats go to the main branch, which
+    a push to the shard would never check.  (A claim meeting no lock may be committed
+    first and pushed: the shard's compare-and-swap is all it depends on.)"""
+    team, (a, b) = sharded_team(tmp_path, 2)
+    target = "src/auth/x.py"
+    assert a("lock", "acquire", target, "--ttl", "10", "--session", "s0").returncode == 0
+    assert b("sync").returncode == 0  # b's copy: s0's heartbeat as of now
+    beating = subprocess.Popen(
+        ["bash", "-c", f"while :; do {CLI} lock heartbeat --session s0; sleep 0.5; done"],
+        cwd=a.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(12)  # past the TTL by b's copy, never by the remote's
+        proc = b("lock", "acquire", target, "--session", "s1")
+        assert proc.returncode == 1 and "locked by s0" in proc.stderr, proc.stderr
+    finally:
+        os.killpg(beating.pid, signal.SIGKILL)
+        beating.wait()
+    # a claim meeting no lock still lands, and one meeting its own session's renews
+    assert b("lock", "acquire", "src/other/y.py", "--session", "s1").returncode == 0
+    assert b("lock", "acquire", "src/other/y.py", "--session", "s1").returncode == 0
+    assert sorted((l["path"], l["owner"]) for l in fresh_locks(team)) == \
+        [("src/auth/x.py", "s0"), ("src/other/y.py", "s1")]

@@ -159,6 +159,12 @@ class Registry:
                 return sharded.whole_view(self, sharded.count_of(marker))
         return self.view_at(self.tip())
 
+    def decides_alone(self, tip: str, op: dict) -> bool:
+        """Whether *op*, decided on this clone's *tip*, depends on nothing another clone
+        may have pushed since except this branch itself, so the remote committer may
+        commit it before fetching (a lock shard's claims and releases: core/sharded.py)."""
+        return False
+
     def view_at(self, tip: str | None) -> View:
         """The view an operation is decided on, at commit *tip* of this branch."""
         return View(self.repo, tip)

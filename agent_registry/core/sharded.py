@@ -69,6 +69,7 @@ def shard_registry(registry: Registry, index: int, count: int) -> Registry:
         if cls is None:
             cls = _CLASSES[base] = type("ShardRegistry", (base,), {
                 "is_shard": True, "view_at": _view_at, "pages": _pages,
+                "decides_alone": _decides_alone,
                 "fetch_also": property(_fetch_also), "close": lambda self: None,
                 "__doc__": "The registry of one lock shard (core/sharded.py)."})
         shard = cls(registry.repo, branch=f"{registry.branch}-shards/{index:02d}",
@@ -98,6 +99,20 @@ def main_views(registry: Registry) -> list[View]:
 
 def _view_at(shard: Registry, tip: str | None) -> View:
     return ShardView(shard.repo, tip, main_views(shard.main))
+
+
+def _decides_alone(shard: Registry, tip: str, op: dict) -> bool:
+    """A release, or a claim whose targets no other session's lock covers at *tip*: it
+    judges no holder, so the main branch (whose heartbeats a fetch would refresh) plays no
+    part, and a push of it lands only on this same shard tip.  A claim meeting another
+    session's lock, fresh or stale here, is decided after a fetch."""
+    if op["op"] == "release":
+        return True
+    if op["op"] != "claim":
+        return False
+    view = ShardView(shard.repo, tip, [])  # lock records only: no session is judged
+    return not any(holder.session != op["session"] for target in op["paths"]
+                   for lock in view.covering(target) for holder in lock.holders)
 
 
 def _fetch_also(shard: Registry) -> tuple[str, ...]:

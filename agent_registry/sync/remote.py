@@ -472,22 +472,23 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
     """Apply *op* and get it confirmed by the remote.  Takes the clone's flock only for
     the local work (replay and commit), never across a fetch or a push."""
     before = registry.repo.read_ref(registry.tracking_ref)
-    try:
-        remote, failure = fetch(registry), None
-    except Offline as exc:
-        remote, failure = None, exc
-    rewind = None
-    with file_lock(registry.lock_file):
-        if failure is None:
-            try:
-                rewind = _rebase(registry, remote, before).rewind
-            except MassDeletion as exc:
-                failure = exc
+    result, rewind = _decided_here(registry, op), None
+    if result is None:
+        try:
+            remote, failure = fetch(registry), None
+        except Offline as exc:
+            remote, failure = None, exc
+        with file_lock(registry.lock_file):
+            if failure is None:
+                try:
+                    rewind = _rebase(registry, remote, before).rewind
+                except MassDeletion as exc:
+                    failure = exc
+            if failure is not None:
+                _failed(registry, failure)
+            result = registry.apply_locally(op)
         if failure is not None:
-            _failed(registry, failure)
-        result = registry.apply_locally(op)
-    if failure is not None:
-        return _unconfirmed(registry, op, result, failure)
+            return _unconfirmed(registry, op, result, failure)
     outcome = publish(registry, deadline, watch=op.get("id"))
     for state in filter(None, (rewind, outcome.get("rewind"))):
         registry.warnings.extend(rewind_lines(state))
@@ -499,6 +500,33 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
     if not outcome["pushed"]:
         return _unconfirmed(registry, op, result, outcome["failure"])
     return result
+
+
+def _decided_here(registry: Registry, op: dict) -> dict | None:
+    """*op*'s result, committed on this clone's tip without a fetch first, when what it
+    decides cannot depend on what other clones pushed since (``Registry.decides_alone``:
+    on a lock shard, a claim no other session's lock covers, or a release).  The push
+    that follows lands only on that same remote tip; a rejected one fetches and replays
+    it there, re-decided (publish).  None: fetch first, as for every other operation
+    (also when it would be refused here: the remote may know better)."""
+    with file_lock(registry.lock_file):
+        local = registry.repo.read_ref(registry.ref)
+        # only on a branch this clone has synced: its pending commits are known from the
+        # confirmed tip (a clone that never did would replay the whole history it fetched)
+        if local is None or confirmed_tip(registry) is None \
+                or not registry.decides_alone(local, op):
+            return None
+        try:
+            commit, result = registry.build(local, op)
+        except Refused:
+            return None
+        if commit is None:
+            return None
+        try:
+            registry.repo.update_ref(registry.ref, commit, local, f"agent-registry: {op['op']}")
+        except CasFailed:
+            return None
+        return result
 
 
 def _unconfirmed(registry: Registry, op: dict, result: dict,
