@@ -635,8 +635,8 @@ class Registry:
         """(session, path) of claims this clone made that its remote has not seen yet."""
         if not self.remote:
             return set()
-        if not self.is_shard and (marker := sharded.layout(self))["format"] == 2:
-            return sharded.unconfirmed(self, sharded.count_of(marker))
+        if not self.is_shard and sharded.layout(self)["format"] == 2:
+            return sharded.unconfirmed(self)
         return self._remote_committer().unconfirmed(self)
 
     def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:

@@ -299,16 +299,22 @@ def _carry(registry: Registry, shard: Registry) -> None:
     shard.warnings = []
 
 
-def unconfirmed(registry: Registry, count: int) -> set[tuple[str, str]]:
+def moved(registry: Registry, shards: list[Registry]) -> list[Registry]:
+    """The *shards* whose local tip differs from their remote-tracking one (commits of
+    this clone not pushed, or a remote that moved on): one ``for-each-ref``, whatever
+    the count."""
+    prefix = f"{registry.branch}-shards/"
+    lines = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                              f"refs/heads/{prefix}",
+                              f"refs/remotes/{registry.remote}/{prefix}").stdout.decode()
+    tips = dict(line.split() for line in lines.splitlines() if line)
+    return [shard for shard in shards
+            if tips.get(shard.ref) and tips.get(shard.ref) != tips.get(shard.tracking_ref)]
+
+
+def unconfirmed(registry: Registry) -> set[tuple[str, str]]:
     """(session, path) of claims this clone made on shards the remote has not seen."""
     out: set[tuple[str, str]] = set()
-    refs = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
-                             f"refs/heads/{registry.branch}-shards/",
-                             f"refs/remotes/{registry.remote}/{registry.branch}-shards/").stdout
-    tips = dict(line.split() for line in refs.decode().splitlines() if line)
-    for index in range(count):
-        ref = S.shard_ref(registry.branch, index)
-        tracking = f"refs/remotes/{registry.remote}/{ref[len('refs/heads/'):]}"
-        if tips.get(ref) and tips.get(ref) != tips.get(tracking):
-            out |= shard_registry(registry, index, count).unconfirmed_claims()
+    for shard in moved(registry, shards_of(registry)):
+        out |= shard.unconfirmed_claims()
     return out

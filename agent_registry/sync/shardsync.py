@@ -4,7 +4,7 @@ not seen, found in at most two git processes whatever the shard count."""
 from __future__ import annotations
 
 from ..core.registry import Registry
-from ..core.sharded import shards_of
+from ..core.sharded import moved, shards_of
 
 
 def unpushed(registry: Registry, shards: list[Registry]) -> list[Registry]:
@@ -14,17 +14,11 @@ def unpushed(registry: Registry, shards: list[Registry]) -> list[Registry]:
     of their own (a shard merely behind its remote has nothing to push)."""
     if not shards or not registry.remote:
         return []
-    prefix = f"{registry.branch}-shards/"
-    lines = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
-                              f"refs/heads/{prefix}",
-                              f"refs/remotes/{registry.remote}/{prefix}").stdout.decode()
-    tips = dict(line.split() for line in lines.splitlines() if line)
-    differ = [s for s in shards
-              if tips.get(s.ref) and tips.get(s.ref) != tips.get(s.tracking_ref)]
+    differ = moved(registry, shards)
     if not differ:
         return []
-    never = [s for s in differ if not tips.get(s.tracking_ref)]  # not on the remote at all
-    both = [s for s in differ if tips.get(s.tracking_ref)]
+    never = [s for s in differ if not s.repo.read_ref(s.tracking_ref)]  # not on the remote
+    both = [s for s in differ if s not in never]
     ahead: set[str] = set()
     if both:
         # each shard's history is its own (a parentless root at the conversion), so a
