@@ -20,6 +20,7 @@ import pytest
 from helpers import CLI, git
 from test_dashboard_support import agents  # noqa: F401  (fixture)
 from test_dashboard_support import served
+from test_scale_faces import ok, shard_branch
 from test_sync import Team
 
 from agent_registry.branch import shards as S
@@ -31,16 +32,6 @@ FILE = "src/auth.py"  # shard 2 of 4
 OTHER = "README.md"  # shard 1 of 4
 BROAD = "tests/"  # every shard
 WATCHDOG = 60.0  # seconds before a test gives up waiting for an event (not a speed claim)
-
-
-def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
-    return proc
-
-
-def shard_branch(target: str) -> str:
-    (index,) = S.lock_shards(target, COUNT)
-    return S.shard_ref(BRANCH, index)[len("refs/heads/"):]
 
 
 def tip(repo: Path, ref: str) -> str:

@@ -183,14 +183,19 @@ def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
         assert git(repo, "cat-file", "-t", ref).strip() == "commit"
 
 
+def sharded_registry(tmp_path: Path, clock: FakeClock, *sids: str) -> Registry:
+    """A registry without a remote, sessions *sids* registered, converted to 4 shards."""
+    from agent_registry.sync.convert import convert
+    registry = Registry.open(str(make_repo(tmp_path / "repo")), clock=clock)
+    for sid in sids:
+        registry.register(sid, provider="Codex")
+    convert(registry, 4)
+    return registry
+
+
 def test_a_holder_heartbeat_on_the_main_branch_keeps_its_shard_lock(tmp_path):
-    repo = make_repo(tmp_path / "repo")
     clock = FakeClock(1_800_000_000)
-    with Registry.open(str(repo), clock=clock) as registry:
-        registry.register("old", provider="Codex")
-        registry.register("new", provider="Codex")
-        from agent_registry.sync.convert import convert
-        convert(registry, 4)
+    with sharded_registry(tmp_path, clock, "old", "new") as registry:
         registry.claim("old", ["src/auth/x.py"])
         clock.advance(500)
         registry.heartbeat("old")  # writes the main branch only
@@ -214,13 +219,8 @@ def _refusal(action) -> str:
 
 
 def test_cleanup_spares_a_session_its_shard_claims_keep_alive(tmp_path):
-    repo = make_repo(tmp_path / "repo")
     clock = FakeClock(1_800_000_000)
-    with Registry.open(str(repo), clock=clock) as registry:
-        registry.register("busy", provider="Codex")
-        registry.register("idle", provider="Codex")
-        from agent_registry.sync.convert import convert
-        convert(registry, 4)
+    with sharded_registry(tmp_path, clock, "busy", "idle") as registry:
         registry.claim("idle", ["docs/guide/a.md"])
         clock.advance(500)
         registry.claim("busy", ["src/auth/x.py"], ttl=3000)  # renews busy on its shard only
