@@ -163,6 +163,7 @@ def fetch(registry: Registry) -> str | None:
                     "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
                     fetch_refspec(registry), *registry.fetch_also)
     if proc.returncode == 0:
+        _mark_fetched(registry)
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
@@ -181,6 +182,18 @@ class PushResult:
     ok: bool
     retry: bool  # a lost race: fetch and replay, then try again
     reason: str
+
+
+def _mark_fetched(registry: Registry) -> None:
+    """Note when this branch was last fetched (the mtime of a file in the clone's state
+    folder): how long a claim may be decided without a fetch (_decided_here)."""
+    mark = _fetch_mark(registry)
+    try:
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
+        with open(mark, "w"):
+            pass
+    except OSError:
+        pass  # no mark: the next claim fetches first, as it would anyway
 
 
 def push(registry: Registry, commit: str) -> PushResult:
@@ -502,6 +515,14 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
     return result
 
 
+# A claim is decided without a fetch only within FRESH seconds of the last one: each
+# fetch brings the intents of clones that keep losing on this shard, and the rebase after
+# it carries them (sync/intents.py).  Without that bound, a clone claiming back to back
+# never fetched, never helped, and starved a slower clone on its shard (measured: a
+# worst streak of 11 lost pushes and a 57 s wait with 16 clones; docs/benchmarks.md).
+FRESH = 5.0
+
+
 def _decided_here(registry: Registry, op: dict) -> dict | None:
     """*op*'s result, committed on this clone's tip without a fetch first, when what it
     decides cannot depend on what other clones pushed since (``Registry.decides_alone``:
@@ -509,6 +530,8 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
     that follows lands only on that same remote tip; a rejected one fetches and replays
     it there, re-decided (publish).  None: fetch first, as for every other operation
     (also when it would be refused here: the remote may know better)."""
+    if not _fetched_within(registry, FRESH):
+        return None
     with file_lock(registry.lock_file):
         local = registry.repo.read_ref(registry.ref)
         # only on a branch this clone has synced: its pending commits are known from the
@@ -527,6 +550,19 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
         except CasFailed:
             return None
         return result
+
+
+def _fetch_mark(registry: Registry) -> str:
+    return registry.repo.state_path("fetched", registry.branch.replace("/", "%2F"))
+
+
+def _fetched_within(registry: Registry, seconds: float) -> bool:
+    """Whether this clone fetched *registry*'s branch (and the intents published on it)
+    in the last *seconds*."""
+    try:
+        return time.time() - os.stat(_fetch_mark(registry)).st_mtime < seconds
+    except OSError:
+        return False
 
 
 def _unconfirmed(registry: Registry, op: dict, result: dict,
