@@ -48,9 +48,6 @@ class ShardView(View):
             self.warn(f"{path} is unreadable ({exc}): read from the lock records instead")
             return [lock.path for lock in self.records() if lock.holder(sid)], ""
 
-    def _parse_live(self, sid: str, raw: bytes | None) -> None:
-        self._sessions[sid] = self._merged(sid)
-
     def session(self, sid: str, *, strict: bool = True) -> Session | None:
         if sid not in self._sessions:
             self._sessions[sid] = self._merged(sid)
