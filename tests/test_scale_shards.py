@@ -371,3 +371,17 @@ def test_a_holder_this_clone_thinks_stale_is_judged_on_the_remote_main_branch(tm
     assert b("lock", "acquire", "src/other/y.py", "--session", "s1").returncode == 0
     assert sorted((l["path"], l["owner"]) for l in fresh_locks(team)) == \
         [("src/auth/x.py", "s0"), ("src/other/y.py", "s1")]
+
+
+def test_a_heartbeat_naming_paths_checks_them_against_the_shards(tmp_path):
+    clock = FakeClock(1_800_000_000)
+    with sharded_registry(tmp_path, clock, "hb") as registry:
+        registry.claim("hb", ["src/auth/x.py", "docs/"])
+        assert registry.heartbeat("hb", ["src/auth/x.py", "docs/guide.md"])["locks"] == 2
+        from agent_registry.errors import NotFound
+        try:
+            registry.heartbeat("hb", ["src/other/y.py"])
+        except NotFound as exc:
+            assert "holds no lock on src/other/y.py" in exc.message
+        else:
+            raise AssertionError("a heartbeat of a path not held went through")

@@ -11,6 +11,7 @@ decides, so there is no deadlock and exactly one of two conflicting claims wins.
 """
 from __future__ import annotations
 
+from ..branch import paths as P
 from ..branch import shards as S
 from ..branch.render import fill, registry_md
 from ..branch.shardview import ShardView, WholeView, open_whole
@@ -237,20 +238,17 @@ def _merge(op: dict, results: list[dict]) -> dict:
 def _heartbeat(registry: Registry, op: dict, count: int) -> dict:
     """A heartbeat writes the session's record on the main branch; the paths it names
     are checked against what the session holds in the shards."""
+    session = whole_view(registry, count).session(op["session"], strict=False)
+    held = session.locks if session else []
     if op.get("paths"):
-        from ..branch import paths as P
-        held = (whole_view(registry, count).session(op["session"], strict=False) or
-                None)
-        locks = held.locks if held else []
-        missing = [t for t in op["paths"] if not any(
-            h == t or P.covers(h, t.rstrip("/")) for h in locks)]
+        missing = [t for t in op["paths"]
+                   if not any(h == t or P.covers(h, t.rstrip("/")) for h in held)]
         if missing:
             raise NotFound(f"{op['session']} holds no lock on {', '.join(missing)}",
                            details={"paths": missing})
         op = {k: v for k, v in op.items() if k != "paths"}
     result = registry.apply_main(op)
-    held = whole_view(registry, count).session(op["session"], strict=False)
-    result["locks"] = len(held.locks) if held else 0
+    result["locks"] = len(held)
     return result
 
 
