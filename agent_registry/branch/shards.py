@@ -60,10 +60,24 @@ class NewerFormat(RegistryError):
     """The registry was written by a newer agent-registry: refuse to write to it."""
 
 
-def shard_ref(branch: str, index: int) -> str:
-    """The ref of shard *index*: a branch a forge lists, beside (never below) *branch*,
+def shard_branch(branch: str, index: int) -> str:
+    """The branch of shard *index*: one a forge lists, beside (never below) *branch*,
     since ``refs/heads/agent-registry/…`` cannot exist next to ``refs/heads/agent-registry``."""
-    return f"refs/heads/{branch}-shards/{index:02d}"
+    return f"{branch}-shards/{index:02d}"
+
+
+def shard_ref(branch: str, index: int) -> str:
+    return f"refs/heads/{shard_branch(branch, index)}"
+
+
+def shard_patterns(branch: str, remote: str | None) -> list[str]:
+    """Ref patterns (``for-each-ref``, ``git log --glob``) naming exactly the shard
+    branches, local and remote-tracking: not the intent refs beside them
+    (``<branch>-shards/NN-intents/<clone>``, sync/intents.py), whose commits are
+    operations still pending."""
+    folders = [f"refs/heads/{branch}-shards/"] + (
+        [f"refs/remotes/{remote}/{branch}-shards/"] if remote else [])
+    return [folder + digits for folder in folders for digits in ("[0-9][0-9]", "[0-9][0-9][0-9]")]
 
 
 def shard_refs(branch: str, shards: int) -> list[str]:

@@ -235,11 +235,11 @@ def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,
     shards, with the remote's copy of the main branch when this clone fetched one."""
     tips = []
     for index in range(count):
-        ref = S.shard_ref(branch, index)
-        tips.append(shard_tip(repo, ref, f"refs/remotes/{remote}/{ref[len('refs/heads/'):]}"
-                              if remote else None))
+        name = S.shard_branch(branch, index)
+        tips.append(shard_tip(repo, f"refs/heads/{name}",
+                              f"refs/remotes/{remote}/{name}" if remote else None))
         if tips[-1] is None:  # its locks would read as none: refuse instead (fail closed)
-            raise RegistryError(f"{ref[len('refs/heads/'):]} is missing here ({S.LAYOUT} names "
+            raise RegistryError(f"{name} is missing here ({S.LAYOUT} names "
                                 f"{count} lock shards): run `agent-registry sync`")
     main = repo.read_ref(f"refs/remotes/{remote}/{branch}") if remote else None
     return WholeView(repo, tip, tips, main)

@@ -635,8 +635,9 @@ class Registry:
         """(session, path) of claims this clone made that its remote has not seen yet."""
         if not self.remote:
             return set()
-        if not self.is_shard and sharded.layout(self)["format"] == 2:
-            return sharded.unconfirmed(self)
+        shards = [] if self.is_shard else sharded.shards_of(self)
+        if shards:
+            return sharded.unconfirmed(self, shards)
         return self._remote_committer().unconfirmed(self)
 
     def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:

@@ -73,7 +73,7 @@ def shard_registry(registry: Registry, index: int, count: int) -> Registry:
                 "decides_alone": _decides_alone,
                 "fetch_also": property(_fetch_also), "close": lambda self: None,
                 "__doc__": "The registry of one lock shard (core/sharded.py)."})
-        shard = cls(registry.repo, branch=f"{registry.branch}-shards/{index:02d}",
+        shard = cls(registry.repo, branch=S.shard_branch(registry.branch, index),
                     clock=registry.clock, host=registry.host, config=registry.config)
         shard.main, shard.index, shard.count = registry, index, count
         made[(index, count)] = shard
@@ -132,7 +132,7 @@ def shard_pages(registry_branch: str, index: int, count: int, view: View, at: fl
     """registry.md and README.md of shard *index* of *registry_branch*: the sessions
     holding locks in it and those locks, true at every commit."""
     return {"registry.md": registry_md(view, at, subject),
-            "README.md": fill("shard-README.md", branch=f"{registry_branch}-shards/{index:02d}",
+            "README.md": fill("shard-README.md", branch=S.shard_branch(registry_branch, index),
                               index=f"{index:02d}", count=str(count),
                               registry=registry_branch).encode()}
 
@@ -301,18 +301,17 @@ def moved(registry: Registry, shards: list[Registry]) -> list[Registry]:
     """The *shards* whose local tip differs from their remote-tracking one (commits of
     this clone not pushed, or a remote that moved on): one ``for-each-ref``, whatever
     the count."""
-    prefix = f"{registry.branch}-shards/"
     lines = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
-                              f"refs/heads/{prefix}",
-                              f"refs/remotes/{registry.remote}/{prefix}").stdout.decode()
+                              *S.shard_patterns(registry.branch, registry.remote)
+                              ).stdout.decode()
     tips = dict(line.split() for line in lines.splitlines() if line)
     return [shard for shard in shards
             if tips.get(shard.ref) and tips.get(shard.ref) != tips.get(shard.tracking_ref)]
 
 
-def unconfirmed(registry: Registry) -> set[tuple[str, str]]:
-    """(session, path) of claims this clone made on shards the remote has not seen."""
+def unconfirmed(registry: Registry, shards: list[Registry]) -> set[tuple[str, str]]:
+    """(session, path) of claims this clone made on *shards* the remote has not seen."""
     out: set[tuple[str, str]] = set()
-    for shard in moved(registry, shards_of(registry)):
+    for shard in moved(registry, shards):
         out |= shard.unconfirmed_claims()
     return out

@@ -18,6 +18,7 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
+from ..branch.shards import shard_patterns
 from ..core import sharded
 from ..core.messages_branch import mailbox
 from ..core.registry import Registry
@@ -68,11 +69,8 @@ def _shard_refs(registry: Registry, mains: tuple) -> tuple:
     pairs: one ``git for-each-ref`` over both folders, whatever the shard count."""
     if registry.is_shard or not _is_sharded(registry, mains):
         return ()
-    folders = [f"refs/heads/{registry.branch}-shards/"]
-    if registry.remote:
-        folders.append(f"refs/remotes/{registry.remote}/{registry.branch}-shards/")
-    proc = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)", *folders,
-                             check=False)
+    proc = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
+                             *shard_patterns(registry.branch, registry.remote), check=False)
     return tuple(sorted(tuple(line.split(" ", 1)) for line in
                         proc.stdout.decode("utf-8", errors="replace").splitlines() if " " in line))
 

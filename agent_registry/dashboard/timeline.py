@@ -19,6 +19,7 @@ ended, heartbeat ticks, diary marks) and one lane per path it held (claimed to r
 from __future__ import annotations
 
 from ..branch.records import LIVE
+from ..branch.shards import shard_patterns
 from ..branch.trailers import parse_op
 from ..core import sharded
 from ..core.registry import Registry
@@ -38,10 +39,7 @@ def shard_globs(registry: Registry) -> list[str]:
             return []
     except RegistryError:
         pass
-    globs = [f"--glob=refs/heads/{registry.branch}-shards/*"]
-    if registry.remote:
-        globs.append(f"--glob=refs/remotes/{registry.remote}/{registry.branch}-shards/*")
-    return globs
+    return [f"--glob={pattern}" for pattern in shard_patterns(registry.branch, registry.remote)]
 
 
 def read_history(registry: Registry, sid: str, limit: int,

@@ -224,7 +224,7 @@ def _unusable(registry: Registry, exc) -> RemoteUnusable:
 
 
 def _tracking(registry: Registry, index: int) -> str:
-    return f"refs/remotes/{registry.remote}/{registry.branch}-shards/{index:02d}"
+    return f"refs/remotes/{registry.remote}/{S.shard_branch(registry.branch, index)}"
 
 
 def _convert_remote(registry: Registry, count: int) -> dict:

@@ -163,7 +163,8 @@ def fetch(registry: Registry) -> str | None:
                     "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
                     fetch_refspec(registry), *registry.fetch_also)
     if proc.returncode == 0:
-        _mark_fetched(registry)
+        if registry.is_shard:  # only a shard's claims may skip a fetch (_decided_here)
+            _mark_fetched(registry)
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it

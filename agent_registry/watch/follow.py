@@ -135,10 +135,9 @@ class Watcher:
         """The tips of the lock shard branches, local and remote-tracking (layout format
         2: claims, releases and takeovers are committed there, not on the main branch);
         none in the single-branch layout.  One for-each-ref, whatever the count."""
-        prefix = f"{self.registry.branch}-shards/"
-        patterns = [f"refs/heads/{prefix}"] + (
-            [f"refs/remotes/{self.registry.remote}/{prefix}"] if self.registry.remote else [])
-        out = self.repo.git("for-each-ref", "--format=%(objectname)", *patterns).stdout
+        from ..branch.shards import shard_patterns
+        out = self.repo.git("for-each-ref", "--format=%(objectname)",
+                            *shard_patterns(self.registry.branch, self.registry.remote)).stdout
         return list(dict.fromkeys(out.decode().split()))
 
     def _record_history(self, heads: list[str]) -> None:

@@ -7,6 +7,7 @@ through the registry's clean git environment (never the user's index or work tre
 """
 from __future__ import annotations
 
+from ..branch.shards import shard_patterns
 from ..branch.trailers import parse_op
 from ..core import sharded
 from ..core.registry import Registry
@@ -66,7 +67,7 @@ def claimed_paths(registry: Registry, sid: str, since: str) -> list[str]:
     except RegistryError:
         shards = True  # a marker it cannot read: look there too (absent refs add nothing)
     if shards:
-        args.append(f"--glob=refs/heads/{registry.branch}-shards/*")
+        args += [f"--glob={p}" for p in shard_patterns(registry.branch, None)]
     paths: list[str] = []
     for message in _log(registry, *args, registry.ref, "--").split("\0"):
         op = parse_op(message.strip())
