@@ -1,6 +1,7 @@
 """Scale benchmark: many clones claiming through one remote with a real round trip.
 
     python bench/scale_bench.py [--quick] [--clones 1,16,48] [--rtt-ms 100] [--seconds 60]
+    python bench/scale_bench.py --writes beats --clones 1,16,48 --shards 16 --seconds 60
 
 The remote is a bare repository served by `git daemon` inside a private network namespace
 (`unshare -n`: the whole benchmark re-executes itself there, so no port of the machine is
@@ -30,6 +31,21 @@ each and pushes them with `--atomic`, with no registry process (section `scale-m
 before the clones are made (section `scale-shards`; with `--before`, the other checkout
 keeps its own layout).
 
+`--writes beats` measures instead the writes only one clone makes for its session
+(section `scale-writes`): each clone has a session of its own and writes for it back to
+back, one process per write, in turn a `lock heartbeat` and a `context log` diary line
+(`--writes mixed`: and a `lock acquire` of a path of its own), for the window.  Reported
+per layout, clone count and kind of write (and all together): confirmed writes per
+second, time to confirm (p50, p90, max), push attempts per write (the clone's sync
+state), worst streak of lost pushes, and writes not confirmed (a heartbeat or diary line
+the remote did not take exits 0 with a "not pushed to" warning: counted as failed).
+Nothing lost: afterwards a fresh clone syncs, and each session's heartbeat must be at
+least its last confirmed one, each confirmed diary line in its session's `context show`,
+each confirmed claim held.  The single branch and, with `--shards N`, a registry
+converted to N lock shards (format 3: heartbeats and diaries on each clone's own ref
+`<branch>-clones/<clone>`) are measured in the same run, each on a remote and clones of
+its own; with `--before SRC` both layouts with the other checkout's package first.
+
 Writes the section between `<!-- scale:start -->` and `<!-- scale:end -->` of
 docs/benchmarks.md (`--section scale-before` kept the single-branch numbers of issue 11).
 """
@@ -37,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -316,14 +333,21 @@ def contended(clones: list[Path], env: dict, rounds: int, tag: str) -> Contended
     return out
 
 
-def remote_locks(root: Path, env: dict) -> dict[str, set[str]]:
-    """path -> owners, as a fresh clone sees the remote after a sync."""
+def fresh_clone(root: Path, env: dict) -> Path:
+    """A new clone of the remote, synced: what anyone else sees of it now."""
     check = root / "verify"
     if check.exists():
         shutil.rmtree(check)
     git(root, env, "clone", "-q", f"git://127.0.0.1:{PROXY_PORT}/remote.git", str(check))
     r = cli(check, env, "sync")
     assert r.returncode == 0, r.stderr
+    return check
+
+
+def remote_locks(root: Path, env: dict, check: Path | None = None) -> dict[str, set[str]]:
+    """path -> owners, as a fresh clone (*check*, or a new one) sees the remote after a
+    sync."""
+    check = check or fresh_clone(root, env)
     r = cli(check, env, "--json", "lock", "list")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -331,6 +355,249 @@ def remote_locks(root: Path, env: dict) -> dict[str, set[str]]:
     for lock in data if isinstance(data, list) else data.get("locks", []):
         held.setdefault(lock["path"], set()).add(lock["owner"])
     return held
+
+
+# -- one-writer writes: heartbeats and diary lines ---------------------------------------
+
+WRITES = {"beats": ("heartbeat", "log"), "mixed": ("heartbeat", "log", "claim")}
+ALL = "all"  # the row of every write of a clone count, whatever its kind
+
+Write = Callable[[Path, str, str], tuple[bool, int, str, str]]
+# clone, session, name -> confirmed, attempts, error, record (what the remote must keep:
+# the heartbeat's time, the diary line's text, the claimed path)
+
+
+def tool_write(env: dict, kind: str) -> Write:
+    """One write as an agent makes it, one process: `lock heartbeat`, `context log` (a
+    diary line, *name* its text) or `lock acquire` (of the path *name*).  A heartbeat or a
+    diary line the remote did not take is kept in the clone and exits 0 with a warning
+    ("not pushed to"): not confirmed (a claim exits 3 instead)."""
+    def write(clone: Path, sid: str, name: str) -> tuple[bool, int, str, str]:
+        args = {"heartbeat": ("lock", "heartbeat", "--session", sid),
+                "log": ("context", "log", sid, name),
+                "claim": ("lock", "acquire", name, "--session", sid)}[kind]
+        r = cli(clone, env, "--json", *args)
+        warned = [line for line in r.stderr.splitlines() if "not pushed to" in line]
+        if r.returncode or warned:
+            error = (warned or r.stderr.strip().splitlines() or [""])[-1]
+            return False, 0, f"exit {r.returncode}: {error}", ""
+        record = json.loads(r.stdout)["heartbeat_at"] if kind == "heartbeat" else name
+        return True, attempts(clone), "", record
+    return write
+
+
+def one_writer(clones: list[Path], env: dict, kinds: tuple[str, ...], window: float,
+               tag: str) -> dict[str, Distinct]:
+    """Each clone writes for its own session back to back for *window* seconds, cycling
+    through *kinds* (a heartbeat, a diary line, a claim of a path of its own), one
+    process per write; per kind (and ALL) what `distinct` reports for claims.  Writes
+    started in the window are all waited for."""
+    out = {kind: Distinct(len(clones), window) for kind in (*kinds, ALL)}
+    writers = {kind: tool_write(env, kind) for kind in kinds}
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(clones) + 1)
+    end = 0.0
+
+    def agent(i: int, clone: Path) -> None:
+        sid, k = sids(len(clones))[i], 0
+        streak, worst = dict.fromkeys(out, 0), dict.fromkeys(out, 0)
+        barrier.wait()
+        while time.monotonic() < end:
+            kind = kinds[k % len(kinds)]
+            name = (f"{tag}/c{i:03d}/f{k:04d}.py" if kind == "claim"
+                    else f"bench {tag} {sid} line {k:04d}")
+            t0 = time.monotonic()
+            ok, n, error, record = writers[kind](clone, sid, name)
+            t1 = time.monotonic()
+            k += 1
+            with lock:
+                for key in (kind, ALL):
+                    d = out[key]
+                    if not ok:
+                        d.failures.append(f"{kind} {name}: {error}")
+                        streak[key] += 1  # not confirmed: every push it tried was lost
+                        continue
+                    streak[key] += n - 1
+                    worst[key], streak[key] = max(worst[key], streak[key]), 0
+                    d.times.append(t1 - t0)
+                    d.tries.append(n)
+                    d.confirmed_in_window += t1 <= end
+                    if key == kind:
+                        d.confirmed.append((sid, record))
+        with lock:
+            for key, d in out.items():
+                d.streaks.append(max(worst[key], streak[key]))
+
+    threads = [threading.Thread(target=agent, args=(i, c)) for i, c in enumerate(clones)]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + window
+    barrier.wait()
+    for t in threads:
+        t.join()
+    return out
+
+
+def writes_lost(root: Path, env: dict, confirmed: dict[str, list[tuple[str, str]]]
+                ) -> dict[str, tuple[int, list[str]]]:
+    """kind -> (how many were checked, what is missing) as a fresh clone of the remote
+    sees it after a sync: every session's heartbeat at least its last confirmed one
+    (checked per session), every confirmed diary line in its session's diary (`context
+    show`), every confirmed claim held by its claimer."""
+    check = fresh_clone(root, env)
+    out: dict[str, tuple[int, list[str]]] = {}
+    if confirmed.get("heartbeat"):
+        last: dict[str, str] = {}
+        for sid, at in confirmed["heartbeat"]:
+            last[sid] = max(last.get(sid, ""), at)
+        r = cli(check, env, "--json", "status", "--all")
+        assert r.returncode == 0, r.stderr
+        beats = {s["id"]: s["heartbeat_at"] or "" for s in json.loads(r.stdout)["sessions"]}
+        out["heartbeat"] = (len(last), [
+            f"{sid}: heartbeat {beats.get(sid) or 'none'} on the remote, {at} confirmed"
+            for sid, at in sorted(last.items()) if beats.get(sid, "") < at])
+    if confirmed.get("log"):
+        lines: dict[str, list[str]] = {}
+        for sid, text in confirmed["log"]:
+            lines.setdefault(sid, []).append(text)
+        missing = []
+        for sid, texts in sorted(lines.items()):
+            r = cli(check, env, "context", "show", sid)
+            diary = r.stdout if r.returncode == 0 else ""
+            missing += [f"{sid}: {text!r}" for text in texts if text not in diary]
+        out["log"] = (len(confirmed["log"]), missing)
+    if confirmed.get("claim"):
+        held = remote_locks(root, env, check)
+        out["claim"] = (len(confirmed["claim"]), [f"{p} by {s}" for s, p in confirmed["claim"]
+                                                  if s not in held.get(p, set())])
+    return out
+
+
+def remote_layout(root: Path, env: dict) -> tuple[int, dict[str, int]]:
+    """The remote registry's layout format (its layout.json; 1 without one) and how many
+    registry refs it has, by kind: the main branch, then each `<branch>-<kind>/*` (shards,
+    clones, intents: helping, messages...)."""
+    bare = root / "remote.git"
+    shown = subprocess.run(["git", "show", f"{BRANCH}:layout.json"], cwd=bare, env=env,
+                           capture_output=True, text=True)
+    fmt = int(json.loads(shown.stdout).get("format", 1)) if shown.returncode == 0 else 1
+    counts: dict[str, int] = {}
+    for ref in git(bare, env, "for-each-ref", "--format=%(refname)", "refs/heads/").split():
+        name = ref[len("refs/heads/"):]
+        if name == BRANCH or name.startswith(BRANCH + "-"):
+            kind = "main" if name == BRANCH else name[len(BRANCH) + 1:].split("/")[0]
+            counts[kind] = counts.get(kind, 0) + 1
+    return fmt, counts
+
+
+@dataclass
+class WritesRun:
+    label: str  # the tool (with --before) and the layout
+    rows: list[tuple[str, Distinct]] = field(default_factory=list)  # (kind, result)
+    checked: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    refs: dict[str, int] = field(default_factory=dict)
+
+
+def writes_row(label: str, kind: str, d: Distinct) -> str:
+    tries = d.tries or [0]
+    return (f"| {label} | {d.clones} | {kind} | {d.confirmed_in_window / d.window:.2f} | "
+            f"{len(d.times)} | {pct(d.times, 0.5):.2f} | {pct(d.times, 0.9):.2f} | "
+            f"{max(d.times, default=float('nan')):.2f} | {statistics.mean(tries):.2f} | "
+            f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} |")
+
+
+def measure_writes(args: argparse.Namespace, tool: str, source: str | None,
+                   shards: int) -> WritesRun:
+    """One-writer writes on a fresh remote of *shards* lock shards (0: the single branch)."""
+    kinds = WRITES[args.writes]
+    with served(args, source, shards) as (root, env, every):
+        fmt, _ = remote_layout(root, env)
+        where = f"{shards} shards, format {fmt}" if shards else f"1 branch, format {fmt}"
+        run = WritesRun(f"{tool}, {where}" if tool else where)
+        confirmed: dict[str, list[tuple[str, str]]] = {kind: [] for kind in kinds}
+        for n in [int(c) for c in args.clones.split(",")]:
+            result = one_writer(every[:n], env, kinds, args.seconds, f"w{n}")
+            for kind in (*kinds, ALL) if len(kinds) > 1 else kinds:
+                run.rows.append((kind, result[kind]))
+                print(writes_row(run.label, kind, result[kind]), flush=True)
+            for kind in kinds:
+                confirmed[kind] += result[kind].confirmed
+        run.checked = writes_lost(root, env, confirmed)
+        _, run.refs = remote_layout(root, env)
+    return run
+
+
+WHAT = {"heartbeat": "heartbeats", "log": "diary lines", "claim": "claims"}
+
+
+def write_writes_report(args: argparse.Namespace, runs: list[WritesRun]) -> None:
+    version = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    kinds = WRITES[args.writes]
+    cycle = ", ".join({"heartbeat": "`lock heartbeat`", "log": "`context log` (a diary line)",
+                       "claim": "`lock acquire` (a path of its own)"}[k] for k in kinds)
+    lines = [
+        "## Scale: one-writer writes (heartbeats, diary lines) through a remote",
+        "",
+        f"`bench/scale_bench.py --writes {args.writes}{' --quick' if args.quick else ''} "
+        f"--clones {args.clones} --rtt-ms {args.rtt_ms:g} --seconds {args.seconds:g}"
+        f"{f' --shards {args.shards}' if args.shards else ''}"
+        f"{' --before <another commit>' if args.before else ''}`, "
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
+        f"(shared with other work), Python {platform.python_version()}, {version}. "
+        f"`git daemon` in a private network namespace behind a delay proxy adding "
+        f"{args.rtt_ms:g} ms round trip. Each clone has a session of its own and writes "
+        f"for it back to back, one process per write, in turn: {cycle}. Each layout is "
+        "measured on a remote and clones of its own, in the same run"
+        + (f" (`agent-registry shard --count {args.shards}` converts the second)"
+           if args.shards else "") + ".",
+        "",
+        f"For {args.seconds:g} s (time to confirm in seconds; attempts = pushes per "
+        "confirmed write, from the clone's sync state; streak = a clone's worst run of lost "
+        "pushes; failed = not confirmed):",
+        "",
+        "| layout | clones | write | confirmed writes/s | writes | p50 s | p90 s | max s | "
+        "attempts mean | attempts max | worst streak | failed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[writes_row(run.label, kind, d) for run in runs for kind, d in run.rows],
+        "",
+        "Nothing lost (a fresh clone of the remote, synced: each session's heartbeat at "
+        "least its last confirmed one, each confirmed diary line in its session's diary "
+        "(`context show`), each confirmed claim held by its claimer):",
+        "",
+    ]
+    for run in runs:
+        refs = ", ".join(f"{n} {what}" for what, n in run.refs.items() if n)
+        parts = []
+        for kind in kinds:
+            total, missing = run.checked.get(kind, (0, []))
+            unit = "sessions' heartbeats" if kind == "heartbeat" else WHAT[kind]
+            parts.append(f"{total - len(missing)} of {total} {unit}")
+        lines.append(f"- {run.label}: " + "; ".join(parts)
+                     + f" (registry refs on the remote at the end: {refs}).")
+        for kind in kinds:
+            for missing in run.checked.get(kind, (0, []))[1][:3]:
+                lines.append(f"  - lost ({WHAT[kind]}): {missing[:200]}")
+    for run in runs:
+        for kind, d in run.rows:
+            if kind == ALL:
+                continue
+            for failure in d.failures[:3]:
+                lines.append(f"- failed ({run.label}, {d.clones} clones): {failure[:200]}")
+    write_section(ROOT / "docs" / "benchmarks.md", "\n".join(lines), name=args.section)
+    print("\n".join(lines))
+
+
+def bench_writes(args: argparse.Namespace) -> None:
+    """--writes: every layout (the single branch, and --shards N) with the tool of this
+    checkout, and first with --before's, each on a remote of its own."""
+    tools = [("before", os.path.abspath(args.before)), ("now", None)] if args.before else \
+        [("", None)]
+    layouts = [0, args.shards] if args.shards else [0]
+    runs = [measure_writes(args, tool, source, shards)
+            for tool, source in tools for shards in layouts]
+    write_writes_report(args, runs)
 
 
 # -- a model of the sharded layout's protocol (git alone) -------------------------------
@@ -456,6 +723,9 @@ def layout(root: Path, env: dict) -> str:
 
 def bench(args: argparse.Namespace) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    if args.writes != "claims":
+        bench_writes(args)
+        return
     # --before: the same measurement, first with another checkout's package, each on a
     # remote and clones of its own
     tools = [("before", os.path.abspath(args.before)), ("now", None)] if args.before else \
@@ -467,9 +737,12 @@ def bench(args: argparse.Namespace) -> None:
     write_report(args, results, rounds, lost, confirmed, where)
 
 
-def measure(args: argparse.Namespace, label: str, source: str | None):
-    """Distinct and contended claims with the tool (the package at *source* when given),
-    on a fresh remote."""
+@contextlib.contextmanager
+def served(args: argparse.Namespace, source: str | None, shards: int, model: int = 0):
+    """A fresh remote (a registry with one session per clone, converted to *shards* lock
+    shards when given; *model* seeds the model's shard refs) served behind the delay
+    proxy, and as many clones of it as the largest count: yields (root, env, clones).
+    The tool is the package at *source* when given."""
     counts = [int(n) for n in args.clones.split(",")]
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
         root = Path(tmp)
@@ -477,38 +750,45 @@ def measure(args: argparse.Namespace, label: str, source: str | None):
         env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
         if source:
             env["PYTHONPATH"] = source  # ahead of the installed package
-        shards = 0 if label == "before" else args.shards  # --before: its own layout
         servers = make_remote(root, env, max(counts), args.rtt_ms, shards)
         try:
-            if args.model:
-                seed_shards(root, env, args.model)
-            every = make_clones(root, env, max(counts))
-            results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
-            claim = (helping_claim(env, args.model, args.helping) if args.helping
-                     else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
-                     if args.model else tool_claim(env))
-            for n in counts:
-                d = distinct(every[:n], claim, args.seconds, f"d{n}")
-                d.label = label
-                results.append(d)
-                confirmed += d.confirmed
-                print(distinct_row(d), flush=True)
-                if n > 1 and args.rounds and not args.model:
-                    c = contended(every[:n], env, args.rounds, f"x{n}")
-                    c.label = label
-                    rounds.append(c)
-                    confirmed += c.winners
-                    print(contended_row(c), flush=True)
-            if args.model:
-                lost = model_lost(root, env, confirmed)
-            else:
-                held = remote_locks(root, env)
-                lost = [(s, p) for s, p in confirmed if s not in held.get(p, set())]
-            where = layout(root, env)
+            if model:
+                seed_shards(root, env, model)
+            yield root, env, make_clones(root, env, max(counts))
         finally:
             for proc in servers:
                 proc.terminate()
                 proc.wait()
+
+
+def measure(args: argparse.Namespace, label: str, source: str | None):
+    """Distinct and contended claims with the tool (the package at *source* when given),
+    on a fresh remote."""
+    counts = [int(n) for n in args.clones.split(",")]
+    shards = 0 if label == "before" else args.shards  # --before: its own layout
+    with served(args, source, shards, args.model) as (root, env, every):
+        results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
+        claim = (helping_claim(env, args.model, args.helping) if args.helping
+                 else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
+                 if args.model else tool_claim(env))
+        for n in counts:
+            d = distinct(every[:n], claim, args.seconds, f"d{n}")
+            d.label = label
+            results.append(d)
+            confirmed += d.confirmed
+            print(distinct_row(d), flush=True)
+            if n > 1 and args.rounds and not args.model:
+                c = contended(every[:n], env, args.rounds, f"x{n}")
+                c.label = label
+                rounds.append(c)
+                confirmed += c.winners
+                print(contended_row(c), flush=True)
+        if args.model:
+            lost = model_lost(root, env, confirmed)
+        else:
+            held = remote_locks(root, env)
+            lost = [(s, p) for s, p in confirmed if s not in held.get(p, set())]
+        where = layout(root, env)
     return results, rounds, lost, len(confirmed), where
 
 
@@ -598,6 +878,11 @@ def main() -> None:
     parser.add_argument("--before", metavar="SRC",
                         help="also measure the tool from another source checkout (its "
                              "package on PYTHONPATH), first, on a remote of its own")
+    parser.add_argument("--writes", choices=("claims", *WRITES), default="claims",
+                        help="beats: each clone writes for its own session, in turn, a "
+                             "heartbeat and a diary line (mixed: and a claim), on the "
+                             "single branch and, with --shards N, on N lock shards, in one "
+                             "run (section scale-writes); claims: the claim modes above")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
     args = parser.parse_args()
     if args.proxy is not None:
@@ -607,8 +892,12 @@ def main() -> None:
         args.clones, args.seconds, args.rounds = "1,16", 20.0, 3
     if args.model and args.section == "scale":
         args.section = "scale-model"
+    if args.writes != "claims" and args.section == "scale":
+        args.section = "scale-writes"
     if args.shards and args.section == "scale":
         args.section = "scale-shards"
+    if args.writes != "claims" and args.model:
+        parser.error("--writes measures the tool: no --model")
     if os.environ.get(INSIDE):
         bench(args)
         return
