@@ -8,7 +8,7 @@ orphan branch of that repository.  The library is the product; the CLI is a thin
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 
 def __getattr__(name: str):

@@ -152,9 +152,10 @@ def test_the_layout_marker_refuses_writers_of_other_formats_in_one_line():
     assert S.layout_of(None) == {"format": 1}
     S.require_writable(None)  # the single branch: this version writes it
     sharded = S.layout_of(S.layout_bytes(16))
-    assert (sharded["format"], sharded["shards"], sharded["requires"]) == (2, 16, S.REQUIRES)
-    S.require_writable(S.layout_bytes(16))  # lock shards: this version writes them too
-    assert S.WRITES == (1, 2)
+    assert (sharded["format"], sharded["shards"], sharded["requires"]) == (3, 16, S.REQUIRES)
+    S.require_writable(S.layout_bytes(16))  # lock shards and clone refs: written too
+    S.require_writable(json.dumps({"format": 2, "shards": 16}).encode())  # and format 2
+    assert S.WRITES == (1, 2, 3)
     newer = json.dumps({"format": 7, "shards": 64, "requires": "9.1"}).encode()
     with pytest.raises(S.NewerFormat) as info:
         S.require_writable(newer)

@@ -14,6 +14,7 @@ import json
 import re
 
 from ..store.shipped import read_text
+from .clones import has_clones
 from .records import iso, parse_iso
 from .staleness import CLOCK_SKEW, DEFAULT_TTL, age, session_stale_reason, stale_reason
 from .view import View
@@ -127,8 +128,9 @@ def lock_shards(view: View) -> int | None:
     return count if isinstance(count, int) and count >= 1 else None
 
 
-def shard_note(branch: str | None, count: int) -> str:
-    """The Locks section of a main branch whose locks live on *count* shard branches."""
+def shard_note(branch: str | None, count: int, cloned: bool = False) -> str:
+    """The Locks section of a main branch whose locks live on *count* shard branches
+    (and, *cloned*, whose heartbeats and diaries live on the clone branches)."""
     last = f"{count - 1:02d}"
     # a branch name is letters, digits and ._/- (core/registry.py): literal in a code span
     names = (f"`{branch}-shards/00` … `{branch}-shards/{last}`" if branch else
@@ -136,7 +138,12 @@ def shard_note(branch: str | None, count: int) -> str:
     return (f"The locks are not on this branch: this registry keeps them on its {count} lock "
             f"shard branches, {names}, split by path. Each shard branch renders its own "
             "registry.md with the locks it records and the sessions holding them; "
-            "`agent-registry lock list` shows them all.")
+            "`agent-registry lock list` shows them all." + (
+                " Heartbeats and diaries are not on this branch either: each clone writes "
+                "its own sessions' to " + (f"`{branch}-clones/<clone>`" if branch else
+                                           "a branch named after this one with `-clones/<clone>`")
+                + ", so the Heartbeat column above is as of this commit; "
+                "`agent-registry status` shows the newest." if cloned else ""))
 
 
 def registry_md(view: View, at: float, operation: str, branch: str | None = None) -> bytes:
@@ -180,7 +187,7 @@ def registry_md(view: View, at: float, operation: str, branch: str | None = None
                        session_rows) + more(len(session_rows), len(sessions), "agent-registry status"),
         locks=table(["Path", "Session", "State"], lock_rows)
         + more(len(lock_rows), held, "agent-registry lock list") if shards is None
-        else shard_note(branch, shards),
+        else shard_note(branch, shards, has_clones(view)),
         ended=table(["Session", "Provider", "Working on", "Status", "Ended"], ended))
     return text.encode()
 

@@ -31,9 +31,11 @@ from ..errors import RegistryError
 from .records import (LIVE, Holder, Lock, Session, UnreadableRecord, dump_session, iso,
                       load_session)
 
-FORMAT = 2  # the sharded layout; 1 is the single branch (no marker)
-WRITES = (1, 2)  # the formats this version writes: the single branch and lock shards
-REQUIRES = "0.2.0"  # the first agent-registry release that reads and writes FORMAT
+FORMAT = 3  # lock shards and clone refs; 1 is the single branch (no marker)
+# the formats this version writes: the single branch, lock shards (2: heartbeats and
+# diaries still on the main branch), and lock shards with clone refs (3: branch/clones.py)
+WRITES = (1, 2, 3)
+REQUIRES = "0.3.0"  # the first agent-registry release that reads and writes FORMAT
 LAYOUT = "layout.json"  # the marker, on the main branch
 KEY_DEPTH = 2
 DEFAULT_COUNT = 16  # a broad lock writes every shard, one push each: keep them few

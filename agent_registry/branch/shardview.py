@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..errors import RegistryError
 from ..store.git import Repo
 from . import shards as S
+from .clones import CONTEXTS, Clones, MainView
 from .paths import overlaps, record_name
 from .records import LIVE, Lock, Session, UnreadableRecord, parse_iso
 from .view import LIVE_DIR, PATTERNS_DIR, View, parse_lock
@@ -32,6 +33,8 @@ class ShardView(View):
         self.mains = mains
         if warnings is not None:
             self.warnings = warnings  # the whole view's: reported once, wherever met
+        for main in mains:  # what the sessions' records and beats said, reported with ours
+            main.warnings = self.warnings
 
     # -- sessions: read from the main branch, held lists from this shard --------------
     def held(self, sid: str) -> tuple[list[str], str] | None:
@@ -127,9 +130,10 @@ class WholeView(View):
     ``git fetch`` brings another clone's sessions and shards together)."""
 
     def __init__(self, repo: Repo, tip: str | None, shard_tips: list[str | None],
-                 tracking: str | None = None) -> None:
+                 tracking: str | None = None, clones: Clones | None = None) -> None:
         super().__init__(repo, tip)
-        self.mains = [View(repo, t) for t in dict.fromkeys((tracking, tip)) if t]
+        self.mains: list[View] = [MainView(repo, t, clones) if clones else View(repo, t)
+                                  for t in dict.fromkeys((tracking, tip)) if t]
         for main in self.mains:
             main.warnings = self.warnings
         self.shards = [ShardView(repo, t, self.mains, self.warnings) for t in shard_tips]
@@ -153,6 +157,11 @@ class WholeView(View):
 
     def done_session(self, sid: str) -> Session | None:
         return next((found for main in self.mains if (found := main.done_session(sid))), None)
+
+    def read(self, path: str) -> bytes | None:
+        if path.startswith(CONTEXTS) and self.mains:  # a diary: with what clone refs added
+            return self.mains[-1].read(path)
+        return super().read(path)
 
     def shard_of(self, target: str) -> ShardView:
         return self.shards[S.lock_shards(target, len(self.shards))[0]]
@@ -242,4 +251,4 @@ def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,
             raise RegistryError(f"{name} is missing here ({S.LAYOUT} names "
                                 f"{count} lock shards): run `agent-registry sync`")
     main = repo.read_ref(f"refs/remotes/{remote}/{branch}") if remote else None
-    return WholeView(repo, tip, tips, main)
+    return WholeView(repo, tip, tips, main, Clones(repo, branch, remote))

@@ -297,7 +297,8 @@ def finish(out: Output, sid, notify_executed) -> None:
 
 @cli.group()
 def context() -> None:
-    """The session diary (contexts/<sid>.md on the branch)."""
+    """The session diary (contexts/<sid>.md on the branch, or on this clone's own branch
+    in the lock-shard layout)."""
 
 
 @context.command("log")
@@ -524,9 +525,10 @@ def lock_heartbeat(out: Output, args, sid) -> None:
     session holds each of them."""
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
     result = out.registry.heartbeat(resolve_session(sid), paths)
+    unpushed = dict(out.registry.unpushed)  # before the rooms' mirror writes elsewhere
     from ..sync.rooms import mirror
     mirror(out.registry, result["session"], "heartbeat")
-    out.emit(result, f"heartbeat {result['session']} ({result['locks']} lock(s))")
+    out.emit({**result, **unpushed}, f"heartbeat {result['session']} ({result['locks']} lock(s))")
 
 
 @lock.command("heartbeat-loop")

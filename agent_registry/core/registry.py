@@ -30,6 +30,8 @@ from ..store.git import CasFailed, Repo, branch_name, discover, read_config, rem
 from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
 from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso,
                               load_session, parse_iso, select_sessions, status_named)
+from ..branch.clones import Clones, MainView
+from ..branch.clones import fetch_refspec as clones_refspec
 from ..branch.render import branch_readme, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
@@ -90,6 +92,7 @@ def file_lock(path: str, on_wait: Callable[[], None] | None = None) -> Iterator[
 
 class Registry:
     is_shard = False  # the registry of one lock shard (core/sharded.py)
+    is_clone = False  # the registry of this clone's own ref (core/cloned.py)
 
     def __init__(self, repo: Repo, *, branch: str | None = None,
                  clock: Callable[[], float] = time.time, host: str | None = None,
@@ -140,7 +143,8 @@ class Registry:
         """What a fetch of this branch brings along: its lock shards, so a read after a
         sync sees other clones' claims (a shard's fetch brings the main branch instead)."""
         shards = f"{self.branch}-shards/*"
-        return (f"+refs/heads/{shards}:refs/remotes/{self.remote}/{shards}",)
+        return (f"+refs/heads/{shards}:refs/remotes/{self.remote}/{shards}",
+                clones_refspec(self.remote, self.branch))
 
     def tip(self) -> str | None:
         """The local branch tip; a clone that never had the branch starts from what it
@@ -153,9 +157,9 @@ class Registry:
     def view(self) -> View:
         """A read-only snapshot of the branch tip (with the lock shards overlaid, in the
         sharded layout)."""
-        if not self.is_shard:
+        if not (self.is_shard or self.is_clone):
             marker = sharded.layout(self)
-            if marker["format"] == 2:
+            if marker["format"] >= 2:
                 return sharded.whole_view(self, sharded.count_of(marker))
         return self.view_at(self.tip())
 
@@ -166,15 +170,16 @@ class Registry:
         return False
 
     def view_at(self, tip: str | None) -> View:
-        """The view an operation is decided on, at commit *tip* of this branch."""
-        return View(self.repo, tip)
+        """The view an operation is decided on, at commit *tip* of this branch (with the
+        clone refs' heartbeats and diaries overlaid, in layout format 3)."""
+        return MainView(self.repo, tip, Clones(self.repo, self.branch, self.remote))
 
     def apply(self, op: dict) -> dict:
         """Apply one operation and commit it; returns its result.  With a remote, the
         operation is also confirmed by a push (the remote committer).  In the sharded
         layout a lock operation goes to the shards of its targets (core/sharded.py)."""
         self._handler(op)  # an unknown operation fails before anything happens
-        if op["op"] in sharded.ROUTED and not self.is_shard:
+        if op["op"] in sharded.ROUTED and not (self.is_shard or self.is_clone):
             return sharded.route(self, op)
         return self.apply_main(op)
 
@@ -188,7 +193,7 @@ class Registry:
                 return self.apply_locally(op)
         except Refused as exc:  # converted by another clone since we decided: go there
             if not exc.details.get("resharded") or op["op"] not in sharded.LOCK_OPS \
-                    or self.is_shard:
+                    or self.is_shard or self.is_clone:
                 raise
             # a new id: the refusal of this one is on record (sync.json), and the
             # shards' sync would find it and report it as theirs
@@ -235,7 +240,8 @@ class Registry:
         # the version to install, before deciding anything on it
         marker = view.read(LAYOUT)
         require_writable(marker)
-        if marker is not None and op["op"] in sharded.LOCK_OPS and not self.is_shard:
+        if marker is not None and op["op"] in sharded.LOCK_OPS \
+                and not (self.is_shard or self.is_clone):
             raise sharded.Resharded(f"the registry was split into lock shards before this "
                                     f"{op['op']} reached the remote: run it again")
         check_shape(op)  # also a replayed operation, read back from a commit

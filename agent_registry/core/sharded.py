@@ -13,18 +13,21 @@ from __future__ import annotations
 
 from ..branch import paths as P
 from ..branch import shards as S
+from ..branch.clones import fetch_refspec as clones_refspec
 from ..branch.render import fill, registry_md
 from ..branch.shardview import ShardView, WholeView, open_whole
 from ..branch.view import View
 from ..errors import NotFound, Refused, Unconfirmed
+from .cloned import clone_registry, main_views
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .registry import Registry
 
-# what a shard records and decides; a session's own operations stay on the main branch
+# what a shard records and decides; in format 3 heartbeats and diary lines go to the
+# clone's own ref (core/cloned.py); a session's other operations stay on the main branch
 LOCK_OPS = ("claim", "release", "force-release")
-ROUTED = LOCK_OPS + ("heartbeat", "finish", "end", "cleanup")
+ROUTED = LOCK_OPS + ("heartbeat", "context-log", "finish", "end", "cleanup")
 _CLASSES: dict[type, type] = {}
 
 
@@ -84,18 +87,10 @@ def shards_of(registry: Registry) -> list[Registry]:
     """The registries of *registry*'s lock shards, in order; none in the single-branch
     layout (what `sync`, `gc` and `status` go over besides the main branch)."""
     marker = layout(registry)
-    if marker["format"] == 1 or registry.is_shard:
+    if marker["format"] == 1 or registry.is_shard or registry.is_clone:
         return []
     count = count_of(marker)
     return [shard_registry(registry, index, count) for index in range(count)]
-
-
-def main_views(registry: Registry) -> list[View]:
-    """The main branch as a shard reads it: the remote's copy (fresh from the fetch that
-    brought the shard) and this clone's (its own sessions not yet pushed)."""
-    tips = [registry.repo.read_ref(registry.tracking_ref) if registry.tracking_ref else None,
-            registry.repo.read_ref(registry.ref)]
-    return [View(registry.repo, tip) for tip in dict.fromkeys(t for t in tips if t)]
 
 
 def _view_at(shard: Registry, tip: str | None) -> View:
@@ -120,7 +115,8 @@ def _fetch_also(shard: Registry) -> tuple[str, ...]:
     """A shard's fetch brings the main branch with it (one connection): the sessions a
     claim judges its holders by are no older than the shard it decides on."""
     main = shard.main
-    return (f"+{main.ref}:{main.tracking_ref}",) if main.tracking_ref else ()
+    return (f"+{main.ref}:{main.tracking_ref}", clones_refspec(main.remote, main.branch)) \
+        if main.tracking_ref else ()
 
 
 def _pages(shard: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
@@ -145,12 +141,15 @@ def whole_view(registry: Registry, count: int) -> WholeView:
 
 def route(registry: Registry, op: dict) -> dict:
     """Apply *op* where the layout puts it (the main registry calls this for ROUTED)."""
+    registry.unpushed = {}  # what this operation's refs say, not an earlier operation's
     marker = layout(registry)
-    if marker["format"] == 1:
+    if marker["format"] == 1 or (op["op"] == "context-log" and marker["format"] < 3):
         return registry.apply_main(op)
     count = count_of(marker)
     if op["op"] == "heartbeat":
-        return _heartbeat(registry, op, count)
+        return _heartbeat(registry, op, count, marker["format"] >= 3)
+    if op["op"] == "context-log":
+        return _on_clone(registry, op)
     if op["op"] == "cleanup":
         return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
     if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
@@ -235,9 +234,10 @@ def _merge(op: dict, results: list[dict]) -> dict:
                                                 if t in per_target]}
 
 
-def _heartbeat(registry: Registry, op: dict, count: int) -> dict:
-    """A heartbeat writes the session's record on the main branch; the paths it names
-    are checked against what the session holds in the shards."""
+def _heartbeat(registry: Registry, op: dict, count: int, cloned: bool) -> dict:
+    """A heartbeat writes the session's beat on this clone's ref (*cloned*, format 3) or
+    its record on the main branch (format 2); the paths it names are checked against
+    what the session holds in the shards."""
     session = whole_view(registry, count).session(op["session"], strict=False)
     held = session.locks if session else []
     if op.get("paths"):
@@ -247,9 +247,17 @@ def _heartbeat(registry: Registry, op: dict, count: int) -> dict:
             raise NotFound(f"{op['session']} holds no lock on {', '.join(missing)}",
                            details={"paths": missing})
         op = {k: v for k, v in op.items() if k != "paths"}
-    result = registry.apply_main(op)
+    result = _on_clone(registry, op) if cloned else registry.apply_main(op)
     result["locks"] = len(held)
     return result
+
+
+def _on_clone(registry: Registry, op: dict) -> dict:
+    clone = clone_registry(registry)
+    try:
+        return clone.apply(op)
+    finally:
+        _carry(registry, clone)
 
 
 def _renewals(view: WholeView) -> dict[str, dict]:

@@ -257,6 +257,28 @@ class Repo:
             pass
         return None
 
+    def refs_in(self, folder: str) -> dict[str, str]:
+        """Ref -> commit of the refs directly in *folder* (``refs/heads/x-clones/``: not
+        those in folders below it), read as read_ref reads one, with no process: loose
+        files first, then packed-refs."""
+        found: dict[str, str] = {}
+        try:
+            with open(os.path.join(self.info.common_dir, "packed-refs")) as packed:
+                for line in packed:
+                    oid, _, ref = line.rstrip("\n").partition(" ")
+                    if ref.startswith(folder) and "/" not in ref[len(folder):]:
+                        found[ref] = oid
+        except FileNotFoundError:
+            pass
+        try:
+            names = os.listdir(os.path.join(self.info.common_dir, folder))
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        for name in names:
+            if not name.endswith(".lock") and (oid := self.read_ref(folder + name)):
+                found[folder + name] = oid
+        return found
+
     def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> None:
         """Compare-and-swap: move *ref* to *new* only if it still points at *old*."""
         for attempt in range(2):
