@@ -1,8 +1,10 @@
 """A registry in a layout a tool does not write (issue 11, docs/design.md "Past one ref").
 
-- This version writes layout formats 1 and 2 (shards.WRITES); meeting a `layout.json` of a
-  format it does not write (here a hand-written format 3), it refuses every write (and gc)
-  in one line naming the version to install: it would write where no newer tool reads.
+- This version writes layout formats 1, 2 and 3 (shards.WRITES); meeting a `layout.json`
+  of a format it does not write (here a hand-written format 4), it refuses every write
+  (and gc, and shard, also when git config asks for shards) in one line naming the
+  version to install: it would write where no newer tool reads.  A 0.2 tool (WRITES 1
+  and 2) meets a registry upgraded to format 3 the same way, naming 0.3.0.
 - A tool older than that check reads the main branch alone, where the live sessions and
   locks no longer are; the fence the conversion leaves there (shards.fence_files) makes its
   claims, `lock check` and pre-commit hook refuse, in one line naming the version, instead
@@ -11,14 +13,16 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
+import pytest
 from helpers import git
 
 from agent_registry import Registry
 from agent_registry.branch import shards as S
 
 INSTALL = f"install agent-registry >= {S.REQUIRES}"
-NEWER = b'{"format": 3, "shards": 64, "key_depth": 2, "requires": "9.9.9"}\n'
+NEWER = b'{"format": 4, "shards": 64, "key_depth": 2, "requires": "9.9.9"}\n'
 
 
 def convert(registry: Registry, *, marker: bytes | None) -> str:
@@ -41,9 +45,13 @@ def one_line(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_this_version_refuses_to_write_a_format_it_does_not_write(repo, registry, run):
+@pytest.mark.parametrize("configured", [False, True], ids=["plain", "config-shards"])
+def test_this_version_refuses_to_write_a_format_it_does_not_write(repo, registry, run,
+                                                                 configured):
     assert run("register", "old-1", "--provider", "test", "--working-on", "x").returncode == 0
     tip = convert(registry, marker=NEWER)
+    if configured:  # asking for shards neither converts nor upgrades it
+        git(repo, "config", "agent-registry.shards", "4")
     for args in (["register", "old-2", "--provider", "test"],
                  ["lock", "acquire", "src/auth.py", "--session", "old-1"],
                  ["lock", "heartbeat", "--session", "old-1"],
@@ -52,7 +60,7 @@ def test_this_version_refuses_to_write_a_format_it_does_not_write(repo, registry
         proc = run(*args)
         assert proc.returncode == 1, args
         assert "install agent-registry >= 9.9.9" in one_line(proc), args
-        assert "layout format 3" in one_line(proc), args
+        assert "layout format 4" in one_line(proc), args
     proc = run("gc", "--keep-days", "0")
     assert proc.returncode == 1 and "install agent-registry >= 9.9.9" in one_line(proc)
     proc = run("shard")
@@ -91,3 +99,35 @@ def test_the_fence_outlives_cleanup_and_time(repo, registry, clock):
     check = registry.check(["src/auth.py"], "old-2")
     assert check[0]["state"] == "locked" and check[0]["owner"] == S.FENCE_SESSION
 
+
+
+# A 0.2 tool: this code as 0.2 had it, writing layout formats 1 and 2 only.
+OLD_TOOL = """
+import sys
+from agent_registry.branch import shards
+shards.WRITES = (1, 2)
+from agent_registry.cli.fast import run
+run()
+"""
+
+
+def test_a_0_2_tool_refuses_a_registry_upgraded_to_format_3(repo, run):
+    from test_scale_convert import format_2
+
+    def old_tool(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", OLD_TOOL, *args], cwd=repo,
+                              capture_output=True, text=True, timeout=120)
+
+    format_2(run, repo)
+    assert old_tool("register", "old-6", "--provider", "test").returncode == 0  # format 2: fine
+    assert run("shard").returncode == 0  # upgraded to format 3
+    tip = git(repo, "rev-parse", "refs/heads/agent-registry").strip()
+    for args in (["register", "old-7", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "--session", "old-6"],
+                 ["lock", "heartbeat", "--session", "old-6"],
+                 ["context", "log", "old-6", "a line"]):
+        proc = old_tool(*args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        line = one_line(proc)
+        assert "layout format 3" in line and "install agent-registry >= 0.3.0" in line, args
+    assert git(repo, "rev-parse", "refs/heads/agent-registry").strip() == tip

@@ -11,7 +11,8 @@ class Registry(CoreRegistry):
     committer, which sync.remote hands to the core on import; a registry without a
     remote never pays for importing it.  When ``git config agent-registry.shards N``
     asks for lock shards, the first operation of a process converts a single-branch
-    registry first (sync/convert.py); without it nothing is read."""
+    registry, or upgrades lock shards of layout format 2 to 3, first (sync/convert.py;
+    never from a shard's or a clone ref's registry); without it nothing is read."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

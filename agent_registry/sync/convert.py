@@ -1,9 +1,13 @@
-"""Converting a single-branch registry (layout format 1) to lock shards (format 2): the
-main branch keeps everything but the lock records, which move to the shard branches
-``<branch>-shards/NN`` with each live session's held list (``branch/shards.py``,
-``split``; docs/shards.md).
+"""Converting a single-branch registry (layout format 1) to lock shards (layout format
+``shards.FORMAT``, 3): the main branch keeps everything but the lock records, which move to
+the shard branches ``<branch>-shards/NN`` with each live session's held list
+(``branch/shards.py``, ``split``; docs/shards.md).  A registry in lock shards without
+clone refs (format 2, made by 0.2) is upgraded instead: one main-branch commit rewrites
+``layout.json`` (format 3, the same shards and key depth) and the fence's text; no lock
+or shard moves, and heartbeats and diary lines go to clone refs from then on.
 
-Converting is a function of the main tip it starts from, so it is idempotent:
+Converting (and upgrading) is a function of the main tip it starts from, so it is
+idempotent:
 
 - Locally (no remote), under the clone's flock: the shard refs are written first (root
   commits, one per shard, even an empty one, so every ref exists), then the main branch
@@ -18,23 +22,30 @@ Converting is a function of the main tip it starts from, so it is idempotent:
   fetches, finds ``layout.json`` and adopts the winner's refs.  Local refs move only
   after the push landed, so a crash before that leaves a remote the next run adopts.
 
-The commits record the operation ``convert`` in their trailers (branch/trailers.py):
-no handler applies it, so a replay would carry its changes over as they are.
+The upgrade goes the same ways with no shard ref: locally a compare-and-swap of the
+main branch under the flock; with a remote, after a sync, a fast-forward push of the
+main branch alone (two clones upgrading at once: one lands, the other adopts it).
+
+The commits record the operation ``convert`` in their trailers (branch/trailers.py;
+an upgrade's says ``"from_format": 2``): no handler applies it, so a replay would carry
+its changes over as they are.
 
 ``git config agent-registry.shards N`` makes any operation of this version convert a
-format-1 registry before it is applied (sync.Registry.apply): once per process.
+format-1 registry, or upgrade a format-2 one, before it is applied
+(sync.Registry.apply): once per process.
 """
 from __future__ import annotations
 
+import json
 import os
 
 from ..branch import shards as S
-from ..branch.records import iso
+from ..branch.records import UnreadableRecord, dump_session, iso, load_session
 from ..branch.shardview import ShardView
 from ..branch.trailers import trailers
 from ..branch.view import View
 from ..core.registry import Registry, file_lock
-from ..core.sharded import shard_pages
+from ..core.sharded import count_of, shard_pages
 from ..errors import BadInput, NotFound, RegistryError
 from ..store.git import CasFailed
 
@@ -63,11 +74,15 @@ def configured(registry: Registry) -> int | None:
 
 
 def auto_convert(registry: Registry) -> list[str]:
-    """Before an operation: convert a format-1 registry when git config asks for shards
-    (once per process and branch; one read of ``layout.json`` when there is nothing to
-    do).  A registry that has no branch yet is left to its first operation.  Returns the
-    warnings for the operation's caller: a remote that cannot be used leaves the
-    registry in one branch, converted by a later operation."""
+    """Before an operation: convert a format-1 registry, or upgrade a format-2 one, when
+    git config asks for shards (once per process and branch; one read of ``layout.json``
+    when there is nothing to do).  A registry that has no branch yet is left to its first
+    operation.  Returns the warnings for the operation's caller: a remote that cannot be
+    used leaves the registry as it is (one branch, or format 2), converted or upgraded by
+    a later operation.  Only the main branch converts: a registry of this class on a
+    shard or on this clone's own ref (core/cloned.py) has no ``layout.json`` of its own."""
+    if registry.is_shard or getattr(registry, "is_clone", False):
+        return []
     count = configured(registry)
     key = (registry.repo.info.common_dir, registry.branch)
     if count is None or key in _CHECKED:
@@ -76,21 +91,36 @@ def auto_convert(registry: Registry) -> list[str]:
     if tip is None:
         return []
     _CHECKED.add(key)
-    if registry.repo.read_blob(f"{tip}:{S.LAYOUT}") is not None:
-        return []  # sharded already (or a format convert() refuses: the operation will)
+    raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
+    if raw is not None and not _upgradable(raw):
+        return []  # format 3 already (or a format convert() refuses: the operation will)
     try:
         convert(registry, count)
-    except RemoteUnusable as exc:  # offline: work goes on in one branch, converted later
+    except RemoteUnusable as exc:  # offline: work goes on as it is, converted later
         _CHECKED.discard(key)
-        return [f"not converted to lock shards: {exc.message}; the next operation tries again"]
+        what = "converted to lock shards" if raw is None else \
+            f"upgraded to layout format {S.FORMAT}"
+        return [f"not {what}: {exc.message}; the next operation tries again"]
     return []
+
+
+def _upgradable(raw: bytes) -> bool:
+    """Whether the marker *raw* names lock shards of a format older than FORMAT that this
+    version writes (2: no clone refs): what an upgrade rewrites."""
+    try:
+        found = S.layout_of(raw)["format"]
+    except S.NewerFormat:
+        return False
+    return found in S.WRITES and 1 < found < S.FORMAT
 
 
 def convert(registry: Registry, count: int | None = None) -> dict:
     """Convert *registry*'s branch to *count* lock shards (default: git config, else
-    shards.DEFAULT_COUNT).  ``converted`` False when it is sharded already (``by``:
-    "another clone" when one converted it while this one tried).  A layout this version
-    does not write refuses (shards.NewerFormat, exit 1)."""
+    shards.DEFAULT_COUNT), or upgrade lock shards of format 2 to format 3 (keeping their
+    count).  ``converted`` / ``upgraded`` say which this call did; both False when the
+    registry is in format 3 already (``by``: "another clone" when one converted or
+    upgraded it while this one tried).  A layout this version does not write refuses
+    (shards.NewerFormat, exit 1)."""
     count = shard_count(count) if count is not None else configured(registry) or S.DEFAULT_COUNT
     if registry.remote:
         return _convert_remote(registry, count)
@@ -98,10 +128,10 @@ def convert(registry: Registry, count: int | None = None) -> dict:
     with file_lock(registry.lock_file):
         for _ in range(ATTEMPTS):
             tip = registry.repo.read_ref(registry.ref)
-            done = _sharded(registry, tip)
-            if done is not None:
-                return done
-            built = _build(registry, tip, count)  # type: ignore[arg-type]
+            layout = _layout_at(registry, tip)
+            if layout["format"] == S.FORMAT:
+                return _already(registry, tip, layout)
+            built = _build_for(registry, tip, layout, count)  # type: ignore[arg-type]
             for index, commit in enumerate(built["shards"]):
                 ref = S.shard_ref(registry.branch, index)
                 registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
@@ -112,7 +142,7 @@ def convert(registry: Registry, count: int | None = None) -> dict:
             except CasFailed as exc:  # moved by hand meanwhile: build again
                 error = str(exc)
                 continue
-            return _result(registry, built, count)
+            return _result(registry, built)
     raise RegistryError(f"could not move {registry.ref} after {ATTEMPTS} attempts: {error}")
 
 
@@ -132,20 +162,29 @@ def tree_files(registry: Registry, tip: str) -> dict[str, bytes]:
     return {path: data or b"" for (path, _), data in zip(entries, blobs)}
 
 
-def _sharded(registry: Registry, tip: str | None) -> dict | None:
-    """The no-op result when *tip* is sharded already; None for a format-1 tip.  Raises
-    for no branch, or a layout this version does not write."""
+def _layout_at(registry: Registry, tip: str | None) -> dict:
+    """The layout of the main commit *tip* (``{"format": 1}``: one branch).  Raises for
+    no branch, or a layout this version does not write."""
     if tip is None:
         raise NotFound(f"no registry branch {registry.branch} to convert: "
                        "run `agent-registry init` first")
     raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
     S.require_writable(raw)
-    layout = S.layout_of(raw)
-    if layout["format"] == 1:
-        return None
+    return S.layout_of(raw)
+
+
+def _already(registry: Registry, tip: str, layout: dict) -> dict:
+    """The no-op result: *tip* is in format FORMAT already."""
     return {"branch": registry.branch, "format": layout["format"],
-            "shards": layout.get("shards"), "converted": False, "tip": tip,
-            "moved": {"locks": 0, "held": 0, "sessions": 0}}
+            "shards": layout.get("shards"), "converted": False, "upgraded": False,
+            "tip": tip, "moved": {"locks": 0, "held": 0, "sessions": 0}}
+
+
+def _build_for(registry: Registry, tip: str, layout: dict, count: int) -> dict:
+    """What the registry at *tip* needs: a conversion (format 1) or an upgrade."""
+    if layout["format"] == 1:
+        return _build(registry, tip, count)
+    return _build_upgrade(registry, tip, layout)
 
 
 def _build(registry: Registry, tip: str, count: int) -> dict:
@@ -185,13 +224,50 @@ def _build(registry: Registry, tip: str, count: int) -> dict:
         tree = repo.edit_tree(None, {**part, **pages})
         shards.append(repo.commit_tree(tree, [], f"{shard_subject}\n\n" + trailers(
             {**op, "shard": index}), AUTHOR, int(at)))
-    return {"main": main, "shards": shards,
+    return {"main": main, "shards": shards, "count": count, "upgraded": False,
             "moved": {"locks": len(records), "held": held, "sessions": emptied}}
 
 
-def _result(registry: Registry, built: dict, count: int) -> dict:
-    return {"branch": registry.branch, "format": S.FORMAT, "shards": count,
-            "converted": True, "tip": built["main"], "moved": built["moved"]}
+def _build_upgrade(registry: Registry, tip: str, layout: dict) -> dict:
+    """The main commit (parent *tip*, lock shards of an older format) that says format
+    FORMAT: ``layout.json`` (the same shard count and key depth, REQUIRES) and the fence's
+    "working on" (the version a tool older than the layout check must install).  Written
+    as an object; no ref moves, and no lock record, held list or shard changes."""
+    repo, at = registry.repo, registry.clock()
+    count = count_of(layout)
+    view = View(repo, tip)
+    marker = {**layout, "format": S.FORMAT, "requires": S.REQUIRES}
+    view.write(S.LAYOUT, (json.dumps(marker, indent=1) + "\n").encode())
+    for path, data in S.fence_files(at).items():
+        old = view.read(path)
+        if old is not None and not path.endswith(".yaml"):
+            continue  # the fence's lock record: as it was
+        if old is not None:
+            try:
+                session = load_session(old)
+            except UnreadableRecord:
+                pass  # written anew: the fence must stand
+            else:
+                session.working_on, session.ai_version = S.FENCE_TEXT, S.REQUIRES
+                data = dump_session(session, old)
+        view.write(path, data)
+    subject = f"upgrade to layout format {S.FORMAT}: heartbeats and diary lines on clone refs"
+    for path, data in registry.pages(view, at, subject).items():
+        view.write(path, data)
+    op = {"op": CONVERT_OP, "at": at, "id": os.urandom(8).hex(), "format": S.FORMAT,
+          "from_format": layout["format"], "shards": count, "from": tip}
+    note = (f"{S.LAYOUT} says format {S.FORMAT} (requires {S.REQUIRES}) and the fence names "
+            f"that version; the {count} lock shards stay as they are.")
+    main = repo.commit_tree(repo.edit_tree(view.tree, view.writes), [tip],
+                            f"{subject}\n\n{note}\n\n" + trailers(op), AUTHOR, int(at))
+    return {"main": main, "shards": [], "count": count, "upgraded": True,
+            "moved": {"locks": 0, "held": 0, "sessions": 0}}
+
+
+def _result(registry: Registry, built: dict) -> dict:
+    return {"branch": registry.branch, "format": S.FORMAT, "shards": built["count"],
+            "converted": not built["upgraded"], "upgraded": built["upgraded"],
+            "tip": built["main"], "moved": built["moved"]}
 
 
 # -- with a remote ---------------------------------------------------------------------
@@ -234,7 +310,7 @@ def _convert_remote(registry: Registry, count: int) -> dict:
     from ..errors import Unconfirmed
     lost = False
     for _ in range(ATTEMPTS):
-        try:  # this clone's pending operations first: they are decided on format 1
+        try:  # this clone's pending operations first: they are decided on the old format
             report = sync(registry)
         except Unconfirmed as exc:
             raise RemoteUnusable(f"{exc.message}; nothing was converted") from None
@@ -244,15 +320,16 @@ def _convert_remote(registry: Registry, count: int) -> dict:
         remote = _fetch_all(registry)
         with file_lock(registry.lock_file):
             local = registry.repo.read_ref(registry.ref)
-            done = _sharded(registry, remote or local)
-            if done is not None:
-                _adopt(registry, done.get("shards") or 0, remote)
-                return {**done, **({"by": "another clone"} if lost else {})}
+            layout = _layout_at(registry, remote or local)
+            if layout["format"] == S.FORMAT:
+                _adopt(registry, layout.get("shards") or 0, remote)
+                return {**_already(registry, remote or local, layout),  # type: ignore[arg-type]
+                        **({"by": "another clone"} if lost else {})}
             if remote is None:
                 continue  # the branch is only here: the next sync pushes it
             if local not in (None, remote) and own_commits(registry, remote, local):
                 continue  # an operation of this clone committed since the sync: push it first
-            built = _build(registry, remote, count)
+            built = _build_for(registry, remote, layout, count)
             refs = [f"{built['main']}:{registry.ref}"] + [
                 f"{commit}:{S.shard_ref(registry.branch, i)}"
                 for i, commit in enumerate(built["shards"])]
@@ -270,18 +347,19 @@ def _convert_remote(registry: Registry, count: int) -> dict:
                 registry.repo.git("update-ref", _tracking(registry, index), commit)
             registry.repo.git("update-ref", registry.tracking_ref, built["main"])
             # nothing of this clone's own is on it (checked above): what it carried for
-            # other clones was based on format 1, and their clones replay it themselves
+            # other clones was based on the old format, and their clones replay it themselves
             registry.repo.update_ref(registry.ref, built["main"], local,
                                      f"agent-registry: convert to layout format {S.FORMAT}")
             confirm(registry, built["main"], last_success=iso(registry.clock()),
                     last_error=None, last_error_kind=None)
-            return _result(registry, built, count)
+            return _result(registry, built)
     raise RegistryError(f"could not convert: the remote kept moving ({ATTEMPTS} attempts); "
                         "run `agent-registry shard` again")
 
 
 def _push_atomic(registry: Registry, refspecs: list[str]) -> bool:
-    """Push every refspec or none (no ``+``: main a fast-forward, the shards new refs).
+    """Push every refspec or none (no ``+``: main a fast-forward, the shards new refs; an
+    upgrade pushes the main branch alone).
     False when the remote moved (a lost race); Offline when it cannot be used."""
     from .remote import Offline, git_net
     proc = git_net(registry, "push", "--atomic", "--porcelain", "--no-verify",
