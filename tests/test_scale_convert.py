@@ -564,7 +564,8 @@ def test_two_clones_upgrading_at_once_land_one_upgrade(tmp_path, round_):
         outcome_b = json.loads(results[1].stdout)
         assert sorted([outcome_a["upgraded"], outcome_b["upgraded"]]) == [False, True]
         loser = outcome_a if not outcome_a["upgraded"] else outcome_b
-        assert loser.get("by") == "another clone" and loser["format"] == S.FORMAT
+        # "by" when its own push lost; none when it found format 3 at its first look
+        assert loser.get("by") in (None, "another clone") and loser["format"] == S.FORMAT
     now_kept, now_shards = lasting(team.bare, main)
     assert {p: d for p, d in now_kept.items() if p in kept} == kept  # nothing lost
     assert now_shards == shards  # no lock moved
