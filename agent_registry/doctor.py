@@ -186,7 +186,7 @@ def check_harness(registry: Registry) -> Finding:
 
 def check_sync(registry: Registry) -> Finding:
     from .sync.remote import Offline, fetch, sync_state
-    from .sync.shardsync import shard_sync_state, sync_all
+    from .sync.shardsync import clone_sync_state, shard_sync_state, sync_all
     from .sync.state import redact
     if not registry.remote:
         return Finding("sync", "ok", "off: no remote, this clone works alone "
@@ -202,12 +202,15 @@ def check_sync(registry: Registry) -> Finding:
     shards = shard_sync_state(registry)  # lock shards: their pending operations push too
     if shards is not None:
         where += f", shards ahead {shards['ahead']} of {shards['count']}"
+    clone = clone_sync_state(registry)  # format 3: heartbeats and diary lines push too
+    if clone is not None and clone["ahead"]:
+        where += f", clone ref ahead {clone['ahead']}"
     push = partial(sync_all, registry)
     if unconfirmed:
         paths = sorted(f"{path} ({sid})" for sid, path in unconfirmed)
         return Finding("sync", "fail", f"{where}; {len(paths)} claim(s) not confirmed by "
                        f"{remote}: {_names(paths)}", "agent-registry sync", push)
-    if state["ahead"] or (shards or {}).get("ahead"):
+    if state["ahead"] or (shards or {}).get("ahead") or (clone or {}).get("ahead"):
         return Finding("sync", "warn", f"{where}: this clone's changes are not on {remote} "
                        "yet", "agent-registry sync", push)
     return Finding("sync", "ok", where)

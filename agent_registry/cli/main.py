@@ -343,6 +343,9 @@ def sync_line(state: dict) -> str:
     shards = state.get("shards")
     if shards:
         parts.append(f"shards ahead {shards['ahead']} of {shards['count']}")
+    clone = state.get("clone") or {}
+    if clone.get("ahead"):  # layout format 3: heartbeats or diary lines not pushed yet
+        parts.append(f"clone ref ahead {clone['ahead']}")
     mail = state.get("messages") or {}
     if mail.get("ahead") or mail.get("behind"):
         parts.append(f"messages ahead {mail['ahead']} behind {mail['behind']}")
@@ -384,10 +387,13 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
             mail = box.sync_state()
             doc["sync"]["messages"] = {"branch": box.branch, "ahead": mail["ahead"],
                                        "behind": mail["behind"]}
-        from ..sync.shardsync import shard_sync_state
+        from ..sync.shardsync import clone_sync_state, shard_sync_state
         shards = shard_sync_state(out.registry)  # lock shards: how many have unpushed work
         if shards is not None:
             doc["sync"]["shards"] = shards
+        clone = clone_sync_state(out.registry)  # format 3: this clone's own ref
+        if clone is not None:
+            doc["sync"]["clone"] = clone
     now = out.registry.clock()
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]

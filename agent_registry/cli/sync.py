@@ -20,7 +20,9 @@ def sync(out: Output, timeout: float) -> None:
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
     In the lock-shard layout, each shard branch holding operations the remote has not
     seen (a claim made offline) is synced the same way after the registry branch, and
-    counts toward the exit code. The messages branch is synced the same way, after them.
+    counts toward the exit code; with clone refs (layout format 3), so is this clone's
+    own ref when it holds heartbeats or diary lines the remote has not seen. The
+    messages branch is synced the same way, after them.
     """
     from ..core.messages_branch import mailbox
     from ..errors import Refused, Unconfirmed
@@ -33,13 +35,17 @@ def sync(out: Output, timeout: float) -> None:
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
     lines += rewind_lines(report["rewind"]) if report["rewind"] else []
-    from ..sync.shardsync import sync_shards
+    from ..sync.shardsync import own_clone, sync_clone, sync_shards
     shards = sync_shards(out.registry, timeout, report["remote"])
     if shards is not None:  # lock shards (layout format 2): those that had something to push
         report["shards"] = shards
-    shards = shards or []
-    for part in shards:
-        lines.append(f"shard {part['branch']}: "
+    parts = [("shard", part) for part in shards or []]
+    clone = own_clone(out.registry)
+    if clone is not None:  # layout format 3: this clone's own ref, when it has commits to push
+        report["clone"] = sync_clone(clone, timeout, report["remote"])
+        parts += [("clone ref", report["clone"])] if report["clone"] else []
+    for kind, part in parts:
+        lines.append(f"{kind} {part['branch']}: "
                      f"{'pushed to' if part['pushed'] else 'not pushed to'} {part['remote']}"
                      + (f": {part['error']}" if part.get("error") else ""))
         lines += [f"confirmed: {', '.join(c['paths'] or [])} by {c['session']}"
@@ -47,6 +53,7 @@ def sync(out: Output, timeout: float) -> None:
         lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by "
                   f"{r.get('session')}: {r['reason']}" for r in part["refused"]]
         lines += rewind_lines(part["rewind"]) if part.get("rewind") else []
+    branches = [part for _, part in parts]  # the exit code counts each like the registry's
     box = mailbox(out.registry)
     if box is not out.registry:  # the messages branch, synced the same way
         try:
@@ -63,11 +70,11 @@ def sync(out: Output, timeout: float) -> None:
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
                   for r in mail["refused"]]
     refused = report["refused"] + report.get("messages", {}).get("refused", []) + \
-        [r for part in shards for r in part["refused"]]
+        [r for part in branches for r in part["refused"]]
     pushed = report["pushed"] and report.get("messages", {}).get("pushed", True) and \
-        all(part["pushed"] for part in shards)
+        all(part["pushed"] for part in branches)
     lost = (report["rewind"] or {}).get("refused", []) + \
-        [r for part in shards for r in (part.get("rewind") or {}).get("refused", [])]
+        [r for part in branches for r in (part.get("rewind") or {}).get("refused", [])]
     if not refused and not lost and pushed:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:
@@ -76,7 +83,7 @@ def sync(out: Output, timeout: float) -> None:
         raise Refused(f"{len(refused) + len(lost)} operation(s) refused by "
                       f"{report['remote']}", details=report)
     raise Unconfirmed(report.get("error") or report.get("messages", {}).get("error")
-                      or next((p["error"] for p in shards if p.get("error")), None)
+                      or next((p["error"] for p in branches if p.get("error")), None)
                       or "not pushed", details=report)
 
 
@@ -85,14 +92,16 @@ def sync(out: Output, timeout: float) -> None:
 @pass_out
 def gc(out: Output, keep_days: int) -> None:
     """Squash registry history older than N days into one commit (state unchanged),
-    on the registry branch, on each lock shard branch (layout format 2) and on its
+    on the registry branch, on each lock shard branch (layout format 2), on this clone's
+    own ref (layout format 3; the other clones' refs are theirs to squash) and on its
     messages branch.  On a terminal a progress bar on stderr counts the later commits as
-    they are rewritten.  Exit 1 when a shard's rewrite could not be pushed (the others
-    stand; run gc again)."""
+    they are rewritten.  Exit 1 when a shard's or the clone ref's rewrite could not be
+    pushed (the others stand; run gc again)."""
     from ..core.messages_branch import mailbox
     from ..core.sharded import shards_of
     from ..errors import RegistryError
     from ..sync.gc import gc as run_gc
+    from ..sync.shardsync import own_clone
     from ..wiki.progress import Progress
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
     lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"
@@ -113,6 +122,17 @@ def gc(out: Output, keep_days: int) -> None:
                 failed.append(f"{shard.branch}: {exc.message}")
                 lines.append(f"shard {shard.branch}: not squashed: {exc.message}")
             result["shards"].append(part)
+    clone = own_clone(out.registry)
+    if clone is not None and clone.tip() is not None:  # its heartbeats and diary lines
+        try:
+            result["clone"] = {"branch": clone.branch, **run_gc(
+                clone, keep_days, None if out.json else Progress.on_terminal())}
+            lines.append(f"clone ref {clone.branch}: squashed {result['clone']['squashed']} "
+                         f"commit(s), kept {result['clone']['kept']}")
+        except RegistryError as exc:
+            result["clone"] = {"branch": clone.branch, "error": exc.message}
+            failed.append(f"{clone.branch}: {exc.message}")
+            lines.append(f"clone ref {clone.branch}: not squashed: {exc.message}")
     box = mailbox(out.registry)
     if box is not out.registry and box.tip() is not None:  # the messages branch too
         result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal())
@@ -121,6 +141,6 @@ def gc(out: Output, keep_days: int) -> None:
     if failed:
         if not out.json and not out.quiet:
             click.echo("\n".join(lines))
-        raise RegistryError(f"gc of {len(failed)} shard(s) failed: {'; '.join(failed)}",
+        raise RegistryError(f"gc of {len(failed)} branch(es) failed: {'; '.join(failed)}",
                             details=result)
     out.emit(result, "\n".join(lines))

@@ -239,10 +239,13 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             state = registry.sync_state()
             if state.get("enabled"):  # lock shards: how many hold unpushed operations
-                from ..sync.shardsync import shard_sync_state
+                from ..sync.shardsync import clone_sync_state, shard_sync_state
                 shards = shard_sync_state(registry)
                 if shards is not None:
                     state["shards"] = shards
+                clone = clone_sync_state(registry)  # format 3: this clone's own ref
+                if clone is not None:
+                    state["clone"] = clone
             return state
 
     @app.get("/api/watch", summary="The watchdog's state: running, last pass, pending, "
@@ -290,7 +293,7 @@ def create_app(repo: str | Registry, token: str | None = None, *,
 
     @app.post("/api/sync", summary="Fetch, replay and push now")
     def sync_now() -> dict:
-        from ..sync.shardsync import sync_all  # the registry branch, then its lock shards
+        from ..sync.shardsync import sync_all  # the registry branch, its shards, its clone ref
         with pool.borrow() as registry:
             return sync_all(registry)
 

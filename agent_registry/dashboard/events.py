@@ -4,12 +4,13 @@ Cheap polling: every few hundred milliseconds each event stream reads the regist
 and the messages branch's (a file read each, no git process) and the mtime of the
 clone's local state folder (where sync records its status).  In the lock-shard layout
 (format 2, docs/shards.md) claims and releases commit on the shard branches
-``<branch>-shards/NN``, so the poll also lists those refs, local and remote-tracking, with
-one ``git for-each-ref`` (whatever the count).  Only when something moved does it run one
-``git diff-tree`` per branch that moved (one for all the shards that moved, fed on stdin)
-to learn which areas changed (sessions, locks, wiki, contexts), so the page re-fetches
-those and nothing else.  A fresh connection first gets a ``hello`` with the current tip,
-after which the page loads everything once.
+``<branch>-shards/NN``, and with clone refs (format 3) heartbeats and diary lines on
+``<branch>-clones/<clone>``, so the poll also lists those refs, local and remote-tracking,
+with one ``git for-each-ref`` (whatever the count).  Only when something moved does it run
+one ``git diff-tree`` per branch that moved (one for all the shard and clone refs that
+moved, fed on stdin) to learn which areas changed (sessions, locks, wiki, contexts), so
+the page re-fetches those and nothing else.  A fresh connection first gets a ``hello``
+with the current tip, after which the page loads everything once.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import json
 import os
 from typing import AsyncIterator, Callable
 
+from ..branch.clones import clone_patterns
 from ..branch.shards import shard_patterns
 from ..core import sharded
 from ..core.messages_branch import mailbox
@@ -65,12 +67,14 @@ def _is_sharded(registry: Registry, mains: tuple) -> bool:
 
 
 def _shard_refs(registry: Registry, mains: tuple) -> tuple:
-    """The shard branches' refs, local and remote-tracking, as sorted (refname, commit)
-    pairs: one ``git for-each-ref`` over both folders, whatever the shard count."""
+    """The shard branches' and the clone refs' refs (format 3: heartbeats and diary
+    lines), local and remote-tracking, as sorted (refname, commit) pairs: one ``git
+    for-each-ref`` over those folders, whatever the count (not the intent refs)."""
     if registry.is_shard or not _is_sharded(registry, mains):
         return ()
     proc = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
-                             *shard_patterns(registry.branch, registry.remote), check=False)
+                             *shard_patterns(registry.branch, registry.remote),
+                             *clone_patterns(registry.branch, registry.remote), check=False)
     return tuple(sorted(tuple(line.split(" ", 1)) for line in
                         proc.stdout.decode("utf-8", errors="replace").splitlines() if " " in line))
 
@@ -132,6 +136,9 @@ def describe_change(paths: list[str]) -> dict:
             sessions.add(name[:-5])
         elif top == "held" and name.endswith(".json"):  # a shard's: what the session holds there
             areas.update(("locks", "sessions"))
+            sessions.add(name[:-5])
+        elif top == "beats" and name.endswith(".json"):  # a clone ref's: a session's heartbeat
+            areas.add("sessions")
             sessions.add(name[:-5])
         elif top in ("contexts", "wiki") and name.endswith(".md"):
             sessions.add(name[:-3])

@@ -12,12 +12,16 @@ committed on the shard branches ``<branch>-shards/NN``, not on the main branch: 
 ``git log`` then also walks those (local and remote-tracking, by ``--glob``: still one
 process), and the events are put in order by their time.  A claim of targets recorded in
 several shards is one commit per shard with the same operation id: they make one event.
+With clone refs (format 3) a session's heartbeats and diary lines are committed on its
+clone's ref ``<branch>-clones/<clone>``: those refs are walked by the same ``git log``.
 
 The result is drawn by the page as a chart: one lane for the session (registered to
 ended, heartbeat ticks, diary marks) and one lane per path it held (claimed to released).
 """
 from __future__ import annotations
 
+from ..branch.clones import FORMAT as CLONES_FORMAT
+from ..branch.clones import clone_patterns
 from ..branch.records import LIVE
 from ..branch.shards import shard_patterns
 from ..branch.trailers import parse_op
@@ -31,15 +35,23 @@ _ENDINGS = {"Finished": "finished", "Stop": "stopped", "Killed": "killed"}
 
 
 def shard_globs(registry: Registry) -> list[str]:
-    """``--glob`` arguments naming the lock shards' refs, local and remote-tracking; none
-    in the single-branch layout.  A layout marker that cannot be read names them too
-    (refs that are not there add nothing)."""
+    """``git log`` arguments naming the lock shards' refs (``--glob``) and the clone refs
+    (listed by ``for-each-ref`` and named exactly: a ``--glob`` would also take the intent
+    refs below them), local and remote-tracking; none in the single-branch layout.  A
+    layout marker that cannot be read names them too (refs that are not there add
+    nothing)."""
     try:
-        if sharded.layout(registry)["format"] == 1:
-            return []
+        found = sharded.layout(registry)["format"]
     except RegistryError:
-        pass
-    return [f"--glob={pattern}" for pattern in shard_patterns(registry.branch, registry.remote)]
+        found = CLONES_FORMAT
+    if found == 1:
+        return []
+    out = [f"--glob={pattern}" for pattern in shard_patterns(registry.branch, registry.remote)]
+    if found >= CLONES_FORMAT:
+        out += registry.repo.git("for-each-ref", "--format=%(refname)",
+                                 *clone_patterns(registry.branch, registry.remote)
+                                 ).stdout.decode().split()
+    return out
 
 
 def read_history(registry: Registry, sid: str, limit: int,

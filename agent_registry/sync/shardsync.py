@@ -1,10 +1,14 @@
-"""The lock shards as the commands that go over every branch see them (`sync`, `gc`,
-`status`; layout format 2, docs/shards.md): which shards have operations the remote has
-not seen, found in at most two git processes whatever the shard count."""
+"""The lock shards and this clone's own ref as the commands that go over every branch
+see them (`sync`, `gc`, `status`; layout formats 2 and 3, docs/shards.md): which shards
+have operations the remote has not seen, found in at most two git processes whatever the
+shard count, and whether this clone's ref (format 3: its sessions' heartbeats and diary
+lines, branch/clones.py) holds commits the remote lacks."""
 from __future__ import annotations
 
+from ..branch.clones import FORMAT as CLONES_FORMAT
+from ..core.cloned import clone_registry
 from ..core.registry import Registry
-from ..core.sharded import moved, shards_of
+from ..core.sharded import layout, moved, shards_of
 
 
 def unpushed(registry: Registry, shards: list[Registry]) -> list[Registry]:
@@ -39,38 +43,78 @@ def shard_sync_state(registry: Registry) -> dict | None:
     return {"count": len(shards), "ahead": len(unpushed(registry, shards))}
 
 
+def own_clone(registry: Registry) -> Registry | None:
+    """The registry of this clone's own ref (``<branch>-clones/<clone>``) in layout
+    format 3; None before it, and for a shard's or a clone ref's registry.  Only this
+    clone writes that ref, so only this clone pushes and squashes it: the other clones'
+    refs are theirs."""
+    if registry.is_shard or registry.is_clone or layout(registry)["format"] < CLONES_FORMAT:
+        return None
+    return clone_registry(registry)
+
+
+def clone_sync_state(registry: Registry) -> dict | None:
+    """``{"branch", "ahead", "behind"}`` of this clone's own ref against the remote
+    (``ahead``: heartbeats and diary lines committed here and not pushed, counted as the
+    registry branch's ``ahead``); None without a remote or before layout format 3."""
+    clone = own_clone(registry) if registry.remote else None
+    return None if clone is None else _clone_state(clone)
+
+
+def _clone_state(clone: Registry) -> dict:
+    state = clone.sync_state()
+    return {"branch": clone.branch, "ahead": state["ahead"], "behind": state["behind"]}
+
+
+def _part(registry: Registry, deadline: float, remote: str) -> dict:
+    """``sync.remote.sync`` of a shard or of the clone ref, with its ``branch``; a remote
+    that could not be used is the part's error (the registry branch's sync worked)."""
+    from ..errors import Unconfirmed
+    from .remote import sync
+    try:
+        part = sync(registry, deadline=deadline)
+    except Unconfirmed as exc:
+        part = {"remote": remote, "pushed": False, "error": exc.message,
+                "remote_error": exc.details.get("remote_error"),
+                "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
+    return {"branch": registry.branch, **{k: part.get(k) for k in (
+        "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
+        "confirmed", "rewind")}}
+
+
+def sync_clone(clone: Registry, deadline: float, remote: str) -> dict | None:
+    """Sync this clone's own ref (*clone*, from :func:`own_clone`) when it holds commits
+    the remote has not seen (a heartbeat or a diary line made offline, or whose push
+    failed), after the registry branch (whose fetch brought the clone refs' remote tips):
+    its outcome in the shape of a shard's; None when it had nothing to push."""
+    if not _clone_state(clone)["ahead"]:
+        return None
+    return _part(clone, deadline, remote)
+
+
 def sync_shards(registry: Registry, deadline: float, remote: str) -> list[dict] | None:
     """Sync each lock shard holding operations the remote has not seen (a claim made
     offline, a push that failed), in order, after the registry branch was synced (its
     fetch brought the shards' remote tips); each one's outcome, in the shape of
     ``sync.remote.sync``'s, with its ``branch``.  None in the single-branch layout."""
-    from ..errors import Unconfirmed
-    from .remote import sync
     every = shards_of(registry)
     if not every:
         return None
-    out = []
-    for shard in unpushed(registry, every):
-        try:
-            part = sync(shard, deadline=deadline)
-        except Unconfirmed as exc:
-            part = {"remote": remote, "pushed": False, "error": exc.message,
-                    "remote_error": exc.details.get("remote_error"),
-                    "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
-        out.append({"branch": shard.branch, **{k: part.get(k) for k in (
-            "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
-            "confirmed", "rewind")}})
-    return out
+    return [_part(shard, deadline, remote) for shard in unpushed(registry, every)]
 
 
 def sync_all(registry: Registry, deadline: float | None = None) -> dict:
     """``sync.remote.sync`` of the registry branch, then of its shards with something to
-    push (under ``"shards"`` in the lock-shard layout): what the doctor's fix and the
-    dashboard's sync button run, as `sync` does."""
+    push (under ``"shards"`` in the lock-shard layout), then of this clone's own ref when
+    it has something to push (under ``"clone"`` in layout format 3, null when it had
+    nothing): what the doctor's fix and the dashboard's sync button run, as `sync` does."""
     from .remote import DEFAULT_DEADLINE, sync
     deadline = DEFAULT_DEADLINE if deadline is None else deadline
     report = sync(registry, deadline=deadline)
     shards = sync_shards(registry, deadline, report["remote"])
     if shards is not None:
         report["shards"] = shards
+    clone = own_clone(registry)
+    if clone is not None:
+        report["clone"] = sync_clone(clone, deadline, report["remote"])
     return report

@@ -8,8 +8,8 @@
 
 Each pass walks the commits new since the last one (``branch.trailers.parse_op`` gives each
 commit's operation) and, with sync on, fetches first and follows the remote-tracking
-branch too.  In the lock-shard layout it also walks the shard branches' new commits
-(claims, releases, takeovers), merged by commit time: they are their sessions' activity.  What was seen and sent is kept in ``<git common dir>/agent-registry/
+branch too.  In the lock-shard layout it also walks the new commits of the shard branches
+(claims) and clone refs (heartbeats, diary lines), by commit time: sessions' activity.  What was seen and sent is kept in ``<git common dir>/agent-registry/
 watch.json``: events are keyed (``started/<sid>``…), and a pass writes its new events to
 the outbox together with the commits it has walked, in one atomic replace, before
 delivering any.  So a watchdog killed at any instant and restarted neither skips an event
@@ -32,6 +32,7 @@ from collections.abc import Callable
 from . import notify
 from ..errors import BadInput, Refused
 from ..store.procinfo import hostname, is_alive, start_time
+from ..branch.clones import Clones, MainView, clone_patterns
 from ..branch.records import LIVE, iso
 from ..branch.trailers import parse_op
 from ..core.registry import Registry, file_lock
@@ -132,12 +133,13 @@ class Watcher:
         return list(dict.fromkeys(h for r in refs if r and (h := self.repo.read_ref(r))))
 
     def _shard_heads(self) -> list[str]:
-        """The tips of the lock shard branches, local and remote-tracking (layout format
-        2: claims, releases and takeovers are committed there, not on the main branch);
-        none in the single-branch layout.  One for-each-ref, whatever the count."""
+        """The tips of the shard branches (claims) and clone refs (format 3: heartbeats,
+        diary lines), local and remote-tracking, not the intent refs; none in format 1.
+        One for-each-ref, whatever the count."""
         from ..branch.shards import shard_patterns
-        out = self.repo.git("for-each-ref", "--format=%(objectname)",
-                            *shard_patterns(self.registry.branch, self.registry.remote)).stdout
+        branch, remote = self.registry.branch, self.registry.remote
+        out = self.repo.git("for-each-ref", "--format=%(objectname)", *shard_patterns(
+            branch, remote), *clone_patterns(branch, remote)).stdout
         return list(dict.fromkeys(out.decode().split()))
 
     def _record_history(self, heads: list[str]) -> None:
@@ -150,8 +152,8 @@ class Watcher:
     # -- events ----------------------------------------------------------------------
     def _walk(self, heads: list[str], shard_heads: list[str] = ()) -> list[dict]:
         """The events of the main branch's new commits, merged by commit time with the
-        new commits of the lock shards: a claim there is a session's activity (it renews
-        the session's heartbeat on that shard only), so it is not told idle meanwhile."""
+        new commits of the lock shards and clone refs: a claim, a heartbeat or a diary
+        line there is a session's activity, so it is not told idle meanwhile."""
         import heapq
         events = []
         for commit, at, message, changes in heapq.merge(
@@ -197,8 +199,8 @@ class Watcher:
         return out
 
     def _shard_commits(self, heads: list[str]) -> list[tuple[str, float, str, list]]:
-        """(commit, time, message, []) of the shards' commits new since the last pass,
-        oldest first (only their operations count: no session file lives there).  A
+        """(commit, time, message, []) of the shards' and clone refs' commits new since the
+        last pass, oldest first (only their operations count: no session file lives there).  A
         history gc rewrote is walked again; what it gives is activity, kept as the
         newest time seen per session, so nothing is told twice."""
         if not heads:
@@ -246,10 +248,11 @@ class Watcher:
         return self._queue("stopped", session, by=by, why=why)
 
     def _live(self, heads: list[str]) -> dict:
-        """Live sessions at any of *heads* (the freshest heartbeat of each)."""
+        """Live sessions at any of *heads* (the freshest heartbeat of each, clone refs' too)."""
         found: dict = {}
+        clones = Clones(self.repo, self.registry.branch, self.registry.remote)
         for head in heads:
-            for session in View(self.repo, head).live_sessions():
+            for session in MainView(self.repo, head, clones).live_sessions():
                 old = found.get(session.id)
                 if old is None or session.heartbeat_ts() > old.heartbeat_ts():
                     found[session.id] = session
@@ -381,7 +384,6 @@ def status(registry: Registry) -> dict:
             "pending": [{k: e[k] for k in ("key", "event", "session", "attempts", "queued_at")}
                         for e in outbox],
             "recent": state.get("recent", [])[::-1], "failures": state.get("failures", [])[::-1]}
-
 
 
 def pass_lines(report: dict) -> list[str]:
