@@ -173,8 +173,8 @@ class Service:
         handoff = f"; its handoff document: {s.handoff}" if s.handoff else ""
         return (f"Holder {s.id}: {s.provider}{where}, working on "
                 f"{s.working_on or '(not said)'}{seen}{handoff}. Reach it through the "
-                f"person running it (show {s.id} for details, its diary is "
-                f"contexts/{s.id}.md on the registry branch); its locks go stale when its "
+                f"person running it (show {s.id} for details; its diary: `agent-registry "
+                f"context show {s.id}`); its locks go stale when its "
                 "process exits or its heartbeat passes the TTL.")
 
     # -- the heartbeat thread ---------------------------------------------------------

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+import agent_registry
 from helpers import CLI, git, user_state
 
 BRANCH = "agent-registry"
@@ -339,7 +340,7 @@ def test_quiet_prints_nothing_and_help_and_version_work(run):
     proc = ok(run("-q", "lock", "acquire", "src/a.py", "--session", "s"))
     assert proc.stdout == "" and proc.stderr == ""
     assert "Usage:" in ok(run("--help")).stdout
-    assert "0.1.0" in ok(run("--version")).stdout
+    assert ok(run("--version")).stdout == f"agent-registry, version {agent_registry.__version__}\n"
 
 
 # -- configuration --------------------------------------------------------------------

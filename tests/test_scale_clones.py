@@ -152,8 +152,10 @@ def test_a_diary_reads_whole_across_the_move_and_a_line_replayed_after_it(tmp_pa
     git(c.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
     proc = c("context", "log", "s0", "offline in c")
     assert proc.returncode in (0, 3), proc.stderr
+    time.sleep(1.1)  # entries are ordered by their second: make each its own
     assert a("shard", "--count", "4").returncode == 0
     assert a("context", "log", "s0", "after the move from a").returncode == 0
+    time.sleep(1.1)
     git(c.cwd, "remote", "set-url", "origin", str(team.bare))
     assert c("sync").returncode == 0
     assert c("context", "log", "s0", "after the move from c").returncode == 0
@@ -170,8 +172,11 @@ def test_a_diary_reads_whole_across_the_move_and_a_line_replayed_after_it(tmp_pa
 
 def test_each_clone_names_its_ref_once(tmp_path):
     team, (a, _) = sharded_team(tmp_path, 2)
+    named = Path(a.cwd) / ".git" / "agent-registry" / "clone"
+    assert a("status").returncode == 0 and a("sync").returncode == 0
+    assert not named.exists()  # reading and syncing name nothing: the clone wrote nothing
     assert a("lock", "heartbeat", "--session", "s0").returncode == 0
-    name = (Path(a.cwd) / ".git" / "agent-registry" / "clone").read_text().strip()
+    name = named.read_text().strip()
     assert f"refs/heads/{clone_branch(BRANCH, name)}" in remote_refs(team)
     worktree = tmp_path / "wt"
     git(a.cwd, "worktree", "add", "-q", str(worktree))

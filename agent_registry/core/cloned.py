@@ -24,9 +24,10 @@ _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _CLASSES: dict[type, type] = {}
 
 
-def clone_name(registry: Registry) -> str:
+def clone_name(registry: Registry, create: bool = True) -> str | None:
     """This clone's name, ``<host>-<12 hex>``: made once, kept in its state folder (its
-    worktrees share it), so it names the same ref in every process."""
+    worktrees share it), so it names the same ref in every process.  None when it has
+    none yet and *create* is false (a clone that never wrote has no ref to read)."""
     path = registry.repo.state_path("clone")
     try:
         with open(path, encoding="ascii") as f:
@@ -35,6 +36,8 @@ def clone_name(registry: Registry) -> str:
             return name
     except (OSError, UnicodeDecodeError):
         pass
+    if not create:
+        return None
     host = _NAME.sub("-", registry.host).strip(".-")[:40] or "clone"
     name = f"{host}-{os.urandom(6).hex()}"
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -51,10 +54,14 @@ def clone_name(registry: Registry) -> str:
         return f.read().strip()
 
 
-def clone_registry(registry: Registry) -> Registry:
-    """The registry of this clone's ref: made once per registry, closed with it."""
+def clone_registry(registry: Registry, create: bool = True) -> Registry | None:
+    """The registry of this clone's ref: made once per registry, closed with it.  None
+    when the clone has no name yet and *create* is false (what reads and sync ask)."""
     made = registry.__dict__.get("_clone")
     if made is None:
+        name = clone_name(registry, create)
+        if name is None:
+            return None
         base = type(registry)
         cls = _CLASSES.get(base)
         if cls is None:
@@ -62,7 +69,7 @@ def clone_registry(registry: Registry) -> Registry:
                 "is_clone": True, "view_at": _view_at, "pages": _pages,
                 "fetch_also": property(_fetch_also), "close": lambda self: None,
                 "__doc__": "The registry of this clone's own ref (core/cloned.py)."})
-        made = cls(registry.repo, branch=clone_branch(registry.branch, clone_name(registry)),
+        made = cls(registry.repo, branch=clone_branch(registry.branch, name),
                    clock=registry.clock, host=registry.host, config=registry.config)
         made.main = registry
         registry._clone = made

@@ -50,7 +50,7 @@ def own_clone(registry: Registry) -> Registry | None:
     refs are theirs."""
     if registry.is_shard or registry.is_clone or layout(registry)["format"] < CLONES_FORMAT:
         return None
-    return clone_registry(registry)
+    return clone_registry(registry, create=False)  # a clone that never wrote has no ref
 
 
 def clone_sync_state(registry: Registry) -> dict | None:
