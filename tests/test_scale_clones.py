@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import CLI, FakeClock, git, make_repo
-from test_scale_shards import remote_refs, sharded_registry, sharded_team
+from test_scale_shards import kill_mid_writes, remote_refs, sharded_registry, sharded_team
 from test_sync import Team
 
 from agent_registry.branch.clones import beat_path, clone_branch
@@ -190,18 +188,13 @@ def test_kill_9_mid_heartbeat_or_diary_line_leaves_the_clone_ref_valid(tmp_path)
     run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
     assert run("register", "k1", "--provider", "Codex").returncode == 0
     assert run("shard", "--count", "4").returncode == 0
-    rng = random.Random(11)
-    for round_ in range(8):
-        script = "; ".join(f"{CLI} lock heartbeat --session k1 && {CLI} context log k1 "
-                           f"'round {round_} line {k}'" for k in range(20))
-        proc = subprocess.Popen(["bash", "-c", script], cwd=repo, start_new_session=True)
-        time.sleep(rng.uniform(0.2, 1.5))
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo,
-                              capture_output=True).returncode == 0
+
+    def reads() -> None:
         proc = run("context", "show", "k1")
         assert proc.returncode in (0, 1) and "unreadable" not in proc.stderr, proc.stderr
+    kill_mid_writes(repo, ["; ".join(f"{CLI} lock heartbeat --session k1 && {CLI} context log "
+                                     f"k1 'round {round_} line {k}'" for k in range(20))
+                           for round_ in range(8)], 11, reads)
     assert run("context", "log", "k1", "after the kills").returncode == 0
     diary = run("context", "show", "k1").stdout
     assert diary.rstrip().endswith("after the kills") and diary.count("# Diary of k1") == 1

@@ -158,23 +158,32 @@ def test_a_pending_single_branch_claim_is_refused_once_the_remote_is_sharded(tmp
     assert [(l["path"], l["owner"]) for l in fresh_locks(team)] == [("src/auth/x.py", "s1")]
 
 
-def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
-    repo = make_repo(tmp_path / "repo")
-    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
-    assert run("register", "k1", "--provider", "Codex").returncode == 0
-    assert run("shard", "--count", "4").returncode == 0
-    rng = random.Random(7)
-    for round_ in range(8):
-        script = "; ".join(f"{CLI} lock acquire d{round_}/k{k}/f.py src/ --session k1"
-                           f" && {CLI} lock release src/ --session k1" for k in range(20))
+def kill_mid_writes(repo: Path, scripts: list[str], seed: int, check) -> None:
+    """Run each shell *script* in *repo* and kill -9 its process group at a random
+    instant; after each, git fsck is clean and *check()* holds."""
+    rng = random.Random(seed)
+    for script in scripts:
         proc = subprocess.Popen(["bash", "-c", script], cwd=repo, start_new_session=True)
         time.sleep(rng.uniform(0.2, 1.5))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         assert subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo,
                               capture_output=True).returncode == 0
+        check()
+
+
+def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("register", "k1", "--provider", "Codex").returncode == 0
+    assert run("shard", "--count", "4").returncode == 0
+
+    def lists() -> None:
         proc = run("--json", "lock", "list")
         assert proc.returncode == 0 and "unreadable" not in proc.stderr, proc.stderr
+    kill_mid_writes(repo, ["; ".join(f"{CLI} lock acquire d{round_}/k{k}/f.py src/ --session k1"
+                                     f" && {CLI} lock release src/ --session k1"
+                                     for k in range(20)) for round_ in range(8)], 7, lists)
     # the registry still works: every shard takes a claim (src/ is in all of them)
     proc = run("lock", "acquire", "src/", "--session", "k1")
     assert proc.returncode == 0, proc.stderr

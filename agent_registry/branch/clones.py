@@ -21,9 +21,9 @@ import json
 import re
 
 from ..errors import RegistryError
-from ..store.git import Repo
+from ..store.git import Repo, parse_tree
 from .records import LIVE, Session, UnreadableRecord, parse_iso
-from .view import View, context_path
+from .view import View
 
 BEATS_DIR = "beats"
 CONTEXTS = "contexts/"
@@ -91,7 +91,7 @@ class Clones:
         self.repo, self.branch, self.remote = repo, branch, remote
         self.warnings: list[str] = []
         self._tips: list[str] | None = None
-        self._beats: dict[str, dict[str, str]] = {}
+        self._folders: dict[str, list[dict[str, str]]] = {}
 
     def tips(self) -> list[str]:
         """The commits of every clone ref, local and remote-tracking (read from the ref
@@ -103,19 +103,24 @@ class Clones:
             self._tips = list(dict.fromkeys(tips))
         return self._tips
 
-    def _names(self, tip: str, folder: str) -> dict[str, str]:
-        key = f"{tip}:{folder}"
-        if key not in self._beats:
-            self._beats[key] = {name: oid for name, _, oid in self.repo.list_tree(key)}
-        return self._beats[key]
+    def _listing(self, folder: str) -> list[dict[str, str]]:
+        """*folder* of each clone ref (name -> blob id), in the order of tips(): read
+        once per view, in one pipelined batch whatever the number of clones."""
+        if folder not in self._folders:
+            found = self.repo.reader.read_many([f"{tip}:{folder}" for tip in self.tips()])
+            self._folders[folder] = [
+                {name.decode(errors="replace"): oid.hex()
+                 for name, (_, oid) in parse_tree(tree[1], self.repo.oid_len).items()}
+                if tree and tree[0] == "tree" else {} for tree in found]
+        return self._folders[folder]
 
     def beat(self, sid: str) -> str:
         """*sid*'s newest heartbeat on any clone ref, "" when none has it.  A beat file
         that cannot be read counts as written when its ref last moved (fail closed: a
         session is never judged older than what its clone last wrote), and is reported."""
         best, best_ts = "", 0.0
-        for tip in self.tips():
-            oid = self._names(tip, BEATS_DIR).get(f"{sid}.json")
+        for tip, names in zip(self.tips(), self._listing(BEATS_DIR)):
+            oid = names.get(f"{sid}.json")
             if oid is None:
                 continue
             try:
@@ -139,12 +144,9 @@ class Clones:
 
     def diaries(self, sid: str) -> list[bytes]:
         """*sid*'s diary on each clone ref that has one."""
-        out = []
-        for tip in self.tips():
-            oid = self._names(tip, CONTEXTS.rstrip("/")).get(f"{sid}.md")
-            if oid is not None and (raw := self.repo.read_blob(oid)) is not None:
-                out.append(raw)
-        return list(dict.fromkeys(out))
+        oids = [oid for names in self._listing(CONTEXTS.rstrip("/"))
+                if (oid := names.get(f"{sid}.md"))]
+        return [raw for raw in self.repo.read_blobs(list(dict.fromkeys(oids))) if raw is not None]
 
 
 def merge_diary(main: bytes | None, parts: list[bytes]) -> bytes | None:
