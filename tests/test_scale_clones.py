@@ -209,3 +209,41 @@ def test_a_heartbeat_the_remote_did_not_take_says_so(tmp_path):
     assert proc.returncode == 0 and "not pushed" in proc.stderr, proc.stderr
     answer = json.loads(proc.stdout)
     assert answer["confirmed"] is False and answer["remote_error"]["kind"] == "not-found"
+
+
+def test_sends_and_acks_go_to_the_writers_clone_ref_and_race_no_one(tmp_path):
+    """Six clones send to each other at once and acknowledge what they got: every send
+    and ack is on its writer's clone ref (the messages branch and the registry branch do
+    not move, no clone publishes an intent), and each recipient reads each message once."""
+    team, clones = sharded_team(tmp_path, 6)
+    for clone in clones:
+        assert clone("sync").returncode == 0
+    before = remote_refs(team)
+    n = len(clones)
+
+    def sender(i: int) -> list[str]:
+        ids = []
+        for r in range(3):
+            proc = clones[i]("--json", "send", "--from", f"s{i}", "--to", f"s{(i + 1) % n}",
+                             f"message {r} from s{i}")
+            assert proc.returncode == 0, proc.stderr
+            ids.append(json.loads(proc.stdout)["id"])
+        return ids
+
+    with ThreadPoolExecutor(n) as pool:
+        sent = list(pool.map(sender, range(n)))
+    for i, clone in enumerate(clones):
+        got = json.loads(clone("--json", "inbox", f"s{i}").stdout)["messages"]
+        assert sorted(m["id"] for m in got) == sorted(sent[(i - 1) % n]), got
+        proc = clone("--json", "ack", "--session", f"s{i}", *[m["id"] for m in got])
+        assert proc.returncode == 0 and len(json.loads(proc.stdout)["acked"]) == 3, proc.stderr
+        assert json.loads(clone("--json", "inbox", f"s{i}").stdout)["messages"] == []
+    after = remote_refs(team)
+    moved = {ref for ref in after if after[ref] != before.get(ref)}
+    assert moved == set(clone_refs(after)) and len(moved) == n, moved
+    assert not [ref for ref in after if "-intents/" in ref]
+    # another clone sees the whole conversation, with who acknowledged each message
+    reader = team.clone("reader")
+    assert reader("sync").returncode == 0
+    thread = json.loads(reader("--json", "thread", sent[0][0]).stdout)["messages"]
+    assert [(m["id"], m["acked_by"]) for m in thread] == [(sent[0][0], ["s1"])]

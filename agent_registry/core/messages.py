@@ -26,7 +26,7 @@ from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acked, acks, addres
 from ..branch.records import iso
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused
-from .messages_branch import carry as _carry, fresh_view, mailbox, views
+from .messages_branch import carry as _carry, fresh_view, mailbox, views, writer
 from .operations import Outcome, operation
 from .registry import Registry
 from .shapes import MAPPING, SOME_TEXTS, TEXT
@@ -251,6 +251,7 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
         existing = load(view.read(message_path(sender, message["id"])))
         if existing is not None:
             return _again(existing, message, sender).result
+    box = writer(registry, main)
     op = box.new_op("send", session=sender, message=message, thread=thread)
     recipients = audience(registry, main, sender, message["to"], op["at"])
     registry.warnings.extend(main.warnings)
@@ -277,6 +278,7 @@ def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
     found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
     if None in found.values() and box is not registry and box.remote:
         fresh_view(box)  # sent from another clone since this one last looked
+        main = fresh_view(registry)  # whose fetch brings the clone refs (format 3)
         read = views(registry, main)
         found = {mid: find(read, mid) if MESSAGE_ID.fullmatch(mid) else None for mid in ids}
     if box is not registry and (main.session(sid, strict=False) is None or any(
@@ -299,6 +301,7 @@ def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
     todo = [mid for mid in ids if mid not in already]
     result = {"session": sid, "acked": [], "already": already}
     if todo:
+        box = writer(registry, main)
         try:
             done = box.apply(box.new_op("ack", session=sid, ids=todo, checked=True))
         finally:

@@ -1,12 +1,16 @@
 """The messages branch: ``<registry branch>-messages``, where ``send`` and ``ack`` commit
 (docs/messages.md, "On the branch"), and the one helper everything uses to reach it
 (:func:`mailbox`), with what readers read (:func:`views`: that branch and the registry
-branch, which holds the messages written before the split)."""
+branch, which holds the messages written before the split).  In layout format 3 a send
+or an ack is written by one session alone, so it goes to the writing clone's own ref
+(:func:`writer`, core/cloned.py), and readers read every clone ref too."""
 from __future__ import annotations
 
+from ..branch.clones import Clones, has_clones
 from ..branch.mailbox import branch_of, pages
 from ..branch.view import View
 from ..errors import Unconfirmed
+from .cloned import clone_registry
 from .registry import Registry
 
 _CLASSES: dict[type, type] = {}
@@ -40,12 +44,25 @@ def _pages(box: Registry, view: View, at: float, subject: str) -> dict[str, byte
     return pages(box.branch, getattr(box, "registry_branch", box.branch), at, subject)
 
 
+def writer(registry: Registry, main: View) -> Registry:
+    """Where this clone commits a send or an ack: its own clone ref when the registry
+    branch (*main*) is in layout format 3, else the messages branch (or a hub itself)."""
+    box = mailbox(registry)
+    return clone_registry(registry) if box is not registry and has_clones(main) else box
+
+
 def views(registry: Registry, main: View | None = None) -> list[View]:
-    """What readers read: the messages branch, then the registry branch (*main*, when
-    the caller has it) with the messages written before the split."""
+    """What readers read: the clone refs (layout format 3: every clone's sends and
+    acks), the messages branch, then the registry branch (*main*, when the caller has
+    it) with the messages written before the split."""
     main = main or registry.view()
     box = mailbox(registry)
-    return [main] if box is registry else [box.view(), main]
+    if box is registry:
+        return [main]
+    clones = [View(registry.repo, tip) for tip in
+              Clones(registry.repo, registry.branch, registry.remote).tips()] \
+        if has_clones(main) else []
+    return [*clones, box.view(), main]
 
 
 def fresh_view(registry: Registry) -> View:
