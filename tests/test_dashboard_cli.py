@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +15,7 @@ import urllib.request
 import pytest
 
 from agent_registry.dashboard.serve import access_token, is_loopback
-from helpers import make_repo
+from helpers import CLI, make_repo
 from test_dashboard_support import served
 
 
@@ -64,6 +66,20 @@ def test_another_repositorys_dashboard_is_not_reused(run, repo, tmp_path):
         with served(repo, "--port", str(theirs["port"])) as ours:
             assert ours["port"] != theirs["port"]
             assert "another repository's dashboard" in " ".join(ours["notes"])
+
+
+def test_ctrl_c_right_after_the_start_line_stops_at_once(repo):
+    """The start line is printed before uvicorn listens for Ctrl-C: an interrupt in
+    between stops the process at once (exit 130), with no traceback, ten times in a row
+    (it used to land inside an import or a logging lock and could hang the exit)."""
+    for _ in range(10):
+        proc = subprocess.Popen([CLI, "--json", "dashboard", "--port", "0"], cwd=repo,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not proc.stdout.readline().startswith("}"):
+            pass
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 130
+        assert proc.stderr.read() == ""
 
 
 def test_a_token_from_the_environment_guards_every_request(repo):

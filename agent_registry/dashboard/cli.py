@@ -1,6 +1,9 @@
 """``agent-registry dashboard``: serve the live dashboard for this repository."""
 from __future__ import annotations
 
+import os
+import signal
+
 import click
 
 from ..cli.context import Output, pass_out
@@ -34,6 +37,12 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
     app = None if placement.reused else create_app(registry, token)
     post_token = app.state.post_token if app else None
     url = placement.url(token)
+    if app is not None:
+        # Ctrl-C from the start line on stops at once, also before uvicorn listens for
+        # it: a KeyboardInterrupt landing inside an import or a logging lock could leave
+        # the process hanging at exit.  Uvicorn takes the signal over while it serves
+        # and hands it back once it has shut down (the registry closed by then).
+        signal.signal(signal.SIGINT, _stop)
     for note in placement.notes:
         out.warn(note)
     out.emit({"url": url, "host": placement.host, "port": placement.port,
@@ -47,3 +56,7 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
         webbrowser.open(url)
     if app is not None:
         serve(app, placement)
+
+
+def _stop(signum: int, frame) -> None:
+    os._exit(128 + signum)  # nothing to undo: the server was not up, or has shut down
