@@ -228,7 +228,9 @@ def racing(runs: list[tuple[Runner, list[str]]], workdir: Path) -> list[subproce
     return results
 
 
-@pytest.mark.parametrize("round_", range(5))
+# one round in make test, four more with the soak tests (make test-slow, CI)
+@pytest.mark.parametrize("round_", [0, *(pytest.param(r, marks=pytest.mark.slow)
+                                         for r in range(1, 5))])
 def test_two_clones_converting_at_once_land_one_conversion(tmp_path, round_):
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
