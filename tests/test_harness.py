@@ -140,11 +140,16 @@ def test_auto_claim_claims_free_paths_and_denies_held_ones(repo, run, agents):
     assert "kimi-1" in denied["hookSpecificOutput"]["permissionDecisionReason"]
 
 
-def test_bad_hook_input_is_a_one_line_non_blocking_error(repo, run):
+def test_bad_hook_input_blocks_the_edit_and_is_non_blocking_elsewhere(repo, run):
     assert run("harness", "install", "claude", check_untouched=False).returncode == 0
     proc = subprocess.run(installed_command(repo, "PreToolUse"), shell=True, cwd=repo,
                           input="not json", capture_output=True, text=True)
-    # exit 1: Claude Code shows a non-blocking error (exit 2 would block the edit)
+    # the edit gate cannot decide: exit 2, which blocks the edit (fail closed)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and "not JSON" in proc.stderr
+    # exit 1 elsewhere: Claude Code shows a non-blocking error and goes on
+    proc = subprocess.run(installed_command(repo, "Stop"), shell=True, cwd=repo,
+                          input="not json", capture_output=True, text=True)
     assert proc.returncode == 1 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "not JSON" in proc.stderr
 

@@ -60,26 +60,36 @@ def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | N
 
 
 @harness.command("hook", hidden=True)
-@click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude"]))
+@click.argument("harness_name", metavar="HARNESS",
+                type=click.Choice(["claude", "codex", "gemini", "cursor", "opencode"]))
 @click.argument("event", type=click.Choice(["session-start", "pre-tool-use",
                                                    "user-prompt-submit", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
 @click.option("--pid", "agent_pid", metavar="PID",
-              help="Claude Code's own pid (the hook passes $PPID); left unexpanded or "
+              help="The harness's own pid (the hook passes $PPID); left unexpanded or "
                    "empty, the owner is found as for `register`.")
-def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str | None) -> None:
-    """Run by Claude Code: reads the hook's JSON on stdin, prints the JSON decision.
+@click.option("--wake", type=click.IntRange(min=0), is_flag=False, flag_value=3, default=0,
+              metavar="N", help="stop: keep the agent going while messages wait for it, at "
+                                "most N times per turn (--wake alone: 3).")
+def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str | None,
+                 wake: int) -> None:
+    """Run by a harness: reads the hook's JSON on stdin, prints the answer in that
+    harness's format (harness/hook.py).
 
-    A failure exits 1, which Claude Code shows as a non-blocking error and goes on:
-    exit 2 would block the tool call, and only a deny decision may do that."""
-    from ..errors import RegistryError
-    from ..harness.settings import agent_pid as parse_pid, run_claude_hook
+    pre-tool-use fails closed: when it cannot decide it prints one line and exits 2,
+    which blocks the tool call, unless AGENT_REGISTRY_ALLOW=1. Other events exit 1 on
+    a failure, a non-blocking error."""
+    import os
+    from ..harness.decision import agent_pid as parse_pid
+    from ..harness.hook import run
     try:
-        answer = run_claude_hook(event, sys.stdin.read(), auto_claim=auto_claim,
-                                 pid=parse_pid(agent_pid))
-    except RegistryError as exc:
-        if exc.exit_code == 1:
-            raise
-        raise RegistryError(exc.message) from None
-    if answer is not None:
-        click.echo(json.dumps(answer))
+        raw = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raw = f"\0unreadable stdin: {exc}"  # not JSON: the hook answers as for bad input
+    outcome = run(harness_name, event, raw, dict(os.environ), pid=parse_pid(agent_pid),
+                  auto_claim=auto_claim, wake=wake)
+    if outcome.stdout:
+        click.echo(outcome.stdout)
+    if outcome.stderr:
+        click.echo(outcome.stderr, err=True)
+    sys.exit(outcome.code)

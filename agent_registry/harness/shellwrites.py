@@ -8,7 +8,9 @@ checkout -- P``, ``git restore P``, ``git rm``/``git mv``, through ``;``, ``&&``
 are under DIR) and ``bash -c``/``sh -c``/``eval`` scripts.  A name that depends on
 the shell (``$VAR``, ``$(...)``, a backquote) is skipped, and a command that cannot be
 tokenized (an unclosed quote) yields nothing: the gate lets such a command through and
-the git guard is the backstop.  Standard library only; no shell is ever run.
+the git guard is the backstop.  Standard library only; no shell is ever run.  Over 400
+lines: a small shell tokenizer (quotes, expansions, here-documents) and the operand
+rules of each command it knows, which belong together.
 """
 from __future__ import annotations
 

@@ -1,0 +1,24 @@
+"""Claude Code's hooks (its hooks reference): the event JSON on stdin has ``session_id``,
+``cwd`` and per event ``tool_name``/``tool_input``; a PreToolUse hook denies with
+``hookSpecificOutput.permissionDecision: "deny"``, SessionStart and UserPromptSubmit add
+``hookSpecificOutput.additionalContext``, and Stop keeps the agent going with
+``{"decision": "block", "reason": …}``.  Edit tools name ``file_path`` (NotebookEdit
+``notebook_path``); Bash gives ``command``.  SessionStart may export variables for the
+agent's shell through ``$CLAUDE_ENV_FILE``."""
+from __future__ import annotations
+
+from .adapter import Adapter
+
+
+class Claude(Adapter):
+    name = "claude"
+
+    def exported(self, sid: str, env: dict) -> bool:
+        if not env.get("CLAUDE_ENV_FILE"):
+            return False
+        with open(env["CLAUDE_ENV_FILE"], "a", encoding="utf-8") as f:
+            f.write(f"export AGENT_REGISTRY_SESSION={sid}\n")
+        return True
+
+
+ADAPTER = Claude()

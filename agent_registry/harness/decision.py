@@ -1,0 +1,344 @@
+"""The one decision every harness hook asks ("may this session write these paths now?")
+and the session life cycle behind the hooks, harness-agnostic.
+
+Each harness adapter (claude.py, codex.py, gemini.py, cursor.py, opencode.py) reads its
+own event JSON into a :class:`Ctx` and the paths a tool call would write, calls the
+functions here, and answers in its own format:
+
+- :func:`start` registers session ``<harness>-<native id>`` (provider named after the
+  harness), bound to the harness process (the hook passes ``--pid $PPID``), and
+  returns the lines for the agent's context;
+- :func:`may_write` denies a path another live session holds, naming the holder, what
+  it works on and how to reach it; with ``auto_claim`` it claims free ones first;
+- :func:`prompt` returns the messages and handoffs waiting, each once;
+- :func:`turn_end` renews the heartbeat and, when waking, hands over what waits, at
+  most N times per turn (counted per native session, reset by :func:`prompt`);
+- :func:`end` finishes the session.
+
+The native id -> session id map is remembered under the common dir
+(``agent-registry/<harness>/<native id>``), so a resumed conversation whose session
+ended gets a fresh id once and keeps it.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
+from ..store.git import RepoInfo, discover, run_git
+
+ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
+# provider (as `status` shows it) and product name of each harness
+HARNESSES = {"claude": ("Claude", "Claude Code"), "codex": ("Codex", "Codex"),
+             "gemini": ("Gemini", "Gemini CLI"), "cursor": ("Cursor", "Cursor"),
+             "opencode": ("OpenCode", "OpenCode")}
+DEFAULT_WAKES = 3
+DIRECTORY_FILES = 2000  # files of a written directory checked one by one, at most
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,90}")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """One hook call: which harness, its own session id, where the agent works."""
+    harness: str
+    native_id: str
+    cwd: str
+    model: str = ""
+    source: str = ""
+    env: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def provider(self) -> str:
+        return HARNESSES[self.harness][0]
+
+    @property
+    def product(self) -> str:
+        return HARNESSES[self.harness][1]
+
+    @property
+    def allowed(self) -> bool:
+        """The person let edits through unchecked (AGENT_REGISTRY_ALLOW=1)."""
+        return self.env.get(ALLOW_ENV) == "1"
+
+
+@dataclass(frozen=True)
+class Decision:
+    allow: bool
+    reason: str = ""   # why denied (for the agent)
+    notice: str = ""   # said on stderr when let through unchecked
+
+
+# -- the session a native id stands for -----------------------------------------------
+
+def safe(native_id: str) -> str:
+    """The harness's session id as it may appear in a session id and a file name;
+    anything else is replaced by a digest of it."""
+    return native_id if _SAFE_ID.fullmatch(native_id) else \
+        hashlib.sha1(native_id.encode()).hexdigest()[:16]
+
+
+def state_file(info: RepoInfo, ctx: Ctx) -> Path:
+    return Path(info.common_dir, "agent-registry", ctx.harness, safe(ctx.native_id))
+
+
+def session_for(info: RepoInfo, ctx: Ctx) -> str:
+    """Our session id for the native one: remembered locally, else derived."""
+    try:
+        return state_file(info, ctx).read_text().strip()
+    except OSError:
+        return f"{ctx.harness}-{safe(ctx.native_id)}"
+
+
+def _remember(info: RepoInfo, ctx: Ctx, sid: str) -> None:
+    path = state_file(info, ctx)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sid + "\n")
+
+
+def repo_of(ctx: Ctx) -> RepoInfo:
+    return discover(ctx.cwd or ".")
+
+
+def pid_from(ctx: Ctx) -> str:
+    return f"the {ctx.product} hook ($PPID of its shell: {ctx.product} itself)"
+
+
+@contextmanager
+def _opened(ctx: Ctx):
+    """(repository, registry, session id) for a hook acting on its session, closed after."""
+    from ..sync import Registry
+    info = repo_of(ctx)
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        yield info, registry, session_for(info, ctx)
+
+
+def closest_live(registry, sid: str) -> str:
+    """The live session ids likeliest meant by an unknown *sid*, for an error to name."""
+    try:
+        live = [s.id for s in registry.sessions()]
+    except RegistryError:
+        return ""
+    if not live:
+        return "no session is live"
+    near = difflib.get_close_matches(sid, live, 3, 0.3) or live[:3]
+    return "closest live: " + ", ".join(near)
+
+
+# -- the life cycle -------------------------------------------------------------------
+
+def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
+    """Register the harness's session; (its id, the lines for the agent's context).
+    *export(sid)* makes the id the default of the agent's shell where the harness lets
+    a hook do that (Claude Code's env file), and says whether it did."""
+    with _opened(ctx) as (info, registry, sid):
+        fields = dict(provider=ctx.provider, ai_version=ctx.model, pid=pid, pid_from=pid_from(ctx))
+        try:
+            registry.register(sid, working_on=f"{ctx.product} session ({ctx.source or 'startup'})",
+                              **fields)
+        except Refused:  # this id has ended (a resumed conversation): a fresh one
+            sid = f"{sid.split('+')[0]}+{int(registry.clock())}"
+            registry.register(sid, working_on=f"{ctx.product} session (resumed)", **fields)
+        _remember(info, ctx, sid)
+        _wakes_file(info, ctx).unlink(missing_ok=True)
+        others = [s for s in registry.sessions() if s.id != sid]
+        from ..sync.rooms import refresh_messages
+        refresh_messages(registry)  # register synced the registry branch, not the messages'
+        news = _unseen(registry, info, ctx, sid)
+    exported = bool(export(sid)) if export else False
+    how = "exported as AGENT_REGISTRY_SESSION" if exported else \
+        f"pass --session {sid} to agent-registry commands"
+    lines = [f"agent-registry: you are session {sid} ({how}). Claim paths before editing "
+             f"them (agent-registry lock acquire --session {sid} PATH); an edit of a path "
+             "another live session holds is denied. Ask a session with "
+             f"agent-registry send --from {sid} --to SID 'TEXT'."]
+    for other in others[:10]:
+        held = f"; holds {', '.join(other.locks[:5])}" if other.locks else ""
+        lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}{held}")
+    return sid, lines + news
+
+
+def new_turn(ctx: Ctx) -> None:
+    """A prompt was submitted: the wake count of the turn restarts."""
+    _wakes_file(repo_of(ctx), ctx).unlink(missing_ok=True)
+
+
+def prompt(ctx: Ctx) -> list[str]:
+    """The messages and handoffs that arrived for the session since it last heard (a
+    new prompt also starts a new turn: the wake count restarts)."""
+    from ..sync.rooms import refresh
+    with _opened(ctx) as (info, registry, sid):
+        _wakes_file(info, ctx).unlink(missing_ok=True)
+        refresh(registry)
+        return _unseen(registry, info, ctx, sid)
+
+
+def turn_end(ctx: Ctx, wake: int = 0) -> tuple[list[str], str]:
+    """End of a turn: renew the heartbeat (and so the locks).  With *wake* > 0, the
+    messages waiting that the agent was not told of, to keep it going (at most *wake*
+    times per turn); ([], notice) otherwise."""
+    from ..sync.rooms import mirror, refresh
+    with _opened(ctx) as (info, registry, sid):
+        try:
+            registry.heartbeat(sid)
+        except (NotFound, Refused) as exc:  # not registered here, or ended
+            return [], f"agent-registry: {exc.message} ({closest_live(registry, sid)})"
+        mirror(registry, sid, "heartbeat")
+        if wake <= 0:
+            return [], ""
+        counter = _wakes_file(info, ctx)
+        try:
+            woken = int(counter.read_text())
+        except (OSError, ValueError):
+            woken = 0
+        if woken >= wake:
+            return [], ""
+        refresh(registry)
+        news = _unseen(registry, info, ctx, sid)
+        if news:
+            counter.write_text(str(woken + 1))
+        return news, ""
+
+
+def end(ctx: Ctx) -> dict:
+    from ..sync.rooms import mirror
+    with _opened(ctx) as (info, registry, sid):
+        _wakes_file(info, ctx).unlink(missing_ok=True)
+        try:
+            result = registry.finish(sid)
+        except NotFound:
+            return {}
+        mirror(registry, sid, "finish")
+        return result
+
+
+def _wakes_file(info: RepoInfo, ctx: Ctx) -> Path:
+    state = state_file(info, ctx)
+    return state.with_name(state.name + ".wakes")
+
+
+def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str) -> list[str]:
+    """What waits for *sid* that this conversation was not told yet (the ids told are
+    kept beside its session id)."""
+    from .messages import unseen
+    state = state_file(info, ctx)
+    return unseen(registry, sid, state.with_name(state.name + ".shown"))
+
+
+# -- the decision before a write ------------------------------------------------------
+
+def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
+              pid: int | None = None) -> Decision:
+    """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied
+    when another live session holds one, or when the registry exists but cannot be
+    read; paths outside the repository are not ours to guard."""
+    info = repo_of(ctx)
+    paths = _paths(info, targets)
+    if not paths:
+        return Decision(True)
+    sid = session_for(info, ctx)
+    from ..enforce.guard import UNREADABLE, Guard, describe
+    guard = Guard(info)
+    try:
+        # the write is made by this harness session, whatever the env of the hook says
+        report = guard.check(paths, committer=sid)
+    finally:
+        guard.close()
+    shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
+    if report.unreadable:  # a registry that exists but cannot be read: fail closed
+        why = report.mode[len(UNREADABLE):]
+        if ctx.allowed:
+            return Decision(True, notice=f"agent-registry: {shown} allowed unchecked "
+                                         f"({ALLOW_ENV}=1): {why}")
+        return Decision(False, f"agent-registry: cannot tell whether {shown} is locked: "
+                               f"{why}. Do not edit it until the registry branch is repaired "
+                               f"(git fsck; agent-registry sync), or the user sets {ALLOW_ENV}=1.")
+    conflicts = report.conflicts
+    if not conflicts and auto_claim:
+        try:
+            conflicts = _claim(info, ctx, sid, paths, pid)
+        except Unconfirmed:
+            pass  # claimed in this clone; the remote confirms it at the next sync
+        except (RegistryError, OSError) as exc:  # the claim was not made: fail closed
+            why = (os_failure(exc) if isinstance(exc, OSError) else exc).message
+            if ctx.allowed:
+                return Decision(True, notice=f"agent-registry: {shown} not claimed, allowed "
+                                             f"({ALLOW_ENV}=1): {why}")
+            return Decision(False, f"agent-registry: could not claim {shown} before the edit: "
+                                   f"{why}. Do not edit it until `agent-registry lock acquire "
+                                   f"--session {sid} {paths[0]}` works.")
+    if not conflicts:
+        return Decision(True)
+    return Decision(False, _held_text(sid, conflicts, describe))
+
+
+def _held_text(sid: str, conflicts: list, describe) -> str:
+    """Who holds what, what they work on, and how to reach them."""
+    held = list(dict.fromkeys(c.path for c in conflicts))
+    holders = list(dict.fromkeys(c.owner for c in conflicts))
+    owners = ", ".join(holders)
+    reasons = "; ".join(describe(c) for c in conflicts)
+    ask = " or ".join(f"agent-registry send --from {sid} --to {h} 'TEXT'" for h in holders)
+    return (f"agent-registry: {', '.join(held)} is locked by {owners}, another live session "
+            f"({reasons}). Do not edit it: work on something else, ask {owners} "
+            f"({ask}; the answer comes to your inbox), or ask the user to coordinate.")
+
+
+def _paths(info: RepoInfo, targets: list[str]) -> list[str]:
+    """The repository paths *targets* name (outside ones dropped), with the tracked
+    files of each directory among them, since a lock inside it is written too."""
+    from ..branch.paths import normalize
+    out: list[str] = []
+    for target in targets:
+        try:
+            path = normalize(target, toplevel=info.toplevel,
+                             prefix=info.prefix if not os.path.isabs(target) else "")
+        except BadInput:
+            continue  # outside this repository (or no name at all): not ours to guard
+        out.append(path)
+        if path.endswith("/") or path == ".":
+            out += _files_under(info, path)
+    return list(dict.fromkeys(out))
+
+
+def _files_under(info: RepoInfo, folder: str) -> list[str]:
+    if not info.toplevel:
+        return []
+    proc = run_git(["-C", info.toplevel, "ls-files", "-z", "--", folder], check=False)
+    names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
+    return names[:DIRECTORY_FILES]
+
+
+def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None) -> list:
+    """Claim *paths* for *sid*; the conflicts when someone was faster."""
+    from ..branch.paths import literal
+    from ..enforce.guard import Conflict
+    from ..sync import Registry
+    # a file being written is a name, never a pattern (a new `a[1].py` is not a glob);
+    # the files listed under a written directory are covered by its own claim
+    folders = [p for p in paths if p.endswith("/")]
+    targets = [literal(p) for p in paths
+               if not any(p != d and p.startswith(d) for d in folders)]
+    with Registry.open(info.toplevel or info.git_dir) as registry:
+        try:
+            registry.claim(sid, targets)
+        except NotFound:  # the session-start hook did not run (installed mid-session)
+            registry.register(sid, provider=ctx.provider, working_on=f"{ctx.product} session",
+                              pid=pid, pid_from=pid_from(ctx))
+            registry.claim(sid, targets)
+        except Refused as exc:
+            return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
+                             c.get("since", ""), c.get("mode", ""), "")
+                    for c in exc.details.get("conflicts", [])] or \
+                   [Conflict(paths[0], paths[0], "another session", "", "", "", "")]
+    return []
+
+
+def agent_pid(text: str | None) -> int | None:
+    """The pid the hook command passed (``--pid $PPID``); None when the shell left it
+    unexpanded or empty, and the owner is then found as any other (an agent runtime)."""
+    return int(text) if text and text.isdigit() and int(text) > 1 else None

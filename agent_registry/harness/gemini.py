@@ -1,0 +1,37 @@
+"""Gemini CLI's hooks (docs/hooks/reference.md of gemini-cli): ``session_id``, ``cwd``,
+``tool_name``, ``tool_input``.  BeforeTool on ``write_file``/``replace``
+(``tool_input.file_path``) and ``run_shell_command`` (``tool_input.command``, run in
+``dir_path``) denies with stdout ``{"decision": "deny", "reason": …}`` and exit 0 (the
+reason goes to the agent as the tool's error).  SessionStart and BeforeAgent add
+``hookSpecificOutput.additionalContext``; AfterAgent keeps the agent going with
+``{"decision": "deny", "reason": …}`` (the reason is its next prompt)."""
+from __future__ import annotations
+
+import os
+
+from .adapter import Adapter
+from .decision import Ctx
+
+
+class Gemini(Adapter):
+    name = "gemini"
+    edit_tools = {"write_file": ("file_path", "absolute_path"),
+                  "replace": ("file_path", "absolute_path"), "edit": ("file_path",)}
+    shell_tools = frozenset({"run_shell_command"})
+    event_names = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent"}
+
+    def cwd(self, event: dict, env: dict) -> str:
+        return str(event.get("cwd") or env.get("GEMINI_PROJECT_DIR") or os.getcwd())
+
+    def shell_cwd(self, args: dict, ctx: Ctx) -> str:
+        where = args.get("dir_path") or args.get("directory")
+        return os.path.join(ctx.cwd, str(where)) if where else ctx.cwd
+
+    def deny(self, reason: str) -> dict:
+        return {"decision": "deny", "reason": reason}
+
+    def keep_going(self, text: str) -> dict:
+        return {"decision": "deny", "reason": text}
+
+
+ADAPTER = Gemini()

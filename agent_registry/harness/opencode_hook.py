@@ -1,0 +1,48 @@
+"""OpenCode, through the plugin ``harness install opencode`` writes: its
+``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "cwd"}`` on
+stdin and throws when the answer is ``{"deny": true, "reason": …}``.  Files are written
+by ``write``/``edit``/``multiedit`` (``args.filePath``), ``patch``/``apply_patch``
+(a patch envelope in ``args.patchText``) and ``bash`` (``args.command``).  Other events
+get ``{"sessionID", "cwd"}``; their answers are ``{"context": …}`` (start, prompt) and
+``{"continue": …}`` (end of turn, waking) for the plugin to hand to the session."""
+from __future__ import annotations
+
+import os
+
+from .adapter import Adapter, patch_targets
+from .decision import Ctx
+
+FILE_FIELDS = ("filePath", "file_path", "path")
+
+
+class OpenCode(Adapter):
+    name = "opencode"
+    id_keys = ("sessionID", "session_id")
+    tool_key, input_key = "tool", "args"
+    edit_tools = {name: FILE_FIELDS for name in ("write", "edit", "multiedit")}
+    shell_tools = frozenset({"bash"})
+
+    def cwd(self, event: dict, env: dict) -> str:
+        return str(event.get("cwd") or event.get("directory") or os.getcwd())
+
+    def other_targets(self, tool: str, args: dict, ctx: Ctx) -> list[str] | None:
+        texts = [v for v in args.values() if isinstance(v, str)]
+        found = [p for text in texts for p in patch_targets(text)]
+        if not found and tool not in ("patch", "apply_patch"):
+            return None
+        return [os.path.join(ctx.cwd, p) for p in dict.fromkeys(found)]
+
+    def deny(self, reason: str) -> dict:
+        return {"deny": True, "reason": reason}
+
+    def allow(self) -> dict | None:
+        return {"deny": False}
+
+    def context(self, event: str, text: str) -> dict | None:
+        return {"context": text}
+
+    def keep_going(self, text: str) -> dict:
+        return {"continue": text}
+
+
+ADAPTER = OpenCode()
