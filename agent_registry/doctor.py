@@ -152,34 +152,70 @@ def check_hooks(registry: Registry) -> Finding:
 
 
 def check_harness(registry: Registry) -> Finding:
-    from .harness import mcp as harness_mcp, settings as harness
-    toplevel = registry.repo.info.toplevel
-    if toplevel is None:
+    """Per installed harness: its parts current, the executable its hooks run present and
+    importing agent_registry (else the gate blocks every edit), and the trust the
+    harness needs to run them (a warning: only a person may grant it)."""
+    from .harness import install as harness
+    info = registry.repo.info
+    if info.toplevel is None:
         return Finding("harness", "ok", "a bare repository: no harness settings")
-    present, stale, fixes = [], [], []
-    claude = harness.claude_state(toplevel)
-    if claude is not None:
-        present.append("Claude Code hooks")
-        if not claude["current"]:
-            stale.append("Claude Code hooks (.claude/settings.json)")
-            fixes.append(lambda: harness.install_claude(toplevel,
-                                                        auto_claim=claude["auto_claim"]))
-    for name in harness_mcp.FILES:
-        mcp = harness_mcp.state(toplevel, name)
-        if mcp == "absent":
-            continue
-        present.append(f"{name} MCP")
-        if mcp != "current":
-            stale.append(f"{name} MCP entry ({harness_mcp.FILES[name]})")
-            fixes.append(harness_mcp.plan_mcp(toplevel, name))
-    if not present:
+    states = [harness.status(info.toplevel, info.common_dir, h) for h in harness.HARNESSES]
+    states = [s for s in states if s["installed"]]
+    if not states:
         return Finding("harness", "ok", "no harness integration installed "
-                       "(`agent-registry harness install claude|codex|gemini`)")
-    if stale:
-        return Finding("harness", "fail", f"not current: {', '.join(stale)}",
-                       "agent-registry harness install … (again)",
-                       lambda: [fix() for fix in fixes])
-    return Finding("harness", "ok", f"current: {', '.join(present)}")
+                       "(`agent-registry harness install --all`)")
+    broken, stale, untrusted, fixes = [], [], [], []
+    for state in states:
+        name = state["harness"]
+        gone = [f"{name} hooks run {exe['path']}, which {why}"
+                for exe in state["executable"] or []
+                if (why := _exe_problem(exe["path"]) if exe["ok"] else "is gone")]
+        broken += gone
+        parts = [k for k in ("hooks", "mcp", "skill", "protocol", "config")
+                 if state.get(k) == "stale"]
+        if state["broken"]:  # a file that cannot be merged: a person's to repair
+            stale.append(f"{name} ({state['broken']})")
+        elif parts:
+            stale.append(f"{name} {', '.join(parts)}")
+        if (parts or gone) and not state["broken"]:
+            fixes.append(partial(_reinstall, info, state))
+        if state["trusted"] is False:
+            untrusted.append(f"{name} ({state['trust_step']})")
+    repair = (lambda: [fix() for fix in fixes]) if fixes else None
+    names = ", ".join(s["harness"] for s in states)
+    if broken or stale:
+        problems = broken + ([f"not current: {'; '.join(stale)}"] if stale else [])
+        return Finding("harness", "fail", "; ".join(problems),
+                       "agent-registry harness install <harness> (again)", repair)
+    if untrusted:
+        return Finding("harness", "warn", f"installed, not trusted/approved: "
+                       f"{'; '.join(untrusted)}",
+                       "agent-registry harness install <harness> --trust, or as said")
+    return Finding("harness", "ok", f"current: {names}")
+
+
+def _exe_problem(path: str) -> str | None:
+    """Why the hook executable *path* cannot run our hooks (None: it can)."""
+    import subprocess
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run ({exc})"
+    if proc.returncode != 0:
+        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+        return f"fails ({last[:120]}): it cannot import agent_registry"
+    return None
+
+
+def _reinstall(info, state: dict) -> None:
+    """Write the harness's files again with the options they were installed with."""
+    from .harness import install as harness
+    mod = harness.module(state["harness"])
+    commands = mod.installed_commands(info.toplevel) if getattr(mod, "HOOK_FILE", None) \
+        else []
+    options = harness.options_of(commands)
+    options.mcp = state["mcp"] not in (None, "absent")
+    harness.install_many(info.toplevel, info.common_dir, [state["harness"]], options)
 
 
 # -- the remote ------------------------------------------------------------------------

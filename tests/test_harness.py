@@ -51,13 +51,13 @@ def test_install_merges_into_existing_settings_and_is_idempotent(repo, run):
     assert merged["permissions"] == mine["permissions"]
     assert merged["hooks"]["PreToolUse"][0] == mine["hooks"]["PreToolUse"][0]
     ours = merged["hooks"]["PreToolUse"][1]
-    assert ours["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert ours["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
     assert set(merged["hooks"]) == {"PreToolUse", "SessionStart", "UserPromptSubmit", "Stop",
                                     "SessionEnd"}
     assert run("harness", "install", "claude", "--auto-claim", check_untouched=False).returncode == 0
     again = json.loads(settings.read_text())
     assert len(again["hooks"]["PreToolUse"]) == 2 and len(again["hooks"]["SessionStart"]) == 1
-    assert again["hooks"]["PreToolUse"][1]["hooks"][0]["command"].endswith("--auto-claim")
+    assert "--auto-claim" in again["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
     assert "agent-registry:protocol:start" in (repo / "CLAUDE.md").read_text()
 
 
@@ -163,28 +163,16 @@ def test_protocol_block_is_merged_between_markers(repo, run, name, file_name):
     text = target.read_text()
     assert text.startswith("# Our rules\n\nUse tabs.\n")
     assert text.count("<!-- agent-registry:protocol:start -->") == 1
-    for command in ("agent-registry register", "agent-registry lock acquire",
-                    "agent-registry lock heartbeat-loop", "agent-registry finish"):
+    for command in ("agent-registry wiki query", "agent-registry lock acquire",
+                    "--session SID", "agent-registry end SID", "agent-registry inbox SID"):
         assert command in text
     # idempotent, and an edited block is replaced while what follows it stays
-    target.write_text(text.replace("Register", "Registre") + "\nMore of ours.\n")
+    target.write_text(text.replace("Claim", "Clam") + "\nMore of ours.\n")
     result = json.loads(run("--json", "harness", "install", name, check_untouched=False).stdout)
     assert result["changed"] is True
     assert target.read_text() == text + "\nMore of ours.\n"
     result = json.loads(run("--json", "harness", "install", name, check_untouched=False).stdout)
     assert result["changed"] is False
-
-
-def test_protocol_block_matches_the_branch_readme(registry, repo):
-    """The protocol an agent reads in AGENTS.md is the one the branch README carries."""
-    registry.init()
-    from agent_registry.harness.settings import protocol_text
-    readme = git(repo, "show", "agent-registry:README.md")
-    steps = [line for line in protocol_text().splitlines() if line[:2] in ("1.", "2.", "3.", "4.", "5.", "6.")]
-    assert len(steps) == 6
-    for line in steps:
-        assert line in readme
-    assert "## The protocol" in (ROOT / "templates" / "README.md").read_text()
 
 
 def test_auto_claim_that_cannot_write_denies_the_edit(repo, run):

@@ -1,4 +1,5 @@
-"""``agent-registry harness``: thin click commands over :mod:`agent_registry.harness.settings`."""
+"""``agent-registry harness``: thin click commands over :mod:`agent_registry.harness`
+(install, uninstall, status: ``harness.install``; the hooks: ``harness.hook``)."""
 from __future__ import annotations
 
 import json
@@ -11,52 +12,137 @@ from .context import Output, pass_out
 
 @click.group()
 def harness() -> None:
-    """Make agent harnesses follow the protocol by themselves (Claude Code hooks; the
-    protocol text for Codex, Gemini CLI and others)."""
+    """Make agent harnesses follow the protocol by themselves: native hooks, MCP, a
+    skill and the protocol text for Claude Code, Codex, Gemini CLI, Cursor, OpenCode,
+    and Aider's commit verification."""
+
+
+HARNESS_NAMES = ["claude", "codex", "gemini", "cursor", "opencode", "aider", "generic"]
+
+
+def _repo(out: Output):
+    from ..errors import BadInput
+    from ..store.git import discover
+    info = discover(out.directory)
+    if info.toplevel is None:
+        raise BadInput("harness commands need a working tree (this repository is bare)")
+    return info
+
+
+def _names(name: str | None, every: bool, pick) -> list[str]:
+    from ..errors import BadInput
+    if bool(name) == every:
+        raise BadInput("name one harness or give --all")
+    return [name] if name else pick()
 
 
 @harness.command("install")
-@click.argument("name", type=click.Choice(["claude", "codex", "gemini", "generic"]))
-@click.option("--auto-claim", is_flag=True,
-              help="claude: claim a free path before each edit (default: only deny held ones).")
-@click.option("--file", "file_name", metavar="NAME",
-              help="codex/gemini/generic: the instructions file (default AGENTS.md, GEMINI.md).")
+@click.argument("name", required=False, type=click.Choice(HARNESS_NAMES))
+@click.option("--all", "every", is_flag=True,
+              help="Every harness found on this machine (its CLI on PATH or its config "
+                   "directory in HOME) or already configured in this repository.")
 @click.option("--mcp", "with_mcp", is_flag=True,
               help="Also write the `agent-registry mcp` server into the harness's project "
-                   "MCP config (.mcp.json, .codex/config.toml, .gemini/settings.json).")
+                   "MCP config (.mcp.json, .codex/config.toml, .gemini/settings.json, "
+                   ".cursor/mcp.json, opencode.json).")
+@click.option("--trust", "grant", is_flag=True,
+              help="Take the trust step for the harness: Claude Code's MCP approval in "
+                   ".claude/settings.local.json, Codex's project trust_level in "
+                   "~/.codex/config.toml, Gemini CLI's ~/.gemini/trustedFolders.json.")
+@click.option("--wake", type=click.IntRange(min=1), is_flag=False, flag_value=3,
+              default=None, metavar="N",
+              help="The end-of-turn hook keeps the agent going while messages wait for "
+                   "it, at most N times per turn (--wake alone: 3).")
+@click.option("--auto-claim", is_flag=True,
+              help="The edit gate claims a free path before the edit (default: it only "
+                   "denies paths others hold).")
+@click.option("--file", "file_name", metavar="NAME",
+              help="generic: the instructions file (default AGENTS.md).")
 @pass_out
-def harness_install(out: Output, name: str, auto_claim: bool, file_name: str | None,
-                    with_mcp: bool = False) -> None:
-    """Install the harness integration NAME in this repository.
+def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, grant: bool,
+                    wake: int | None, auto_claim: bool, file_name: str | None) -> None:
+    """Install the harness integration NAME (or --all) in this repository: the native
+    hooks (session start registers, the edit gate denies edits and common shell writes
+    of paths another session holds, prompts bring waiting messages, the end of a turn
+    renews the heartbeat, session end finishes), the skill, the protocol text in the
+    file the agent reads (CLAUDE.md, AGENTS.md, GEMINI.md), and with --mcp the MCP
+    server. Aider: .aider.conf.yml (git-commit-verify, read AGENTS.md). Every file is
+    merged with what is there, byte-identical on a second run, and restored byte for
+    byte by `harness uninstall`. Prints the trust step a person must take."""
+    from ..harness.install import Options, found, install_many
+    info = _repo(out)
+    names = _names(name, every, lambda: found(info.toplevel, info.common_dir))
+    result = install_many(info.toplevel, info.common_dir, names,
+                          Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake),
+                          grant=grant, file_name=file_name)
+    out.emit(result, _install_text(result))
 
-    claude: merge hooks into .claude/settings.json (SessionStart registers, PreToolUse
-    denies edits of paths others hold, UserPromptSubmit brings the messages waiting for
-    the session into its context, Stop renews the heartbeat, SessionEnd finishes)
-    and write the protocol into CLAUDE.md. codex, gemini, generic: write the protocol
-    between markers into AGENTS.md or GEMINI.md (idempotent). --mcp (claude, codex,
-    gemini): also merge this installation's MCP server into the project's MCP config,
-    byte-identical on a second run (docs/mcp.md).
-    """
-    from ..errors import BadInput
-    from ..store.git import discover
-    from ..harness.settings import install_claude, install_protocol
-    info = discover(out.directory)
-    if info.toplevel is None:
-        raise BadInput("harness install needs a working tree (this repository is bare)")
-    if with_mcp:  # read and merged first: a bad config file changes nothing at all
-        from ..harness.mcp import plan_mcp
-        write_mcp = plan_mcp(info.toplevel, name)
-    if name == "claude":
-        result = install_claude(info.toplevel, auto_claim=auto_claim)
-        text = f"merged Claude Code hooks into {result['settings']}; protocol in {result['protocol_file']}"
-    else:
-        result = install_protocol(info.toplevel, name, file_name=file_name)
-        text = f"{'wrote' if result['changed'] else 'already up to date:'} protocol block in {result['file']}"
-    if with_mcp:
-        result["mcp"] = write_mcp()
-        text += (f"\n{'wrote' if result['mcp']['changed'] else 'already up to date:'} "
-                 f"MCP server {result['mcp']['server']} in {result['mcp']['file']}")
-    out.emit(result, text)
+
+def _install_text(result: dict) -> str:
+    lines = []
+    for h in result["harnesses"]:
+        same = [f for f in h["files"] if f not in h["written"]]
+        what = f"wrote {', '.join(h['written'])}" if h["written"] else "already up to date"
+        if h["written"] and same:
+            what += f" (already current: {', '.join(same)})"
+        lines.append(f"{h['harness']}: {what}")
+        lines += [f"  trusted: {path}" for path in h["trust_granted"]]
+        lines += [f"  note: {note}" for note in h["notes"]]
+        if h["trust_step"]:
+            lines.append(f"  to do: {h['trust_step']}")
+    return "\n".join(lines) or "no harness found (name one: harness install claude)"
+
+
+@harness.command("uninstall")
+@click.argument("name", required=False, type=click.Choice(HARNESS_NAMES))
+@click.option("--all", "every", is_flag=True, help="Every harness installed in this clone.")
+@pass_out
+def harness_uninstall(out: Output, name: str | None, every: bool) -> None:
+    """Take back what `harness install` wrote for NAME (or --all): each file restored
+    byte for byte, files it created deleted, directories it created removed when empty.
+    A file edited since is left as it is (and named); a file another installed harness
+    still uses stays until that one is uninstalled. Trust granted in your home
+    directory stays."""
+    from ..harness.files import installed
+    from ..harness.install import uninstall_many
+    info = _repo(out)
+    names = _names(name, every, lambda: installed(info.common_dir))
+    result = uninstall_many(info.toplevel, info.common_dir, names)
+    lines = []
+    for h in result["harnesses"]:
+        parts = [f"{label} {', '.join(h[key])}" for key, label in (
+            ("restored", "restored"), ("deleted", "deleted"),
+            ("kept", "kept (another harness uses it):"),
+            ("changed", "left (edited since install):")) if h[key]]
+        lines.append(f"{h['harness']}: {'; '.join(parts) or 'nothing installed'}")
+    out.emit(result, "\n".join(lines) or "nothing installed")
+
+
+@harness.command("status")
+@pass_out
+def harness_status(out: Output) -> None:
+    """Per harness: its hooks, MCP entry, skill and protocol text (current, stale,
+    absent), the executable its hooks run, and whether the harness will run them
+    (trusted or approved), with the step left to take."""
+    from ..harness.install import HARNESSES, status
+    info = _repo(out)
+    result = {"harnesses": [status(info.toplevel, info.common_dir, h) for h in HARNESSES]}
+    lines = []
+    for h in result["harnesses"]:
+        if not h["installed"]:
+            lines.append(f"{h['harness']}: not installed")
+            continue
+        parts = [f"{k} {h[k]}" for k in ("hooks", "mcp", "skill", "protocol", "config")
+                 if h.get(k) is not None]
+        bad = [e["path"] for e in h["executable"] or [] if not e["ok"]]
+        if bad:
+            parts.append(f"hook executable missing: {', '.join(bad)}")
+        if h["trusted"] is not None:
+            parts.append("trusted" if h["trusted"] else "NOT trusted")
+        lines.append(f"{h['harness']}: {', '.join(parts)}")
+        if h["trust_step"]:
+            lines.append(f"  to do: {h['trust_step']}")
+    out.emit(result, "\n".join(lines))
 
 
 @harness.command("hook", hidden=True)

@@ -1,8 +1,13 @@
-"""``harness install claude|codex|gemini --mcp``: write ``agent-registry mcp`` into the
-harness's project-scoped MCP configuration.
+"""``harness install <harness> --mcp``: write ``agent-registry mcp`` into the harness's
+project-scoped MCP configuration.
 
-- Claude Code: ``.mcp.json`` (project scope), ``{"mcpServers": {NAME: {...}}}``;
-- Gemini CLI: ``.gemini/settings.json``, the same ``mcpServers`` object;
+- Claude Code: ``.mcp.json`` (project scope), ``{"mcpServers": {NAME: {"type": "stdio",
+  "command", "args"}}}``;
+- Gemini CLI: ``.gemini/settings.json``, the same ``mcpServers`` object, with ``"trust":
+  true`` (``gemini -p`` offers a server's tools without asking only when trusted);
+- Cursor: ``.cursor/mcp.json``, ``mcpServers`` as Claude Code's, without ``type``;
+- OpenCode: ``opencode.json``, ``{"mcp": {NAME: {"type": "local", "command": [argv],
+  "enabled": true}}}``;
 - Codex: ``.codex/config.toml``, a ``[mcp_servers.NAME]`` table (Codex reads a project's
   file only once the project is trusted).
 
@@ -26,10 +31,12 @@ from ..errors import BadInput
 
 SERVER = "agent-registry"
 FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",
-         "codex": ".codex/config.toml"}
+         "codex": ".codex/config.toml", "cursor": ".cursor/mcp.json",
+         "opencode": "opencode.json"}
 _TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:"agent-registry"|agent-registry)\s*\]'
                     r'\s*(#.*)?$')
 _HEADER = re.compile(r"^\s*\[")
+_KEY = {"opencode": "mcp"}  # the object holding the servers, when not "mcpServers"
 
 
 def server_command(toplevel: str) -> list[str]:
@@ -47,13 +54,9 @@ def server_command(toplevel: str) -> list[str]:
 def plan_mcp(toplevel: str, harness: str, command: list[str] | None = None):
     """Read and merge *harness*'s project MCP configuration now (bad input raises before
     anything is written); returns the function that writes it and says what it did."""
-    if harness not in FILES:
-        raise BadInput(f"--mcp: {harness} has no MCP configuration (claude, codex, gemini)")
     command = command or server_command(toplevel)
-    path = Path(toplevel, FILES[harness])
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    merge = _merge_toml if harness == "codex" else _merge_json
-    new = merge(old, path, command, harness)
+    path = Path(toplevel, FILES[harness]) if harness in FILES else None
+    new = merged_text(toplevel, harness, command)
 
     def write() -> dict:
         if new is not None:
@@ -64,6 +67,24 @@ def plan_mcp(toplevel: str, harness: str, command: list[str] | None = None):
         return {"file": str(path), "server": SERVER, "command": command,
                 "changed": new is not None}
     return write
+
+
+def merged_text(toplevel: str, harness: str, command: list[str] | None = None) -> str | None:
+    """The new text of *harness*'s MCP file with our server, or None when it already
+    says so; bad input raises before anything is written."""
+    if harness not in FILES:
+        raise BadInput(f"--mcp: {harness} has no MCP configuration "
+                       f"({', '.join(sorted(FILES))})")
+    command = command or server_command(toplevel)
+    path = Path(toplevel, FILES[harness])
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    return merge_into(old, path, harness, command)
+
+
+def merge_into(old: str, path: Path, harness: str, command: list[str]) -> str | None:
+    """*old* (the text of *harness*'s MCP file) with our server, or None when it says so."""
+    merge = _merge_toml if harness == "codex" else _merge_json
+    return merge(old, path, command, harness)
 
 
 def state(toplevel: str, harness: str) -> str:
@@ -78,7 +99,7 @@ def state(toplevel: str, harness: str) -> str:
         present = any(_TABLE.match(line) for line in old.splitlines())
     else:
         try:
-            servers = json.loads(old or "{}").get("mcpServers")
+            servers = json.loads(old or "{}").get(_KEY.get(harness, "mcpServers"))
         except (ValueError, AttributeError):
             return "absent"
         present = isinstance(servers, dict) and SERVER in servers
@@ -100,12 +121,20 @@ def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str |
         raise BadInput(f"{path} is not valid JSON ({exc}); nothing changed") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path} is not a JSON object; nothing changed")
-    servers = data.setdefault("mcpServers", {})
+    if harness == "opencode" and not data:  # a new file names its schema, as opencode's do
+        data["$schema"] = "https://opencode.ai/config.json"
+    key = _KEY.get(harness, "mcpServers")
+    servers = data.setdefault(key, {})
     if not isinstance(servers, dict):
-        raise BadInput(f"{path}: \"mcpServers\" is not an object; nothing changed")
+        raise BadInput(f"{path}: \"{key}\" is not an object; nothing changed")
     entry = servers.get(SERVER)
-    ours = {"type": "stdio"} if harness == "claude" else {}
-    ours.update(command=command[0], args=command[1:])
+    if harness == "opencode":
+        ours = {"type": "local", "command": command, "enabled": True}
+    else:
+        ours = {"type": "stdio"} if harness == "claude" else {}
+        ours.update(command=command[0], args=command[1:])
+        if harness == "gemini":
+            ours["trust"] = True
     if isinstance(entry, dict) and all(entry.get(k) == v for k, v in ours.items()):
         return None
     servers[SERVER] = {**entry, **ours} if isinstance(entry, dict) else ours

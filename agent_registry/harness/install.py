@@ -1,0 +1,207 @@
+"""``harness install|uninstall|status``: the per-harness installers behind one interface.
+
+Each installer module (``install_claude``, ``install_codex``, ``install_gemini``,
+``install_cursor``, ``opencode``, ``aider``, ``generic``) has ``plan(toplevel, options)``
+returning a :class:`files.Plan` (every file's new text, read and merged before anything
+is written), ``hook_file`` (None when the harness has no hooks), ``hook_options(toplevel)``
+(the options its installed hooks were written with, so status and doctor compare like
+with like), and ``TRUST`` (the step a person takes, or None).  Here: the shared parts
+(skill, protocol, MCP), applying a plan with its record, and the state of each harness.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import BadInput
+from . import files, mcp, texts
+from .command import executable, executable_of
+
+HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider")
+MODULES = {"claude": "install_claude", "codex": "install_codex", "gemini": "install_gemini",
+           "cursor": "install_cursor", "opencode": "opencode", "aider": "aider",
+           "generic": "generic"}
+# how --all finds a harness on this machine: its CLI on PATH, or its config dir in HOME
+FOUND_BY = {"claude": ("claude", ".claude"), "codex": ("codex", ".codex"),
+            "gemini": ("gemini", ".gemini"), "cursor": ("cursor-agent", ".cursor"),
+            "opencode": ("opencode", ".config/opencode"), "aider": ("aider", None)}
+
+
+@dataclass
+class Options:
+    mcp: bool = False
+    auto_claim: bool = False
+    wake: int | None = None
+    exe: list[str] = field(default_factory=executable)
+
+
+def module(harness: str):
+    if harness not in MODULES:
+        raise BadInput(f"unknown harness {harness!r} ({', '.join(MODULES)})")
+    return importlib.import_module(f"{__package__}.{MODULES[harness]}")
+
+
+# -- the parts every harness shares -------------------------------------------------------
+
+def add_texts(plan: files.Plan, harness: str, file_name: str | None = None) -> None:
+    """The protocol block in the file *harness* reads at start, and its skill."""
+    name = file_name or texts.PROTOCOL_FILES[harness]
+    plan.edit(name, lambda old, path: texts.merge_block(old, name))
+    skill = texts.skill_file(harness)
+    if skill:
+        plan.edit(skill, lambda old, path: texts.skill_text())
+
+
+def add_mcp(plan: files.Plan, harness: str) -> None:
+    command = mcp.server_command(plan.toplevel)
+    plan.edit(mcp.FILES[harness],
+              lambda old, path: mcp.merge_into(old, path, harness, command))
+
+
+# -- install, uninstall -------------------------------------------------------------------
+
+def plan_for(toplevel: str, harness: str, options: Options, **extra) -> files.Plan:
+    return module(harness).plan(toplevel, options, **extra)
+
+
+def install(toplevel: str, common_dir: str, harness: str, options: Options,
+            **extra) -> dict:
+    """Write *harness*'s files (merged, recorded); what was written and the trust step."""
+    plan = plan_for(toplevel, harness, options, **extra)
+    written = files.apply(plan, common_dir)
+    trust = getattr(module(harness), "TRUST", None)
+    return {"harness": harness, "files": sorted(plan.files), "written": written,
+            "changed": bool(written), "trust_step": trust, "notes": plan.notes}
+
+
+def uninstall(toplevel: str, common_dir: str, harness: str) -> dict:
+    return {"harness": harness, **files.restore(toplevel, common_dir, harness)}
+
+
+def found(toplevel: str, common_dir: str) -> list[str]:
+    """--all: each harness whose CLI is on PATH or whose config dir is in HOME, or that
+    this repository already configures (or this clone installed)."""
+    home = Path(os.path.expanduser("~"))
+    out = []
+    for harness in HARNESSES:
+        cli, config = FOUND_BY[harness]
+        here = shutil.which(cli) or (config and (home / config).is_dir())
+        if here or harness in files.installed(common_dir) or configured(toplevel, harness):
+            out.append(harness)
+    return out
+
+
+def configured(toplevel: str, harness: str) -> bool:
+    """Whether the repository holds any of our parts for *harness*."""
+    mod = module(harness)
+    hook_file = getattr(mod, "HOOK_FILE", None)
+    if hook_file and mod.installed_commands(toplevel):
+        return True
+    if harness in mcp.FILES and mcp.state(toplevel, harness) != "absent":
+        return True
+    skill = texts.skill_file(harness)
+    return bool(skill and Path(toplevel, skill).exists() and harness != "gemini"
+                and harness != "opencode")
+
+
+# -- status ---------------------------------------------------------------------------------
+
+_WAKE = re.compile(r"--wake (\d+)")
+
+
+def options_of(commands: list[str]) -> Options:
+    """The options installed hook *commands* were written with."""
+    joined = " ".join(commands)
+    wake = _WAKE.search(joined)
+    return Options(auto_claim="--auto-claim" in joined, wake=int(wake.group(1)) if wake else None)
+
+
+def _part(toplevel: str, rel: str, expected: str) -> str:
+    path = Path(toplevel, rel)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return "absent"
+    return "current" if text == expected else "stale"
+
+
+def status(toplevel: str, common_dir: str, harness: str) -> dict:
+    """One harness: ``hooks``, ``mcp``, ``skill``, ``protocol`` (``current``, ``stale``,
+    ``absent`` or None when the harness has none), ``executable`` (what the hooks run,
+    and whether it is there), ``trusted`` (True, False, None: nothing to grant) and
+    ``trust_step``."""
+    from . import trust
+    mod = module(harness)
+    commands = mod.installed_commands(toplevel) if getattr(mod, "HOOK_FILE", None) else []
+    opts = replace(options_of(commands), mcp=harness in mcp.FILES
+                   and mcp.state(toplevel, harness) != "absent")
+    try:
+        plan = plan_for(toplevel, harness, opts)
+    except BadInput as exc:
+        plan, broken = None, exc.message
+    else:
+        broken = None
+    out: dict = {"harness": harness, "installed": False, "hooks": None, "mcp": None,
+                 "skill": None, "protocol": None, "executable": None, "broken": broken}
+    hook_file = getattr(mod, "HOOK_FILE", None)
+    if hook_file:
+        out["hooks"] = "absent" if not commands else (
+            "current" if plan and _part(toplevel, hook_file, plan.files[hook_file]) == "current"
+            else "stale")
+        exes = sorted({e for c in commands if (e := executable_of(c))})
+        out["executable"] = [{"path": e, "ok": _runs(e)} for e in exes]
+    if harness in mcp.FILES:
+        out["mcp"] = mcp.state(toplevel, harness)
+    skill = texts.skill_file(harness)
+    if skill:
+        out["skill"] = _part(toplevel, skill, texts.skill_text())
+    protocol = texts.PROTOCOL_FILES[harness]
+    try:
+        text = Path(toplevel, protocol).read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    out["protocol"] = "absent" if not texts.has_block(text) else (
+        "current" if texts.merge_block(text, protocol) == text else "stale")
+    extra = getattr(mod, "extra_state", None)
+    if extra:
+        out.update(extra(toplevel))
+    out["installed"] = harness in files.installed(common_dir) or \
+        any(out[k] not in (None, "absent") for k in ("hooks", "mcp")) or \
+        bool(extra and out.get("config") not in (None, "absent"))
+    out["trusted"], out["trust_step"] = trust.state(toplevel, harness, out)
+    return out
+
+
+def _runs(exe: str) -> bool:
+    return os.path.isfile(exe) and os.access(exe, os.X_OK)
+
+
+# -- several at once, as the CLI asks -----------------------------------------------------
+
+def install_many(toplevel: str, common_dir: str, names: list[str], options: Options, *,
+                 grant: bool = False, file_name: str | None = None) -> dict:
+    """Plan every harness first (a file that cannot be merged refuses them all, nothing
+    written), then write each, then take the trust steps when *grant*."""
+    from . import trust
+    extra = {"file_name": file_name} if file_name else {}
+    plans = [plan_for(toplevel, name, options, **extra) for name in names]
+    out = []
+    for plan in plans:
+        written = files.apply(plan, common_dir)
+        granted = trust.grant(toplevel, common_dir, plan.harness) if grant else []
+        state = status(toplevel, common_dir, plan.harness) if plan.harness in HARNESSES \
+            else {"trusted": None, "trust_step": None}
+        out.append({"harness": plan.harness, "files": sorted(plan.files),
+                    "written": written, "changed": bool(written), "notes": plan.notes,
+                    "trust_granted": granted, "trusted": state["trusted"],
+                    "trust_step": state["trust_step"]})
+    return {"harnesses": out, "changed": any(h["changed"] or h["trust_granted"] for h in out)}
+
+
+def uninstall_many(toplevel: str, common_dir: str, names: list[str]) -> dict:
+    out = [uninstall(toplevel, common_dir, name) for name in names]
+    return {"harnesses": out}

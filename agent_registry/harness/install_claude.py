@@ -1,0 +1,45 @@
+"""Installing Claude Code: hooks in ``.claude/settings.json``, the protocol in CLAUDE.md,
+the skill in ``.claude/skills/agent-registry/``, with ``--mcp`` the server in ``.mcp.json``.
+
+Claude Code runs each hook command through sh, a child of its own process, so ``$PPID``
+is Claude Code itself: the session start and the gate pass it (``--pid $PPID``).  The
+gate's matcher covers the edit tools and ``Bash`` (whose writes the adapter parses).
+"""
+from __future__ import annotations
+
+from . import hookfiles
+from .files import Plan
+
+NAME = "claude"
+HOOK_FILE = ".claude/settings.json"
+GATE_TOOLS = "Edit|Write|MultiEdit|NotebookEdit|Bash"
+# Claude Code's event -> (our event, matcher, pass its pid)
+EVENTS = {"SessionStart": ("session-start", None, True),
+          "PreToolUse": ("pre-tool-use", GATE_TOOLS, True),
+          "UserPromptSubmit": ("user-prompt-submit", None, False),
+          "Stop": ("stop", None, False),
+          "SessionEnd": ("session-end", None, False)}
+TRUST = ("Claude Code asks once before it runs the project's hooks and MCP server "
+         "(the workspace trust dialog, then the .mcp.json approval); "
+         "`agent-registry harness install claude --trust` approves our server in "
+         ".claude/settings.local.json")
+
+
+def groups(options) -> dict[str, dict]:
+    return hookfiles.grouped(NAME, EVENTS, options)
+
+
+def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
+    from .install import add_mcp, add_texts
+    plan = Plan(NAME, toplevel)
+    wanted = groups(options)
+    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
+        old, path, hookfiles.merge_grouped, wanted, NAME))
+    add_texts(plan, NAME)
+    if options.mcp:
+        add_mcp(plan, NAME)
+    return plan
+
+
+def installed_commands(toplevel: str) -> list[str]:
+    return hookfiles.installed_commands(toplevel, HOOK_FILE, NAME)

@@ -1,0 +1,57 @@
+"""Installing Codex: hooks in ``.codex/hooks.json``, the protocol in AGENTS.md, the skill
+in ``.agents/skills/agent-registry/``, with ``--mcp`` the server in ``.codex/config.toml``.
+
+Codex (≥ 0.124) discovers project hooks in ``<repo>/.codex/hooks.json`` (or inline
+``[hooks]`` tables of ``.codex/config.toml``; one form per layer, else it warns), in the
+grouped shape Claude Code uses; the file's root takes only ``description`` and ``hooks``.
+It loads the project layer only once the project is trusted, and runs a project hook only
+once that exact hook is trusted (a ``trusted_hash`` under ``[hooks.state]`` of the user's
+config.toml; an untrusted hook is skipped silently in ``codex exec``).  The gate covers
+``apply_patch`` (its patch envelope names the files) and the shell tool.  Codex runs a
+hook through ``bash -c`` as a child of its own binary, so ``$PPID`` is Codex.
+
+Codex's workspace-write sandbox makes ``.git`` read-only: registry writes from its shell
+fail, which is why the protocol sends it to the MCP tools and why ``--mcp`` matters here.
+"""
+from __future__ import annotations
+
+from . import hookfiles
+from .files import Plan
+
+NAME = "codex"
+HOOK_FILE = ".codex/hooks.json"
+# Codex's shell tool (exec_command) reaches hooks as tool_name "Bash"; "exec_command" and
+# "shell" match nothing, "apply_patch" (and "Edit|Write") match the patch tool
+GATE_TOOLS = "apply_patch|Edit|Write|Bash"
+EVENTS = {"SessionStart": ("session-start", None, True),
+          "PreToolUse": ("pre-tool-use", GATE_TOOLS, True),
+          "UserPromptSubmit": ("user-prompt-submit", None, False),
+          "Stop": ("stop", None, False),
+          "SessionEnd": ("session-end", None, False)}
+TRUST = ("Codex loads a project's .codex/ only when the project is trusted, and runs each "
+         "project hook only once you trust it in /hooks (again after any change to it); "
+         "`agent-registry harness install codex --trust` marks the project trusted in "
+         "~/.codex/config.toml")
+
+
+def groups(options) -> dict[str, dict]:
+    return hookfiles.grouped(NAME, EVENTS, options)
+
+
+def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
+    from .install import add_mcp, add_texts
+    plan = Plan(NAME, toplevel)
+    wanted = groups(options)
+    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
+        old, path, hookfiles.merge_grouped, wanted, NAME))
+    add_texts(plan, NAME)
+    if options.mcp:
+        add_mcp(plan, NAME)
+    else:
+        plan.notes.append("Codex's sandbox makes .git read-only, so registry writes from "
+                          "its shell fail: add --mcp to give it the MCP tools")
+    return plan
+
+
+def installed_commands(toplevel: str) -> list[str]:
+    return hookfiles.installed_commands(toplevel, HOOK_FILE, NAME)

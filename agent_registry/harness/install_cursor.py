@@ -1,0 +1,48 @@
+"""Installing Cursor: hooks in ``.cursor/hooks.json``, the protocol in AGENTS.md (which
+Cursor's agent reads), the skill in ``.cursor/skills/agent-registry/``, with ``--mcp`` the
+server in ``.cursor/mcp.json``.
+
+Cursor's hooks file (documented at cursor.com/docs/agent/hooks): ``{"version": 1,
+"hooks": {event: [{"command": …, "matcher"?: …}]}}``, events in camelCase; a command runs
+with the event JSON on stdin, and for ``preToolUse`` answers ``{"permission": "deny",
+"agent_message": …}`` (the adapter's business) or blocks with exit 2.  The gate has no
+matcher: Cursor's tool names differ between versions, and the adapter lets through any
+tool that writes nothing.  Cursor cannot run here: the files are checked against the
+documented schema, not against Cursor.
+"""
+from __future__ import annotations
+
+from . import hookfiles
+from .command import hook_command
+from .files import Plan
+
+NAME = "cursor"
+HOOK_FILE = ".cursor/hooks.json"
+EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use",
+          "beforeSubmitPrompt": "user-prompt-submit", "stop": "stop",
+          "sessionEnd": "session-end"}
+TRUST = ("Cursor asks before it starts a project's MCP server: enable agent-registry in "
+         "Cursor Settings > MCP; its hooks run without a step")
+
+
+def handlers(options) -> dict[str, dict]:
+    return {event: {"command": hook_command(NAME, ours, exe=options.exe,
+                                            auto_claim=options.auto_claim,
+                                            wake=options.wake)}
+            for event, ours in EVENTS.items()}
+
+
+def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
+    from .install import add_mcp, add_texts
+    plan = Plan(NAME, toplevel)
+    wanted = handlers(options)
+    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
+        old, path, hookfiles.merge_flat, wanted, NAME))
+    add_texts(plan, NAME)
+    if options.mcp:
+        add_mcp(plan, NAME)
+    return plan
+
+
+def installed_commands(toplevel: str) -> list[str]:
+    return hookfiles.installed_commands(toplevel, HOOK_FILE, NAME)
