@@ -167,12 +167,14 @@ def new_turn(ctx: Ctx) -> None:
     _wakes_file(repo_of(ctx), ctx).unlink(missing_ok=True)
 
 
-def prompt(ctx: Ctx) -> list[str]:
+def prompt(ctx: Ctx, *, new_turn: bool = True) -> list[str]:
     """The messages and handoffs that arrived for the session since it last heard (a
-    new prompt also starts a new turn: the wake count restarts)."""
+    person's prompt also starts a new turn: the wake count restarts; the prompt a wake
+    made, which Gemini CLI submits again, does not)."""
     from ..sync.rooms import refresh
     with _opened(ctx) as (info, registry, sid):
-        _wakes_file(info, ctx).unlink(missing_ok=True)
+        if new_turn:
+            _wakes_file(info, ctx).unlink(missing_ok=True)
         refresh(registry)
         return _unseen(registry, info, ctx, sid)
 

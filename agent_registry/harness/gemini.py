@@ -3,8 +3,9 @@
 (``tool_input.file_path``) and ``run_shell_command`` (``tool_input.command``, run in
 ``dir_path``) denies with stdout ``{"decision": "deny", "reason": …}`` and exit 0 (the
 reason goes to the agent as the tool's error).  SessionStart and BeforeAgent add
-``hookSpecificOutput.additionalContext``; AfterAgent keeps the agent going with
-``{"decision": "deny", "reason": …}`` (the reason is its next prompt)."""
+``hookSpecificOutput.additionalContext`` (JSON only: plain stdout is not added);
+AfterAgent keeps the agent going with ``{"decision": "block", "reason": …}`` (the reason
+is its next prompt, and BeforeAgent fires again for it)."""
 from __future__ import annotations
 
 import os
@@ -29,9 +30,6 @@ class Gemini(Adapter):
 
     def deny(self, reason: str) -> dict:
         return {"decision": "deny", "reason": reason}
-
-    def keep_going(self, text: str) -> dict:
-        return {"decision": "deny", "reason": text}
 
 
 ADAPTER = Gemini()

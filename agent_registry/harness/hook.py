@@ -17,6 +17,7 @@ from . import decision
 HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode")
 EVENTS = ("session-start", "pre-tool-use", "user-prompt-submit", "stop", "session-end")
 BLOCK = 2  # exit code that blocks the tool call in each harness
+WAKE_HEAD = "agent-registry: before you stop, answer or act on what arrived for you:"
 
 
 @dataclass
@@ -67,9 +68,10 @@ def _answer(value: dict | None, notice: str = "") -> Outcome:
 
 def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
          wake: int) -> Outcome:
-    ctx = a.ctx(a.parse(raw), env)
+    event_json = a.parse(raw)
+    ctx = a.ctx(event_json, env)
     if event == "pre-tool-use":
-        targets = a.targets(json.loads(raw), ctx)
+        targets = a.targets(event_json, ctx)
         if targets is None:
             return _answer(a.allow())
         verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid)
@@ -78,17 +80,18 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env))
         return _answer(a.context(event, "\n".join(lines)))
     if event == "user-prompt-submit":
+        woken = str(event_json.get("prompt") or "").startswith(WAKE_HEAD)
         if not a.injects_prompt:  # told at session start and by waking instead
-            decision.new_turn(ctx)
+            if not woken:
+                decision.new_turn(ctx)
             return _answer(a.context(event, ""))
-        news = decision.prompt(ctx)
+        news = decision.prompt(ctx, new_turn=not woken)
         return _answer(a.context(event, "\n".join(news)) if news else None)
     if event == "stop":
         news, notice = decision.turn_end(ctx, wake)
         if not news:
             return _answer(None, notice)
-        return _answer(a.keep_going("agent-registry: before you stop, answer or act on what "
-                                    "arrived for you:\n" + "\n".join(news)))
+        return _answer(a.keep_going(WAKE_HEAD + "\n" + "\n".join(news)))
     if event == "session-end":
         decision.end(ctx)
         return _answer(None)
