@@ -68,6 +68,35 @@ class Request:
     def text(self) -> str:
         return json.dumps(self.body, ensure_ascii=False)
 
+    def tool_outputs(self) -> list[str]:
+        """The results of the tool calls in this request's history, in call order, as
+        text (Anthropic tool_result, OpenAI *_call_output, Gemini functionResponse)."""
+        body = self.body if isinstance(self.body, dict) else {}
+        out: list[str] = []
+        if self.kind == "anthropic":
+            for msg in body.get("messages") or []:
+                content = msg.get("content")
+                for block in content if isinstance(content, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        inner = block.get("content")
+                        if isinstance(inner, list):
+                            inner = "\n".join(b.get("text", "") for b in inner
+                                              if isinstance(b, dict))
+                        out.append(str(inner))
+        elif self.kind == "openai":
+            for item in body.get("input") or []:
+                if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
+                    output = item.get("output")
+                    out.append(output if isinstance(output, str)
+                               else json.dumps(output, ensure_ascii=False))
+        elif self.kind == "gemini":
+            for content in body.get("contents") or []:
+                for part in content.get("parts") or []:
+                    if isinstance(part, dict) and "functionResponse" in part:
+                        out.append(json.dumps(part["functionResponse"].get("response"),
+                                              ensure_ascii=False))
+        return out
+
 
 Turn = Tool | Text | Callable[[Request], "Tool | Text"]
 
@@ -111,6 +140,12 @@ class MockModel:
     def saw(self, needle: str, after: int = 0) -> bool:
         """Whether a main request (from the ``after``-th on) contains ``needle``."""
         return any(needle in r.text for r in self.main_requests[after:])
+
+    def tool_outputs(self) -> list[str]:
+        """The tool results the model was last shown (the whole history: each protocol
+        resends it), in call order."""
+        main = self.main_requests
+        return main[-1].tool_outputs() if main else []
 
     def dump(self) -> str:
         return "\n".join(f"{r.kind} {r.path} main={r.main}: {r.text[:4000]}"

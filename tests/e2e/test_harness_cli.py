@@ -1,0 +1,486 @@
+"""The real Claude Code, Codex and Gemini CLI, driven headless against a scripted model
+(tests/e2e/mockmodel.py on 127.0.0.1), in a real git repository where `agent-registry
+harness install <h> --mcp --trust --wake` was run and another session holds src/auth.py.
+
+Nothing is mocked but the model: the CLIs run their own tools and their own hooks, which
+run our installed hook commands. Each test isolates HOME (and CODEX_HOME, ~/.gemini under
+it); trust is granted by `--trust`, as a person would.
+
+Per harness, one scripted run (cached for the module) is checked by several tests:
+- an edit of a free file goes through (the file changes on disk);
+- an edit of src/auth.py is refused and the model's next request names the holder;
+- a shell write (`echo x >> src/auth.py`) is refused likewise;
+- the harness's session `<harness>-<native id>` is registered while it runs, bound to the
+  harness's own process (Claude: the launched `claude`; Codex and Gemini: the process
+  the launched node wrapper starts, which runs the agent and the hooks);
+- a message sent to that session while the model works reaches the model at the end of
+  its turn (the end-of-turn hook, installed with --wake, keeps it going with the message);
+- the session is finished when the CLI exits (its SessionEnd hook).
+And, in a run of its own: with the hook's executable removed, an edit is blocked.
+
+The CLIs are found in $AGENT_REGISTRY_HARNESS_BIN (a node_modules/.bin) or on PATH; a
+missing one skips its tests and says so. Marker `harness_e2e` (make test-harness).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mockmodel import MockModel, Request, Text, Tool  # noqa: E402
+
+pytestmark = pytest.mark.harness_e2e
+
+HARNESSES = ("claude", "codex", "gemini")
+HOLDER = "holder-alice"
+HOLDER_WORK = "the auth rewrite"
+RUN_TIMEOUT = 150
+VENV_BIN = Path(sys.executable).parent
+AGENT_REGISTRY = shutil.which("agent-registry", path=str(VENV_BIN)) or \
+    shutil.which("agent-registry")
+
+
+# read at import: the autouse hermetic seal (tests/conftest.py) drops AGENT_REGISTRY_*
+HARNESS_BIN = os.environ.get("AGENT_REGISTRY_HARNESS_BIN")
+
+
+def harness_bin(name: str) -> str | None:
+    where = HARNESS_BIN
+    if where:
+        path = Path(where, name)
+        return str(path) if os.access(path, os.X_OK) else None
+    return shutil.which(name)
+
+
+def need(name: str) -> str:
+    path = harness_bin(name)
+    if not path:
+        pytest.skip(f"{name} CLI not found (set AGENT_REGISTRY_HARNESS_BIN to a node_modules/.bin "
+                    f"holding it, or put it on PATH; .ci/run installs it from npm)")
+    if not AGENT_REGISTRY:
+        pytest.skip("agent-registry console script not found next to this python")
+    return path
+
+
+def git(repo: Path, *args: str, env: dict) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+def ppid_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+# -- one repository, one HOME, one installed harness -----------------------------------
+
+class Setup:
+    """A git repository with src/auth.py (held by HOLDER) and src/free.py, agent-registry
+    initialised and the harness installed with --mcp --trust --wake 2, and a HOME of its
+    own. ``exe`` is the agent-registry the install ran (its hooks call it)."""
+
+    def __init__(self, harness: str, root: Path, exe: str = AGENT_REGISTRY) -> None:
+        self.harness = harness
+        self.root = root
+        self.exe = exe
+        self.home = root / "home"
+        self.repo = root / "repo"
+        self.home.mkdir(parents=True)
+        (self.home / ".gitconfig").write_text(
+            "[user]\n\tname = Test User\n\temail = test@example.com\n"
+            "[init]\n\tdefaultBranch = main\n")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GIT_", "AGENT_REGISTRY_", "ANTHROPIC_", "OPENAI_",
+                                    "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE"))}
+        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
+                   XDG_CACHE_HOME=str(self.home / ".cache"),
+                   GIT_CONFIG_GLOBAL=str(self.home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1",
+                   CODEX_HOME=str(self.home / ".codex"), TZ="UTC",
+                   # nothing but 127.0.0.1 is reachable here: tell the CLIs to stay quiet
+                   DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1",
+                   DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                   GEMINI_TELEMETRY_ENABLED="false", NO_BROWSER="1", CI="1")
+        # the CLIs' node must be found even when PATH is minimal
+        env["PATH"] = os.pathsep.join([str(Path(exe).parent), env.get("PATH", "")])
+        self.env = env
+        (self.home / ".codex").mkdir()
+        (self.home / ".gemini").mkdir()
+        # Gemini CLI: API-key auth (the key is a dummy, the base URL our model)
+        (self.home / ".gemini" / "settings.json").write_text(json.dumps(
+            {"security": {"auth": {"selectedType": "gemini-api-key"}},
+             "privacy": {"usageStatisticsEnabled": False}}))
+        self.repo.mkdir()
+        (self.repo / "src").mkdir()
+        (self.repo / "src" / "auth.py").write_text("TOKEN = 'a'\n")
+        (self.repo / "src" / "free.py").write_text("VALUE = 1\n")
+        (self.repo / "README.md").write_text("# demo\n")
+        git(self.repo, "init", "-q", env=env)
+        git(self.repo, "add", ".", env=env)
+        git(self.repo, "commit", "-qm", "initial", env=env)
+        self.ar("init")
+        # the other session: bound to this test process, which outlives the run
+        self.ar("register", HOLDER, "--provider", "human", "--ai-version", "none",
+                "--working-on", HOLDER_WORK, "--pid", str(os.getpid()))
+        self.ar("lock", "acquire", "src/auth.py", "--session", HOLDER)
+        self.install_out = self.ar("harness", "install", harness, "--mcp", "--trust",
+                                   "--wake", "2")
+
+    def ar(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run([self.exe, *args], cwd=self.repo, env=self.env,
+                              capture_output=True, text=True, timeout=60)
+        if check:
+            assert proc.returncode == 0, \
+                f"agent-registry {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        return proc.stdout
+
+    def sessions(self, every: bool = False) -> list[dict]:
+        args = ["--json", "status"] + (["--all"] if every else [])
+        return json.loads(self.ar(*args))["sessions"]
+
+    def ours(self, every: bool = False) -> list[dict]:
+        return [s for s in self.sessions(every) if s["id"].startswith(f"{self.harness}-")]
+
+    def read(self, rel: str) -> str:
+        return (self.repo / rel).read_text()
+
+
+# -- each harness: how to run it and how its model calls its tools ---------------------
+
+class Driver:
+    name = ""
+
+    def __init__(self, setup: Setup, model: MockModel) -> None:
+        self.s, self.m = setup, model
+
+    def abs(self, rel: str) -> str:
+        return str(self.s.repo / rel)
+
+    def env(self) -> dict:
+        return dict(self.s.env)
+
+    def command(self, prompt: str) -> list[str]:
+        raise NotImplementedError
+
+    def edit(self, rel: str, old: str, new: str) -> list[Tool]:
+        """The tool calls that replace *old* by *new* in *rel*; the last one is the edit."""
+        raise NotImplementedError
+
+    def shell(self, command: str) -> Tool:
+        raise NotImplementedError
+
+    def agent_pid_ok(self, recorded: int, parent: int | None, launched: int) -> bool:
+        """Whether *recorded* (the session's pid, whose parent was *parent* while the
+        agent ran) is the harness's own process."""
+        return recorded == launched or parent == launched
+
+
+class Claude(Driver):
+    name = "claude"
+
+    def env(self) -> dict:
+        env = super().env()
+        env.update(ANTHROPIC_BASE_URL=self.m.url, ANTHROPIC_API_KEY="dummy-key")
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        # --dangerously-skip-permissions is refused as root; acceptEdits lets edits run,
+        # --allowedTools Bash the shell
+        return [need("claude"), "-p", prompt, "--output-format", "json",
+                "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+
+    def edit(self, rel, old, new):
+        # Claude Code refuses an edit of a file not read in the session, before any hook
+        return [Tool("Read", {"file_path": self.abs(rel)}),
+                Tool("Edit", {"file_path": self.abs(rel), "old_string": old,
+                              "new_string": new})]
+
+    def shell(self, command):
+        return Tool("Bash", {"command": command, "description": "run it"})
+
+    def agent_pid_ok(self, recorded, parent, launched):
+        return recorded == launched  # the hook's shell is the claude process's child
+
+
+class Codex(Driver):
+    name = "codex"
+
+    def env(self) -> dict:
+        env = super().env()
+        env.update(MOCK_MODEL_API_KEY="dummy-key")
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        provider = (f'{{name="mock", base_url="{self.m.url}/v1", wire_api="responses", '
+                    f'env_key="MOCK_MODEL_API_KEY"}}')
+        # a model Codex knows (else it offers no apply_patch); the workspace-write sandbox
+        # (hooks and the MCP server run outside it)
+        return [need("codex"), "exec", "-s", "workspace-write", "-m", "gpt-5.5",
+                "-c", 'model_provider="mock"', "-c", f"model_providers.mock={provider}",
+                prompt]
+
+    def edit(self, rel, old, new):
+        return [Tool("apply_patch", f"*** Begin Patch\n*** Update File: {rel}\n@@\n-{old}\n"
+                                    f"+{new}\n*** End Patch\n")]
+
+    def shell(self, command):
+        return Tool("exec_command", {"cmd": command})
+
+    def agent_pid_ok(self, recorded, parent, launched):
+        # $PPID of the hook is the Rust codex binary, the node wrapper's child
+        return parent == launched
+
+
+class Gemini(Driver):
+    name = "gemini"
+
+    def env(self) -> dict:
+        env = super().env()
+        env.update(GEMINI_API_KEY="dummy-key", GOOGLE_GEMINI_BASE_URL=self.m.url)
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        return [need("gemini"), "-p", prompt, "-o", "json", "--yolo"]
+
+    def edit(self, rel, old, new):
+        return [Tool("replace", {"file_path": self.abs(rel), "old_string": old,
+                                 "new_string": new, "instruction": "edit it"})]
+
+    def shell(self, command):
+        return Tool("run_shell_command", {"command": command, "description": "run it"})
+
+    def agent_pid_ok(self, recorded, parent, launched):
+        # Gemini CLI relaunches itself once: the hooks' $PPID is that child
+        return parent == launched
+
+
+DRIVERS = {"claude": Claude, "codex": Codex, "gemini": Gemini}
+
+
+def run_cli(driver: Driver, prompt: str, box: dict) -> subprocess.CompletedProcess:
+    """Run the harness headless in the repository; *box* gets the launched pid."""
+    proc = subprocess.Popen(driver.command(prompt), cwd=driver.s.repo, env=driver.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    box["pid"] = proc.pid
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{driver.name} did not finish in {RUN_TIMEOUT}s\nstdout:\n{out[-3000:]}\n"
+                    f"stderr:\n{err[-3000:]}\nrequests:\n{driver.m.dump()[-6000:]}")
+    finally:
+        # a hook the CLI started at its exit (Codex's SessionEnd) may still run: let it
+        # end, then nothing it started may outlive the test (an MCP server, a shell)
+        deadline = time.monotonic() + 20
+        while group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group *pgid* (not a zombie) still runs."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+# -- the main scripted run, once per harness --------------------------------------------
+
+class MainRun:
+    def __init__(self, harness: str, root: Path) -> None:
+        need(harness)
+        self.harness = harness
+        self.setup = Setup(harness, root)
+        self.seen: dict = {}
+        self.errors: list[str] = []
+        self.message = f"MSG-{harness}-please-call-me-back"
+        box: dict = {}
+        self.model = MockModel([])
+        driver = DRIVERS[harness](self.setup, self.model)
+        free = driver.edit("src/free.py", "VALUE = 1", "VALUE = 2")
+        held = driver.edit("src/auth.py", "TOKEN = 'a'", "TOKEN = 'b'")
+        shell = driver.shell("echo x >> src/auth.py")
+
+        def first(req: Request):
+            """The model's first request: the session is registered by now. Look at it,
+            send it a message (it arrives while the agent works), then go on."""
+            try:
+                self.seen["launched"] = box.get("pid")
+                self.seen["sessions"] = self.setup.ours()
+                self.seen["parents"] = {s["pid"]: ppid_of(s["pid"])
+                                        for s in self.seen["sessions"] if s.get("pid")}
+                sid = self.seen["sessions"][0]["id"] if self.seen["sessions"] else None
+                if sid:
+                    self.setup.ar("send", "--from", HOLDER, "--to", sid, self.message)
+                    self.seen["sent_at"] = len(self.model.main_requests)
+            except Exception as exc:  # reported by the tests, never a hung CLI
+                self.errors.append(repr(exc))
+            return free[0]
+
+        # which output index belongs to which step (each protocol resends the history)
+        steps = [first, *free[1:], *held, shell]
+        self.index = {"free": len(free) - 1, "held": len(free) + len(held) - 1,
+                      "shell": len(free) + len(held)}
+        self.model.script = steps + [Text("I am done with this turn."),
+                                     Text("Read the message; done.")]
+        with self.model:
+            self.started = time.monotonic()
+            self.result = run_cli(driver, "Edit src/free.py and src/auth.py.", box)
+            self.elapsed = time.monotonic() - self.started
+        self.outputs = self.model.tool_outputs()
+        self.after = self.setup.ours(every=True)
+
+    def explain(self) -> str:
+        return (f"exit {self.result.returncode} after {self.elapsed:.1f}s; errors {self.errors}; "
+                f"mock errors {self.model.errors}\noutputs: {json.dumps(self.outputs)[:3000]}\n"
+                f"stdout: {self.result.stdout[-2000:]}\nstderr: {self.result.stderr[-3000:]}")
+
+    def output(self, step: str) -> str:
+        i = self.index[step]
+        assert len(self.outputs) > i, f"no tool output for {step}\n{self.explain()}"
+        return self.outputs[i]
+
+
+_RUNS: dict[str, MainRun] = {}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    def get(harness: str) -> MainRun:
+        if harness not in _RUNS:
+            need(harness)
+            _RUNS[harness] = MainRun(harness, tmp_path_factory.mktemp(f"main-{harness}"))
+        return _RUNS[harness]
+    yield get
+    _RUNS.clear()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_cli_runs_to_the_end(runs, harness):
+    run = runs(harness)
+    assert run.result.returncode == 0, run.explain()
+    assert not run.model.errors and not run.errors, run.explain()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_edit_of_a_free_file_goes_through(runs, harness):
+    run = runs(harness)
+    assert run.setup.read("src/free.py") == "VALUE = 2\n", run.explain()
+    assert HOLDER not in run.output("free"), run.explain()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_edit_of_a_held_file_is_refused_naming_the_holder(runs, harness):
+    run = runs(harness)
+    assert run.setup.read("src/auth.py") == "TOKEN = 'a'\n", run.explain()
+    # the deny reason reached the model as the tool's result
+    assert HOLDER in run.output("held"), run.explain()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_shell_write_to_a_held_file_is_refused(runs, harness):
+    run = runs(harness)
+    assert "x" not in run.setup.read("src/auth.py").splitlines(), run.explain()
+    assert HOLDER in run.output("shell"), run.explain()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_session_is_registered_bound_to_the_harness_process(runs, harness):
+    run = runs(harness)
+    sessions = run.seen.get("sessions")
+    assert sessions, f"no {harness}- session while the agent ran\n{run.explain()}"
+    (session,) = sessions
+    assert session["provider"].lower() == harness, session
+    assert session["status"] == "OnWorking", session
+    driver = DRIVERS[harness](run.setup, run.model)
+    parent = run.seen["parents"].get(session["pid"])
+    assert session["pid"] and driver.agent_pid_ok(session["pid"], parent, run.seen["launched"]), \
+        f"pid {session['pid']} (parent {parent}) is not {harness}'s own " \
+        f"process (launched {run.seen['launched']}); cmdline {session.get('cmdline')!r}"
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_a_message_sent_while_it_works_reaches_the_model(runs, harness):
+    run = runs(harness)
+    assert "sent_at" in run.seen, run.explain()
+    assert run.model.saw(run.message, after=run.seen["sent_at"]), run.explain()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_session_end_finishes_the_session(runs, harness):
+    run = runs(harness)
+    assert run.seen.get("sessions"), run.explain()
+    sid = run.seen["sessions"][0]["id"]
+    (after,) = [s for s in run.after if s["id"] == sid]
+    assert after["status"] == "Finished", after
+    assert not after["locks"], after
+
+
+# -- fail closed: the hook's executable is gone --------------------------------------------
+
+def console_script_copy(where: Path) -> str:
+    """A copy of the agent-registry console script in a venv of its own, so `harness
+    install` run by it writes hooks naming it: a directory with pyvenv.cfg, lib/ linked
+    to this venv's, bin/python linked to the interpreter and bin/agent-registry copied."""
+    venv = VENV_BIN.parent
+    (where / "bin").mkdir(parents=True)
+    shutil.copy(venv / "pyvenv.cfg", where / "pyvenv.cfg")
+    (where / "lib").symlink_to(venv / "lib")
+    python = where / "bin" / "python"
+    python.symlink_to(Path(sys.executable).resolve())
+    script = Path(AGENT_REGISTRY).read_text().split("\n", 1)[1]
+    exe = where / "bin" / "agent-registry"
+    exe.write_text(f"#!{python}\n{script}")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_edit_is_blocked_when_the_hook_executable_is_gone(tmp_path, harness):
+    need(harness)
+    exe = console_script_copy(tmp_path / "venv-copy")
+    setup = Setup(harness, tmp_path, exe=exe)
+    installed = "\n".join(p.read_text() for p in (setup.repo / f".{harness}").glob("*")
+                          if p.is_file())
+    assert exe in installed, f"the hooks do not run the copy {exe}:\n{installed[:3000]}"
+    os.unlink(exe)
+    model = MockModel([])
+    driver = DRIVERS[harness](setup, model)
+    steps = driver.edit("src/free.py", "VALUE = 1", "VALUE = 3")
+    model.script = [*steps, Text("done")]
+    with model:
+        result = run_cli(driver, "Edit src/free.py.", {})
+    outputs = model.tool_outputs()
+    explain = (f"exit {result.returncode}; outputs {outputs}\nstderr {result.stderr[-3000:]}")
+    assert setup.read("src/free.py") == "VALUE = 1\n", explain
+    if harness == "gemini" and not model.main_requests:
+        # Gemini CLI blocks on any failing hook (exit 127 too): its BeforeAgent hook,
+        # which cannot start either, stops the prompt before the model is asked
+        assert "failed for event BeforeAgent" in result.stderr, explain
+        return
+    assert len(outputs) >= len(steps) and "edit gate could not run" in outputs[len(steps) - 1], \
+        explain
