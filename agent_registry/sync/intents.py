@@ -32,8 +32,8 @@ from ..branch.view import View
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..core.shapes import COUNT, MAPPING, TEXT
-from .replay import (APPLIED, HELPED, Replay, is_ancestor, load_operation, own_commits,
-                     replay)
+from .replay import (APPLIED, HELPED, Replay, is_ancestor, landed_since, load_operation,
+                     own_commits, replay)
 from .state import load_state, save_state, state_key
 
 RECORDS = "intents/"  # intents/<clone>.json: the last intent of that clone settled, per op id
@@ -215,7 +215,7 @@ def help_others(registry: Registry, onto: str | None,
         marker = (f"{HELPED}: {clone} #{meta['seq']}",)
         # decided already: by a record, or landed since the intent's base without one (a
         # push of the clone made from a tip older than its intent, by another process)
-        known = {**dict.fromkeys(landed_since(registry, meta["base"], onto), APPLIED),
+        known = {**dict.fromkeys(landed_since(registry, onto, meta["base"]), APPLIED),
                  **record["handled"]}
         done = replay(registry, commits, tip, extra=marker, handled=known)
         refused = {r.get("id"): r.get("reason", "refused") for r in done.refused}
@@ -224,16 +224,3 @@ def help_others(registry: Registry, onto: str | None,
         settle = registry.new_op("intents", clone=clone, seq=meta["seq"], handled=handled)
         tip = registry.build(done.tip, settle, extra=marker)[0] or done.tip
     return tip
-
-
-def landed_since(registry: Registry, base: str, tip: str | None) -> set[str]:
-    """The ids of the operations decided between *base* and *tip*: applied, or resolved
-    by a replay (refused, or nothing left to do)."""
-    if tip is None:
-        return set()
-    out = registry.repo.git("log", "--format=%B%x00", f"{base}..{tip}").stdout.decode(
-        errors="replace")
-    ops = [parse_op(message) for message in out.split("\0")]
-    ops += [op["of"] for op in ops if op and op.get("op") == "resolved"
-            and isinstance(op.get("of"), dict)]
-    return {op["id"] for op in ops if op and isinstance(op.get("id"), str)}

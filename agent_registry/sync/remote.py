@@ -60,7 +60,8 @@ from ..core.registry import Registry, file_lock, use_remote_committer
 from ..branch.view import View
 from .intents import fetch_refspec, help_others, intent_ref, new_clone_id, own_ops, \
     settle_own, settled, unsettled, wrap
-from .replay import Replay, commit_exists, is_ancestor, own_commits, pending_commits, replay
+from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
+                     pending_commits, replay)
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -458,8 +459,13 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     # those a helper already applied for us
     own = settled(View(registry.repo, onto), load_state(registry).get("clone_id") or "") \
         if onto else {"handled": {}}
-    state = replay(registry, pending_commits(registry, confirmed, local),
-                   help_others(registry, onto, intents), handled=own["handled"])
+    # applied once: an operation the fetched history holds and ours does not is skipped,
+    # however it got there: a push of another process of this clone (which may record
+    # its tip as confirmed while a third process rewrote our branch, so the confirmed
+    # tip bounds nothing here), a push that landed after its client gave up, a helper
+    landed = dict.fromkeys(landed_since(registry, remote, local), APPLIED)
+    state = replay(registry, pending_commits(registry, confirmed, local, landed=remote),
+                   help_others(registry, onto, intents), handled={**landed, **own["handled"]})
     settle_own(registry, onto, state)
     state.rewind = rewind
     _move_local(registry, state.tip, local)

@@ -31,11 +31,17 @@ def is_ours(message: str) -> bool:
     return not (op and op.get("op") == "intents")
 
 
-def pending_commits(registry: Registry, upstream: str | None, tip: str | None) -> list[str]:
-    """This clone's commits not yet on the remote, oldest first."""
+def pending_commits(registry: Registry, upstream: str | None, tip: str | None,
+                    landed: str | None = None) -> list[str]:
+    """This clone's commits not yet on the remote, oldest first: after *upstream* (the
+    confirmed tip) and, when given, not in *landed*'s history (the fetched remote tip: a
+    commit another process of this clone pushed, or a push that landed after its client
+    gave up, is there already and must not be applied twice)."""
     if tip is None or tip == upstream:
         return []
     spec = [tip, f"^{upstream}"] if upstream and commit_exists(registry, upstream) else [tip]
+    if landed and landed != upstream:
+        spec.append(f"^{landed}")
     proc = registry.repo.git("rev-list", "--reverse", "--topo-order", *spec)
     return proc.stdout.decode().split()
 
@@ -43,6 +49,22 @@ def pending_commits(registry: Registry, upstream: str | None, tip: str | None) -
 def commit_exists(registry: Registry, oid: str) -> bool:
     found = registry.repo.reader.read(oid)
     return bool(found and found[0] == "commit")
+
+
+def landed_since(registry: Registry, tip: str | None, *before: str | None) -> set[str]:
+    """The ids of the operations decided in *tip*'s history and not in any of *before*'s:
+    applied, or resolved by a replay (refused, or nothing left to do).  What a replay
+    skips, so an operation that reached the remote by another path (another process's
+    push, a helper, a push that landed after a timeout) is applied once."""
+    if tip is None:
+        return set()
+    bases = [f"^{b}" for b in before if b and commit_exists(registry, b)]
+    out = registry.repo.git("log", "--format=%B%x00", tip, *bases).stdout.decode(
+        errors="replace")
+    ops = [parse_op(message) for message in out.split("\0")]
+    ops += [op["of"] for op in ops if op and op.get("op") == "resolved"
+            and isinstance(op.get("of"), dict)]
+    return {op["id"] for op in ops if op and isinstance(op.get("id"), str)}
 
 
 def is_ancestor(registry: Registry, ancestor: str | None, descendant: str | None) -> bool:
