@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-slow test-harness bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,15 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash demo/demo.sh
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 -q -m "not slow and not harness_e2e"
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m slow
+
+# the real Claude Code, Codex and Gemini CLI against a mock model on 127.0.0.1 (they are
+# found in $$AGENT_REGISTRY_HARNESS_BIN or on PATH; .ci/run installs them from npm)
+test-harness: $(STAMP)
+	$(BIN)/python -m pytest -q -m harness_e2e tests/e2e
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
