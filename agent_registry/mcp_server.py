@@ -34,7 +34,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from . import __version__
-from .errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
+from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from .cli.output import age, check_code, to_json
 from .store.procinfo import is_alive
 from .branch.records import parse_iso
@@ -63,8 +63,9 @@ Coordinates the AI agents editing this git repository. Call register once at the
 lock_release when done; if a claim is refused, work on something else or ask the holder
 it names. lock_check tells who holds a path. This server heartbeats the sessions it
 registered. At the end call end (writes a wiki entry) or finish. wiki_query says whether
-a task was done before. send asks another session (the holder of a path: to_path);
-inbox lists what waits for you, ack what you handled."""
+a task was done before. send asks another session (the holder of a path: to_path; a room:
+room); inbox lists what waits for you, ack what you handled; room_who tells who is in a
+room (register with rooms to join one shared with other repositories)."""
 
 
 class Service:
@@ -161,7 +162,7 @@ class Service:
                 + (f"; registered through this server: {', '.join(mine)}." if mine else "."))
 
     def reach(self, owner: str) -> str:
-        """Who holds a lock, and how to reach them while sessions cannot message."""
+        """Who holds a lock, and how to reach it: a message, or the person running it."""
         try:
             s = self.registry.session(owner)
         except RegistryError:
@@ -172,9 +173,10 @@ class Service:
         where = f" on {s.host}" + (f", pid {s.pid}" if s.pid else "")
         handoff = f"; its handoff document: {s.handoff}" if s.handoff else ""
         return (f"Holder {s.id}: {s.provider}{where}, working on "
-                f"{s.working_on or '(not said)'}{seen}{handoff}. Reach it through the "
-                f"person running it (show {s.id} for details; its diary: `agent-registry "
-                f"context show {s.id}`); its locks go stale when its "
+                f"{s.working_on or '(not said)'}{seen}{handoff}. Reach it with send (to: "
+                f"{s.id}; the answer comes to your inbox) or through the person running it "
+                f"(show {s.id} for details; its diary: `agent-registry context show {s.id}`); "
+                f"its locks go stale when its "
                 "process exits or its heartbeat passes the TTL.")
 
     # -- the heartbeat thread ---------------------------------------------------------
@@ -239,20 +241,36 @@ def build(service: Service) -> MCPServer:
             "The agent's own process (default: this server's parent, the harness)."))] = None,
         notify_started: Annotated[str, Field(description=(
             "The message `watch` sends when this session starts (instead of its pool's)."))] = "",
+        tags: Annotated[list[str], Field(description=(
+            "Tags send's to_tag reaches this session by."))] = [],
+        rooms: Annotated[list[str], Field(description=(
+            "Rooms shared with other repositories through the hub to join: room:<name> "
+            "(git config agent-registry.hub URL)."))] = [],
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
         from .cli.console import new_session_id
         sid = session_id or new_session_id(provider)
 
         def run() -> dict:
+            from .sync import rooms as R
+            for room in rooms:  # checked before anything is written, as `register --room`
+                if not R.validate_room(room).startswith(R.SHARED):
+                    raise BadInput(f"{room}: a repository's room is joined by working in "
+                                   "it; rooms take room:<name>")
+            if rooms:
+                R.open_hub(reg).close()  # no hub, or an unusable one: nothing registered
             session = reg.register(sid, provider=provider, ai_version=ai_version,
                                    working_on=working_on, space=space,
                                    todo_present=todo_present, pid=pid or os.getppid(),
                                    pid_from="pid" if pid else PID_FROM,
-                                   notify_started=notify_started)
+                                   notify_started=notify_started,
+                                   tags=list(tags) + list(rooms))
             service.owned.setdefault(sid, DEFAULT_TTL)
             service.renewed(sid)
-            return {"session": session.to_dict(), "bound_to": reg.bound}
+            result = {"session": session.to_dict(), "bound_to": reg.bound}
+            if rooms:
+                result["rooms"] = R.join(reg, sid, list(dict.fromkeys(rooms)))
+            return result
         return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
@@ -309,7 +327,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Renew the session and all its locks now (this server also does it on its own)."""
         sid = service.default_sid(session_id)
-        return await service.run(lambda: reg.heartbeat(sid, paths), sid,
+        return await service.run(lambda: mirrored(reg, sid, "heartbeat",
+                                                  reg.heartbeat(sid, paths)), sid,
                                  then=lambda: service.renewed(sid))
 
     @tool(annotations=WRITES)
@@ -329,6 +348,8 @@ def build(service: Service) -> MCPServer:
             "Every live session holding a lock that covers this path."))] = None,
         to_tag: Annotated[str | None, Field(description=(
             "Every live session registered with this tag."))] = None,
+        room: Annotated[str | None, Field(description=(
+            "Everyone in a room: room:<name> (through the hub) or repo:<name>."))] = None,
         all: Annotated[bool, Field(description="Every other live session.")] = False,
         key: Annotated[str | None, Field(description=(
             "Idempotency key: a retry with the same key and content sends nothing."))] = None,
@@ -336,12 +357,35 @@ def build(service: Service) -> MCPServer:
         subject: Annotated[str | None, Field(description="A one-line subject.")] = None,
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
-        """Send a durable message (exactly one of to, to_path, to_tag, all); returns its id."""
+        """Send a durable message (exactly one of to, to_path, to_tag, room, all); returns its id."""
         from .core import messages
         sid = service.default_sid(session_id)
-        return await service.run(lambda: messages.send(
-            reg, sid, messages.selector(to, [to_path] if to_path else [], to_tag, None, all),
-            body, subject=subject, key=key, reply_to=reply_to), sid)
+
+        def run() -> dict:
+            to_sel = messages.selector(to, [to_path] if to_path else [], to_tag, room, all)
+            if room is None:
+                return messages.send(reg, sid, to_sel, body, subject=subject, key=key,
+                                     reply_to=reply_to)
+            from .sync.rooms import registry_for
+            target = registry_for(reg, room)  # the hub for room:<name>, as `send --room`
+            try:
+                result = messages.send(target, sid, to_sel, body, subject=subject, key=key,
+                                       reply_to=reply_to)
+                return {**result, **(target.unpushed if target is not reg else {})}
+            finally:
+                if target is not reg:
+                    reg.warnings.extend(target.warnings)
+                    target.close()
+        return await service.run(run, sid)
+
+    @tool(annotations=READ_ONLY)
+    async def room_who(
+        room: Annotated[str, Field(description=(
+            "room:<name> (shared through the hub) or repo:<name> (this repository's own)."))],
+    ) -> dict[str, Any]:
+        """Who is in a room: each live session, its repository, and whether it is present."""
+        from .sync.rooms import presence
+        return await service.run(lambda: presence(reg, room))
 
     @tool(annotations=READ_ONLY)
     async def inbox(
@@ -350,10 +394,19 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Messages and handoffs waiting for the session (sync first with a remote)."""
         from .core import messages
-        from .sync.rooms import refresh
+        from .sync.rooms import hub_pending, hub_url, open_hub, refresh
         sid = service.default_sid(session_id)
-        return await service.run(lambda: messages.inbox(
-            reg, sid, include_acked=all, refresh=lambda: refresh(reg)), sid)
+
+        def run() -> dict:
+            hub = open_hub(reg) if hub_url(reg) else None  # what its rooms sent it
+            try:
+                return messages.inbox(reg, sid, include_acked=all, refresh=lambda: refresh(reg),
+                                      more=lambda: hub_pending(hub, sid, all) if hub else [])
+            finally:
+                if hub is not None:
+                    reg.warnings.extend(hub.warnings)
+                    hub.close()
+        return await service.run(run, sid)
 
     @tool(annotations=WRITES)
     async def ack(
@@ -380,8 +433,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Mark the session Finished and release every lock it holds."""
         sid = service.default_sid(session_id)
-        return await service.run(lambda: reg.finish(sid, notify_executed=notify_executed), sid,
-                                 then=lambda: service.forget(sid))
+        return await service.run(lambda: mirrored(reg, sid, "finish", reg.finish(
+            sid, notify_executed=notify_executed)), sid, then=lambda: service.forget(sid))
 
     @tool(annotations=WRITES)
     async def end(
@@ -400,8 +453,9 @@ def build(service: Service) -> MCPServer:
         sid = service.default_sid(session_id)
         from .wiki.ops import end_session
         return await service.run(
-            lambda: end_session(reg, sid, router=router, what=what, how=how, solved=solved,
-                                bugs=bugs, tools=tools, notify_executed=notify_executed),
+            lambda: mirrored(reg, sid, "finish", end_session(
+                reg, sid, router=router, what=what, how=how, solved=solved, bugs=bugs,
+                tools=tools, notify_executed=notify_executed)),
             sid, then=lambda: service.forget(sid))
 
     @tool(annotations=READ_ONLY)
@@ -464,7 +518,15 @@ def beat(registry: Registry, sid: str) -> None:
     if session.host == registry.host and session.vouched and \
             not is_alive(session.pid, session.pid_start):
         raise Refused(f"its owner process {session.pid} is gone")
-    registry.heartbeat(sid)
+    mirrored(registry, sid, "heartbeat", registry.heartbeat(sid))
+
+
+def mirrored(registry: Registry, sid: str, action: str, result: dict) -> dict:
+    """*result*, after carrying the heartbeat or finish of *sid* over to its presence
+    in the rooms it joined on the hub (as the CLI does; a no-op without rooms)."""
+    from .sync.rooms import mirror
+    mirror(registry, sid, action)
+    return result
 
 
 def serve(registry: Registry, interval: float = HEARTBEAT) -> None:

@@ -23,7 +23,7 @@ from helpers import CLI, WAITER, git  # noqa: E402
 
 TOOLS = {"register", "status", "show", "lock_acquire", "lock_release", "lock_check",
          "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show",
-         "send", "inbox", "ack", "thread"}
+         "send", "inbox", "ack", "thread", "room_who"}
 RESOURCES = {"registry://status", "registry://locks", "registry://registry.md"}
 
 
@@ -192,6 +192,69 @@ def test_an_unknown_session_id_lists_the_live_ones(repo, run):
     assert "Live sessions: claude-right, kimi-7" in unknown[1]
     assert ended[0] and "session claude-right has ended" in ended[1] and "kimi-7" in ended[1]
     assert missing[0] and "session_id is required" in missing[1]
+
+
+def test_rooms_over_mcp_register_send_room_who_and_inbox(tmp_path):
+    """register joins rooms (with tags), send reaches a room, room_who tells who is in
+    it, and inbox shows what a room sent: the same hub the CLI's --room uses."""
+    from helpers import Runner, make_repo
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    api, web = make_repo(tmp_path / "api"), make_repo(tmp_path / "web")
+    for repo in (api, web):
+        git(repo, "config", "agent-registry.hub", str(hub))
+    web_cli = Runner(web)
+    assert web_cli("register", "web-1", "--provider", "Claude", "--working-on", "client",
+                   "--room", "room:contract").returncode == 0
+    assert web_cli("register", "web-2", "--provider", "Claude", "--tag", "ui").returncode == 0
+
+    async def script(session):
+        error, text, result = await call(session, "register", provider="Codex",
+                                         session_id="api-1", working_on="schema v2",
+                                         tags=["backend"], rooms=["room:contract"])
+        assert not error, text
+        assert result["rooms"]["rooms"] == ["room:contract"]
+        assert set(result["session"]["tags"]) == {"backend", "room:contract"}
+        who = await call(session, "room_who", room="room:contract")
+        own = await call(session, "room_who", room="repo:api")
+        sent = await call(session, "send", room="room:contract", body="/users now pages")
+        both = await call(session, "send", room="room:contract", to="web-1", body="x")
+        bad = await call(session, "room_who", room="lobby")
+        joined_own = await call(session, "register", provider="Codex", session_id="api-2",
+                                rooms=["repo:api"])
+        return who, own, sent, both, bad, joined_own
+    who, own, sent, both, bad, joined_own = anyio.run(lambda: _run_on(api, script))
+    assert not who[0], who[1]
+    assert {(s["id"], s["repo"]) for s in who[2]["sessions"]} == {("api-1", "api"), ("web-1", "web")}
+    assert all(s["present"] for s in who[2]["sessions"])
+    assert [s["id"] for s in own[2]["sessions"]] == ["api-1"] and own[2]["hub"] is None
+    assert not sent[0] and sent[2]["recipients"] == ["web-1"], sent[1]
+    assert both[0] and "exactly one of" in both[1]
+    assert bad[0] and "invalid room" in bad[1]
+    assert joined_own[0] and "room:<name>" in joined_own[1]
+    with Registry.open(str(api)) as registry:  # refused before anything was written
+        assert [s.id for s in registry.sessions()] == ["api-1"]
+    inbox = json.loads(web_cli("--json", "inbox", "web-1").stdout)
+    assert [m["id"] for m in inbox["messages"]] == [sent[2]["id"]]
+    reply = json.loads(web_cli("--json", "send", "--from", "web-1", "--room", "room:contract",
+                               "--reply-to", sent[2]["id"], "thanks").stdout)
+
+    async def read(session):
+        await call(session, "register", provider="Codex", session_id="api-1b",
+                   rooms=["room:contract"])
+        beat = await call(session, "heartbeat", session_id="api-1")
+        assert not beat[0], beat[1]
+        return await call(session, "inbox", session_id="api-1")
+    error, text, result = anyio.run(lambda: _run_on(api, read))
+    assert not error, text
+    assert [m["id"] for m in result["messages"]] == [reply["id"]]
+    # presence follows: the heartbeat was carried over to the hub
+    assert git(hub, "log", "-1", "--format=%s", "agent-registry").startswith("heartbeat api-1")
+
+
+async def _run_on(repo: Path, script):
+    async with server(repo) as session:
+        return await script(session)
 
 
 def test_bad_arguments_are_tool_errors(repo):
