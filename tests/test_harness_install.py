@@ -525,3 +525,48 @@ def test_every_command_in_the_texts_runs(repo, env):
             ack = cli(repo, env, "ack", msgid, "--session", other)  # the recipient's
             assert ack.returncode == 0, ack.stderr
             msgid = cli(repo, env, "send", "--from", other, "--to", sid, "back").stdout.strip()
+
+
+def codex_binary() -> str | None:
+    return os.environ.get("CODEX_BIN") or shutil.which("codex") or next(
+        (str(p) for p in [Path("/work/npm-harness/node_modules/.bin/codex")] if p.exists()), None)
+
+
+@pytest.mark.skipif(codex_binary() is None, reason="the Codex CLI is not installed")
+def test_codex_itself_lists_the_trusted_hooks_as_trusted(repo, env):
+    """--trust writes each hook's hash as Codex computes it: its app-server's hooks/list
+    says trusted for all five (SessionEnd with its clamped 3 s timeout)."""
+    install(repo, env, "codex", "--trust")
+    top = toplevel(repo)
+    proc = subprocess.Popen([codex_binary(), "app-server"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, **env, "PATH": os.environ["PATH"]}, cwd=repo)
+    try:
+        for message in ({"id": 1, "method": "initialize", "params": {"clientInfo": {
+                            "name": "t", "title": "t", "version": "1"}}},
+                        {"method": "initialized"},
+                        {"id": 2, "method": "hooks/list", "params": {"cwds": [top]}}):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        answer = None
+        for line in proc.stdout:
+            if line.startswith("{") and json.loads(line).get("id") == 2:
+                answer = json.loads(line)
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "trustStatus" in node:
+                found.append((node.get("eventName"), node["trustStatus"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(answer)
+    assert sorted(found) == sorted((event, "trusted") for event in (
+        "sessionStart", "preToolUse", "userPromptSubmit", "stop", "sessionEnd")), answer

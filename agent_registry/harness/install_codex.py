@@ -34,8 +34,15 @@ TRUST = ("Codex loads a project's .codex/ only when the project is trusted, and 
          "~/.codex/config.toml")
 
 
+# Codex gives a SessionEnd handler 1 s unless told (at most 3 s, clamped) and waits for it
+# before it exits; finishing a session takes longer than 1 s on a busy machine
+SESSION_END_TIMEOUT = 3
+
+
 def groups(options) -> dict[str, dict]:
-    return hookfiles.grouped(NAME, EVENTS, options)
+    out = hookfiles.grouped(NAME, EVENTS, options)
+    out["SessionEnd"]["hooks"][0]["timeout"] = SESSION_END_TIMEOUT
+    return out
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:

@@ -83,7 +83,7 @@ def codex_hook_hashes(toplevel: str) -> dict[str, str]:
     """Each of our hooks in ``.codex/hooks.json`` as Codex names and hashes it: key
     ``<abs path>:<snake event>:<group index>:<handler index>``, hash ``sha256:`` of the
     canonical JSON of ``{"event_name", "hooks": [{"type", "command", "timeout", "async"}],
-    "matcher"?}`` (the timeout 600 when unset; found with Codex's own ``hooks/list``)."""
+    "matcher"?}`` (the timeout as Codex applies it; found with Codex's own ``hooks/list``)."""
     import hashlib
     from .command import is_ours
     path = Path(toplevel, ".codex", "hooks.json")
@@ -95,9 +95,15 @@ def codex_hook_hashes(toplevel: str) -> dict[str, str]:
             for h, handler in enumerate(handlers if isinstance(handlers, list) else []):
                 if not (isinstance(handler, dict) and is_ours(handler.get("command"), "codex")):
                     continue
-                ident: dict = {"event_name": _SNAKE.get(event, event), "hooks": [{
+                snake = _SNAKE.get(event, event)
+                # the hash has the timeout Codex applies: 600 s, but for SessionEnd 1 s by
+                # default and 3 s at most (found with hooks/list; another value is "modified")
+                timeout = handler.get("timeout", 1 if snake == "session_end" else 600)
+                if snake == "session_end":
+                    timeout = min(timeout, 3)
+                ident: dict = {"event_name": snake, "hooks": [{
                     "type": "command", "command": handler["command"],
-                    "timeout": handler.get("timeout", 600), "async": False}]}
+                    "timeout": timeout, "async": False}]}
                 if handler.get("statusMessage") is not None:
                     ident["hooks"][0]["statusMessage"] = handler["statusMessage"]
                 if group.get("matcher") is not None:
