@@ -159,7 +159,7 @@ def check_harness(registry: Registry) -> Finding:
     info = registry.repo.info
     if info.toplevel is None:
         return Finding("harness", "ok", "a bare repository: no harness settings")
-    states = [harness.status(info.toplevel, info.common_dir, h) for h in harness.HARNESSES]
+    states = [harness.status(info.toplevel, info.git_dir, h) for h in harness.HARNESSES]
     states = [s for s in states if s["installed"]]
     if not states:
         return Finding("harness", "ok", "no harness integration installed "
@@ -215,7 +215,7 @@ def _reinstall(info, state: dict) -> None:
         else []
     options = harness.options_of(commands)
     options.mcp = state["mcp"] not in (None, "absent")
-    harness.install_many(info.toplevel, info.common_dir, [state["harness"]], options)
+    harness.install_many(info.toplevel, info.git_dir, [state["harness"]], options)
 
 
 # -- the remote ------------------------------------------------------------------------

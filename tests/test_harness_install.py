@@ -570,3 +570,16 @@ def test_codex_itself_lists_the_trusted_hooks_as_trusted(repo, env):
     walk(answer)
     assert sorted(found) == sorted((event, "trusted") for event in (
         "sessionStart", "preToolUse", "userPromptSubmit", "stop", "sessionEnd")), answer
+
+
+def test_a_linked_worktree_keeps_a_record_of_its_own(repo, env, tmp_path):
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", str(other))
+    main_before, other_before = snapshot(repo), snapshot(other)
+    install(repo, env, "claude")
+    install(other, env, "claude", "--auto-claim")
+    main_after = snapshot(repo)
+    assert cli(other, env, "harness", "uninstall", "claude").returncode == 0
+    assert snapshot(other) == other_before and snapshot(repo) == main_after
+    assert cli(repo, env, "harness", "uninstall", "claude").returncode == 0
+    assert snapshot(repo) == main_before

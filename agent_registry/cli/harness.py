@@ -71,8 +71,8 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     byte by `harness uninstall`. Prints the trust step a person must take."""
     from ..harness.install import Options, found, install_many
     info = _repo(out)
-    names = _names(name, every, lambda: found(info.toplevel, info.common_dir))
-    result = install_many(info.toplevel, info.common_dir, names,
+    names = _names(name, every, lambda: found(info.toplevel, info.git_dir))
+    result = install_many(info.toplevel, info.git_dir, names,
                           Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake),
                           grant=grant, file_name=file_name)
     out.emit(result, _install_text(result))
@@ -106,8 +106,8 @@ def harness_uninstall(out: Output, name: str | None, every: bool) -> None:
     from ..harness.files import installed
     from ..harness.install import uninstall_many
     info = _repo(out)
-    names = _names(name, every, lambda: installed(info.common_dir))
-    result = uninstall_many(info.toplevel, info.common_dir, names)
+    names = _names(name, every, lambda: installed(info.git_dir))
+    result = uninstall_many(info.toplevel, info.git_dir, names)
     lines = []
     for h in result["harnesses"]:
         parts = [f"{label} {', '.join(h[key])}" for key, label in (
@@ -126,7 +126,7 @@ def harness_status(out: Output) -> None:
     (trusted or approved), with the step left to take."""
     from ..harness.install import HARNESSES, status
     info = _repo(out)
-    result = {"harnesses": [status(info.toplevel, info.common_dir, h) for h in HARNESSES]}
+    result = {"harnesses": [status(info.toplevel, info.git_dir, h) for h in HARNESSES]}
     lines = []
     for h in result["harnesses"]:
         if not h["installed"]:

@@ -4,7 +4,8 @@ An install is a *plan*: the full new bytes of every file it changes, computed fr
 there before anything is written (a file that cannot be merged raises first, so a bad
 file changes nothing at all).  Applying it records, once per file and per harness, the
 file's original bytes (or its absence) and the directories it had to create, under
-``$(git rev-parse --git-common-dir)/agent-registry/harness/<harness>.json``; a second
+``$(git rev-parse --git-dir)/agent-registry/harness/<harness>.json`` (the common dir for
+the main worktree; a linked worktree has files of its own, so a record of its own); a second
 install writes nothing when the plan equals the files.  ``restore`` puts each file back
 as recorded: original bytes rewritten, files we created deleted, directories we created
 removed when empty.
