@@ -423,6 +423,37 @@ def test_session_is_registered_bound_to_the_harness_process(runs, harness):
         f"process (launched {run.seen['launched']}); cmdline {session.get('cmdline')!r}"
 
 
+def offered_tools(req: Request) -> list[str]:
+    body = req.body
+    if req.kind == "gemini":
+        return [f.get("name", "") for t in body.get("tools") or []
+                for f in t.get("functionDeclarations") or []]
+    names = []
+    for tool in body.get("tools") or []:
+        names.append(tool.get("name") or "")
+        names += [t.get("name") or "" for t in tool.get("tools") or []]  # Codex namespaces
+    return names
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_the_model_is_told_its_session_and_the_protocol(runs, harness):
+    run = runs(harness)
+    sid = run.seen["sessions"][0]["id"] if run.seen.get("sessions") else "?"
+    first = run.model.main_requests[0].text
+    # the session-start hook's context, and the protocol text the harness reads at start
+    assert f"you are session {sid}" in first, run.explain()
+    # (Claude Code drops HTML comments, the block markers, from CLAUDE.md)
+    assert "agent-registry: working beside other agents" in first, run.explain()
+
+
+@pytest.mark.parametrize("harness", ["claude", "gemini"])
+def test_the_mcp_server_trusted_by_install_offers_its_tools(runs, harness):
+    # (Codex defers MCP tools behind its tool_search tool: not listed up front)
+    run = runs(harness)
+    names = offered_tools(run.model.main_requests[0])
+    assert [n for n in names if "agent-registry" in n and n.endswith("lock_acquire")], names
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_a_message_sent_while_it_works_reaches_the_model(runs, harness):
     run = runs(harness)
