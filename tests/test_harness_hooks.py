@@ -85,6 +85,8 @@ def verdict(harness: str, proc: subprocess.CompletedProcess) -> str | None:
     if harness == "gemini":
         assert answer["decision"] == "deny"
         return answer["reason"]
+    if harness == "cursor" and answer == {}:
+        return None  # Cursor always gets a JSON object; no permission: its own flow
     assert answer["permission"] == "deny" and answer["user_message"]
     return answer["agent_message"]
 
@@ -113,9 +115,9 @@ def kept_going(harness: str, proc: subprocess.CompletedProcess) -> str | None:
         return None
     answer = json.loads(proc.stdout)
     if harness == "cursor":
-        return answer["followup_message"]
+        return answer.get("followup_message")
     if harness == "opencode":
-        return answer["continue"]
+        return answer.get("continue")
     assert answer["decision"] == "block"
     return answer["reason"]
 
@@ -222,13 +224,13 @@ def test_session_life_cycle(repo, run, agents, harness):
         assert "may I take src/?" not in context_of(harness, again, "user-prompt-submit")
 
     stop = hook(repo, harness, "stop", {**base(harness, repo, "Stop"), "stop_hook_active": False})
-    assert stop.returncode == 0 and stop.stdout == "", stop.stderr
+    assert stop.returncode == 0 and stop.stdout.strip() in ("", "{}"), stop.stderr
     assert git(repo, "log", "-1", "--format=%s", "agent-registry").startswith(f"heartbeat {sid}")
 
     with open_registry(repo) as registry:
         registry.claim(sid, ["src/"])
     end = hook(repo, harness, "session-end", {**base(harness, repo, "SessionEnd"), "reason": "exit"})
-    assert end.returncode == 0 and end.stdout == "", end.stderr
+    assert end.returncode == 0 and end.stdout.strip() in ("", "{}"), end.stderr
     with open_registry(repo) as registry:
         assert registry.session(sid).status == "Finished"
         assert registry.check(["src/a.py"])[0]["state"] == "free"

@@ -100,6 +100,10 @@ class Adapter:
     def allow(self) -> dict | None:
         """No decision: the harness's normal permission flow goes on (an explicit
         "allow" would skip the person's own approval)."""
+        return self.empty()
+
+    def empty(self) -> dict | None:
+        """The answer that says nothing (None: no output at all)."""
         return None
 
     def context(self, event: str, text: str) -> dict | None:

@@ -36,6 +36,9 @@ class Cursor(Adapter):
             return shell_targets(event["command"], ctx.cwd)  # beforeShellExecution
         return super().targets(event, ctx)
 
+    def empty(self) -> dict | None:
+        return {}  # a JSON object always: no "permission" leaves Cursor's own flow
+
     def deny(self, reason: str) -> dict:
         return {"permission": "deny", "agent_message": reason, "user_message": reason}
 

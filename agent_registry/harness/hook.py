@@ -86,13 +86,13 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
                 decision.new_turn(ctx)
             return _answer(a.context(event, ""))
         news = decision.prompt(ctx, new_turn=not woken)
-        return _answer(a.context(event, "\n".join(news)) if news else None)
+        return _answer(a.context(event, "\n".join(news)) if news else a.empty())
     if event == "stop":
         news, notice = decision.turn_end(ctx, wake)
         if not news:
-            return _answer(None, notice)
+            return _answer(a.empty(), notice)
         return _answer(a.keep_going(WAKE_HEAD + "\n" + "\n".join(news)))
     if event == "session-end":
         decision.end(ctx)
-        return _answer(None)
+        return _answer(a.empty())
     raise RegistryError(f"unknown hook event {event!r} ({', '.join(EVENTS)})")

@@ -4,7 +4,8 @@ stdin and throws when the answer is ``{"deny": true, "reason": …}``.  Files ar
 by ``write``/``edit``/``multiedit`` (``args.filePath``), ``patch``/``apply_patch``
 (a patch envelope in ``args.patchText``) and ``bash`` (``args.command``).  Other events
 get ``{"sessionID", "cwd"}``; their answers are ``{"context": …}`` (start, prompt) and
-``{"continue": …}`` (end of turn, waking) for the plugin to hand to the session."""
+``{"continue": …}`` (end of turn, waking) for the plugin to hand to the session, ``{}``
+when there is nothing to say."""
 from __future__ import annotations
 
 import os
@@ -37,6 +38,9 @@ class OpenCode(Adapter):
 
     def allow(self) -> dict | None:
         return {"deny": False}
+
+    def empty(self) -> dict | None:
+        return {}  # the plugin parses every answer as JSON
 
     def context(self, event: str, text: str) -> dict | None:
         return {"context": text}
