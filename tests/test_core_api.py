@@ -617,7 +617,7 @@ def test_registry_md_escapes_pipes_newlines_and_html(registry, repo):
     registry.claim("a", ["src/auth.py"])
     md = branch_file(repo, "registry.md")
     assert "<script>" not in md
-    assert "fix a\\|b &lt;script&gt;alert\\(1\\)&lt;\\/script&gt; &amp; more" in md
+    assert "fix a\\|b &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in md
     # a newline can only arrive by a hand edit: it must not break the table row
     edit_session(repo, "a", working_on="first line\nsecond | line")
     registry.heartbeat("a")
@@ -638,7 +638,7 @@ def test_registry_md_frontmatter_and_tables(registry, repo, clock):
     assert meta == {"generated_at": iso(clock()), "live_sessions": 1, "stale_sessions": 0,
                     "held_locks": 2, "ttl": 600, "clock_skew_margin": 30,
                     "last_operation": "finish b, releasing 0 lock(s)"}
-    assert "| src\\/auth\\.py | a | held |" in md
+    assert "| src/auth.py | a | held |" in md
     assert "| auth \\| login |" in md
     assert "| b | Kimi |" in md.split("## Recently ended")[1]
 

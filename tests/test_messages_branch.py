@@ -52,7 +52,7 @@ def test_a_send_and_an_ack_move_only_the_messages_branch(run, repo):
     # the messages branch's page says what it is and where the registry is, not an empty
     # sessions table; its README explains the branch
     page = git(repo, "show", f"{MESSAGES}:registry.md")
-    assert "Live sessions" not in page and "agent\\-registry" in page and "registry.md" in page
+    assert "Live sessions" not in page and "agent-registry" in page and "registry.md" in page
     assert "ack" in page
     readme = git(repo, "show", f"{MESSAGES}:README.md")
     assert f"`{MESSAGES}`" in readme and f"`{BRANCH}`" in readme

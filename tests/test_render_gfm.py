@@ -195,3 +195,48 @@ def test_tables_stay_narrow_and_long_lists_are_capped(registry, repo):
     cells = [text for t in page.tables for row in t for text, _ in row]
     assert sum(work[:59] in text for text in cells) == 2
     assert "… and 5 more (see agent-registry lock list)" in page.paragraphs
+
+
+def test_a_lock_with_its_own_short_ttl_is_marked_when_the_cli_calls_it_stale(registry, repo, clock):
+    reg(registry, "quick", pid=None)
+    registry.claim("quick", ["src/quick.py"], ttl=60)
+    registry.claim("quick", ["src/normal.py"])
+    reg(registry, "other", pid=None)
+    clock.advance(120)  # past the short TTL and its skew margin, well within the default
+    registry.claim("other", ["src/other.py"])
+
+    page = render(registry_md(repo))
+    states = {path: row[2] for path, row in by_first_cell(page.table("Path")).items()}
+    judged = {l["path"]: STALE if l["stale_reason"] else "held" for l in registry.locks()}
+    assert states == judged == {"src/quick.py": STALE, "src/normal.py": "held",
+                                "src/other.py": "held"}
+    heartbeats = {sid: row[4] for sid, row in by_first_cell(page.table("Session")).items()}
+    assert heartbeats["quick"] == "2m ago"  # the session itself still counts
+
+
+def test_the_raw_page_escapes_only_what_gfm_would_read_as_markup(run, repo):
+    sid = "x-1796160374-de95"
+    assert run("register", sid, "--provider", "Kimi", "--working-on",
+               "fix the token_refresh path in src/auth.py, v2.1 (see notes)").returncode == 0
+    assert run("lock", "acquire", "src/my_module.py", "src/a-b/c.d.py",
+               "--session", sid).returncode == 0
+    raw = registry_md(repo)
+    for literal in (f"| {sid} |", "fix the token_refresh path in src/auth.py, v2.1 (see notes)",
+                    "| src/my_module.py |", "| src/a-b/c.d.py |"):
+        assert literal in raw
+    page = render(raw)
+    assert by_first_cell(page.table("Session"))[sid][3] == \
+        "fix the token_refresh path in src/auth.py, v2.1 (see notes)"
+    assert sorted(by_first_cell(page.table("Path"))) == ["src/a-b/c.d.py", "src/my_module.py"]
+
+
+def test_the_front_matter_carries_no_markup_from_agent_text(run, repo):
+    """A renderer that does not know front matter (cmark-gfm, a forge's fallback) reads
+    its lines as Markdown: the last operation's subject is agent text there."""
+    hostile = "<img src=x onerror=alert(1)> & <script>alert(2)</script>"
+    assert run("register", "k-1", "--provider", "Kimi", "--working-on", hostile).returncode == 0
+    markdown = registry_md(repo)
+    html = subprocess.run([CMARK, "--unsafe", "-e", "table", "-e", "autolink"], input=markdown,
+                          text=True, capture_output=True, check=True).stdout
+    assert not {tag for tag, _ in Page(html).elements} & {"img", "script"}, html
+    assert hostile in frontmatter(markdown)["last_operation"]  # still the whole text as YAML

@@ -19,6 +19,8 @@ import re
 import time
 
 LIVE = "OnWorking"
+DEFAULT_TTL = 600  # seconds a lock lasts past its session's last heartbeat (`--ttl`)
+SHORTEST_TTL = "shortest_lock_ttl"  # the session file's key for the shortest --ttl it used
 STATUSES = ("OnWorking", "Finished", "Stop", "Killed")
 # How a session's owner process was chosen (procinfo.choose_owner).  Only these vouch for
 # the pid: a file written before owners were vouched for (no ``owner`` key) keeps its pid
@@ -158,6 +160,14 @@ class Session:
 
     def heartbeat_ts(self) -> float:
         return parse_iso(self.heartbeat_at) or parse_iso(self.registered_at) or 0.0
+
+    @property
+    def shortest_lock_ttl(self) -> int:
+        """The shortest ``--ttl`` this session ever claimed with, when shorter than the
+        default: kept in the session file (an extra key, absent for nearly every session)
+        so registry.md reads lock records only for a session that may have one expired."""
+        value = self.extra.get(SHORTEST_TTL)
+        return value if isinstance(value, int) and 0 < value < DEFAULT_TTL else DEFAULT_TTL
 
 
 # -- session YAML ---------------------------------------------------------------------

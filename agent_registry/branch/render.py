@@ -34,9 +34,13 @@ STALE = "⚠ stale"
 _NO_HOST = "\0"
 
 _PLACEHOLDER = re.compile(r"\$(\$|[a-z_]+)")
-# Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and an
-# escaped '.' or ':' also keeps GFM from turning www. and https:// into links.
-_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+# What GFM would read as markup in its position, and only that: code spans, emphasis and
+# strikethrough, links and images, table pipes, math on forges that render it, escapes and
+# HTML anywhere; '_' unless inside a word (snake_case stays); the '.' of www., the ':' of
+# scheme:// and mailto:/xmpp: (GFM's autolinks); an '@' between word characters (an email
+# autolink).  A hyphen in a word, a dot, a slash are left alone.
+_MARKUP = re.compile(r"[\\`*~\[\]|$<>&]|(?<![^\W_])_|_(?![^\W_])|(?i:(?<=www)\.)"
+                     r"|:(?=//)|(?i:(?:(?<=mailto)|(?<=xmpp)):)|(?<=[\w.+-])@(?=[\w-])")
 _HTML = {"<": "&lt;", "&": "&amp;", ">": "&gt;"}
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -61,11 +65,11 @@ def _escape(match: re.Match) -> str:
 
 
 def cell(value) -> str:
-    """*value* as GFM text that shows literally, even in a table cell: every ASCII
-    punctuation character escaped (markup, links, autolinks, HTML and ``|`` all become
-    plain text), line breaks shown as ``<br>``, outer whitespace trimmed (a table does)."""
+    """*value* as GFM text that shows literally, even in a table cell: what GFM would read
+    as markup, links, autolinks, HTML or a ``|`` is escaped (a hyphen in a word, a dot, a
+    slash are left alone), line breaks shown as ``<br>``, outer whitespace trimmed."""
     text = "" if value is None else str(value).strip()
-    return "<br>".join(_PUNCTUATION.sub(_escape, line) for line in _LINE_BREAK.split(text))
+    return "<br>".join(_MARKUP.sub(_escape, line) for line in _LINE_BREAK.split(text))
 
 
 def clip(value, width: int, *, keep_end: bool = False) -> str:
@@ -88,12 +92,13 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 def stale_locks(view: View, session, at: float, shown: int) -> tuple[bool, set[str]]:
     """Whether *session* is stale at *at*, and which of its first *shown* locks (the rows
-    the page lists) are.  A session within the default TTL holds its locks.  Only for one
-    past it (rare: a zombie) are those few lock records read, since a lock claimed with a
-    longer ``--ttl`` may still count; the session is stale when none of them does, as
-    ``cleanup`` judges it.  (A zombie whose locks are past the page's cap is judged by the
-    default TTL alone: the reads stay bounded by the rows shown.)"""
-    if session_stale_reason(session, at, DEFAULT_TTL, _NO_HOST) is None:
+    the page lists) are, each judged by its own TTL as the CLI judges it.  A session
+    within the shortest TTL it ever claimed with (the default for nearly all) holds its
+    locks.  Only for one past it (rare: a zombie, or a short ``--ttl``) are those few lock
+    records read; the session is stale when it is past the default TTL and none of them
+    counts, as ``cleanup`` judges it.  (A zombie whose locks are past the page's cap is
+    judged by the default TTL alone: the reads stay bounded by the rows shown.)"""
+    if session_stale_reason(session, at, session.shortest_lock_ttl, _NO_HOST) is None:
         return False, set()
     paths = session.locks[:shown]
     stale = set()
@@ -102,7 +107,8 @@ def stale_locks(view: View, session, at: float, shown: int) -> tuple[bool, set[s
         holder = lock.holder(session.id) if lock else None
         if holder is None or stale_reason(holder, session, at, _NO_HOST):
             stale.add(path)
-    return len(stale) == len(paths), stale
+    past_default = session_stale_reason(session, at, DEFAULT_TTL, _NO_HOST) is not None
+    return past_default and len(stale) == len(paths), stale
 
 
 def ago(at: float, then: float | None) -> str:
@@ -146,6 +152,14 @@ def shard_note(branch: str | None, count: int, cloned: bool = False) -> str:
                 "`agent-registry status` shows the newest." if cloned else ""))
 
 
+def front_value(value) -> str:
+    """A front-matter value as JSON (valid YAML) with ``<``, ``>`` and ``&`` as ``\\u``
+    escapes: a renderer that does not know front matter (cmark-gfm) reads those lines
+    as Markdown, and the commit subject there is agent text."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def registry_md(view: View, at: float, operation: str, branch: str | None = None) -> bytes:
     """registry.md of the registry *branch* at *view*.  On the main branch of a sharded
     registry the Locks section names the shard branches, where the locks are (the
@@ -180,7 +194,7 @@ def registry_md(view: View, at: float, operation: str, branch: str | None = None
     if shards is not None:
         front["lock_shards"] = shards
     text = fill("registry.md",
-        frontmatter="\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()),
+        frontmatter="\n".join(f"{k}: {front_value(v)}" for k, v in front.items()),
         generated_at=iso(at), operation=cell(clip(operation, OPERATION_WIDTH)),
         ttl=str(DEFAULT_TTL), skew=str(int(CLOCK_SKEW)), stale=STALE,
         sessions=table(["Session", "Agent", "Host", "Working on", "Heartbeat", "Locks"],

@@ -15,10 +15,9 @@ import json
 import os
 
 from ..store.procinfo import hostname, is_alive
-from .records import Holder, Session, parse_iso
+from .records import DEFAULT_TTL, Holder, Session, parse_iso
 
 CLOCK_SKEW = 30.0
-DEFAULT_TTL = 600
 SEEN_KEEP = 7 * 86400  # forget first sightings older than this
 
 
@@ -84,11 +83,15 @@ def ahead_by(session: Session, now: float) -> float | None:
 
 
 def stale_reason(holder: Holder, session: Session | None, now: float,
-                 this_host: str | None = None, seen: FirstSeen | None = None) -> str | None:
+                 this_host: str | None = None, seen: FirstSeen | None = None,
+                 ended: Session | None = None) -> str | None:
     """Why *holder*'s claim no longer counts, or None while it does.  *seen* ages a
-    heartbeat dated beyond the clock-skew margin in the future."""
+    heartbeat dated beyond the clock-skew margin in the future.  *ended*: the holder's
+    ended record, when it has no live one (its session ended, rather than was never
+    registered here)."""
     if session is None:
-        return "its session is not registered"
+        return f"its session ended ({ended.status})" if ended is not None \
+            else "its session is not registered"
     if not session.live:
         return f"its session is {session.status}"
     here = this_host or hostname()

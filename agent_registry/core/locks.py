@@ -4,7 +4,7 @@ against a view of the branch and writes what changes."""
 from __future__ import annotations
 
 from ..branch import paths as P
-from ..branch.records import Holder, Lock, iso
+from ..branch.records import SHORTEST_TTL, Holder, Lock, iso
 from ..branch.view import View
 from ..errors import NotFound, Refused
 from .operations import Outcome, operation
@@ -50,6 +50,8 @@ def apply_claim(registry: Registry, view: View, op: dict) -> Outcome:
                         "taken_over": [{"session": h.session, "reason": stale[h.session]}
                                        for h in dropped]})
     me.heartbeat_at = iso(at)
+    if op["ttl"] < me.shortest_lock_ttl:  # so registry.md knows to read its lock records
+        me.extra[SHORTEST_TTL] = op["ttl"]
     view.put_session(me)
     names = op["paths"][0] + (f" and {len(op['paths']) - 1} more" if len(op["paths"]) > 1 else "")
     previous = ", ".join(dict.fromkeys(owner for _, owner, _ in taken))
