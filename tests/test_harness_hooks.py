@@ -322,3 +322,14 @@ def test_claude_exports_the_session_for_its_shell(repo, tmp_path):
     assert env_file.read_text() == f"export AGENT_REGISTRY_SESSION=claude-{NATIVE}\n"
     codex = hook(repo, "codex", "session-start", base("codex", repo, "SessionStart"))
     assert f"pass --session codex-{NATIVE}" in context_of("codex", codex, "session-start")
+
+
+def test_auto_claim_for_an_ended_session_is_denied_naming_the_live_ones(held):
+    sid = f"claude-{NATIVE}"
+    assert hook(held, "claude", "session-start", base("claude", held, "SessionStart")).returncode == 0
+    with open_registry(held) as registry:
+        registry.finish(sid)
+    reason = verdict("claude", hook(held, "claude", "pre-tool-use", edit("claude", held, "new.py"),
+                                    "--auto-claim"))
+    assert reason and f"could not claim new.py before the edit: session {sid} has ended" in reason
+    assert "closest live: kimi-1" in reason

@@ -243,6 +243,8 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
     if not paths:
         return Decision(True)
     sid = session_for(info, ctx)
+    from ..sync.fresh import freshen_at
+    freshen_at(info)  # fetched first when older than agent-registry.readFreshness
     from ..enforce.guard import UNREADABLE, Guard, describe
     guard = Guard(info)
     try:
@@ -333,10 +335,11 @@ def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None
                               pid=pid, pid_from=pid_from(ctx))
             registry.claim(sid, targets)
         except Refused as exc:
+            conflicts = exc.details.get("conflicts", [])
+            if not conflicts:  # not a holder: this session itself (ended) is refused
+                raise Refused(f"{exc.message} ({closest_live(registry, sid)})") from None
             return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
-                             c.get("since", ""), c.get("mode", ""), "")
-                    for c in exc.details.get("conflicts", [])] or \
-                   [Conflict(paths[0], paths[0], "another session", "", "", "", "")]
+                             c.get("since", ""), c.get("mode", ""), "") for c in conflicts]
     return []
 
 
