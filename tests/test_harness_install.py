@@ -191,14 +191,35 @@ def test_files_that_did_not_exist_are_deleted_with_the_directories_made_for_them
     assert snapshot(repo) == before
 
 
-def test_a_file_edited_after_install_is_left_and_named(repo, env):
-    install(repo, env, "gemini")
+def test_a_file_edited_after_install_keeps_the_edits_and_loses_our_parts(repo, env):
+    write_before(repo, "gemini")
+    (repo / ".codex").mkdir()
+    (repo / ".codex" / "config.toml").write_text('model = "o3"\n')
+    install(repo, env, "gemini", "--mcp")
+    install(repo, env, "codex", "--mcp")
     settings = repo / ".gemini" / "settings.json"
     settings.write_text(settings.read_text().replace("{", '{"mine": 1,', 1))
-    proc = cli(repo, env, "harness", "uninstall", "gemini")
-    assert proc.returncode == 0
-    assert "left (edited since install): .gemini/settings.json" in proc.stdout
-    assert '"mine": 1' in settings.read_text() and not (repo / "GEMINI.md").exists()
+    gemini_md = repo / "GEMINI.md"
+    gemini_md.write_text(gemini_md.read_text() + "More of mine.\n")
+    config = repo / ".codex" / "config.toml"
+    config.write_text(config.read_text() + '\n[profiles.fast]\nmodel = "o4-mini"\n')
+    skill = repo / ".agents/skills/agent-registry/SKILL.md"
+    skill.write_text(skill.read_text() + "my note\n")
+    proc = cli(repo, env, "--json", "harness", "uninstall", "gemini")
+    gemini = json.loads(proc.stdout)["harnesses"][0]
+    assert sorted(gemini["unmerged"]) == [".gemini/settings.json", "GEMINI.md"]
+    assert gemini["kept"] == [".agents/skills/agent-registry/SKILL.md"]  # codex's too
+    assert json.loads(settings.read_text()) == {"mine": 1, **json.loads(
+        BEFORE["gemini"][".gemini/settings.json"])}
+    assert gemini_md.read_text() == BEFORE["gemini"]["GEMINI.md"] + "More of mine.\n"
+    codex = json.loads(cli(repo, env, "--json", "harness", "uninstall", "codex").stdout)
+    codex = codex["harnesses"][0]
+    assert codex["unmerged"] == [".codex/config.toml"]
+    assert codex["changed"] == [".agents/skills/agent-registry/SKILL.md"]  # ours alone: left
+    assert tomllib.loads(config.read_text()) == {"model": "o3",
+                                                 "profiles": {"fast": {"model": "o4-mini"}}}
+    assert skill.read_text().endswith("my note\n")
+    assert not (repo / ".codex" / "hooks.json").exists()
 
 
 def test_a_file_that_cannot_be_merged_refuses_the_whole_install(repo, env):

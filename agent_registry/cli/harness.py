@@ -100,7 +100,9 @@ def _install_text(result: dict) -> str:
 def harness_uninstall(out: Output, name: str | None, every: bool) -> None:
     """Take back what `harness install` wrote for NAME (or --all): each file restored
     byte for byte, files it created deleted, directories it created removed when empty.
-    A file edited since is left as it is (and named); a file another installed harness
+    A file edited since keeps those edits: only our parts are taken out (hooks, MCP
+    entry, protocol block), or, when ours alone (a skill), it is left and named; a file
+    another installed harness
     still uses stays until that one is uninstalled. Trust granted in your home
     directory stays."""
     from ..harness.files import installed
@@ -113,6 +115,7 @@ def harness_uninstall(out: Output, name: str | None, every: bool) -> None:
         parts = [f"{label} {', '.join(h[key])}" for key, label in (
             ("restored", "restored"), ("deleted", "deleted"),
             ("kept", "kept (another harness uses it):"),
+            ("unmerged", "took our parts out of (edited since install):"),
             ("changed", "left (edited since install):")) if h[key]]
         lines.append(f"{h['harness']}: {'; '.join(parts) or 'nothing installed'}")
     out.emit(result, "\n".join(lines) or "nothing installed")

@@ -163,13 +163,15 @@ def apply(plan: Plan, common_dir: str) -> list[str]:
     return written
 
 
-def restore(toplevel: str, common_dir: str, harness: str) -> dict:
+def restore(toplevel: str, common_dir: str, harness: str, unmerge=None) -> dict:
     """Take back what *harness*'s installs wrote: ``{"restored", "deleted", "kept",
-    "changed", "dirs"}`` (relative paths; *kept*: still used by another installed
-    harness; *changed*: edited since we wrote it, left as it is)."""
+    "unmerged", "changed", "dirs"}`` (relative paths; *kept*: still used by another
+    installed harness; *unmerged*: edited since we wrote it, so only our parts were taken
+    out by ``unmerge(rel, text)`` (the text left, or None when it cannot tell ours);
+    *changed*: edited since, left as it is)."""
     record = load_record(common_dir, harness)
-    out: dict[str, list[str]] = {"restored": [], "deleted": [], "kept": [], "changed": [],
-                                 "dirs": []}
+    out: dict[str, list[str]] = {"restored": [], "deleted": [], "kept": [], "unmerged": [],
+                                 "changed": [], "dirs": []}
     others = {h: load_record(common_dir, h) for h in HARNESSES if h != harness}
     for rel, entry in sorted(record["files"].items()):
         sharing = [h for h, r in others.items() if rel in r["files"]]
@@ -185,7 +187,19 @@ def restore(toplevel: str, common_dir: str, harness: str) -> dict:
         path = Path(toplevel, rel)
         now = read_bytes(path)
         if now is not None and _digest(now) != entry.get("written"):
-            out["changed"].append(rel)
+            # edited since our last write: a person's changes stay, ours go
+            try:
+                left = unmerge(rel, now.decode("utf-8")) if unmerge else None
+            except (UnicodeDecodeError, ValueError, BadInput):
+                left = None
+            if left is None:
+                out["changed"].append(rel)
+                continue
+            if left or entry["original"] is not None:
+                _write(path, left.encode("utf-8"))
+            else:
+                path.unlink()
+            out["unmerged"].append(rel)
             continue
         if entry["original"] is None:
             if now is not None:
