@@ -97,16 +97,15 @@ def found(toplevel: str, common_dir: str) -> list[str]:
 
 
 def configured(toplevel: str, harness: str) -> bool:
-    """Whether the repository holds any of our parts for *harness*."""
+    """Whether the repository holds our hooks, MCP entry or (Aider) config for *harness*
+    (a skill or protocol text alone does not say which harness reads it)."""
     mod = module(harness)
-    hook_file = getattr(mod, "HOOK_FILE", None)
-    if hook_file and mod.installed_commands(toplevel):
+    if getattr(mod, "HOOK_FILE", None) and mod.installed_commands(toplevel):
         return True
     if harness in mcp.FILES and mcp.state(toplevel, harness) != "absent":
         return True
-    skill = texts.skill_file(harness)
-    return bool(skill and Path(toplevel, skill).exists() and harness != "gemini"
-                and harness != "opencode")
+    extra = getattr(mod, "extra_state", None)
+    return bool(extra and extra(toplevel).get("config") == "current")
 
 
 # -- status ---------------------------------------------------------------------------------
