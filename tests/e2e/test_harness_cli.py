@@ -40,6 +40,7 @@ from mockmodel import MockModel, Request, Text, Tool  # noqa: E402
 pytestmark = pytest.mark.harness_e2e
 
 HARNESSES = ("claude", "codex", "gemini")
+MCP_LISTED = ("claude", "gemini")  # Codex defers MCP tools behind its tool_search tool
 HOLDER = "holder-alice"
 HOLDER_WORK = "the auth rewrite"
 RUN_TIMEOUT = 150
@@ -294,6 +295,37 @@ def run_cli(driver: Driver, prompt: str, box: dict) -> subprocess.CompletedProce
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(entry.name)] = (ppid, cmdline)
+    return out
+
+
+def wait_for_descendant(root: int, needle: str, timeout: float) -> bool:
+    """Wait until a descendant of *root* runs a command line containing *needle*."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        table = processes()
+        below, grew = {root}, True
+        while grew:
+            new = {pid for pid, (ppid, _) in table.items() if ppid in below} - below
+            below |= new
+            grew = bool(new)
+        if any(needle in table[pid][1] for pid in below - {root} if pid in table):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def group_alive(pgid: int) -> bool:
     """Whether a process of group *pgid* (not a zombie) still runs."""
     for entry in Path("/proc").iterdir():
@@ -337,6 +369,10 @@ class MainRun:
                 if sid:
                     self.setup.ar("send", "--from", HOLDER, "--to", sid, self.message)
                     self.seen["sent_at"] = len(self.model.main_requests)
+                # the MCP server starts beside the first request (Claude Code does not wait
+                # for it): give it time to start, so a later request lists its tools
+                if harness in MCP_LISTED:
+                    self.seen["mcp_started"] = wait_for_descendant(box["pid"], " mcp", 20)
             except Exception as exc:  # reported by the tests, never a hung CLI
                 self.errors.append(repr(exc))
             return free[0]
@@ -446,11 +482,12 @@ def test_the_model_is_told_its_session_and_the_protocol(runs, harness):
     assert "agent-registry: working beside other agents" in first, run.explain()
 
 
-@pytest.mark.parametrize("harness", ["claude", "gemini"])
+@pytest.mark.parametrize("harness", MCP_LISTED)
 def test_the_mcp_server_trusted_by_install_offers_its_tools(runs, harness):
     # (Codex defers MCP tools behind its tool_search tool: not listed up front)
     run = runs(harness)
-    names = offered_tools(run.model.main_requests[0])
+    assert run.seen.get("mcp_started"), f"no `agent-registry ... mcp` process under {harness}"
+    names = {n for req in run.model.main_requests for n in offered_tools(req)}
     assert [n for n in names if "agent-registry" in n and n.endswith("lock_acquire")], names
 
 
