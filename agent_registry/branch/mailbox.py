@@ -66,7 +66,9 @@ def validate(message: dict) -> None:
         raise BadInput(f"invalid message kind {message.get('kind')!r}")
     _validate_selector(message.get("to"))
     body = message.get("body")
-    if not isinstance(body, str) or not body.strip():
+    if not isinstance(body, str):
+        raise BadInput("the message body must be text")
+    if not body.strip():
         raise BadInput("empty message body")
     if len(body.encode("utf-8", "surrogatepass")) > MAX_BODY:
         raise BadInput(f"message body over {MAX_BODY // 1024} KiB")
@@ -84,6 +86,32 @@ def validate(message: dict) -> None:
     reply = message.get("reply_to")
     if reply is not None and (not isinstance(reply, str) or not MESSAGE_ID.fullmatch(reply)):
         raise BadInput(f"invalid message id {reply!r}")
+
+
+def problem(record: object) -> str | None:
+    """Why a message record read from a branch is not one a send would have written
+    (None when it is): the fields ``validate`` checks on the way in, then what the send
+    added (``from``, ``recipients``, ``thread``, ``at``, ``ts``).  Readers skip such a
+    record with a warning, so one damaged file never hides the others."""
+    try:
+        validate(record)  # type: ignore[arg-type]
+        assert isinstance(record, dict)
+        P.validate_session_id(record.get("from") if isinstance(record.get("from"), str) else None)
+    except BadInput as exc:
+        return exc.message
+    recipients = record.get("recipients")
+    if not isinstance(recipients, list) or not all(
+            isinstance(r, str) and P.SESSION_ID.fullmatch(r) for r in recipients):
+        return "recipients must be a list of session ids"
+    thread = record.get("thread")
+    if thread is not None and not (isinstance(thread, str) and MESSAGE_ID.fullmatch(thread)):
+        return f"invalid thread id {thread!r}"
+    if not isinstance(record.get("at"), str):
+        return "at must be a time (text)"
+    ts = record.get("ts")
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+        return "ts must be a number"
+    return None
 
 
 def _validate_selector(to) -> None:
@@ -124,6 +152,25 @@ def load(raw: bytes | None) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("id"), str) else None
 
 
+def where(view: View) -> str:
+    """How a warning names *view*: the ref it was read from (set by the caller that
+    made it, core/messages_branch.views), else its commit."""
+    return getattr(view, "where", None) or (view.tip or "")[:12] or "the registry"
+
+
+def read_message(view: View, path: str, raw: bytes | None) -> dict | None:
+    """The message record at *path* of *view* (read as *raw*), or None with a warning
+    on *view* naming the file and the ref when it is not one a send would write."""
+    if raw is None:
+        return None
+    message = load(raw)
+    why = "not a JSON message object" if message is None else problem(message)
+    if why is not None:
+        view.warn(f"{where(view)}:{path} is skipped: {why}")
+        return None
+    return message
+
+
 def branch_of(registry_branch: str) -> str:
     """The messages branch beside *registry_branch* (``refs/heads/agent-registry/x``
     cannot exist beside ``refs/heads/agent-registry``, so a sibling name)."""
@@ -141,7 +188,8 @@ def find(views, mid: str) -> dict | None:
             continue
         for sender in view.names(MESSAGES):
             if f"{mid}.json" in view.entries(f"{MESSAGES}/{sender}"):
-                found = load(view.read(message_path(sender, mid)))
+                path = message_path(sender, mid)
+                found = read_message(view, path, view.read(path))
                 if found is not None:
                     return found
     return None
@@ -168,10 +216,8 @@ def _messages_of(view: View) -> list[dict]:
     raws.update({p: view.read(p) for p in pending})
     out = []
     for path, raw in raws.items():
-        message = load(raw)
-        if message is None:
-            view.warn(f"{path} is unreadable: not a message")
-        else:
+        message = read_message(view, path, raw)
+        if message is not None:
             out.append(message)
     return out
 
@@ -217,8 +263,9 @@ def addressed_to(message: dict, session: Session) -> bool:
         return any(P.overlaps(held, path) for path in value for held in mine)
     if kind == "tag":
         return value in session.tags
-    if kind == "room":
-        return in_room(session, value)
+    if kind == "room":  # a shared room also reaches who joins it later, as a tag does;
+        # a repository's own room only the sessions present when it was sent (recipients)
+        return not value.startswith("repo:") and in_room(session, value)
     return False
 
 

@@ -20,7 +20,10 @@ GLOB_CHARS = "*?["
 LITERAL = ":(literal)"
 GLOB = ":(glob)"
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# refused in every text an agent gives (and in paths): C0, DEL, C1, and the bidi controls
+# that reorder what a terminal shows (U+202A-U+202E embeddings and overrides, U+2066-U+2069
+# isolates, U+200E/U+200F marks, U+061C arabic letter mark)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,63}")
 
 

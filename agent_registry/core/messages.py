@@ -346,6 +346,7 @@ def thread(registry: Registry, mid: str) -> dict:
     root = message.get("thread") or mid
     taken = acks(read)
     members = [m for m in every_message(read) if (m.get("thread") or m["id"]) == root]
+    registry.warnings.extend(w for w in warnings(read) if w not in registry.warnings)
     return {"thread": root, "messages": [{**m, "acked_by": sorted(taken.get(m["id"], ()))}
                                          for m in _replies_after(members)]}
 

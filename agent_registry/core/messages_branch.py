@@ -6,7 +6,7 @@ or an ack is written by one session alone, so it goes to the writing clone's own
 (:func:`writer`, core/cloned.py), and readers read every clone ref too."""
 from __future__ import annotations
 
-from ..branch.clones import Clones, has_clones
+from ..branch.clones import Clones, clone_patterns, has_clones
 from ..branch.mailbox import branch_of, pages
 from ..branch.view import View
 from ..errors import Unconfirmed
@@ -56,13 +56,20 @@ def views(registry: Registry, main: View | None = None) -> list[View]:
     acks), the messages branch, then the registry branch (*main*, when the caller has
     it) with the messages written before the split."""
     main = main or registry.view()
+    main.where = registry.branch  # how a reader's warning names a bad record's ref
     box = mailbox(registry)
     if box is registry:
         return [main]
-    clones = [View(registry.repo, tip) for tip in
-              Clones(registry.repo, registry.branch, registry.remote).tips()] \
-        if has_clones(main) else []
-    return [*clones, box.view(), main]
+    clones = []
+    if has_clones(main):
+        names = {tip: ref for pattern in clone_patterns(registry.branch, registry.remote)
+                 for ref, tip in registry.repo.refs_in(pattern[:-1]).items()}
+        for tip in Clones(registry.repo, registry.branch, registry.remote).tips():
+            clones.append(View(registry.repo, tip))
+            clones[-1].where = names.get(tip, tip[:12]).removeprefix("refs/heads/")
+    messages = box.view()
+    messages.where = box.branch
+    return [*clones, messages, main]
 
 
 def fresh_view(registry: Registry) -> View:

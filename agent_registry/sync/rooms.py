@@ -145,7 +145,10 @@ def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
     refresh(hub)
     view = hub.view()
     session = view.session(sid, strict=False) or view.done_session(sid)
-    return pending_for(view, session, include_acked=include_acked) if session else []
+    view.where = "the hub's " + hub.branch  # how a bad record there is named
+    found = pending_for(view, session, include_acked=include_acked) if session else []
+    hub.warnings.extend(w for w in view.warnings if w not in hub.warnings)
+    return found
 
 
 def where_is(registry: Registry, mid: str) -> Registry | None:
