@@ -85,7 +85,10 @@ class Request:
                         out.append(str(inner))
         elif self.kind == "openai":
             for item in body.get("input") or []:
-                if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
+                kind = str(item.get("type", "")) if isinstance(item, dict) else ""
+                if kind == "tool_search_output":
+                    out.append(json.dumps(item.get("tools"), ensure_ascii=False))
+                elif kind.endswith("_call_output"):
                     output = item.get("output")
                     out.append(output if isinstance(output, str)
                                else json.dumps(output, ensure_ascii=False))
@@ -313,7 +316,14 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(turn, Tool):
             custom = {t.get("name"): t.get("type") for t in body.get("tools") or []
                       if isinstance(t, dict)}
-            if custom.get(turn.name) == "custom" or isinstance(turn.args, str):
+            searching = turn.name == "tool_search" and any(
+                isinstance(t, dict) and t.get("type") == "tool_search"
+                for t in body.get("tools") or [])
+            if searching:  # Codex's client-side search over deferred (MCP) tools
+                item = {"type": "tool_search_call", "id": f"tsc_mock{n}", "status": "completed",
+                        "call_id": f"call_mock{n}", "execution": "client",
+                        "arguments": turn.args}
+            elif custom.get(turn.name) == "custom" or isinstance(turn.args, str):
                 item = {"type": "custom_tool_call", "id": f"ctc_mock{n}", "status": "completed",
                         "call_id": f"call_mock{n}", "name": turn.name,
                         "input": turn.args if isinstance(turn.args, str)
@@ -354,7 +364,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             # routing / next-speaker / JSON side calls: an answer that parses as either
             turn = Text(json.dumps({"reasoning": "mock", "next_speaker": "user",
-                                    "model_choice": "flash", "complexity_reasoning": "mock", "complexity_score": 1}))
+                                    "model_choice": "flash", "complexity_reasoning": "mock",
+                                    "complexity_score": 1}))
         if isinstance(turn, Tool):
             part = {"functionCall": {"name": turn.name, "args": turn.args}}
         else:

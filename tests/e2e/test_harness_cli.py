@@ -142,8 +142,8 @@ class Setup:
         proc = subprocess.run([self.exe, *args], cwd=self.repo, env=self.env,
                               capture_output=True, text=True, timeout=60)
         if check:
-            assert proc.returncode == 0, \
-                f"agent-registry {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            assert proc.returncode == 0, (f"agent-registry {' '.join(args)} -> "
+                                          f"{proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         return proc.stdout
 
     def sessions(self, every: bool = False) -> list[dict]:
