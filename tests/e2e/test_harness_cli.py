@@ -401,16 +401,23 @@ class MainRun:
         return self.outputs[i]
 
 
-_RUNS: dict[str, MainRun] = {}
+_RUNS: dict[str, MainRun | BaseException] = {}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The main run of a harness, made once: its tests share it (a run that failed or
+    skipped fails or skips each of them the same way, without running again)."""
     def get(harness: str) -> MainRun:
         if harness not in _RUNS:
-            need(harness)
-            _RUNS[harness] = MainRun(harness, tmp_path_factory.mktemp(f"main-{harness}"))
-        return _RUNS[harness]
+            try:
+                _RUNS[harness] = MainRun(harness, tmp_path_factory.mktemp(f"main-{harness}"))
+            except (Exception, pytest.skip.Exception, pytest.fail.Exception) as exc:
+                _RUNS[harness] = exc
+        found = _RUNS[harness]
+        if isinstance(found, BaseException):
+            raise found
+        return found
     yield get
     _RUNS.clear()
 
