@@ -604,3 +604,28 @@ def test_a_linked_worktree_keeps_a_record_of_its_own(repo, env, tmp_path):
     assert snapshot(other) == other_before and snapshot(repo) == main_after
     assert cli(repo, env, "harness", "uninstall", "claude").returncode == 0
     assert snapshot(repo) == main_before
+
+
+def test_hooks_of_an_install_without_a_record_do_not_come_back(repo, env):
+    """An earlier version (or another clone) installed without a record: the first
+    recorded install takes our old parts out of what it records, so uninstall leaves
+    only the person's."""
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"permissions": {"allow": ["Bash(make)"]}, "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "./mine.sh"}]},
+                 {"hooks": [{"type": "command",
+                             "command": "agent-registry harness hook claude stop"}]}],
+        "PreToolUse": [{"matcher": "Edit|Write|MultiEdit|NotebookEdit", "hooks": [
+            {"type": "command", "command": "agent-registry harness hook claude pre-tool-use"}]}]}}
+    settings.write_text(json.dumps(old, indent=2) + "\n")
+    (repo / "CLAUDE.md").write_text("# Ours\n\n<!-- agent-registry:protocol:start -->\nold "
+                                    "text\n<!-- agent-registry:protocol:end -->\n")
+    install(repo, env, "claude")
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert len(hooks["PreToolUse"]) == 1 and len(hooks["Stop"]) == 2  # replaced in place
+    assert cli(repo, env, "harness", "uninstall", "claude").returncode == 0
+    assert json.loads(settings.read_text()) == {
+        "permissions": {"allow": ["Bash(make)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./mine.sh"}]}]}}
+    assert (repo / "CLAUDE.md").read_text() == "# Ours\n"

@@ -68,8 +68,11 @@ def execute(opts: dict) -> int:
                 for line in output.takeover_lines(result):
                     print(line, file=sys.stderr)
             return result, output.claim_text(result), 0
+        from ..sync.fresh import freshen, said
+        view = freshen(registry)  # fetched first when older than agent-registry.readFreshness
         results = registry.check(paths, sid)
-        return {"paths": results}, output.check_text(results), output.check_code(results)
+        said(registry)
+        return {"paths": results, **view}, output.check_text(results), output.check_code(results)
 
     return serve(opts, lock_command)
 

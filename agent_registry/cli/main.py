@@ -326,8 +326,11 @@ def context_show(out: Output, sid) -> None:
 @pass_out
 def show(out: Output, sid) -> None:
     """Show one session in full (default: every live session)."""
+    from ..sync.fresh import freshen, said
+    view = freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
     sessions = [out.registry.session(sid)] if sid is not None else out.registry.sessions()
-    out.emit({"sessions": [s.to_dict() for s in sessions]},
+    said(out.registry)
+    out.emit({"sessions": [s.to_dict() for s in sessions], **view},
              "\n\n".join(session_text(s) for s in sessions) or "no live sessions")
 
 
@@ -336,6 +339,8 @@ def sync_line(state: dict) -> str:
         return f"sync: off ({state.get('detail', 'no remote configured')})"
     parts = [f"sync: {state.get('remote')}", f"ahead {state.get('ahead', 0)}",
              f"behind {state.get('behind', 0)}"]
+    parts.append(f"last fetch {local_time(state['last_fetch'])}" if state.get("last_fetch")
+                 else "never fetched here")
     if state.get("last_success"):
         parts.append(f"last success {local_time(state['last_success'])}")
     if state.get("last_error"):
@@ -378,8 +383,11 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
     if room:
         return room_status(out, room)
     from ..branch.records import parse_iso
+    from ..sync.fresh import freshen, said
+    freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
     doc = out.registry.status(include_ended=show_all, status=status_filter,
                               provider=provider, project=project)
+    doc.update(said(out.registry))
     if doc["sync"].get("enabled"):  # the messages branch syncs on its own: its ahead/behind
         from ..core.messages_branch import mailbox
         box = mailbox(out.registry)
@@ -503,8 +511,11 @@ def lock_check(out: Output, paths, sid) -> None:
     Exit 1 when another live session holds one of the paths, 0 when all are free,
     yours or stale: `if agent-registry lock check PATH...; then edit; fi`."""
     sid, paths = lock_arguments(out.registry, paths, sid)
+    from ..sync.fresh import freshen, said
+    view = freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
     results = out.registry.check(paths, sid)
-    out.emit({"paths": results}, output.check_text(results))
+    said(out.registry)
+    out.emit({"paths": results, **view}, output.check_text(results))
     click.get_current_context().exit(output.check_code(results))
 
 

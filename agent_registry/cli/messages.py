@@ -108,7 +108,8 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
             release(out, hub)
     text = "\n".join(message_text(m) for m in result["messages"]) or \
         f"no messages for {result['session']}"
-    out.emit(result, text)
+    from ..sync.fresh import said
+    out.emit({**result, **said(out.registry)}, text)
 
 
 @click.command()

@@ -278,6 +278,19 @@ class Registry:
             return {"enabled": False, "detail": "no remote configured"}
         return self._remote_committer().state(self)
 
+    def catch_up(self) -> None:
+        """Before acting on a session another clone may have registered or changed
+        (kill, finish, end, handoff): with a remote, fetch this branch (with the lock
+        shards and clone refs its fetch brings) and put this clone's pending operations
+        on top, pushing nothing.  Offline, this clone's copy decides and a warning says
+        why."""
+        if not self.remote:
+            return
+        failure = self._remote_committer().catch_up(self)
+        if failure is not None:
+            self.warnings.append(f"could not fetch before deciding: {failure.message} "
+                                 "(deciding on this clone's copy)")
+
     def _remote_committer(self):
         """The committer of a registry with a remote; refuses (fails closed) when none was
         handed in, rather than committing locally what the remote never sees."""
@@ -495,6 +508,8 @@ class Registry:
         *reason* (who killed it, and why) go in the commit."""
         for label, value in (("author", by or ""), ("reason", reason or "")):
             P.validate_text(label, value)
+        P.validate_session_id(sid)
+        self.catch_up()  # the session may be another clone's, registered after our fetch
         session = self.session(sid)
         if not session.live:
             raise Refused(f"session {sid} is not live ({session.status})")
@@ -555,7 +570,8 @@ class Registry:
         session = view.session(holder.session, strict=False)
         if session is None and holder.session in view.unreadable:
             return None  # an unreadable session file keeps its locks held
-        return stale_reason(holder, session, at, self.host, self.seen)
+        return stale_reason(holder, session, at, self.host, self.seen,
+                            ended=None if session is not None else _ended(view, holder.session))
 
     def conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
         out = []
@@ -710,6 +726,15 @@ def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:
         os.kill(pid, signal.SIGKILL)
         return "SIGKILL"
     return "SIGTERM"
+
+
+def _ended(view: View, sid: str) -> Session | None:
+    """*sid*'s ended record, for saying why its locks no longer count (None: none, or
+    unreadable: then "not registered" is said, as before)."""
+    try:
+        return view.done_session(sid)
+    except RegistryError:
+        return None
 
 
 def _age(since: str, at: float) -> int | None:

@@ -74,6 +74,8 @@ class Report:
         self.conflicts: list[Conflict] = []
         self.stale: list[dict] = []  # locks that no longer count
         self.warnings: list[str] = []
+        # with a remote: how old this clone's view is (the guard never fetches)
+        self.view: dict = {}
 
     @property
     def unreadable(self) -> bool:
@@ -87,7 +89,7 @@ class Report:
         return {"checked": self.checked, "committer": self.committer or PERSON,
                 "blocked": self.blocked, "mode": self.mode,
                 "conflicts": [c.to_dict() for c in self.conflicts], "stale": self.stale,
-                "warnings": self.warnings}
+                "warnings": self.warnings, **self.view}
 
 
 def hook_repo_info() -> RepoInfo | None:
@@ -198,7 +200,13 @@ class LockLookup:
             return None  # an unreadable session file keeps its locks held, as in the registry
         from ..branch.staleness import FirstSeen, stale_reason
         seen = FirstSeen(self.repo.state_path("heartbeats-seen.json"))
-        return stale_reason(holder, session, self.now, self.host, seen)
+        ended = None
+        if session is None:  # ended, or never registered here: said apart
+            try:
+                ended = self.open().done_session(holder.session)
+            except Exception:
+                ended = None
+        return stale_reason(holder, session, self.now, self.host, seen, ended=ended)
 
 
 def _is_my_process(session, host: str, mine: set[int]) -> bool:
@@ -280,9 +288,26 @@ class Guard:
     def close(self) -> None:
         self.repo.close()
 
+    def view_age(self) -> dict:
+        """With a remote: when this clone last fetched the registry (``as_of``), and
+        whether that is older than agent-registry.readFreshness (``stale_view``).  The
+        guard stays local (a commit never waits on the network): it only says it."""
+        if not remote_name(self.config):
+            return {}
+        from ..store import freshness
+        last = freshness.last_fetch(self.info.common_dir, self.branch)
+        old = last is None or self.now - last > freshness.bound(self.config)
+        return {"as_of": freshness.iso(last) if last else None, "stale_view": old,
+                "view_age_seconds": int(self.now - last) if last else None}
+
     def check(self, paths: list[str], committer: str | None = None) -> Report:
         """Which of *paths* another live session holds.  The committer is *committer*,
         else $AGENT_REGISTRY_SESSION, else found by process ancestry."""
+        report = self._check(paths, committer)
+        report.view = self.view_age()
+        return report
+
+    def _check(self, paths: list[str], committer: str | None = None) -> Report:
         env_sid = committer or os.environ.get(SESSION_ENV) or None
         if self.lookup is None and not self._ref_exists():
             return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
@@ -384,6 +409,18 @@ def how_to_proceed(action: str) -> str:
             + ("; the pre-push guard still checks it)" if action != "push" else ")"))
 
 
+def view_text(report: Report, now: float | None = None) -> str:
+    """The line saying how old the guard's view is ("" without a remote)."""
+    if not report.view:
+        return ""
+    from ..store import freshness
+    last = report.view.get("view_age_seconds")
+    now = time.time() if now is None else now
+    when = freshness.as_of_text(None if last is None else now - last, now)
+    return (f"agent-registry: this clone's view of the registry is {when}; the guard does "
+            f"not fetch (`agent-registry sync` brings it up to date)")
+
+
 def refusal_text(report: Report, action: str) -> str:
     if report.unreadable:  # one line: the reason and the way through
         return (f"agent-registry: {action} refused: {report.mode[len(UNREADABLE):]}; repair "
@@ -394,7 +431,7 @@ def refusal_text(report: Report, action: str) -> str:
              f"another live session (committing as {who}):"]
     lines += ["  " + describe(c) for c in report.conflicts]
     lines.append(how_to_proceed(action))
-    return "\n".join(lines)
+    return "\n".join(lines + [line for line in (view_text(report),) if line])
 
 
 def say(message: str) -> None:
@@ -451,6 +488,8 @@ def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) 
         say(f"agent-registry: guard {report.mode}: {action} not checked")
         return 0
     if not report.blocked:
+        if report.view.get("stale_view"):  # older than agent-registry.readFreshness
+            say(view_text(report).replace("agent-registry: ", "agent-registry: warning: ", 1))
         return 0
     if os.environ.get(ALLOW_ENV) == "1" and report.unreadable:
         say(f"agent-registry: {ALLOW_ENV}=1: {action} allowed unchecked "

@@ -19,7 +19,6 @@ from .files import Plan
 NAME = "aider"
 CONFIG = ".aider.conf.yml"
 PROTOCOL = "AGENTS.md"
-TRUST = None
 
 
 def _yaml():

@@ -119,9 +119,11 @@ def _write(path: Path, data: bytes) -> None:
         raise os_failure(exc, str(path)) from None
 
 
-def apply(plan: Plan, common_dir: str) -> list[str]:
+def apply(plan: Plan, common_dir: str, unmerge=None) -> list[str]:
     """Write the plan's files that differ, recording originals first; the relative
-    paths written."""
+    paths written.  A file that holds our parts already, written by an install that kept
+    no record (an earlier version, another clone), is recorded as it would be without
+    them (``unmerge(rel, text)``), so uninstall does not bring them back."""
     record = load_record(common_dir, plan.harness)
     others = {h: load_record(common_dir, h) for h in HARNESSES if h != plan.harness}
     written = []
@@ -137,7 +139,15 @@ def apply(plan: Plan, common_dir: str) -> list[str]:
             # a file another harness wrote is ours too now: its record hands its
             # original down to us when it is uninstalled first
             seq = seq or _next_seq(common_dir)
-            original = None if old is None else base64.b64encode(old).decode()
+            before = old
+            if old is not None and unmerge is not None and not sharing:
+                try:
+                    clean = unmerge(rel, old.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError, BadInput):
+                    clean = None
+                if clean is not None:
+                    before = clean.encode("utf-8") if clean else None
+            original = None if before is None else base64.b64encode(before).decode()
             record["files"][rel] = {"original": original, "seq": seq,
                                     "written": _digest(old)}
             _save_record(common_dir, plan.harness, record)

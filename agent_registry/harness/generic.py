@@ -5,7 +5,6 @@ from __future__ import annotations
 from .files import Plan
 
 NAME = "generic"
-TRUST = None
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:

@@ -3,10 +3,11 @@
 Each installer module (``install_claude``, ``install_codex``, ``install_gemini``,
 ``install_cursor``, ``opencode``, ``aider``, ``generic``) has ``plan(toplevel, options)``
 returning a :class:`files.Plan` (every file's new text, read and merged before anything
-is written), ``hook_file`` (None when the harness has no hooks), ``hook_options(toplevel)``
-(the options its installed hooks were written with, so status and doctor compare like
-with like), and ``TRUST`` (the step a person takes, or None).  Here: the shared parts
-(skill, protocol, MCP), applying a plan with its record, and the state of each harness.
+is written) and, when the harness has hooks, ``HOOK_FILE`` and
+``installed_commands(toplevel)`` (our commands found there: status and doctor read the
+options and the executable from them; Aider has ``extra_state`` for its config instead).
+The trust each harness needs is in :mod:`trust`.  Here: the shared parts (skill,
+protocol, MCP), install and uninstall with their records, and the state of each harness.
 """
 from __future__ import annotations
 
@@ -66,16 +67,6 @@ def add_mcp(plan: files.Plan, harness: str) -> None:
 
 def plan_for(toplevel: str, harness: str, options: Options, **extra) -> files.Plan:
     return module(harness).plan(toplevel, options, **extra)
-
-
-def install(toplevel: str, common_dir: str, harness: str, options: Options,
-            **extra) -> dict:
-    """Write *harness*'s files (merged, recorded); what was written and the trust step."""
-    plan = plan_for(toplevel, harness, options, **extra)
-    written = files.apply(plan, common_dir)
-    trust = getattr(module(harness), "TRUST", None)
-    return {"harness": harness, "files": sorted(plan.files), "written": written,
-            "changed": bool(written), "trust_step": trust, "notes": plan.notes}
 
 
 def uninstall(toplevel: str, common_dir: str, harness: str) -> dict:
@@ -191,7 +182,7 @@ def install_many(toplevel: str, common_dir: str, names: list[str], options: Opti
     plans = [plan_for(toplevel, name, options, **extra) for name in names]
     out = []
     for plan in plans:
-        written = files.apply(plan, common_dir)
+        written = files.apply(plan, common_dir, unmerge(plan.harness))
         granted = trust.grant(toplevel, common_dir, plan.harness) if grant else []
         state = status(toplevel, common_dir, plan.harness) if plan.harness in HARNESSES \
             else {"trusted": None, "trust_step": None}
@@ -210,9 +201,10 @@ def uninstall_many(toplevel: str, common_dir: str, names: list[str]) -> dict:
 # -- taking our parts out of a file edited since install ---------------------------------
 
 def unmerge(harness: str):
-    """``unmerge(rel, text)`` for :func:`files.restore`: *text* without what install put
-    there ("" when nothing else is left), or None when the file is ours alone (a skill, the
-    plugin) or of a kind we cannot take apart: such a file is left as it is."""
+    """``unmerge(rel, text)`` for :func:`files.restore` and :func:`files.apply`: *text*
+    without what install put there ("" when nothing else is left), or None when none of
+    ours is in it, or the file is ours alone (a skill, the plugin) or of a kind we cannot
+    take apart."""
     def run(rel: str, text: str) -> str | None:
         if rel.endswith(".md") and texts.has_block(text):
             return _without_block(text)
@@ -234,8 +226,10 @@ def _without_block(text: str) -> str:
 
 
 def _without_json(text: str, harness: str) -> str | None:
+    import copy
     from . import hookfiles
-    data = hookfiles.unmerge(hookfiles.load_object(text, "file"), harness)
+    before = hookfiles.load_object(text, "file")
+    data = hookfiles.unmerge(copy.deepcopy(before), harness)
     for key in ("mcpServers", "mcp"):
         servers = data.get(key)
         if isinstance(servers, dict) and mcp.SERVER in servers:
@@ -248,6 +242,8 @@ def _without_json(text: str, harness: str) -> str | None:
         if not enabled:
             del data["enabledMcpjsonServers"]
     # what only we put in an otherwise empty file (Cursor's version, OpenCode's schema)
+    if data == before:
+        return None  # none of ours in it
     if set(data) <= {"version", "$schema"}:
         data = {}
     return hookfiles.dump(data) if data else ""
@@ -257,7 +253,7 @@ def _without_table(text: str) -> str:
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if mcp._TABLE.match(line)), None)
     if start is None:
-        return text
+        return None
     end = next((i for i in range(start + 1, len(lines)) if mcp._HEADER.match(lines[i])),
                len(lines))
     kept = lines[:start] + lines[end:]

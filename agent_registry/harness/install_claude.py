@@ -19,10 +19,6 @@ EVENTS = {"SessionStart": ("session-start", None, True),
           "UserPromptSubmit": ("user-prompt-submit", None, False),
           "Stop": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}
-TRUST = ("Claude Code asks once before it runs the project's hooks and MCP server "
-         "(the workspace trust dialog, then the .mcp.json approval); "
-         "`agent-registry harness install claude --trust` approves our server in "
-         ".claude/settings.local.json")
 
 
 def groups(options) -> dict[str, dict]:

@@ -28,10 +28,6 @@ EVENTS = {"SessionStart": ("session-start", None, True),
           "UserPromptSubmit": ("user-prompt-submit", None, False),
           "Stop": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}
-TRUST = ("Codex loads a project's .codex/ only when the project is trusted, and runs each "
-         "project hook only once you trust it in /hooks (again after any change to it); "
-         "`agent-registry harness install codex --trust` marks the project trusted in "
-         "~/.codex/config.toml")
 
 
 # Codex gives a SessionEnd handler 1 s unless told (at most 3 s, clamped) and waits for it

@@ -21,8 +21,6 @@ HOOK_FILE = ".cursor/hooks.json"
 EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use",
           "beforeSubmitPrompt": "user-prompt-submit", "stop": "stop",
           "sessionEnd": "session-end"}
-TRUST = ("Cursor asks before it starts a project's MCP server: enable agent-registry in "
-         "Cursor Settings > MCP; its hooks run without a step")
 
 
 def handlers(options) -> dict[str, dict]:

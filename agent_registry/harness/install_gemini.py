@@ -23,9 +23,6 @@ EVENTS = {"SessionStart": ("session-start", None, True),
           "BeforeAgent": ("user-prompt-submit", None, False),
           "AfterAgent": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}
-TRUST = ("Gemini CLI ignores .gemini/settings.json (hooks and MCP) in a folder you have "
-         "not trusted: trust it when Gemini asks, or run `agent-registry harness install "
-         "gemini --trust` (~/.gemini/trustedFolders.json)")
 
 
 def groups(options) -> dict[str, dict]:

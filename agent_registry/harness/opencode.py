@@ -21,7 +21,6 @@ from .files import Plan
 
 NAME = "opencode"
 HOOK_FILE = ".opencode/plugin/agent-registry.js"
-TRUST = None
 _EXE = re.compile(r"^const EXE = (.*);$", re.M)
 
 

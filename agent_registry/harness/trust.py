@@ -246,7 +246,8 @@ def grant(toplevel: str, common_dir: str, harness: str) -> list[str]:
     if harness == "claude":
         plan = Plan("claude", toplevel)
         plan.edit(CLAUDE_LOCAL, claude_local_text)
-        return [str(Path(toplevel, rel)) for rel in apply(plan, common_dir)]
+        from .install import unmerge
+        return [str(Path(toplevel, rel)) for rel in apply(plan, common_dir, unmerge("claude"))]
     if harness == "codex":
         path = codex_config()
         old = read_text(path)
