@@ -75,15 +75,11 @@ class Adapter:
         args = event.get(self.input_key)
         args = args if isinstance(args, dict) else {}
         if tool in self.edit_tools:
-            found = [str(args[k]) for k in self.edit_tools[tool] if args.get(k)]
-            return found[:1] + self.more_targets(tool, args)
+            return [str(args[k]) for k in self.edit_tools[tool] if args.get(k)][:1]
         if tool in self.shell_tools:
             command = next((args[k] for k in self.shell_fields if args.get(k)), None)
             return shell_targets(command, self.shell_cwd(args, ctx)) if command else []
         return self.other_targets(tool, args, ctx)
-
-    def more_targets(self, tool: str, args: dict) -> list[str]:
-        return []
 
     def other_targets(self, tool: str, args: dict, ctx: Ctx) -> list[str] | None:
         return None

@@ -62,8 +62,8 @@ def write_targets(command: str | list[str], cwd: str | None = None) -> list[str]
             found = _Walker(cwd).simple([Word(str(a), False, False) for a in command], ".")
         else:
             found = _Walker(cwd).script(str(command), ".")
-    except (Unparsable, RecursionError):
-        return []
+    except Exception:  # noqa: BLE001 - unparsable, or a form we got wrong: let it through
+        return []  # (a gate that blocked every command on a parser slip would stop the agent)
     return list(dict.fromkeys(p for p in found if p))
 
 
