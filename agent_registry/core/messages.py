@@ -201,6 +201,7 @@ def handoff(registry: Registry, sid: str, *, text: str | None, document: str | N
     if to is not None and "paths" in to:
         to = {"paths": registry.targets(to["paths"], new=False)}
     elif to is None:
+        registry.catch_up()  # the session may be another clone's, registered after our fetch
         session = registry.session(sid)
         held = list(dict.fromkeys(session.locks + session.space))
         if not held:

@@ -246,7 +246,7 @@ def grant(toplevel: str, common_dir: str, harness: str) -> list[str]:
     if harness == "claude":
         plan = Plan("claude", toplevel)
         plan.edit(CLAUDE_LOCAL, claude_local_text)
-        from .install import unmerge
+        from .unmerge import unmerge
         return [str(Path(toplevel, rel)) for rel in apply(plan, common_dir, unmerge("claude"))]
     if harness == "codex":
         path = codex_config()

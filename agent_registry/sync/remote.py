@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
+from ..store import freshness
 from ..store.git import CasFailed, run_git
 from ..branch.records import Holder, Lock, Session, iso
 from ..branch.trailers import parse_op
@@ -164,8 +165,9 @@ def fetch(registry: Registry) -> str | None:
                     "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
                     fetch_refspec(registry), *registry.fetch_also)
     if proc.returncode == 0:
-        if registry.is_shard:  # only a shard's claims may skip a fetch (_decided_here)
-            _mark_fetched(registry)
+        # when: a shard's claims may skip a fetch within FRESH of it (_decided_here), and
+        # a read answers without one within agent-registry.readFreshness (sync/fresh.py)
+        _mark_fetched(registry)
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
@@ -189,13 +191,7 @@ class PushResult:
 def _mark_fetched(registry: Registry) -> None:
     """Note when this branch was last fetched (the mtime of a file in the clone's state
     folder): how long a claim may be decided without a fetch (_decided_here)."""
-    mark = _fetch_mark(registry)
-    try:
-        os.makedirs(os.path.dirname(mark), exist_ok=True)
-        with open(mark, "w"):
-            pass
-    except OSError:
-        pass  # no mark: the next claim fetches first, as it would anyway
+    freshness.mark(registry.repo.info.common_dir, registry.branch)
 
 
 def push(registry: Registry, commit: str) -> PushResult:
@@ -560,7 +556,7 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
 
 
 def _fetch_mark(registry: Registry) -> str:
-    return registry.repo.state_path("fetched", registry.branch.replace("/", "%2F"))
+    return freshness.mark_path(registry.repo.info.common_dir, registry.branch)
 
 
 def _fetched_within(registry: Registry, seconds: float) -> bool:
@@ -769,6 +765,27 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
             "rewind": rewind}
 
 
+def catch_up(registry: Registry) -> Offline | MassDeletion | None:
+    """Fetch *registry*'s branch (with what its fetch brings: the lock shards and clone
+    refs of a main branch, the main branch of a shard) and put this clone's pending
+    operations on top, pushing nothing: what a read (sync/fresh.py) and a command that
+    acts on another clone's session (kill, finish, end, handoff) do before deciding.
+    Returns why it could not (the clone's copy then decides), or None."""
+    before = registry.repo.read_ref(registry.tracking_ref)
+    try:
+        remote = fetch(registry)
+        with file_lock(registry.lock_file):
+            # no helping here: what it would carry for other clones waits for a push
+            _rebase(registry, remote, before, help=False)
+    except (Offline, MassDeletion) as exc:
+        with file_lock(registry.lock_file):
+            _failed(registry, exc)
+        return exc
+    except CasFailed:
+        pass  # another process of this clone moved the branch meanwhile: it holds the fetch
+    return None
+
+
 def _pending(registry: Registry, fallback: str | None = None) -> list[str]:
     return own_commits(registry, confirmed_tip(registry, fallback),
                        registry.repo.read_ref(registry.ref))
@@ -789,8 +806,10 @@ def sync_state(registry: Registry) -> dict:
             ahead = len(own_commits(registry, remote, local)) if int(counts[0]) else 0
     elif local and not remote:
         ahead = len(pending_commits(registry, None, local))
+    fetched = freshness.last_fetch(registry.repo.info.common_dir, registry.branch)
     return {"enabled": True, "remote": redact(registry.remote), "ahead": ahead,
-            "behind": behind, "last_success": state.get("last_success"),
+            "behind": behind, "last_fetch": iso(fetched) if fetched else None,
+            "last_success": state.get("last_success"),
             "last_error": state.get("last_error"), "last_error_kind": state.get("last_error_kind"),
             "refused": state.get("refused", [])[-5:], "rewind": state.get("last_rewind")}
 
@@ -838,8 +857,12 @@ def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
                     object_format: str) -> subprocess.CompletedProcess:
     run_git(["init", "--bare", "-q", f"--object-format={object_format}", where], env=env)
     try:
+        # with the lock shards and the clone refs (layouts 2 and 3): the whole view reads
+        # them; a pattern that matches nothing fetches nothing and is no error
         return run_git(["--git-dir", where, "fetch", "--quiet", "--depth", "1", "--no-tags", url,
-                        f"+refs/heads/{branch}:refs/heads/{branch}"],
+                        f"+refs/heads/{branch}:refs/heads/{branch}",
+                        f"+refs/heads/{branch}-shards/*:refs/heads/{branch}-shards/*",
+                        f"+refs/heads/{branch}-clones/*:refs/heads/{branch}-clones/*"],
                        env=env, check=False, timeout=NETWORK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
@@ -853,6 +876,7 @@ class RemoteCommitter:
     state = staticmethod(sync_state)
     unconfirmed = staticmethod(unconfirmed_claims)
     refresh = staticmethod(sync)  # bring a branch up to date before deciding against it
+    catch_up = staticmethod(catch_up)  # fetch and replay, no push: before acting or reading
 
 
 use_remote_committer(RemoteCommitter())

@@ -37,13 +37,16 @@ def refresh(registry: Registry) -> None:
     answers and a warning says so."""
     if not registry.remote:
         return
+    from .fresh import fresh_after_sync, stale_after_sync
     box = mailbox(registry)
     for each in (registry,) if box is registry else (registry, box):
         try:
             sync(each)
-        except Unconfirmed as exc:
-            registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+        except Unconfirmed as exc:  # one line: how old the view is and why (sync/fresh.py)
+            stale_after_sync(registry, exc.details.get("remote_error") or {
+                "kind": "error", "message": exc.message})
             return
+    fresh_after_sync(registry)
 
 
 def refresh_messages(registry: Registry) -> None:

@@ -73,9 +73,12 @@ def wiki_query(out: Output, text, limit, json_here) -> None:
     stderr; a last "index:" line says what it took).
     """
     from . import api
+    from ..sync.fresh import freshen, said
     out.json = out.json or json_here
+    view = freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
     answer = api.search(out.registry, text, limit, Progress.on_terminal())
-    out.emit(answer, api.query_text(answer))
+    said(out.registry)
+    out.emit({**answer, **view}, api.query_text(answer))
 
 
 @wiki.command("show")

@@ -60,7 +60,10 @@ def run(argv: list[str]) -> int | None:
     gc.enable()
 
     def query(registry) -> tuple[dict, str, int]:
+        from ..sync.fresh import freshen, said
+        view = freshen(registry)  # fetched first when older than agent-registry.readFreshness
         answer = api.search(registry, opts["text"], opts["limit"], Progress.on_terminal())
-        return answer, api.query_text(answer), 0
+        said(registry)
+        return {**answer, **view}, api.query_text(answer), 0
 
     return serve(opts, query)

@@ -40,6 +40,7 @@ def end_session(registry: Registry, sid: str, *, router: str | None = None,
     for name, value in (("bugs", bugs), ("tools", tools)):
         if value is not None:  # given, even empty: "--bugs ''" documents that there were none
             narrative[name] = P.csv_items(value)
+    registry.catch_up()  # the session may be another clone's, registered after our fetch
     session = registry.session(sid)  # NotFound before any git work
     since = session.registered_at
     facts = {

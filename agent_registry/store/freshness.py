@@ -1,0 +1,106 @@
+"""How old this clone's view of the registry is: when it last fetched each branch, and
+when a fetch last failed and why (docs/design.md, "Fresh reads").
+
+Standard library only: the guard, which never fetches, reads it to say its view's age,
+and the click-free ``lock check`` reads it before every edit, so a fresh view costs one
+``stat``.  A fetch that lands touches ``<common dir>/agent-registry/fetched/<branch>``
+(sync/remote.py ``fetch``); a fetch a read attempted and could not make leaves
+``fetched/<branch>.failed`` (when, and why), so the reads within the freshness bound
+after it answer from the clone at once instead of waiting on the remote each time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+DEFAULT_FRESHNESS = 30.0  # seconds (git config agent-registry.readFreshness; 0: always fetch)
+FRESHNESS_KEY = "agent-registry.readfreshness"
+
+
+def bound(config: dict[str, str]) -> float:
+    """``agent-registry.readFreshness`` in seconds: a read fetches first when this
+    clone's last fetch is older (0: every read fetches)."""
+    raw = config.get(FRESHNESS_KEY)
+    if raw is None or not raw.strip():
+        return DEFAULT_FRESHNESS
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_FRESHNESS
+    return value if value >= 0 else DEFAULT_FRESHNESS
+
+
+def mark_path(common_dir: str, branch: str) -> str:
+    """The file whose mtime says when *branch* was last fetched."""
+    return os.path.join(common_dir, "agent-registry", "fetched", branch.replace("/", "%2F"))
+
+
+def last_fetch(common_dir: str, branch: str) -> float | None:
+    """When this clone last fetched *branch* (and what a fetch of it brings: its lock
+    shards and the clone refs), or None when it never did so here."""
+    try:
+        return os.stat(mark_path(common_dir, branch)).st_mtime
+    except OSError:
+        return None
+
+
+def mark(common_dir: str, branch: str) -> None:
+    """Note a fetch of *branch* that landed now (a failure noted before is over)."""
+    path = mark_path(common_dir, branch)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w"):
+            pass
+        if os.path.exists(path + ".failed"):
+            os.unlink(path + ".failed")
+    except OSError:
+        pass  # no mark: the next read fetches first, as it would anyway
+
+
+def failed(common_dir: str, branch: str, kind: str, message: str) -> None:
+    """Note a fetch of *branch* that could not be made now, and why."""
+    path = mark_path(common_dir, branch) + ".failed"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump({"kind": kind, "message": message}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def last_failure(common_dir: str, branch: str) -> tuple[float, dict] | None:
+    """(when, {"kind", "message"}) of the last failed fetch of *branch* since the last
+    one that landed, or None."""
+    path = mark_path(common_dir, branch) + ".failed"
+    try:
+        at = os.stat(path).st_mtime
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("message"), str):
+        return None
+    return at, {"kind": str(data.get("kind") or "error"), "message": data["message"]}
+
+
+def iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(ts)))
+
+
+def age_text(seconds: float) -> str:
+    """A view's age as people read it: 45 s, 12 min, 3 h, 2 d."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def as_of_text(last: float | None, now: float) -> str:
+    """``as of 2026-12-01T23:50:12Z (3 min ago)``, or ``never fetched here``."""
+    if last is None:
+        return "never fetched here"
+    return f"as of {iso(last)} ({age_text(now - last)} ago)"

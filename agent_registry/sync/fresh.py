@@ -1,0 +1,125 @@
+"""Fresh reads: what an agent or a hook decides by is either fresh or says it is not
+(docs/design.md, "Fresh reads").
+
+Before ``lock check``, the harness edit gate, ``status``, ``show``, ``wiki query`` (and
+``inbox``, which syncs on every look), a clone with a remote fetches its registry branch
+when its last fetch is older than ``git config agent-registry.readFreshness`` seconds
+(default 30; 0: every read fetches), within the network timeout, and puts its pending
+operations on top (no push).  A fetch of the main branch brings the lock shards and the
+clone refs with it, so every layout is read fresh.  When the fetch cannot be made (an
+unreachable or hung remote), the read answers from the clone and says so: one line on
+stderr (a warning) and, in ``--json``, ``as_of`` (the view's last fetch), ``stale_view:
+true``, ``view_age_seconds`` and ``remote_error`` ({kind, message}).  Within the bound
+after a failed fetch, reads answer from the clone at once (saying why) rather than wait
+on the remote again.
+
+A fresh view costs one ``stat`` (store/freshness.py): the click-free ``lock check``
+stays click-free and starts no process.
+"""
+from __future__ import annotations
+
+import time
+
+from ..store import freshness
+
+
+def _doc(last: float | None, now: float, failure: dict | None) -> dict:
+    doc = {"as_of": freshness.iso(last) if last else None, "stale_view": failure is not None}
+    if failure is not None:
+        doc["view_age_seconds"] = int(now - last) if last else None
+        doc["remote_error"] = failure
+    return doc
+
+
+def stale_line(doc: dict, now: float | None = None) -> str:
+    """The one line a stale read says (after ``agent-registry: warning: ``)."""
+    from ..branch.records import parse_iso
+    now = time.time() if now is None else now
+    error = doc.get("remote_error") or {}
+    return (f"stale view: answering from this clone's copy of the registry, "
+            f"{freshness.as_of_text(parse_iso(doc.get('as_of')), now)}: could not fetch it: "
+            f"{error.get('message', 'unknown error')}")
+
+
+def freshen(registry, *, force: bool = False) -> dict:
+    """Fetch *registry*'s branch first when this clone's last fetch of it is older than
+    the freshness bound (*force*: whatever its age); the view's freshness for ``--json``
+    (``{}`` without a remote: the clone is the registry).  A stale view adds its one
+    line to ``registry.warnings`` and is kept as ``registry.view_state``."""
+    if not registry.remote:
+        return {}
+    common, branch = registry.repo.info.common_dir, registry.branch
+    limit = freshness.bound(registry.config)
+    now = time.time()
+    last = freshness.last_fetch(common, branch)
+    if not force and last is not None and limit > 0 and now - last < limit:
+        return _set(registry, _doc(last, now, None))
+    recent = freshness.last_failure(common, branch)
+    if not force and recent is not None and limit > 0 and now - recent[0] < limit \
+            and (last is None or recent[0] > last):
+        return _set(registry, _doc(last, now, recent[1]))  # tried just now: no second wait
+    from .remote import catch_up
+    failure = catch_up(registry)
+    now = time.time()
+    if failure is None:
+        return _set(registry, _doc(freshness.last_fetch(common, branch) or now, now, None))
+    error = failure.to_dict()
+    freshness.failed(common, branch, error["kind"], error["message"])
+    return _set(registry, _doc(last, now, error))
+
+
+def _set(registry, doc: dict) -> dict:
+    registry.view_state = doc
+    return said(registry)
+
+
+def said(registry) -> dict:
+    """The view's freshness, its line among ``registry.warnings`` when it is stale (a
+    read replaces the warnings with its own: a face calls this again after it)."""
+    doc = view_state(registry)
+    if doc.get("stale_view"):
+        line = stale_line(doc)
+        if line not in registry.warnings:
+            registry.warnings.append(line)
+    return doc
+
+
+def stale_after_sync(registry, error: dict) -> dict:
+    """The view's freshness after a sync that could not fetch (``inbox`` syncs on each
+    look): said as a stale read says it."""
+    common, branch = registry.repo.info.common_dir, registry.branch
+    freshness.failed(common, branch, error.get("kind", "error"), error.get("message", ""))
+    return _set(registry, _doc(freshness.last_fetch(common, branch), time.time(), error))
+
+
+def fresh_after_sync(registry) -> dict:
+    """The view's freshness after a sync that fetched."""
+    last = freshness.last_fetch(registry.repo.info.common_dir, registry.branch)
+    return _set(registry, _doc(last or time.time(), time.time(), None))
+
+
+def view_state(registry) -> dict:
+    """What the last read of *registry* said of its view's freshness (``{}``: none)."""
+    return dict(getattr(registry, "view_state", None) or {})
+
+
+def freshen_at(info) -> dict:
+    """For a hook that reads the registry without opening it (the harness edit gate,
+    which asks the guard), in repository *info* (a RepoInfo): fetch first when the view
+    is older than the bound.  Costs a config read and one ``stat`` when it is fresh or
+    there is no remote.  Never raises: a registry it cannot open is the guard's to judge."""
+    from ..errors import RegistryError
+    from ..store.git import branch_name, read_config, remote_name
+    config = read_config(info.git_dir)
+    if not remote_name(config):
+        return {}
+    last = freshness.last_fetch(info.common_dir, branch_name(config))
+    limit = freshness.bound(config)
+    if last is not None and limit > 0 and time.time() - last < limit:
+        return _doc(last, time.time(), None)
+    from . import Registry
+    try:
+        with Registry.open(info.toplevel or info.git_dir) as registry:
+            return freshen(registry)
+    except (RegistryError, OSError):
+        return {}
