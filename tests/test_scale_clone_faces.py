@@ -88,7 +88,7 @@ def test_an_offline_heartbeat_and_diary_line_are_pushed_by_sync(tmp_path):
     # the text says it too
     assert offline(team, lambda: a("context", "log", "a1", "again")).returncode == 0
     text = ok(a("sync")).stdout
-    assert f"clone ref {branch}: pushed to origin" in text
+    assert f"clone ref {branch}: pushed 1 operation(s) to origin" in text
     assert diary_lines(team.clone("fresh2"), "a1")[-1] == "again"
 
 

@@ -89,7 +89,7 @@ def test_a_claim_made_offline_is_confirmed_by_a_later_sync(tmp_path):
     other = "docs/guide/intro.md"
     assert offline(team, lambda: a("lock", "acquire", other, "--session", "a1")).returncode == 3
     text = ok(a("sync")).stdout
-    assert f"shard {shard_branch(other)}: pushed to origin" in text
+    assert f"shard {shard_branch(other)}: pushed 1 operation(s) to origin" in text
     assert f"confirmed: {other} by a1" in text
     assert holders_on_remote(team, other) == ["a1"]
     assert ok(a("lock", "check", FILE, other, "--session", "a1"))
@@ -215,7 +215,7 @@ def test_the_main_branch_page_says_the_locks_are_on_the_shard_branches(tmp_path)
     assert "| a1 |" in live and "on the shards" in live
     # the shard branch's own page lists the lock; the README names the shard branches
     shard_page = remote_blob(team, shard_branch(FILE), "registry.md")
-    assert "src\\/auth\\.py | a1 | held" in section(shard_page, "## Locks")
+    assert "src/auth.py | a1 | held" in section(shard_page, "## Locks")
     assert "`agent-registry-shards/00` …" in remote_blob(team, BRANCH, "README.md")
     # given the branch, the page names the shard branches in full
     from agent_registry.branch.render import registry_md
@@ -231,7 +231,7 @@ def test_a_single_branch_page_still_lists_its_locks(tmp_path):
     ok(a("register", "a1", "--provider", "Codex", "--working-on", "auth"))
     ok(a("lock", "acquire", FILE, "--session", "a1"))
     page = remote_blob(team, BRANCH, "registry.md")
-    assert "src\\/auth\\.py | a1 | held" in section(page, "## Locks")
+    assert "src/auth.py | a1 | held" in section(page, "## Locks")
     assert "shard" not in page and "held_locks: 1" in page
 
 

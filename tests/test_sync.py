@@ -398,3 +398,25 @@ def test_the_users_pre_push_hook_does_not_run_on_registry_pushes(team):
     claim = a("lock", "acquire", "src/auth.py", "--session", "a1")
     assert claim.returncode == 0, claim.stderr
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+
+
+def test_sync_says_what_it_pushed_and_when_there_was_nothing(tmp_path):
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    idle = a("sync")
+    assert idle.returncode == 0 and idle.stdout.strip() == "up to date with origin: nothing to push"
+    assert json.loads(a("--json", "sync").stdout)["sent"] == 0
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 3
+    assert a("context", "log", "a1", "offline line").returncode == 0
+    hidden.rename(team.bare)
+    synced = a("--json", "sync")
+    assert synced.returncode == 0 and json.loads(synced.stdout)["sent"] == 2
+    assert a("lock", "release", "src/auth.py", "--session", "a1").returncode == 0
+    team.bare.rename(hidden)
+    assert a("lock", "acquire", "README.md", "--session", "a1").returncode == 3
+    hidden.rename(team.bare)
+    assert a("sync").stdout.splitlines() == ["pushed 1 operation(s) to origin",
+                                             "confirmed: README.md by a1"]

@@ -29,8 +29,7 @@ def sync(out: Output, timeout: float) -> None:
     from ..sync.remote import rewind_lines
     from ..sync.remote import sync as run_sync
     report = run_sync(out.registry, deadline=timeout)
-    lines = [f"{'pushed to' if report['pushed'] else 'not pushed to'} {report['remote']}"
-             + (f": {report['error']}" if report.get("error") else "")]
+    lines = [pushed_line(report, report["remote"])]
     lines += [f"confirmed: {', '.join(c['paths'] or [])} by {c['session']}" for c in report["confirmed"]]
     lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by {r.get('session')}: "
               f"{r['reason']}" for r in report["refused"]]
@@ -45,9 +44,7 @@ def sync(out: Output, timeout: float) -> None:
         report["clone"] = sync_clone(clone, timeout, report["remote"])
         parts += [("clone ref", report["clone"])] if report["clone"] else []
     for kind, part in parts:
-        lines.append(f"{kind} {part['branch']}: "
-                     f"{'pushed to' if part['pushed'] else 'not pushed to'} {part['remote']}"
-                     + (f": {part['error']}" if part.get("error") else ""))
+        lines.append(f"{kind} {part['branch']}: {pushed_line(part, part['remote'])}")
         lines += [f"confirmed: {', '.join(c['paths'] or [])} by {c['session']}"
                   for c in part["confirmed"]]
         lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by "
@@ -62,11 +59,9 @@ def sync(out: Output, timeout: float) -> None:
             mail = {"remote": report["remote"], "pushed": False, "error": exc.message,
                     "remote_error": exc.details.get("remote_error"), "refused": []}
         report["messages"] = {k: mail.get(k) for k in ("pushed", "error", "remote_error",
-                                                        "tip", "pending", "refused")}
+                                                        "tip", "pending", "refused", "sent")}
         if mail.get("tip") or mail.get("error"):  # said once there are messages
-            lines.append(f"messages ({box.branch}): "
-                         f"{'pushed to' if mail['pushed'] else 'not pushed to'} {mail['remote']}"
-                         + (f": {mail['error']}" if mail.get("error") else ""))
+            lines.append(f"messages ({box.branch}): {pushed_line(mail, mail['remote'])}")
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
                   for r in mail["refused"]]
     refused = report["refused"] + report.get("messages", {}).get("refused", []) + \
@@ -85,6 +80,16 @@ def sync(out: Output, timeout: float) -> None:
     raise Unconfirmed(report.get("error") or report.get("messages", {}).get("error")
                       or next((p["error"] for p in branches if p.get("error")), None)
                       or "not pushed", details=report)
+
+
+def pushed_line(report: dict, remote: str) -> str:
+    """What one branch's sync did, as it happened: the operations it pushed, that there
+    was nothing to push, or why it did not push."""
+    if not report["pushed"]:
+        return f"not pushed to {remote}" + (f": {report['error']}" if report.get("error") else "")
+    if report.get("sent"):
+        return f"pushed {report['sent']} operation(s) to {remote}"
+    return f"up to date with {remote}: nothing to push"
 
 
 @click.command()

@@ -755,7 +755,10 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     outcome = publish(registry, deadline)
     refused_ids = {r.get("id") for r in state.refused}
     rewind = state.rewind or outcome.get("rewind")
-    return {"remote": redact(registry.remote), "pushed": outcome["pushed"],
+    # how many of this clone's pending operations reached the remote now
+    sent = len([op for op in pending if op.get("id") not in refused_ids]) \
+        if outcome["pushed"] else 0
+    return {"remote": redact(registry.remote), "pushed": outcome["pushed"], "sent": sent,
             "error": outcome.get("error"), "remote_error": outcome.get("remote_error"),
             "tip": registry.repo.read_ref(registry.ref),
             "pending": len(pending), "refused": state.refused,

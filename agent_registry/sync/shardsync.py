@@ -76,9 +76,9 @@ def _part(registry: Registry, deadline: float, remote: str) -> dict:
     except Unconfirmed as exc:
         part = {"remote": remote, "pushed": False, "error": exc.message,
                 "remote_error": exc.details.get("remote_error"),
-                "pending": exc.details.get("pending"), "refused": [], "confirmed": []}
+                "pending": exc.details.get("pending"), "refused": [], "confirmed": [], "sent": 0}
     return {"branch": registry.branch, **{k: part.get(k) for k in (
-        "remote", "pushed", "error", "remote_error", "tip", "pending", "refused",
+        "remote", "pushed", "sent", "error", "remote_error", "tip", "pending", "refused",
         "confirmed", "rewind")}}
 
 
