@@ -165,11 +165,14 @@ def check_harness(registry: Registry) -> Finding:
         return Finding("harness", "ok", "no harness integration installed "
                        "(`agent-registry harness install --all`)")
     broken, stale, untrusted, fixes = [], [], [], []
+    problems: dict[str, str | None] = {}  # one run per executable, however many use it
     for state in states:
         name = state["harness"]
-        gone = [f"{name} hooks run {exe['path']}, which {why}"
-                for exe in state["executable"] or []
-                if (why := _exe_problem(exe["path"]) if exe["ok"] else "is gone")]
+        for exe in state["executable"] or []:
+            if exe["path"] not in problems:
+                problems[exe["path"]] = _exe_problem(exe["path"]) if exe["ok"] else "is gone"
+        gone = [f"{name} hooks run {exe['path']}, which {problems[exe['path']]}"
+                for exe in state["executable"] or [] if problems[exe["path"]]]
         broken += gone
         parts = [k for k in ("hooks", "mcp", "skill", "protocol", "config")
                  if state.get(k) == "stale"]
