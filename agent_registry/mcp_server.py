@@ -18,7 +18,6 @@ reach it.  A claim the remote has not confirmed (the CLI's exit 3) is a result w
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import sys
@@ -38,6 +37,7 @@ from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_
 from .cli.output import age, check_code, to_json
 from .store.procinfo import is_alive
 from .branch.records import parse_iso
+from .branch.sessionids import closest
 from .core.registry import Registry
 from .store.git import Repo
 from .branch.staleness import DEFAULT_TTL
@@ -135,6 +135,9 @@ class Service:
     # -- what an error says -----------------------------------------------------------
     def explain(self, exc: RegistryError, sid: str | None) -> str:
         text = exc.message
+        unknown = exc.details.get("session") if "closest" in exc.details else None
+        if isinstance(exc, NotFound) and unknown:  # the core's hint, this server's first
+            return f"unknown session {unknown}. {self.live_hint(unknown)}"
         if sid and isinstance(exc, (NotFound, Refused)) and \
                 text.startswith((f"unknown session {sid}", f"session {sid} has ")):
             return f"{text}. {self.live_hint(sid)}"
@@ -154,8 +157,7 @@ class Service:
         listed = mine + [s for s in live if s not in mine]
         if not listed:
             return "No session is live: call register first."
-        guess = mine[0] if len(mine) == 1 else next(
-            iter(difflib.get_close_matches(sid, live, 1)), None)
+        guess = next(iter(closest(sid, live, mine)), None)
         more = f" (and {len(listed) - SHOWN} more)" if len(listed) > SHOWN else ""
         return ((f"Did you mean {guess}? " if guess else "")
                 + f"Live sessions: {', '.join(listed[:SHOWN])}{more}"
@@ -246,6 +248,10 @@ def build(service: Service) -> MCPServer:
         rooms: Annotated[list[str], Field(description=(
             "Rooms shared with other repositories through the hub to join: room:<name> "
             "(git config agent-registry.hub URL)."))] = [],
+        resume: Annotated[bool, Field(description=(
+            "Take over the live session session_id (an agent restarted into its own "
+            "session); without it a live session registered by another process is "
+            "refused."))] = False,
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
         from .cli.console import new_session_id
@@ -264,7 +270,7 @@ def build(service: Service) -> MCPServer:
                                    todo_present=todo_present, pid=pid or os.getppid(),
                                    pid_from="pid" if pid else PID_FROM,
                                    notify_started=notify_started,
-                                   tags=list(tags) + list(rooms))
+                                   tags=list(tags) + list(rooms), resume=resume)
             service.owned.setdefault(sid, DEFAULT_TTL)
             service.renewed(sid)
             result = {"session": session.to_dict(), "bound_to": reg.bound}

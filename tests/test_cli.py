@@ -78,7 +78,7 @@ def test_register_both_forms_and_show(run, repo):
     assert "working on:   Refactoring auth" in text
 
 
-def test_register_makes_up_an_id_and_the_env_var_is_the_default(run, repo):
+def test_register_makes_up_an_id_and_the_env_var_is_the_default_elsewhere(run, repo):
     sid = ok(run("register", "--provider", "Gemini CLI", "--working-on", "docs")).stdout.strip()
     assert sid.startswith("geminicli-")
     env = {"AGENT_REGISTRY_SESSION": sid}
@@ -90,9 +90,11 @@ def test_register_makes_up_an_id_and_the_env_var_is_the_default(run, repo):
     ok(run("lock", "release", "src/auth.py", env=env))
     out = as_json(ok(run("--json", "finish", env=env)))
     assert out["session"]["id"] == sid and out["session"]["status"] == "Finished"
-    # register with the variable set and no SID registers that id
+    # register with the variable set and no SID makes a new id: the variable is never
+    # reused (it may name another agent's live session: issue 24)
     env = {"AGENT_REGISTRY_SESSION": "from-env-1"}
-    assert ok(run("register", "--provider", "Kimi", env=env)).stdout == "from-env-1\n"
+    new = ok(run("register", "--provider", "Kimi", env=env))
+    assert new.stdout.startswith("kimi-") and "is not reused" in new.stderr
 
 
 def test_update_handoff_context_finish(run, repo):

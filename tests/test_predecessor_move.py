@@ -392,7 +392,8 @@ def test_context_show_reads_the_diary_back(run, repo):
     as_json = json.loads(run("--json", "context", "show", "s-1").stdout)
     assert as_json == {"session": "s-1", "path": "contexts/s-1.md", "diary": shown.stdout}
     unknown = run("context", "show", "nobody-1")
-    assert unknown.returncode == 1 and unknown.stderr == "agent-registry: unknown session nobody-1\n"
+    assert unknown.returncode == 1 and \
+        unknown.stderr == "agent-registry: unknown session nobody-1; live sessions: s-1\n"
     assert run("context", "show", "bad id").returncode == 2
 
 

@@ -31,7 +31,12 @@ def lock_arguments(registry, args, sid: str | None, *,
     The predecessor's scripts write ``lock acquire PATH SID``: a last argument that
     names a registered session is the session (unless --session names another).  An
     argument that names a registered session and no file is never taken for a path:
-    locking it would be silent nonsense, so it is refused (exit 2)."""
+    locking it would be silent nonsense, so it is refused (exit 2).  So is a last
+    argument that looks like a session id (``kimi-typo``: the grammar of
+    :mod:`agent_registry.branch.sessionids`) and names neither a session nor a file,
+    unless --session is given: the error names the live ids it may have meant, and
+    $AGENT_REGISTRY_SESSION never turns it into a path of that session's."""
+    from ..branch.sessionids import looks_like_session_id
     from ..errors import BadInput
     paths = list(args)
     here = registry.repo.info
@@ -52,6 +57,12 @@ def lock_arguments(registry, args, sid: str | None, *,
             raise BadInput(f"{last!r} names both a file and a registered session: "
                            "give the session with --session")
         sid = paths.pop()
+    elif may_be_sid and sid is None and last is not None and \
+            looks_like_session_id(last) and not is_file(last):
+        unknown = registry.unknown(None, last)
+        raise BadInput(f"{unknown.message} (a last argument that looks like a session id "
+                       f"is never locked as a path; a new file of that name: ./{last})",
+                       details=unknown.details)
     for arg in paths:
         if arg in names and not is_file(arg):
             raise BadInput(f"{arg!r} names a registered session, not a file: give the "

@@ -206,25 +206,37 @@ def session_text(s) -> str:
 @click.option("--room", "rooms", metavar="room:NAME", multiple=True,
               help="Join a room shared with other repositories through the hub "
                    "(git config agent-registry.hub URL; repeatable).")
+@click.option("--resume", is_flag=True,
+              help="Take over the live session SID (an agent restarted into its own "
+                   "session): it is bound to this process, its locks stay with it.")
 @pass_out
 def register(out: Output, positional: tuple, provider, ai_version, working_on, space,
-             todo_present, pid, notify_started, tags, rooms) -> None:
+             todo_present, pid, notify_started, tags, rooms, resume) -> None:
     """Register a session (also: register SID PROVIDER AI_VERSION WORKING_ON).
 
-    Without SID the id comes from $AGENT_REGISTRY_SESSION, or is made up as
-    <provider>-<unix time>-<random> and printed, to export as AGENT_REGISTRY_SESSION.
-    Which process the session is bound to, and why, is said on stderr, followed by the
-    messages and handoffs waiting for it (sent to it, its tags, or paths in its --space).
+    Without SID a new id is made up as <provider>-<unix time>-<random> and printed, to
+    export as AGENT_REGISTRY_SESSION ($AGENT_REGISTRY_SESSION is never reused). A SID of
+    a live session is refused (exit 1) unless this is its vouched-for owner (--pid the
+    same process) or --resume is given. Which process the session is bound to, and why,
+    is said on stderr, followed by the messages and handoffs waiting for it (sent to it,
+    its tags, or paths in its --space).
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
-    sid = resolve_session(positional[0] if positional else None, required=False)
+    sid = resolve_session(positional[0], required=False) if positional else None
+    if resume and not sid:
+        raise BadInput("--resume takes the SID of the session to resume "
+                       f"(register \"${SESSION_ENV}\" --resume …)")
     if len(positional) == 4:
         provider = provider or positional[1]
         ai_version = ai_version if ai_version is not None else positional[2]
         working_on = working_on if working_on is not None else positional[3]
     if not provider or not provider.strip():
         raise BadInput("--provider is required")
+    exported = os.environ.get(SESSION_ENV)
+    if not sid and exported:
+        out.notice([f"agent-registry: a new session: ${SESSION_ENV} ({exported}) is not "
+                    "reused (to come back to it: register \"$" + SESSION_ENV + "\" --resume)"])
     sid = sid or new_session_id(provider)
     if rooms:
         from ..sync.rooms import open_hub, validate_room
@@ -237,7 +249,7 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                                      working_on=working_on or "", space=space,
                                      todo_present=todo_present, pid=pid,
                                      notify_started=notify_started,
-                                     tags=list(tags) + list(rooms))
+                                     tags=list(tags) + list(rooms), resume=resume)
     bound = out.registry.bound
     from ..branch.mailbox import pending_for, waiting_text
     from ..core.messages_branch import views

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ..branch.records import iso
 from ..branch.view import View, context_path
-from ..errors import NotFound
 from .operations import Outcome, operation
 from .shapes import TEXT
 
@@ -17,7 +16,7 @@ def apply_context_log(registry: Registry, view: View, op: dict) -> Outcome:
     sid = op["session"]
     session = view.session(sid) or view.done_session(sid)
     if session is None:
-        raise NotFound(f"unknown session {sid}")
+        raise registry.unknown(view, sid)
     path = context_path(sid)
     diary = view.read(path)
     if diary is None:

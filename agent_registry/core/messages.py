@@ -25,7 +25,7 @@ from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acked, acks, addres
                               order, pending_for, validate, warnings)
 from ..branch.records import iso
 from ..branch.view import View
-from ..errors import BadInput, NotFound, Refused
+from ..errors import BadInput, Refused
 from .messages_branch import carry as _carry, fresh_view, mailbox, views, writer
 from .operations import Outcome, operation
 from .registry import Registry
@@ -141,7 +141,7 @@ def audience(registry: Registry, view: View, sender: str, to: dict, at: float) -
         if view.session(value) is None:
             if view.done_session(value):
                 raise Refused(f"session {value} has ended: it would never read the message")
-            raise NotFound(f"unknown session {value}")
+            raise registry.unknown(view, value)
         return [value]
     if kind == "paths":
         found = []
@@ -326,7 +326,7 @@ def inbox(registry: Registry, sid: str, *, include_acked: bool = False, wait: fl
         view = registry.view()
         session = view.session(sid) or view.done_session(sid)
         if session is None:
-            raise NotFound(f"unknown session {sid}")
+            raise registry.unknown(view, sid)
         read = views(registry, view)
         messages = sorted(pending_for(read, session, include_acked=include_acked) + more(),
                           key=order)

@@ -345,7 +345,9 @@ class Registry:
             **({"tags": list(dict.fromkeys(tags))} if tags else {}),
         }
         self.bound = owner.to_dict()
-        return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields))["session"])
+        extra = {"resume": True} if resume else {}
+        return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields,
+                                                        **extra))["session"])
 
     def update(self, sid: str, **changes) -> Session:
         P.validate_session_id(sid)
@@ -412,7 +414,7 @@ class Registry:
         raw = view.read(path)
         if raw is None:
             if view.session(sid, strict=False) is None and view.done_session(sid) is None:
-                raise NotFound(f"unknown session {sid}")
+                raise self.unknown(view, sid)
             raise NotFound(f"session {sid} has no diary yet (`agent-registry context log`)")
         return {"session": sid, "path": path, "diary": raw.decode("utf-8", errors="replace")}
 
@@ -430,7 +432,7 @@ class Registry:
         view = self.view()
         found = view.session(sid) or view.done_session(sid)
         if found is None:
-            raise NotFound(f"unknown session {sid}")
+            raise self.unknown(view, sid)
         return found
 
     def sessions(self, *, include_ended: bool = False) -> list[Session]:
@@ -709,7 +711,19 @@ class Registry:
             return session
         if view.done_session(sid):
             raise Refused(f"session {sid} has ended")
-        raise NotFound(f"unknown session {sid}: register it first")
+        raise self.unknown(view, sid)
+
+    def unknown(self, view: View | None, sid: str) -> NotFound:
+        """The error for an unknown session id, naming the live ids likeliest meant
+        (``unknown session kimi-typo; did you mean kimi-1796160374-de95?``); ``details``
+        carry them as ``closest``.  Read only on this error path: O(live sessions)."""
+        from ..branch.sessionids import closest, unknown_text
+        try:
+            live = [s.id for s in (view if view is not None else self.view()).live_sessions()]
+        except (RegistryError, OSError):
+            live = []
+        return NotFound(unknown_text(sid, live),
+                        details={"session": sid, "closest": closest(sid, live)})
 
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ..branch.records import LIVE, Session, iso
 from ..branch.view import View
-from ..errors import NotFound, Refused
+from ..errors import Refused
 from .operations import Outcome, operation
-from .shapes import MAPPING, TEXT, one_of
+from .shapes import FLAG, MAPPING, TEXT, one_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def apply_init(registry: Registry, view: View, op: dict) -> Outcome:
     return Outcome({"created": True}, "init registry")
 
 
-@operation("register", shape={"session": TEXT, "fields": MAPPING})
+@operation("register", shape={"session": TEXT, "fields": MAPPING, "?resume": FLAG})
 def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
     sid, at = op["session"], iso(op["at"])
     if view.done_session(sid):
@@ -31,13 +31,39 @@ def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
     if session is None:
         session = Session(id=sid, registered_at=at)
         subject = f"register {sid} ({op['fields']['provider']}): {op['fields']['working_on']}"
+    elif op.get("resume"):
+        subject = f"resume {sid}"
     else:
+        held = held_by_another(session, op["fields"], registry.host)
+        if held:
+            raise Refused(f"session {sid} is live ({held}): register without an id for a "
+                          "new session, or resume this one with --resume (MCP: resume) if "
+                          "it is yours", details={"session": sid})
         subject = f"re-register {sid}"
     for key, value in op["fields"].items():
         setattr(session, key, value)
     session.status, session.heartbeat_at = LIVE, at
     view.put_session(session)
     return Outcome({"session": session.to_dict()}, subject)
+
+
+def held_by_another(session: Session, fields: dict, here: str) -> str | None:
+    """Why re-registering the live *session* with these *fields* would take it from
+    another agent, or None when the caller is its own vouched-for owner (the same
+    process, by pid and start time, on the same host) or that owner has exited on this
+    host (nobody is left to take it from)."""
+    from ..branch.records import VOUCHED
+    from ..store.procinfo import is_alive
+    same_host = session.host == fields.get("host")
+    if session.vouched and same_host and fields.get("owner") in VOUCHED and \
+            (session.pid, session.pid_start) == (fields.get("pid"), fields.get("pid_start")):
+        return None
+    if session.vouched and same_host and session.host == here and \
+            not is_alive(session.pid, session.pid_start):
+        return None
+    bound = (f"bound to pid {session.pid} on {session.host}" if session.vouched
+             else f"on {session.host}, bound to no process")
+    return f"{session.provider}, working on {session.working_on or '(not said)'}, {bound}"
 
 
 @operation("update", shape={"session": TEXT, "fields": MAPPING})
@@ -65,7 +91,7 @@ def apply_finish(registry: Registry, view: View, op: dict) -> Outcome:
     if session is None:
         done = view.done_session(sid)
         if done is None:
-            raise NotFound(f"unknown session {sid}")
+            raise registry.unknown(view, sid)
         return Outcome({"session": done.to_dict(), "released": [], "already": True}, None)
     session.notify_executed = op.get("notify_executed") or session.notify_executed
     released = registry.close_session(view, session, op["status"], op["at"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, timedelta
 
-from ..errors import BadInput, NotFound
+from ..errors import BadInput
 from ..cli.output import display_zone
 from ..branch.records import LIVE, parse_iso, select_sessions, status_named
 from ..core.registry import Registry
@@ -81,7 +81,7 @@ def session_detail(registry: Registry, sid: str) -> dict:
     view = registry.view()
     session = view.session(sid, strict=False) or view.done_session(sid)
     if session is None:
-        raise NotFound(f"unknown session {sid}")
+        raise registry.unknown(view, sid)
     diary = view.read(context_path(sid))
     return {"session": session_row(session, registry.clock(), registry.host),
             "diary": diary.decode("utf-8", errors="replace") if diary is not None else None}

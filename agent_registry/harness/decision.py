@@ -21,7 +21,6 @@ ended gets a fresh id once and keeps it.
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import re
@@ -118,14 +117,16 @@ def _opened(ctx: Ctx):
 
 
 def closest_live(registry, sid: str) -> str:
-    """The live session ids likeliest meant by an unknown *sid*, for an error to name."""
+    """The live session ids likeliest meant by an unknown *sid*, for an error to name
+    (branch/sessionids.closest, as the CLI's and the MCP server's errors name them)."""
+    from ..branch.sessionids import closest
     try:
         live = [s.id for s in registry.sessions()]
     except RegistryError:
         return ""
     if not live:
         return "no session is live"
-    near = difflib.get_close_matches(sid, live, 3, 0.3) or live[:3]
+    near = closest(sid, live) or live[:3]
     return "closest live: " + ", ".join(near)
 
 

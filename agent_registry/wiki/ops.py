@@ -61,7 +61,7 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
     if session is None:
         session = view.done_session(sid)
         if session is None:
-            raise NotFound(f"unknown session {sid}")
+            raise registry.unknown(view, sid)
     existing = read_entry(view, sid)
     if existing is not None:
         differing = sorted(k for k, v in given.items() if existing.get(k) != v)

@@ -1,0 +1,63 @@
+"""Session ids as people and agents type them: what looks like one, and which live ids an
+unknown one was likely meant to be.  Standard library only (difflib is imported only
+when an id is unknown), shared by the core's "unknown session" errors, the console's
+reading of a lock command's trailing ``SID``, the MCP server and the harness hooks, so
+every face names the same closest ids.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# what `register` makes (cli/console.new_session_id: <provider>-<unix time>-<hex>), what
+# the harness hooks make (<harness>-<native id>) and what the predecessor's users typed
+# (kimi-1720000000): a lower-case word, a hyphen, more id characters; no dot, no slash,
+# so a file name (README, setup.py, src/new_file) never looks like one
+ID_LIKE = re.compile(r"[a-z0-9]+(?:-[A-Za-z0-9_:@+]+)+")
+SHOWN = 3  # ids an error names
+
+
+def looks_like_session_id(text: str) -> bool:
+    """Does *text* read as a session id `register` would make, rather than a file name?"""
+    return bool(ID_LIKE.fullmatch(text or ""))
+
+
+def closest(sid: str, live: Iterable[str], prefer: Iterable[str] = (),
+            n: int = SHOWN) -> list[str]:
+    """The live ids likeliest meant by *sid*, best first: among *prefer* (an MCP server's
+    own sessions) the one close to *sid*, or the only one; then the others by likeness
+    (difflib's ratio, raised for the same leading word: ``kimi-typo`` means a
+    ``kimi-…`` id), leaving out those too unlike to be meant."""
+    from difflib import SequenceMatcher
+    live = list(dict.fromkeys(live))
+
+    def score(other: str) -> float:
+        same_word = other.split("-", 1)[0].lower() == sid.split("-", 1)[0].lower()
+        return SequenceMatcher(None, sid, other).ratio() + (0.25 if same_word else 0.0)
+
+    ranked = sorted((s for s in live if score(s) >= 0.5), key=score, reverse=True)
+    mine = [s for s in dict.fromkeys(prefer) if s in live]
+    first = [s for s in mine if s in ranked][:1] or (mine if len(mine) == 1 else [])
+    return list(dict.fromkeys(first + ranked))[:n]
+
+
+def suggestion(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:
+    """What to say after "unknown session SID": the closest live ids, else a few live
+    ones, else that none is live."""
+    live = list(dict.fromkeys(live))
+    if not live:
+        return "no session is live: register one first"
+    near = closest(sid, live, prefer)
+    if near:
+        return f"did you mean {_or(near)}?"
+    more = f" (and {len(live) - SHOWN} more)" if len(live) > SHOWN else ""
+    return f"live sessions: {', '.join(live[:SHOWN])}{more}"
+
+
+def unknown_text(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:
+    """``unknown session kimi-typo; did you mean kimi-1796160374-de95?``"""
+    return f"unknown session {sid}; {suggestion(sid, live, prefer)}"
+
+
+def _or(ids: list[str]) -> str:
+    return ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} or {ids[-1]}"
