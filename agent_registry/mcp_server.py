@@ -375,8 +375,9 @@ def build(service: Service) -> MCPServer:
             from .sync.rooms import registry_for
             target = registry_for(reg, room)  # the hub for room:<name>, as `send --room`
             try:
-                result = messages.send(target, sid, to_sel, body, subject=subject, key=key,
-                                       reply_to=reply_to)
+                from .sync.rooms import member_id  # on the hub: this repository's member
+                result = messages.send(target, member_id(target, sid), to_sel, body,
+                                       subject=subject, key=key, reply_to=reply_to)
                 return {**result, **(target.unpushed if target is not reg else {})}
             finally:
                 if target is not reg:
@@ -400,18 +401,16 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Messages and handoffs waiting for the session (sync first with a remote)."""
         from .core import messages
-        from .sync.rooms import hub_pending, hub_url, open_hub, refresh
+        from .sync.rooms import HubInbox, refresh
         sid = service.default_sid(session_id)
 
         def run() -> dict:
-            hub = open_hub(reg) if hub_url(reg) else None  # what its rooms sent it
+            hub = HubInbox(reg, sid, all)  # what its rooms sent it (a session in a room)
             try:
                 return messages.inbox(reg, sid, include_acked=all, refresh=lambda: refresh(reg),
-                                      more=lambda: hub_pending(hub, sid, all) if hub else [])
+                                      more=hub)
             finally:
-                if hub is not None:
-                    reg.warnings.extend(hub.warnings)
-                    hub.close()
+                hub.close()
         return await service.run(run, sid)
 
     @tool(annotations=WRITES)

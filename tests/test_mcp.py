@@ -380,7 +380,7 @@ def test_harness_install_mcp_merges_and_is_idempotent(repo, run):
     for harness, name in files.items():
         proc = run("--json", "harness", "install", harness, "--mcp", check_untouched=False)
         assert proc.returncode == 0, proc.stderr
-        result = json.loads(proc.stdout)["mcp"]
+        result = json.loads(proc.stdout)["harnesses"][0]["mcp"]
         assert result["changed"] and result["file"] == str(repo / name)
         first[name] = (repo / name).read_bytes()
     command = result["command"]
@@ -388,7 +388,7 @@ def test_harness_install_mcp_merges_and_is_idempotent(repo, run):
     assert command[1:] == ["-C", str(repo), "mcp"]
     for harness, name in files.items():
         proc = run("--json", "harness", "install", harness, "--mcp", check_untouched=False)
-        assert json.loads(proc.stdout)["mcp"]["changed"] is False
+        assert json.loads(proc.stdout)["harnesses"][0]["mcp"]["changed"] is False
         assert (repo / name).read_bytes() == first[name], f"{name} changed on a second run"
     claude = json.loads(first[".mcp.json"])["mcpServers"]
     assert claude["other"] == {"command": "other-server"}

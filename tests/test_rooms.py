@@ -48,8 +48,8 @@ def test_presence_and_messages_cross_repositories(world):
 
     sent = js(api("--json", "send", "--from", "api-1", "--room", "room:contract",
                   "the /users endpoint now pages"))
-    assert sent["recipients"] == ["web-1"]
-    assert hub_files(hub, "messages") == [f"messages/api-1/{sent['id']}.json"]
+    assert sent["recipients"] == ["web-1@web"]  # members: session @ repository
+    assert hub_files(hub, "messages") == [f"messages/api-1@api/{sent['id']}.json"]
     inbox = js(web("--json", "inbox", "web-1"))
     assert [m["id"] for m in inbox["messages"]] == [sent["id"]]
     assert js(web("--json", "inbox", "web-2"))["messages"] == []  # never joined
@@ -58,7 +58,7 @@ def test_presence_and_messages_cross_repositories(world):
     assert js(web("--json", "ack", sent["id"], "--session", "web-1"))["acked"] == [sent["id"]]
     thread = js(api("--json", "thread", reply["id"]))
     assert [m["id"] for m in thread["messages"]] == [sent["id"], reply["id"]]
-    assert thread["messages"][0]["acked_by"] == ["web-1"]
+    assert thread["messages"][0]["acked_by"] == ["web-1@web"]
     assert [m["id"] for m in js(api("--json", "inbox", "api-1"))["messages"]] == [reply["id"]]
     # nothing of it in the code repositories' own registries
     assert git(api.cwd, "ls-tree", "-r", "--name-only", "agent-registry", "--", "messages") == ""

@@ -69,7 +69,11 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     server. Aider: .aider.conf.yml (git-commit-verify, read AGENTS.md). Every file is
     merged with what is there, byte-identical on a second run, and restored byte for
     byte by `harness uninstall`. Prints the trust step a person must take."""
+    from ..errors import BadInput
     from ..harness.install import Options, found, install_many
+    from ..harness.mcp import FILES
+    if with_mcp and name and name not in FILES:  # with --all, those without are skipped
+        raise BadInput(f"--mcp: {name} has no MCP configuration ({', '.join(sorted(FILES))})")
     info = _repo(out)
     names = _names(name, every, lambda: found(info.toplevel, info.git_dir))
     result = install_many(info.toplevel, info.git_dir, names,

@@ -71,8 +71,9 @@ def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, re
         from ..sync.rooms import registry_for
         target = registry_for(out.registry, room)
     try:
-        result = send_message(target, resolve_session(sender), selector, body,
-                              subject=subject, key=key, reply_to=reply_to)
+        from ..sync.rooms import member_id  # on the hub: this repository's member
+        result = send_message(target, member_id(target, resolve_session(sender)), selector,
+                              body, subject=subject, key=key, reply_to=reply_to)
     finally:
         release(out, target)
     out.emit({**result, **target.unpushed}, result["id"])
@@ -96,16 +97,14 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
     """Messages waiting for a session: sent to it, to a path it holds or will work on
     (its --space), to its tag, and handoffs nobody took yet."""
     from ..core.messages import inbox as read_inbox
-    from ..sync.rooms import hub_pending, hub_url, open_hub, refresh
+    from ..sync.rooms import HubInbox, refresh
     sid = resolve_session(sid)
-    hub = open_hub(out.registry) if hub_url(out.registry) else None
+    hub = HubInbox(out.registry, sid, include_acked)  # the hub only for a session in a room
     try:
         result = read_inbox(out.registry, sid, include_acked=include_acked, wait=wait,
-                            refresh=lambda: refresh(out.registry),
-                            more=lambda: hub_pending(hub, sid, include_acked) if hub else [])
+                            refresh=lambda: refresh(out.registry), more=hub)
     finally:
-        if hub is not None:
-            release(out, hub)
+        hub.close()
     text = "\n".join(message_text(m) for m in result["messages"]) or \
         f"no messages for {result['session']}"
     from ..sync.fresh import said
@@ -130,7 +129,8 @@ def ack(out: Output, ids, sid) -> None:
     result, unpushed = {"session": sid, "acked": [], "already": []}, {}
     try:
         for target, mids in places.values():
-            done = ack_messages(target, sid, mids)
+            from ..sync.rooms import member_id  # on the hub: this repository's member
+            done = ack_messages(target, member_id(target, sid), mids)
             result["acked"] += done["acked"]
             result["already"] += done["already"]
             unpushed.update(target.unpushed)

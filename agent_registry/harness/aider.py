@@ -72,7 +72,7 @@ def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
     plan = Plan(NAME, toplevel)
     plan.edit(CONFIG, merge_config)
     add_texts(plan, NAME)
-    if options.mcp:
+    if options.mcp:  # with --all: named alone, --mcp is refused before this
         plan.notes.append("Aider has no MCP client: --mcp does nothing for it")
     return plan
 

@@ -187,10 +187,16 @@ def install_many(toplevel: str, common_dir: str, names: list[str], options: Opti
         granted = trust.grant(toplevel, common_dir, plan.harness) if grant else []
         state = status(toplevel, common_dir, plan.harness) if plan.harness in HARNESSES \
             else {"trusted": None, "trust_step": None}
-        out.append({"harness": plan.harness, "files": sorted(plan.files),
-                    "written": written, "changed": bool(written), "notes": plan.notes,
-                    "trust_granted": granted, "trusted": state["trusted"],
-                    "trust_step": state["trust_step"]})
+        entry = {"harness": plan.harness, "files": sorted(plan.files),
+                 "written": written, "changed": bool(written), "notes": plan.notes,
+                 "trust_granted": granted, "trusted": state["trusted"],
+                 "trust_step": state["trust_step"]}
+        if options.mcp and plan.harness in mcp.FILES:
+            rel = mcp.FILES[plan.harness]
+            entry["mcp"] = {"file": str(Path(toplevel, rel)), "server": mcp.SERVER,
+                            "command": mcp.server_command(toplevel),
+                            "changed": rel in written}
+        out.append(entry)
     return {"harnesses": out, "changed": any(h["changed"] or h["trust_granted"] for h in out)}
 
 

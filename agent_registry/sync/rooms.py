@@ -16,6 +16,7 @@ code repository's registry does (core/messages_branch.py).
 from __future__ import annotations
 
 import os
+import re
 
 from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
@@ -29,6 +30,77 @@ from .state import redact
 
 HUB_KEY = "agent-registry.hub"
 SHARED, REPO = "room:", "repo:"
+# hubs this process found unreachable (url -> why): contacted once, not again per call,
+# so a hung hub costs a command one network timeout, not one per step
+_DOWN: dict[str, str] = {}
+
+
+def member_id(hub: Registry, sid: str) -> str:
+    """*sid*'s id on *hub*: the session and the repository it works in (``kimi-1@api``),
+    so two repositories' ``kimi-1`` are two members, and one's finish ends only its own.
+    A registry that is not a hub (a repo: room's own) keeps the id as it is."""
+    repo = getattr(hub, "member_repo", None)
+    if repo is None:
+        return sid
+    key = re.sub(r"[^A-Za-z0-9._-]", "-", repo).strip(".-")[:48] or "repo"
+    member = f"{sid}@{key}"
+    if len(member) > 128:
+        raise BadInput(f"session id {sid!r} is too long to join a room (with @{key}: at "
+                       "most 128 characters)")
+    return member
+
+
+def local_id(member: str) -> str:
+    """The session id a hub member has in its own repository."""
+    return member.rsplit("@", 1)[0] if "@" in member else member
+
+
+def in_shared_room(registry: Registry, sid: str) -> bool:
+    """Did *sid* join a room through the hub (``register --room room:…``)?  Only such a
+    session's commands contact the hub."""
+    if not hub_url(registry):
+        return False
+    view = registry.view()
+    session = view.session(sid, strict=False) or view.done_session(sid)
+    return session is not None and any(tag.startswith(SHARED) for tag in session.tags)
+
+
+def _named(hub: Registry, text: str) -> str:
+    """*text* (git's and sync's words about the cache's remote, ``origin``) naming the
+    hub by its URL, credentials removed."""
+    return re.sub(r"\borigin\b", f"the hub {redact(hub.hub_url)}", text)
+
+
+def _offline(hub: Registry) -> None:
+    """This process no longer contacts *hub*: what it writes stays in the cache clone,
+    pushed by the next command that reaches the hub."""
+    hub.config["agent-registry.remote"] = "none"
+    hub.down = _DOWN[hub.hub_url]
+
+
+def refresh_hub(hub: Registry) -> None:
+    """Bring the hub's cache up to date (fetch, replay, push) within the network
+    timeout; a hub that does not answer is a warning naming it, once per process."""
+    if getattr(hub, "down", None):
+        return
+    try:
+        sync(hub)
+    except Unconfirmed as exc:  # git's words, not sync's advice (`sync` is not the hub's)
+        error = exc.details.get("remote_error") or {}
+        _DOWN[hub.hub_url] = _named(hub, error.get("message") or exc.message)
+        hub.warnings.append(f"{_DOWN[hub.hub_url]} (showing this clone's copy of the hub)")
+        _offline(hub)
+
+
+def unpushed(hub: Registry) -> dict:
+    """*hub*'s outcome of its last write, naming the hub: not confirmed when it is down."""
+    if getattr(hub, "down", None):
+        return {"confirmed": False, "remote_error": {"kind": "unreachable", "message": hub.down}}
+    out = dict(hub.unpushed)
+    if isinstance(out.get("remote_error"), dict) and "message" in out["remote_error"]:
+        out["remote_error"] = {**out["remote_error"],
+                               "message": _named(hub, out["remote_error"]["message"])}
+    return out
 
 
 def refresh(registry: Registry) -> None:
@@ -76,8 +148,10 @@ def hub_url(registry: Registry) -> str | None:
     return registry.config.get(HUB_KEY) or None
 
 
-def open_hub(registry: Registry) -> Registry:
-    """The hub's registry, through this clone's cache of it, fetched up to date."""
+def open_hub(registry: Registry, *, fetch: bool = True) -> Registry:
+    """The hub's registry, through this clone's cache of it, fetched up to date (unless
+    not *fetch*, or the hub did not answer this process before), within this
+    repository's ``agent-registry.networkTimeout``."""
     url = hub_url(registry)
     if not url:
         raise BadInput(f"no hub for shared rooms: set `git config {HUB_KEY} URL` to a "
@@ -89,8 +163,16 @@ def open_hub(registry: Registry) -> Registry:
     run_git(["--git-dir", path, "config", "remote.origin.url", url])
     hub = Registry(Repo(discover(path)), clock=registry.clock, host=registry.host)
     hub.keeps_messages = True  # on the hub's registry branch, as before (see above)
-    refresh(hub)
-    registry.warnings.extend(hub.warnings)
+    hub.hub_url = url
+    hub.member_repo = repo_name(registry.repo.info.common_dir)  # member_id()
+    timeout = registry.config.get("agent-registry.networktimeout")
+    if timeout:  # the repository's setting, not the cache clone's (which has none)
+        hub.config["agent-registry.networktimeout"] = timeout
+    if url in _DOWN:
+        _offline(hub)
+    elif fetch:
+        refresh_hub(hub)
+    registry.warnings.extend(w for w in hub.warnings if w not in registry.warnings)
     hub.warnings = []
     return hub
 
@@ -105,10 +187,15 @@ def join(registry: Registry, sid: str, rooms: list[str]) -> dict:
                   "working_on": session.working_on, "project": session.project,
                   "repo": session.repo, "git_branch": session.git_branch,
                   "host": session.host, "tags": list(dict.fromkeys(rooms))}
-        result = hub.apply(hub.new_op("register", session=sid, fields=fields))
-        registry.warnings.extend(hub.warnings)
-        return {"hub": redact(hub_url(registry)), "rooms": rooms, **hub.unpushed,
-                "session": result["session"]["id"]}
+        member = member_id(hub, sid)  # keyed by repository and session
+        hub.apply(hub.new_op("register", session=member, fields=fields))
+        registry.warnings.extend(_named(hub, w) for w in hub.warnings)
+        if getattr(hub, "down", None):
+            registry.warnings.append(f"{', '.join(rooms)} not joined on the hub yet: "
+                                     f"{hub.down}; kept in this clone's copy of the hub, "
+                                     "pushed by the next command that reaches it")
+        return {"hub": redact(hub_url(registry)), "rooms": rooms, **unpushed(hub),
+                "session": sid, "member": member}
     finally:
         hub.close()
 
@@ -126,7 +213,8 @@ def presence(registry: Registry, room: str) -> dict:
         sessions = [s for s in hub.sessions() if s.live and in_room(s, room)]
         registry.warnings.extend(w for w in hub.warnings if w not in registry.warnings)
         return {"room": room, "hub": None if not owned else redact(hub_url(registry)),
-                "sessions": [{"id": s.id, "repo": s.repo, "provider": s.provider,
+                "sessions": [{"id": local_id(s.id) if owned else s.id, "member": s.id,
+                              "repo": s.repo, "provider": s.provider,
                               "working_on": s.working_on, "host": s.host,
                               "heartbeat_at": s.heartbeat_at,
                               "present": now - s.heartbeat_ts() <= DEFAULT_TTL}
@@ -145,8 +233,9 @@ def registry_for(registry: Registry, room: str) -> Registry:
 
 def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
     """What waits for *sid* on the hub (nothing when it never joined a room)."""
-    refresh(hub)
+    refresh_hub(hub)
     view = hub.view()
+    sid = member_id(hub, sid)
     session = view.session(sid, strict=False) or view.done_session(sid)
     view.where = "the hub's " + hub.branch  # how a bad record there is named
     found = pending_for(view, session, include_acked=include_acked) if session else []
@@ -191,11 +280,42 @@ def mirror(registry: Registry, sid: str, action: str) -> None:
         registry.warnings.append(f"hub not updated: {exc.message}")
         return
     try:
-        hub.heartbeat(sid) if action == "heartbeat" else hub.finish(sid)
+        member = member_id(hub, sid)  # this repository's member, never another's
+        hub.heartbeat(member) if action == "heartbeat" else hub.finish(member)
     except (NotFound, Refused):
         pass  # never joined from here, or already gone: nothing to carry over
     except RegistryError as exc:
         registry.warnings.append(f"hub not updated: {exc.message}")
     finally:
-        registry.warnings.extend(hub.warnings)
+        registry.warnings.extend(_named(hub, w) for w in hub.warnings)
         hub.close()
+
+
+class HubInbox:
+    """``more`` for an inbox (core/messages.inbox): what waits for *sid* on the hub.
+    The hub is contacted only once the session is seen in a shared room (a session in
+    no room never waits on it), opened once, refreshed on each look; its warnings are
+    kept for ``close``, which hands them to *registry*."""
+
+    def __init__(self, registry: Registry, sid: str, include_acked: bool) -> None:
+        self.registry, self.sid, self.include_acked = registry, sid, include_acked
+        self.hub: Registry | None = None
+        self.warnings: list[str] = []
+
+    def __call__(self) -> list[dict]:
+        if self.hub is None:
+            if not in_shared_room(self.registry, self.sid):
+                return []
+            before = list(self.registry.warnings)
+            self.hub = open_hub(self.registry, fetch=False)  # hub_pending refreshes it
+            self.warnings += [w for w in self.registry.warnings if w not in before]
+        found = hub_pending(self.hub, self.sid, self.include_acked)
+        self.warnings += [_named(self.hub, w) for w in self.hub.warnings
+                          if _named(self.hub, w) not in self.warnings]
+        self.hub.warnings = []
+        return found
+
+    def close(self) -> None:
+        if self.hub is not None:
+            self.hub.close()
+        self.registry.warnings.extend(w for w in self.warnings if w not in self.registry.warnings)
