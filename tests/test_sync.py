@@ -420,3 +420,48 @@ def test_sync_says_what_it_pushed_and_when_there_was_nothing(tmp_path):
     hidden.rename(team.bare)
     assert a("sync").stdout.splitlines() == ["pushed 1 operation(s) to origin",
                                              "confirmed: README.md by a1"]
+
+
+def _old_history(team: Team) -> Runner:
+    """A clone whose registry branch holds a few commits made two months ago."""
+    from agent_registry import Registry
+    a = team.clone("a")
+    with Registry.open(str(a.cwd), clock=FakeClock()) as reg:
+        reg.register("a1", provider="Kimi", working_on="auth")
+        for _ in range(4):
+            reg.heartbeat("a1")
+    return a
+
+
+def _on_a_terminal(runner: Runner, args: list[str], answer: bytes) -> subprocess.CompletedProcess:
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([CLI, *args], cwd=runner.cwd, stdin=slave,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        os.write(master, answer)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+        os.close(slave)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def test_gc_dry_run_changes_nothing_and_a_terminal_is_asked_first(tmp_path):
+    team = Team(tmp_path)
+    a = _old_history(team)
+    tip = team.remote_tip()
+    dry = a("--json", "gc", "--keep-days", "30", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dry_run"] is True and plan["squashed"] == 5 and plan["kept"] == 0
+    assert team.remote_tip() == tip == git(a.cwd, "rev-parse", BRANCH).strip()
+    assert a("gc", "--keep-days", "30", "--dry-run").stdout.startswith("would squash 5 commit(s)")
+    declined = _on_a_terminal(a, ["gc", "--keep-days", "30"], b"n\n")
+    assert declined.returncode == 1, declined.stderr
+    assert "squash 5 commit(s) of agent-registry" in declined.stderr
+    assert "not confirmed; nothing changed" in declined.stderr
+    assert team.remote_tip() == tip == git(a.cwd, "rev-parse", BRANCH).strip()
+    done = _on_a_terminal(a, ["gc", "--keep-days", "30", "--yes"], b"")
+    assert done.returncode == 0 and "squashed 5 commit(s)" in done.stdout, done.stderr
+    assert team.remote_tip() != tip

@@ -94,22 +94,39 @@ def pushed_line(report: dict, remote: str) -> str:
 
 @click.command()
 @click.option("--keep-days", type=int, required=True, help="Keep this many days of history.")
+@click.option("--dry-run", is_flag=True,
+              help="Say what would be squashed and kept on each branch; change nothing.")
+@click.option("--yes", "-y", "assume_yes", is_flag=True,
+              help="Do not ask for confirmation on a terminal.")
 @pass_out
-def gc(out: Output, keep_days: int) -> None:
+def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = False) -> None:
     """Squash registry history older than N days into one commit (state unchanged),
     on the registry branch, on each lock shard branch (layout format 2), on this clone's
     own ref (layout format 3; the other clones' refs are theirs to squash) and on its
-    messages branch.  On a terminal a progress bar on stderr counts the later commits as
-    they are rewritten.  Exit 1 when a shard's or the clone ref's rewrite could not be
-    pushed (the others stand; run gc again)."""
+    messages branch.  With a remote this rewrites the shared history every clone
+    follows: on a terminal gc first says how many commits it would squash and asks
+    (--yes skips the question; --dry-run only says it).  On a terminal a progress bar on
+    stderr counts the later commits as they are rewritten.  Exit 1 when a shard's or the
+    clone ref's rewrite could not be pushed (the others stand; run gc again)."""
+    import sys
     from ..core.messages_branch import mailbox
     from ..core.sharded import shards_of
-    from ..errors import RegistryError
+    from ..errors import Refused, RegistryError
     from ..sync.gc import gc as run_gc
     from ..sync.shardsync import own_clone
     from ..wiki.progress import Progress
-    result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal())
-    lines = [f"squashed {result['squashed']} commit(s), kept {result['kept']}"
+    if not dry_run and not assume_yes and sys.stdin.isatty() and not out.json:
+        plan = run_gc(out.registry, keep_days, dry_run=True)
+        where = f" and push the rewrite to {out.registry.remote}" if out.registry.remote else ""
+        if not plan["squashed"]:
+            pass  # nothing older to squash on the registry branch: nothing to ask
+        elif not click.confirm(f"gc: squash {plan['squashed']} commit(s) of {out.registry.branch} "
+                               f"older than {keep_days} day(s) into one{where}?", err=True):
+            raise Refused("gc: not confirmed; nothing changed (--yes skips the question)")
+    result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal(),
+                    dry_run=dry_run)
+    verb = "would squash" if dry_run else "squashed"
+    lines = [f"{verb} {result['squashed']} commit(s), kept {result['kept']}"
              + (f", pruned {result['pruned_intents']} intent ref(s)" if result["pruned_intents"]
                 else "")]
     shards = shards_of(out.registry)
@@ -119,8 +136,8 @@ def gc(out: Output, keep_days: int) -> None:
         for shard in shards:
             try:
                 part = {"branch": shard.branch, **run_gc(
-                    shard, keep_days, None if out.json else Progress.on_terminal())}
-                lines.append(f"shard {shard.branch}: squashed {part['squashed']} commit(s), "
+                    shard, keep_days, None if out.json else Progress.on_terminal(), dry_run)}
+                lines.append(f"shard {shard.branch}: {verb} {part['squashed']} commit(s), "
                              f"kept {part['kept']}")
             except RegistryError as exc:
                 part = {"branch": shard.branch, "error": exc.message}
@@ -131,8 +148,8 @@ def gc(out: Output, keep_days: int) -> None:
     if clone is not None and clone.tip() is not None:  # its heartbeats and diary lines
         try:
             result["clone"] = {"branch": clone.branch, **run_gc(
-                clone, keep_days, None if out.json else Progress.on_terminal())}
-            lines.append(f"clone ref {clone.branch}: squashed {result['clone']['squashed']} "
+                clone, keep_days, None if out.json else Progress.on_terminal(), dry_run)}
+            lines.append(f"clone ref {clone.branch}: {verb} {result['clone']['squashed']} "
                          f"commit(s), kept {result['clone']['kept']}")
         except RegistryError as exc:
             result["clone"] = {"branch": clone.branch, "error": exc.message}
@@ -140,8 +157,9 @@ def gc(out: Output, keep_days: int) -> None:
             lines.append(f"clone ref {clone.branch}: not squashed: {exc.message}")
     box = mailbox(out.registry)
     if box is not out.registry and box.tip() is not None:  # the messages branch too
-        result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal())
-        lines.append(f"messages ({box.branch}): squashed {result['messages']['squashed']} "
+        result["messages"] = run_gc(box, keep_days, None if out.json else Progress.on_terminal(),
+                                    dry_run)
+        lines.append(f"messages ({box.branch}): {verb} {result['messages']['squashed']} "
                      f"commit(s), kept {result['messages']['kept']}")
     if failed:
         if not out.json and not out.quiet:

@@ -20,12 +20,14 @@ from ..wiki.progress import Progress
 GC_OP = "gc"
 
 
-def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> dict:
+def gc(registry: Registry, keep_days: int, progress: Progress | None = None,
+       dry_run: bool = False) -> dict:
     """Squash the history older than *keep_days*; *progress* (a terminal) counts the
-    later commits as they are rewritten."""
+    later commits as they are rewritten.  *dry_run*: say what would be squashed and
+    kept, from this clone's branch as it is, and change nothing (no sync either)."""
     if keep_days < 0:
         raise BadInput("--keep-days must be 0 or more")
-    if registry.remote:
+    if registry.remote and not dry_run:
         from .remote import Offline, sync
         from .state import redact
         try:
@@ -39,19 +41,24 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
     # land on the history being replaced (gc is rare; claims wait for it)
     with file_lock(registry.lock_file):
         tip = registry.repo.read_ref(registry.ref)
-        if registry.remote:
+        if registry.remote and not dry_run:
             from .remote import drop_carried
             tip = drop_carried(registry)
         if tip is None:
-            return {"squashed": 0, "kept": 0, "tip": None, "pruned_intents": 0}
+            return {"squashed": 0, "kept": 0, "tip": None, "pruned_intents": 0,
+                    "dry_run": dry_run}
         require_writable(registry.repo.read_blob(f"{tip}:{LAYOUT}"))
         cutoff = registry.clock() - keep_days * 86400
         git = registry.repo.git
         old = git("rev-list", "-1", "--first-parent", f"--before={int(cutoff)}", tip).stdout.decode().strip()
         squashed = int(git("rev-list", "--count", "--first-parent", old).stdout) if old else 0
         if squashed <= 1:
-            return {"squashed": 0, "kept": _count(registry, tip), "tip": tip, "pruned_intents": 0}
+            return {"squashed": 0, "kept": _count(registry, tip), "tip": tip, "pruned_intents": 0,
+                    "dry_run": dry_run}
         later = git("rev-list", "--reverse", "--first-parent", f"{old}..{tip}").stdout.decode().split()
+        if dry_run:
+            return {"squashed": squashed, "kept": len(later), "tip": tip, "pruned_intents": 0,
+                    "dry_run": True}
         # "rewrote": other clones check that the history they confirmed is in it
         # (agent_registry.sync.remote: a rewrite gc explains is not a rewind)
         op = {"op": GC_OP, "at": registry.clock(), "keep_days": keep_days, "squashed": squashed,
@@ -72,7 +79,8 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None) -> 
         if registry.remote:
             _push_rewrite(registry, parent, tip)
             pruned = _prune_intents(registry)
-        return {"squashed": squashed, "kept": len(later), "tip": parent, "pruned_intents": pruned}
+        return {"squashed": squashed, "kept": len(later), "tip": parent, "pruned_intents": pruned,
+                "dry_run": False}
 
 
 def _count(registry: Registry, tip: str) -> int:
