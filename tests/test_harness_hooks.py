@@ -23,7 +23,8 @@ PROVIDERS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini", "cursor":
 def hook(repo: Path, harness: str, event: str, payload: dict | str, *args: str,
          env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     raw = payload if isinstance(payload, str) else json.dumps(payload)
-    clean = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+    clean = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"
+             and not k.endswith("_PROJECT_DIR")}  # as a harness sets them, or not at all
     return subprocess.run([CLI, "harness", "hook", harness, event, *args], cwd=cwd or repo,
                           input=raw, capture_output=True, text=True,
                           env={**clean, **(env or {})}, timeout=120)
@@ -333,3 +334,25 @@ def test_auto_claim_for_an_ended_session_is_denied_naming_the_live_ones(held):
                                     "--auto-claim"))
     assert reason and f"could not claim new.py before the edit: session {sid} has ended" in reason
     assert "closest live: kimi-1" in reason
+
+
+@pytest.mark.parametrize("harness, variable", [("claude", "CLAUDE_PROJECT_DIR"),
+                                               ("gemini", "GEMINI_PROJECT_DIR")])
+def test_a_shell_that_went_outside_the_repository_is_judged_by_the_project(held, tmp_path,
+                                                                          harness, variable):
+    """Claude Code's cwd follows a `cd`: outside the repository, the project the harness
+    started in still decides, and a command that writes nothing needs no repository."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
+    def gate(payload: dict, env: dict) -> subprocess.CompletedProcess:
+        return hook(held, harness, "pre-tool-use", {**payload, "cwd": str(outside)},
+                    env=env, cwd=outside)
+    project = {variable: str(held)}
+    assert verdict(harness, gate(shell(harness, held, f"cd {held}"), {})) is None
+    assert "kimi-1" in verdict(harness, gate(edit(harness, held, "src/auth.py"), project))
+    assert "kimi-1" in verdict(harness, gate(shell(harness, held, f"touch {held}/src/auth.py"),
+                                             project))
+    assert verdict(harness, gate(shell(harness, held, "echo x > local.txt"), project)) is None
+    # no project said, nothing to judge by: blocked
+    assert gate(edit(harness, held, "src/auth.py"), {}).returncode == 2

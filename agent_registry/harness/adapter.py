@@ -60,13 +60,19 @@ class Adapter:
     def native_id(self, event: dict) -> str:
         return next((str(event[k]) for k in self.id_keys if event.get(k)), "")
 
+    project_env = "CLAUDE_PROJECT_DIR"  # where the harness says its project is
+
     def cwd(self, event: dict, env: dict) -> str:
-        return str(event.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+        return str(event.get("cwd") or self.project(event, env) or os.getcwd())
+
+    def project(self, event: dict, env: dict) -> str:
+        return str(env.get(self.project_env) or "")
 
     def ctx(self, event: dict, env: dict) -> Ctx:
         return Ctx(self.name, self.native_id(event), self.cwd(event, env),
                    model=str(event.get("model") or ""),
-                   source=str(event.get("source") or event.get("trigger") or ""), env=env)
+                   source=str(event.get("source") or event.get("trigger") or ""), env=env,
+                   project=self.project(event, env))
 
     def targets(self, event: dict, ctx: Ctx) -> list[str] | None:
         """The files the tool call writes; None when the tool writes none we know of

@@ -9,7 +9,6 @@ handed over at session start and by waking.  (Checked against the documented sch
 Cursor does not run here.)"""
 from __future__ import annotations
 
-import os
 
 from .adapter import Adapter, shell_targets
 from .decision import Ctx
@@ -26,10 +25,10 @@ class Cursor(Adapter):
     shell_tools = frozenset({"Shell", "run_terminal_cmd", "Bash", "terminal"})
     injects_prompt = False
 
-    def cwd(self, event: dict, env: dict) -> str:
+    def project(self, event: dict, env: dict) -> str:
         roots = event.get("workspace_roots")
         root = roots[0] if isinstance(roots, list) and roots else None
-        return str(event.get("cwd") or root or env.get("CURSOR_PROJECT_DIR") or os.getcwd())
+        return str(root or env.get("CURSOR_PROJECT_DIR") or "")
 
     def targets(self, event: dict, ctx: Ctx) -> list[str] | None:
         if "tool_name" not in event and isinstance(event.get("command"), str):

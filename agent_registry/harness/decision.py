@@ -50,6 +50,7 @@ class Ctx:
     model: str = ""
     source: str = ""
     env: dict = field(default_factory=dict, compare=False, repr=False)
+    project: str = ""  # the project the harness was started in, when it says (env)
 
     @property
     def provider(self) -> str:
@@ -100,7 +101,14 @@ def _remember(info: RepoInfo, ctx: Ctx, sid: str) -> None:
 
 
 def repo_of(ctx: Ctx) -> RepoInfo:
-    return discover(ctx.cwd or ".")
+    """The repository the agent works in: its cwd's, else (the agent's shell went
+    elsewhere: Claude Code's cwd follows a `cd`) the project's the harness started in."""
+    try:
+        return discover(ctx.cwd or ".")
+    except BadInput:
+        if not ctx.project or ctx.project == ctx.cwd:
+            raise
+        return discover(ctx.project)
 
 
 def pid_from(ctx: Ctx) -> str:
@@ -239,6 +247,8 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
     """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied
     when another live session holds one, or when the registry exists but cannot be
     read; paths outside the repository are not ours to guard."""
+    if not targets:
+        return Decision(True)  # most shell commands write nothing: no repository needed
     info = repo_of(ctx)
     paths = _paths(info, targets)
     if not paths:

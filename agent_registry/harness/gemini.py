@@ -21,8 +21,7 @@ class Gemini(Adapter):
     shell_tools = frozenset({"run_shell_command"})
     event_names = {"session-start": "SessionStart", "user-prompt-submit": "BeforeAgent"}
 
-    def cwd(self, event: dict, env: dict) -> str:
-        return str(event.get("cwd") or env.get("GEMINI_PROJECT_DIR") or os.getcwd())
+    project_env = "GEMINI_PROJECT_DIR"
 
     def shell_cwd(self, args: dict, ctx: Ctx) -> str:
         where = args.get("dir_path") or args.get("directory")
