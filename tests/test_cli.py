@@ -447,3 +447,17 @@ def test_the_demo_runs_and_cleans_up(tmp_path):
     assert f"src/auth.py is locked by {winner}" in proc.stdout
     assert f"claim src/auth.py by {loser}" in proc.stdout.split("The audit trail")[1]
     assert list(scratch.iterdir()) == []  # its temporary directory is gone
+
+
+def test_context_log_takes_the_session_from_the_environment_or_an_option(run, repo):
+    assert run("register", "k-1", "--provider", "Kimi", "--working-on", "diary").returncode == 0
+    by_env = run("context", "log", "from the variable", env={"AGENT_REGISTRY_SESSION": "k-1"})
+    assert by_env.returncode == 0, by_env.stderr
+    assert run("context", "log", "from the option", "--session", "k-1").returncode == 0
+    assert run("context", "log", "k-1", "as before").returncode == 0
+    diary = run("context", "show", "k-1").stdout
+    assert all(t in diary for t in ("from the variable", "from the option", "as before"))
+    alone = run("context", "log", "no session anywhere")
+    assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1
+    split = run("context", "log", "k-1", "two", "words")
+    assert split.returncode == 2 and "quote the text" in split.stderr

@@ -314,11 +314,17 @@ def context() -> None:
 
 
 @context.command("log")
-@click.argument("sid")
-@click.argument("text")
+@click.argument("words", nargs=-1, required=True, metavar="[SID] TEXT")
+@click.option("--session", "session_opt", metavar="SID",
+              help="The session (default: $AGENT_REGISTRY_SESSION).")
 @pass_out
-def context_log(out: Output, sid, text) -> None:
-    """Append a timestamped line to the session's diary."""
+def context_log(out: Output, words: tuple[str, ...], session_opt: str | None) -> None:
+    """Append a timestamped line to the session's diary: `context log SID TEXT`, or
+    `context log TEXT` with --session or $AGENT_REGISTRY_SESSION naming the session."""
+    from ..errors import BadInput
+    if len(words) > 2 or (len(words) == 2 and session_opt):
+        raise BadInput("context log takes [SID] TEXT: quote the text as one argument")
+    sid, text = (words[0], words[1]) if len(words) == 2 else (resolve_session(session_opt), words[0])
     result = out.registry.context_log(sid, text)
     out.emit({**result, **out.registry.unpushed}, result["line"])
 
