@@ -356,3 +356,11 @@ def test_a_shell_that_went_outside_the_repository_is_judged_by_the_project(held,
     assert verdict(harness, gate(shell(harness, held, "echo x > local.txt"), project)) is None
     # no project said, nothing to judge by: blocked
     assert gate(edit(harness, held, "src/auth.py"), {}).returncode == 2
+
+
+def test_a_directory_or_glob_written_by_the_shell_covers_the_held_files_in_it(held):
+    for command in ("rm -rf src", "rm src/*.py", "cp -r /tmp/x/. src/", "git checkout -- src/"):
+        reason = verdict("claude", hook(held, "claude", "pre-tool-use", shell("claude", held, command)))
+        assert reason and "src/auth.py" in reason and "kimi-1" in reason, command
+    assert verdict("claude", hook(held, "claude", "pre-tool-use",
+                                  shell("claude", held, "rm -rf docs"))) is None
