@@ -301,17 +301,26 @@ def build(service: Service) -> MCPServer:
         ttl: Annotated[int, Field(ge=1, le=604800, description=(
             "Seconds without a heartbeat before the lock goes stale."))] = DEFAULT_TTL,
         shared: Annotated[bool, Field(description="Shared mode: many readers, no writer.")] = False,
+        generations: Annotated[list[str], Field(description=(
+            "Optional, to renew: the generation of each path's claim (as returned), in "
+            "order; an error when the lock was taken over since."))] = [],
     ) -> dict[str, Any]:
         """Claim every path before editing it, or none (an error names the holder)."""
         sid = service.default_sid(session_id)
-        return await service.run(lambda: reg.claim(sid, paths, ttl=ttl, shared=shared), sid,
+        return await service.run(lambda: reg.claim(sid, paths, ttl=ttl, shared=shared,
+                                                   generations=generations), sid,
                                  then=lambda: service.renewed(sid, ttl))
 
     @tool(annotations=WRITES)
-    async def lock_release(paths: Paths, session_id: MaybeSession = None) -> dict[str, Any]:
+    async def lock_release(
+        paths: Paths, session_id: MaybeSession = None,
+        generations: Annotated[list[str], Field(description=(
+            "Optional: the generation of each path's claim, in order; an error when the "
+            "lock was taken over since."))] = [],
+    ) -> dict[str, Any]:
         """Release paths this session holds (an error if another session holds one)."""
         sid = service.default_sid(session_id)
-        return await service.run(lambda: reg.release(sid, paths), sid)
+        return await service.run(lambda: reg.release(sid, paths, generations=generations), sid)
 
     @tool(annotations=READ_ONLY)
     async def lock_check(

@@ -461,3 +461,23 @@ def test_context_log_takes_the_session_from_the_environment_or_an_option(run, re
     assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1
     split = run("context", "log", "k-1", "two", "words")
     assert split.returncode == 2 and "quote the text" in split.stderr
+
+
+def test_a_claim_renewed_or_released_by_its_generation_is_refused_once_taken_over(run, repo):
+    assert run("register", "k-1", "--provider", "Kimi", "--working-on", "a").returncode == 0
+    first = json.loads(run("--json", "lock", "acquire", "src/a.py", "--session", "k-1").stdout)
+    old = first["locks"][0]["generation"]
+    assert run("lock", "force-release", "src/a.py", "--force", "--reason", "stuck").returncode == 0
+    again = json.loads(run("--json", "lock", "acquire", "src/a.py", "--session", "k-1").stdout)
+    new = again["locks"][0]["generation"]
+    assert new != old
+    for args in (["acquire"], ["release"]):  # the first claim's holder renews or releases
+        late = run("lock", *args, "src/a.py", "--session", "k-1", "--generation", old)
+        assert late.returncode == 1, late.stderr
+        assert f"generation {old} is gone" in late.stderr and f"generation {new} is held" in late.stderr
+    assert json.loads(run("--json", "lock", "list").stdout)["locks"][0]["generation"] == new
+    renewed = run("--json", "lock", "acquire", "src/a.py", "--session", "k-1", "--generation", new)
+    assert renewed.returncode == 0 and json.loads(renewed.stdout)["locks"][0]["status"] == "renewed"
+    assert run("lock", "release", "src/a.py", "--session", "k-1", "--generation", new).returncode == 0
+    bad = run("lock", "release", "src/a.py", "src/b.py", "--session", "k-1", "--generation", new)
+    assert bad.returncode == 2 and "one per path" in bad.stderr

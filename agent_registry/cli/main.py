@@ -495,15 +495,19 @@ def lock() -> None:
 @click.option("--ttl", type=int, default=600, show_default=True,
               help="Seconds without a heartbeat before the lock goes stale.")
 @click.option("--shared", is_flag=True, help="Shared mode: many readers, no writer.")
+@click.option("--generation", "generations", multiple=True, metavar="TOKEN",
+              help="Renew only the claim of this generation (as acquire printed it; one per "
+                   "PATH, in order): refused when the lock was taken over since.")
 @pass_out
-def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
+def lock_acquire(out: Output, paths, sid, ttl, shared, generations=()) -> None:
     """Claim every PATH, or none of them (exit 1 naming the owner).
 
     A last argument naming a registered session is the session (the predecessor's
     `lock acquire PATH SID`); an argument naming a session and no file is refused.
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.claim(resolve_session(sid), paths, ttl=ttl, shared=shared)
+    result = out.registry.claim(resolve_session(sid), paths, ttl=ttl, shared=shared,
+                                generations=generations)
     out.notice(output.takeover_lines(result))
     out.emit(result, output.claim_text(result))
 
@@ -511,11 +515,14 @@ def lock_acquire(out: Output, paths, sid, ttl, shared) -> None:
 @lock.command("release")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]")
 @session_option
+@click.option("--generation", "generations", multiple=True, metavar="TOKEN",
+              help="Release only the claim of this generation (one per PATH, in order): "
+                   "refused when the lock was taken over since.")
 @pass_out
-def lock_release(out: Output, paths, sid) -> None:
+def lock_release(out: Output, paths, sid, generations=()) -> None:
     """Release PATHs held by the session (refused if another session holds one)."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.release(resolve_session(sid), paths)
+    result = out.registry.release(resolve_session(sid), paths, generations=generations)
     out.emit(result, output.claim_text(result))
 
 

@@ -15,12 +15,31 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 
+def check_generations(view: View, sid: str, op: dict) -> None:
+    """Refuse *op* (a renewal or a release) when it names, in ``expect``, the generation
+    of a claim of *sid*'s that is no longer the one held: the lock was taken over (and
+    perhaps claimed again by another process of the same session) since that claim."""
+    for target, generation in (op.get("expect") or {}).items():
+        lock = view.lock(target)
+        mine = lock.holder(sid) if lock else None
+        if mine is None or mine.generation != generation:
+            now = f"generation {mine.generation} is held now" if mine else \
+                f"{sid} does not hold it now" + (
+                    f" ({', '.join(h.session for h in lock.holders)} does)"
+                    if lock and lock.holders else "")
+            raise Refused(f"{target}: the claim of generation {generation} is gone (taken over "
+                          f"or released since); {now}. Claim it again before you rely on it",
+                          details={"path": target, "generation": generation,
+                                   "current": mine.generation if mine else None})
+
+
 @operation("claim", shape={"session": TEXT, "paths": SOME_TEXTS,
                              "mode": one_of("exclusive", "shared"), "ttl": COUNT,
-                             "generations": MAPPING})
+                             "generations": MAPPING, "?expect": MAPPING})
 def apply_claim(registry: Registry, view: View, op: dict) -> Outcome:
     sid, at, mode = op["session"], op["at"], op["mode"]
     me = registry.live_session(view, sid)
+    check_generations(view, sid, op)
     conflicts = [c for t in op["paths"] for c in registry.conflicts(view, sid, t, mode, at)]
     if conflicts:
         raise Refused(describe_conflicts(conflicts), details={"conflicts": conflicts})
@@ -62,10 +81,11 @@ def apply_claim(registry: Registry, view: View, op: dict) -> Outcome:
                     for target, owner, why in taken])
 
 
-@operation("release", shape={"session": TEXT, "paths": TEXTS})
+@operation("release", shape={"session": TEXT, "paths": TEXTS, "?expect": MAPPING})
 def apply_release(registry: Registry, view: View, op: dict) -> Outcome:
     sid = op["session"]
     me = registry.live_session(view, sid)
+    check_generations(view, sid, op)
     results, changes = [], []
     for target in op["paths"]:
         lock = view.lock(target)

@@ -553,19 +553,22 @@ class Registry:
         return out
 
     def claim(self, sid: str, paths: Iterable[str], *, ttl: int = DEFAULT_TTL,
-              shared: bool = False) -> dict:
+              shared: bool = False, generations: Iterable[str] = ()) -> dict:
         """Claim every target or none.  Returns per target whether it was acquired,
-        renewed (already ours) or taken over (from a stale holder)."""
+        renewed (already ours) or taken over (from a stale holder).  *generations*: the
+        tokens of the claims being renewed, one per path in order; refused when one is no
+        longer the claim held (taken over since)."""
         P.validate_session_id(sid)
         targets = self.targets(paths)
         if not targets:
             raise BadInput("no path to lock")
         if not 1 <= ttl <= 7 * 86400:
             raise BadInput(f"--ttl {ttl}: between 1 and 604800 seconds")
-        generations = {t: os.urandom(8).hex() for t in targets}
+        expect = _expected(targets, generations)
+        fresh = {t: os.urandom(8).hex() for t in targets}
         return self.apply(self.new_op("claim", session=sid, paths=targets, ttl=ttl,
                                    mode="shared" if shared else "exclusive",
-                                   generations=generations))
+                                   generations=fresh, **({"expect": expect} if expect else {})))
 
     def judge(self, view: View, holder: Holder, at: float) -> str | None:
         """Why *holder* no longer counts, or None while it does."""
@@ -596,12 +599,15 @@ class Registry:
             session.locks.remove(target)
             view.put_session(session)
 
-    def release(self, sid: str, paths: Iterable[str]) -> dict:
+    def release(self, sid: str, paths: Iterable[str], generations: Iterable[str] = ()) -> dict:
+        """Release every target; *generations* as for :meth:`claim`."""
         P.validate_session_id(sid)
         targets = self.targets(paths, new=False)
         if not targets:
             raise BadInput("no path to release")
-        return self.apply(self.new_op("release", session=sid, paths=targets))
+        expect = _expected(targets, generations)
+        return self.apply(self.new_op("release", session=sid, paths=targets,
+                                      **({"expect": expect} if expect else {})))
 
     def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
         """Per target: free, locked (by a live session), locked-by-me, or stale."""
@@ -769,3 +775,15 @@ def _current_branch(git_dir: str) -> str:
     except OSError:
         return ""
     return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else ""
+
+
+def _expected(targets: list[str], generations: Iterable[str]) -> dict[str, str]:
+    """{target: generation} for the tokens given one per target, in order."""
+    tokens = list(generations)
+    if tokens and len(tokens) != len(targets):
+        raise BadInput(f"--generation given {len(tokens)} time(s) for {len(targets)} path(s): "
+                       "one per path, in order")
+    for token in tokens:
+        if not (isinstance(token, str) and 0 < len(token) <= 64 and token.isalnum()):
+            raise BadInput(f"--generation {token!r}: a token as `lock acquire` printed it")
+    return dict(zip(targets, tokens))

@@ -177,6 +177,8 @@ def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
             part["paths"] = by_shard[index]
         if op["op"] == "claim":
             part["generations"] = {t: op["generations"][t] for t in by_shard[index]}
+        if op.get("expect"):
+            part["expect"] = {t: g for t, g in op["expect"].items() if t in by_shard[index]}
         shard = shard_registry(registry, index, count)
         try:
             done.append((index, shard.apply(part)))
