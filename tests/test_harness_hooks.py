@@ -136,7 +136,7 @@ def test_a_free_edit_goes_on_and_a_held_one_is_denied_naming_the_holder(held, ha
     reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                    edit(harness, held, "src/auth.py")))
     assert reason and "src/auth.py" in reason and "kimi-1" in reason and "auth refactor" in reason
-    assert f"agent-registry send --from {harness}-{NATIVE} --to kimi-1" in reason
+    assert f"agent-registry send --to kimi-1 --from {harness}-{NATIVE} 'TEXT'" in reason
 
 
 @pytest.mark.parametrize("harness", HARNESSES)

@@ -164,7 +164,7 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
     lines = [f"agent-registry: you are session {sid} ({how}). Claim paths before editing "
              f"them (agent-registry lock acquire --session {sid} PATH); an edit of a path "
              "another live session holds is denied. Ask a session with "
-             f"agent-registry send --from {sid} --to SID 'TEXT'."]
+             f"agent-registry send --to SID --from {sid} 'TEXT'."]
     for other in others[:10]:
         held = f"; holds {', '.join(other.locks[:5])}" if other.locks else ""
         lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}{held}")
@@ -297,7 +297,7 @@ def _held_text(sid: str, conflicts: list, describe) -> str:
     holders = list(dict.fromkeys(c.owner for c in conflicts))
     owners = ", ".join(holders)
     reasons = "; ".join(describe(c) for c in conflicts)
-    ask = " or ".join(f"agent-registry send --from {sid} --to {h} 'TEXT'" for h in holders)
+    ask = " or ".join(f"agent-registry send --to {h} --from {sid} 'TEXT'" for h in holders)
     return (f"agent-registry: {', '.join(held)} is locked by {owners}, another live session "
             f"({reasons}). Do not edit it: work on something else, ask {owners} "
             f"({ask}; the answer comes to your inbox), or ask the user to coordinate.")
