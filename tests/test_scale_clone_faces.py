@@ -224,3 +224,23 @@ def test_a_diary_line_and_a_heartbeat_on_the_clone_ref_reach_the_timeline_and_th
         assert tip(repo, BRANCH) == main  # only the clone ref moved
         diary = httpx.get(base(info) + "/api/sessions/kimi-1").json()
         assert "second line" in json.dumps(diary)
+
+
+def test_a_clone_ref_deleted_on_the_remote_is_pushed_again_and_said(tmp_path):
+    """A forge's "delete branch" on a clone ref: sync pushes it again (fresh clones would
+    lose that clone's diary lines and messages), and status says it is unpushed first."""
+    team, (a,) = sharded(tmp_path, "a")
+    ok(a("context", "log", "a1", "kept"))
+    branch = own_branch(a)
+    assert remote_tip(team.bare, branch)
+    git(team.bare, "update-ref", "-d", f"refs/heads/{branch}")
+    ok(a("sync"))  # the sync that meets the deletion: it must not say all is pushed
+    assert remote_tip(team.bare, branch), "the deleted clone ref was not pushed again"
+    assert diary_lines(team.clone("fresh"), "a1") == ["kept"]
+    git(team.bare, "update-ref", "-d", f"refs/heads/{branch}")
+    git(a.cwd, "config", "agent-registry.readFreshness", "0")  # status fetches first
+    assert json.loads(ok(a("--json", "status")).stdout)["sync"]["clone"]["ahead"] >= 1
+    assert "clone ref ahead" in ok(a("status")).stdout
+    report = json.loads(ok(a("--json", "sync")).stdout)
+    assert report["clone"] and report["clone"]["pushed"], report
+    assert remote_tip(team.bare, branch)

@@ -161,9 +161,13 @@ def fetch(registry: Registry) -> str | None:
     # with the branch, the other clones' intents (sync/intents.py): one connection.  No
     # auto maintenance: a `git gc` detached from a claim would compete with the next one
     # for the CPU and repack the objects it is writing
+    # --prune: a shard, clone ref or intent deleted on the remote (a forge's "delete
+    # branch") loses its tracking ref here, so this clone sees its own ref as unpushed and
+    # sync pushes it again, instead of taking the stale tracking ref for the remote's
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    "--no-auto-maintenance", registry.remote, f"+{src}:{registry.tracking_ref}",
-                    fetch_refspec(registry), *registry.fetch_also)
+                    "--no-auto-maintenance", "--prune", registry.remote,
+                    f"+{src}:{registry.tracking_ref}", fetch_refspec(registry),
+                    *registry.fetch_also)
     if proc.returncode == 0:
         # when: a shard's claims may skip a fetch within FRESH of it (_decided_here), and
         # a read answers without one within agent-registry.readFreshness (sync/fresh.py)
