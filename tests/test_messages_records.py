@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Runner, git
+from helpers import CLI, Runner, git
 from test_messages import js
 from test_messages_branch import _commit_on
 from test_sync import Team
@@ -116,3 +116,51 @@ def test_a_repo_room_message_reaches_the_sessions_present_when_sent(run, repo):
     assert run("ack", sent["id"], "--session", "a3").returncode == 1  # not a recipient
     assert [m["id"] for m in js(run("--json", "inbox", "a2"))["messages"]] == [sent["id"]]
     # a room shared through a hub is a topic: who joins later hears it (test_rooms.py)
+
+
+# -- an idempotency key names one message across clones ------------------------------------
+
+def bodies(clone: Runner, sid: str = "s1") -> dict[str, str]:
+    proc = clone("--json", "inbox", sid, "--all")
+    assert proc.returncode == 0, proc.stderr
+    return {m["key"]: m["body"] for m in json.loads(proc.stdout)["messages"] if m["key"]}
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["messages-branch", "clone-refs"])
+def test_one_key_two_contents_from_two_clones_at_once(tmp_path, sharded):
+    """Both clones send the same key with their own body at the same instant: one exits
+    0, the other 1 (refused when its push lost and the replay met the first), and every
+    clone reads the winner's body."""
+    team, a, b = pair(tmp_path, sharded)
+    assert a("register", "s2", "--provider", "Codex").returncode == 0  # a sender seen by both
+    assert b("sync").returncode == 0
+    winners = {}
+    for i in range(4):
+        procs = {name: subprocess.Popen([CLI, "send", "--from", "s2", "--to", "s1", "--key",
+                                         f"k{i}", f"{name} says {i}"], cwd=clone.cwd,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for name, clone in (("a", a), ("b", b))}
+        codes = {name: p.wait(timeout=120) for name, p in procs.items()}
+        assert sorted(codes.values()) == [0, 1], (i, codes, {n: p.stderr.read() for n, p in procs.items()})
+        [winner] = [n for n, c in codes.items() if c == 0]
+        assert "already used" in procs["b" if winner == "a" else "a"].stderr.read()
+        winners[f"k{i}"] = f"{winner} says {i}"
+    fresh = team.clone("fresh")
+    for clone in (a, b, fresh):
+        assert clone("sync").returncode in (0, 1)
+        assert bodies(clone) == winners
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["messages-branch", "clone-refs"])
+def test_the_second_content_sent_offline_exits_1_at_sync(tmp_path, sharded):
+    team, a, b = pair(tmp_path, sharded)
+    url = git(b.cwd, "remote", "get-url", "origin").strip()
+    git(b.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere"))
+    offline = b("send", "--from", "s1", "--to", "s0", "--key", "q1", "from b, offline")
+    assert offline.returncode in (0, 3) and "not pushed" in offline.stderr
+    assert a("send", "--from", "s1", "--to", "s0", "--key", "q1", "from a").returncode == 0
+    git(b.cwd, "remote", "set-url", "origin", url)
+    synced = b("sync")
+    assert synced.returncode == 1 and "key 'q1' was already used" in synced.stdout + synced.stderr
+    for clone in (a, b, team.clone("fresh")):
+        assert bodies(clone, "s0") == {"q1": "from a"}

@@ -201,8 +201,17 @@ def every_message(views) -> list[dict]:
     out: dict[tuple, dict] = {}
     for view in _each(views):
         for message in _messages_of(view):
-            out.setdefault((message.get("from"), message["id"]), message)
+            key = (message.get("from"), message["id"])
+            # two versions of one id (one key sent with two contents from two clones,
+            # before sends with a key were decided on one branch): every clone keeps the
+            # same one, the oldest, whatever order it reads its refs in
+            if key not in out or _earlier(message, out[key]):
+                out[key] = message
     return sorted(out.values(), key=order)
+
+
+def _earlier(a: dict, b: dict) -> bool:
+    return (order(a), json.dumps(a, sort_keys=True)) < (order(b), json.dumps(b, sort_keys=True))
 
 
 def _messages_of(view: View) -> list[dict]:

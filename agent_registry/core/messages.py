@@ -252,7 +252,10 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
         existing = load(view.read(message_path(sender, message["id"])))
         if existing is not None:
             return _again(existing, message, sender).result
-    box = writer(registry, main)
+    # a keyed send is decided on the shared messages branch, even in layout format 3
+    # (where a clone's own ref would take any content): its fast-forward push decides the
+    # key once across clones, so the second content is refused, never kept beside the first
+    box = writer(registry, main) if message["key"] is None else mailbox(registry)
     op = box.new_op("send", session=sender, message=message, thread=thread)
     recipients = audience(registry, main, sender, message["to"], op["at"])
     registry.warnings.extend(main.warnings)

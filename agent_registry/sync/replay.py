@@ -124,9 +124,11 @@ def replay(registry: Registry, commits: list[str], onto: str | None,
         try:
             new, result = registry.build(state.tip, op, note, extra)
         except (Refused, BadInput) as exc:  # refused now, or a malformed record (shapes)
-            state.refused.append({"op": op.get("op"), "id": op.get("id"),
+            # the refusal's details first: the operation's own id must win (a refused
+            # send's details carry the message id, and the sender watches its op id)
+            state.refused.append({**exc.details, "op": op.get("op"), "id": op.get("id"),
                                   "session": op.get("session"), "paths": op.get("paths"),
-                                  "reason": exc.message, **exc.details})
+                                  "reason": exc.message})
             state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
                                     f"{note} {exc.message}", extra)
             continue
