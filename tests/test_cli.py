@@ -481,3 +481,18 @@ def test_a_claim_renewed_or_released_by_its_generation_is_refused_once_taken_ove
     assert run("lock", "release", "src/a.py", "--session", "k-1", "--generation", new).returncode == 0
     bad = run("lock", "release", "src/a.py", "src/b.py", "--session", "k-1", "--generation", new)
     assert bad.returncode == 2 and "one per path" in bad.stderr
+
+
+def test_one_size_cap_for_every_text_an_agent_gives(run, repo):
+    big = "x" * 70_000  # over 64 KiB, under the kernel's cap on one argument
+    assert run("register", "k-1", "--provider", "Kimi", "--working-on", "small").returncode == 0
+    before = git(repo, "rev-parse", "agent-registry")
+    for args in (["register", "k-2", "--provider", "Kimi", "--working-on", big],
+                 ["update", "k-1", "--working-on", big],
+                 ["context", "log", "k-1", big],
+                 ["send", "--from", "k-1", "--all", big],
+                 ["end", "k-1", "--what", big]):
+        refused = run(*args)
+        assert refused.returncode == 2, (args[0], refused.stderr)
+        assert "over 64 KiB" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert git(repo, "rev-parse", "agent-registry") == before  # nothing changed

@@ -38,7 +38,14 @@ def validate_session_id(sid: str | None) -> str:
     return sid
 
 
+# the one size cap of every text an agent gives, on every face (CLI, MCP, hooks, the
+# dashboard): a message body, a diary line, working-on, a wiki field, a reason
+MAX_TEXT = 64 * 1024  # bytes of UTF-8
+
+
 def validate_text(label: str, value: str, *, allow_newlines: bool = False) -> str:
+    if len(value) > MAX_TEXT // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_TEXT:
+        raise BadInput(f"{label} is over {MAX_TEXT // 1024} KiB")
     bad = value.replace("\n", "").replace("\t", "") if allow_newlines else value
     if _CONTROL.search(bad):
         raise BadInput(f"{label} contains a control character")
