@@ -629,3 +629,10 @@ def test_hooks_of_an_install_without_a_record_do_not_come_back(repo, env):
         "permissions": {"allow": ["Bash(make)"]},
         "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./mine.sh"}]}]}}
     assert (repo / "CLAUDE.md").read_text() == "# Ours\n"
+
+
+def test_a_persons_own_aider_config_is_not_an_install(repo, env):
+    write_before(repo, "aider")
+    assert status(repo, env)["aider"]["installed"] is False
+    install(repo, env, "aider")
+    assert status(repo, env)["aider"]["config"] == "current"

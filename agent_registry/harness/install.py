@@ -161,9 +161,10 @@ def status(toplevel: str, common_dir: str, harness: str) -> dict:
     extra = getattr(mod, "extra_state", None)
     if extra:
         out.update(extra(toplevel))
+    # a person's own .aider.conf.yml without our keys is not an install of ours
     out["installed"] = harness in files.installed(common_dir) or \
         any(out[k] not in (None, "absent") for k in ("hooks", "mcp")) or \
-        bool(extra and out.get("config") not in (None, "absent"))
+        out.get("config") == "current"
     out["trusted"], out["trust_step"] = trust.state(toplevel, harness, out)
     return out
 
