@@ -14,6 +14,8 @@ import json
 import os
 import time
 
+from .atomic import replace_file
+
 DEFAULT_FRESHNESS = 30.0  # seconds (git config agent-registry.readFreshness; 0: always fetch)
 FRESHNESS_KEY = "agent-registry.readfreshness"
 
@@ -62,11 +64,7 @@ def failed(common_dir: str, branch: str, kind: str, message: str) -> None:
     """Note a fetch of *branch* that could not be made now, and why."""
     path = mark_path(common_dir, branch) + ".failed"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump({"kind": kind, "message": message}, f)
-        os.replace(tmp, path)
+        replace_file(path, json.dumps({"kind": kind, "message": message}), prefix=".failed.")
     except OSError:
         pass
 

@@ -4,11 +4,10 @@ intent it has out (sync/intents.py).  Written under the clone's flock, replaced 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 
 from ..core.registry import Registry
+from ..store.atomic import replace_file
 
 _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
 
@@ -34,11 +33,7 @@ def load_state(registry: Registry) -> dict:
 def save_state(registry: Registry, **changes) -> dict:
     """Merge *changes* into the local sync state (caller holds the flock)."""
     state = {**load_state(registry), **changes, "remote": redact(registry.remote or "")}
-    os.makedirs(os.path.dirname(_state_path(registry)), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(_state_path(registry)), prefix="sync.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(state, f, indent=1)
-    os.replace(tmp, _state_path(registry))
+    replace_file(_state_path(registry), json.dumps(state, indent=1), prefix="sync.")
     return state
 
 

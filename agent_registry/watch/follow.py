@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 
 from . import notify
 from ..errors import BadInput, Refused
+from ..store.atomic import replace_file
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.clones import Clones, MainView, clone_patterns
 from ..branch.records import LIVE, iso
@@ -66,13 +66,8 @@ def load_state(path: str) -> dict:
 
 def save_state(path: str, state: dict) -> None:
     """Replace the state file atomically: a kill leaves the old one or the new one."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix="watch.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(state, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    replace_file(path, json.dumps(state, indent=1, sort_keys=True), prefix="watch.",
+                 durable=True)
 
 
 class Watcher:
