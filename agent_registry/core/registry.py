@@ -316,10 +316,13 @@ class Registry:
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
                  space: Iterable[str] = (), todo_present: Iterable[str] = (),
                  pid: int | None = None, pid_from: str = "--pid",
-                 notify_started: str = "", tags: Iterable[str] = ()) -> Session:
+                 notify_started: str = "", tags: Iterable[str] = (),
+                 resume: bool = False) -> Session:
         """Register (or re-register) session *sid*.  Its owner process is *pid* (given
         by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
-        runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why."""
+        runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why.
+        A live *sid* is refused (Refused) unless this owner is its vouched-for owner
+        already, that owner has exited on this host, or *resume* takes it over."""
         P.validate_session_id(sid)
         for label, value in (("provider", provider), ("ai-version", ai_version),
                              ("working-on", working_on), ("notify-started", notify_started)):
