@@ -584,9 +584,10 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
 
     The predecessor's `lock heartbeat-loop PATH SID [SECONDS]` works too: SECONDS is the
     interval, and the loop also stops once the session no longer holds PATH."""
+    from ..branch.sessionids import looks_like_session_id
     args = list(args)
-    if len(args) >= 2 and out.registry.session_names(args[-2:-1]) and \
-            args[-1].replace(".", "", 1).isdigit():
+    if len(args) >= 2 and args[-1].replace(".", "", 1).isdigit() and \
+            (looks_like_session_id(args[-2]) or out.registry.session_names(args[-2:-1])):
         interval = float(args.pop())
         if interval < 1:
             raise BadInput(f"SECONDS {interval:g}: at least 1")
