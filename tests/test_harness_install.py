@@ -36,6 +36,11 @@ from helpers import CLI, git
 
 ALL = ("claude", "codex", "gemini", "cursor", "opencode", "aider")
 
+
+def mcp(harness: str) -> list[str]:
+    """--mcp for a harness that has an MCP configuration (named alone, aider refuses it)."""
+    return [] if harness == "aider" else ["--mcp"]
+
 # what a person had in each file before installing: all of it must survive
 BEFORE = {
     "claude": {
@@ -130,7 +135,7 @@ def write_before(repo: Path, harness: str) -> None:
 def test_install_merges_is_byte_identical_again_and_uninstall_restores(repo, env, harness):
     write_before(repo, harness)
     before = snapshot(repo)
-    first = install(repo, env, harness, "--mcp")["harnesses"][0]
+    first = install(repo, env, harness, *mcp(harness))["harnesses"][0]
     assert first["harness"] == harness and first["written"], first
     after = snapshot(repo)
     for rel, text in BEFORE[harness].items():  # the person's content is all still there
@@ -146,10 +151,10 @@ def test_install_merges_is_byte_identical_again_and_uninstall_restores(repo, env
             assert new.startswith(text) and "<!-- agent-registry:protocol:start -->" in new
         else:
             assert new.startswith(text), rel
-    again = install(repo, env, harness, "--mcp")["harnesses"][0]
+    again = install(repo, env, harness, *mcp(harness))["harnesses"][0]
     assert again["written"] == [] and again["changed"] is False
     assert snapshot(repo) == after, "a second install changed bytes"
-    assert cli(repo, env, "harness", "install", harness, "--mcp").stdout.startswith(
+    assert cli(repo, env, "harness", "install", harness, *mcp(harness)).stdout.startswith(
         f"{harness}: already up to date")
     gone = json.loads(cli(repo, env, "--json", "harness", "uninstall", harness).stdout)
     assert gone["harnesses"][0]["changed"] == [] and gone["harnesses"][0]["kept"] == []
@@ -163,10 +168,10 @@ def test_every_harness_at_once_and_back_leaves_the_tree_as_it_was(repo, env):
     (repo / "AGENTS.md").write_text("# Agents\n")
     before = snapshot(repo)
     for harness in ALL:
-        install(repo, env, harness, "--mcp", "--auto-claim", "--wake")
+        install(repo, env, harness, *mcp(harness), "--auto-claim", "--wake")
     after = snapshot(repo)
     for harness in ALL:  # installing one again changes none of the others' shared files
-        assert install(repo, env, harness, "--mcp", "--auto-claim",
+        assert install(repo, env, harness, *mcp(harness), "--auto-claim",
                        "--wake")["harnesses"][0]["written"] == []
     assert snapshot(repo) == after
     # uninstalling codex keeps AGENTS.md and the .agents skill for the others
@@ -182,7 +187,7 @@ def test_every_harness_at_once_and_back_leaves_the_tree_as_it_was(repo, env):
 def test_files_that_did_not_exist_are_deleted_with_the_directories_made_for_them(repo, env):
     before = snapshot(repo)
     for harness in ALL:
-        install(repo, env, harness, "--mcp")
+        install(repo, env, harness, *mcp(harness))
     made = set(snapshot(repo)) - set(before)
     assert {".claude", ".codex", ".gemini", ".cursor", ".opencode", ".agents",
             ".opencode/plugin/agent-registry.js", "opencode.json", ".aider.conf.yml",
@@ -245,6 +250,8 @@ def test_all_installs_what_this_machine_has_and_the_repository_configures(repo, 
     assert names == ["codex", "gemini", "cursor"]
     assert cli(repo, env, "harness", "install").returncode == 2  # a name or --all
     assert cli(repo, env, "harness", "install", "claude", "--all").returncode == 2
+    refused = cli(repo, env, "harness", "install", "aider", "--mcp")
+    assert refused.returncode == 2 and "aider has no MCP configuration" in refused.stderr
 
 
 # -- what each harness's files say ------------------------------------------------------------
