@@ -47,8 +47,9 @@ def _names(name: str | None, every: bool, pick) -> list[str]:
                    ".cursor/mcp.json, opencode.json).")
 @click.option("--trust", "grant", is_flag=True,
               help="Take the trust step for the harness: Claude Code's MCP approval in "
-                   ".claude/settings.local.json, Codex's project trust_level in "
-                   "~/.codex/config.toml, Gemini CLI's ~/.gemini/trustedFolders.json.")
+                   ".claude/settings.local.json, Codex's project trust_level and each "
+                   "hook's trusted hash in ~/.codex/config.toml, Gemini CLI's "
+                   "~/.gemini/trustedFolders.json.")
 @click.option("--wake", type=click.IntRange(min=1), is_flag=False, flag_value=3,
               default=None, metavar="N",
               help="The end-of-turn hook keeps the agent going while messages wait for "
@@ -74,6 +75,8 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     from ..harness.mcp import FILES
     if with_mcp and name and name not in FILES:  # with --all, those without are skipped
         raise BadInput(f"--mcp: {name} has no MCP configuration ({', '.join(sorted(FILES))})")
+    if file_name and name != "generic":  # the others' files are the ones their agents read
+        raise BadInput("--file: only for generic")
     info = _repo(out)
     names = _names(name, every, lambda: found(info.toplevel, info.git_dir))
     result = install_many(info.toplevel, info.git_dir, names,
