@@ -17,7 +17,12 @@ delivering any.  So a watchdog killed at any instant and restarted neither skips
 kill between the transport's acceptance and the write that records it sends that message
 twice (delivery is at least once).  A failed delivery stays in the outbox and is retried
 with exponential backoff, per target.  The first pass of a clone (cold start) records what
-it finds and sends nothing.
+it finds and sends nothing.  More events than ``agent-registry.watchDigest`` in one pass go
+out as one digest; the registry's own sessions (the shard fence) are never announced.
+
+Over 400 lines on purpose: every read and write of the one state file (what was walked,
+keyed, coalesced, queued and delivered) is in the one class here, so its invariants (queued
+before sent, keyed once) are checked in one place.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from ..store.atomic import replace_file
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.clones import Clones, MainView, clone_patterns
 from ..branch.records import LIVE, iso
+from ..branch.shards import FENCE_SESSION
 from ..branch.trailers import parse_op
 from ..core.registry import Registry, file_lock
 from ..branch.view import View
@@ -45,6 +51,31 @@ RETRY_BASE = 5.0   # seconds before the first retry (the interval, when shorter)
 RETRY_CAP = 600.0  # the longest wait between two retries
 KEEP = 20          # recent deliveries and failures kept for the dashboard
 _LIVE_DIR = "sessions/live/"
+_DONE_DIR = "sessions/done/"
+DIGEST_KEY = "agent-registry.watchdigest"  # git config agent-registry.watchDigest N
+DEFAULT_DIGEST = 5  # more events than this in one pass: one digest notification
+
+
+def internal(session) -> bool:
+    """A session the registry keeps for itself, never an agent to announce: the fence a
+    conversion to lock shards leaves for older versions (branch/shards.py)."""
+    return session.id == FENCE_SESSION or session.provider == "agent-registry"
+
+
+def digest_size(registry: Registry) -> int:
+    """``agent-registry.watchDigest``: more events than this in one pass are sent as one
+    digest notification (0: never); bad input when it is not a whole number >= 0."""
+    raw = registry.config.get(DIGEST_KEY)
+    if raw is None or raw == "":
+        return DEFAULT_DIGEST
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInput(f"git config agent-registry.watchDigest is {raw!r}: a whole number "
+                       "of events (0: never coalesce)")
+    return value
 
 
 def state_file(registry: Registry) -> str:
@@ -87,6 +118,7 @@ class Watcher:
         self.targets = notify.targets(self.repo, env)
         self.name = notify.recipient(self.repo, env)
         self.templates = notify.pool(self.repo)
+        self.digest = digest_size(registry)
         self.state = load_state(self.path)
 
     # -- one pass --------------------------------------------------------------------
@@ -99,8 +131,11 @@ class Watcher:
             self._record_history(heads)
             self.state["since"] = report["at"]
         else:
+            self._ended_before()
+            queued = len(self.state.get("outbox", []))
             report["events"] = self._walk(heads, shard_heads) + \
                 self._idle(heads, record_only=False)
+            report["digest"] = self._coalesce(queued)
         self.state.update(heads=heads, heads_time=self._heads_time(heads),
                           shard_heads=shard_heads,
                           last_pass=report["at"], pid=os.getpid(),
@@ -143,6 +178,49 @@ class Watcher:
         for session in self._live(heads).values():
             done.setdefault(f"started/{session.id}", "history")
         self._idle(heads, record_only=True)
+        self.state["before"] = self._done_ids(heads)
+
+    def _done_ids(self, heads: list[str]) -> list[str]:
+        """The sessions that ended at *heads* (``sessions/done/``: one listing each)."""
+        found: set[str] = set()
+        for head in heads:
+            out = self.repo.git("ls-tree", "-r", "--name-only", head, "--",
+                                _DONE_DIR).stdout.decode("utf-8", errors="replace")
+            found |= {line.rsplit("/", 1)[-1].removesuffix(".yaml")
+                      for line in out.splitlines() if line.endswith(".yaml")}
+        return sorted(found)
+
+    def _ended_before(self) -> None:
+        """A state written before ``before`` was kept: the sessions ended at the heads
+        of its last pass (each either told or history), while those commits exist."""
+        if "before" in self.state:
+            return
+        old = [h for h in self.state.get("heads", []) if self.repo.reader.read(h)]
+        if old:
+            self.state["before"] = self._done_ids(old)
+
+    def _coalesce(self, start: int) -> str | None:
+        """More than ``agent-registry.watchDigest`` events queued by this pass (the
+        outbox from *start*): one digest notification instead, each event a line; the
+        events' keys stay recorded, so none is told again on its own."""
+        outbox = self.state.get("outbox", [])
+        new = outbox[start:]
+        if not self.digest or len(new) <= self.digest:
+            return None
+        del outbox[start:]
+        done = self.state.setdefault("done", {})
+        for entry in new:
+            done[entry["key"]] = "digest"
+        lines = [f"{e['session']} {e['event']}: {' '.join(e['body'].split())[:200]}"
+                 for e in new]
+        key = f"digest/{self.now():.6f}"
+        outbox.append({"key": key, "event": "digest", "session": "",
+                       "body": "\n".join(lines),
+                       "title": f"agent-registry: {len(new)} events",
+                       "queued_at": iso(self.now()), "sent_to": [], "attempts": 0,
+                       "next_at": 0.0, "keys": [e["key"] for e in new]})
+        done[key] = "queued"
+        return key
 
     # -- events ----------------------------------------------------------------------
     def _walk(self, heads: list[str], shard_heads: list[str] = ()) -> list[dict]:
@@ -176,10 +254,15 @@ class Watcher:
         from ..sync.replay import is_ancestor
         old = self.state.get("heads", [])
         seen = [h for h in old if self.repo.reader.read(h)]
-        # history rewritten (gc) or gone: its commits come back with their own dates, and
-        # those up to the last pass's must not be told again
-        since = self.state.get("heads_time", 0) if old and not any(
-            is_ancestor(self.registry, s, h) for s in seen for h in heads) else 0
+        rewritten = old and not any(is_ancestor(self.registry, s, h)
+                                    for s in seen for h in heads)
+        # history rewritten (gc) or gone: walked again whole, and the keys decide (what
+        # was told, the sessions live at the first pass, those ended before it: `before`),
+        # so a start dated before the last pass (a machine whose clock is slow) is still
+        # told.  A state without `before` falls back on the dates: those up to the last
+        # pass's newest commit are not walked
+        since = self.state.get("heads_time", 0) if rewritten and "before" not in self.state \
+            else 0
         proc = self.repo.git("log", "--reverse", "--topo-order", "--no-renames",
                              "--name-status", "--format=%x1e%H%x1f%ct%x1f%B%x1f",
                              *heads, "--not", *seen, "--")
@@ -218,13 +301,14 @@ class Watcher:
 
     def _started(self, commit: str, sid: str) -> list[dict]:
         session = View(self.repo, commit).session(sid, strict=False)
-        if session is None:
+        if session is None or internal(session) or sid in self.state.get("before", ()):
             return []
         return self._queue("started", session, own=session.notify_started)
 
     def _ended(self, commit: str, sid: str, op: dict, subject: str) -> list[dict]:
         session = View(self.repo, commit).done_session(sid)
-        if session is None or session.status == LIVE:
+        if session is None or session.status == LIVE or internal(session) \
+                or sid in self.state.get("before", ()):
             return []
         done = self.state.setdefault("done", {})
         done.setdefault(f"started/{sid}", "ended")  # never announce its start after its end
@@ -248,6 +332,8 @@ class Watcher:
         clones = Clones(self.repo, self.registry.branch, self.registry.remote)
         for head in heads:
             for session in MainView(self.repo, head, clones).live_sessions():
+                if internal(session):
+                    continue
                 old = found.get(session.id)
                 if old is None or session.heartbeat_ts() > old.heartbeat_ts():
                     found[session.id] = session

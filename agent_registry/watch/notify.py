@@ -160,7 +160,9 @@ def send(target: Target, title: str, body: str) -> str | None:
     notifier = apprise.Apprise()
     notifier.add(target.url)
     with apprise.LogCapture(level=logging.WARNING) as log:
-        ok = notifier.notify(title=title, body=body)
+        # plain text: a service that reads HTML or Markdown escapes it, so an agent's
+        # `<b>` or `<img>` in its working-on is shown as written, never interpreted
+        ok = notifier.notify(title=title, body=body, body_format=apprise.NotifyFormat.TEXT)
         said = log.getvalue().strip().splitlines()
     if ok:
         return None
