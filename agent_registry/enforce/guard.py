@@ -296,9 +296,10 @@ class Guard:
             return {}
         from ..store import freshness
         last = freshness.last_fetch(self.info.common_dir, self.branch)
-        old = last is None or self.now - last > freshness.bound(self.config)
-        return {"as_of": freshness.iso(last) if last else None, "stale_view": old,
-                "view_age_seconds": int(self.now - last) if last else None}
+        age = None if last is None else max(0, int(time.time() - last))  # pre-push syncs first
+        return {"as_of": freshness.iso(last) if last else None,
+                "stale_view": age is None or age > freshness.bound(self.config),
+                "view_age_seconds": age}
 
     def check(self, paths: list[str], committer: str | None = None) -> Report:
         """Which of *paths* another live session holds.  The committer is *committer*,
