@@ -124,18 +124,18 @@ def _opened(ctx: Ctx):
         yield info, registry, session_for(info, ctx)
 
 
-def closest_live(registry, sid: str) -> str:
-    """The live session ids likeliest meant by an unknown *sid*, for an error to name
-    (branch/sessionids.closest, as the CLI's and the MCP server's errors name them)."""
-    from ..branch.sessionids import closest
+def unknown(registry, sid: str, exc: RegistryError) -> str:
+    """*exc*'s message about *sid*, naming the live ids likeliest meant: the core's
+    "unknown session" errors already do (branch/sessionids, as the CLI and the MCP
+    server); an ended session's refusal does not, so the suggestion is added here."""
+    if "closest" in exc.details:
+        return exc.message
+    from ..branch.sessionids import suggestion
     try:
         live = [s.id for s in registry.sessions()]
     except RegistryError:
-        return ""
-    if not live:
-        return "no session is live"
-    near = closest(sid, live) or live[:3]
-    return "closest live: " + ", ".join(near)
+        return exc.message
+    return f"{exc.message}; {suggestion(sid, live)}"
 
 
 # -- the life cycle -------------------------------------------------------------------
@@ -197,7 +197,7 @@ def turn_end(ctx: Ctx, wake: int = 0) -> tuple[list[str], str]:
         try:
             registry.heartbeat(sid)
         except (NotFound, Refused) as exc:  # not registered here, or ended
-            return [], f"agent-registry: {exc.message} ({closest_live(registry, sid)})"
+            return [], f"agent-registry: {unknown(registry, sid, exc)}"
         mirror(registry, sid, "heartbeat")
         if wake <= 0:
             return [], ""
@@ -348,7 +348,7 @@ def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None
         except Refused as exc:
             conflicts = exc.details.get("conflicts", [])
             if not conflicts:  # not a holder: this session itself (ended) is refused
-                raise Refused(f"{exc.message} ({closest_live(registry, sid)})") from None
+                raise Refused(unknown(registry, sid, exc)) from None
             return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
                              c.get("since", ""), c.get("mode", ""), "") for c in conflicts]
     return []
