@@ -126,3 +126,12 @@ def test_presence_is_keyed_by_repository_and_session(tmp_path):
     assert api("finish", "kimi-1").returncode == 0
     who = js(web("--json", "status", "--room", "room:contract"))
     assert [(s["id"], s["repo"]) for s in who["sessions"]] == [("kimi-1", "web")]
+
+
+def test_a_long_lived_process_tries_a_down_hub_again_after_a_while(monkeypatch):
+    from agent_registry.sync import rooms
+    monkeypatch.setattr(rooms, "_DOWN", {})
+    rooms._DOWN["https://hub"] = (time.monotonic(), "the hub https://hub is unreachable")
+    assert rooms._down("https://hub") and rooms._down("https://other") is None
+    rooms._DOWN["https://hub"] = (time.monotonic() - rooms.DOWN_FOR - 1, "old")
+    assert rooms._down("https://hub") is None  # the MCP server asks it again

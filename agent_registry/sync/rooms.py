@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
@@ -30,9 +31,17 @@ from .state import redact
 
 HUB_KEY = "agent-registry.hub"
 SHARED, REPO = "room:", "repo:"
-# hubs this process found unreachable (url -> why): contacted once, not again per call,
-# so a hung hub costs a command one network timeout, not one per step
-_DOWN: dict[str, str] = {}
+# hubs this process found unreachable (url -> (when, why)): not contacted again for
+# DOWN_FOR seconds, so a hung hub costs a command one network timeout, not one per step;
+# a long-lived process (the MCP server) tries again after that
+_DOWN: dict[str, tuple[float, str]] = {}
+DOWN_FOR = 60.0
+
+
+def _down(url: str) -> str | None:
+    """Why *url* did not answer this process within the last DOWN_FOR seconds."""
+    when, why = _DOWN.get(url, (0.0, None))
+    return why if time.monotonic() - when < DOWN_FOR else None
 
 
 def member_id(hub: Registry, sid: str) -> str:
@@ -75,7 +84,7 @@ def _offline(hub: Registry) -> None:
     """This process no longer contacts *hub*: what it writes stays in the cache clone,
     pushed by the next command that reaches the hub."""
     hub.config["agent-registry.remote"] = "none"
-    hub.down = _DOWN[hub.hub_url]
+    hub.down = _down(hub.hub_url)
 
 
 def refresh_hub(hub: Registry) -> None:
@@ -87,8 +96,9 @@ def refresh_hub(hub: Registry) -> None:
         sync(hub)
     except Unconfirmed as exc:  # git's words, not sync's advice (`sync` is not the hub's)
         error = exc.details.get("remote_error") or {}
-        _DOWN[hub.hub_url] = _named(hub, error.get("message") or exc.message)
-        hub.warnings.append(f"{_DOWN[hub.hub_url]} (showing this clone's copy of the hub)")
+        why = _named(hub, error.get("message") or exc.message)
+        _DOWN[hub.hub_url] = (time.monotonic(), why)
+        hub.warnings.append(f"{why} (showing this clone's copy of the hub)")
         _offline(hub)
 
 
@@ -168,7 +178,7 @@ def open_hub(registry: Registry, *, fetch: bool = True) -> Registry:
     timeout = registry.config.get("agent-registry.networktimeout")
     if timeout:  # the repository's setting, not the cache clone's (which has none)
         hub.config["agent-registry.networktimeout"] = timeout
-    if url in _DOWN:
+    if _down(url):
         _offline(hub)
     elif fetch:
         refresh_hub(hub)
