@@ -81,6 +81,15 @@ def test_a_malformed_record_is_skipped_with_a_warning_naming_it(tmp_path, sharde
         assert any(good in line for line in lines) and not any(bad_at in l for l in lines)
         assert [m["id"] for m in messages.inbox(registry, "s1")["messages"]] == [good]
         assert any(bad_body in w for w in registry.warnings)
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agent_registry.dashboard.app import create_app
+    with TestClient(create_app(str(b.cwd)), base_url="http://127.0.0.1") as client:
+        inbox = client.get("/api/sessions/s1/inbox")
+        assert inbox.status_code == 200 and [m["id"] for m in inbox.json()["messages"]] == [good]
+        thread = client.get(f"/api/messages/{good}/thread")
+        assert thread.status_code == 200 and [m["id"] for m in thread.json()["messages"]] == [good]
 
 
 # -- C1 and bidi controls ---------------------------------------------------------------
