@@ -257,3 +257,19 @@ def test_the_guard_says_its_views_age_and_never_fetches(pair):
     # the commit did not fetch
     assert Path(b.cwd, ".git", "agent-registry", "fetched",
                 "agent-registry").stat().st_mtime == fetched
+
+
+def test_a_fresh_view_costs_a_stat_and_no_process(pair, monkeypatch):
+    """What the click-free `lock check` pays before every edit when the view is fresh."""
+    import agent_registry.sync.remote as remote
+    from agent_registry import Registry
+    from agent_registry.sync.fresh import freshen
+    _, _, b = pair
+    with Registry.open(str(b.cwd)) as registry:
+        def no_process(*args, **kwargs):
+            raise AssertionError(f"a process was started: {args[:1]}")
+        monkeypatch.setattr(subprocess, "Popen", no_process)
+        monkeypatch.setattr(remote, "catch_up", no_process)
+        view = freshen(registry)
+        assert view["stale_view"] is False and view["as_of"]
+        assert registry.warnings == []
