@@ -365,3 +365,12 @@ def test_a_directory_or_glob_written_by_the_shell_covers_the_held_files_in_it(he
         assert reason and "src/auth.py" in reason and "kimi-1" in reason, command
     assert verdict("claude", hook(held, "claude", "pre-tool-use",
                                   shell("claude", held, "rm -rf docs"))) is None
+
+
+def test_opencode_patch_tools_are_read_as_envelopes_or_unified_diffs(held):
+    def gate(text: str) -> str | None:
+        event = {**base("opencode", held, ""), "tool": "patch", "args": {"patchText": text}}
+        return verdict("opencode", hook(held, "opencode", "pre-tool-use", event))
+    assert "kimi-1" in gate(patch("*** Update File: src/auth.py", "@@", "-a", "+b"))
+    assert "kimi-1" in gate("--- a/src/auth.py\n+++ b/src/auth.py\n@@ -1 +1 @@\n-a\n+b\n")
+    assert gate("--- /dev/null\n+++ b/src/new.py\n@@ -0,0 +1 @@\n+x\n") is None

@@ -17,12 +17,18 @@ from .shellwrites import write_targets
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$",
                          re.MULTILINE)
 PATCH_START = "*** Begin Patch"
+_DIFF_FILE = re.compile(r"^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$", re.MULTILINE)
 
 
 def patch_targets(text: str) -> list[str]:
     """The files a Codex patch envelope (``*** Begin Patch`` …) writes: each Update,
     Add and Delete File, and where a file is moved to."""
     return list(dict.fromkeys(_PATCH_FILE.findall(text))) if PATCH_START in text else []
+
+
+def diff_targets(text: str) -> list[str]:
+    """The files a unified diff (``--- a/P``, ``+++ b/P``) writes; /dev/null is none."""
+    return list(dict.fromkeys(p for p in _DIFF_FILE.findall(text) if p != "/dev/null"))
 
 
 def shell_targets(command, cwd: str) -> list[str]:

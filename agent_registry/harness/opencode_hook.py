@@ -2,7 +2,7 @@
 ``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "cwd"}`` on
 stdin and throws when the answer is ``{"deny": true, "reason": …}``.  Files are written
 by ``write``/``edit``/``multiedit`` (``args.filePath``), ``patch``/``apply_patch``
-(a patch envelope in ``args.patchText``) and ``bash`` (``args.command``).  Other events
+(a patch envelope or a unified diff in ``args.patchText``) and ``bash`` (``args.command``).  Other events
 get ``{"sessionID", "cwd"}``; their answers are ``{"context": …}`` (start, prompt) and
 ``{"continue": …}`` (end of turn, waking) for the plugin to hand to the session, ``{}``
 when there is nothing to say."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .adapter import Adapter, patch_targets
+from .adapter import Adapter, diff_targets, patch_targets
 from .decision import Ctx
 
 FILE_FIELDS = ("filePath", "file_path", "path")
@@ -31,6 +31,8 @@ class OpenCode(Adapter):
         found = [p for text in texts for p in patch_targets(text)]
         if not found and tool not in ("patch", "apply_patch"):
             return None
+        if not found:  # a patch tool given a unified diff
+            found = [p for text in texts for p in diff_targets(text)]
         return [os.path.join(ctx.cwd, p) for p in dict.fromkeys(found)]
 
     def deny(self, reason: str) -> dict:
