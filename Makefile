@@ -4,23 +4,42 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PACKAGE_STAMP := $(VENV)/.installed-package
 
-.PHONY: demo test test-slow test-harness bench clean
+.PHONY: demo test test-intro test-slow test-harness bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
 	# compat mode: a plain path entry; the default editable finder costs ~20 ms per process
 	$(BIN)/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
-	touch $(STAMP)
+	touch $(STAMP) $(PACKAGE_STAMP)
 
-demo: $(STAMP)
+# the demo needs the package only (click, ruamel.yaml, whoosh): seconds, not the test stack.
+# A venv without pip is made in a second (ensurepip takes ten): the package goes in with
+# $(PYTHON)'s own pip when it can install into another interpreter (pip >= 22.3)
+$(PACKAGE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	$(PYTHON) -m pip --python $(BIN)/python install -q -e . --config-settings editable_mode=compat \
+	    || { $(BIN)/python -m ensurepip -q && \
+	         $(BIN)/python -m pip install -q -e . --config-settings editable_mode=compat; }
+	touch $(PACKAGE_STAMP)
+
+demo: $(PACKAGE_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash demo/demo.sh
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -m "not slow and not harness_e2e"
+test-intro:
+	@echo "make test: the first run installs the test stack into .venv (pytest, FastAPI, Playwright,"
+	@echo "  schemathesis, langchain, the MCP SDK, Apprise: about 430 MB, a minute or two); then the"
+	@echo "  suite runs on 2 workers, real git and real processes: about 8 minutes on 2 cores."
+	@echo "  Skipped tests say why at the end (a missing Chromium, tmux, MCP Inspector …);"
+	@echo "  make test-slow runs the long races and soaks."
+
+test: test-intro $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -rs -m "not slow and not harness_e2e"
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -m slow
+	$(BIN)/python -m pytest -n 2 -q -rs -m slow
 
 # the real Claude Code, Codex and Gemini CLI against a mock model on 127.0.0.1 (they are
 # found in $$AGENT_REGISTRY_HARNESS_BIN or on PATH; .ci/run installs them from npm)
