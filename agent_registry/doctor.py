@@ -9,6 +9,9 @@ date), ``--fix`` runs it and then checks everything again, so the answer is the 
 after the fixes.  A fix that needs a person (a corrupt record, a remote that does not
 answer, a clock) is named, never guessed at.  Nothing here touches the working tree,
 the index or HEAD: only what the named commands touch.
+
+Over 400 lines: one short function per check, with the probes the hooks, harness and
+extras checks share; a split would scatter what `doctor` says about one clone.
 """
 from __future__ import annotations
 
@@ -119,6 +122,8 @@ def check_hooks(registry: Registry) -> Finding:
     state = githooks.status(info)
     repair = partial(githooks.install, info)
     missing, foreign, broken, stale, chained, idle = [], [], [], [], [], []
+    unimportable: list[str] = []
+    cannot: set[str] = set()
     for hook in state["hooks"]:
         name, path = hook["hook"], Path(hook["path"])
         if hook["state"] == "not installed":
@@ -127,6 +132,9 @@ def check_hooks(registry: Registry) -> Finding:
             foreign.append(name)
         elif hook["state"].startswith("broken"):
             broken.append(name)
+        elif (why := _hook_python_problem(path)):
+            unimportable.append(name)
+            cannot.add(why)
         elif path.read_text(encoding="utf-8", errors="replace") != githooks.hook_text(name):
             stale.append(name)
         if hook["chained"] and hook["state"] == "installed":
@@ -139,6 +147,7 @@ def check_hooks(registry: Registry) -> Finding:
     problems = [f"{what}: {', '.join(names)}" for what, names in (
         ("not installed", missing), ("another tool's hook in our place", foreign),
         ("pointing at a Python that is gone", broken),
+        (f"refusing every commit, since {'; '.join(sorted(cannot))}", unimportable),
         (f"not current (another version or Python than {sys.executable})", stale)) if names]
     if problems:
         return Finding("hooks", "fail", "; ".join(problems), fix, repair)
@@ -149,6 +158,95 @@ def check_hooks(registry: Registry) -> Finding:
                        "executable, so it does not run (as git would not run it)",
                        f"chmod +x the {githooks.CHAINED_SUFFIX} file if it should run")
     return Finding("hooks", "ok", verdict)
+
+
+_PROBED: dict[str, str | None] = {}  # interpreter -> what it lacks (None: nothing), per run
+
+
+def _probe(python: str, extras: list[str] = ()) -> str | None:
+    """What interpreter *python* lacks among agent_registry and *extras*, in one phrase
+    (``agent_registry: No module named …``, ``the mcp extra (mcp)``), or None; asked once
+    per interpreter and extras in a run of doctor."""
+    import subprocess
+    from .store.extras import probe_code
+    key = f"{python} {' '.join(extras)}"
+    if key not in _PROBED:
+        try:
+            proc = subprocess.run([python, "-c", probe_code(list(extras))], capture_output=True,
+                                  text=True, timeout=60, cwd="/")
+            lines = proc.stdout.splitlines() or (
+                [f"package: {proc.stderr.strip().splitlines()[-1]}"] if proc.returncode else [])
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines = [f"package: cannot run ({exc})"]
+        said = [f"{python} cannot import agent_registry ({l[9:]})" if l.startswith("package: ")
+                else f"{python} lacks the {l.split(':')[0]} extra ({l.split(': ', 1)[1]} not "
+                f"installed: pip install 'agent-registry[{l.split(':')[0]}]')" for l in lines]
+        _PROBED[key] = "; ".join(said) or None
+    return _PROBED[key]
+
+
+def _hook_python_problem(path: Path) -> str | None:
+    """Why the Python hook *path* runs cannot import agent_registry (None: it can, or it
+    is gone, which the hook's own state says)."""
+    python = githooks.installed_python(path)
+    if python is None or not os.access(python, os.X_OK):
+        return None
+    return _probe(python)
+
+
+def _interpreter(executable: str) -> str | None:
+    """The Python that *executable* runs: itself, or its script's ``#!`` interpreter."""
+    try:
+        with open(executable, "rb") as f:
+            head = f.readline(400).decode(errors="replace")
+    except OSError:
+        return None
+    if not head.startswith("#!"):
+        return executable  # a binary: an interpreter itself (`python -m agent_registry`)
+    words = head[2:].split()
+    if words and os.path.basename(words[0]) == "env" and len(words) > 1:
+        import shutil
+        return shutil.which(words[1])
+    return words[0] if words else None
+
+
+def check_extras(registry: Registry) -> Finding:
+    """The extras what is installed here needs: the MCP entries' server the mcp extra
+    (in the interpreter that entry runs); configured notifications the notify extra and a
+    configured LLM the llm extra (in this one)."""
+    from .harness import mcp
+    from .store.extras import missing
+    info = registry.repo.info
+    fails, warns, needs = [], [], []
+    entries = [h for h in mcp.FILES if info.toplevel and mcp.state(info.toplevel, h) == "current"]
+    if entries:
+        exe = mcp.server_command(info.toplevel)[0]
+        python = _interpreter(exe)
+        problem = _probe(python, ["mcp"]) if python else f"{exe} cannot be read"
+        needs.append("mcp")
+        if problem:
+            fails.append(f"the MCP entries ({', '.join(entries)}) run {exe}: {problem}")
+    from .watch.notify import URLS_ENV, settings
+    repo = registry.repo
+    try:
+        urls = settings(repo)[URLS_ENV] or repo.git("config", "--get-all",
+                                                   "agent-registry.notify", check=False).stdout
+    except RegistryError:
+        urls = ""
+    if urls.strip() and missing("notify"):
+        warns.append(f"notification targets are configured, but {sys.executable} lacks the "
+                     "notify extra: pip install 'agent-registry[notify]'")
+    from .wiki.llm import resolve
+    off = resolve()[1]
+    if "agent-registry[llm]" in off:
+        warns.append(f"an LLM is configured, but {off}")
+    if fails:
+        return Finding("extras", "fail", "; ".join(fails + warns),
+                       "pip install the extra named, into the interpreter named")
+    if warns:
+        return Finding("extras", "warn", "; ".join(warns), "pip install the extra named")
+    return Finding("extras", "ok", f"installed where needed: {', '.join(needs)}" if needs
+                   else "none needed (no MCP entry, notification target or LLM configured)")
 
 
 def check_harness(registry: Registry) -> Finding:
@@ -332,7 +430,8 @@ def _progress():
     return Progress.on_terminal()
 
 
-CHECKS = (check_git, check_branch, check_hooks, check_harness, check_sync, check_clock,
+CHECKS = (check_git, check_branch, check_hooks, check_harness, check_extras, check_sync,
+          check_clock,
           check_owners, check_stale, check_wiki_index)
 
 

@@ -45,7 +45,7 @@ def test_a_healthy_clone_exits_0_with_a_line_per_check(synced, run):
     code, report = doctor(run)
     assert code == 0 and report["healthy"] is True, report
     assert [c["name"] for c in report["checks"]] == [
-        "git", "branch", "hooks", "harness", "sync", "clock", "owners", "stale", "wiki index"]
+        "git", "branch", "hooks", "harness", "extras", "sync", "clock", "owners", "stale", "wiki index"]
     assert all(c["status"] == "ok" for c in report["checks"]), report
     assert check(report, "git")["verdict"].startswith("git 2.")
     assert "object format sha1" in check(report, "git")["verdict"]
@@ -54,7 +54,7 @@ def test_a_healthy_clone_exits_0_with_a_line_per_check(synced, run):
     assert text.returncode == 0
     lines = text.stdout.splitlines()
     assert lines[0].startswith("ok    git: git 2.") and lines[-1] == "healthy"
-    assert len(lines) == 10
+    assert len(lines) == 11
 
 
 def test_missing_hooks_fail_and_fix_installs_them(repo, run):

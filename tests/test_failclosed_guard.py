@@ -297,6 +297,7 @@ def test_an_existing_pre_merge_commit_hook_is_chained_and_restored(repo, run):
     result = json.loads(run("--json", "hooks", "install").stdout)
     mine = next(h for h in result["hooks"] if h["hook"] == "pre-merge-commit")
     assert mine["state"] == "installed, chaining the existing hook"
-    assert "agent_registry.guard pre-merge-commit" in hook.read_text()
+    assert "agent_registry.enforce.guard import main" in hook.read_text() and \
+        "pre-merge-commit merge" in hook.read_text()
     assert run("hooks", "uninstall").returncode == 0
     assert hook.read_text() == original and hook.stat().st_mode & 0o777 == 0o700

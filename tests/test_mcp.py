@@ -486,5 +486,6 @@ def test_without_the_sdk_the_command_says_how_to_install_it(repo):
     proc = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip() == ("agent-registry: the MCP server needs the MCP SDK: "
-                                   "pip install 'agent-registry[mcp]'")
+    assert proc.stderr.strip() == ("agent-registry: the MCP server (agent-registry mcp) needs "
+                                   "the mcp extra: pip install 'agent-registry[mcp]' (mcp is "
+                                   "not installed)")

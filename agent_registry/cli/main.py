@@ -43,6 +43,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "ack": "agent_registry.cli.messages:ack",
     "thread": "agent_registry.cli.messages:thread",
     "handoff": "agent_registry.cli.messages:handoff",
+    "uninstall": "agent_registry.cli.uninstall:uninstall",
 }
 
 
@@ -666,13 +667,12 @@ def mcp(out: Output, interval: float) -> None:
     registry://locks, registry://registry.md. Sessions it registers are bound to its
     parent (the harness) and heartbeated while it runs. Needs the mcp extra:
     pip install 'agent-registry[mcp]' (docs/mcp.md)."""
+    from ..store.extras import needed, require
     try:
+        require("mcp")  # every module of the extra: one missing is one line, no traceback
         from ..mcp_server import serve
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith(("mcp", "pydantic")):
-            raise
-        raise RegistryError("the MCP server needs the MCP SDK: "
-                            "pip install 'agent-registry[mcp]'") from None
+    except ImportError as exc:
+        raise needed("mcp", exc) from None
     serve(out.registry, interval)
 
 

@@ -7,7 +7,6 @@ import signal
 import click
 
 from ..cli.context import Output, pass_out
-from ..errors import RegistryError
 
 
 @click.command()
@@ -25,12 +24,13 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
     need the X-Agent-Registry-Token header with the token printed at start; a bind other
     than 127.0.0.1 needs that token (or $AGENT_REGISTRY_DASHBOARD_TOKEN) for every request.
     """
+    from ..store.extras import needed, require
     try:
+        require("web")  # uvicorn too, which serving imports later
         from .app import create_app, repo_id
         from .serve import access_token, place, serve
     except ImportError as exc:
-        raise RegistryError(f"the dashboard needs the web extra ({exc.name} is missing): "
-                            "pip install 'agent-registry[web]'") from None
+        raise needed("web", exc) from None
     registry = out.registry  # validates the repository before anything listens
     token = access_token(host)
     placement = place(host, port, repo_id(registry.repo.info.common_dir))

@@ -102,7 +102,7 @@ def status(info: RepoInfo) -> dict:
         target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
         state = ("installed" if is_ours(target) else
                  "other hook (not ours)" if _exists(target) else "not installed")
-        python = _installed_python(target) if state == "installed" else None
+        python = installed_python(target) if state == "installed" else None
         if python is not None and not os.access(python, os.X_OK):
             state = f"broken ({python} is gone: run hooks install)"
         hooks.append({"hook": name, "path": str(target), "state": state,
@@ -128,7 +128,7 @@ def status(info: RepoInfo) -> dict:
             "override_env": "AGENT_REGISTRY_ALLOW"}
 
 
-def _installed_python(path: Path) -> str | None:
+def installed_python(path: Path) -> str | None:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("AGENT_REGISTRY_PYTHON='"):
             return line.split("'", 2)[1]

@@ -21,7 +21,7 @@ import re
 from urllib.parse import urlsplit
 
 from ..store.shipped import folder
-from ..errors import BadInput, RegistryError
+from ..errors import BadInput
 from ..store.git import Repo
 
 EVENTS = ("started", "executed", "stopped", "idle")
@@ -47,13 +47,11 @@ class Target:
 
 
 def _apprise():
+    from ..store.extras import needed
     try:
         import apprise
-    except ModuleNotFoundError as exc:
-        if exc.name != "apprise":
-            raise
-        raise RegistryError("notifications need Apprise: "
-                            "pip install 'agent-registry[notify]'") from None
+    except ImportError as exc:
+        raise needed("notify", exc) from None
     return apprise
 
 

@@ -1,0 +1,67 @@
+"""The optional extras (pyproject's ``[project.optional-dependencies]``): which modules
+each brings, whether they are installed, and the one line a command says when its extra
+is missing.  Standard library only; nothing here imports an extra.
+
+A command that needs an extra imports it inside a ``try``, and turns the ImportError into
+:func:`needed` (``the dashboard needs the web extra: pip install 'agent-registry[web]'
+(uvicorn is not installed)``), never a traceback.  ``doctor`` asks the same question of
+another interpreter (a hook's, a harness entry's) with :func:`probe_code`.
+"""
+from __future__ import annotations
+
+from ..errors import RegistryError
+
+# extra -> (what needs it, the top-level modules it installs that the code imports)
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "mcp": ("the MCP server (agent-registry mcp)", ("mcp", "anyio", "pydantic")),
+    "web": ("the dashboard", ("fastapi", "uvicorn", "sse_starlette")),
+    "notify": ("sending notifications (agent-registry watch)", ("apprise",)),
+    "llm": ("the LLM (wiki ingest, reranking)", ("langchain_openai",)),
+}
+PACKAGE = "agent_registry"
+
+
+def missing(extra: str) -> list[str]:
+    """The modules of *extra* this interpreter cannot find (found, not imported)."""
+    import importlib.util
+    gone = []
+    for name in EXTRAS[extra][1]:
+        try:
+            if importlib.util.find_spec(name) is None:
+                gone.append(name)
+        except (ImportError, ValueError):
+            gone.append(name)
+    return gone
+
+
+def needed(extra: str, exc: ImportError | None = None) -> RegistryError:
+    """The one-line error of a command whose *extra* is missing (or broken: *exc*, the
+    ImportError its import raised).  An ImportError of this package itself is a bug, not
+    a missing extra: it is raised again."""
+    if exc is not None and (exc.name or "").split(".")[0] == PACKAGE:
+        raise exc
+    what, _ = EXTRAS[extra]
+    gone = missing(extra) or ([exc.name] if exc is not None and exc.name else [])
+    why = (f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} not installed" if gone
+           else f"{exc}" if exc is not None else "it is not installed")
+    return RegistryError(f"{what} needs the {extra} extra: "
+                         f"pip install 'agent-registry[{extra}]' ({why})",
+                         details={"extra": extra, "missing": gone})
+
+
+def require(extra: str) -> None:
+    """Raise :func:`needed` unless every module of *extra* can be found."""
+    if missing(extra):
+        raise needed(extra)
+
+
+def probe_code(extras: list[str]) -> str:
+    """Python source that imports this package and checks *extras* in whatever
+    interpreter runs it, printing one line per problem (nothing when all is well)."""
+    wanted = {extra: EXTRAS[extra][1] for extra in extras}
+    return ("import importlib.util as u\n"
+            "try:\n    import agent_registry\n"
+            "except Exception as e:\n    print('package: ' + str(e)); raise SystemExit\n"
+            f"for extra, names in {wanted!r}.items():\n"
+            "    gone = [n for n in names if u.find_spec(n) is None]\n"
+            "    if gone: print(extra + ': ' + ', '.join(gone))\n")
