@@ -67,6 +67,9 @@ def test_a_hung_hub_costs_one_timeout_and_is_named(tmp_path, hung):
     proc, took = timed(run, "--json", "inbox", "solo")
     assert proc.returncode == 0, proc.stderr
     assert took < TIMEOUT and hung.accepted == [], (took, proc.stderr)
+    proc, took = timed(run, "ack", "0123456789abcdef", "--session", "solo")
+    assert proc.returncode == 2 and "unknown message id" in proc.stderr
+    assert took < TIMEOUT and hung.accepted == [], (took, proc.stderr)
     # joining a room through a hub that never answers: one timeout, then the hub is not
     # contacted again by this command; the registration itself stands
     proc, took = timed(run, "--json", "register", "r1", "--provider", "Codex",

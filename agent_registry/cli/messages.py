@@ -122,7 +122,7 @@ def ack(out: Output, ids, sid) -> None:
     sid = resolve_session(sid)
     places: dict[int, tuple] = {}
     for mid in dict.fromkeys(ids):  # each id acknowledged where it lives: here or the hub
-        target = where_is(out.registry, mid) if MESSAGE_ID.fullmatch(mid) else None
+        target = where_is(out.registry, mid, sid) if MESSAGE_ID.fullmatch(mid) else None
         if target is None:
             raise BadInput(f"unknown message id {mid}")
         places.setdefault(id(target), (target, []))[1].append(mid)

@@ -253,9 +253,10 @@ def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
     return found
 
 
-def where_is(registry: Registry, mid: str) -> Registry | None:
+def where_is(registry: Registry, mid: str, sid: str | None = None) -> Registry | None:
     """The registry holding message *mid*: this one, else the hub (opened; the caller
-    closes it), else None."""
+    closes it), else None.  For session *sid* (an ack) the hub is asked only when it
+    joined a room there."""
     if find(views(registry), mid) is not None:
         return registry
     box = mailbox(registry)
@@ -266,7 +267,7 @@ def where_is(registry: Registry, mid: str) -> Registry | None:
             pass  # offline: this clone's copy answers
         if find(views(registry), mid) is not None:
             return registry
-    if not hub_url(registry):
+    if not hub_url(registry) or (sid is not None and not in_shared_room(registry, sid)):
         return None
     hub = open_hub(registry)
     if find(hub.view(), mid) is not None:
