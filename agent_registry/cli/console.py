@@ -78,13 +78,41 @@ def hoist_globals(argv: list[str]) -> list[str]:
     for position, item in enumerate(argv):
         if item == "--":
             return later + out + argv[position:]
-        (later if item in ("--json", "--quiet") and out else out).append(item)
+        (later if item in ("--json", "--quiet", "--no-color") and out else out).append(item)
     return later + out
 
 
+_color = {"off": False}  # --no-color given
+
+
+def no_color() -> None:
+    """The global ``--no-color``: no colour on any stream, terminal or not."""
+    _color["off"] = True
+
+
+def color_on(stream) -> bool:
+    """Colour only on a terminal, and never with ``--no-color`` or a non-empty $NO_COLOR
+    (https://no-color.org)."""
+    if _color["off"] or os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+ANSI = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+
+
+def paint(text: str, color: str, stream) -> str:
+    """*text* in *color* when *stream* gets colour (:func:`color_on`); the same codes as
+    click.style, without importing click (the fast path's refusals use it)."""
+    return f"\033[{ANSI[color]}m{text}\033[0m" if color_on(stream) else text
+
+
 def global_options(args: list[str]) -> dict | None:
-    """The global ``--json``, ``--quiet``/``-q`` and ``-C PATH`` that lead *args*,
-    popped from it; None for any other leading option (click's to judge)."""
+    """The global ``--json``, ``--quiet``/``-q``, ``--no-color`` and ``-C PATH`` that
+    lead *args*, popped from it; None for any other leading option (click's to judge)."""
     opts = {"json": False, "quiet": False, "directory": "."}
     while args and args[0].startswith("-"):
         flag = args.pop(0)
@@ -92,6 +120,8 @@ def global_options(args: list[str]) -> dict | None:
             opts["json"] = True
         elif flag in ("--quiet", "-q"):
             opts["quiet"] = True
+        elif flag == "--no-color":
+            no_color()
         elif flag == "-C" and args:
             opts["directory"] = args.pop(0)
         else:
@@ -137,7 +167,7 @@ def report(exc: Exception, json_mode: bool, say) -> int:
     error = exc if isinstance(exc, RegistryError) else os_failure(exc)
     if json_mode:
         say(output.error_json(error), False)
-    say(f"agent-registry: {error.message}", True)
+    say(paint(f"agent-registry: {error.message}", "red", sys.stderr), True)
     for line in output.takeover_lines(error.details):  # a claim kept locally (exit 3)
         say(line, True)
     return error.exit_code

@@ -8,11 +8,19 @@ from .context import Output, pass_out
 MARK = {"ok": "ok  ", "warn": "warn", "fail": "fail"}
 
 
-def report_text(report: dict) -> str:
-    """One line per check (and the fix under a problem), then the summary line."""
+COLOR = {"ok": "green", "warn": "yellow", "fail": "red"}
+
+
+def report_text(report: dict, color: bool = False) -> str:
+    """One line per check (and the fix under a problem), then the summary line; with
+    *color* (a terminal), the marks and the summary in green, yellow and red."""
+    def paint(text: str, status: str) -> str:
+        return click.style(text, fg=COLOR[status], bold=(status == "fail") or None) if color else text
+
     lines = []
     for check in report["checks"]:
-        lines.append(f"{MARK[check['status']]}  {check['name']}: {check['verdict']}")
+        lines.append(f"{paint(MARK[check['status']], check['status'])}  "
+                     f"{check['name']}: {check['verdict']}")
         if check["status"] != "ok" and check["fix"]:
             lines.append(f"      fix: {check['fix']}")
     lines += [f"fixed: {name}" for name in report["fixed"]]
@@ -20,9 +28,9 @@ def report_text(report: dict) -> str:
     failing = [c for c in report["checks"] if c["status"] == "fail"]
     fixable = sum(1 for c in report["checks"] if c["status"] != "ok" and c["fixable"])
     if not failing:
-        lines.append("healthy")
+        lines.append(paint("healthy", "ok"))
     else:
-        lines.append(f"{len(failing)} problem(s) found"
+        lines.append(paint(f"{len(failing)} problem(s) found", "fail")
                      + (f" (--fix can fix {fixable})" if fixable else ""))
     return "\n".join(lines)
 
@@ -43,6 +51,9 @@ def doctor(out: Output, fix: bool, json_here: bool) -> None:
     from ..doctor import doctor as examine
     out.json = out.json or json_here
     report = examine(out.registry, fix=fix)
-    out.emit(report, report_text(report))
+    import sys
+
+    from .console import color_on
+    out.emit(report, report_text(report, color=color_on(sys.stdout)))
     if not report["healthy"]:
         click.get_current_context().exit(1)

@@ -44,6 +44,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "thread": "agent_registry.cli.messages:thread",
     "handoff": "agent_registry.cli.messages:handoff",
     "uninstall": "agent_registry.cli.uninstall:uninstall",
+    "completion": "agent_registry.cli.completion:completion",
 }
 
 
@@ -67,15 +68,49 @@ def not_blank(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of a session id: the live ones (cli/completion.py)."""
+    from .completion import session_ids
+    return session_ids(ctx, param, incomplete)
+
+
+def complete_held(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of `lock release`'s paths: those the session holds."""
+    from .completion import held_paths
+    return held_paths(ctx, param, incomplete)
+
+
+def set_no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        from .console import no_color
+        no_color()
+
+
 session_option = click.option("--session", "--session-id", "sid", metavar="SID",
+                              shell_complete=complete_sessions,
                               help=f"Session id (default: ${SESSION_ENV}).")
+sid_argument = click.argument("sid", required=False, shell_complete=complete_sessions)
 
 
-def render_table(headers: list[str], rows: list[list], max_width: int = 40) -> str:
+def render_table(headers: list[str], rows: list[list], max_width: int = 40,
+                 color=None) -> str:
+    """A plain text table; *color(column, cell)* names a colour for a cell (or None), used
+    on a terminal only (console.color_on), the header then bold."""
+    from .console import color_on
     cells = [[str(c if c is not None else "")[:max_width] for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+    paint = color if color is not None and color_on(sys.stdout) else None
+
+    def line(r, style=None, plain=False):
+        out = []
+        for i, (c, w) in enumerate(zip(r, widths)):
+            text = c.ljust(w) if i < len(r) - 1 else c
+            name = None if plain else style or (paint(i, c) if paint else None)
+            out.append(click.style(text, fg=None if name == "bold" else name,
+                                   bold=(name == "bold") or None) if name else text)
+        return "  ".join(out).rstrip()
+    return "\n".join([line(headers, "bold" if paint else None),
+                      line(["-" * w for w in widths], plain=True)] + [line(r) for r in cells])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,6 +118,9 @@ def render_table(headers: list[str], rows: list[list], max_width: int = 40) -> s
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
 @click.option("-C", "directory", default=".", metavar="PATH",
               help="Run as if started in PATH (like git -C).")
+@click.option("--no-color", is_flag=True, expose_value=False, is_eager=True,
+              callback=set_no_color,
+              help="No colour (also: a non-empty $NO_COLOR); colour is used on a terminal only.")
 @click.version_option(package_name="agent-registry")
 @click.pass_context
 def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> None:
@@ -277,7 +315,7 @@ def owner_line(bound: dict) -> str:
 
 
 @cli.command()
-@click.argument("sid", required=False)
+@sid_argument
 @click.option("--working-on")
 @click.option("--todo-past", metavar="CSV")
 @click.option("--todo-present", metavar="CSV")
@@ -293,7 +331,7 @@ def update(out: Output, sid, **fields) -> None:
 
 
 @cli.command()
-@click.argument("sid", required=False)
+@sid_argument
 @click.option("--notify-executed", metavar="TEXT", default="",
               help="The message `watch` sends for this ending (instead of its pool's).")
 @pass_out
@@ -331,7 +369,7 @@ def context_log(out: Output, words: tuple[str, ...], session_opt: str | None) ->
 
 
 @context.command("show")
-@click.argument("sid", required=False)
+@sid_argument
 @pass_out
 def context_show(out: Output, sid) -> None:
     """Print the session's diary as the branch holds it (read back what `context log`
@@ -341,7 +379,7 @@ def context_show(out: Output, sid) -> None:
 
 
 @cli.command()
-@click.argument("sid", required=False)
+@sid_argument
 @pass_out
 def show(out: Output, sid) -> None:
     """Show one session in full (default: every live session)."""
@@ -424,13 +462,21 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
     now = out.registry.clock()
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
-    text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows)
-            if rows else "no sessions") + "\n" + sync_line(doc["sync"])
+    text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows,
+                         color=status_color) if rows else "no sessions") + "\n" + \
+        sync_line(doc["sync"])
     text += "".join(f"\nclock: {c['session']}'s heartbeat is dated {c['ahead_seconds']} s in "
                     f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
                     for c in doc["clock"])
     out.emit(doc, text)
+
+
+def status_color(column: int, cell: str) -> str | None:
+    """`status` on a terminal: a live session green, a stopped or killed one red."""
+    if column != 4:
+        return None
+    return {"OnWorking": "green", "Stop": "red", "Killed": "red"}.get(cell, "yellow")
 
 
 def room_status(out: Output, room: str) -> None:
@@ -469,7 +515,7 @@ def cleanup(out: Output) -> None:
 
 
 @cli.command()
-@click.argument("sid")
+@click.argument("sid", shell_complete=complete_sessions)
 @click.option("--force", is_flag=True, help="SIGKILL at once instead of SIGTERM then SIGKILL after 5 s.")
 @pass_out
 def kill(out: Output, sid, force) -> None:
@@ -514,7 +560,8 @@ def lock_acquire(out: Output, paths, sid, ttl, shared, generations=()) -> None:
 
 
 @lock.command("release")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH... [SID]",
+                shell_complete=complete_held)
 @session_option
 @click.option("--generation", "generations", multiple=True, metavar="TOKEN",
               help="Release only the claim of this generation (one per PATH, in order): "
@@ -593,7 +640,11 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
         if interval < 1:
             raise BadInput(f"SECONDS {interval:g}: at least 1")
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    why = out.registry.heartbeat_loop(resolve_session(sid), interval, paths=paths)
+    sid = out.registry.session(resolve_session(sid)).id  # an unknown one: its error first
+    out.notice([f"agent-registry: heartbeat-loop: renewing {sid} and its locks every "
+                f"{interval:g} s until the session ends or its process dies; stop it with "
+                f"Ctrl-C or `kill {os.getpid()}`"])
+    why = out.registry.heartbeat_loop(sid, interval, paths=paths)
     out.emit({"stopped": why}, f"heartbeat-loop stopped: {why}")
 
 
@@ -636,6 +687,10 @@ def watch(out: Output, interval: float, idle_minutes: float, once: bool) -> None
     last: dict = {}
 
     def report(result: dict) -> None:
+        if not once and not last:  # after the first pass: the targets were found
+            out.notice([f"agent-registry: watch: checking the registry every {interval:g} s, "
+                        f"notifying session starts, ends, stops and {idle_minutes:g} idle "
+                        f"minutes; stop it with Ctrl-C or `kill {os.getpid()}`"])
         last.update(result)
         if out.json and once and result["failed"]:
             return  # the error document below carries the pass
@@ -676,9 +731,27 @@ def mcp(out: Output, interval: float) -> None:
     serve(out.registry, interval)
 
 
+SHORT_HELP = """\
+agent-registry: coordinate AI coding agents working on one git repository.
+
+  agent-registry register --provider NAME   start a session (prints its id)
+  agent-registry status                     who is working on what
+  agent-registry lock acquire PATH...       claim files before editing (exit 1: held)
+  agent-registry lock release PATH...       let them go
+  agent-registry end --what TEXT            finish, with a wiki entry
+  agent-registry doctor                     is this clone ready for agents?
+
+Every command: agent-registry --help; one command: agent-registry COMMAND --help."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map every failure to one line and an exit code."""
-    json_mode = "--json" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    if not [a for a in args if a != "--no-color"] and \
+            "_AGENT_REGISTRY_COMPLETE" not in os.environ:
+        click.echo(SHORT_HELP)  # a bare `agent-registry`: short help, exit 0
+        return 0
+    json_mode = "--json" in args
     try:
         # a command's ctx.exit(code) (lock check's exit 1) comes back as the return value
         code = cli.main(args=argv, prog_name="agent-registry", standalone_mode=False)
