@@ -79,7 +79,7 @@ def test_lists_every_tool_with_a_schema_and_every_resource(repo):
         for name, prop in tool.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     acquire = next(t for t in tools if t.name == "lock_acquire").input_schema
-    assert set(acquire["properties"]) == {"paths", "session_id", "ttl", "shared"}
+    assert set(acquire["properties"]) == {"paths", "session_id", "ttl", "shared", "generations"}
     assert acquire["required"] == ["paths"]
     assert {str(r.uri) for r in resources} == RESOURCES
 
@@ -228,7 +228,7 @@ def test_rooms_over_mcp_register_send_room_who_and_inbox(tmp_path):
     assert {(s["id"], s["repo"]) for s in who[2]["sessions"]} == {("api-1", "api"), ("web-1", "web")}
     assert all(s["present"] for s in who[2]["sessions"])
     assert [s["id"] for s in own[2]["sessions"]] == ["api-1"] and own[2]["hub"] is None
-    assert not sent[0] and sent[2]["recipients"] == ["web-1"], sent[1]
+    assert not sent[0] and sent[2]["recipients"] == ["web-1@web"], sent[1]  # hub members
     assert both[0] and "exactly one of" in both[1]
     assert bad[0] and "invalid room" in bad[1]
     assert joined_own[0] and "room:<name>" in joined_own[1]
