@@ -10,7 +10,7 @@ PACKAGE_STAMP := $(VENV)/.installed-package
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip >/dev/null
 	# compat mode: a plain path entry; the default editable finder costs ~20 ms per process
 	$(BIN)/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP) $(PACKAGE_STAMP)
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 $(PACKAGE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
 	$(PYTHON) -m pip --python $(BIN)/python install -q -e . --config-settings editable_mode=compat \
-	    || { $(BIN)/python -m ensurepip -q && \
+	    || { $(BIN)/python -m ensurepip >/dev/null && \
 	         $(BIN)/python -m pip install -q -e . --config-settings editable_mode=compat; }
 	touch $(PACKAGE_STAMP)
 
