@@ -149,7 +149,8 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
         try:
             registry.register(sid, working_on=f"{ctx.product} session ({ctx.source or 'startup'})",
                               **fields)
-        except Refused:  # this id has ended (a resumed conversation): a fresh one
+        except Refused:  # this id has ended (a resumed conversation), or another live
+            # process of the harness holds it (the conversation resumed twice): a fresh one
             sid = f"{sid.split('+')[0]}+{int(registry.clock())}"
             registry.register(sid, working_on=f"{ctx.product} session (resumed)", **fields)
         _remember(info, ctx, sid)
