@@ -3,8 +3,8 @@ edit: ``lock acquire`` and ``lock check``.
 
 Importing click and building the command tree is about a third of a one-shot claim
 (docs/benchmarks.md).  These two commands are parsed here by hand when their arguments
-are plain (global ``--json``/``--quiet``/``-C PATH``; paths, the predecessor's trailing
-SID; ``--session``, ``--ttl``, ``--shared``); anything else (``--help``, an unknown or
+are plain (global ``--json``/``--quiet``/``--no-color``/``-C PATH``; paths, the
+predecessor's trailing SID; ``--session``, ``--ttl``, ``--shared``); anything else (``--help``, an unknown or
 malformed option, no path) goes to the click CLI, which owns the help texts and the usage
 errors.  Both paths read their arguments with :func:`lock_arguments`, call the same
 library functions and print through :mod:`agent_registry.cli.output`.  ``wiki query`` has a
