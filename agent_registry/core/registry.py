@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from ..branch import paths as P
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
-from ..store.procinfo import choose_owner, hostname, is_alive, protected_kind
+from ..store.procinfo import (backend as procinfo_backend, choose_owner, hostname,
+                               is_alive, protected_kind, same_process)
 from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso,
                               load_session, parse_iso, select_sessions, status_named)
 from ..branch.clones import Clones, MainView
@@ -57,13 +58,19 @@ def use_remote_committer(committer) -> None:
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
 
+FILE_LOCK_ENV = "AGENT_REGISTRY_FILE_LOCK"
+
+
 @contextmanager
 def file_lock(path: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive OS lock on *path* (flock; filelock on Windows), released when the
     block ends or the process dies, so a kill -9 never leaves it held.  *on_wait* is
-    called once before blocking, when another process holds it."""
+    called once before blocking, when another process holds it.  ``$AGENT_REGISTRY_FILE_LOCK``
+    ``=filelock`` takes the filelock branch where fcntl exists too (tests)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
+        if os.environ.get(FILE_LOCK_ENV) == "filelock":
+            raise ImportError(FILE_LOCK_ENV)
         import fcntl
     except ImportError:  # Windows: the platform-conditional dependency
         from filelock import FileLock, Timeout
@@ -538,8 +545,14 @@ class Registry:
         if not session.vouched:
             return ("its owner process was never vouched for (owner: "
                     f"{session.owner or 'not recorded'}), so no process is known to be the agent")
-        if not is_alive(session.pid, session.pid_start):
+        same = same_process(session.pid, session.pid_start)
+        if same is False:
             return f"its process {session.pid} is gone (or the pid now belongs to another process)"
+        if same is None or session.pid_start is None:
+            why = ("no process information here (neither /proc nor psutil)"
+                   if not procinfo_backend().available else "no start time was recorded"
+                   if session.pid_start is None else "its start time cannot be read")
+            return f"its process {session.pid} cannot be told from a later one with its pid: {why}"
         kind = protected_kind(session.pid)
         return f"its process {session.pid} is {kind}, never signalled" if kind else None
 
@@ -737,16 +750,19 @@ class Registry:
 
 
 
-def _terminate(pid: int, started: int | None, grace: float, force: bool) -> str:
+def _terminate(pid: int, started: int, grace: float, force: bool) -> str:
+    """Signal the vouched-for owner *pid* (started at *started*, checked by the caller):
+    SIGTERM, then SIGKILL after *grace* seconds if the same process still runs.  Whether
+    it runs is read (procinfo.same_process), never probed with a signal."""
     if not force:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            if not is_alive(pid, started):
+            if same_process(pid, started) is False:
                 return "SIGTERM"
             time.sleep(0.1)
-    if is_alive(pid, started):
-        os.kill(pid, signal.SIGKILL)
+    if same_process(pid, started):
+        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))  # Windows: TerminateProcess
         return "SIGKILL"
     return "SIGTERM"
 

@@ -1,4 +1,4 @@
-"""Which process owns a session, and whether it still runs.  Standard library only.
+"""Which process owns a session, and whether it still runs.  Standard library only on Linux.
 
 The owner is the agent, not the one-shot command.  A pid is recorded only when its
 process is known to live exactly as long as the agent (see :func:`choose_owner`): one
@@ -6,13 +6,25 @@ given explicitly (``register --pid``, ``AGENT_REGISTRY_PID``, a harness hook), o
 ancestor recognised as an agent runtime (:data:`AGENT_RUNTIMES`).  Guessing "the nearest
 ancestor that is not a shell" fails both ways: a per-command helper (a sandbox launcher,
 a Python wrapper, ``ssh host cmd``) exits at once, and a terminal multiplexer outlives
-every window.  Its start time (from /proc) tells a live agent from a later process that
-was given the same pid.
+every window.  Its start time tells a live agent from a later process that was given the
+same pid.
+
+Facts about a process (its kernel name, parent, start time, zombie state, command line)
+come from one of three backends (:mod:`procbackends`, chosen once by :func:`backend`):
+``/proc`` on Linux (the fast path, standard library only), psutil where there is no
+``/proc`` (macOS, Windows: a platform-conditional dependency, imported only there), or
+none.  ``AGENT_REGISTRY_PROCINFO`` (``proc``, ``psutil``, ``none``) forces one, for tests.  Nothing here signals a process to
+learn whether it runs (on Windows ``os.kill(pid, 0)`` is not a probe: it sends
+CTRL_C_EVENT).  With no backend nothing can be vouched for: :func:`same_process` answers
+None, :func:`is_alive` True (fail closed), so heartbeats and the TTL decide, a lock is
+never handed over for a process nobody could see die, and ``kill`` signals nothing.
 """
 from __future__ import annotations
 
 import os
 import re
+
+from .procbackends import BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose
 
 PID_ENV = "AGENT_REGISTRY_PID"
 RUNTIMES_ENV = "AGENT_REGISTRY_RUNTIMES"
@@ -56,33 +68,40 @@ def hostname() -> str:
     return socket.gethostname()
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    # comm may contain spaces and parentheses: the fields after it follow the last ')'
-    return [raw[raw.index("(") + 1:raw.rindex(")")]] + raw[raw.rindex(")") + 2:].split()
+_backend = None
+
+
+def backend():
+    """The process information backend this process uses, chosen once: /proc when
+    ``/proc/self/stat`` exists, else psutil, else none; ``$AGENT_REGISTRY_PROCINFO``
+    forces one."""
+    global _backend
+    if _backend is None:
+        _backend = choose(os.environ.get(BACKEND_ENV, ""))
+    return _backend
+
+
+def use_backend(name: str | None = None):
+    """Use the backend *name* in this process from now on; None: choose again at the
+    next use (from ``$AGENT_REGISTRY_PROCINFO``).  For tests."""
+    global _backend
+    _backend = None if name is None else choose(name)
+    return _backend
 
 
 def start_time(pid: int) -> int | None:
-    """Start time in clock ticks since boot (field 22 of /proc/PID/stat), or None."""
-    fields = _stat_fields(pid)
-    return int(fields[20]) if fields else None
+    """The token naming *pid*'s start (:class:`Proc`), or None."""
+    proc = backend().read(pid)
+    return proc.start if proc else None
 
 
 def parent_of(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return int(fields[2]) if fields else None
+    proc = backend().read(pid)
+    return proc.parent if proc else None
 
 
 def cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-    except OSError:
-        return []
+    return backend().cmdline(pid)
 
 
 def _name(path: str) -> str:
@@ -96,8 +115,8 @@ def _name(path: str) -> str:
 
 def _names(pid: int) -> list[str]:
     """What the process calls itself: argv[0], and its kernel name (``tmux: server``)."""
-    fields = _stat_fields(pid)
-    comm = fields[0].split(":")[0].split() if fields else []
+    proc = backend().read(pid)
+    comm = proc.name.split(":")[0].split() if proc else []
     return [_name(n) for n in cmdline(pid)[:1] + comm[:1] if n]
 
 
@@ -184,8 +203,8 @@ def _explicit(pid: int, label: str, how: str) -> Owner:
     """*pid* given by *label*: it must run, and must not be a process many share."""
     if pid <= 0:
         raise ValueError(f"{label} {pid}: not a process id")
-    if os.path.exists("/proc/self/stat"):
-        if start_time(pid) is None:
+    if backend().available:  # else nothing can be checked: heartbeats and the TTL decide
+        if backend().read(pid) is None:
             raise ValueError(f"{label} {pid}: no such process")
         kind = shared_kind(pid)
         if kind:
@@ -222,29 +241,46 @@ def choose_owner(pid: int | None = None, given_by: str = "--pid",
                                "liveness")
 
 
+def same_process(pid: int | None, started: int | None) -> bool | None:
+    """Is *pid* running (not a zombie), and the process that started at *started* (any
+    process, when *started* is None)?  False when it has exited or the pid now belongs
+    to a later process; None when this cannot be told here (no backend, or a process
+    whose start time cannot be read).  Reads; never signals."""
+    if not pid or pid < 0:
+        return False
+    info = backend()
+    if not info.available:
+        return None
+    proc = info.read(pid)
+    if proc is None or proc.zombie:  # a zombie has exited, it only waits to be reaped
+        return False
+    if started is None:
+        return True
+    return None if proc.start is None else proc.start == started
+
+
 def is_alive(pid: int | None, started: int | None) -> bool:
-    """Is *pid* running, and is it still the process that started at *started*?"""
+    """Is *pid* running, and is it still the process that started at *started*?  True
+    when that cannot be told (fail closed: a process nobody saw die keeps its locks
+    until the TTL)."""
     if not pid:
         return False
-    if os.path.exists("/proc/self/stat"):
-        fields = _stat_fields(pid)
-        # a zombie (state Z) has exited and only waits for its parent to reap it
-        if fields is None or fields[1] == "Z":
-            return False
-        return started is None or int(fields[20]) == started
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return same_process(pid, started) is not False
 
 
 def ancestors(pid: int | None = None) -> list[int]:
-    """*pid* (default: this process) and its parents, nearest first."""
+    """*pid* (default: this process) and its parents, nearest first.  A parent that
+    started after its child is a later process given an exited parent's pid (Windows
+    keeps the dead parent's pid): the chain stops there."""
     out, pid = [], pid or os.getpid()
+    info, after = backend(), None
     while pid and pid > 1 and len(out) < 64:
+        proc = info.read(pid)
+        if proc is not None and after is not None and proc.start is not None \
+                and proc.start > after:
+            break
         out.append(pid)
-        pid = parent_of(pid) or 0
+        if proc is None:
+            break
+        pid, after = proc.parent or 0, proc.start
     return out
