@@ -85,7 +85,7 @@ class PsutilBackend:
         psutil tells a process from a later one by the raw value, as this does."""
         psutil = self.psutil
         try:
-            try:  # Linux, macOS, NetBSD (psutil >= 6)
+            try:  # Linux, macOS, NetBSD (psutil >= 7.1, the pyproject's floor)
                 seconds = process._proc.create_time(monotonic=True)
             except (AttributeError, TypeError):  # Windows: creation time, a fixed instant
                 seconds = process.create_time()
