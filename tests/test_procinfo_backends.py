@@ -336,12 +336,16 @@ def _psutil_for_borrowed_tests(request, monkeypatch, hermetic_seal):
 HOLDER = '''
 import os, sys, time
 from agent_registry.core.registry import file_lock
-path, log, me = sys.argv[1], sys.argv[2], sys.argv[3]
+path, log, me, hold, go = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+if go:  # a barrier: every racer is started before any takes the lock
+    open(go[0] + "." + me, "w").close()
+    while not os.path.exists(go[0]):
+        time.sleep(0.002)
 waited = []
 with file_lock(path, on_wait=lambda: waited.append(1)):
     with open(log, "a") as f:
         f.write(f"in {me}\\n")
-    time.sleep(0.2)
+    time.sleep(hold)
     with open(log, "a") as f:
         f.write(f"out {me} waited={len(waited)}\\n")
 '''
@@ -349,32 +353,33 @@ with file_lock(path, on_wait=lambda: waited.append(1)):
 
 def test_the_filelock_branch_excludes_real_processes(tmp_path, monkeypatch, spy):
     """On Windows (no fcntl) the critical section is the filelock package's lock: forced
-    here, eight processes take it one at a time, and a waiter is told once."""
+    here, eight processes released at once take it one at a time, and a waiter is told."""
     monkeypatch.setenv("AGENT_REGISTRY_FILE_LOCK", "filelock")
-    path, log = tmp_path / "state" / "lock", tmp_path / "log"
-    racers = [subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(log), str(i)])
-              for i in range(8)]
+    path, log, go = tmp_path / "state" / "lock", tmp_path / "log", tmp_path / "go"
+    racers = [subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(log), str(i),
+                                "0.1", str(go)]) for i in range(8)]
+    wait_for(lambda: len(list(tmp_path.glob("go.*"))) == 8, "the racers to start",
+             alive=racers)
+    go.touch()
     assert [p.wait(timeout=120) for p in racers] == [0] * 8
     lines = log.read_text().splitlines()
     for enter, leave in zip(lines[::2], lines[1::2]):  # never two inside at once
         assert enter.startswith("in ") and leave.startswith(f"out {enter[3:]} ")
-    assert len(lines) == 16 and any("waited=1" in l for l in lines), lines
+    assert len(lines) == 16 and sum("waited=1" in l for l in lines) >= 1, lines
     assert [r["filelock"] for r in spy()] == [True] * 8, spy()
 
 
 def test_a_process_killed_inside_the_filelock_section_releases_it(tmp_path, monkeypatch, spy):
     monkeypatch.setenv("AGENT_REGISTRY_FILE_LOCK", "filelock")
     path, log = tmp_path / "state" / "lock", tmp_path / "log"
-    hung = subprocess.Popen([sys.executable, "-c", HOLDER.replace(
-        "    time.sleep(0.2)\n", "    time.sleep(600 if me == 'hung' else 0)\n"),
-        str(path), str(log), "hung"])
+    hung = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(log), "hung", "600"])
     try:
         wait_for(lambda: log.exists() and "in hung" in log.read_text(), "the holder to enter",
                  alive=[hung])
     finally:
         hung.kill()
         hung.wait()
-    after = subprocess.run([sys.executable, "-c", HOLDER, str(path), str(log), "next"],
+    after = subprocess.run([sys.executable, "-c", HOLDER, str(path), str(log), "next", "0"],
                            timeout=60)
     assert after.returncode == 0 and "out next waited=0" in log.read_text()
     assert [r["filelock"] for r in spy()] == [True], spy()
