@@ -383,7 +383,13 @@ def check_clock(registry: Registry) -> Finding:
 # -- sessions and locks --------------------------------------------------------------------
 
 def check_owners(registry: Registry) -> Finding:
+    from .store.procinfo import backend
     live = registry.sessions()
+    if not backend().available:
+        return Finding("owners", "warn", "no process information here (neither /proc nor "
+                       "psutil): no owner's death is seen, so heartbeats and the TTL decide "
+                       "when every session ends, and kill signals nothing",
+                       "pip install psutil")
     blind = [s.id for s in live if not s.vouched]
     if not blind:
         return Finding("owners", "ok", f"{len(live)} live session(s), every owner process "

@@ -234,6 +234,17 @@ def test_without_any_backend_heartbeats_and_the_ttl_decide(registry, clock, proc
     assert registry.claim("b-1", ["src/auth.py"])["locks"][0]["status"] == "taken-over"
 
 
+def test_doctor_warns_where_no_process_can_be_read(repo, run):
+    assert run("register", "a-1", "--provider", "Kimi", "--pid", str(os.getpid())).returncode == 0
+    owners = {}
+    for name in ("psutil", "none"):
+        proc = run("--json", "doctor", env={procinfo.BACKEND_ENV: name})
+        owners[name] = next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "owners")
+    assert owners["psutil"]["status"] == "ok", owners
+    assert owners["none"]["status"] == "warn" and "psutil" in owners["none"]["fix"], owners
+    assert owners["none"]["verdict"].startswith("no process information here (neither /proc")
+
+
 def test_a_start_time_psutil_cannot_read_keeps_the_lock_and_is_never_signalled(
         registry, clock, procs, backend_named, monkeypatch):
     """Windows refuses some processes' times to other users (AccessDenied)."""
