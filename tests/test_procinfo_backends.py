@@ -209,6 +209,16 @@ def test_the_linux_claim_path_reads_proc_and_never_imports_psutil(repo, run, pro
     records = [r for r in spy() if r["procinfo"]]
     assert len(records) >= 3 and {r["procinfo"] for r in records} == {"proc"}, records
     assert not any(r["psutil"] for r in spy()), spy()
+    # the guard's standard-library path: neither psutil nor typing (~6 ms) comes in
+    probe = subprocess.run([sys.executable, "-c", (
+        "import os, sys\n"
+        "import agent_registry.enforce.guard\n"
+        "from agent_registry.store import procinfo\n"
+        "assert procinfo.ancestors() and procinfo.is_alive(os.getpid(), "
+        "procinfo.start_time(os.getpid()))\n"
+        "print(sorted(m for m in ('psutil', 'typing') if m in sys.modules))\n")],
+        capture_output=True, text=True, timeout=60)
+    assert (probe.returncode, probe.stdout) == (0, "[]\n"), probe.stderr
 
 
 # -- no backend: fail closed ----------------------------------------------------------------
