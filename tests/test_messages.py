@@ -270,7 +270,7 @@ def test_handoff_to_a_session_and_the_old_path_form(team, repo):
 
 def test_register_prints_unread_messages_for_a_re_registered_session(team):
     js(send(team, "--from", "c1", "--to", "a1", "ping while you were away"))
-    again = team("register", "a1", "--provider", "Codex", "--working-on", "back")
+    again = team("register", "a1", "--resume", "--provider", "Codex", "--working-on", "back")
     assert again.returncode == 0 and "ping while you were away" in again.stderr
 
 
