@@ -65,6 +65,6 @@ def completion(shell: str) -> None:
     fish:  agent-registry completion fish > ~/.config/fish/completions/agent-registry.fish
     """
     from click.shell_completion import get_completion_class
-    from .main import cli
-    script = get_completion_class(shell)(cli, {}, PROG, COMPLETE_VAR).source()
+    root = click.get_current_context().find_root().command  # the CLI, without importing it
+    script = get_completion_class(shell)(root, {}, PROG, COMPLETE_VAR).source()
     click.echo(script)
