@@ -336,7 +336,7 @@ def test_stale_when_the_session_ended(registry, repo):
     record = branch_file(repo, record_name("src/auth.py")).encode()
     registry.finish("a")
     put_on_branch(repo, {record_name("src/auth.py"): record})
-    assert registry.check(["src/auth.py"])[0]["stale_reason"] == "its session is not registered"
+    assert registry.check(["src/auth.py"])[0]["stale_reason"] == "its session ended (Finished)"
     assert registry.claim("b", ["src/auth.py"])["locks"][0]["status"] == "taken-over"
 
 
