@@ -230,6 +230,16 @@ def build(service: Service) -> MCPServer:
     reg = service.registry
     tool = server.tool
 
+    def fresh(read: Callable[[], dict]) -> Callable[[], dict]:
+        """*read*, after a fetch when this clone's view is older than readFreshness (as
+        the CLI's reads): its answer says how old the view is when it could not fetch."""
+        def run() -> dict:
+            from .sync.fresh import freshen, said
+            freshen(reg)
+            answer = read()
+            return {**answer, **said(reg)}
+        return run
+
     @tool(annotations=WRITES)
     async def register(
         provider: Annotated[str, Field(description="Agent or tool: Claude, Codex, Gemini …")],
@@ -284,7 +294,7 @@ def build(service: Service) -> MCPServer:
         all: Annotated[bool, Field(description="Include ended sessions.")] = False,
     ) -> dict[str, Any]:
         """Live sessions (all: ended ones too), the sync state and clocks running ahead."""
-        return await service.run(lambda: reg.status(include_ended=all))
+        return await service.run(fresh(lambda: reg.status(include_ended=all)))
 
     @tool(annotations=READ_ONLY)
     async def show(
@@ -292,8 +302,8 @@ def build(service: Service) -> MCPServer:
             description="Session id (default: every live session).")] = None,
     ) -> dict[str, Any]:
         """One session in full (default: every live session)."""
-        return await service.run(lambda: {"sessions": [s.to_dict() for s in (
-            [reg.session(session_id)] if session_id else reg.sessions())]}, session_id)
+        return await service.run(fresh(lambda: {"sessions": [s.to_dict() for s in (
+            [reg.session(session_id)] if session_id else reg.sessions())]}), session_id)
 
     @tool(annotations=WRITES)
     async def lock_acquire(
@@ -332,7 +342,7 @@ def build(service: Service) -> MCPServer:
         def run() -> dict:
             results = reg.check(paths, session_id)
             return {"paths": results, "free_to_edit": check_code(results) == 0}
-        return await service.run(run, session_id)
+        return await service.run(fresh(run), session_id)
 
     @tool(annotations=WRITES)
     async def heartbeat(
@@ -479,7 +489,7 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Has this been done before? Past sessions ranked for text, best first."""
         from .wiki import api
-        return await service.run(lambda: api.search(reg, text, limit))
+        return await service.run(fresh(lambda: api.search(reg, text, limit)))
 
     @tool(annotations=READ_ONLY)
     async def wiki_show(

@@ -273,3 +273,27 @@ def test_a_fresh_view_costs_a_stat_and_no_process(pair, monkeypatch):
         view = freshen(registry)
         assert view["stale_view"] is False and view["as_of"]
         assert registry.warnings == []
+
+
+def test_the_mcp_server_reads_fresh_too(pair):
+    """A long-lived MCP server in clone b answers lock_check, status and show from a view
+    fetched within readFreshness, as the CLI does (it answered from b's old fetch)."""
+    import anyio
+    from test_mcp import call, server
+    _, a, b = pair
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")
+
+    async def script():
+        async with server(b.cwd) as session:
+            ok(a("lock", "acquire", "src/b.py", "--session", "a1"))
+            ok(a("register", "a2", "--provider", "Codex", "--working-on", "later"))
+            _, _, checked = await call(session, "lock_check", paths=["src/b.py"])
+            _, _, status = await call(session, "status")
+            _, _, shown = await call(session, "show", session_id="a2")
+            return checked, status, shown
+
+    checked, status, shown = anyio.run(script)
+    assert checked["paths"][0]["owner"] == "a1" and checked["free_to_edit"] is False
+    assert checked["stale_view"] is False
+    assert "a2" in {s["id"] for s in status["sessions"]}
+    assert shown["sessions"][0]["working_on"] == "later"
