@@ -640,11 +640,13 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
         if interval < 1:
             raise BadInput(f"SECONDS {interval:g}: at least 1")
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    sid = out.registry.session(resolve_session(sid)).id  # an unknown one: its error first
-    out.notice([f"agent-registry: heartbeat-loop: renewing {sid} and its locks every "
-                f"{interval:g} s until the session ends or its process dies; stop it with "
-                f"Ctrl-C or `kill {os.getpid()}`"])
-    why = out.registry.heartbeat_loop(sid, interval, paths=paths)
+    sid = resolve_session(sid)
+    # the start line once the first beat landed: an unknown session or a path it does not
+    # hold is the one line the command prints
+    why = out.registry.heartbeat_loop(sid, interval, paths=paths, started=lambda: out.notice([
+        f"agent-registry: heartbeat-loop: renewing {sid} and its locks every {interval:g} s "
+        f"until the session ends or its process dies; stop it with Ctrl-C or "
+        f"`kill {os.getpid()}`"]))
     out.emit({"stopped": why}, f"heartbeat-loop stopped: {why}")
 
 

@@ -695,10 +695,12 @@ class Registry:
 
     def heartbeat_loop(self, sid: str, interval: float, *, stop: Callable[[], bool] = lambda: False,
                        sleep: Callable[[float], None] = time.sleep,
-                       paths: Iterable[str] = ()) -> str:
+                       paths: Iterable[str] = (),
+                       started: Callable[[], None] = lambda: None) -> str:
         """Heartbeat every *interval* seconds until the session ends or, on this host,
         its process dies (so a dead agent's locks go stale instead of living forever);
-        with *paths*, also once the session no longer holds one of them (released)."""
+        with *paths*, also once the session no longer holds one of them (released).
+        *started* runs after the first heartbeat: the loop is then known to work."""
         beats = 0
         while not stop():
             session = self.session(sid)
@@ -714,6 +716,8 @@ class Registry:
                     raise
                 return exc.message
             beats += 1
+            if beats == 1:
+                started()
             sleep(interval)
         return "stopped"
 
