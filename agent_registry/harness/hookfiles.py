@@ -149,3 +149,4 @@ def installed_commands(toplevel: str, rel: str, harness: str) -> list[str]:
     except (OSError, ValueError):
         return []
     return [c for cs in our_commands(data, harness).values() for c in cs]
+

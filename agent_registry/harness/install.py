@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput
-from . import files, mcp, texts
+from . import files, hookfiles, mcp, texts
 from .command import executable, executable_of
 from .unmerge import unmerge
 
@@ -204,3 +204,17 @@ def install_many(toplevel: str, common_dir: str, names: list[str], options: Opti
 def uninstall_many(toplevel: str, common_dir: str, names: list[str]) -> dict:
     out = [uninstall(toplevel, common_dir, name) for name in names]
     return {"harnesses": out}
+
+
+def hooks_plan(harness: str, toplevel: str, options, hook_file: str, merge,
+               wanted: dict[str, dict]) -> files.Plan:
+    """The install plan of a harness whose hooks sit in one JSON file: its hooks merged
+    into *hook_file* (with *merge*: grouped or flat), then its MCP entry (``--mcp``;
+    Gemini's is in the same file, merged after the hooks), then its texts."""
+    plan = files.Plan(harness, toplevel)
+    plan.edit(hook_file, lambda old, path: hookfiles.merged_text(old, path, merge, wanted,
+                                                                  harness))
+    if options.mcp:
+        add_mcp(plan, harness)
+    add_texts(plan, harness)
+    return plan

@@ -26,15 +26,9 @@ def groups(options) -> dict[str, dict]:
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
-    from .install import add_mcp, add_texts
-    plan = Plan(NAME, toplevel)
-    wanted = groups(options)
-    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
-        old, path, hookfiles.merge_grouped, wanted, NAME))
-    add_texts(plan, NAME)
-    if options.mcp:
-        add_mcp(plan, NAME)
-    return plan
+    from .install import hooks_plan
+    return hooks_plan(NAME, toplevel, options, HOOK_FILE, hookfiles.merge_grouped,
+                                groups(options))
 
 
 def installed_commands(toplevel: str) -> list[str]:

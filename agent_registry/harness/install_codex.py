@@ -42,15 +42,10 @@ def groups(options) -> dict[str, dict]:
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
-    from .install import add_mcp, add_texts
-    plan = Plan(NAME, toplevel)
-    wanted = groups(options)
-    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
-        old, path, hookfiles.merge_grouped, wanted, NAME))
-    add_texts(plan, NAME)
-    if options.mcp:
-        add_mcp(plan, NAME)
-    else:
+    from .install import hooks_plan
+    plan = hooks_plan(NAME, toplevel, options, HOOK_FILE, hookfiles.merge_grouped,
+                                groups(options))
+    if not options.mcp:
         plan.notes.append("Codex's sandbox makes .git read-only, so registry writes from "
                           "its shell fail: add --mcp to give it the MCP tools")
     return plan

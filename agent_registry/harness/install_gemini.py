@@ -30,15 +30,9 @@ def groups(options) -> dict[str, dict]:
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
-    from .install import add_mcp, add_texts
-    plan = Plan(NAME, toplevel)
-    wanted = groups(options)
-    plan.edit(HOOK_FILE, lambda old, path: hookfiles.merged_text(
-        old, path, hookfiles.merge_grouped, wanted, NAME))
-    if options.mcp:  # the same file: merged after the hooks, one write
-        add_mcp(plan, NAME)
-    add_texts(plan, NAME)
-    return plan
+    from .install import hooks_plan
+    return hooks_plan(NAME, toplevel, options, HOOK_FILE, hookfiles.merge_grouped,
+                                groups(options))
 
 
 def installed_commands(toplevel: str) -> list[str]:
