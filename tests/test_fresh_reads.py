@@ -297,3 +297,17 @@ def test_the_mcp_server_reads_fresh_too(pair):
     assert checked["stale_view"] is False
     assert "a2" in {s["id"] for s in status["sessions"]}
     assert shown["sessions"][0]["working_on"] == "later"
+
+
+def test_status_remote_honours_the_network_timeout(pair):
+    """`status --remote URL` against a server that never answers gives up after
+    agent-registry.networkTimeout, naming it (it waited the built-in 30 s)."""
+    _, _, b = pair
+    hung = Hung()
+    try:
+        git(b.cwd, "config", "agent-registry.networkTimeout", "1")
+        status = b("status", "--remote", f"git://127.0.0.1:{hung.port}/remote.git")
+        assert status.returncode == 1
+        assert "no answer within 1 s" in status.stderr, status.stderr
+    finally:
+        hung.close()

@@ -492,7 +492,7 @@ def room_status(out: Output, room: str) -> None:
 
 def remote_status(out: Output, url: str) -> None:
     from ..sync.remote import remote_snapshot
-    snap = remote_snapshot(url)
+    snap = remote_snapshot(url, where=out.directory)
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"], s["host"]]
             for s in snap["sessions"]]
     locks = [[l["path"], l["mode"], l["owner"], "stale" if l["stale_reason"] else "fresh"]

@@ -835,19 +835,27 @@ def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:
 
 # -- reading a remote without a clone -------------------------------------------------
 
-def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
+def remote_snapshot(url: str, branch: str = "agent-registry", where: str | None = None) -> dict:
     """Sessions and locks straight from *url*, fetched into a temporary object store
-    made with the remote's object format (SHA-1 or SHA-256)."""
+    made with the remote's object format (SHA-1 or SHA-256), within the network timeout
+    git config gives in *where* (a repository's, else the user's)."""
     if url.startswith("-"):  # would be read as an option by git
         raise BadInput(f"invalid remote URL {redact(url)!r}")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or
            k.startswith(("GIT_CONFIG", "GIT_SSH", "GIT_ASKPASS", "GIT_TERMINAL"))}
+    said = run_git(["config", "--get", "agent-registry.networktimeout"], cwd=where, env=env,
+                   check=False).stdout.decode().strip()
+    try:
+        timeout = float(said) if said and float(said) > 0 else NETWORK_TIMEOUT
+    except ValueError:
+        timeout = NETWORK_TIMEOUT
     with tempfile.TemporaryDirectory(prefix="agent-registry-remote-") as tmp:
-        proc = _snapshot_fetch(tmp, url, branch, env, "sha1")
+        proc = _snapshot_fetch(tmp, url, branch, env, "sha1", timeout)
         server = re.search(r"mismatched algorithms: client \w+; server (\w+)",
                            proc.stderr.decode(errors="replace"))
         if proc.returncode != 0 and server:
-            proc = _snapshot_fetch(os.path.join(tmp, "again"), url, branch, env, server[1])
+            proc = _snapshot_fetch(os.path.join(tmp, "again"), url, branch, env, server[1],
+                                   timeout)
             tmp = os.path.join(tmp, "again")
         if proc.returncode != 0:
             failure = Offline.from_stderr(url, proc.stderr.decode(errors="replace"),
@@ -861,7 +869,7 @@ def remote_snapshot(url: str, branch: str = "agent-registry") -> dict:
 
 
 def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
-                    object_format: str) -> subprocess.CompletedProcess:
+                    object_format: str, timeout: float) -> subprocess.CompletedProcess:
     run_git(["init", "--bare", "-q", f"--object-format={object_format}", where], env=env)
     try:
         # with the lock shards and the clone refs (layouts 2 and 3): the whole view reads
@@ -870,10 +878,10 @@ def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
                         f"+refs/heads/{branch}:refs/heads/{branch}",
                         f"+refs/heads/{branch}-shards/*:refs/heads/{branch}-shards/*",
                         f"+refs/heads/{branch}-clones/*:refs/heads/{branch}-clones/*"],
-                       env=env, check=False, timeout=NETWORK_TIMEOUT)
+                       env=env, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
-                       f"{NETWORK_TIMEOUT:g} s", details={"remote_error": {
+                       f"{timeout:g} s", details={"remote_error": {
                            "kind": "unreachable", "message": "no answer"}}) from None
 
 
