@@ -123,7 +123,7 @@ def test_messages_of_the_single_branch_layout_are_still_read_and_acked(run, repo
     assert stranger.returncode == 1 and "not a recipient" in stranger.stderr
     assert ref(repo, BRANCH) == main
     assert js(run("--json", "inbox", "a1"))["messages"] == []
-    assert reply["id"] in run("register", "c1", "--provider", "Codex").stderr  # the reply waits
+    assert reply["id"] in run("register", "c1", "--provider", "Codex", "--resume").stderr  # waits
     assert js(run("--json", "thread", old))["messages"][0]["acked_by"] == ["a1"]
 
 

@@ -781,6 +781,9 @@ def catch_up(registry: Registry) -> Offline | MassDeletion | None:
     before = registry.repo.read_ref(registry.tracking_ref)
     try:
         remote = fetch(registry)
+        if registry.repo.read_ref(registry.ref) is None:
+            return None  # nothing of ours to replay, and a read makes no local branch: the
+            # tip is the tracking ref then (Registry.tip), which the fetch moved
         with file_lock(registry.lock_file):
             # no helping here: what it would carry for other clones waits for a push
             _rebase(registry, remote, before, help=False)
