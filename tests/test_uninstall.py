@@ -280,3 +280,14 @@ def test_doctor_checks_the_mcp_entries_have_the_mcp_extra(repo, run, blocker):
     assert "the MCP entries (claude)" in extras["verdict"]
     assert "lacks the mcp extra (mcp not installed: pip install 'agent-registry[mcp]')" in \
         extras["verdict"]
+
+
+def test_harness_install_mcp_says_when_the_server_it_writes_cannot_start(repo, run, blocker):
+    assert run("init").returncode == 0
+    fine = run("harness", "install", "claude", "--mcp", check_untouched=False)
+    assert fine.returncode == 0 and "mcp extra" not in fine.stderr
+    env = {"PYTHONPATH": blocker, "TEST_BLOCK_IMPORTS": "mcp"}
+    lacking = run("harness", "install", "gemini", "--mcp", env=env, check_untouched=False)
+    assert lacking.returncode == 0, lacking.stderr  # written: the extra can come after
+    assert "the MCP entries written will not start" in lacking.stderr
+    assert "pip install 'agent-registry[mcp]'" in lacking.stderr

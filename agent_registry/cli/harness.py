@@ -82,6 +82,11 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     result = install_many(info.toplevel, info.git_dir, names,
                           Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake),
                           grant=grant, file_name=file_name)
+    if with_mcp:  # the entries start this installation's server: it needs the extra
+        from ..store.extras import missing, needed
+        if missing("mcp"):
+            result["mcp_extra_missing"] = missing("mcp")
+            out.warn(f"the MCP entries written will not start: {needed('mcp').message}")
     out.emit(result, _install_text(result))
 
 
