@@ -539,7 +539,8 @@ def lasting(repo: Path, main: str) -> tuple[dict, dict]:
     return kept, shards
 
 
-@pytest.mark.parametrize("round_", range(4))
+@pytest.mark.parametrize("round_", [0, *(pytest.param(r, marks=pytest.mark.slow)
+                                         for r in range(1, 4))])
 def test_two_clones_upgrading_at_once_land_one_upgrade(tmp_path, round_):
     """Rounds 0 and 2 race `shard` against `shard`; rounds 1 and 3 race `shard` against
     an operation of a clone whose git config asks for shards (the automatic upgrade)."""
