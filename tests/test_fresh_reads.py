@@ -190,19 +190,20 @@ def test_a_hung_remote_costs_one_network_timeout_and_says_so(pair):
         git(b.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{hung.port}/remote.git")
         git(b.cwd, "config", "agent-registry.networkTimeout", "1")
         age_view(b)
-        started = time.monotonic()
         check = b("--json", "lock", "check", "src/b.py")
         assert check.returncode == 0, check.stderr
         found = _stale(check, "no answer within 1 s")
         assert found["remote_error"]["kind"] == "unreachable"
-        # the reads right after it answer from the clone at once, saying why
+        tried = len(hung.held)
+        assert tried >= 1  # the read did try the remote
+        # the reads right after it answer from the clone, saying why, without trying the
+        # hung remote again (counted by its connections, not by the clock)
         status = ok(b("--json", "status"))
         _stale(status, "no answer within 1 s")
-        assert time.monotonic() - started < 20
+        assert len(hung.held) == tried
         git(b.cwd, "config", "agent-registry.readFreshness", "0")  # always: tries again
-        again = time.monotonic()
         _stale(ok(b("--json", "status")), "no answer within 1 s")
-        assert 0.9 < time.monotonic() - again < 15
+        assert len(hung.held) > tried
     finally:
         hung.close()
 

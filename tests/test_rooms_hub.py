@@ -47,12 +47,6 @@ def hung():
     server.close()
 
 
-def timed(run: Runner, *args: str):
-    start = time.monotonic()
-    proc = run(*args)
-    return proc, time.monotonic() - start
-
-
 TIMEOUT = 2
 
 
@@ -64,18 +58,18 @@ def test_a_hung_hub_costs_one_timeout_and_is_named(tmp_path, hung):
     run = Runner(repo)
     assert run("register", "solo", "--provider", "Codex").returncode == 0
     # a session in no room never waits on the hub
-    proc, took = timed(run, "--json", "inbox", "solo")
+    proc = run("--json", "inbox", "solo")
     assert proc.returncode == 0, proc.stderr
-    assert took < TIMEOUT and hung.accepted == [], (took, proc.stderr)
-    proc, took = timed(run, "ack", "0123456789abcdef", "--session", "solo")
+    assert hung.accepted == [], proc.stderr  # the hub was not even connected to
+    proc = run("ack", "0123456789abcdef", "--session", "solo")
     assert proc.returncode == 2 and "unknown message id" in proc.stderr
-    assert took < TIMEOUT and hung.accepted == [], (took, proc.stderr)
+    assert hung.accepted == [], proc.stderr
     # joining a room through a hub that never answers: one timeout, then the hub is not
     # contacted again by this command; the registration itself stands
-    proc, took = timed(run, "--json", "register", "r1", "--provider", "Codex",
-                       "--room", "room:contract")
+    proc = run("--json", "register", "r1", "--provider", "Codex", "--room", "room:contract")
     assert proc.returncode == 0, proc.stderr
-    assert took < 3 * TIMEOUT + 4, (took, proc.stderr)
+    # counted by the hub's connections, not the clock: one try, then skipped
+    assert len(hung.accepted) == 1, (len(hung.accepted), proc.stderr)
     named = f"the hub http://127.0.0.1:{hung.port}/hub.git"
     assert named in proc.stderr and "s3cret" not in proc.stderr + proc.stdout
     assert "origin" not in proc.stderr, proc.stderr
@@ -83,9 +77,9 @@ def test_a_hung_hub_costs_one_timeout_and_is_named(tmp_path, hung):
     assert out["rooms"]["confirmed"] is False
     assert named in out["rooms"]["remote_error"]["message"]
     # the inbox of a session in a room asks the hub once, within the timeout
-    proc, took = timed(run, "--json", "inbox", "r1")
+    proc = run("--json", "inbox", "r1")
     assert proc.returncode == 0, proc.stderr
-    assert took < 2 * TIMEOUT + 4, (took, proc.stderr)
+    assert len(hung.accepted) == 2, (len(hung.accepted), proc.stderr)  # asked once more
     assert named in proc.stderr and "origin" not in proc.stderr
 
 
