@@ -243,6 +243,14 @@ def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str) -> list[str]:
 
 # -- the decision before a write ------------------------------------------------------
 
+def _undecided(ctx: Ctx, allowed: str, why: str, refusal: str) -> Decision:
+    """When the gate cannot decide: refused, saying why (*refusal*), unless the person set
+    AGENT_REGISTRY_ALLOW=1, which lets it through with a notice (*allowed*: why)."""
+    if ctx.allowed:
+        return Decision(True, notice=f"agent-registry: {allowed} ({ALLOW_ENV}=1): {why}")
+    return Decision(False, refusal)
+
+
 def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
               pid: int | None = None) -> Decision:
     """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied
@@ -267,12 +275,10 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
     shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
     if report.unreadable:  # a registry that exists but cannot be read: fail closed
         why = report.mode[len(UNREADABLE):]
-        if ctx.allowed:
-            return Decision(True, notice=f"agent-registry: {shown} allowed unchecked "
-                                         f"({ALLOW_ENV}=1): {why}")
-        return Decision(False, f"agent-registry: cannot tell whether {shown} is locked: "
-                               f"{why}. Do not edit it until the registry branch is repaired "
-                               f"(git fsck; agent-registry sync), or the user sets {ALLOW_ENV}=1.")
+        return _undecided(ctx, f"{shown} allowed unchecked", why, (
+            f"agent-registry: cannot tell whether {shown} is locked: {why}. Do not edit it "
+            f"until the registry branch is repaired (git fsck; agent-registry sync), or the "
+            f"user sets {ALLOW_ENV}=1."))
     conflicts = report.conflicts
     if not conflicts and auto_claim:
         try:
@@ -281,12 +287,10 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
             pass  # claimed in this clone; the remote confirms it at the next sync
         except (RegistryError, OSError) as exc:  # the claim was not made: fail closed
             why = (os_failure(exc) if isinstance(exc, OSError) else exc).message
-            if ctx.allowed:
-                return Decision(True, notice=f"agent-registry: {shown} not claimed, allowed "
-                                             f"({ALLOW_ENV}=1): {why}")
-            return Decision(False, f"agent-registry: could not claim {shown} before the edit: "
-                                   f"{why}. Do not edit it until `agent-registry lock acquire "
-                                   f"--session {sid} {paths[0]}` works.")
+            return _undecided(ctx, f"{shown} not claimed, allowed", why, (
+                f"agent-registry: could not claim {shown} before the edit: {why}. Do not "
+                f"edit it until `agent-registry lock acquire --session {sid} {paths[0]}` "
+                f"works."))
     if not conflicts:
         return Decision(True)
     return Decision(False, _held_text(sid, conflicts, describe))
