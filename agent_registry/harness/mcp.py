@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BadInput
+from .hookfiles import dump, load_object
 
 SERVER = "agent-registry"
 FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",
@@ -115,12 +116,7 @@ def state(toplevel: str, harness: str) -> str:
 def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str | None:
     """The new text of a JSON settings file with our server in ``mcpServers``, or None
     when it already says so."""
-    try:
-        data = json.loads(old) if old.strip() else {}
-    except ValueError as exc:
-        raise BadInput(f"{path} is not valid JSON ({exc}); nothing changed") from None
-    if not isinstance(data, dict):
-        raise BadInput(f"{path} is not a JSON object; nothing changed")
+    data = load_object(old, path)
     if harness == "opencode" and not data:  # a new file names its schema, as opencode's do
         data["$schema"] = "https://opencode.ai/config.json"
     key = _KEY.get(harness, "mcpServers")
@@ -138,7 +134,7 @@ def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str |
     if isinstance(entry, dict) and all(entry.get(k) == v for k, v in ours.items()):
         return None
     servers[SERVER] = {**entry, **ours} if isinstance(entry, dict) else ours
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dump(data)
 
 
 def _merge_toml(old: str, path: Path, command: list[str], harness: str) -> str | None:
