@@ -239,6 +239,25 @@ def test_the_printed_link_opens_a_token_guarded_dashboard(page, snap, agents, re
         other.close()
 
 
+def test_an_open_wiki_entry_stays_open_when_the_wiki_changes_live(page, snap, agents, repo):
+    agents.register("wiki-1", "Kimi", "wiki")
+    agents.cli("end", "wiki-1", "--what", "quokka habitat survey", "--how", "counted burrows")
+    with served(repo) as info:
+        open_dashboard(page, info)
+        page.fill("#wiki-q", "quokka")
+        page.click("#wiki-form button")
+        entry = page.locator("#wiki-results details").filter(has_text="habitat survey")
+        entry.locator("summary").click()
+        expect(entry.locator("dl")).to_contain_text("counted burrows")
+        # another session's entry lands: the list is searched again and rebuilt
+        agents.register("wiki-2", "Claude", "wiki")
+        agents.cli("end", "wiki-2", "--what", "quokka diet notes", "--how", "read papers")
+        expect(page.locator("#wiki-results details")).to_have_count(2, timeout=LIVE_UPDATE_MS)
+        expect(entry).to_have_attribute("open", "")
+        expect(entry.locator("dl")).to_contain_text("counted burrows")
+        snap()
+
+
 HOSTILE_ID = "<img src=x onerror=window.pwned=2>"
 HOSTILE_TEXT = "<script>window.pwned=1</script>"
 HOSTILE_PATH = '"><img src=x onerror=window.pwned=1>'

@@ -418,6 +418,10 @@ async function searchWiki() {
     list.replaceChildren();
     return;
   }
+  // a newer search or refresh may have started while this one waited: the newest query wins
+  if (q !== state.wikiQuery) return;
+  // a refresh rebuilds the list; an entry the reader had open stays open
+  const open = new Set([...list.querySelectorAll("details[open]")].map((d) => d.dataset.entry));
   const latest = data.ranker === "latest";
   const llm = data.llm_off ? ` (LLM off: ${data.llm_off})` : "";
   $("wiki-ranker").textContent = latest ? (data.results.length ? "latest entries" : "the wiki has no entries yet")
@@ -428,6 +432,7 @@ async function searchWiki() {
          el("span", { class: "mono muted" }, r.session_id), el("span", { class: "score" }, latest ? r.date : `score ${Number(r.score).toPrecision(3)}`)),
       r.why && !latest ? el("p", { class: "muted" }, r.why) : null);
     details.addEventListener("toggle", () => { if (details.open) loadWikiEntry(details, r.id); }, { once: true });
+    details.open = open.has(r.id);
     return el("li", {}, details);
   }));
 }
