@@ -168,7 +168,7 @@ def _probe(python: str, extras: list[str] = ()) -> str | None:
     (``agent_registry: No module named …``, ``the mcp extra (mcp)``), or None; asked once
     per interpreter and extras in a run of doctor."""
     import subprocess
-    from .store.extras import probe_code
+    from .store.extras import install_command, probe_code
     key = f"{python} {' '.join(extras)}"
     if key not in _PROBED:
         try:
@@ -180,7 +180,7 @@ def _probe(python: str, extras: list[str] = ()) -> str | None:
             lines = [f"package: cannot run ({exc})"]
         said = [f"{python} cannot import agent_registry ({l[9:]})" if l.startswith("package: ")
                 else f"{python} lacks the {l.split(':')[0]} extra ({l.split(': ', 1)[1]} not "
-                f"installed: pip install 'agent-registry[{l.split(':')[0]}]')" for l in lines]
+                f"installed: {install_command(l.split(':')[0])})" for l in lines]
         _PROBED[key] = "; ".join(said) or None
     return _PROBED[key]
 
@@ -215,7 +215,7 @@ def check_extras(registry: Registry) -> Finding:
     (in the interpreter that entry runs); configured notifications the notify extra and a
     configured LLM the llm extra (in this one)."""
     from .harness import mcp
-    from .store.extras import missing
+    from .store.extras import install_command, missing
     info = registry.repo.info
     fails, warns, needs = [], [], []
     entries = [h for h in mcp.FILES if info.toplevel and mcp.state(info.toplevel, h) == "current"]
@@ -235,10 +235,10 @@ def check_extras(registry: Registry) -> Finding:
         urls = ""
     if urls.strip() and missing("notify"):
         warns.append(f"notification targets are configured, but {sys.executable} lacks the "
-                     "notify extra: pip install 'agent-registry[notify]'")
+                     f"notify extra: {install_command('notify')}")
     from .wiki.llm import resolve
     off = resolve()[1]
-    if "agent-registry[llm]" in off:
+    if "[llm]'" in off:
         warns.append(f"an LLM is configured, but {off}")
     if fails:
         return Finding("extras", "fail", "; ".join(fails + warns),

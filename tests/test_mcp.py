@@ -19,7 +19,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from agent_registry import Registry  # noqa: E402
-from helpers import CLI, WAITER, git  # noqa: E402
+from helpers import CLI, ROOT, WAITER, git  # noqa: E402
 
 TOOLS = {"register", "status", "show", "lock_acquire", "lock_release", "lock_check",
          "heartbeat", "context_log", "finish", "end", "wiki_query", "wiki_show",
@@ -487,5 +487,5 @@ def test_without_the_sdk_the_command_says_how_to_install_it(repo):
                           text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip() == ("agent-registry: the MCP server (agent-registry mcp) needs "
-                                   "the mcp extra: pip install 'agent-registry[mcp]' (mcp is "
+                                   f"the mcp extra: pip install '{ROOT}[mcp]' (mcp is "
                                    "not installed)")

@@ -259,7 +259,7 @@ def test_a_missing_extra_is_one_line_naming_it(repo, run, blocker, blocked, args
                           env={**os.environ, **env}, stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 1 and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert f"needs the {extra} extra: pip install 'agent-registry[{extra}]' ({blocked} is " \
+    assert f"needs the {extra} extra: pip install '{ROOT}[{extra}]' ({blocked} is " \
         "not installed)" in proc.stderr
     as_json = subprocess.run([CLI, "--json", *args], cwd=repo, capture_output=True, text=True,
                              env={**os.environ, **env}, stdin=subprocess.DEVNULL, timeout=120)
@@ -278,7 +278,7 @@ def test_doctor_checks_the_mcp_entries_have_the_mcp_extra(repo, run, blocker):
     extras = next(c for c in lacking["checks"] if c["name"] == "extras")
     assert extras["status"] == "fail" and not lacking["healthy"]
     assert "the MCP entries (claude)" in extras["verdict"]
-    assert "lacks the mcp extra (mcp not installed: pip install 'agent-registry[mcp]')" in \
+    assert f"lacks the mcp extra (mcp not installed: pip install '{ROOT}[mcp]')" in \
         extras["verdict"]
 
 
@@ -290,4 +290,4 @@ def test_harness_install_mcp_says_when_the_server_it_writes_cannot_start(repo, r
     lacking = run("harness", "install", "gemini", "--mcp", env=env, check_untouched=False)
     assert lacking.returncode == 0, lacking.stderr  # written: the extra can come after
     assert "the MCP entries written will not start" in lacking.stderr
-    assert "pip install 'agent-registry[mcp]'" in lacking.stderr
+    assert f"pip install '{ROOT}[mcp]'" in lacking.stderr

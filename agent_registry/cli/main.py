@@ -22,6 +22,7 @@ import click
 from . import output
 from .console import SESSION_ENV, lock_arguments, new_session_id, report, resolve_session
 from .context import Output, pass_out
+from .table import render_table, status_color
 from ..errors import BAD_INPUT, BadInput, RegistryError
 from .output import age, local_time
 
@@ -45,6 +46,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "handoff": "agent_registry.cli.messages:handoff",
     "uninstall": "agent_registry.cli.uninstall:uninstall",
     "completion": "agent_registry.cli.completion:completion",
+    "repos": "agent_registry.cli.repos:repos",
 }
 
 
@@ -92,27 +94,6 @@ session_option = click.option("--session", "--session-id", "sid", metavar="SID",
 sid_argument = click.argument("sid", required=False, shell_complete=complete_sessions)
 
 
-def render_table(headers: list[str], rows: list[list], max_width: int = 40,
-                 color=None) -> str:
-    """A plain text table; *color(column, cell)* names a colour for a cell (or None), used
-    on a terminal only (console.color_on), the header then bold."""
-    from .console import color_on
-    cells = [[str(c if c is not None else "")[:max_width] for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    paint = color if color is not None and color_on(sys.stdout) else None
-
-    def line(r, style=None, plain=False):
-        out = []
-        for i, (c, w) in enumerate(zip(r, widths)):
-            text = c.ljust(w) if i < len(r) - 1 else c
-            name = None if plain else style or (paint(i, c) if paint else None)
-            out.append(click.style(text, fg=None if name == "bold" else name,
-                                   bold=(name == "bold") or None) if name else text)
-        return "  ".join(out).rstrip()
-    return "\n".join([line(headers, "bold" if paint else None),
-                      line(["-" * w for w in widths], plain=True)] + [line(r) for r in cells])
-
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "json_mode", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
@@ -152,7 +133,7 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 def init(out: Output, branch: str | None, remote: str | None, remote_name: str | None,
          with_hooks: bool = False) -> None:
     """Create the registry branch (idempotent; never touches the working tree)."""
-    from ..core.registry import Registry
+    from ..sync import Registry  # the face's class: it remembers the repository
     repo = out.registry.repo
     named = bool(remote) and (remote.lower() == "none" or not repo.git(
         "remote", "get-url", "--", remote, check=False).returncode)
@@ -432,9 +413,20 @@ def sync_line(state: dict) -> str:
 @click.option("--room", metavar="ROOM", callback=not_blank,
               help="Who is in ROOM (room:<name> through the hub, or repo:<name>), from "
                    "which repository, present or away.")
+@click.option("--repos", "every_repo", is_flag=True,
+              help="The sessions of every repository on your list (`repos list`), with a "
+                   "REPOSITORY column; each read as its clone has it, nothing fetched.")
 @pass_out
-def status(out: Output, status_filter, provider, project, show_all, remote_url, room) -> None:
+def status(out: Output, status_filter, provider, project, show_all, remote_url, room,
+           every_repo=False) -> None:
     """Table of sessions (default: live ones) and the sync state."""
+    if every_repo:
+        if remote_url or room:
+            raise BadInput("--repos reads every repository on your list: not with "
+                           "--remote or --room")
+        from .repos import status_repos
+        return status_repos(out, include_ended=show_all, status=status_filter,
+                            provider=provider, project=project)
     if remote_url:
         return remote_status(out, remote_url)
     if room:
@@ -470,13 +462,6 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
                     for c in doc["clock"])
     out.emit(doc, text)
-
-
-def status_color(column: int, cell: str) -> str | None:
-    """`status` on a terminal: a live session green, a stopped or killed one red."""
-    if column != 4:
-        return None
-    return {"OnWorking": "green", "Stop": "red", "Killed": "red"}.get(cell, "yellow")
 
 
 def room_status(out: Output, room: str) -> None:
@@ -593,9 +578,15 @@ def lock_check(out: Output, paths, sid) -> None:
 
 
 @lock.command("list")
+@click.option("--repos", "every_repo", is_flag=True,
+              help="The locks of every repository on your list (`repos list`), with a "
+                   "REPOSITORY column; each read as its clone has it, nothing fetched.")
 @pass_out
-def lock_list(out: Output) -> None:
+def lock_list(out: Output, every_repo: bool = False) -> None:
     """Every lock held by a live session."""
+    if every_repo:
+        from .repos import lock_list_repos
+        return lock_list_repos(out)
     locks = out.registry.locks()
     rows = [[l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
              ("stale" if l["stale_reason"] else "fresh")
@@ -681,7 +672,7 @@ def watch(out: Output, interval: float, idle_minutes: float, once: bool) -> None
     in $AGENT_REGISTRY_NOTIFY_URLS (or a git-ignored .env) and `git config
     agent-registry.notify`. The first run records the registry and sends nothing for
     history. A failed delivery is kept and retried with backoff; --once exits 3 when
-    one is still pending. Needs the notify extra: pip install 'agent-registry[notify]'
+    one is still pending. Needs the notify extra: pip install '.[notify]' from a clone
     (docs/watch.md)."""
     from ..errors import Unconfirmed
     from ..watch.follow import pass_lines
@@ -723,7 +714,7 @@ def mcp(out: Output, interval: float) -> None:
     context_log, finish, end, wiki_query, wiki_show; resources registry://status,
     registry://locks, registry://registry.md. Sessions it registers are bound to its
     parent (the harness) and heartbeated while it runs. Needs the mcp extra:
-    pip install 'agent-registry[mcp]' (docs/mcp.md)."""
+    pip install '.[mcp]' from a clone (docs/mcp.md)."""
     from ..store.extras import needed, require
     try:
         require("mcp")  # every module of the extra: one missing is one line, no traceback

@@ -20,7 +20,7 @@ from ..cli.context import Output, pass_out
 def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
     """Serve a live web page of sessions, locks, sync and wiki, with actions.
 
-    Needs the web extra: pip install 'agent-registry[web]'. Changes through the API
+    Needs the web extra: pip install '.[web]' from a clone. Changes through the API
     need the X-Agent-Registry-Token header with the token printed at start; a bind other
     than 127.0.0.1 needs that token (or $AGENT_REGISTRY_DASHBOARD_TOKEN) for every request.
     """

@@ -3,8 +3,8 @@ each brings, whether they are installed, and the one line a command says when it
 is missing.  Standard library only; nothing here imports an extra.
 
 A command that needs an extra imports it inside a ``try``, and turns the ImportError into
-:func:`needed` (``the dashboard needs the web extra: pip install 'agent-registry[web]'
-(uvicorn is not installed)``), never a traceback.  ``doctor`` asks the same question of
+:func:`needed` (``the dashboard needs the web extra: pip install '/src/agent-registry[web]'
+(uvicorn is not installed)``, naming the folder a clone was installed from), never a traceback.  ``doctor`` asks the same question of
 another interpreter (a hook's, a harness entry's) with :func:`probe_code`.
 """
 from __future__ import annotations
@@ -34,6 +34,23 @@ def missing(extra: str) -> list[str]:
     return gone
 
 
+def install_command(extra: str) -> str:
+    """The pip line that adds *extra* to this install: from the folder it was installed
+    from (a clone: the package is not on PyPI, and a project of the same name there
+    would be another program), else by name."""
+    source = "agent-registry"
+    try:
+        import json
+        from importlib.metadata import distribution
+        url = json.loads(distribution("agent-registry").read_text("direct_url.json") or "{}")
+        if str(url.get("url", "")).startswith("file://"):
+            from urllib.parse import unquote, urlparse
+            source = unquote(urlparse(url["url"]).path)
+    except Exception:  # no metadata (run from a source tree): the name is all we know
+        pass
+    return f"pip install '{source}[{extra}]'"
+
+
 def needed(extra: str, exc: ImportError | None = None) -> RegistryError:
     """The one-line error of a command whose *extra* is missing (or broken: *exc*, the
     ImportError its import raised).  An ImportError of this package itself is a bug, not
@@ -45,7 +62,7 @@ def needed(extra: str, exc: ImportError | None = None) -> RegistryError:
     why = (f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} not installed" if gone
            else f"{exc}" if exc is not None else "it is not installed")
     return RegistryError(f"{what} needs the {extra} extra: "
-                         f"pip install 'agent-registry[{extra}]' ({why})",
+                         f"{install_command(extra)} ({why})",
                          details={"extra": extra, "missing": gone})
 
 

@@ -75,7 +75,8 @@ def resolve(env: dict[str, str] | None = None) -> tuple[LLMConfig | None, str]:
         return None, f"the LLM is not fully configured: {', '.join(unset)} not set"
     import importlib.util
     if importlib.util.find_spec("langchain_openai") is None:
-        return None, "langchain-openai is not installed (pip install 'agent-registry[llm]')"
+        from ..store.extras import install_command
+        return None, f"langchain-openai is not installed ({install_command('llm')})"
     timeout = _number(env.get("AGENT_REGISTRY_LLM_TIMEOUT", ""), DEFAULT_TIMEOUT)
     temperature = _number(_first(env, "AGENT_REGISTRY_LLM_TEMPERATURE", "KIMI_TEMPERATURE"),
                           1.0 if model.startswith("kimi-k2") else 0.0)
