@@ -23,7 +23,7 @@ ROOMS: dict[str, int] = {
     "errors": STORE, "store": STORE,
     "branch": BRANCH, "wiki.entry": BRANCH,
     "core": CORE,
-    "sync": SERVICES, "watch": SERVICES, "wiki": SERVICES,
+    "sync": SERVICES, "watch": SERVICES, "wiki": SERVICES, "forecast": SERVICES,
     "__init__": FACES, "__main__": FACES, "guard": FACES, "cli": FACES, "enforce": FACES,
     "harness": FACES, "mcp_server": FACES, "dashboard": FACES, "wiki.cli": FACES,
     "doctor": FACES,

@@ -70,6 +70,25 @@ def lock_arguments(registry, args, sid: str | None, *,
     return resolve_session(sid, required=False), paths
 
 
+def changed_elsewhere(registry, sid: str, result: dict) -> list[str]:
+    """After a claim: the paths it covers that another live session, on another branch
+    or worktree, already changed there (forecast/overlap.py; no process unless another
+    live session works elsewhere and that pair of tips is new).  Put into *result* as
+    ``changed_elsewhere``; the lines for stderr returned.  The claim stands either way."""
+    from ..errors import RegistryError
+    from ..forecast.overlap import changed_elsewhere as find
+    try:
+        found = find(registry, sid, [lock["path"] for lock in result.get("locks", [])])
+    except (RegistryError, OSError) as exc:
+        return [f"agent-registry: warning: could not look for changes elsewhere: {exc}"]
+    if found:
+        result["changed_elsewhere"] = found
+    return [f"agent-registry: {f['path']} was already changed by {f['session']} on branch "
+            f"{f['branch'] or '(detached)'} ({f['kind']}): this claim will not prevent that "
+            "merge conflict; agree with it first (agent-registry send --to "
+            f"{f['session']} TEXT)" for f in found]
+
+
 def hoist_globals(argv: list[str]) -> list[str]:
     """*argv* with a ``--json`` or ``--quiet`` given after the command moved before it,
     where click reads global options (agents type ``status --json``).  Nothing after a

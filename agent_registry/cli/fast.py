@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .console import (SESSION_ENV, global_options, hoist_globals, lock_arguments,
-                      resolve_session, serve)
+from .console import (SESSION_ENV, changed_elsewhere, global_options, hoist_globals,
+                      lock_arguments, resolve_session, serve)
 
 SESSION_FLAGS = ("--session", "--session-id")  # --session-id: the predecessor's `check`
 
@@ -62,10 +62,11 @@ def execute(opts: dict) -> int:
     def lock_command(registry) -> tuple[object, str, int]:
         sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
         if opts["command"] == "acquire":
-            result = registry.claim(resolve_session(sid), paths, ttl=opts["ttl"],
-                                    shared=opts["shared"])
+            sid = resolve_session(sid)
+            result = registry.claim(sid, paths, ttl=opts["ttl"], shared=opts["shared"])
+            lines = output.takeover_lines(result) + changed_elsewhere(registry, sid, result)
             if not opts["quiet"]:
-                for line in output.takeover_lines(result):
+                for line in lines:
                     print(line, file=sys.stderr)
             return result, output.claim_text(result), 0
         from ..sync.fresh import freshen, said

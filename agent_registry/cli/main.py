@@ -20,7 +20,8 @@ import sys
 import click
 
 from . import output
-from .console import SESSION_ENV, lock_arguments, new_session_id, report, resolve_session
+from .console import (SESSION_ENV, changed_elsewhere, lock_arguments, new_session_id, report,
+                      resolve_session)
 from .context import Output, pass_out
 from .table import render_table, status_color
 from ..errors import BAD_INPUT, BadInput, RegistryError
@@ -47,6 +48,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "uninstall": "agent_registry.cli.uninstall:uninstall",
     "completion": "agent_registry.cli.completion:completion",
     "repos": "agent_registry.cli.repos:repos",
+    "overlap": "agent_registry.cli.overlap:overlap",
 }
 
 
@@ -538,9 +540,9 @@ def lock_acquire(out: Output, paths, sid, ttl, shared, generations=()) -> None:
     `lock acquire PATH SID`); an argument naming a session and no file is refused.
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.claim(resolve_session(sid), paths, ttl=ttl, shared=shared,
-                                generations=generations)
-    out.notice(output.takeover_lines(result))
+    sid = resolve_session(sid)
+    result = out.registry.claim(sid, paths, ttl=ttl, shared=shared, generations=generations)
+    out.notice(output.takeover_lines(result) + changed_elsewhere(out.registry, sid, result))
     out.emit(result, output.claim_text(result))
 
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 
 from . import notify
-from ..errors import BadInput, Refused
+from ..errors import BadInput, Refused, RegistryError
 from ..store.atomic import replace_file
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.clones import Clones, MainView, clone_patterns
@@ -145,8 +145,18 @@ class Watcher:
         save_state(self.path, self.state)  # events are queued before any is sent
         delivered, failed = self._deliver(retry_all)
         report.update(delivered=delivered, failed=failed,
-                      pending=len(self.state.get("outbox", [])), tip=heads[0] if heads else None)
+                      pending=len(self.state.get("outbox", [])), tip=heads[0] if heads else None,
+                      overlaps=self._overlaps())
         return report
+
+    def _overlaps(self) -> dict:
+        """Tell the agents of each new overlap between live sessions' branches, once
+        (forecast/tell.py keeps what it sent; a failure is reported, the pass goes on)."""
+        from ..forecast.tell import notify as tell
+        try:
+            return {"notified": tell(self.registry)}
+        except (RegistryError, OSError) as exc:
+            return {"notified": [], "error": str(exc)}
 
     def _fetch(self) -> str | None:
         if not self.fetch:
@@ -475,6 +485,10 @@ def pass_lines(report: dict) -> list[str]:
         lines.append("cold start: recorded the registry as it is; nothing sent for history")
     lines += [f"{e['event']} {e['session']}: {e['body']}" for e in report["events"]]
     lines += [f"sent {d['key']}" for d in report["delivered"]]
+    lines += [f"told {n['to']} of its overlap with {n['from']} ({n['id']})"
+              for n in report.get("overlaps", {}).get("notified", []) if n["created"]]
+    if report.get("overlaps", {}).get("error"):
+        lines.append(f"overlap forecast failed: {report['overlaps']['error']}")
     lines += [f"not sent {f['key']} (attempt {f['attempts']}, retry at {f['retry_at']}): "
               + "; ".join(f"{e['target']}: {e['error']}" for e in f["errors"])
               for f in report["failed"]]

@@ -1,0 +1,219 @@
+"""The conflict forecast's library calls: ``overlaps`` (``agent-registry overlap``, the
+dashboard's pane, ``watch``) and ``changed_elsewhere`` (a claim's warning).
+
+For every pair of live sessions working on two sides (two worktrees here, or another
+clone's pushed branch), the paths both changed since their merge base, each of one kind:
+
+- ``conflict``: ``git merge-tree`` finds a textual conflict there;
+- ``both-changed``: both sides changed the file and it merges cleanly;
+- ``held-changed``: one session holds a lock covering the path, the other changed it.
+
+What the merges found is cached by the pair of tips (merges.py), and when each pair was
+first seen overlapping ("since") in the same local state file, so a repeat run with
+nothing new costs a ``git status`` per worktree with a live session and no merge.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from ..branch import paths as P
+from ..branch.records import iso
+from ..branch.shards import FENCE_SESSION
+from ..branch.staleness import session_stale_reason
+from ..store.atomic import replace_file
+from . import merges
+from .sides import Side, committed, with_changes, worktrees
+
+STATE_FILE = "overlap.json"
+KINDS = ("conflict", "both-changed", "held-changed")  # worst first
+KEEP = 512  # cached pairs kept (a few hundred bytes each)
+
+
+def state_path(registry) -> str:
+    return registry.repo.state_path(STATE_FILE)
+
+
+def load(registry) -> dict:
+    try:
+        with open(state_path(registry), encoding="utf-8") as f:
+            state = json.load(f)
+        return state if isinstance(state, dict) else {}
+    except (OSError, ValueError):
+        return {}  # a cache: lost or broken, it is rebuilt (never half-written: atomic)
+
+
+def save(registry, state: dict) -> None:
+    replace_file(state_path(registry), json.dumps(state, sort_keys=True), prefix="overlap.")
+
+
+def _live(registry, view) -> list:
+    """The sessions that count: live, not stale, not the registry's own."""
+    now = registry.clock()
+    return [s for s in view.live_sessions() if s.id != FENCE_SESSION
+            and session_stale_reason(s, now, this_host=registry.host, seen=registry.seen) is None]
+
+
+def _sides(registry, sessions: list, *, uncommitted: bool) -> tuple[dict, list]:
+    """{sid: Side} and [{"session", "reason"}] of the sessions with none."""
+    repo, trees = registry.repo, worktrees(registry.repo)
+    found, skipped = {}, []
+    for session in sessions:
+        side = committed(repo, session, trees, registry.remote, registry.host)
+        if isinstance(side, str):
+            skipped.append({"session": session.id, "reason": side})
+        else:
+            found[session.id] = side
+    if uncommitted and len({s.key for s in found.values()}) > 1:
+        scratch = repo.state_path()
+        os.makedirs(scratch, exist_ok=True)
+        done: dict = {}
+        for sid, side in found.items():
+            if side.key not in done:
+                done[side.key] = with_changes(repo, side, trees.get(side.worktree, ""), scratch)
+            found[sid] = done[side.key]
+    return found, skipped
+
+
+def _pairs(found: dict) -> list[tuple[str, str]]:
+    ids = sorted(found)
+    return [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]
+            if found[a].key != found[b].key]
+
+
+def _held(registry) -> dict[str, list[str]]:
+    """{sid: targets it holds, stale locks left out}."""
+    held: dict[str, list[str]] = {}
+    for lock in registry.locks():
+        if lock["stale_reason"] is None:
+            held.setdefault(lock["owner"], []).append(lock["path"])
+    return held
+
+
+def _paths(a: str, b: str, tips: tuple[str, str], entry: dict, held: dict) -> list[dict]:
+    """The overlapping paths of sessions *a* and *b* (at *tips*) from a pair's entry."""
+    changed = {a: set(entry.get(tips[0], ())), b: set(entry.get(tips[1], ()))}
+    out = {}
+    for path in entry["conflicts"]:
+        out[path] = "conflict"
+    for path in entry["both"]:
+        out.setdefault(path, "both-changed")
+    for holder, other in ((a, b), (b, a)):
+        for path in changed[other]:
+            if any(P.covers(t, path) for t in held.get(holder, ())):
+                out.setdefault(path, "held-changed")
+    return [{"path": path, "kind": kind,
+             "held_by": [s for s in (a, b) if any(P.covers(t, path) for t in held.get(s, ()))],
+             "changed_by": [s for s in (a, b) if path in changed[s] or kind != "held-changed"]}
+            for path, kind in sorted(out.items())]
+
+
+def _kept(cache: dict, used: dict) -> dict:
+    """The cache entries to keep: those used now, then older ones up to KEEP (a claim's
+    pairs of committed tips beside the forecast's, which has uncommitted ones)."""
+    kept = {k: cache[k] for k in used}
+    for key in reversed(list(cache)):
+        if len(kept) >= KEEP:
+            break
+        kept.setdefault(key, cache[key])
+    return kept
+
+
+def overlap_key(pair: list[str], paths: list[dict]) -> str:
+    """What a notification is deduplicated by: the pair and its paths with their kinds
+    (a new commit on the same paths tells nothing new; a new path or a worse kind does)."""
+    text = json.dumps([pair, [[p["path"], p["kind"]] for p in paths]])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _side_dict(sid: str, side: Side, session) -> dict:
+    return {"session": sid, "branch": side.branch, "worktree": side.worktree,
+            "host": side.host, "tip": side.tip, "dirty": side.dirty, "source": side.source,
+            "working_on": session.working_on}
+
+
+def overlaps(registry) -> dict:
+    """The forecast: every pair of live sessions on two sides and the paths they both
+    changed (docs/overlap.md has the JSON shape).  Reads the registry and the worktrees;
+    writes only its local state file (and, for worktrees with uncommitted changes,
+    objects)."""
+    view = registry.view()
+    sessions = {s.id: s for s in _live(registry, view)}
+    found, skipped = _sides(registry, list(sessions.values()), uncommitted=True)
+    pairs = _pairs(found)
+    state = load(registry)
+    cache = state.get("pairs") if isinstance(state.get("pairs"), dict) else {}
+    entries, method = merges.changes(registry.repo, [(found[a].tip, found[b].tip)
+                                                      for a, b in pairs], cache)
+    held = _held(registry) if pairs else {}
+    since = state.get("since") if isinstance(state.get("since"), dict) else {}
+    now, out = iso(registry.clock()), []
+    for a, b in pairs:
+        tips = (found[a].tip, found[b].tip)
+        paths = _paths(a, b, tips, entries.get(merges.pair_key(*tips), {"conflicts": [],
+                                                                        "both": []}), held)
+        if not paths:
+            continue
+        name = f"{a} {b}"
+        since[name] = since.get(name, now)
+        out.append({"sessions": [a, b],
+                    "sides": [_side_dict(a, found[a], sessions[a]),
+                              _side_dict(b, found[b], sessions[b])],
+                    "paths": paths,
+                    "kinds": [k for k in KINDS if any(p["kind"] == k for p in paths)],
+                    "since": since[name], "key": overlap_key([a, b], paths)})
+    names = {" ".join(o["sessions"]) for o in out}
+    state["since"] = {k: v for k, v in since.items() if k in names}
+    state["pairs"] = _kept(cache, entries)
+    state.setdefault("sent", {})
+    save(registry, state)
+    return {"method": method,
+            "note": None if method == "merge-tree" else
+            "git older than 2.38: conflicts cannot be told apart from changes to one file",
+            "sessions": [{"session": sid, **{k: v for k, v in _side_dict(
+                sid, side, sessions[sid]).items() if k not in ("session", "working_on")}}
+                for sid, side in sorted(found.items())],
+            "skipped": skipped, "overlaps": out}
+
+
+def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
+    """What a claim of *targets* by *sid* should know: live sessions on other sides whose
+    committed work (since the merge base with *sid*'s) changed a path a target covers.
+    No process when no other live session works on another side, or when the pairs of
+    tips are cached; else one merge-tree for all of them.  Uncommitted changes of other
+    worktrees are left out here (``overlap`` reads them)."""
+    view = registry.view()
+    me = view.session(sid, strict=False)
+    if me is None:
+        return []
+    others = [s for s in _live(registry, view) if s.id != sid]
+    if not any(s.project != me.project or s.git_branch != me.git_branch or s.host != me.host
+               for s in others):
+        return []
+    found, _ = _sides(registry, [me] + others, uncommitted=False)
+    mine = found.get(sid)
+    if mine is None:
+        return []
+    others = [s for s in others if s.id in found and found[s.id].key != mine.key]
+    state = load(registry)
+    cache = state.get("pairs") if isinstance(state.get("pairs"), dict) else {}
+    known = len(cache)
+    entries, _ = merges.changes(registry.repo, [(mine.tip, found[s.id].tip) for s in others],
+                                cache)
+    if len(cache) != known:
+        state["pairs"] = _kept(cache, entries)
+        save(registry, state)
+    out = []
+    for session in others:
+        tip = found[session.id].tip
+        entry = entries.get(merges.pair_key(mine.tip, tip))
+        if not entry:
+            continue
+        for path in entry.get(tip, ()):
+            if any(P.covers(t, path) for t in targets):
+                kind = ("conflict" if path in entry["conflicts"] else
+                        "both-changed" if path in entry["both"] else "changed")
+                out.append({"session": session.id, "branch": found[session.id].branch,
+                            "path": path, "kind": kind})
+    return out

@@ -1,0 +1,140 @@
+"""Where each live session works, and the commit that stands for its work.
+
+A session on this host whose recorded worktree (``project``) is a worktree of this
+repository is read there: its HEAD (read from files, no process) and, when ``git status``
+says the worktree has uncommitted changes, a temporary commit of them on top of HEAD.  That
+commit is built with a temporary index file (a copy of the worktree's, so only changed
+files are hashed): ``git add -A`` and ``git write-tree`` write that file and objects,
+never the worktree's own index, HEAD or files.  Its date is HEAD's, so the same changes
+give the same commit and the pair cache (merges.py) still hits.
+
+A session of another clone (another host, or a checkout that is not ours) is read through
+its pushed branch: ``refs/remotes/<remote>/<branch>``, the registry's remote first.  One
+that pushed nothing is skipped, saying why.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections import namedtuple
+
+from ..store.git import Repo, clean_env, run_git
+
+# key: what makes two sessions work on the same thing (the same worktree, or the same
+# pushed ref); tip: the commit compared; head: the committed tip (what a claim compares)
+Side = namedtuple("Side", "key branch worktree host tip head dirty source")
+
+
+def worktrees(repo: Repo) -> dict[str, str]:
+    """Real path of each worktree of this repository -> its git dir, read from the
+    files git keeps (no process)."""
+    common = repo.info.common_dir
+    found: dict[str, str] = {}
+    if os.path.basename(common.rstrip("/")) == ".git":
+        found[os.path.realpath(os.path.dirname(common.rstrip("/")))] = common
+    if repo.info.toplevel and repo.info.git_dir != common:
+        found[os.path.realpath(repo.info.toplevel)] = repo.info.git_dir
+    folder = os.path.join(common, "worktrees")
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        try:
+            with open(os.path.join(folder, name, "gitdir")) as f:
+                dot_git = f.read().strip()
+        except OSError:
+            continue
+        found[os.path.realpath(os.path.dirname(dot_git))] = os.path.join(folder, name)
+    return found
+
+
+def head(repo: Repo, git_dir: str) -> tuple[str, str | None]:
+    """(branch or "", commit or None) of a worktree's HEAD, read from its files."""
+    try:
+        with open(os.path.join(git_dir, "HEAD")) as f:
+            text = f.read().strip()
+    except OSError:
+        return "", None
+    if text.startswith("ref: "):
+        ref = text[5:]
+        return ref.removeprefix("refs/heads/"), repo.read_ref(ref)
+    return "", text or None
+
+
+def pushed(repo: Repo, branch: str, remote: str | None) -> str | None:
+    """``refs/remotes/<remote>/<branch>``: the registry's remote first, then any other."""
+    if not branch:
+        return None
+    remotes = os.path.join(repo.info.common_dir, "refs", "remotes")
+    names = set(os.listdir(remotes)) if os.path.isdir(remotes) else set()
+    try:
+        with open(os.path.join(repo.info.common_dir, "packed-refs")) as packed:
+            names |= {line.split(" ", 1)[1].split("/")[2] for line in packed
+                      if " refs/remotes/" in line and not line.startswith("^")}
+    except (FileNotFoundError, IndexError):
+        pass
+    for name in sorted(names, key=lambda n: (n != remote, n)):
+        ref = f"refs/remotes/{name}/{branch}"
+        if repo.read_ref(ref):
+            return ref
+    return None
+
+
+def committed(repo: Repo, session, trees: dict[str, str], remote: str | None,
+              host: str) -> Side | str:
+    """*session*'s side from files alone (its committed tip), or why it has none."""
+    project = os.path.realpath(session.project) if session.project else ""
+    if session.host == host and project in trees:
+        branch, tip = head(repo, trees[project])
+        if tip is None:
+            return "its worktree has no commit yet"
+        return Side(("worktree", project), branch, project, host, tip, tip, False, "worktree")
+    local = session.host == host and not os.path.isdir(project)  # a worktree removed since
+    ref = (f"refs/heads/{session.git_branch}" if local and session.git_branch
+           and repo.read_ref(f"refs/heads/{session.git_branch}") else None) \
+        or pushed(repo, session.git_branch, remote)
+    if ref is None:
+        return (f"branch {session.git_branch} of {session.host} is not pushed here "
+                "(no remote-tracking ref)" if session.git_branch else
+                f"it works on a detached HEAD in another clone ({session.host})")
+    tip = repo.read_ref(ref)
+    source = "branch" if ref.startswith("refs/heads/") else "remote-tracking"
+    return Side(("ref", ref), session.git_branch, None, session.host, tip, tip, False, source)
+
+
+def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str) -> Side:
+    """*side* with its worktree's uncommitted changes (tracked and untracked, as
+    ``git add -A`` takes them) as a temporary commit on top of HEAD.  *git_dir*: the
+    worktree's; *scratch*: a folder for the temporary index.  One process for a clean
+    worktree, two more when it has changes."""
+    if side.source != "worktree":
+        return side
+    env = clean_env()
+    status = run_git(["--no-optional-locks", "status", "--porcelain", "-z",
+                      "--untracked-files=all", "--ignore-submodules"],
+                     cwd=side.worktree, env=env)
+    if not status.stdout:
+        return side
+    index = os.path.join(scratch, f"index.{os.getpid()}.{os.urandom(4).hex()}")
+    try:
+        if os.path.exists(os.path.join(git_dir, "index")):
+            shutil.copyfile(os.path.join(git_dir, "index"), index)  # a read of the real one
+        env = {**env, "GIT_INDEX_FILE": index}
+        # a split index would write a shared index file beside the real one: not here
+        run_git(["-c", "core.splitIndex=false", "add", "-A"], cwd=side.worktree, env=env)
+        tree = run_git(["write-tree"], cwd=side.worktree, env=env).stdout.decode().strip()
+    finally:
+        for leftover in (index, index + ".lock"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+    when = commit_time(repo, side.head)
+    commit = repo.commit_tree(tree, [side.head], "agent-registry overlap: uncommitted changes",
+                              "agent-registry <agent-registry@localhost>", when)
+    return side._replace(tip=commit, dirty=True)
+
+
+def commit_time(repo: Repo, oid: str) -> int:
+    found = repo.reader.read(oid)
+    for line in (found[1] if found else b"").split(b"\n"):
+        if line.startswith(b"committer "):
+            return int(line.rsplit(b" ", 2)[-2])
+        if not line:
+            break
+    return 0

@@ -1,0 +1,80 @@
+"""Telling the agents: each session of an overlapping pair gets one message naming the
+other session, what it works on, the paths and the kind of overlap.
+
+The message is sent *from* the other session of the pair (so ``send --reply-to`` reaches
+it), with the subject "overlap forecast", keyed by the recipient and the overlap's key
+(the pair, the paths and their kinds: ``overlap.overlap_key``).  A keyed message has a
+stable id, so a second run, here or on another clone, finds it on the messages branch and
+sends nothing; this clone also remembers what it sent (``sent`` in the state file), so a
+repeat run does not even ask.  A new commit touching the same paths sends nothing new; a
+new path, or a path whose kind gets worse, is a new overlap and a new message.  The
+harness hooks bring it into the agent's context at its next prompt.
+"""
+from __future__ import annotations
+
+from ..core.messages import send
+from ..errors import Refused
+from .overlap import load, overlaps, save
+
+SUBJECT = "overlap forecast"
+SHOWN = 6  # paths named in one message; the rest are counted
+
+
+def _names(paths: list[str]) -> str:
+    more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
+
+
+def text(overlap: dict, recipient: str) -> str:
+    """The message *recipient* gets about *overlap*: the other session first, so the
+    prompt hook's one line (200 characters) names who and where."""
+    other = next(s for s in overlap["sides"] if s["session"] != recipient)
+    where = f"branch {other['branch']}" if other["branch"] else "a detached HEAD"
+    about = f" (working on: {other['working_on']})" if other["working_on"] else ""
+    parts = []
+    for kind, label in (("conflict", "will conflict at merge"),
+                        ("both-changed", "both changed (merges cleanly)")):
+        paths = [p["path"] for p in overlap["paths"] if p["kind"] == kind]
+        if paths:
+            parts.append(f"{label}: {_names(paths)}")
+    held = [p for p in overlap["paths"] if p["kind"] == "held-changed"]
+    mine = [p["path"] for p in held if recipient in p["held_by"]]
+    theirs = [p["path"] for p in held if recipient not in p["held_by"]]
+    if mine:
+        parts.append(f"you hold, it changed: {_names(mine)}")
+    if theirs:
+        parts.append(f"it holds, you changed: {_names(theirs)}")
+    return (f"{other['session']} on {where}{about} overlaps your work. "
+            + "; ".join(parts) + ". Agree who changes what: agent-registry send --to "
+            f"{other['session']} TEXT (sent by agent-registry overlap)")
+
+
+def notify(registry, report: dict | None = None) -> list[dict]:
+    """Send what *report* (``overlaps``; computed when None) found and was not sent yet:
+    [{"to", "from", "id", "key", "created"}], ``created`` False when it was on the branch."""
+    report = report if report is not None else overlaps(registry)
+    state = load(registry)
+    sent = state.get("sent") if isinstance(state.get("sent"), dict) else {}
+    out = []
+    for overlap in report["overlaps"]:
+        for recipient in overlap["sessions"]:
+            other = next(s for s in overlap["sessions"] if s != recipient)
+            key = f"overlap/{recipient}/{overlap['key']}"
+            if key in sent:
+                continue
+            try:
+                result = send(registry, other, {"session": recipient},
+                              text(overlap, recipient), subject=SUBJECT, key=key)
+                created = result["created"]
+                mid = result["id"]
+            except Refused as exc:
+                if "id" not in exc.details:  # the recipient ended meanwhile: not sent
+                    continue
+                mid, created = exc.details["id"], False  # sent before, in other words
+            sent[key] = mid
+            out.append({"to": recipient, "from": other, "id": mid, "key": key,
+                        "created": created})
+    live = {f"overlap/{r}/{o['key']}" for o in report["overlaps"] for r in o["sessions"]}
+    state["sent"] = {k: v for k, v in sent.items() if k in live}
+    save(registry, state)
+    return out

@@ -1,0 +1,238 @@
+"""The conflict forecast (issue 27): `agent-registry overlap` over real worktrees and
+clones, its messages (sent once, shown by the prompt hook), and a claim's
+`changed_elsewhere`."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import git, user_state
+from test_guard import agents  # noqa: F401  (fixture)
+from test_harness_hooks import NATIVE, base, context_of, hook
+
+BILLING = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(12))
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+def commit_all(where: Path, message: str) -> None:
+    git(where, "add", "-A")
+    git(where, "commit", "-q", "-m", message)
+
+
+def open_at(where: Path):
+    from agent_registry import Registry
+    return Registry.open(str(where))
+
+
+@pytest.fixture
+def team(repo, tmp_path, monkeypatch):
+    """Two worktrees of *repo* on branches feat-a and feat-b, a session in each (a1, b1),
+    and src/billing.py, a file of twelve functions, on main before they forked."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    (repo / "src" / "billing.py").write_text(BILLING)
+    commit_all(repo, "billing")
+    trees = {}
+    for name in ("a", "b"):
+        trees[name] = tmp_path / f"wt-{name}"
+        git(repo, "worktree", "add", "-q", "-b", f"feat-{name}", str(trees[name]))
+    with open_at(repo) as registry:
+        registry.init()
+    for name, where in trees.items():
+        with open_at(where) as registry:
+            registry.register(f"{name}1", provider="Kimi", working_on=f"task {name}")
+    return trees
+
+
+def forecast(where: Path) -> dict:
+    from agent_registry.forecast.overlap import overlaps
+    with open_at(where) as registry:
+        return overlaps(registry)
+
+
+def paths_of(report: dict) -> dict[str, str]:
+    assert len(report["overlaps"]) <= 1, report["overlaps"]
+    return {p["path"]: p["kind"] for o in report["overlaps"] for p in o["paths"]}
+
+
+def test_one_function_edited_on_two_branches_is_a_conflict(team, run, repo):
+    edit(team["a"] / "src/billing.py", "return 3\n", "return 30\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 3\n", "return 300\n")
+    commit_all(team["b"], "b")
+    proc = run("overlap", "--json")  # from the main worktree, where nobody works
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["method"] == "merge-tree" and report["skipped"] == []
+    (found,) = report["overlaps"]
+    assert found["sessions"] == ["a1", "b1"] and found["kinds"] == ["conflict"]
+    assert found["paths"] == [{"path": "src/billing.py", "kind": "conflict", "held_by": [],
+                               "changed_by": ["a1", "b1"]}]
+    assert [s["branch"] for s in found["sides"]] == ["feat-a", "feat-b"]
+    assert found["sides"][1]["working_on"] == "task b"
+    text = run("overlap").stdout
+    assert "a1 (feat-a) and b1 (feat-b)" in text and "conflict" in text
+
+
+def test_one_file_in_separate_hunks_overlaps_without_conflict(team):
+    edit(team["a"] / "src/billing.py", "return 1\n", "return 10\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 11\n", "return 110\n")
+    (team["b"] / "src/auth.py").write_text("auth = 2\n")  # b's alone: no overlap
+    commit_all(team["b"], "b")
+    assert paths_of(forecast(team["a"])) == {"src/billing.py": "both-changed"}
+
+
+def test_a_path_one_holds_and_the_other_changed(team):
+    with open_at(team["a"]) as registry:
+        registry.claim("a1", ["src/auth.py"])
+    (team["b"] / "src/auth.py").write_text("auth = 2\n")
+    commit_all(team["b"], "b")
+    (found,) = forecast(team["b"])["overlaps"]
+    assert found["paths"] == [{"path": "src/auth.py", "kind": "held-changed",
+                               "held_by": ["a1"], "changed_by": ["b1"]}]
+
+
+def test_an_uncommitted_change_counts_and_the_worktree_is_untouched(team):
+    edit(team["a"] / "src/billing.py", "return 5\n", "return 50\n")
+    commit_all(team["a"], "a")
+    wb = team["b"]
+    edit(wb / "src/billing.py", "return 5\n", "return 500\n")  # not staged
+    (wb / "notes.txt").write_text("untracked\n")
+    git(wb, "add", "notes.txt")  # staged, so the index differs from HEAD too
+    (wb / "scratch.txt").write_text("untracked\n")
+    before = user_state(wb)
+    files = {p: p.read_bytes() for p in wb.rglob("*") if p.is_file() and ".git" not in p.parts}
+    report = forecast(team["a"])
+    assert paths_of(report) == {"src/billing.py": "conflict"}
+    side = next(s for s in report["sessions"] if s["session"] == "b1")
+    assert side["dirty"] and side["tip"] != git(wb, "rev-parse", "HEAD").strip()
+    assert user_state(wb) == before
+    assert {p: p.read_bytes() for p in wb.rglob("*")
+            if p.is_file() and ".git" not in p.parts} == files
+    assert not list(Path(git(wb, "rev-parse", "--git-common-dir").strip())
+                    .joinpath("agent-registry").glob("index.*"))
+
+
+def test_a_repeat_run_reuses_the_merges(team, tmp_path, monkeypatch):
+    edit(team["a"] / "src/billing.py", "return 1\n", "return 10\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 1\n", "return 100\n")
+    commit_all(team["b"], "b")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    first = forecast(team["a"])
+    assert "merge-tree" in trace.read_text()
+    trace.unlink()
+    again = forecast(team["a"])
+    assert "merge-tree" not in trace.read_text()
+    assert again["overlaps"] == first["overlaps"]
+
+
+def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tmp_path,
+                                                                    run):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main", "agent-registry")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    git(other, "checkout", "-q", "-b", "feat-c")
+    edit(other / "src/billing.py", "return 7\n", "return 70\n")
+    commit_all(other, "c")
+    git(other, "push", "-q", "origin", "feat-c")
+    with open_at(other) as registry:
+        registry.register("c1", provider="Kimi", working_on="task c")
+    edit(team["a"] / "src/billing.py", "return 7\n", "return 77\n")
+    commit_all(team["a"], "a")
+    assert run("sync").returncode == 0
+    git(repo, "fetch", "-q", "origin")
+    report = forecast(repo)
+    pairs = {tuple(o["sessions"]): o for o in report["overlaps"]}
+    assert {p["path"]: p["kind"] for p in pairs[("a1", "c1")]["paths"]} == \
+        {"src/billing.py": "conflict"}
+    side = next(s for s in report["sessions"] if s["session"] == "c1")
+    assert side["source"] == "remote-tracking" and side["branch"] == "feat-c"
+
+
+def test_notify_tells_each_session_once_and_the_prompt_hook_shows_it(team, agents):
+    wb = team["b"]
+    start = hook(wb, "claude", "session-start",
+                 {**base("claude", wb, "SessionStart"), "source": "startup"},
+                 "--pid", str(agents()))
+    assert start.returncode == 0, start.stderr
+    bid = f"claude-{NATIVE}"
+    with open_at(wb) as registry:
+        registry.finish("b1")
+    edit(team["a"] / "src/billing.py", "return 2\n", "return 20\n")
+    commit_all(team["a"], "a")
+    edit(wb / "src/billing.py", "return 2\n", "return 200\n")
+    commit_all(wb, "b")
+
+    from agent_registry.core.messages import inbox
+    from agent_registry.forecast.tell import notify
+    with open_at(team["a"]) as registry:
+        sent = notify(registry)
+        assert sorted((n["to"], n["from"], n["created"]) for n in sent) == \
+            [("a1", bid, True), (bid, "a1", True)]
+        assert notify(registry) == []  # remembered here
+        os.unlink(registry.repo.state_path("overlap.json"))
+        assert [n["created"] for n in notify(registry)] == [False, False]  # on the branch
+        (message,) = inbox(registry, "a1")["messages"]
+    assert message["from"] == bid and message["subject"] == "overlap forecast"
+    assert "src/billing.py" in message["body"] and "conflict" in message["body"]
+
+    prompt = {**base("claude", wb, "UserPromptSubmit"), "prompt": "go on"}
+    shown = context_of("claude", hook(wb, "claude", "user-prompt-submit", prompt),
+                       "user-prompt-submit")
+    assert "[overlap forecast] a1 on branch feat-a (working on: task a)" in shown
+    assert "src/billing.py" in shown
+
+    # a new commit on the same path: nothing new to say; a new path: one more message
+    edit(wb / "src/billing.py", "return 200\n", "return 2000\n")
+    commit_all(wb, "b again")
+    with open_at(team["a"]) as registry:
+        assert notify(registry) == []
+    edit(team["a"] / "src/auth.py", "1", "3")
+    commit_all(team["a"], "a auth")
+    edit(wb / "src/auth.py", "1", "4")
+    commit_all(wb, "b auth")
+    with open_at(team["a"]) as registry:
+        assert sorted(n["to"] for n in notify(registry) if n["created"]) == ["a1", bid]
+        assert len(inbox(registry, "a1")["messages"]) == 2
+
+
+def test_a_claim_of_a_path_changed_elsewhere_says_so(team, run):
+    (team["b"] / "src/auth.py").write_text("auth = 2\n")
+    commit_all(team["b"], "b")
+    for args in (["--json", "lock", "acquire", "src/auth.py", "--session", "a1"],  # fast path
+                 ["--json", "lock", "acquire", "--ttl=60", "src/auth.py", "src/billing.py",
+                  "--session", "a1"]):
+        proc = run(*args, cwd=team["a"])
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["changed_elsewhere"] == [
+            {"session": "b1", "branch": "feat-b", "path": "src/auth.py", "kind": "changed"}]
+        assert "src/auth.py was already changed by b1 on branch feat-b" in proc.stderr
+    proc = run("--json", "lock", "acquire", "README.md", "--session", "a1", cwd=team["a"])
+    assert "changed_elsewhere" not in json.loads(proc.stdout) and proc.stderr == ""
+
+
+def test_watch_tells_each_new_overlap_once(team, run):
+    edit(team["a"] / "src/billing.py", "return 4\n", "return 40\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 4\n", "return 400\n")
+    commit_all(team["b"], "b")
+    env = {"AGENT_REGISTRY_NOTIFY_URLS": "json://127.0.0.1:9/hook"}  # nothing to deliver
+    from agent_registry.core.messages import inbox
+    for _ in range(2):
+        proc = run("watch", "--once", env=env)
+        assert proc.returncode == 0, proc.stderr
+        with open_at(team["a"]) as registry:
+            for sid, other in (("a1", "b1"), ("b1", "a1")):
+                (message,) = inbox(registry, sid)["messages"]
+                assert message["from"] == other and "src/billing.py" in message["body"]
