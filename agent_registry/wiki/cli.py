@@ -144,9 +144,9 @@ def wiki_rebuild(out: Output) -> None:
 @click.argument("path", required=False, metavar="[PATH]")
 @pass_out
 def import_home(out: Output, path) -> None:
-    """Import a predecessor agent-registry home (default ~/.agent-registry): sessions,
-    wiki entries (cosa_fatto -> what, ...) and diaries. Idempotent: what is already on
-    the branch is left alone."""
+    """Import a predecessor agent-registry home (default $AGENT_REGISTRY_HOME, else
+    ~/.agent-registry): sessions, wiki entries (cosa_fatto -> what, ...) and diaries.
+    Idempotent: what is already on the branch is left alone."""
     from .importer import import_home as run_import
     result = run_import(out.registry, path, None if out.json else Progress.on_terminal())
     lines = [f"from {result['source']}:"]

@@ -188,8 +188,11 @@ def collect(home: Path) -> tuple[list[dict], list[dict]]:
 def import_home(registry: Registry, path: str | None = None,
                 progress: Progress | None = None) -> dict:
     """Import a predecessor home; returns what was imported, already present, or skipped.
-    *progress* shows the files committed so far (a terminal)."""
-    home = Path(os.path.expanduser(path or "~/.agent-registry")).resolve()
+    *progress* shows the files committed so far (a terminal).  Without *path*: the
+    predecessor's own default, ``$AGENT_REGISTRY_HOME``, else ``~/.agent-registry``."""
+    from ..sync.repolist import HOME_ENV
+    home = Path(os.path.expanduser(path or os.environ.get(HOME_ENV)
+                                   or "~/.agent-registry")).resolve()
     if not home.is_dir():
         raise BadInput(f"no predecessor home at {home}")
     if not any((home / d).is_dir() for d in ("sessions", "wiki", "contexts")):

@@ -1,0 +1,97 @@
+"""One view over every repository (``status --repos``, ``lock list --repos``, ``dashboard
+--repos``): each repository on the user's list (sync/repolist.py), its registry read as
+this clone has it.
+
+Read-only: a registry is opened and read, never written: no branch is made where there
+is none, nothing is fetched and nothing is synced (a remote's latest is one ``status`` in
+that repository away; each repository says ``as_of``, when its clone last fetched).  A
+repository that is gone (its folder deleted, or no longer a git repository) is skipped,
+named with the reason, so the caller says it in one line.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ..errors import RegistryError
+from ..store import freshness
+from ..store.git import Repo, discover
+from . import Registry
+from .repolist import listed, repository_path
+
+
+class Gone(Exception):
+    """A listed repository that cannot be read any more, and why."""
+
+
+def forget_hint(path: str) -> str:
+    return f"`agent-registry repos forget {path}` takes it off the list"
+
+
+def skipped_line(skip: dict) -> str:
+    """The one line a skipped repository gets on stderr."""
+    return f"skipped {skip['repository']}: {skip['reason']} ({forget_hint(skip['repository'])})"
+
+
+def open_listed(path: str) -> Registry:
+    """The registry of the listed repository at *path*, or Gone: a folder that is not
+    there, or one that is no longer that repository (a folder inside another repository
+    would otherwise be read as that one)."""
+    if not os.path.isdir(path):
+        raise Gone("the folder is not there any more")
+    try:
+        info = discover(path)
+    except RegistryError:
+        raise Gone("not a git repository any more") from None
+    if repository_path(info) != path:
+        raise Gone("not a git repository any more (the folder belongs to "
+                   f"{repository_path(info)})")
+    try:
+        return Registry(Repo(info))
+    except RegistryError as exc:
+        raise Gone(exc.message) from None
+
+
+def described(registry: Registry, path: str) -> dict:
+    """What a multi-repository answer says of one repository: where, which branch, and
+    how old its view is (``as_of``: this clone's last fetch; null without a remote,
+    where the clone is the registry, or when it never fetched)."""
+    last = freshness.last_fetch(registry.repo.info.common_dir, registry.branch) \
+        if registry.remote else None
+    return {"repository": path, "branch": registry.branch, "remote": registry.remote,
+            "as_of": freshness.iso(last) if last else None}
+
+
+@contextmanager
+def reading(path: str) -> Iterator[Registry]:
+    registry = open_listed(path)
+    try:
+        yield registry
+    finally:
+        registry.close()
+
+
+def across(read: Callable[[Registry], list[dict]], paths: list[str] | None = None) -> dict:
+    """``read(registry)`` in every listed repository (or *paths*), each row given its
+    ``repository``: ``{"repositories": [...], "rows": [...], "skipped": [...],
+    "warnings": [...]}``."""
+    repositories, rows, skipped, warnings = [], [], [], []
+    for path in listed() if paths is None else paths:
+        try:
+            with reading(path) as registry:
+                found = read(registry)
+                about = described(registry, path)
+                warnings += [f"{path}: {w}" for w in registry.warnings]
+        except Gone as exc:
+            skipped.append({"repository": path, "reason": str(exc)})
+            continue
+        except (RegistryError, OSError) as exc:  # one unreadable registry (GitError too)
+            reason = getattr(exc, "message", None) or str(exc)
+            skipped.append({"repository": path, "reason": f"unreadable: {reason}"})
+            continue
+        repositories.append({**about, "count": len(found)})
+        rows += [{"repository": path, **row} for row in found]
+    return {"repositories": repositories, "rows": rows, "skipped": skipped,
+            "warnings": warnings}
+
