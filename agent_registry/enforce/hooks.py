@@ -31,10 +31,20 @@ def hooks_dir(info: RepoInfo) -> Path:
     return Path(proc.stdout.decode().strip())
 
 
-def hook_text(name: str) -> str:
-    """The shipped hook *name*, pointed at the interpreter running now."""
+def hook_text(name: str, python: str | None = None, windows: bool | None = None) -> str:
+    """The shipped hook *name*, pointed at *python* (the interpreter running now).
+
+    The hooks are POSIX sh, run by dash, busybox and Git for Windows' MSYS bash alike.
+    On Windows the interpreter's path is written with forward slashes (``C:/Users/x/
+    venv/Scripts/python.exe``): MSYS reads those as it reads its own, and a backslash
+    is one character fewer to get wrong in a shell word."""
+    python = sys.executable if python is None else python
+    if windows is None:
+        windows = sys.platform == "win32"
+    if windows:
+        python = python.replace("\\", "/")
     text = folder("hooks").joinpath(name).read_text(encoding="utf-8")
-    return text.replace(PYTHON_PLACEHOLDER, sys.executable.replace("'", "'\\''"))
+    return text.replace(PYTHON_PLACEHOLDER, python.replace("'", "'\\''"))
 
 
 def is_ours(path: Path) -> bool:
@@ -67,7 +77,8 @@ def install(info: RepoInfo) -> dict:
         elif _exists(target):
             state = "updated"
         tmp = directory / f".{name}.agent-registry-tmp"
-        tmp.write_text(hook_text(name), encoding="utf-8")
+        # LF whatever the platform: sh reads a CR as part of the word before it
+        tmp.write_text(hook_text(name), encoding="utf-8", newline="\n")
         tmp.chmod(0o755)
         os.replace(tmp, target)
         results.append({"hook": name, "path": str(target), "state": state,
@@ -129,7 +140,12 @@ def status(info: RepoInfo) -> dict:
 
 
 def installed_python(path: Path) -> str | None:
+    """The interpreter an installed hook runs, as its sh assignment spells it."""
+    import shlex
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("AGENT_REGISTRY_PYTHON='"):
-            return line.split("'", 2)[1]
+            try:
+                return shlex.split(line.partition("=")[2])[0]
+            except (ValueError, IndexError):
+                return None
     return None
