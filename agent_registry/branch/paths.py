@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from ..errors import BadInput
+from . import pathforms as W
 
 GLOB_CHARS = "*?["
 # git pathspec magic: how an argument says it is a literal name or a glob
@@ -69,7 +70,8 @@ def is_dir(target: str) -> bool:
     return target.endswith("/")
 
 
-def normalize(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
+def normalize(raw: str, *, toplevel: str | None, prefix: str = "", rule=None,
+              windows: bool | None = None) -> str:
     """Repo-relative POSIX form of *raw*, given relative to the cwd (like git paths).
 
     ``./src/a.py`` -> ``src/a.py``; an existing directory gets a trailing ``/``.
@@ -77,25 +79,43 @@ def normalize(raw: str, *, toplevel: str | None, prefix: str = "") -> str:
     the predecessor resolved real paths, so a link and its target are one lock; a
     symlink that leads outside the repository is refused.  Refuses empty and blank
     paths, NUL and control characters, and anything outside the repo.
+
+    On Windows (*windows*, by default ``os.sep``) a backslash separates folders and a
+    drive letter (``C:\\repo\\a.py``, ``C:/repo/a.py``, Git Bash's ``/c/repo/a.py``)
+    starts an absolute path, as git for Windows reads them; elsewhere a backslash is a
+    character of the name, as git reads it there (see branch/pathforms.py).  *rule*
+    (branch/pathcase.Rule) spells the path as this filesystem does: NFC when names are
+    precomposed, each existing folder and file as the disk has it when case is ignored.
     """
     if not raw.strip():
         raise BadInput(f"blank path {raw!r}" if raw else "empty path")
     if _CONTROL.search(raw):
         raise BadInput(f"path {raw!r} contains a control character")
-    wants_dir = raw.endswith("/") or raw.endswith("/.")
-    path = raw.replace(os.sep, "/") if os.sep != "/" else raw
-    top = os.path.realpath(toplevel) if toplevel else None
-    if posixpath.isabs(path):
+    windows = os.sep == "\\" if windows is None else windows
+    path = raw.replace("\\", "/") if windows else raw
+    if rule is not None and rule.folds:
+        path = rule.spelled(path)
+    wants_dir = path.endswith("/") or path.endswith("/.")
+    top = W.top(toplevel, windows)
+    if windows:
+        path = W.drive_path(path, top)
+    if posixpath.isabs(path) or (windows and W.DRIVE.match(path)):
         if top is None:
             raise BadInput(f"absolute path {raw!r} in a bare repository")
-        path = _relative(top, posixpath.normpath(path)) or \
-            _relative(top, os.path.realpath(path)) or ".."
+        path = _relative(top, posixpath.normpath(path), windows) or \
+            (not windows and _relative(top, os.path.realpath(path))) or ".."
     else:
         path = posixpath.join(prefix, path)
     path = _inside(posixpath.normpath(path) if path else ".", raw)
-    if top:
+    # the disk is asked below the worktree, unless it is a Windows root named on Linux (tests)
+    probe = bool(top) and (not windows or os.path.isdir(top))
+    if probe:
         path = _inside(_resolve_links(path, top, raw), raw)
-    if not wants_dir and not is_glob(path) and top and os.path.isdir(os.path.join(top, path)):
+        if not windows and "\\" in path:
+            W.backslash(path, top, raw)
+        if rule is not None and rule.ignorecase:  # .GIT/config is .git/config here
+            path = _inside(rule.on_disk(top, path), raw)
+    if not wants_dir and not is_glob(path) and probe and os.path.isdir(os.path.join(top, path)):
         wants_dir = True
     return path + "/" if wants_dir else path
 
@@ -109,8 +129,10 @@ def _inside(path: str, raw: str) -> str:
     return path
 
 
-def _relative(top: str, path: str) -> str | None:
+def _relative(top: str, path: str, windows: bool = False) -> str | None:
     """*path* (absolute) relative to the folder *top*, or None when it is not below it."""
+    if windows:
+        return W.relative(top, path)
     rel = os.path.relpath(path, top).replace(os.sep, "/")
     return None if rel == ".." or rel.startswith("../") else rel
 
@@ -273,7 +295,8 @@ def plain(target: str) -> str:
     return target[len(LITERAL):] if target.startswith(LITERAL) else target
 
 
-def target(raw: str, *, toplevel: str | None, prefix: str = "", new: bool = True) -> str:
+def target(raw: str, *, toplevel: str | None, prefix: str = "", new: bool = True,
+           rule=None) -> str:
     """The stored target an argument names, with git's pathspec magic: ``:(literal)NAME``
     is always that name, ``:(glob)PATTERN`` always a glob; a plain argument with glob
     characters is literal when it names an existing file or directory, else a glob.
@@ -281,7 +304,7 @@ def target(raw: str, *, toplevel: str | None, prefix: str = "", new: bool = True
     exit 2), so that no bad pattern is stored; one already stored can still be named."""
     magic = LITERAL if raw.startswith(LITERAL) else GLOB if raw.startswith(GLOB) else ""
     body = raw[len(magic):]
-    path = normalize(body, toplevel=toplevel, prefix=prefix)
+    path = normalize(body, toplevel=toplevel, prefix=prefix, rule=rule)
     if not is_glob(path):
         return path
     name = path.rstrip("/")

@@ -15,7 +15,7 @@ from ..errors import RegistryError
 from ..store.git import Repo
 from . import shards as S
 from .clones import CONTEXTS, Clones, MainView
-from .paths import overlaps, record_name
+from .paths import record_name
 from .records import LIVE, Lock, Session, UnreadableRecord, parse_iso
 from .view import LIVE_DIR, PATTERNS_DIR, View, parse_lock
 
@@ -112,7 +112,7 @@ class ShardView(View):
 
     def below(self, target: str, found: dict[str, Lock]) -> list[Lock]:
         return [lock for lock in self.records()
-                if lock.path not in found and overlaps(lock.path, target)]
+                if lock.path not in found and self.overlap(lock.path, target)]
 
     def _recover(self, name: str, why: str, target: str | None) -> Lock | None:
         if target is None:  # a file record's name is a hash: its target is in a held list
@@ -171,7 +171,9 @@ class WholeView(View):
 
     def covering(self, target: str) -> list[Lock]:
         found: dict[str, Lock] = {}
-        for index in S.lock_shards(target, len(self.shards)):
+        # another spelling of the target may have another key, hence another shard
+        for index in range(len(self.shards)) if self.folds else \
+                S.lock_shards(target, len(self.shards)):
             for lock in self.shards[index].covering(target):
                 found.setdefault(lock.path, lock)
         return list(found.values())

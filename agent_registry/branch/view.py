@@ -236,18 +236,30 @@ class View:
             if key not in found and (lock := self.lock(key)) and overlaps(lock.path, target):
                 found[key] = lock
         for lock in self.pattern_locks():
-            if overlaps(lock.path, target):
+            if self.overlap(lock.path, target):
                 found.setdefault(lock.path, lock)
-        if is_dir(target) or is_glob(target):
+        # where names fold, a record of another spelling is found by the held lists
+        if is_dir(target) or is_glob(target) or self.folds:
             for lock in self.below(target, found):
                 found.setdefault(lock.path, lock)
         return list(found.values())
 
+    @property
+    def folds(self) -> bool:
+        """Can two spellings name one file in this repository (branch/pathcase)?"""
+        rule = self.repo.path_rule
+        return rule is not None and rule.folds
+
+    def overlap(self, a: str, b: str) -> bool:
+        """paths.overlaps as this repository's filesystem compares names."""
+        return self.repo.path_rule.overlaps(a, b) if self.folds else overlaps(a, b)
+
     def below(self, target: str, found: dict[str, Lock]) -> list[Lock]:
-        """The locks under the directory or glob *target* not in *found*: those live
-        sessions say they hold (a claim writes the held list with the record)."""
+        """The locks under the directory or glob *target* not in *found*, and of its
+        other spellings: those live sessions say they hold (a claim writes the held
+        list with the record)."""
         return [lock for session in self.live_sessions() for held in session.locks
-                if held not in found and overlaps(held, target) and (lock := self.lock(held))]
+                if held not in found and self.overlap(held, target) and (lock := self.lock(held))]
 
     def put_lock(self, lock: Lock) -> None:
         self.write(record_name(lock.path), lock.to_bytes() if lock.holders else None)

@@ -31,8 +31,8 @@ def guard(out: Output, paths) -> None:
     try:
         if paths:
             # file names, each taken literally (as git diff gives them to the hook)
-            targets = [normalize(plain(p), toplevel=info.toplevel, prefix=info.prefix)
-                       for p in paths]
+            targets = [normalize(plain(p), toplevel=info.toplevel, prefix=info.prefix,
+                                 rule=checker.repo.path_rule) for p in paths]
         else:
             try:
                 targets = checker.staged_paths()

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from ..branch import paths as P
+from ..branch.pathcase import rule_of
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import (backend as procinfo_backend, choose_owner, hostname,
@@ -106,6 +107,8 @@ class Registry:
                  config: dict[str, str] | None = None) -> None:
         self.repo = repo
         self.config = config if config is not None else read_config(repo.info.git_dir)
+        if repo.path_rule is None:  # how names compare here: one rule per repository
+            repo.path_rule = rule_of(self.config)
         self.branch = branch or branch_name(self.config)
         if not _BRANCH_NAME.fullmatch(self.branch) or ".." in self.branch \
                 or self.branch.endswith((".lock", "/", ".")):
@@ -560,13 +563,25 @@ class Registry:
     def targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
         """The stored targets *raw* names.  Globs are checked only for *new* targets: a
         bad glob already on the branch can still be checked, released and force-released."""
-        info = self.repo.info
+        info, rule = self.repo.info, self.repo.path_rule
         out = []
         for item in P.csv_items(raw) if isinstance(raw, str) else raw:
-            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new)
+            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new,
+                              rule=rule)
             if target not in out:
                 out.append(target)
-        return out
+        return self.spelled(out) if rule.ignorecase else out
+
+    def spelled(self, targets: list[str]) -> list[str]:
+        """*targets* spelled as the index spells them, else as a live claim does (the
+        disk's spelling is normalize's): on a filesystem that ignores case, one file's
+        claims land on one record whatever spelling each agent typed."""
+        rule = self.repo.path_rule
+        names = [P.plain(t) for t in targets if not P.is_glob(t)]
+        tracked = self.repo.index_names(names)
+        held = [t for s in self.view().live_sessions() for t in s.locks]
+        return list(dict.fromkeys(rule.respell(rule.respell(t, held), tracked)
+                                  for t in targets))
 
     def claim(self, sid: str, paths: Iterable[str], *, ttl: int = DEFAULT_TTL,
               shared: bool = False, generations: Iterable[str] = ()) -> dict:

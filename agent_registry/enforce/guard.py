@@ -30,6 +30,7 @@ import sys
 import time
 
 from ..branch import paths as P
+from ..branch.pathcase import rule_of
 from ..store.git import (GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config,
                          remote_name)
 from ..store.procinfo import ancestors, hostname, start_time
@@ -273,6 +274,7 @@ class Guard:
         self.info = info
         self.repo = Repo(info)
         self.config = read_config(info.git_dir)  # from the files unless one mentions us
+        self.repo.path_rule = rule_of(self.config)
         self.branch = branch_name(self.config)
         self.host = host or hostname()
         self.now = time.time() if now is None else now
@@ -613,8 +615,8 @@ def main(argv: list[str] | None = None) -> int:
             return pre_push(guard, args[1], sys.stdin.read() if stdin_text is None else stdin_text)
         from ..errors import BadInput
         try:
-            paths = [P.normalize(P.plain(p), toplevel=info.toplevel, prefix=info.prefix)
-                     for p in args[1:]]
+            paths = [P.normalize(P.plain(p), toplevel=info.toplevel, prefix=info.prefix,
+                                 rule=guard.repo.path_rule) for p in args[1:]]
         except BadInput as exc:
             say(f"agent-registry: {exc.message}")
             return 2

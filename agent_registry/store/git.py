@@ -217,6 +217,9 @@ class Repo:
         # os.path, not pathlib: the guard imports this module on every commit, and
         # pathlib (with urllib.parse) is a few ms it does not need
         self._objects = os.path.join(info.common_dir, "objects")
+        # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
+        # the config (the registry, the guard); None: names are compared as they are
+        self.path_rule = None
 
     # -- local state -----------------------------------------------------------------
     def state_path(self, *names: str) -> str:
@@ -232,6 +235,16 @@ class Repo:
     def git(self, *args: str, check: bool = True, input: bytes | None = None,
             cwd: str | None = None) -> subprocess.CompletedProcess:
         return run_git(list(args), env=self.env, check=check, input=input, cwd=cwd)
+
+    def index_names(self, names: list[str]) -> list[str]:
+        """The index's entries that are, or are below, one of *names* spelled in any
+        case (``:(icase)``): how a repository that ignores case spells them."""
+        if not names or not self.info.toplevel:
+            return []
+        specs = [f":(top,icase,literal){name.rstrip('/')}" for name in names]
+        proc = self.git("ls-files", "-z", "--cached", "--", *specs, check=False,
+                        cwd=self.info.toplevel)
+        return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
 
     def close(self) -> None:
         self.reader.close()
@@ -477,22 +490,25 @@ def _config_from_files(git_dir: str) -> dict[str, str] | None:
                 text = f.read().lower()
         except OSError:
             continue
-        if b"agent-registry" in text or b"[include" in text or b"[remote." in text:
-            return None
+        if b"agent-registry" in text or b"[include" in text or b"[remote." in text \
+                or b"ignorecase" in text or b"precomposeunicode" in text:
+            return None  # (git writes the last two where the filesystem folds names)
         has_origin = has_origin or b'[remote "origin"]' in text
     return {"remote.origin.url": "(set)"} if has_origin else {}
 
 
 def read_config(git_dir: str) -> dict[str, str]:
-    """``agent-registry.*`` keys of git config (lower-cased names), and
-    ``remote.origin.url`` (whether sync has a default remote): from the files when none
+    """``agent-registry.*`` keys of git config (lower-cased names), ``remote.origin.url``
+    (whether sync has a default remote), ``core.ignorecase`` and
+    ``core.precomposeunicode`` (how names compare: branch/pathcase): from the files when none
     mentions us (a ``git config`` process is a millisecond or two of every command),
     else from git, in one process."""
     known = _config_from_files(git_dir)
     if known is not None:
         return known
     proc = subprocess.run(["git", "config", "-z", "--get-regexp",
-                           r"^(agent-registry\.|remote\.origin\.url$)"],
+                           r"^(agent-registry\.|remote\.origin\.url$|core\.ignorecase$|"
+                           r"core\.precomposeunicode$)"],
                           env={**clean_env(), "GIT_DIR": git_dir},
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     out = {}

@@ -1,0 +1,268 @@
+"""Paths as the filesystem sees them (issue 25, items 2 and 3): a repository whose
+names compare without case (``core.ignorecase``) or in NFC (``core.precomposeunicode``)
+has one lock per file whatever spelling an agent types, at every entrance (the CLI, the
+harness gate, MCP, the pre-commit guard); Windows paths (backslashes, drive letters)
+become repo-relative POSIX paths.  Run on a real case-insensitive filesystem (exFAT
+through FUSE on a loop device) where this machine can mount one, and with the config
+set by hand on the normal filesystem everywhere."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers import CLI, git, make_repo
+from test_guard import agents, commit, edit, head, hold, open_registry  # noqa: F401 (fixture)
+from test_harness_hooks import hook, verdict
+
+DECOMPOSED, PRECOMPOSED = "cafe\u0301.py", "caf\u00e9.py"
+
+
+def cli(repo: Path, *args: str, sid: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args, *(["--session", sid] if sid else [])], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+
+
+def register(repo: Path, *sids: str) -> None:
+    for sid in sids:
+        proc = cli(repo, "register", sid, "--provider", "Kimi", "--working-on", f"{sid} work")
+        assert proc.returncode == 0, proc.stderr
+
+
+def held(repo: Path) -> dict[str, list[str]]:
+    """Target -> holders, as the branch records them."""
+    out: dict[str, list[str]] = {}
+    with open_registry(repo) as registry:
+        for lock in registry.locks():
+            out.setdefault(lock["path"], []).append(lock["owner"])
+    return out
+
+
+def folding(repo: Path) -> Path:
+    """*repo* (README.md, src/auth.py) set up as git sets one up on a filesystem that
+    ignores case, with the registry and its hooks."""
+    git(repo, "config", "core.ignorecase", "true")
+    assert cli(repo, "init", "--hooks").returncode == 0
+    return repo
+
+
+# -- a filesystem that ignores case: the config on the normal filesystem ---------------
+
+def test_two_spellings_of_one_file_are_one_claim_spelled_as_the_index_has_it(repo):
+    folding(repo)
+    register(repo, "kimi-1", "codex-2")
+    won = cli(repo, "lock", "acquire", "src/Auth.py", sid="kimi-1")
+    lost = cli(repo, "lock", "acquire", "SRC/auth.PY", sid="codex-2")
+    assert won.returncode == 0, won.stderr
+    assert lost.returncode == 1 and lost.stderr.count("\n") == 1
+    assert "src/auth.py is locked by kimi-1" in lost.stderr
+    assert held(repo) == {"src/auth.py": ["kimi-1"]}
+    check = cli(repo, "--json", "lock", "check", "Src/AUTH.py", sid="codex-2")
+    assert check.returncode == 1
+    assert json.loads(check.stdout)["paths"][0]["owner"] == "kimi-1"
+    # its holder renews it under any spelling, and releases it so
+    assert cli(repo, "lock", "acquire", "SRC/AUTH.PY", sid="kimi-1").returncode == 0
+    assert held(repo) == {"src/auth.py": ["kimi-1"]}
+    assert cli(repo, "lock", "release", "src/AUTH.py", sid="kimi-1").returncode == 0
+    assert held(repo) == {}
+
+
+def test_a_directory_lock_covers_every_spelling_of_what_is_below_it(repo):
+    folding(repo)
+    register(repo, "kimi-1", "codex-2")
+    assert cli(repo, "lock", "acquire", "SRC/", sid="kimi-1").returncode == 0
+    assert held(repo) == {"src/": ["kimi-1"]}  # the disk's spelling of the folder
+    lost = cli(repo, "lock", "acquire", "Src/Auth.py", sid="codex-2")
+    assert lost.returncode == 1 and "locked by kimi-1 (via src/)" in lost.stderr
+    lost = cli(repo, "lock", "acquire", "src/New/", sid="codex-2")
+    assert lost.returncode == 1 and "kimi-1" in lost.stderr
+
+
+def test_a_new_file_keeps_the_first_claimers_spelling(repo):
+    folding(repo)
+    register(repo, "kimi-1", "codex-2")
+    assert cli(repo, "lock", "acquire", "docs/Guide.md", sid="kimi-1").returncode == 0
+    lost = cli(repo, "lock", "acquire", "DOCS/guide.MD", sid="codex-2")
+    assert lost.returncode == 1 and "docs/Guide.md is locked by kimi-1" in lost.stderr
+    assert cli(repo, "lock", "acquire", "Docs/GUIDE.md", sid="kimi-1").returncode == 0
+    assert held(repo) == {"docs/Guide.md": ["kimi-1"]}
+
+
+def test_the_index_spelling_wins_over_the_disks(repo):
+    """A case-only rename made outside git: the index still says src/Auth.py."""
+    folding(repo)
+    git(repo, "mv", "src/auth.py", "src/Auth.py")
+    git(repo, "commit", "-q", "-m", "rename")
+    os.rename(repo / "src/Auth.py", repo / "src/auth.py")
+    register(repo, "kimi-1")
+    assert cli(repo, "lock", "acquire", "src/auth.py", sid="kimi-1").returncode == 0
+    assert held(repo) == {"src/Auth.py": ["kimi-1"]}
+
+
+def test_the_guard_refuses_a_commit_of_another_spelling_of_a_held_path(repo, agents):
+    folding(repo)
+    hold(repo, "kimi-1", ["docs/Guide.md"], agents())  # claimed before the file existed
+    before = head(repo)
+    edit(repo, "docs/guide.md")
+    proc = commit(repo, "-m", "guide")
+    assert proc.returncode == 1, proc.stderr
+    assert "kimi-1" in proc.stderr and head(repo) == before
+    check = cli(repo, "guard", "check", "DOCS/GUIDE.MD")
+    assert check.returncode == 1 and "kimi-1" in check.stderr
+
+
+def test_the_harness_gate_denies_an_edit_of_another_spelling(repo, agents):
+    folding(repo)
+    hold(repo, "kimi-1", ["src/auth.py"], agents())
+    event = {"session_id": str(uuid.uuid4()), "transcript_path": "/tmp/t.jsonl",
+             "cwd": str(repo), "hook_event_name": "PreToolUse", "tool_name": "Write",
+             "tool_input": {"file_path": str(repo / "SRC" / "Auth.py"), "content": "x"}}
+    reason = verdict("claude", hook(repo, "claude", "pre-tool-use", event))
+    assert reason and "kimi-1" in reason
+
+
+def test_mcp_lock_tools_compare_without_case(repo):
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from test_mcp import call, talk
+    from test_mcp import register as mcp_register
+    folding(repo)
+    register(repo, "kimi-1")
+    assert cli(repo, "lock", "acquire", "src/auth.py", sid="kimi-1").returncode == 0
+
+    async def script(session):
+        await mcp_register(session, session_id="claude-2")
+        claimed = await call(session, "lock_acquire", paths=["SRC/Auth.PY"])
+        checked = await call(session, "lock_check", paths=["src/AUTH.py"])
+        return claimed, checked
+    (error, text, _), (_, _, checked) = talk(repo, script)
+    assert error and "src/auth.py is locked by kimi-1" in text
+    assert checked["paths"][0]["owner"] == "kimi-1" and not checked["free_to_edit"]
+
+
+def test_a_case_sensitive_repository_keeps_two_spellings_apart(repo):
+    """Linux's own filesystems: no config, no folding (and no extra git process)."""
+    assert cli(repo, "init").returncode == 0
+    register(repo, "kimi-1", "codex-2")
+    assert cli(repo, "lock", "acquire", "src/Auth.py", sid="kimi-1").returncode == 0
+    assert cli(repo, "lock", "acquire", "src/auth.py", sid="codex-2").returncode == 0
+
+
+# -- Unicode: precomposed names -----------------------------------------------------------
+
+def test_a_decomposed_name_and_the_precomposed_one_are_one_path(repo, agents):
+    git(repo, "config", "core.precomposeunicode", "true")
+    assert cli(repo, "init", "--hooks").returncode == 0
+    hold(repo, "kimi-1", [f"src/{DECOMPOSED}"], agents())
+    assert held(repo) == {f"src/{PRECOMPOSED}": ["kimi-1"]}  # as git spells it: NFC
+    register(repo, "codex-2")
+    lost = cli(repo, "lock", "acquire", f"src/{PRECOMPOSED}", sid="codex-2")
+    assert lost.returncode == 1 and "kimi-1" in lost.stderr
+    check = cli(repo, "guard", "check", f"src/{DECOMPOSED}")
+    assert check.returncode == 1 and "kimi-1" in check.stderr
+
+
+# -- Windows paths --------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", ["src\\auth.py", "C:\\work\\repo\\src\\auth.py",
+                                 "c:/WORK/Repo/src/auth.py", "/c/work/repo/src/auth.py",
+                                 ".\\src\\auth.py", "./src/auth.py", "lib\\..\\src\\auth.py"])
+def test_a_windows_path_becomes_the_repo_relative_posix_path(raw):
+    from agent_registry.branch.paths import normalize
+    assert normalize(raw, toplevel="C:\\work\\repo", windows=True) == "src/auth.py"
+    assert normalize(raw.replace("C:", "c:"), toplevel="C:/work/repo", windows=True) \
+        == "src/auth.py"
+
+
+@pytest.mark.parametrize("raw", ["D:\\work\\repo\\src\\auth.py", "C:\\work\\repo",
+                                 "..\\elsewhere.py", "C:\\work\\repo\\.git\\config",
+                                 "C:\\work\\repository\\a.py"])
+def test_a_windows_path_outside_the_repository_is_refused(raw):
+    from agent_registry.branch.paths import normalize
+    from agent_registry.errors import BadInput
+    with pytest.raises(BadInput):
+        normalize(raw, toplevel="C:\\work\\repo", windows=True)
+
+
+def test_on_linux_a_backslash_is_part_of_a_name(repo):
+    """git takes ``src\\auth.py`` literally here: a file of that name is claimed as one;
+    the Windows spelling of src/auth.py is refused in one line, nothing written."""
+    assert cli(repo, "init").returncode == 0
+    register(repo, "kimi-1")
+    (repo / "odd\\name.py").write_text("x\n")
+    assert cli(repo, "lock", "acquire", "odd\\name.py", sid="kimi-1").returncode == 0
+    before = git(repo, "rev-parse", "agent-registry")
+    refused = cli(repo, "lock", "acquire", "src\\auth.py", sid="kimi-1")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "write src/auth.py" in refused.stderr
+    assert git(repo, "rev-parse", "agent-registry") == before
+    assert held(repo) == {"odd\\name.py": ["kimi-1"]}
+
+
+# -- a real case-insensitive filesystem: exFAT through FUSE on a loop device ------------
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def exfat(tmp_path_factory):
+    """A mounted exFAT filesystem, or a skip saying exactly what failed."""
+    for tool in ("mkfs.exfat", "mount.exfat-fuse", "losetup"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} not found (Debian: apt-get install exfatprogs exfat-fuse)")
+    base = tmp_path_factory.mktemp("exfat")
+    image, mount = base / "image", base / "mnt"
+    mount.mkdir()
+    with open(image, "wb") as f:
+        f.truncate(64 * 1024 * 1024)
+    made = _run("mkfs.exfat", str(image))
+    if made.returncode:
+        pytest.skip(f"mkfs.exfat failed: {made.stderr.strip() or made.stdout.strip()}")
+    loop = _run("losetup", "--find", "--show", str(image))
+    if loop.returncode:
+        pytest.skip(f"losetup could not attach a loop device: {loop.stderr.strip()}")
+    device = loop.stdout.strip()
+    mounted = _run("mount.exfat-fuse", device, str(mount))
+    if mounted.returncode:
+        _run("losetup", "-d", device)
+        pytest.skip(f"mount.exfat-fuse {device} failed: "
+                    f"{(mounted.stderr or mounted.stdout).strip()}")
+    try:
+        yield mount
+    finally:
+        _run("umount", str(mount))
+        _run("losetup", "-d", device)
+
+
+def test_on_exfat_git_ignores_case_and_so_do_claims_checks_and_the_guard(exfat, agents):
+    repo = make_repo(exfat / f"repo-{uuid.uuid4().hex[:8]}")
+    assert git(repo, "config", "core.ignorecase").strip() == "true"  # git's own probe
+    assert (repo / "SRC" / "AUTH.PY").read_text() == "auth = 1\n"  # one file, any case
+    assert cli(repo, "init", "--hooks").returncode == 0
+    hold(repo, "kimi-1", ["Src/Auth.py"], agents())
+    assert held(repo) == {"src/auth.py": ["kimi-1"]}
+    register(repo, "claude-3")
+    lost = cli(repo, "lock", "acquire", "src/AUTH.PY", sid="claude-3")
+    assert lost.returncode == 1 and "src/auth.py is locked by kimi-1" in lost.stderr
+    lost = cli(repo, "lock", "acquire", "SRC/", sid="claude-3")
+    assert lost.returncode == 1 and "kimi-1" in lost.stderr
+    assert cli(repo, "lock", "check", "SRC/auth.py", sid="claude-3").returncode == 1
+    # a new file: the first claimer's spelling
+    hold(repo, "codex-2", ["src/New.py"], agents())
+    assert cli(repo, "lock", "acquire", "src/new.py", sid="claude-3").returncode == 1
+    # the pre-commit hook: a person's commit of either file is refused
+    before = head(repo)
+    (repo / "src" / "auth.py").write_text("changed\n")  # (exfat-fuse loses a write
+    git(repo, "add", "-A")  # through another spelling: a FUSE quirk, not ours to test)
+    proc = commit(repo, "-m", "auth")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr and head(repo) == before
+    (repo / "src" / "NEW.py").write_text("new\n")  # the disk keeps this spelling
+    git(repo, "reset", "-q")
+    git(repo, "add", "src/NEW.py")
+    proc = commit(repo, "-m", "new", env={"AGENT_REGISTRY_SESSION": "kimi-1"})
+    assert proc.returncode == 1 and "codex-2" in proc.stderr and head(repo) == before
