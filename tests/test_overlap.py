@@ -119,19 +119,22 @@ def test_an_uncommitted_change_counts_and_the_worktree_is_untouched(team):
                     .joinpath("agent-registry").glob("index.*"))
 
 
-def test_a_repeat_run_reuses_the_merges(team, tmp_path, monkeypatch):
+def test_a_repeat_run_reuses_the_merges_and_the_snapshots(team, tmp_path, monkeypatch):
     edit(team["a"] / "src/billing.py", "return 1\n", "return 10\n")
     commit_all(team["a"], "a")
-    edit(team["b"] / "src/billing.py", "return 1\n", "return 100\n")
-    commit_all(team["b"], "b")
+    edit(team["b"] / "src/billing.py", "return 1\n", "return 100\n")  # uncommitted
     trace = tmp_path / "trace"
     monkeypatch.setenv("GIT_TRACE", str(trace))
     first = forecast(team["a"])
-    assert "merge-tree" in trace.read_text()
+    assert paths_of(first) == {"src/billing.py": "conflict"}
+    assert "merge-tree" in trace.read_text() and "write-tree" in trace.read_text()
     trace.unlink()
     again = forecast(team["a"])
-    assert "merge-tree" not in trace.read_text()
+    assert "merge-tree" not in trace.read_text() and "write-tree" not in trace.read_text()
     assert again["overlaps"] == first["overlaps"]
+    edit(team["b"] / "src/billing.py", "return 100\n", "return 1\n")  # changed back
+    (team["b"] / "src/auth.py").write_text("auth = 2\n")
+    assert forecast(team["a"])["overlaps"] == []
 
 
 def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tmp_path,

@@ -76,8 +76,11 @@ def changed_elsewhere(registry, sid: str, result: dict) -> list[str]:
     live session works elsewhere and that pair of tips is new).  Put into *result* as
     ``changed_elsewhere``; the lines for stderr returned.  The claim stands either way."""
     from ..errors import RegistryError
-    from ..forecast.overlap import changed_elsewhere as find
+    from ..forecast.gate import elsewhere
     try:
+        if elsewhere(registry, sid) is None:  # the usual case: the forecast is not imported
+            return []
+        from ..forecast.overlap import changed_elsewhere as find
         found = find(registry, sid, [lock["path"] for lock in result.get("locks", [])])
     except (RegistryError, OSError) as exc:
         return [f"agent-registry: warning: could not look for changes elsewhere: {exc}"]

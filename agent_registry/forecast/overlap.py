@@ -14,16 +14,14 @@ nothing new costs a ``git status`` per worktree with a live session and no merge
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
 from ..branch import paths as P
 from ..branch.records import iso
-from ..branch.shards import FENCE_SESSION
-from ..branch.staleness import session_stale_reason
 from ..store.atomic import replace_file
 from . import merges
+from .gate import elsewhere, live
 from .sides import Side, committed, with_changes, worktrees
 
 STATE_FILE = "overlap.json"
@@ -48,15 +46,9 @@ def save(registry, state: dict) -> None:
     replace_file(state_path(registry), json.dumps(state, sort_keys=True), prefix="overlap.")
 
 
-def _live(registry, view) -> list:
-    """The sessions that count: live, not stale, not the registry's own."""
-    now = registry.clock()
-    return [s for s in view.live_sessions() if s.id != FENCE_SESSION
-            and session_stale_reason(s, now, this_host=registry.host, seen=registry.seen) is None]
-
-
-def _sides(registry, sessions: list, *, uncommitted: bool) -> tuple[dict, list]:
-    """{sid: Side} and [{"session", "reason"}] of the sessions with none."""
+def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict, list]:
+    """{sid: Side} and [{"session", "reason"}] of the sessions with none; with *memo*
+    (the state file's ``worktrees``), worktrees' uncommitted changes count too."""
     repo, trees = registry.repo, worktrees(registry.repo)
     found, skipped = {}, []
     for session in sessions:
@@ -65,13 +57,14 @@ def _sides(registry, sessions: list, *, uncommitted: bool) -> tuple[dict, list]:
             skipped.append({"session": session.id, "reason": side})
         else:
             found[session.id] = side
-    if uncommitted and len({s.key for s in found.values()}) > 1:
+    if memo is not None and len({s.key for s in found.values()}) > 1:
         scratch = repo.state_path()
         os.makedirs(scratch, exist_ok=True)
         done: dict = {}
         for sid, side in found.items():
             if side.key not in done:
-                done[side.key] = with_changes(repo, side, trees.get(side.worktree, ""), scratch)
+                done[side.key] = with_changes(repo, side, trees.get(side.worktree, ""),
+                                              scratch, memo)
             found[sid] = done[side.key]
     return found, skipped
 
@@ -123,6 +116,7 @@ def _kept(cache: dict, used: dict) -> dict:
 def overlap_key(pair: list[str], paths: list[dict]) -> str:
     """What a notification is deduplicated by: the pair and its paths with their kinds
     (a new commit on the same paths tells nothing new; a new path or a worse kind does)."""
+    import hashlib  # here: a claim's forecast never needs it
     text = json.dumps([pair, [[p["path"], p["kind"]] for p in paths]])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -139,10 +133,13 @@ def overlaps(registry) -> dict:
     writes only its local state file (and, for worktrees with uncommitted changes,
     objects)."""
     view = registry.view()
-    sessions = {s.id: s for s in _live(registry, view)}
-    found, skipped = _sides(registry, list(sessions.values()), uncommitted=True)
-    pairs = _pairs(found)
+    sessions = {s.id: s for s in live(registry, view)}
     state = load(registry)
+    memo = state.get("worktrees") if isinstance(state.get("worktrees"), dict) else {}
+    found, skipped = _sides(registry, list(sessions.values()), memo=memo)
+    state["worktrees"] = {k: v for k, v in memo.items()
+                          if any(side.worktree == k for side in found.values())}
+    pairs = _pairs(found)
     cache = state.get("pairs") if isinstance(state.get("pairs"), dict) else {}
     entries, method = merges.changes(registry.repo, [(found[a].tip, found[b].tip)
                                                       for a, b in pairs], cache)
@@ -183,15 +180,11 @@ def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
     No process when no other live session works on another side, or when the pairs of
     tips are cached; else one merge-tree for all of them.  Uncommitted changes of other
     worktrees are left out here (``overlap`` reads them)."""
-    view = registry.view()
-    me = view.session(sid, strict=False)
-    if me is None:
+    found_elsewhere = elsewhere(registry, sid)
+    if found_elsewhere is None:
         return []
-    others = [s for s in _live(registry, view) if s.id != sid]
-    if not any(s.project != me.project or s.git_branch != me.git_branch or s.host != me.host
-               for s in others):
-        return []
-    found, _ = _sides(registry, [me] + others, uncommitted=False)
+    me, others = found_elsewhere
+    found, _ = _sides(registry, [me] + others)
     mine = found.get(sid)
     if mine is None:
         return []

@@ -15,7 +15,6 @@ that pushed nothing is skipped, saying why.
 from __future__ import annotations
 
 import os
-import shutil
 from collections import namedtuple
 
 from ..store.git import Repo, clean_env, run_git
@@ -99,23 +98,30 @@ def committed(repo: Repo, session, trees: dict[str, str], remote: str | None,
     return Side(("ref", ref), session.git_branch, None, session.host, tip, tip, False, source)
 
 
-def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str) -> Side:
+def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict) -> Side:
     """*side* with its worktree's uncommitted changes (tracked and untracked, as
     ``git add -A`` takes them) as a temporary commit on top of HEAD.  *git_dir*: the
-    worktree's; *scratch*: a folder for the temporary index.  One process for a clean
-    worktree, two more when it has changes."""
+    worktree's; *scratch*: a folder for the temporary index; *memo*: what the last run
+    found per worktree, reused while HEAD, the changed paths, their sizes and times and
+    the index file are as they were then.  One process for a worktree, two more when its
+    changes are new."""
     if side.source != "worktree":
         return side
     env = clean_env()
     status = run_git(["--no-optional-locks", "status", "--porcelain", "-z",
                       "--untracked-files=all", "--ignore-submodules"],
-                     cwd=side.worktree, env=env)
-    if not status.stdout:
+                     cwd=side.worktree, env=env).stdout
+    if not status:
+        memo.pop(side.worktree, None)
         return side
+    stamp = _stamp(side.worktree, git_dir, status)
+    known = memo.get(side.worktree)
+    if isinstance(known, dict) and known.get("head") == side.head and \
+            known.get("stamp") == stamp and repo.reader.read(str(known.get("tip"))):
+        return side._replace(tip=known["tip"], dirty=True)
     index = os.path.join(scratch, f"index.{os.getpid()}.{os.urandom(4).hex()}")
     try:
-        if os.path.exists(os.path.join(git_dir, "index")):
-            shutil.copyfile(os.path.join(git_dir, "index"), index)  # a read of the real one
+        _copy(os.path.join(git_dir, "index"), index)  # a read of the real one
         env = {**env, "GIT_INDEX_FILE": index}
         # a split index would write a shared index file beside the real one: not here
         run_git(["-c", "core.splitIndex=false", "add", "-A"], cwd=side.worktree, env=env)
@@ -127,7 +133,40 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str) -> Side:
     when = commit_time(repo, side.head)
     commit = repo.commit_tree(tree, [side.head], "agent-registry overlap: uncommitted changes",
                               "agent-registry <agent-registry@localhost>", when)
+    memo[side.worktree] = {"head": side.head, "stamp": stamp, "tip": commit}
     return side._replace(tip=commit, dirty=True)
+
+
+def _copy(source: str, target: str) -> None:
+    """Copy a file, if it exists (shutil's import would cost every claim's forecast)."""
+    try:
+        with open(source, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return
+    with open(target, "xb") as out:
+        out.write(data)
+
+
+def _stamp(worktree: str, git_dir: str, status: bytes) -> str:
+    """What the uncommitted changes look like from outside: ``git status``'s list, and
+    the size and modification time of each path on it and of the index file."""
+    import hashlib  # here: a claim's forecast never needs it
+    digest = hashlib.sha1(status)
+    fields = status.split(b"\0")
+    names = [os.path.join(git_dir, "index")]
+    skip = False
+    for field in fields:
+        if field and not skip:
+            names.append(os.path.join(worktree, os.fsdecode(field[3:])))
+        skip = not skip and field[:1] in (b"R", b"C")  # a rename's second field: its source
+    for name in names:
+        try:
+            info = os.lstat(name)
+            digest.update(f"{info.st_size} {info.st_mtime_ns}\n".encode())
+        except OSError:
+            digest.update(b"-\n")
+    return digest.hexdigest()
 
 
 def commit_time(repo: Repo, oid: str) -> int:
