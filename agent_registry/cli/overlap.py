@@ -34,9 +34,13 @@ def overlap(out: Output, notify: bool) -> None:
     worktrees (other clones' through their pushed branches), the paths both changed since
     their merge base, uncommitted changes included: a textual conflict (git merge-tree),
     the same file changed on both sides, or a path one holds and the other changed.
-    Exit 0 whether or not there is an overlap."""
+    Other clones' branches are as of this clone's last `git fetch`.  Exit 0 whether or
+    not there is an overlap."""
     from ..forecast.overlap import overlaps
+    from ..sync.fresh import freshen, said
+    freshen(out.registry)  # the sessions fetched first when older than readFreshness
     report = overlaps(out.registry)
+    report.update(said(out.registry))
     if notify:
         from ..forecast.tell import notify as tell
         report["notified"] = tell(out.registry, report)
