@@ -32,7 +32,14 @@ def hermetic_seal(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("TZ", "UTC")
+    # registries made by a test are one branch (layout format 1), as before 16 lock shards
+    # became the default; tests/test_layout_default.py unsets it to test the default
+    monkeypatch.setenv("AGENT_REGISTRY_SHARDS", "0")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # the thousands of agent-registry processes the suite starts read cached bytecode as
+    # on a user's machine; a shell that forbids writing it (PYTHONDONTWRITEBYTECODE) made
+    # each one compile the package again: ~55 ms of CPU per process, a quarter of a claim
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     yield
 
 
