@@ -28,8 +28,10 @@ from ..sync import remote as sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
 from ..store.git import GitError, Repo, read_config
 from ..sync import Registry
+from ..sync.repolist import repository_path
 from . import queries
 from .events import change_stream
+from .repos import OtherRepositories
 from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, RequestGuard, offers_token
 from .timeline import DEFAULT_LIMIT, session_timeline
 
@@ -128,13 +130,17 @@ def load_feature(module: str, what: str):
 
 
 def create_app(repo: str | Registry, token: str | None = None, *,
-               max_body: int = MAX_BODY) -> FastAPI:
+               max_body: int = MAX_BODY, repos: bool = False) -> FastAPI:
     """The dashboard for the repository at *repo* (a path, or a Registry already open,
     which the app then owns and closes).  With *token*, every request but
     /api/health must carry it (for a bind other than loopback); without, only loopback
     Host names are answered.  Changes always need ``app.state.post_token``.  A request
-    body over *max_body* bytes is refused with 413 before it is read."""
+    body over *max_body* bytes is refused with 413 before it is read.  With *repos*, the
+    sessions and locks of the user's other repositories are listed too, read-only
+    (dashboard/repos.py); every action still acts on this repository only."""
     pool = RegistryPool(Registry.open(repo) if isinstance(repo, str) else repo)
+    served = repository_path(pool.info)
+    others = OtherRepositories(served) if repos else None
     post_token = token or secrets.token_urlsafe(24)
     author = default_author()
     page = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{token}}", post_token)
@@ -143,6 +149,8 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     async def lifespan(app: FastAPI):
         yield
         pool.close()
+        if others is not None:
+            others.close()
 
     app = FastAPI(title="agent-registry dashboard", version=__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
@@ -183,7 +191,8 @@ def create_app(repo: str | Registry, token: str | None = None, *,
                 answer.update(common_dir=pool.info.common_dir, branch=registry.branch,
                               repo=os.path.basename(pool.info.toplevel or pool.info.common_dir),
                               host=registry.host, timezone=os.environ.get("AGENT_REGISTRY_TZ"),
-                              default_author=author)
+                              default_author=author, repos=others is not None,
+                              repository=served)
         return answer
 
     @app.get("/api/sessions", summary="Sessions, newest first (default: the live ones)")
@@ -193,10 +202,16 @@ def create_app(repo: str | Registry, token: str | None = None, *,
                  date: str | None = Query(None, description="Active on this day: YYYY-MM-DD or today"),
                  history: bool = Query(False, description="Include ended sessions"),
                  limit: int = Query(500, ge=1, le=5000)) -> dict:
-        with pool.borrow() as registry:
+        def read(registry: Registry) -> dict:
             return queries.list_sessions(registry, status=status or None, provider=provider,
                                          project=project, day=date or None, history=history,
                                          limit=limit)
+        with pool.borrow() as registry:
+            mine = read(registry)
+        if others is None:
+            return mine
+        found, skipped = others.each(read)
+        return queries.across([(served, mine), *found], "sessions", skipped, limit)
 
     @app.get("/api/sessions/{sid}", summary="One session in full, with its diary")
     def session(sid: str) -> dict:
@@ -232,7 +247,11 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     @app.get("/api/locks", summary="Every lock held by a live session, with its state")
     def locks() -> dict:
         with pool.borrow() as registry:
-            return queries.list_locks(registry)
+            mine = queries.list_locks(registry)
+        if others is None:
+            return mine
+        found, skipped = others.each(queries.list_locks)
+        return queries.across([(served, mine), *found], "locks", skipped)
 
     @app.get("/api/sync", summary="Where this clone stands against its remote")
     def sync_state() -> dict:
@@ -271,7 +290,8 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     @app.get("/api/events", summary="Server-Sent Events: hello, then change {areas, sessions, tip}",
              response_class=EventSourceResponse)
     async def events():
-        return EventSourceResponse(change_stream(pool.borrow), ping=15)
+        return EventSourceResponse(change_stream(
+            pool.borrow, elsewhere=None if others is None else others.signatures), ping=15)
 
     @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
     def kill(sid: str, action: KillRequest) -> dict:

@@ -16,8 +16,13 @@ from ..cli.context import Output, pass_out
               help="Port (0: any free one). Taken by this repository's dashboard: reused; "
                    "by something else: the next free port.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option("--repos", "every_repo", is_flag=True,
+              help="Also list the sessions and locks of every repository on your list "
+                   "(`repos list`), with a repository column: read-only, nothing fetched; "
+                   "the actions act on this repository only.")
 @pass_out
-def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
+def dashboard(out: Output, host: str, port: int, open_browser: bool,
+              every_repo: bool = False) -> None:
     """Serve a live web page of sessions, locks, sync and wiki, with actions.
 
     Needs the web extra: pip install '.[web]' from a clone. Changes through the API
@@ -34,7 +39,7 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool) -> None:
     registry = out.registry  # validates the repository before anything listens
     token = access_token(host)
     placement = place(host, port, repo_id(registry.repo.info.common_dir))
-    app = None if placement.reused else create_app(registry, token)
+    app = None if placement.reused else create_app(registry, token, repos=every_repo)
     post_token = app.state.post_token if app else None
     url = placement.url(token)
     if app is not None:

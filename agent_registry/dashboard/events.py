@@ -27,6 +27,9 @@ from ..core.registry import Registry
 from ..errors import RegistryError
 
 POLL_SECONDS = 0.3
+# the other repositories of ``dashboard --repos`` cost a ``for-each-ref`` each (lock
+# shards): polled every fifth poll, 1.5 s
+ELSEWHERE_EVERY = 5
 AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 
 
@@ -147,18 +150,28 @@ def describe_change(paths: list[str]) -> dict:
     return {"areas": sorted(areas), "sessions": sorted(sessions)}
 
 
-async def change_stream(borrow: Callable, interval: float = POLL_SECONDS) -> AsyncIterator[dict]:
+async def change_stream(borrow: Callable, interval: float = POLL_SECONDS,
+                       elsewhere: Callable[[], tuple] | None = None) -> AsyncIterator[dict]:
     """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves.
-    *borrow* lends a Registry (a context manager).  The response cancels this generator
-    when the client goes away."""
+    *borrow* lends a Registry (a context manager).  *elsewhere* (``dashboard --repos``)
+    gives the other repositories' signatures, polled every ``ELSEWHERE_EVERY`` polls: when
+    they move, the change names the sessions and locks areas and ``repositories``.  The
+    response cancels this generator when the client goes away."""
     with borrow() as registry:
         last = signature(registry)
+    there = await asyncio.to_thread(elsewhere) if elsewhere else None
     yield {"event": "hello", "data": json.dumps({"tip": _tip(last)})}
+    polls = 0
     while True:
         await asyncio.sleep(interval)
+        polls += 1
+        moved_there = False
+        if elsewhere is not None and polls % ELSEWHERE_EVERY == 0:
+            now_there = await asyncio.to_thread(elsewhere)
+            moved_there, there = now_there != there, now_there
         with borrow() as registry:
             current = signature(registry)
-            if current == last:
+            if current == last and not moved_there:
                 continue
             paths = await asyncio.to_thread(changed_paths, registry, _tip(last), _tip(current))
             paths += await asyncio.to_thread(changed_paths, registry, _messages_tip(last),
@@ -167,6 +180,9 @@ async def change_stream(borrow: Callable, interval: float = POLL_SECONDS) -> Asy
                 paths += await asyncio.to_thread(shard_changed_paths, registry, last[5],
                                                  current[5])
         change = describe_change(paths)
+        if moved_there:
+            change.update(areas=sorted({*change["areas"], "sessions", "locks"}),
+                          repositories=True)
         if _synced(current) != _synced(last):
             change["areas"].append("sync")
         change.update(tip=_tip(current), previous=_tip(last))

@@ -95,3 +95,23 @@ def list_locks(registry: Registry) -> dict:
         lock["state"] = "stale" if lock["stale_reason"] else "fresh"
         lock["unconfirmed"] = not lock.get("confirmed", True)
     return {"locks": locks, "warnings": registry.warnings}
+
+
+def across(parts: list[tuple[str, dict]], key: str, skipped: list[str],
+           limit: int | None = None) -> dict:
+    """``dashboard --repos``: the answers of several repositories (``(repository,
+    answer)``, the served one first) as one: each row of *key* given its ``repository``;
+    sessions newest first (at most *limit*) with totals, providers and projects of all;
+    locks the served repository's first, each repository's by path.  Another repository's warnings say which it is, and
+    each one *skipped* is a warning."""
+    rows = [{**row, "repository": path} for path, part in parts for row in part[key]]
+    warnings = [w if i == 0 else f"{path}: {w}"
+                for i, (path, part) in enumerate(parts) for w in part.get("warnings", [])]
+    merged = {key: rows, "warnings": warnings + skipped}
+    if key == "sessions":
+        rows.sort(key=lambda s: s.get("registered_at") or "", reverse=True)
+        merged.update({key: rows[:limit], "total": sum(part["total"] for _, part in parts),
+                       "providers": sorted({p for _, part in parts for p in part["providers"]},
+                                           key=str.lower),
+                       "projects": sorted({p for _, part in parts for p in part["projects"]})})
+    return merged

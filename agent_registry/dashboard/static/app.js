@@ -4,7 +4,8 @@
 
 const TOKEN = document.querySelector('meta[name="agent-registry-token"]').content;
 const SVG = "http://www.w3.org/2000/svg";
-const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [], room: "" };
+const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [], room: "",
+                repos: false, repository: "" };
 
 // -- building elements safely -----------------------------------------------------------
 
@@ -94,6 +95,25 @@ function age(seconds) {
   return Math.floor(seconds) + "s";
 }
 
+// -- every repository (dashboard --repos) -------------------------------------------------
+
+// a row of another repository is read-only: its actions (and its timeline, which the
+// served repository's API cannot read) stay with that repository's own dashboard
+function ownRow(row) {
+  return !state.repos || row.repository === state.repository;
+}
+
+// the repository cell of a row, first in the row (nothing without --repos)
+function repositoryCell(row) {
+  if (!state.repos) return null;
+  const name = row.repository.split("/").filter(Boolean).pop() || row.repository;
+  return el("td", { class: "mono repository", title: row.repository }, name);
+}
+
+function readOnlyNote() {
+  return el("span", { class: "muted" }, "read-only here");
+}
+
 // -- sessions ---------------------------------------------------------------------------
 
 function sessionQuery() {
@@ -116,15 +136,16 @@ async function loadSessions() {
     const toggle = el("button", { type: "button", class: "link", "aria-expanded": String(isOpen) },
                       isOpen ? "hide" : "timeline");
     toggle.addEventListener("click", () => toggleSession(s.id));
-    const actions = el("td", {}, toggle);
-    if (s.status === "OnWorking") {
+    const actions = el("td", {}, ownRow(s) ? toggle : readOnlyNote());
+    if (s.status === "OnWorking" && ownRow(s)) {
       const kill = el("button", { type: "button", class: "action" }, "Kill…");
       kill.addEventListener("click", () => confirmKill(s));
       actions.append(kill);
     }
     const status = el("span", { class: "state " + s.status }, s.status);
     if (s.stale_reason) status.setAttribute("title", s.stale_reason);
-    rows.push(el("tr", { "data-session": s.id },
+    rows.push(el("tr", { "data-session": s.id, "data-repository": s.repository },
+      repositoryCell(s),
       el("td", { class: "mono" }, s.id),
       el("td", {}, s.provider, s.ai_version ? " " + s.ai_version : ""),
       el("td", { class: "mono wrap" }, s.project),
@@ -134,8 +155,8 @@ async function loadSessions() {
       el("td", {}, s.status === "OnWorking" ? age(s.heartbeat_age_seconds) + " ago" : formatTime(s.finished_at)),
       el("td", {}, String((s.locks || []).length)),
       actions));
-    if (isOpen) rows.push(el("tr", { class: "detail", "data-detail": s.id },
-                             el("td", { colspan: "9", id: "session-detail" }, "loading…")));
+    if (isOpen && ownRow(s)) rows.push(el("tr", { class: "detail", "data-detail": s.id },
+                             el("td", { colspan: state.repos ? "10" : "9", id: "session-detail" }, "loading…")));
   }
   body.replaceChildren(...rows);
   $("sessions-empty").hidden = data.sessions.length > 0;
@@ -143,7 +164,7 @@ async function loadSessions() {
     ? `${data.sessions.length} of ${data.total}` : `${data.total}`;
   fillChoices($("f-provider"), data.providers);
   $("projects").replaceChildren(...data.projects.map((p) => el("option", { value: p })));
-  if (state.openSession && data.sessions.some((s) => s.id === state.openSession)) {
+  if (state.openSession && data.sessions.some((s) => s.id === state.openSession && ownRow(s))) {
     await loadSessionDetail(state.openSession);
   }
 }
@@ -329,11 +350,15 @@ async function loadLocks() {
   const data = await api("/api/locks");
   state.locks = data.locks;
   const rows = data.locks.map((lock) => {
-    const release = el("button", { type: "button", class: "action" }, "Force-release…");
-    release.addEventListener("click", () => confirmForceRelease(lock));
+    let release = readOnlyNote();
+    if (ownRow(lock)) {
+      release = el("button", { type: "button", class: "action" }, "Force-release…");
+      release.addEventListener("click", () => confirmForceRelease(lock));
+    }
     const lockState = el("span", { class: "state " + lock.state }, lock.state);
     if (lock.stale_reason) lockState.setAttribute("title", lock.stale_reason);
-    return el("tr", { "data-path": lock.path },
+    return el("tr", { "data-path": lock.path, "data-repository": lock.repository },
+      repositoryCell(lock),
       el("td", { class: "mono" }, lock.path),
       el("td", {}, lock.mode),
       el("td", { class: "mono" }, lock.owner),
@@ -584,6 +609,9 @@ function connect() {
 async function start() {
   const health = await api("/api/health");
   state.zone = health.timezone || undefined;
+  state.repos = Boolean(health.repos);
+  state.repository = health.repository || "";
+  for (const cell of document.querySelectorAll("th.repository")) cell.hidden = !state.repos;
   $("repo").textContent = health.repo || "";
   $("branch").textContent = health.branch ? "branch " + health.branch : "";
   $("author").value = localStorage.getItem("agent-registry-author") || "";

@@ -1,0 +1,69 @@
+"""``dashboard --repos``: the user's other repositories beside the one served (the list
+is sync/repolist.py's).  Each registry is opened once and read by one request at a time
+(a Registry's ``cat-file --batch`` serves one reader), never written: the page's actions
+stay with the served repository, and nothing here fetches.  A repository that goes away
+while the dashboard runs is skipped with a warning, and read again if it comes back."""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from ..errors import RegistryError
+from ..sync import Registry
+from ..sync.repolist import listed
+from ..sync.repos import Gone, open_listed, skipped_line
+from .events import signature
+
+
+class OtherRepositories:
+    def __init__(self, served: str) -> None:
+        self.served = served
+        self._open: dict[str, tuple[Registry, threading.Lock]] = {}
+        self._guard = threading.Lock()
+
+    def _get(self, path: str) -> tuple[Registry, threading.Lock]:
+        with self._guard:
+            held = self._open.get(path)
+            if held is not None and not os.path.isdir(held[0].repo.info.common_dir):
+                self._drop(path)
+                held = None
+            if held is None:
+                held = self._open[path] = (open_listed(path), threading.Lock())
+            return held
+
+    def _drop(self, path: str) -> None:
+        held = self._open.pop(path, None)
+        if held is not None:
+            held[0].close()
+
+    def each(self, read: Callable[[Registry], object]) -> tuple[list[tuple[str, object]],
+                                                                 list[str]]:
+        """``read(registry)`` in each listed repository but the served one: the
+        (repository, answer) pairs, and one warning line for each that was skipped."""
+        found, skipped = [], []
+        for path in listed():
+            if path == self.served:
+                continue
+            try:
+                registry, lock = self._get(path)
+                with lock:
+                    found.append((path, read(registry)))
+            except (Gone, RegistryError, OSError) as exc:
+                reason = str(exc) if isinstance(exc, Gone) else \
+                    f"unreadable: {getattr(exc, 'message', None) or exc}"
+                skipped.append(skipped_line({"repository": path, "reason": reason}))
+                with self._guard:
+                    self._drop(path)
+        return found, skipped
+
+    def signatures(self) -> tuple:
+        """What identifies the other repositories' state (events.signature of each, and
+        the line of each skipped): the event stream polls it."""
+        found, skipped = self.each(signature)
+        return tuple(found) + tuple(skipped)
+
+    def close(self) -> None:
+        with self._guard:
+            for path in list(self._open):
+                self._drop(path)
