@@ -239,3 +239,40 @@ def test_watch_tells_each_new_overlap_once(team, run):
             for sid, other in (("a1", "b1"), ("b1", "a1")):
                 (message,) = inbox(registry, sid)["messages"]
                 assert message["from"] == other and "src/billing.py" in message["body"]
+
+
+@pytest.mark.parametrize("version,conflicts,both", [
+    ((2, 37, 0), [], ["src/billing.py"]),  # before merge-tree --write-tree: changed paths
+    ((2, 38, 0), ["src/billing.py"], []),  # --write-tree, one process per pair
+])
+def test_older_git_falls_back(team, version, conflicts, both):
+    from agent_registry.forecast import merges
+    edit(team["a"] / "src/billing.py", "return 6\n", "return 60\n")
+    (team["a"] / "src/auth.py").write_text("auth = 3\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 6\n", "return 600\n")
+    commit_all(team["b"], "b")
+    tips = [git(team[n], "rev-parse", "HEAD").strip() for n in ("a", "b")]
+    with open_at(team["a"]) as registry:
+        found, method = merges.changes(registry.repo, [tuple(tips)], {}, version)
+    entry = found[merges.pair_key(*tips)]
+    assert method == ("changed-paths" if version < (2, 38) else "merge-tree")
+    assert (entry["conflicts"], entry["both"]) == (conflicts, both)
+    assert entry[tips[0]] == ["src/auth.py", "src/billing.py"]
+    assert entry[tips[1]] == ["src/billing.py"]
+
+
+def test_a_pair_git_cannot_merge_does_not_stop_the_others(team):
+    from agent_registry.forecast import merges
+    edit(team["a"] / "src/billing.py", "return 8\n", "return 80\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 8\n", "return 800\n")
+    commit_all(team["b"], "b")
+    a, b = (git(team[n], "rev-parse", "HEAD").strip() for n in ("a", "b"))
+    orphan = git(team["a"], "commit-tree", "-m", "unrelated", f"{a}^{{tree}}").strip()
+    pairs = sorted([(orphan, a), (a, b), (orphan, b)], key=lambda p: merges.pair_key(*p))
+    with open_at(team["a"]) as registry:
+        found, _ = merges.changes(registry.repo, pairs, {})
+    assert found[merges.pair_key(a, b)]["conflicts"] == ["src/billing.py"]
+    assert found[merges.pair_key(orphan, a)]["conflicts"] == []
+    assert found[merges.pair_key(orphan, b)][orphan] == []
