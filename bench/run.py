@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Benchmark of the registry-branch core (``make bench``): whole-process ``lock acquire``,
-``lock check`` and ``status`` of agent-registry against bench/baseline_flock.py (the
-predecessor's flock-and-file design), in four states, timed in rounds: each round runs
-every command of both tools (in alternating order) in every state, so a change of load
-on a shared machine falls on all of them alike:
+``lock check``, ``lock heartbeat`` and ``status`` of agent-registry against the
+predecessor's own scripts (``../shared/predecessors/code/``: ``lock_manager.py
+acquire|check|heartbeat``, ``registry_manager.py status``), in four states, timed in
+rounds: each round runs every command of every tool (in alternating order) in every
+state, so a change of load on a shared machine falls on all of them alike:
 
     small        10 locks (10 sessions x 1)         ~100 commits on the branch
     locks-10k    10,000 locks (10 sessions x 1,000)  ~100 commits
     sessions-100 10,000 locks (100 sessions x 100)   ~200 commits  (full run only)
     history-100k 10 locks (10 sessions x 1)          100,000 commits
 
-plus the in-process Python API claim, and a profile of one whole-process claim.  Results
-go to the section of docs/benchmarks.md between ``<!-- core:start -->`` and
-``<!-- core:end -->``; the rest of that file belongs to others and is left as it is.
+With ``--before REV`` the same commands of agent-registry at commit REV run too (a
+``git archive`` of it on PYTHONPATH, the same console script and interpreter), so a
+change is measured before and after in one run.  Plus the in-process Python API claim,
+and a profile of one whole-process claim.  Results go to the section of
+docs/benchmarks.md between ``<!-- core:start -->`` and ``<!-- core:end -->``; the rest of
+that file belongs to others and is left as it is.
 
-    .venv/bin/python bench/run.py [--quick] [--reps N] [--states a,b] [--keep] [--no-doc]
+    .venv/bin/python bench/run.py [--quick] [--reps N] [--states a,b] [--before REV]
+                                  [--no-profile] [--keep] [--no-doc]
 
 A benchmark, not a test: it asserts nothing about time.
 """
@@ -38,11 +43,11 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-import baseline_flock  # noqa: E402
+import predecessor  # noqa: E402
 import profile_claim  # noqa: E402
 import report  # noqa: E402
 import states  # noqa: E402
-from states import CLAIMER, TTL, Shape  # noqa: E402
+from states import CLAIMER, HEARTBEAT_PATH, TTL, Shape  # noqa: E402
 
 SHAPES = [
     Shape("small", sessions=10, locks_each=1, history=100),
@@ -51,14 +56,16 @@ SHAPES = [
     Shape("history-100k", sessions=10, locks_each=1, history=100_000),
 ]
 QUICK_SKIPS = {"sessions-100"}
-COMMANDS = ("acquire", "check", "status")
+COMMANDS = report.COMMANDS
 OURS = str(Path(sys.executable).parent / "agent-registry")
+PREDECESSOR = predecessor.code_dir()
 
 
 @dataclass
 class StateResult:
     shape: Shape
     commits: int
+    layout: str = ""
     times: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, command): wall ms
     cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # user+sys ms, git included
     api: dict[str, list[float]] = field(default_factory=dict)
@@ -87,8 +94,10 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> t
 
 
 class Pair:
-    """One state, both tools: the argv of each command, how to undo a claim, and the
-    measurements taken in it."""
+    """One state, every tool: the argv of each command, how to undo a claim, and the
+    measurements taken in it.  Tools: ``ours`` (this checkout), ``before`` (the commit
+    given with --before, same console script, its code on PYTHONPATH) and
+    ``predecessor`` (its own scripts, on a home holding the same sessions and locks)."""
 
     def __init__(self, repo: Path, home: Path, registry, result: StateResult) -> None:
         self.repo, self.home, self.registry, self.result = repo, home, registry, result
@@ -96,45 +105,65 @@ class Pair:
 
     def argv(self, tool: str, command: str, rep: int) -> list[str]:
         claim = f"src/bench/claim{rep:04d}.py"
-        if tool == "ours":
-            return {"acquire": [OURS, "lock", "acquire", claim, "--session", CLAIMER, "--ttl", str(TTL)],
-                    "check": [OURS, "lock", "check", self.held, "--session", CLAIMER],
-                    "status": [OURS, "status"]}[command]
-        base = [sys.executable, str(BENCH / "baseline_flock.py"), "--home", str(self.home)]
-        return base + {"acquire": ["acquire", claim, CLAIMER, "--timeout", str(TTL)],
-                       "check": ["check", self.held, "--session-id", CLAIMER],
-                       "status": ["status"]}[command]
+        if tool == "predecessor":
+            path = {"acquire": claim, "check": self.held, "heartbeat": HEARTBEAT_PATH}.get(command, "")
+            return predecessor.argv(PREDECESSOR, command, path, CLAIMER)
+        # the console script run by the interpreter: `before` puts its code first on the path
+        return [sys.executable, OURS] + {
+            "acquire": ["lock", "acquire", claim, "--session", CLAIMER, "--ttl", str(TTL)],
+            "check": ["lock", "check", self.held, "--session", CLAIMER],
+            "heartbeat": ["lock", "heartbeat", HEARTBEAT_PATH, "--session", CLAIMER],
+            "status": ["status"]}[command]
+
+    def env(self, tool: str, env: dict[str, str], before: Path | None) -> dict[str, str]:
+        if tool == "predecessor":
+            return {**env, "AGENT_REGISTRY_HOME": str(self.home)}
+        return {**env, "PYTHONPATH": str(before)} if tool == "before" else env
+
+    def prepare(self, tool: str, command: str) -> None:
+        """The predecessor's locks go stale after two minutes: keep the checked one fresh."""
+        if (tool, command) == ("predecessor", "check"):
+            predecessor.refresh(PREDECESSOR, self.home, self.repo, self.held, self.held_by)
+
+    @property
+    def held_by(self) -> str:
+        return "holder-000"
 
     def undo(self, tool: str, rep: int) -> None:
         """Release the claim of *rep* in process, outside the timed window, so every
         timed acquire is a fresh claim and the state does not grow."""
         claim = f"src/bench/claim{rep:04d}.py"
-        if tool == "ours":
-            self.registry.release(CLAIMER, [claim])
+        if tool == "predecessor":
+            predecessor.release(PREDECESSOR, self.home, self.repo, claim, CLAIMER)
         else:
-            with contextlib.chdir(self.repo):  # its lock files are named by realpath
-                baseline_flock.release(str(self.home), [claim], CLAIMER)
+            self.registry.release(CLAIMER, [claim])
 
 
-def time_processes(pairs: list[Pair], env: dict[str, str], reps: int, warmup: int) -> None:
+def expected_code(tool: str, command: str) -> int:
+    """Our `lock check` of a path another session holds exits 1 (the predecessor's batch
+    contract); the predecessor's single-path check is advisory and exits 0."""
+    return 1 if (tool, command) != ("predecessor", "check") and command == "check" else 0
+
+
+def time_processes(pairs: list[Pair], env: dict[str, str], reps: int, warmup: int,
+                   tools: tuple[str, ...], before: Path | None) -> None:
     """Whole processes, in rounds: every round visits every state, every command, and
-    both tools in alternating order, so a change in the machine's load during the run
-    falls on all of them alike and the comparisons between states stay fair."""
+    every tool in an order that turns each round, so a change in the machine's load
+    during the run falls on all of them alike and the comparisons stay fair."""
     for pair in pairs:
-        for tool in ("ours", "baseline"):
+        for tool in tools:
             for command in COMMANDS:
                 pair.result.times[(tool, command)] = []
                 pair.result.cpu[(tool, command)] = []
     for rep in range(-warmup, reps):
         for pair in pairs:
             for command in COMMANDS:
-                order = ("ours", "baseline") if rep % 2 == 0 else ("baseline", "ours")
-                for tool in order:
-                    # ours: `lock check` of a path another session holds exits 1; the
-                    # baseline keeps its predecessor's advisory single-path exit 0
-                    expect = 1 if (tool, command) == ("ours", "check") else 0
-                    wall, cpu = timed(pair.argv(tool, command, rep + warmup), pair.repo, env,
-                                      expect)
+                shift = rep % len(tools)
+                order = tools[shift:] + tools[:shift]
+                for tool in (order if rep % 2 == 0 else order[::-1]):
+                    pair.prepare(tool, command)
+                    wall, cpu = timed(pair.argv(tool, command, rep + warmup), pair.repo,
+                                      pair.env(tool, env, before), expected_code(tool, command))
                     if rep >= 0:
                         pair.result.times[(tool, command)].append(wall)
                         pair.result.cpu[(tool, command)].append(cpu)
@@ -246,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, help="timed rounds (each: every state, command and tool)")
     parser.add_argument("--states", metavar="NAMES",
                         help="comma-separated subset of: " + ", ".join(s.name for s in SHAPES))
+    parser.add_argument("--before", metavar="REV",
+                        help="also time agent-registry as of commit REV (before a change)")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profile of one claim")
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -257,8 +289,26 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [s for s in SHAPES if (s.name in wanted if wanted else
                                     not (args.quick and s.name in QUICK_SKIPS))]
 
+    if PREDECESSOR is None:
+        parser.error("the predecessor's scripts were not found: set AGENT_REGISTRY_PREDECESSOR "
+                     "to the folder holding lock_manager.py and registry_manager.py")
+    try:
+        import yaml  # noqa: F401  (the predecessor's scripts need PyYAML)
+    except ImportError:
+        parser.error(f"the predecessor's scripts need PyYAML: {sys.executable} -m pip install pyyaml")
     root = Path(tempfile.mkdtemp(prefix="agent-registry-bench-"))
     env = bench_env(root)
+    tools: tuple[str, ...] = ("ours", "predecessor")
+    before = None
+    if args.before:
+        before = root / "before"
+        before.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before],
+                                 stdout=subprocess.PIPE, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        tools = ("ours", "before", "predecessor")
+        revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
+                                  capture_output=True, text=True, check=True).stdout.strip()
     os.environ.clear()
     os.environ.update(env)  # the library, used in process, reads os.environ
     started = time.time()
@@ -271,18 +321,22 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.time()
             print(f"[{shape.name}] building ...", flush=True)
             repo = states.build_ours(root / shape.name / "repo", shape, env)
-            home = states.build_baseline(root / shape.name / "home-baseline", shape, repo)
-            result = StateResult(shape, states.commit_count(repo, env), build_seconds=time.time() - t0)
+            holders = {f"holder-{i:03d}": [states.held_path(i, j) for j in range(shape.locks_each)]
+                       for i in range(shape.sessions)}
+            home = predecessor.build(PREDECESSOR, root / shape.name / "home-predecessor", repo,
+                                     holders, CLAIMER, [HEARTBEAT_PATH])
+            result = StateResult(shape, states.commit_count(repo, env), build_seconds=time.time() - t0,
+                                 layout=states.layout(repo))
             pairs.append(Pair(repo, home, Registry.open(str(repo)), result))
             print(f"[{shape.name}] built in {result.build_seconds:.0f} s ({result.commits:,} commits)",
                   flush=True)
-        print(f"timing {reps} rounds x {len(pairs)} states x {len(COMMANDS)} commands x 2 tools ...",
-              flush=True)
-        time_processes(pairs, env, reps, warmup=2)
+        print(f"timing {reps} rounds x {len(pairs)} states x {len(COMMANDS)} commands x "
+              f"{len(tools)} tools ...", flush=True)
+        time_processes(pairs, env, reps, 2, tools, before)
         print(f"timing {api_reps} rounds of in-process API claims ...", flush=True)
         time_api(pairs, api_reps)
         small = next((p for p in pairs if p.result.shape.name == "small"), None)
-        if small is not None:
+        if small is not None and not args.no_profile:
             print("profiling one claim (state small) ...", flush=True)
             profile = run_profile(small, env, reps=9 if args.quick else 15)
         for pair in pairs:
@@ -295,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
     results = [pair.result for pair in pairs]
-    run = {"quick": args.quick, "reps": reps, "api_reps": api_reps, "seconds": time.time() - started,
+    run = {"quick": args.quick, "reps": reps, "tools": tools,
+           "before": f"{revision} ({args.before})" if args.before else None, "api_reps": api_reps, "seconds": time.time() - started,
            "load": (load_before, os.getloadavg()), "facts": machine_facts(),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     section = report.render(run, results, profile, stats)

@@ -6,24 +6,23 @@ produces.  A long history is laid down *underneath* that state with ``git fast-i
 heartbeat commits of a session that is then finished through the API.  The tip tree is
 then the same registry state as with a short history, and only the history differs.
 
-Baseline: the same sessions and locks through baseline_flock's own functions.
+The predecessor's home with the same sessions and locks: bench/predecessor.py.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import baseline_flock
 from agent_registry.branch.trailers import trailers
 from agent_registry.core.registry import Registry
 
 TTL = 7 * 86400  # the longest TTL: nothing goes stale while a state is being timed
 CLAIMER = "bench-claimer"
 HISTORY_SID = "bench-history"
+HEARTBEAT_PATH = "src/bench/heartbeat.py"  # the claimer holds it: `lock heartbeat PATH SID`
 
 
 @dataclass(frozen=True)
@@ -134,6 +133,7 @@ def build_ours(repo: Path, shape: Shape, env: dict[str, str]) -> Path:
             registry.claim(sid, [held_path(s, i) for i in range(shape.locks_each)], ttl=TTL)
         registry.register(CLAIMER, provider="bench", ai_version="1",
                           working_on="claims in the benchmark", pid=os.getpid())
+        registry.claim(CLAIMER, [HEARTBEAT_PATH], ttl=TTL)
     return repo
 
 
@@ -141,18 +141,11 @@ def commit_count(repo: Path, env: dict[str, str]) -> int:
     return int(_git(repo, env, "rev-list", "--count", "agent-registry").strip())
 
 
-def build_baseline(home: Path, shape: Shape, cwd: Path) -> Path:
-    """The baseline's home holding the same sessions and locks (its lock files are named
-    by the realpath of each path, so they are built from the directory it will run in)."""
-    with contextlib.chdir(cwd):
-        _fill_baseline(home, shape)
-    return home
-
-
-def _fill_baseline(home: Path, shape: Shape) -> None:
-    for s in range(shape.sessions):
-        sid = f"holder-{s:03d}"
-        baseline_flock.register(str(home), sid, "bench", "1", f"holds {shape.locks_each} paths")
-        baseline_flock.acquire(str(home), [held_path(s, i) for i in range(shape.locks_each)],
-                               sid, timeout=TTL)
-    baseline_flock.register(str(home), CLAIMER, "bench", "1", "claims in the benchmark")
+def layout(repo: Path) -> str:
+    """The layout the state was made in (what `init` gives a new registry)."""
+    from agent_registry.core.sharded import layout as marker_of
+    with Registry.open(str(repo)) as registry:
+        marker = marker_of(registry)
+    if marker["format"] == 1:
+        return "one branch (layout format 1)"
+    return f"{marker.get('shards', 0)} lock shards, layout format {marker['format']}"
