@@ -12,6 +12,7 @@ import pytest
 from helpers import git, user_state
 from test_guard import agents  # noqa: F401  (fixture)
 from test_harness_hooks import NATIVE, base, context_of, hook
+from test_hotpath import both
 
 BILLING = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(12))
 
@@ -210,19 +211,30 @@ def test_notify_tells_each_session_once_and_the_prompt_hook_shows_it(team, agent
         assert len(inbox(registry, "a1")["messages"]) == 2
 
 
-def test_a_claim_of_a_path_changed_elsewhere_says_so(team, run):
+def test_a_claim_of_a_path_changed_elsewhere_says_so(team, run, tmp_path):
     (team["b"] / "src/auth.py").write_text("auth = 2\n")
     commit_all(team["b"], "b")
-    for args in (["--json", "lock", "acquire", "src/auth.py", "--session", "a1"],  # fast path
-                 ["--json", "lock", "acquire", "--ttl=60", "src/auth.py", "src/billing.py",
-                  "--session", "a1"]):
-        proc = run(*args, cwd=team["a"])
-        assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout)["changed_elsewhere"] == [
+    for code, out, err in both(team["a"], "--json", "lock", "acquire", "src/auth.py",
+                               "src/billing.py", "--session", "a1"):  # click-free, click
+        assert code == 0, err
+        assert json.loads(out)["changed_elsewhere"] == [
             {"session": "b1", "branch": "feat-b", "path": "src/auth.py", "kind": "changed"}]
-        assert "src/auth.py was already changed by b1 on branch feat-b" in proc.stderr
-    proc = run("--json", "lock", "acquire", "README.md", "--session", "a1", cwd=team["a"])
+        assert "src/auth.py was already changed by b1 on branch feat-b" in err
+    proc = run("--json", "lock", "acquire", "README.md", "--session", "a1", cwd=team["a"],
+               env={"GIT_TRACE": str(tmp_path / "trace")})
     assert "changed_elsewhere" not in json.loads(proc.stdout) and proc.stderr == ""
+    assert "merge-tree" not in (tmp_path / "trace").read_text()  # the pair of tips is cached
+
+
+def test_a_claim_with_nobody_elsewhere_does_not_load_the_forecast(team, run):
+    with open_at(team["a"]) as registry:
+        registry.finish("b1")
+        registry.register("a2", provider="Kimi")  # the same worktree: nothing to forecast
+    proc = run("lock", "acquire", "src/auth.py", "--session", "a1", cwd=team["a"],
+               env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "agent_registry.forecast.gate" in proc.stderr
+    assert "agent_registry.forecast.overlap" not in proc.stderr
 
 
 def test_watch_tells_each_new_overlap_once(team, run):

@@ -78,7 +78,7 @@ def changed_elsewhere(registry, sid: str, result: dict) -> list[str]:
     from ..errors import RegistryError
     from ..forecast.gate import elsewhere
     try:
-        if elsewhere(registry, sid) is None:  # the usual case: the forecast is not imported
+        if not elsewhere(registry, sid):  # the usual case: the forecast is not imported
             return []
         from ..forecast.overlap import changed_elsewhere as find
         found = find(registry, sid, [lock["path"] for lock in result.get("locks", [])])

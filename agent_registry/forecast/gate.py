@@ -6,24 +6,29 @@ from __future__ import annotations
 
 from ..branch.shards import FENCE_SESSION
 from ..branch.staleness import session_stale_reason
+from ..branch.view import View
+
+
+def internal(session) -> bool:
+    return session.id == FENCE_SESSION or session.provider == "agent-registry"
 
 
 def live(registry, view) -> list:
-    """The sessions that count: live, not stale, not the registry's own."""
+    """The sessions that count: live, not stale, not the registry's own (the shard fence,
+    sessions of provider agent-registry, as watch leaves them out)."""
     now = registry.clock()
-    return [s for s in view.live_sessions() if s.id != FENCE_SESSION
+    return [s for s in view.live_sessions() if not internal(s)
             and session_stale_reason(s, now, this_host=registry.host, seen=registry.seen) is None]
 
 
-def elsewhere(registry, sid: str) -> tuple[object, list] | None:
-    """(*sid*'s session, the other live sessions) when one of them is recorded on another
-    worktree, branch or host; else None (nothing to forecast)."""
-    view = registry.view()
+def elsewhere(registry, sid: str) -> bool:
+    """Is another live session recorded on another worktree, branch or host than *sid*?
+    If not, there is nothing to forecast."""
+    # the session files of the registry branch alone, in one batched read: not the lock
+    # shards nor the clone refs' heartbeats (a stale session only costs the forecast)
+    view = View(registry.repo, registry.tip())
     me = view.session(sid, strict=False)
     if me is None:
-        return None
-    others = [s for s in live(registry, view) if s.id != sid]
-    if any(s.project != me.project or s.git_branch != me.git_branch or s.host != me.host
-           for s in others):
-        return me, others
-    return None
+        return False
+    return any(s.project != me.project or s.git_branch != me.git_branch or s.host != me.host
+               for s in view.live_sessions() if s.id != sid and not internal(s))

@@ -180,10 +180,13 @@ def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
     No process when no other live session works on another side, or when the pairs of
     tips are cached; else one merge-tree for all of them.  Uncommitted changes of other
     worktrees are left out here (``overlap`` reads them)."""
-    found_elsewhere = elsewhere(registry, sid)
-    if found_elsewhere is None:
+    if not elsewhere(registry, sid):
         return []
-    me, others = found_elsewhere
+    view = registry.view()
+    me = view.session(sid, strict=False)
+    others = [s for s in live(registry, view) if s.id != sid]
+    if me is None:
+        return []
     found, _ = _sides(registry, [me] + others)
     mine = found.get(sid)
     if mine is None:
