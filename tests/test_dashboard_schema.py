@@ -1,5 +1,6 @@
 """schemathesis against the OpenAPI schema the dashboard serves: whatever it generates
-(bounded, so this stays well under a minute), no request gets a server error."""
+(bounded: a few examples per operation and mode in make test, more in make test-slow), no
+request gets a server error."""
 from __future__ import annotations
 
 import os
@@ -15,8 +16,6 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402  (after the sk
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
-
-EXAMPLES_PER_OPERATION = 12
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +46,8 @@ def dashboard_server(tmp_path_factory):
             sleeper.wait()
 
 
-def test_no_request_gets_a_server_error(dashboard_server):
+@pytest.mark.parametrize("examples", [4, pytest.param(12, marks=pytest.mark.slow)])
+def test_no_request_gets_a_server_error(dashboard_server, examples):
     # hypothesis strategies per operation (schemathesis' lazy pytest loader needs an older
     # pytest), for valid and for invalid input
     schema = schemathesis.openapi.from_url(dashboard_server["url"] + "api/openapi.json")
@@ -61,7 +61,7 @@ def test_no_request_gets_a_server_error(dashboard_server):
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             @given(case=operation.as_strategy(mode))
-            @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
+            @settings(max_examples=examples, deadline=None, database=None,
                       suppress_health_check=list(HealthCheck))
             def no_server_error(case):
                 case.call_and_validate(base_url=base_url, headers=headers,
