@@ -18,6 +18,7 @@ from .overlap import load, overlaps, save
 
 SUBJECT = "overlap forecast"
 SHOWN = 6  # paths named in one message; the rest are counted
+ABOUT = 60  # characters of the other's "working on": the prompt hook shows 200 in all
 
 
 def _names(paths: list[str]) -> str:
@@ -30,7 +31,9 @@ def text(overlap: dict, recipient: str) -> str:
     prompt hook's one line (200 characters) names who and where."""
     other = next(s for s in overlap["sides"] if s["session"] != recipient)
     where = f"branch {other['branch']}" if other["branch"] else "a detached HEAD"
-    about = f" (working on: {other['working_on']})" if other["working_on"] else ""
+    work = other["working_on"]
+    work = work if len(work) <= ABOUT else work[:ABOUT - 1] + "…"
+    about = f" (working on: {work})" if work else ""
     parts = []
     for kind, label in (("conflict", "will conflict at merge"),
                         ("both-changed", "both changed (merges cleanly)")):
