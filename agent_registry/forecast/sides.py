@@ -31,7 +31,7 @@ def worktrees(repo: Repo) -> dict[str, str]:
     found: dict[str, str] = {}
     if os.path.basename(common.rstrip("/")) == ".git":
         found[os.path.realpath(os.path.dirname(common.rstrip("/")))] = common
-    if repo.info.toplevel and repo.info.git_dir != common:
+    if repo.info.toplevel:  # this one, whatever its kind (a main one's --separate-git-dir)
         found[os.path.realpath(repo.info.toplevel)] = repo.info.git_dir
     folder = os.path.join(common, "worktrees")
     for name in os.listdir(folder) if os.path.isdir(folder) else ():
