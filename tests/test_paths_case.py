@@ -144,12 +144,38 @@ def test_mcp_lock_tools_compare_without_case(repo):
     assert checked["paths"][0]["owner"] == "kimi-1" and not checked["free_to_edit"]
 
 
-def test_a_case_sensitive_repository_keeps_two_spellings_apart(repo):
-    """Linux's own filesystems: no config, no folding (and no extra git process)."""
+def git_spy(tmp_path: Path) -> tuple[dict, Path]:
+    """An environment whose ``git`` is the real one, writing each command's name to a log."""
+    folder, log = tmp_path / "spy", tmp_path / "git.log"
+    folder.mkdir(exist_ok=True)
+    real = shutil.which("git")
+    (folder / "git").write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{real}" "$@"\n')
+    (folder / "git").chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def claim_commands(repo: Path, tmp_path: Path, sid: str, path: str) -> list[str]:
+    """The git commands one `lock acquire` runs."""
+    env, log = git_spy(tmp_path)
+    log.write_text("")
+    proc = subprocess.run([CLI, "lock", "acquire", path, "--session", sid], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return sorted(log.read_text().split())
+
+
+def test_a_case_sensitive_repository_keeps_two_spellings_apart_at_no_cost(repo, tmp_path):
+    """Linux's own filesystems: no config key, no folding, and no git process more
+    (the config files answer; no index lookup)."""
     assert cli(repo, "init").returncode == 0
     register(repo, "kimi-1", "codex-2")
     assert cli(repo, "lock", "acquire", "src/Auth.py", sid="kimi-1").returncode == 0
-    assert cli(repo, "lock", "acquire", "src/auth.py", sid="codex-2").returncode == 0
+    commands = claim_commands(repo, tmp_path, "codex-2", "src/auth.py")
+    assert "config" not in commands and "ls-files" not in commands
+    # where git says the filesystem ignores case: one config process, one index lookup
+    git(repo, "config", "core.ignorecase", "true")
+    commands = claim_commands(repo, tmp_path, "codex-2", "README.md")
+    assert commands.count("config") == 1 and commands.count("ls-files") == 1
 
 
 # -- Unicode: precomposed names -----------------------------------------------------------
