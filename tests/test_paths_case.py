@@ -104,6 +104,22 @@ def test_the_index_spelling_wins_over_the_disks(repo):
     assert held(repo) == {"src/Auth.py": ["kimi-1"]}
 
 
+def test_in_lock_shards_two_spellings_meet_in_one_shard_or_are_found_in_every_one(repo, agents):
+    """A spelling's key (its first two folders) picks its shard: the claim is respelled
+    before it is routed, and the guard reads every shard."""
+    folding(repo)
+    assert cli(repo, "shard", "--count", "4").returncode == 0
+    hold(repo, "kimi-1", ["Docs/Guide.md", "src/auth.py"], agents())
+    register(repo, "codex-2")
+    for other in ("docs/GUIDE.md", "DOCS/", "SRC/Auth.py"):
+        lost = cli(repo, "lock", "acquire", other, sid="codex-2")
+        assert lost.returncode == 1 and "kimi-1" in lost.stderr, other
+    before = head(repo)
+    edit(repo, "docs/guide.md")
+    proc = commit(repo, "-m", "guide")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr and head(repo) == before
+
+
 def test_the_guard_refuses_a_commit_of_another_spelling_of_a_held_path(repo, agents):
     folding(repo)
     hold(repo, "kimi-1", ["docs/Guide.md"], agents())  # claimed before the file existed
