@@ -30,7 +30,7 @@ from ..store.git import GitError, Repo, read_config
 from ..sync import Registry
 from ..sync.repolist import repository_path
 from . import queries
-from .events import change_stream
+from .events import Probe, change_stream
 from .repos import OtherRepositories
 from .security import MAX_BODY, TOKEN_COOKIE, BodyLimit, RequestGuard, offers_token
 from .timeline import DEFAULT_LIMIT, session_timeline
@@ -41,6 +41,11 @@ STATIC = Path(__file__).resolve().parent / "static"
 AUTHOR_PATTERN = r"^[\w.@+:-][\w .@+:-]{0,63}$"
 TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 STATUS_BY_ERROR = ((BadInput, 400), (NotFound, 404), (Unconfirmed, 202), (GitError, 500))
+# polls of the event stream (0.3 s each) between two reads of: the overlap forecast (a git
+# status per worktree with a live session), the other repositories of --repos (a git
+# for-each-ref each in the lock-shard layout)
+OVERLAP_EVERY, ELSEWHERE_EVERY = 10, 5
+REPOSITORY_AREAS = ("sessions", "locks", "repositories")
 
 
 class Unavailable(Exception):
@@ -244,6 +249,25 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return messages.thread(registry, mid)
 
+    @app.get("/api/overlaps", summary="The conflict forecast: pairs of live sessions on two "
+                                      "branches or worktrees that changed the same paths "
+                                      "(agent-registry overlap)")
+    def overlap() -> dict:
+        forecast = load_feature("forecast.overlap", "the conflict forecast")
+        with pool.borrow() as registry:
+            return forecast.overlaps(registry)
+
+    def overlap_keys() -> object:
+        """What the overlap pane shows, in short (each overlap's pair, paths and kinds),
+        or why it cannot be read: the event stream's probe."""
+        try:
+            return [found["key"] for found in overlap()["overlaps"]]
+        except (RegistryError, Unavailable) as exc:
+            return str(exc)
+
+    probes = (Probe(overlap_keys, ("overlap",), OVERLAP_EVERY),) + (
+        () if others is None else (Probe(others.signatures, REPOSITORY_AREAS, ELSEWHERE_EVERY),))
+
     @app.get("/api/locks", summary="Every lock held by a live session, with its state")
     def locks() -> dict:
         with pool.borrow() as registry:
@@ -290,8 +314,7 @@ def create_app(repo: str | Registry, token: str | None = None, *,
     @app.get("/api/events", summary="Server-Sent Events: hello, then change {areas, sessions, tip}",
              response_class=EventSourceResponse)
     async def events():
-        return EventSourceResponse(change_stream(
-            pool.borrow, elsewhere=None if others is None else others.signatures), ping=15)
+        return EventSourceResponse(change_stream(pool.borrow, probes=probes), ping=15)
 
     @app.post("/api/sessions/{sid}/kill", summary="End a session as Killed (signals its process if local)")
     def kill(sid: str, action: KillRequest) -> dict:

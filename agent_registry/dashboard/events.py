@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, NamedTuple
 
 from ..branch.clones import clone_patterns
 from ..branch.shards import shard_patterns
@@ -27,9 +27,16 @@ from ..core.registry import Registry
 from ..errors import RegistryError
 
 POLL_SECONDS = 0.3
-# the other repositories of ``dashboard --repos`` cost a ``for-each-ref`` each (lock
-# shards): polled every fifth poll, 1.5 s
-ELSEWHERE_EVERY = 5
+
+
+class Probe(NamedTuple):
+    """Something the page shows that no registry ref of this repository records, read
+    every *every* polls (it costs git processes): when its answer changes, a change names
+    *areas*.  ``dashboard --repos``'s other repositories, and the overlap forecast (a
+    commit or an edit in a worktree moves no registry ref)."""
+    read: Callable[[], object]
+    areas: tuple[str, ...]
+    every: int
 AREAS = ("sessions", "locks", "wiki", "contexts", "messages", "acks")
 
 
@@ -151,27 +158,28 @@ def describe_change(paths: list[str]) -> dict:
 
 
 async def change_stream(borrow: Callable, interval: float = POLL_SECONDS,
-                       elsewhere: Callable[[], tuple] | None = None) -> AsyncIterator[dict]:
-    """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves.
-    *borrow* lends a Registry (a context manager).  *elsewhere* (``dashboard --repos``)
-    gives the other repositories' signatures, polled every ``ELSEWHERE_EVERY`` polls: when
-    they move, the change names the sessions and locks areas and ``repositories``.  The
+                       probes: tuple[Probe, ...] = ()) -> AsyncIterator[dict]:
+    """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves,
+    or one of *probes* does.  *borrow* lends a Registry (a context manager).  The
     response cancels this generator when the client goes away."""
     with borrow() as registry:
         last = signature(registry)
-    there = await asyncio.to_thread(elsewhere) if elsewhere else None
+    seen = [await asyncio.to_thread(probe.read) for probe in probes]
     yield {"event": "hello", "data": json.dumps({"tip": _tip(last)})}
     polls = 0
     while True:
         await asyncio.sleep(interval)
         polls += 1
-        moved_there = False
-        if elsewhere is not None and polls % ELSEWHERE_EVERY == 0:
-            now_there = await asyncio.to_thread(elsewhere)
-            moved_there, there = now_there != there, now_there
+        moved: set[str] = set()
+        for index, probe in enumerate(probes):
+            if polls % probe.every == 0:
+                answer = await asyncio.to_thread(probe.read)
+                if answer != seen[index]:
+                    moved.update(probe.areas)
+                    seen[index] = answer
         with borrow() as registry:
             current = signature(registry)
-            if current == last and not moved_there:
+            if current == last and not moved:
                 continue
             paths = await asyncio.to_thread(changed_paths, registry, _tip(last), _tip(current))
             paths += await asyncio.to_thread(changed_paths, registry, _messages_tip(last),
@@ -180,9 +188,7 @@ async def change_stream(borrow: Callable, interval: float = POLL_SECONDS,
                 paths += await asyncio.to_thread(shard_changed_paths, registry, last[5],
                                                  current[5])
         change = describe_change(paths)
-        if moved_there:
-            change.update(areas=sorted({*change["areas"], "sessions", "locks"}),
-                          repositories=True)
+        change["areas"] = sorted({*change["areas"], *moved})
         if _synced(current) != _synced(last):
             change["areas"].append("sync")
         change.update(tip=_tip(current), previous=_tip(last))

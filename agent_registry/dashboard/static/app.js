@@ -373,6 +373,45 @@ async function loadLocks() {
   $("lock-count").textContent = String(rows.length);
 }
 
+// -- overlaps: the conflict forecast (agent-registry overlap) -----------------------------
+
+async function loadOverlaps() {
+  let data;
+  try {
+    data = await api("/api/overlaps");
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    $("overlap-method").textContent = "unavailable: " + e.message;
+    return;
+  }
+  $("overlap-method").textContent = data.note || "";
+  const rows = data.overlaps.map((o) => el("tr", { "data-pair": o.sessions.join(" ") },
+    el("td", {}, ...o.sides.map((side, i) => el("div", {},
+      i ? "and " : "", sessionLink(side.session), " ",
+      el("span", { class: "muted" }, [side.branch, side.working_on].filter(Boolean).join(" · "))))),
+    el("td", {}, ...o.kinds.map((kind) => el("span", { class: "state overlap " + kind }, kind))),
+    el("td", {}, el("ul", { class: "paths" }, ...o.paths.map((p) => el("li", { class: "mono" },
+      p.path, el("span", { class: "muted" }, " " + p.kind +
+        (p.held_by.length ? ", held by " + p.held_by.join(", ") : "")))))),
+    el("td", {}, formatTime(o.since))));
+  $("overlaps").tBodies[0].replaceChildren(...rows);
+  $("overlaps-empty").hidden = rows.length > 0;
+  $("overlap-count").textContent = String(rows.length);
+}
+
+// a session named in the overlap pane: opens its row's timeline in the sessions table
+function sessionLink(sid) {
+  const link = el("a", { href: "#sessions-section", class: "mono session-link" }, sid);
+  link.addEventListener("click", async (event) => {
+    event.preventDefault();
+    state.openSession = sid;
+    await refresh(loadSessions);
+    const row = document.querySelector(`#sessions tr[data-session="${CSS.escape(sid)}"]`);
+    if (row) row.scrollIntoView({ block: "center" });
+  });
+  return link;
+}
+
 // -- sync -------------------------------------------------------------------------------
 
 async function loadSync() {
@@ -577,7 +616,7 @@ async function refresh(loader) {
 
 async function refreshAll() {
   await Promise.all([refresh(loadSessions), refresh(loadLocks), refresh(loadSync), refresh(loadWatch),
-                     refresh(searchWiki)]);
+                     refresh(searchWiki), refresh(loadOverlaps)]);
 }
 
 function connect() {
@@ -597,6 +636,7 @@ function connect() {
     if (areas.has("locks") || areas.has("sessions")) loads.push(refresh(loadLocks));
     if (areas.has("sync")) loads.push(refresh(loadSync));
     if (areas.has("wiki")) loads.push(refresh(searchWiki));
+    if (["overlap", "sessions", "locks"].some((a) => areas.has(a))) loads.push(refresh(loadOverlaps));
     document.body.dataset.tip = change.tip || "";
     return Promise.all(loads);
   });
@@ -642,7 +682,7 @@ async function start() {
   });
   connect();
   // staleness by time makes no commit: re-read the tables now and then
-  setInterval(() => { refresh(loadSessions); refresh(loadLocks); refresh(loadWatch); }, 30000);
+  setInterval(() => { refresh(loadSessions); refresh(loadLocks); refresh(loadWatch); refresh(loadOverlaps); }, 30000);
 }
 
 document.addEventListener("DOMContentLoaded", () => start().catch((error) => notify(error.message, true)));

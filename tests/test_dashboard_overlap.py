@@ -1,0 +1,64 @@
+"""The dashboard's overlap pane in Chromium (issue 27 item 3): two sessions in two
+worktrees on two branches editing one function show as a pair, live, with the paths, the
+kind and since when, each session a link to its row and timeline."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import git
+from test_dashboard_browser import CHROMIUM, browser, expect, page, snap  # noqa: F401
+from test_dashboard_support import served
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="needs Debian's chromium (.ci/run installs it)")
+
+BILLING = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(12))
+
+
+def change(where: Path, old: str, new: str) -> None:
+    path = where / "src" / "billing.py"
+    path.write_text(path.read_text().replace(old, new))
+    git(where, "commit", "-q", "-am", f"{where.name}: {new.strip()}")
+
+
+@pytest.fixture
+def worktrees(repo, tmp_path, monkeypatch):
+    """Worktrees wt-a and wt-b of *repo* on branches feat-a and feat-b, a session in each
+    (a1, b1), and src/billing.py on main before they forked."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    (repo / "src" / "billing.py").write_text(BILLING)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "billing")
+    from agent_registry import Registry
+    trees = {}
+    for name in ("a", "b"):
+        trees[name] = tmp_path / f"wt-{name}"
+        git(repo, "worktree", "add", "-q", "-b", f"feat-{name}", str(trees[name]))
+        with Registry.open(str(trees[name])) as registry:
+            registry.register(f"{name}1", provider="Kimi", working_on=f"task {name}")
+    return trees
+
+
+def test_the_overlap_pane_shows_the_pair_live_and_links_each_session(page, snap, worktrees,
+                                                                       repo):
+    change(worktrees["a"], "return 3\n", "return 30\n")  # only one side moved: no pair yet
+    with served(repo) as info:
+        page.goto(info["url"])
+        expect(page.locator("#live")).to_have_text("live")
+        expect(page.locator("#overlaps-empty")).to_be_visible()
+        change(worktrees["b"], "return 3\n", "return 300\n")  # the same function: a conflict
+        pair = page.locator("#overlaps tbody tr[data-pair='a1 b1']")
+        expect(pair).to_have_count(1, timeout=20_000)
+        expect(pair).to_contain_text("feat-a")
+        expect(pair).to_contain_text("feat-b")
+        expect(pair.locator(".state.conflict")).to_have_text("conflict")
+        expect(pair.locator("ul.paths li")).to_have_text("src/billing.py conflict")
+        expect(pair.locator("td").nth(3)).not_to_be_empty()  # since when
+        snap()
+        pair.locator("a.session-link", has_text="b1").click()
+        detail = page.locator("#sessions tr[data-detail='b1']")
+        expect(detail).to_be_visible()
+        expect(detail.locator("svg.timeline")).to_have_count(1)
+        snap("timeline")
