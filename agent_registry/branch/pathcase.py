@@ -7,7 +7,7 @@ the registry's own settings (store/git.read_config), says how this clone's files
 names files.  Every comparison of a claimed target with a path (claims, ``lock
 check``, the harness gate, MCP tools, the guard) goes through :meth:`Rule.overlaps`,
 and every target a claim stores is spelled by :meth:`Rule.respell`: as the index has
-it, else the disk, else the first live claim of it.  Standard library only: the guard
+it, else as a live claim of it does, else as the disk does.  Standard library only: the guard
 imports this.
 """
 from __future__ import annotations

@@ -573,9 +573,9 @@ class Registry:
         return self.spelled(out) if rule.ignorecase else out
 
     def spelled(self, targets: list[str]) -> list[str]:
-        """*targets* spelled as the index spells them, else as a live claim does (the
-        disk's spelling is normalize's): on a filesystem that ignores case, one file's
-        claims land on one record whatever spelling each agent typed."""
+        """*targets* spelled as the index spells them, else as a live claim does, else
+        as the disk does (normalize's spelling): on a filesystem that ignores case, one
+        file's claims land on one record (and shard) whatever spelling each agent typed."""
         rule = self.repo.path_rule
         names = [P.plain(t) for t in targets if not P.is_glob(t)]
         tracked = self.repo.index_names(names)
