@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..errors import BadInput
 from . import files, hookfiles, mcp, texts
-from .command import executable, executable_of
+from .command import executable
+from .shells import executable_of
 from .unmerge import unmerge
 
 HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider")
