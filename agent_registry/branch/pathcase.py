@@ -47,8 +47,9 @@ class Rule:
         return nfc(raw) if self.precompose else raw
 
     def key(self, name: str) -> str:
-        """What two spellings of one file have in common here: NFC when names are
-        precomposed, then case-folded when case is ignored."""
+        """What two spellings of one file have in common here: NFC (also where only
+        case is ignored: the wider comparison is the safe one), then case-folded when
+        case is ignored."""
         name = nfc(name) if self.precompose or self.ignorecase else name
         return name.casefold() if self.ignorecase else name
 
