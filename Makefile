@@ -38,11 +38,13 @@ test-intro:
 	@echo "  Skipped tests say why at the end (a missing Chromium, tmux, MCP Inspector …);"
 	@echo "  make test-slow runs the long races and soaks."
 
+# worksteal: a worker that runs out of tests takes half of the other's queue, so a few long
+# races at the end do not leave one core idle
 test: test-intro $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -rs -m "not slow and not harness_e2e"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q -rs -m "not slow and not harness_e2e"
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q -rs -m slow
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q -rs -m slow
 
 # the real Claude Code, Codex and Gemini CLI against a mock model on 127.0.0.1 (they are
 # found in $$AGENT_REGISTRY_HARNESS_BIN or on PATH; .ci/run installs them from npm)
