@@ -196,3 +196,13 @@ def test_no_list_yet_says_how_one_is_made(tmp_path):
     assert proc.returncode == 0 and "init" in proc.stdout
     assert json.loads(Runner(tmp_path)("--json", "repos", "list",
                                        check_untouched=False).stdout)["repositories"] == []
+
+
+def test_a_registry_made_before_the_list_joins_it_when_repos_runs_there(tmp_path):
+    repo = make_repo(tmp_path / "older")
+    run = Runner(repo)
+    assert run("register", "old-1", "--provider", "Kimi").returncode == 0
+    repos_file().unlink()  # as a registry made by an earlier version has none
+    doc = json.loads(run("--json", "lock", "list", "--repos").stdout)
+    assert [r["repository"] for r in doc["repositories"]] == [str(repo.resolve())]
+    assert repos_file().read_text() == f"{repo.resolve()}\n"

@@ -47,7 +47,8 @@ def status_repos(out: Output, *, include_ended: bool, status: str | None,
                  provider: str | None, project: str | None) -> None:
     """``status --repos``: the sessions of every listed repository."""
     from ..branch.records import parse_iso
-    from ..sync.repos import across
+    from ..sync.repos import across, remember_here
+    remember_here(out.directory)
     found = across(lambda registry: registry.status(
         include_ended=include_ended, status=status, provider=provider,
         project=project)["sessions"])
@@ -61,7 +62,8 @@ def status_repos(out: Output, *, include_ended: bool, status: str | None,
 
 def lock_list_repos(out: Output) -> None:
     """``lock list --repos``: the locks of every listed repository."""
-    from ..sync.repos import across
+    from ..sync.repos import across, remember_here
+    remember_here(out.directory)
     found = across(lambda registry: registry.locks())
     rows = [[home_text(l["repository"]), l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
              ("stale" if l["stale_reason"] else "fresh")

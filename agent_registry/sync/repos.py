@@ -95,3 +95,17 @@ def across(read: Callable[[Registry], list[dict]], paths: list[str] | None = Non
     return {"repositories": repositories, "rows": rows, "skipped": skipped,
             "warnings": warnings}
 
+
+def remember_here(directory: str) -> None:
+    """Run in a repository whose registry is not on the list (made before the list
+    existed, or the list was lost), ``--repos`` adds it: reading the refs is all it
+    costs.  Anywhere else (not a repository, no registry there), nothing."""
+    try:
+        registry = Registry(Repo(discover(directory)))
+    except RegistryError:
+        return
+    try:
+        if registry.tip() is not None:
+            registry.remember()
+    finally:
+        registry.close()
