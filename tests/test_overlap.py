@@ -163,6 +163,18 @@ def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tm
     side = next(s for s in report["sessions"] if s["session"] == "c1")
     assert side["source"] == "remote-tracking" and side["branch"] == "feat-c"
 
+    # told once across clones: the other clone finds the keyed messages on the remote
+    git(team["a"], "push", "-q", "origin", "feat-a")
+    here = json.loads(run("--json", "overlap", "--notify").stdout)["notified"]
+    assert sorted((n["to"], n["created"]) for n in here if "c1" in (n["to"], n["from"])) == \
+        [("a1", True), ("c1", True)]
+    git(other, "fetch", "-q", "origin")
+    assert run("sync", cwd=other).returncode == 0
+    there = run("--json", "overlap", "--notify", cwd=other)
+    assert there.returncode == 0, there.stderr
+    assert sorted((n["to"], n["created"]) for n in json.loads(there.stdout)["notified"]) == \
+        [("a1", False), ("c1", False)]
+
 
 def test_notify_tells_each_session_once_and_the_prompt_hook_shows_it(team, agents):
     wb = team["b"]
