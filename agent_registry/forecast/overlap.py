@@ -26,7 +26,7 @@ from .sides import Side, committed, with_changes, worktrees
 
 STATE_FILE = "overlap.json"
 KINDS = ("conflict", "both-changed", "held-changed")  # worst first
-KEEP = 512  # cached pairs kept (a few hundred bytes each)
+KEEP = 512  # cached pairs kept (each lists the paths both tips changed)
 
 
 def state_path(registry) -> str:
@@ -184,9 +184,9 @@ def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
         return []
     view = registry.view()
     me = view.session(sid, strict=False)
-    others = [s for s in live(registry, view) if s.id != sid]
     if me is None:
         return []
+    others = [s for s in live(registry, view) if s.id != sid]
     found, _ = _sides(registry, [me] + others)
     mine = found.get(sid)
     if mine is None:
