@@ -4,6 +4,7 @@ user's list, with a repository column, live; another repository's rows are read-
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -13,7 +14,7 @@ from test_dashboard_browser import CHROMIUM, browser, expect, page, snap  # noqa
 from test_dashboard_support import Agents, served
 from test_dashboard_support import agents  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM),
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason="needs Debian's chromium (.ci/run installs it)")
 
 
@@ -80,3 +81,9 @@ def test_every_repository_in_one_page_read_only_elsewhere(page, snap, agents, el
     status = json.loads(elsewhere.cli("--json", "status").stdout)
     assert [s["id"] for s in status["sessions"]] == ["there-1"]
 
+
+def test_reusing_a_dashboard_without_repos_says_so(agents, repo):
+    with served(repo) as info:
+        again = agents.cli("--json", "dashboard", "--port", str(info["port"]), "--repos")
+        assert json.loads(again.stdout)["reused"] is True
+        assert "lists this repository only" in again.stderr

@@ -40,6 +40,9 @@ def dashboard(out: Output, host: str, port: int, open_browser: bool,
     token = access_token(host)
     placement = place(host, port, repo_id(registry.repo.info.common_dir))
     app = None if placement.reused else create_app(registry, token, repos=every_repo)
+    if placement.reused and every_repo and not (placement.answer or {}).get("repos"):
+        placement.notes.append(f"the dashboard on port {placement.port} lists this repository "
+                               "only: stop it for one with --repos (or give --port 0)")
     post_token = app.state.post_token if app else None
     url = placement.url(token)
     if app is not None:

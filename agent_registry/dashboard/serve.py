@@ -52,6 +52,7 @@ class Placement:
     reused: bool
     sock: socket.socket | None = None
     notes: list[str] = field(default_factory=list)
+    answer: dict | None = None  # the reused dashboard's /api/health
 
     def url(self, token: str | None = None) -> str:
         return f"http://{url_host(self.host)}:{self.port}/" + (f"?token={token}" if token else "")
@@ -98,7 +99,7 @@ def place(host: str, port: int, repo_id: str, attempts: int = PORT_ATTEMPTS) -> 
             answer = probe(host, candidate)
             if answer and answer.get("app") == APP_NAME and answer.get("repo_id") == repo_id:
                 notes.append(f"port {candidate} already serves this repository's dashboard: reusing it")
-                return Placement(host, candidate, True, None, notes)
+                return Placement(host, candidate, True, None, notes, answer)
             what = "another repository's dashboard" if answer and answer.get("app") == APP_NAME \
                 else "something else"
             notes.append(f"port {candidate} is taken by {what}; trying {candidate + 1}")
