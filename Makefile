@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml
 
 # the demo needs the package only (click, ruamel.yaml, whoosh): seconds, not the test stack.
 # A venv without pip is made in a second (ensurepip takes ten); demo/install.py puts the
-# dependencies in with $(PYTHON)'s own pip (pip >= 22.3 installs into another interpreter)
+# dependencies in with $(PYTHON)'s own pip (pip >= 22.3 installs into another interpreter;
+# uv when it is on PATH)
 # and links the checkout without pip's build step (6 of its 10 CPU-seconds); else (exit 3)
 # the full editable install
 $(PACKAGE_STAMP): pyproject.toml
