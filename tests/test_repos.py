@@ -85,7 +85,8 @@ def test_a_deleted_repository_is_skipped_in_one_line_and_forgotten(tmp_path):
     assert "beta-1" not in proc.stdout and "alpha-1" in proc.stdout and "gamma-1" in proc.stdout
     doc = json.loads(run("--json", "repos", "list", check_untouched=False).stdout)
     assert [r["present"] for r in doc["repositories"]] == [True, False, True]
-    forgot = run("repos", "forget", str(gone), check_untouched=False)
+    forgot = run("-C", str(tmp_path / "alpha"), "repos", "forget", "../beta",
+                 check_untouched=False)  # relative to -C, as every path argument
     assert forgot.returncode == 0 and str(gone) in forgot.stdout
     assert str(gone) not in repos_file().read_text()
     again = run("repos", "forget", str(gone), check_untouched=False)

@@ -117,7 +117,7 @@ def repos_forget(out: Output, paths: tuple[str, ...]) -> None:
     want in `status --repos`); its registry is left as it is. Exit 1, nothing changed,
     when a PATH is not on the list. `init` or `register` there adds it back."""
     from ..sync.repolist import forget, list_path
-    removed = forget(list(paths))
+    removed = forget([os.path.join(out.directory, path) for path in paths])  # -C PATH too
     out.emit({"forgotten": removed, "file": list_path()},
              "\n".join(f"forgot {path}" for path in removed))
 
