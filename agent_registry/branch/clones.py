@@ -24,6 +24,7 @@ from ..errors import RegistryError
 from ..store.git import Repo, parse_tree
 from .records import LIVE, Session, UnreadableRecord, parse_iso
 from .view import View
+from ..store.lazyre import LazyPattern
 
 BEATS_DIR = "beats"
 CONTEXTS = "contexts/"
@@ -81,7 +82,7 @@ def has_clones(view: View) -> bool:
         and data["format"] >= FORMAT
 
 
-_COMMITTER = re.compile(rb"^committer .* (\d+) [+-]\d{4}$", re.M)
+_COMMITTER = LazyPattern(rb"^committer .* (\d+) [+-]\d{4}$", re.M)
 
 
 class Clones:
@@ -182,7 +183,7 @@ def _entries(raw: bytes) -> tuple[bytes, list[bytes]]:
     return head, [entry for entry in re.split(rb"(?m)^(?=- )", body) if entry]
 
 
-_FIRST_ENTRY = re.compile(rb"(?m)^- \d{4}-\d\d-\d\dT")
+_FIRST_ENTRY = LazyPattern(rb"(?m)^- \d{4}-\d\d-\d\dT")
 
 
 class MainView(View):

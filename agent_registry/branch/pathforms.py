@@ -3,13 +3,13 @@ where it is part of a name.  Standard library only (the guard imports branch/pat
 from __future__ import annotations
 
 import os
-import re
 
 from ..errors import BadInput
+from ..store.lazyre import LazyPattern
 
 # a Windows path with a drive (``C:/``, ``c:``), and Git Bash's spelling of one (``/c/``)
-DRIVE = re.compile(r"[A-Za-z]:(?:/|\Z)")
-_GIT_BASH_DRIVE = re.compile(r"/([A-Za-z])(?=/|\Z)")
+DRIVE = LazyPattern(r"[A-Za-z]:(?:/|\Z)")
+_GIT_BASH_DRIVE = LazyPattern(r"/([A-Za-z])(?=/|\Z)")
 
 
 def top(toplevel: str | None, windows: bool) -> str | None:

@@ -15,17 +15,18 @@ from functools import lru_cache
 
 from ..errors import BadInput
 from . import pathforms as W
+from ..store.lazyre import LazyPattern
 
 GLOB_CHARS = "*?["
 # git pathspec magic: how an argument says it is a literal name or a glob
 LITERAL = ":(literal)"
 GLOB = ":(glob)"
-SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
+SESSION_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
 # refused in every text an agent gives (and in paths): C0, DEL, C1, and the bidi controls
 # that reorder what a terminal shows (U+202A-U+202E embeddings and overrides, U+2066-U+2069
 # isolates, U+200E/U+200F marks, U+061C arabic letter mark)
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,63}")
+_CONTROL = LazyPattern("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+TAG = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,63}")
 
 
 def validate_session_id(sid: str | None) -> str:
@@ -44,11 +45,18 @@ def validate_session_id(sid: str | None) -> str:
 MAX_TEXT = 64 * 1024  # bytes of UTF-8
 
 
+def has_control(text: str) -> bool:
+    """Whether *text* holds a control or bidi character.  Printable ASCII, the usual
+    text, is told without the pattern, whose wide Unicode class costs a one-shot command
+    more to compile than the rest of its checks."""
+    return not (text.isascii() and text.isprintable()) and bool(_CONTROL.search(text))
+
+
 def validate_text(label: str, value: str, *, allow_newlines: bool = False) -> str:
     if len(value) > MAX_TEXT // 4 and len(value.encode("utf-8", "surrogatepass")) > MAX_TEXT:
         raise BadInput(f"{label} is over {MAX_TEXT // 1024} KiB")
     bad = value.replace("\n", "").replace("\t", "") if allow_newlines else value
-    if _CONTROL.search(bad):
+    if has_control(bad):
         raise BadInput(f"{label} contains a control character")
     return value
 
@@ -89,7 +97,7 @@ def normalize(raw: str, *, toplevel: str | None, prefix: str = "", rule=None,
     """
     if not raw.strip():
         raise BadInput(f"blank path {raw!r}" if raw else "empty path")
-    if _CONTROL.search(raw):
+    if has_control(raw):
         raise BadInput(f"path {raw!r} contains a control character")
     windows = os.sep == "\\" if windows is None else windows
     path = raw.replace("\\", "/") if windows else raw
@@ -156,11 +164,10 @@ def _resolve_links(path: str, top: str, raw: str) -> str:
 
 
 def sha1_hex(text: str) -> str:
-    """The hex SHA-1 of *text*: how records, shards and wiki entries are named.  hashlib
-    is imported here, when a name is first made, not at import: a read such as ``wiki
-    query`` makes none, and hashlib (with OpenSSL's _hashlib) costs ~2 ms to import."""
-    import hashlib
-    return hashlib.sha1(text.encode()).hexdigest()
+    """The hex SHA-1 of *text*: how records, shards and wiki entries are named (through
+    store.digest, imported when a name is first made: it spares the claim path hashlib)."""
+    from ..store.digest import hexdigest
+    return hexdigest("sha1", text.encode())
 
 
 def record_name(target: str) -> str:

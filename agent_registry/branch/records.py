@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from ..store.lazyre import LazyPattern
 
 LIVE = "OnWorking"
 DEFAULT_TTL = 600  # seconds a lock lasts past its session's last heartbeat (`--ttl`)
@@ -28,7 +29,7 @@ STATUSES = ("OnWorking", "Finished", "Stop", "Killed")
 VOUCHED = ("given", "env", "runtime")
 
 # Characters JSON leaves raw that YAML would read as line breaks or a byte-order mark.
-_YAML_UNSAFE = re.compile("[\u0080-\u009f\u2028\u2029\ufeff]")
+_YAML_UNSAFE = LazyPattern("[\u0080-\u009f\u2028\u2029\ufeff]")
 
 
 class UnreadableRecord(ValueError):
@@ -181,6 +182,8 @@ def _scalar(value) -> str:
         return str(value)
     nested = isinstance(value, (dict, list, tuple))  # JSON is YAML flow style; repr is not
     text = json.dumps(value if nested else str(value), ensure_ascii=False)
+    if text.isascii():  # nothing to escape, and no need to compile the pattern
+        return text
     return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
@@ -199,7 +202,7 @@ def emit_yaml(data: dict) -> str:
 
 
 _DECODER = json.JSONDecoder()
-_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
+_KEY = LazyPattern(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
 
 
 def plain_scalar(text: str):

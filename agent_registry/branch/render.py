@@ -18,6 +18,7 @@ from .clones import has_clones
 from .records import iso, parse_iso
 from .staleness import CLOCK_SKEW, DEFAULT_TTL, age, session_stale_reason, stale_reason
 from .view import View
+from ..store.lazyre import LazyPattern
 
 MAX_SESSION_ROWS = 100
 MAX_LOCK_ROWS = 100
@@ -33,16 +34,17 @@ STALE = "⚠ stale"
 # with the clock-skew margin.  Whether a pid still runs can only be checked on its own host.
 _NO_HOST = "\0"
 
-_PLACEHOLDER = re.compile(r"\$(\$|[a-z_]+)")
+_PLACEHOLDER = LazyPattern(r"\$(\$|[a-z_]+)")
 # What GFM would read as markup in its position, and only that: code spans, emphasis and
 # strikethrough, links and images, table pipes, math on forges that render it, escapes and
 # HTML anywhere; '_' unless inside a word (snake_case stays); the '.' of www., the ':' of
 # scheme:// and mailto:/xmpp: (GFM's autolinks); an '@' between word characters (an email
 # autolink).  A hyphen in a word, a dot, a slash are left alone.
-_MARKUP = re.compile(r"[\\`*~\[\]|$<>&]|(?<![^\W_])_|_(?![^\W_])|(?i:(?<=www)\.)"
+_MARKUP = LazyPattern(r"[\\`*~\[\]|$<>&]|(?<![^\W_])_|_(?![^\W_])|(?i:(?<=www)\.)"
                      r"|:(?=//)|(?i:(?:(?<=mailto)|(?<=xmpp)):)|(?<=[\w.+-])@(?=[\w-])")
 _HTML = {"<": "&lt;", "&": "&amp;", ">": "&gt;"}
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_MARKUP_CHARS = frozenset("\\`*~[]|$<>&_:@\r\n")  # a text without these (nor www.) is left as it is
+_LINE_BREAK = LazyPattern(r"\r\n|\r|\n")
 
 
 def fill(name: str, **values: str) -> str:
@@ -69,6 +71,8 @@ def cell(value) -> str:
     as markup, links, autolinks, HTML or a ``|`` is escaped (a hyphen in a word, a dot, a
     slash are left alone), line breaks shown as ``<br>``, outer whitespace trimmed."""
     text = "" if value is None else str(value).strip()
+    if _MARKUP_CHARS.isdisjoint(text) and "www." not in text.lower():
+        return text  # the usual words and paths: no pattern to compile (a one-shot write)
     return "<br>".join(_MARKUP.sub(_escape, line) for line in _LINE_BREAK.split(text))
 
 

@@ -6,14 +6,14 @@ every face names the same closest ids.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
+from ..store.lazyre import LazyPattern
 
 # what `register` makes (cli/console.new_session_id: <provider>-<unix time>-<hex>), what
 # the harness hooks make (<harness>-<native id>) and what the predecessor's users typed
 # (kimi-1720000000): a lower-case word, a hyphen, more id characters; no dot, no slash,
 # so a file name (README, setup.py, src/new_file) never looks like one
-ID_LIKE = re.compile(r"[a-z0-9]+(?:-[A-Za-z0-9_:@+]+)+")
+ID_LIKE = LazyPattern(r"[a-z0-9]+(?:-[A-Za-z0-9_:@+]+)+")
 SHOWN = 3  # ids an error names
 
 

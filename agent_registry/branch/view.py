@@ -22,6 +22,7 @@ from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, ov
 from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)
 from .staleness import DEFAULT_TTL
+from ..store.lazyre import LazyPattern
 
 LIVE_DIR = "sessions/live"
 DONE_DIR = "sessions/done"
@@ -302,7 +303,7 @@ def parse_lock(raw: bytes, name: str) -> Lock:
     return lock
 
 
-_HELD = re.compile(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)
+_HELD = LazyPattern(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)
 # (blob id, keep) -> summary: a blob never changes, and a process that commits many
 # operations in a row (a replay, helping another clone) renders registry.md for each,
 # over mostly the same session files

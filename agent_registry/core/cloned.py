@@ -10,17 +10,17 @@ clone's.
 from __future__ import annotations
 
 import os
-import re
 
 from ..branch.clones import CloneView, Clones, MainView, clone_branch
 from ..branch.render import fill, registry_md
 from ..branch.view import View
+from ..store.lazyre import LazyPattern
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .registry import Registry
 
-_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME = LazyPattern(r"[^A-Za-z0-9._-]+")
 _CLASSES: dict[type, type] = {}
 
 

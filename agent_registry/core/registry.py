@@ -18,8 +18,6 @@ in one module per family (core/sessions.py, locks.py, diary.py, messages.py).
 from __future__ import annotations
 
 import os
-import re
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -42,6 +40,7 @@ from .operations import OPERATIONS, Outcome, known
 from . import sharded
 from .shapes import check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
+from ..store.lazyre import LazyPattern
 
 CAS_ATTEMPTS = 20
 
@@ -56,7 +55,7 @@ def use_remote_committer(committer) -> None:
     """Commit through *committer* whenever a registry has a remote (sync.remote calls it)."""
     global _remote_committer
     _remote_committer = committer
-_BRANCH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
+_BRANCH_NAME = LazyPattern(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
 
 
 FILE_LOCK_ENV = "AGENT_REGISTRY_FILE_LOCK"
@@ -773,6 +772,7 @@ def _terminate(pid: int, started: int, grace: float, force: bool) -> str:
     """Signal the vouched-for owner *pid* (started at *started*, checked by the caller):
     SIGTERM, then SIGKILL after *grace* seconds if the same process still runs.  Whether
     it runs is read (procinfo.same_process), never probed with a signal."""
+    import signal  # here: its enums cost every other command's start
     if not force:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace

@@ -13,13 +13,13 @@ index, working tree or HEAD.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import zlib
 from collections import namedtuple
 from collections.abc import Iterator
 
 from ..errors import BadInput, RegistryError, os_failure
+from . import spawn
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
@@ -74,11 +74,16 @@ class CasFailed(Exception):
 
 def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             input: bytes | None = None, check: bool = True,
-            timeout: float | None = None) -> subprocess.CompletedProcess:
+            timeout: float | None = None) -> spawn.Completed:
     """git *args*, output captured; GitError when it fails and *check*.  A *timeout*
-    (network commands) raises subprocess.TimeoutExpired for the caller to name."""
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, input=input,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    (network commands) raises subprocess.TimeoutExpired for the caller to name; those,
+    and a run in another directory (*cwd*), go through subprocess (store/spawn.py)."""
+    if timeout is None and cwd is None:
+        proc = spawn.run(["git", *args], env=env, input=input)
+    else:
+        import subprocess
+        proc = subprocess.run(["git", *args], cwd=cwd, env=env, input=input,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")
@@ -96,14 +101,11 @@ worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" o
 
 def discover(path: str = ".") -> RepoInfo:
     """Find the repository containing *path* the way git does (honouring GIT_DIR)."""
-    try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--absolute-git-dir",
-             "--git-common-dir", "--show-object-format", "--is-bare-repository",
-             "--show-prefix"],
-            cwd=path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except (FileNotFoundError, NotADirectoryError):
-        raise BadInput(f"not a directory: {path}") from None
+    if not os.path.isdir(path):
+        raise BadInput(f"not a directory: {path}")
+    proc = spawn.run(["git", "-C", path, "rev-parse", "--path-format=absolute",
+                      "--absolute-git-dir", "--git-common-dir", "--show-object-format",
+                      "--is-bare-repository", "--show-prefix"])
     if proc.returncode != 0:
         raise BadInput(f"not a git repository: {os.path.abspath(path)}")
     git_dir, common, fmt, bare, prefix = (proc.stdout.decode().split("\n") + [""] * 5)[:5]
@@ -123,13 +125,11 @@ class ObjectReader:
     def __init__(self, git_dir: str, env: dict[str, str]) -> None:
         self._git_dir = git_dir
         self._env = env
-        self._proc: subprocess.Popen | None = None
+        self._proc: spawn.Piped | None = None
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> spawn.Piped:
         if self._proc is None:
-            self._proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"], env=self._env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self._proc = spawn.Piped(["git", "cat-file", "--batch"], self._env)
         return self._proc
 
     def read(self, rev: str) -> tuple[str, bytes] | None:
@@ -233,7 +233,7 @@ class Repo:
         return pathlib.Path(self.state_path())
 
     def git(self, *args: str, check: bool = True, input: bytes | None = None,
-            cwd: str | None = None) -> subprocess.CompletedProcess:
+            cwd: str | None = None) -> spawn.Completed:
         return run_git(list(args), env=self.env, check=check, input=input, cwd=cwd)
 
     def index_names(self, names: list[str]) -> list[str]:
@@ -335,8 +335,8 @@ class Repo:
     # -- objects ---------------------------------------------------------------------
     def write_object(self, kind: str, data: bytes) -> str:
         raw = f"{kind} {len(data)}".encode() + b"\0" + data
-        import hashlib  # here, not at import: a command that only reads never hashes (~2 ms)
-        oid = hashlib.new(self.info.object_format, raw).hexdigest()
+        from .digest import hexdigest  # not hashlib: OpenSSL costs a claim ~2 ms to load
+        oid = hexdigest(self.info.object_format, raw)
         folder = os.path.join(self._objects, oid[:2])
         final = os.path.join(folder, oid[2:])
         if os.path.exists(final):
@@ -506,11 +506,10 @@ def read_config(git_dir: str) -> dict[str, str]:
     known = _config_from_files(git_dir)
     if known is not None:
         return known
-    proc = subprocess.run(["git", "config", "-z", "--get-regexp",
-                           r"^(agent-registry\.|remote\.origin\.url$|core\.ignorecase$|"
-                           r"core\.precomposeunicode$)"],
-                          env={**clean_env(), "GIT_DIR": git_dir},
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = spawn.run(["git", "config", "-z", "--get-regexp",
+                      r"^(agent-registry\.|remote\.origin\.url$|core\.ignorecase$|"
+                      r"core\.precomposeunicode$)"],
+                     env={**clean_env(), "GIT_DIR": git_dir})
     out = {}
     for item in proc.stdout.decode(errors="replace").split("\0"):
         if item:

@@ -22,9 +22,9 @@ never handed over for a process nobody could see die, and ``kill`` signals nothi
 from __future__ import annotations
 
 import os
-import re
 
 from .procbackends import BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose
+from .lazyre import LazyPattern
 
 PID_ENV = "AGENT_REGISTRY_PID"
 RUNTIMES_ENV = "AGENT_REGISTRY_RUNTIMES"
@@ -40,7 +40,7 @@ AGENT_RUNTIMES = {
     "opencode-ai": "OpenCode", "qwen": "Qwen Code", "qwen-code": "Qwen Code",
     "amp": "Amp", "crush": "Crush", "copilot": "GitHub Copilot CLI",
 }
-INTERPRETERS = re.compile(r"(node|nodejs|bun|deno|python[\d.]*|pypy[\d.]*|ruby)")
+INTERPRETERS = LazyPattern(r"(node|nodejs|bun|deno|python[\d.]*|pypy[\d.]*|ruby)")
 _SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py", ".exe")
 
 # Processes shared by many programs, that live longer than any one agent: never an owner,
