@@ -1,14 +1,16 @@
-"""The console script, with a click-free path for the commands agents run before every
-edit: ``lock acquire`` and ``lock check``.
+"""The console script, with a click-free path for the commands agents run all the time:
+``lock acquire``, ``lock check``, ``lock heartbeat`` and ``status``.
 
-Importing click and building the command tree is about a third of a one-shot claim
-(docs/benchmarks.md).  These two commands are parsed here by hand when their arguments
-are plain (global ``--json``/``--quiet``/``--no-color``/``-C PATH``; paths, the
-predecessor's trailing SID; ``--session``, ``--ttl``, ``--shared``); anything else (``--help``, an unknown or
-malformed option, no path) goes to the click CLI, which owns the help texts and the usage
-errors.  Both paths read their arguments with :func:`lock_arguments`, call the same
-library functions and print through :mod:`agent_registry.cli.output`.  ``wiki query`` has a
-click-free path of its own, in :mod:`agent_registry.wiki.fastpath`.
+Importing click and building the command tree costs more than the whole of such a command
+otherwise (docs/benchmarks.md).  These commands are parsed here by hand when their
+arguments are plain (global ``--json``/``--quiet``/``--no-color``/``-C PATH``; paths, the
+predecessor's trailing SID; ``--session``, ``--ttl``, ``--shared``; status's filters and
+``--all``); anything else (``--help``, an unknown or malformed option, no path) goes to
+the click CLI, which owns the help texts and the usage errors.  Both routes read their
+arguments with :func:`lock_arguments`, call the same library functions and print through
+:mod:`agent_registry.cli.output` and :mod:`agent_registry.cli.reports`.  ``wiki query`` has
+a click-free path of its own, in :mod:`agent_registry.wiki.fastpath`.  Tests:
+tests/test_import_budget.py keeps click and other unused modules out of these commands.
 """
 from __future__ import annotations
 
@@ -21,14 +23,20 @@ from .console import (SESSION_ENV, changed_elsewhere, global_options, hoist_glob
 SESSION_FLAGS = ("--session", "--session-id")  # --session-id: the predecessor's `check`
 
 
+LOCK_COMMANDS = ("acquire", "check", "heartbeat")
+STATUS_FILTERS = {"--status": "status_filter", "--provider": "provider", "--project": "project"}
+
+
 def parse(argv: list[str]) -> dict | None:
     """The hot command *argv* asks for, or None to leave it to click."""
     args = list(argv)
     opts = global_options(args)
     if opts is None:
         return None
+    if args[:1] == ["status"]:
+        return parse_status(args[1:], opts)
     opts.update(sid=None, ttl=600, shared=False, paths=[])
-    if args[:1] != ["lock"] or len(args) < 3 or args[1] not in ("acquire", "check"):
+    if args[:1] != ["lock"] or len(args) < 2 or args[1] not in LOCK_COMMANDS:
         return None
     opts["command"] = args[1]
     rest = args[2:]
@@ -48,7 +56,7 @@ def parse(argv: list[str]) -> dict | None:
             opts["shared"] = True
         else:
             return None  # --help, --, an unknown option: click says what is wrong
-    if not opts["paths"]:
+    if not opts["paths"] and opts["command"] != "heartbeat":
         return None
     if opts["command"] == "acquire" and opts["sid"] is None and len(opts["paths"]) < 2 \
             and not os.environ.get(SESSION_ENV):
@@ -56,10 +64,37 @@ def parse(argv: list[str]) -> dict | None:
     return opts
 
 
+def parse_status(rest: list[str], opts: dict) -> dict | None:
+    """``status`` with its filters and ``--all``; --remote, --room, --repos go to click."""
+    opts.update(command="status", show_all=False, status_filter=None, provider=None,
+                project=None)
+    while rest:
+        item = rest.pop(0)
+        name, eq, value = item.partition("=")
+        if item == "--all":
+            opts["show_all"] = True
+        elif name in STATUS_FILTERS and (eq or rest):
+            value = value if eq else rest.pop(0)
+            if value.startswith("-"):
+                return None  # click decides whether that is a value
+            opts[STATUS_FILTERS[name]] = value
+        else:
+            return None
+    return opts
+
+
 def execute(opts: dict) -> int:
     from . import output
 
-    def lock_command(registry) -> tuple[object, str, int]:
+    def command(registry) -> tuple[object, str, int]:
+        if opts["command"] == "status":
+            from .reports import status_report
+            return (*status_report(registry, show_all=opts["show_all"],
+                                   status_filter=opts["status_filter"],
+                                   provider=opts["provider"], project=opts["project"]), 0)
+        if opts["command"] == "heartbeat":
+            from .reports import heartbeat_report
+            return (*heartbeat_report(registry, opts["paths"], opts["sid"]), 0)
         sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
         if opts["command"] == "acquire":
             sid = resolve_session(sid)
@@ -75,7 +110,7 @@ def execute(opts: dict) -> int:
         said(registry)
         return {"paths": results, **view}, output.check_text(results), output.check_code(results)
 
-    return serve(opts, lock_command)
+    return serve(opts, command)
 
 
 def run() -> None:

@@ -1,0 +1,62 @@
+"""The one-shot commands agents run all the time import only what they run (issue 26).
+
+Each command runs as agents run it: the installed console script, a real repository, a
+fresh process; ``python -X importtime`` lists every module it imported.  None of them may
+import click (the click-free fast path, cli/fast.py), subprocess and what it brings
+(store/spawn.py runs git), hashlib with OpenSSL (store/digest.py), nor the other heavy
+modules a claim does not need.  A module named here that a command starts to need
+belongs behind a lazy import where it is used.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import CLI, Runner, make_repo
+
+NEVER = {
+    "click",                                     # the fast path parses these by hand
+    "subprocess", "threading", "locale", "signal", "selectors",  # git runs through spawn
+    "hashlib", "_hashlib",                       # names and objects hash with _sha1
+    "typing", "dataclasses", "inspect", "ast", "tempfile", "shutil", "pathlib",
+    "importlib.metadata", "email", "zipfile", "datetime", "uuid", "random",
+    "ruamel", "yaml", "psutil",
+}
+COMMANDS = {
+    "acquire": ["lock", "acquire", "src/new.py", "--session", "s1"],
+    "check": ["lock", "check", "src/auth.py", "--session", "s1"],  # s2 holds it: exit 1
+    "heartbeat": ["lock", "heartbeat", "src/mine.py", "--session", "s1"],
+    "status": ["status"],
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    repo = make_repo(tmp_path_factory.mktemp("budget") / "repo")
+    run = Runner(repo)
+    for args in (["init"], ["register", "s1", "--provider", "test"],
+                 ["register", "s2", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "--session", "s2"],
+                 ["lock", "acquire", "src/mine.py", "--session", "s1"]):
+        proc = run(*args)
+        assert proc.returncode == 0, proc.stderr
+    return repo
+
+
+def imported(repo, args: list[str]) -> tuple[set[str], subprocess.CompletedProcess]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", CLI, *args], cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    return names - {"cumulative"}, proc
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_hot_command_imports_only_what_it_runs(repo, command):
+    names, proc = imported(repo, COMMANDS[command])
+    assert proc.returncode == (1 if command == "check" else 0), proc.stderr[-2000:]
+    assert "agent_registry.core.registry" in names  # it did run the command
+    heavy = sorted(n for n in names if n in NEVER or n.split(".")[0] in NEVER)
+    assert heavy == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported {heavy}"
