@@ -2,6 +2,7 @@
 
     python bench/scale_bench.py [--quick] [--clones 1,16,48] [--rtt-ms 100] [--seconds 60]
     python bench/scale_bench.py --writes beats --clones 1,16,48 --shards 16 --seconds 60
+    python bench/scale_bench.py --clones 1,16 --layouts one,default,16 --rounds 3
 
 The remote is a bare repository served by `git daemon` inside a private network namespace
 (`unshare -n`: the whole benchmark re-executes itself there, so no port of the machine is
@@ -30,6 +31,13 @@ each and pushes them with `--atomic`, with no registry process (section `scale-m
 `--shards N` converts the remote's registry to N lock shards (`agent-registry shard`)
 before the clones are made (section `scale-shards`; with `--before`, the other checkout
 keeps its own layout).
+
+`--layouts L,L` measures claims in each layout named, in one run, each on a remote and
+clones of its own (section `scale-layouts`): `default` is what a new registry gets (the
+tool's own `init`), `one` the single branch (`init --shards 0`), `new:N` what `init
+--shards N` makes, and a number N one branch converted to N shards by `agent-registry
+shard`.  Each row also says the CPU the clients' processes used (per confirmed claim, and
+as cores busy over the window) and the load average: what the machine had left.
 
 `--writes beats` measures instead the writes only one clone makes for its session
 (section `scale-writes`): each clone has a session of its own and writes for it back to
@@ -83,6 +91,9 @@ DEADLINE = 120.0  # the tool's retry deadline, used by the model too
 INTENTS = "agent-registry-intents"  # the model's helping: refs/heads/<INTENTS>/NN/<clone>
 INSIDE = "SCALE_BENCH_NETNS"  # set once the benchmark runs in its own network namespace
 DAEMON_PORT, PROXY_PORT = 9418, 9419
+# --layouts: what each names (a number N: one branch converted to N shards by `shard`)
+LAYOUTS = {"default": "new default (`init`)", "one": "1 branch (`init --shards 0`)",
+           **{f"new:{n}": f"{n} shards (`init --shards {n}`)" for n in (4, 8, 16, 32, 64)}}
 
 
 # -- the delay line --------------------------------------------------------------------
@@ -175,14 +186,18 @@ def sids(n: int) -> list[str]:
 
 
 def make_remote(root: Path, env: dict, sessions: int, rtt_ms: float,
-                shards: int = 0) -> list[subprocess.Popen]:
-    """A bare remote holding a registry with *sessions* live sessions (converted to
-    *shards* lock shards when given), served by git daemon behind the delay proxy.  The
-    sessions are registered in a seed clone with no remote and pushed once, so setting up
-    48 clones costs no 48 contended pushes."""
+                shards: int = 0, layout: str = "") -> list[subprocess.Popen]:
+    """A bare remote holding a registry with *sessions* live sessions, served by git
+    daemon behind the delay proxy.  The registry is one branch (`init --shards 0`; a tool
+    without that option makes one anyway), converted to *shards* lock shards when given;
+    *layout* ``default`` is what the tool's first `register` makes, ``new:N`` what `init
+    --shards N` makes.  The sessions are registered in a seed clone with no remote and
+    pushed once, so setting up 48 clones costs no 48 contended pushes."""
     seed, bare = root / "seed", root / "remote.git"
     seed.mkdir(parents=True)
     make_project(seed, env)
+    if layout != "default":
+        cli(seed, env, "init", "--shards", layout[4:] if layout.startswith("new:") else "0")
     for sid in sids(sessions):
         r = cli(seed, env, "register", sid, "--provider", "bench", "--working-on", "bench")
         assert r.returncode == 0, r.stderr
@@ -191,8 +206,7 @@ def make_remote(root: Path, env: dict, sessions: int, rtt_ms: float,
         assert r.returncode == 0, r.stderr
     git(root, env, "init", "-q", "--bare", str(bare))
     git(seed, env, "push", "-q", str(bare), "HEAD:main", "agent-registry",
-        *(["refs/heads/agent-registry-shards/*:refs/heads/agent-registry-shards/*"]
-          if shards else []))
+        "refs/heads/agent-registry-shards/*:refs/heads/agent-registry-shards/*")
     daemon = subprocess.Popen(
         ["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
          f"--base-path={root}", "--listen=127.0.0.1", f"--port={DAEMON_PORT}",
@@ -238,6 +252,9 @@ class Distinct:
     failures: list[str] = field(default_factory=list)
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (session, path)
     label: str = ""  # which tool measured it, with --before
+    cpu: float = 0.0  # CPU seconds of the claim processes and their git (the clients' end)
+    elapsed: float = 0.0  # from the start until the last claim answered
+    load: float = 0.0  # the machine's 1-minute load average at the end
 
 
 Claim = Callable[[Path, str, str], tuple[bool, int, str]]  # clone, session, path -> ok, attempts, error
@@ -285,12 +302,22 @@ def distinct(clones: list[Path], claim: Claim, window: float, tag: str) -> Disti
     threads = [threading.Thread(target=agent, args=(i, c)) for i, c in enumerate(clones)]
     for t in threads:
         t.start()
+    used = children_cpu()
     start = time.monotonic()
     end = start + window
     barrier.wait()
     for t in threads:
         t.join()
+    out.cpu, out.elapsed = children_cpu() - used, time.monotonic() - start
+    out.load = os.getloadavg()[0]
     return out
+
+
+def children_cpu() -> float:
+    """CPU seconds of every process this one started and waited for (with theirs)."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass
@@ -707,7 +734,9 @@ def distinct_row(d: Distinct) -> str:
             f"{d.confirmed_in_window / d.window:.2f} | {len(d.times)} | "
             f"{pct(d.times, 0.5):.2f} | {pct(d.times, 0.9):.2f} | "
             f"{max(d.times, default=float('nan')):.2f} | {statistics.mean(tries):.2f} | "
-            f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} |")
+            f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} | "
+            f"{d.cpu / max(1, len(d.times)):.3f} | {d.cpu / max(d.elapsed, 1e-9):.2f} | "
+            f"{d.load:.1f} |")
 
 
 def contended_row(c: Contended) -> str:
@@ -728,17 +757,19 @@ def bench(args: argparse.Namespace) -> None:
         return
     # --before: the same measurement, first with another checkout's package, each on a
     # remote and clones of its own
-    tools = [("before", os.path.abspath(args.before)), ("now", None)] if args.before else \
-        [("", None)]
+    tools = [("before", os.path.abspath(args.before), ""), ("now", None, "")] if args.before \
+        else [(LAYOUTS.get(spec) or f"{spec} shards, converted", None, spec)
+              for spec in args.layouts.split(",")] if args.layouts else [("", None, "")]
     results, rounds, lost, confirmed, where = [], [], [], 0, ""
-    for label, source in tools:
-        r, c, l, n, where = measure(args, label, source)
+    for label, source, spec in tools:
+        r, c, l, n, where = measure(args, label, source, spec)
         results, rounds, lost, confirmed = results + r, rounds + c, lost + l, confirmed + n
     write_report(args, results, rounds, lost, confirmed, where)
 
 
 @contextlib.contextmanager
-def served(args: argparse.Namespace, source: str | None, shards: int, model: int = 0):
+def served(args: argparse.Namespace, source: str | None, shards: int, model: int = 0,
+           layout: str = ""):
     """A fresh remote (a registry with one session per clone, converted to *shards* lock
     shards when given; *model* seeds the model's shard refs) served behind the delay
     proxy, and as many clones of it as the largest count: yields (root, env, clones).
@@ -750,7 +781,7 @@ def served(args: argparse.Namespace, source: str | None, shards: int, model: int
         env["AGENT_REGISTRY_PID"] = "none"  # no owner process: heartbeats and the TTL decide
         if source:
             env["PYTHONPATH"] = source  # ahead of the installed package
-        servers = make_remote(root, env, max(counts), args.rtt_ms, shards)
+        servers = make_remote(root, env, max(counts), args.rtt_ms, shards, layout)
         try:
             if model:
                 seed_shards(root, env, model)
@@ -761,12 +792,14 @@ def served(args: argparse.Namespace, source: str | None, shards: int, model: int
                 proc.wait()
 
 
-def measure(args: argparse.Namespace, label: str, source: str | None):
+def measure(args: argparse.Namespace, label: str, source: str | None, spec: str = ""):
     """Distinct and contended claims with the tool (the package at *source* when given),
-    on a fresh remote."""
+    on a fresh remote (in the layout *spec* names: --layouts)."""
     counts = [int(n) for n in args.clones.split(",")]
     shards = 0 if label == "before" else args.shards  # --before: its own layout
-    with served(args, source, shards, args.model) as (root, env, every):
+    made = spec if spec in LAYOUTS or spec.startswith("new:") else ""
+    shards = int(spec) if spec and not made else shards
+    with served(args, source, shards, args.model, made) as (root, env, every):
         results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
         claim = (helping_claim(env, args.model, args.helping) if args.helping
                  else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
@@ -805,8 +838,10 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
            "registry process): what the remote can confirm, not what the tool does yet."
            if args.model else "One `lock acquire` process per claim, each clone back to back"
            + (f", on a registry converted to {args.shards} lock shards (`agent-registry shard`)."
-              if args.shards else "."))
-    tool = "tool | " if args.before else ""
+              if args.shards else ", in each layout on a remote and clones of its own (a number: "
+              "one branch converted to that many lock shards by `agent-registry shard`)."
+              if args.layouts else "."))
+    tool = "tool | " if args.before else "layout | " if args.layouts else ""
     title = ("## Scale, a model of the sharded protocol" if args.model
              else "## Scale: many clones through a remote with a round trip")
     lines = [
@@ -818,6 +853,7 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"{f' --flat-backoff {args.flat_backoff:g}' if args.flat_backoff else ''}"
         f"{f' --helping {args.helping}' if args.helping else ''}"
         f"{f' --shards {args.shards}' if args.shards else ''}"
+        f"{f' --layouts {args.layouts}' if args.layouts else ''}"
         f"{' --before <the single-branch commit>' if args.before else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
@@ -827,11 +863,14 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
            "same run, on a remote and clones of its own." if args.before else ""),
         "",
         f"Distinct paths, for {args.seconds:g} s (time to confirm in seconds; attempts = pushes "
-        "per confirmed claim; streak = a clone's worst run of lost pushes):",
+        "per confirmed claim; streak = a clone's worst run of lost pushes; client CPU = the "
+        "CPU seconds of the `lock acquire` processes and the git they ran, per confirmed "
+        "claim and per second of the window (cores busy), the remote's git not counted; "
+        "load = the machine's 1-minute load average at the end):",
         "",
         f"| {tool}clones | confirmed claims/s | claims | p50 s | p90 s | max s | attempts mean | "
-        "attempts max | worst streak | failed |",
-        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tool else ""),
+        "attempts max | worst streak | failed | client CPU s per claim | client cores | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tool else ""),
         *[distinct_row(d) for d in results],
     ]
     if rounds:
@@ -875,6 +914,11 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=0, metavar="N",
                         help="convert the remote's registry to N lock shards before measuring "
                              "(the tool of this checkout; --before keeps its own layout)")
+    parser.add_argument("--layouts", metavar="L,L",
+                        help="measure the tool in each layout, in one run, each on a remote "
+                             "of its own: default (what a new registry gets), one (`init "
+                             "--shards 0`), new:N (`init --shards N`), N (one branch "
+                             "converted to N shards); section scale-layouts")
     parser.add_argument("--before", metavar="SRC",
                         help="also measure the tool from another source checkout (its "
                              "package on PYTHONPATH), first, on a remote of its own")
@@ -896,6 +940,8 @@ def main() -> None:
         args.section = "scale-writes"
     if args.shards and args.section == "scale":
         args.section = "scale-shards"
+    if args.layouts and args.section == "scale":
+        args.section = "scale-layouts"
     if args.writes != "claims" and args.model:
         parser.error("--writes measures the tool: no --model")
     if os.environ.get(INSIDE):

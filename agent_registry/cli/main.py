@@ -23,7 +23,8 @@ from . import output
 from .console import (SESSION_ENV, changed_elsewhere, lock_arguments, new_session_id, report,
                       resolve_session)
 from .context import Output, pass_out
-from .table import render_table, status_color
+from .reports import heartbeat_report, layout_doc, layout_text, status_report
+from .table import render_table
 from ..errors import BAD_INPUT, BadInput, RegistryError
 from .output import age, local_time
 
@@ -131,11 +132,23 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
               help="The name to add a --remote URL under (default: origin).")
 @click.option("--hooks", "with_hooks", is_flag=True,
               help="Also install the git hooks (as `hooks install`).")
+@click.option("--shards", metavar="N",
+              help="The layout of a new registry: N lock shards (2 to 256), or 0 for one "
+                   "branch (default: git config agent-registry.shards, else 16). An "
+                   "existing registry keeps its layout (`agent-registry shard` converts).")
 @pass_out
 def init(out: Output, branch: str | None, remote: str | None, remote_name: str | None,
-         with_hooks: bool = False) -> None:
-    """Create the registry branch (idempotent; never touches the working tree)."""
+         with_hooks: bool = False, shards: str | None = None) -> None:
+    """Create the registry branch (idempotent; never touches the working tree).
+
+    A new registry is made in lock shards with clone refs (layout format 3, 16 shards:
+    claims of unrelated paths, heartbeats and diary lines do not queue behind each
+    other through a remote); `--shards 0` makes the single branch of layout format 1.
+    See docs/shards.md.
+    """
     from ..sync import Registry  # the face's class: it remembers the repository
+    from ..sync.convert import layout_count
+    count = None if shards is None else layout_count(shards, "--shards")
     repo = out.registry.repo
     named = bool(remote) and (remote.lower() == "none" or not repo.git(
         "remote", "get-url", "--", remote, check=False).returncode)
@@ -154,9 +167,11 @@ def init(out: Output, branch: str | None, remote: str | None, remote_name: str |
     if branch or named:
         out._registry = Registry(repo)
     if url is not None:
-        return _init_with_url(out, url, remote_name or "origin", with_hooks)
-    result = out.registry.init()
-    text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}"
+        return _init_with_url(out, url, remote_name or "origin", with_hooks, count)
+    result = out.registry.init(count)
+    result["layout"] = layout_doc(out.registry)
+    text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}" \
+        f" ({layout_text(result['layout'])})"
     if with_hooks:
         from ..enforce.hooks import install
         result["hooks"] = install(repo.info)
@@ -164,12 +179,13 @@ def init(out: Output, branch: str | None, remote: str | None, remote_name: str |
     out.emit(result, text)
 
 
-def _init_with_url(out: Output, url: str, name: str, with_hooks: bool) -> None:
+def _init_with_url(out: Output, url: str, name: str, with_hooks: bool,
+                   shards: int | None) -> None:
     """``init --remote URL``: add, check, push (agent_registry.sync.setup); exit 3 when
     the branch could not be pushed (a read-only URL), as a change left unconfirmed."""
     from ..errors import Unconfirmed
     from ..sync.setup import connect, public_warning
-    result = connect(out.registry, url, name)
+    result = connect(out.registry, url, name, shards)
     remote = result["remote"]
     if remote["public"]:
         out.warn(public_warning(remote))
@@ -374,36 +390,6 @@ def show(out: Output, sid) -> None:
              "\n\n".join(session_text(s) for s in sessions) or "no live sessions")
 
 
-def sync_line(state: dict) -> str:
-    if not state.get("enabled"):
-        return f"sync: off ({state.get('detail', 'no remote configured')})"
-    parts = [f"sync: {state.get('remote')}", f"ahead {state.get('ahead', 0)}",
-             f"behind {state.get('behind', 0)}"]
-    parts.append(f"last fetch {local_time(state['last_fetch'])}" if state.get("last_fetch")
-                 else "never fetched here")
-    if state.get("last_success"):
-        parts.append(f"last success {local_time(state['last_success'])}")
-    if state.get("last_error"):
-        parts.append(f"last error: {state['last_error']}")
-    shards = state.get("shards")
-    if shards:
-        parts.append(f"shards ahead {shards['ahead']} of {shards['count']}")
-    clone = state.get("clone") or {}
-    if clone.get("ahead"):  # layout format 3: heartbeats or diary lines not pushed yet
-        parts.append(f"clone ref ahead {clone['ahead']}")
-    mail = state.get("messages") or {}
-    if mail.get("ahead") or mail.get("behind"):
-        parts.append(f"messages ahead {mail['ahead']} behind {mail['behind']}")
-    rewind = state.get("rewind")
-    if not rewind:
-        return ", ".join(parts)
-    lost = "".join(f"; not re-applied {r['path'] or 'session ' + r['session']}: {r['reason']}"
-                   for r in rewind["refused"])
-    return ", ".join(parts) + (
-        f"\nsync: {state.get('remote')} went back in time at {local_time(rewind['at'])}: "
-        f"re-applied {len(rewind['reapplied'])} session/lock record(s) of this clone{lost}")
-
-
 @cli.command()
 @click.option("--status", "status_filter", metavar="S",
               help="Only sessions with this status (OnWorking, Finished, Stop, Killed; any case).")
@@ -433,36 +419,8 @@ def status(out: Output, status_filter, provider, project, show_all, remote_url, 
         return remote_status(out, remote_url)
     if room:
         return room_status(out, room)
-    from ..branch.records import parse_iso
-    from ..sync.fresh import freshen, said
-    freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
-    doc = out.registry.status(include_ended=show_all, status=status_filter,
+    doc, text = status_report(out.registry, show_all=show_all, status_filter=status_filter,
                               provider=provider, project=project)
-    doc.update(said(out.registry))
-    if doc["sync"].get("enabled"):  # the messages branch syncs on its own: its ahead/behind
-        from ..core.messages_branch import mailbox
-        box = mailbox(out.registry)
-        if box is not out.registry:
-            mail = box.sync_state()
-            doc["sync"]["messages"] = {"branch": box.branch, "ahead": mail["ahead"],
-                                       "behind": mail["behind"]}
-        from ..sync.shardsync import clone_sync_state, shard_sync_state
-        shards = shard_sync_state(out.registry)  # lock shards: how many have unpushed work
-        if shards is not None:
-            doc["sync"]["shards"] = shards
-        clone = clone_sync_state(out.registry)  # format 3: this clone's own ref
-        if clone is not None:
-            doc["sync"]["clone"] = clone
-    now = out.registry.clock()
-    rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
-             age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
-    text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows,
-                         color=status_color) if rows else "no sessions") + "\n" + \
-        sync_line(doc["sync"])
-    text += "".join(f"\nclock: {c['session']}'s heartbeat is dated {c['ahead_seconds']} s in "
-                    f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
-                    f"age from when this clone first saw it ({local_time(c['first_seen'])})"
-                    for c in doc["clock"])
     out.emit(doc, text)
 
 
@@ -606,12 +564,7 @@ def lock_heartbeat(out: Output, args, sid) -> None:
 
     With PATHs (the predecessor's `lock heartbeat PATH SID`): exit 1 unless the
     session holds each of them."""
-    sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    result = out.registry.heartbeat(resolve_session(sid), paths)
-    unpushed = dict(out.registry.unpushed)  # before the rooms' mirror writes elsewhere
-    from ..sync.rooms import mirror
-    mirror(out.registry, result["session"], "heartbeat")
-    out.emit({**result, **unpushed}, f"heartbeat {result['session']} ({result['locks']} lock(s))")
+    out.emit(*heartbeat_report(out.registry, args, sid))
 
 
 @lock.command("heartbeat-loop")

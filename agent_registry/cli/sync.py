@@ -50,6 +50,9 @@ def sync(out: Output, timeout: float) -> None:
         lines += [f"refused: {r.get('op')} {', '.join(r.get('paths') or [])} by "
                   f"{r.get('session')}: {r['reason']}" for r in part["refused"]]
         lines += rewind_lines(part["rewind"]) if part.get("rewind") else []
+    from .reports import layout_doc, layout_text
+    report["layout"] = layout_doc(out.registry)
+    lines.append(f"layout: {layout_text(report['layout'])}")
     branches = [part for _, part in parts]  # the exit code counts each like the registry's
     box = mailbox(out.registry)
     if box is not out.registry:  # the messages branch, synced the same way

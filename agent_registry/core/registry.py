@@ -314,12 +314,18 @@ class Registry:
         return {"op": kind, "at": self.clock(), "id": os.urandom(8).hex(), **fields}
 
     # -- setup -----------------------------------------------------------------------
-    def init(self) -> dict:
+    def init(self, shards: int | None = None) -> dict:
         """Create the orphan registry branch if it does not exist (idempotent); with a
-        remote that already has it, adopt the remote's."""
+        remote that already has it, adopt the remote's.  *shards*: the layout of a new
+        registry (sync.Registry makes 16 lock shards unless told 0, one branch)."""
         if self.repo.read_ref(self.ref) and not self.remote:
             return {"branch": self.branch, "created": False}
-        return {"branch": self.branch, **self.apply(self.new_op("init"))}
+        return {"branch": self.branch, **self.create(shards)}
+
+    def create(self, shards: int | None = None) -> dict:
+        """The init operation: a new branch (the core makes one branch, whatever
+        *shards* says), or the remote's adopted."""
+        return self.apply(self.new_op("init"))
 
     # -- sessions --------------------------------------------------------------------
     def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",

@@ -41,7 +41,25 @@ class Registry(CoreRegistry):
             self.warnings.append(f"could not remember this repository in "
                                  f"{repolist.list_path()}: {exc.strerror or exc}")
 
+    def create(self, shards: int | None = None) -> dict:
+        """A new registry in lock shards with clone refs (layout format 3; *shards*, else
+        ``git config agent-registry.shards``, else 16; 0: one branch): sync/convert.py."""
+        from .convert import create, new_count
+        made = create(self, new_count(self, shards))
+        if made is not None:
+            return made
+        said = list(self.warnings)  # why not in shards: the init operation resets them
+        try:
+            return super().create(shards)
+        finally:
+            self.warnings.extend(w for w in said if w not in self.warnings)
+
     def apply(self, op: dict) -> dict:
+        if op["op"] != "init" and self.tip() is None and not self.is_shard \
+                and not self.is_clone and not getattr(self, "keeps_messages", False):
+            from .convert import new_count
+            if new_count(self):  # the first write where there is no registry: in shards,
+                self.init()  # as init makes it (one branch: the write itself makes it)
         warnings: list[str] = []
         if "agent-registry.shards" in self.config and not getattr(self, "is_shard", False) \
                 and not getattr(self, "keeps_messages", False):

@@ -33,6 +33,14 @@ its changes over as they are.
 ``git config agent-registry.shards N`` makes any operation of this version convert a
 format-1 registry, or upgrade a format-2 one, before it is applied
 (sync.Registry.apply): once per process.
+
+A new registry (``init``, or the first write where there is no registry branch) is made
+in format 3 directly (``create``): the init commit and the conversion built from it, the
+shard refs written before the main branch (locally), or all pushed in one ``git push
+--atomic`` that creates the main branch (with a remote: a clone that loses the race
+adopts the winner's registry, in whatever layout it has).  ``init --shards 0`` or ``git
+config agent-registry.shards 0`` asks for one branch instead (docs/shards.md, "What a new
+registry gets").
 """
 from __future__ import annotations
 
@@ -50,6 +58,7 @@ from ..errors import BadInput, NotFound, RegistryError
 from ..store.git import CasFailed
 
 CONFIG = "agent-registry.shards"
+ENV = "AGENT_REGISTRY_SHARDS"  # the layout of a registry this process makes (0: one branch)
 MIN_COUNT, MAX_COUNT = 2, 256
 ATTEMPTS = 5  # rounds of sync, build and atomic push before giving up (the remote kept moving)
 CONVERT_OP = "convert"
@@ -67,10 +76,32 @@ def shard_count(value: object, what: str = "--count") -> int:
                    f"{MIN_COUNT} to {MAX_COUNT})")
 
 
+def layout_count(value: object, what: str) -> int:
+    """*value* as the shard count of a new registry: 0 (one branch) or a shard count."""
+    text = str(value).strip()
+    if text == "0" or text.isdigit() and MIN_COUNT <= int(text) <= MAX_COUNT:
+        return int(text)
+    raise BadInput(f"{what}: {text!r} is neither 0 (one branch) nor a shard count (a whole "
+                   f"number from {MIN_COUNT} to {MAX_COUNT})")
+
+
 def configured(registry: Registry) -> int | None:
-    """The shard count ``git config agent-registry.shards`` asks for, or None."""
+    """The shard count ``git config agent-registry.shards`` asks for (0: one branch),
+    or None."""
     raw = registry.config.get(CONFIG)
-    return None if raw is None else shard_count(raw, f"git config {CONFIG}")
+    return None if raw is None else layout_count(raw, f"git config {CONFIG}")
+
+
+def new_count(registry: Registry, asked: int | None = None) -> int:
+    """The shards a new registry gets: *asked* (``init --shards``), else
+    ``$AGENT_REGISTRY_SHARDS``, else git config, else shards.DEFAULT_COUNT; 0 is one
+    branch (layout format 1)."""
+    if asked is not None:
+        return asked
+    if os.environ.get(ENV, "").strip():
+        return layout_count(os.environ[ENV], f"${ENV}")
+    found = configured(registry)
+    return S.DEFAULT_COUNT if found is None else found
 
 
 def auto_convert(registry: Registry) -> list[str]:
@@ -85,7 +116,7 @@ def auto_convert(registry: Registry) -> list[str]:
         return []
     count = configured(registry)
     key = (registry.repo.info.common_dir, registry.branch)
-    if count is None or key in _CHECKED:
+    if not count or key in _CHECKED:  # None: not asked; 0: one branch, as it is
         return []
     tip = registry.tip()
     if tip is None:
@@ -132,10 +163,7 @@ def convert(registry: Registry, count: int | None = None) -> dict:
             if layout["format"] == S.FORMAT:
                 return _already(registry, tip, layout)
             built = _build_for(registry, tip, layout, count)  # type: ignore[arg-type]
-            for index, commit in enumerate(built["shards"]):
-                ref = S.shard_ref(registry.branch, index)
-                registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
-                                         "agent-registry: convert (shard)")
+            _move_shards(registry, built["shards"])
             try:
                 registry.repo.update_ref(registry.ref, built["main"], tip,
                                          f"agent-registry: convert to layout format {S.FORMAT}")
@@ -340,11 +368,7 @@ def _convert_remote(registry: Registry, count: int) -> dict:
             if not landed:
                 lost = True
                 continue  # another clone moved the remote (or converted it): look again
-            for index, commit in enumerate(built["shards"]):
-                ref = S.shard_ref(registry.branch, index)
-                registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
-                                         "agent-registry: convert (shard)")
-                registry.repo.git("update-ref", _tracking(registry, index), commit)
+            _move_shards(registry, built["shards"], tracking=True)
             registry.repo.git("update-ref", registry.tracking_ref, built["main"])
             # nothing of this clone's own is on it (checked above): what it carried for
             # other clones was based on the old format, and their clones replay it themselves
@@ -391,3 +415,81 @@ def _adopt(registry: Registry, count: int, remote: str | None) -> None:
     if remote and local != remote and not own_commits(registry, remote, local):
         registry.repo.update_ref(registry.ref, remote, local, "agent-registry: adopt layout")
         confirm(registry, remote)
+
+
+def _move_shards(registry: Registry, commits: list[str], tracking: bool = False) -> None:
+    """Point each shard ref (and, once pushed, its remote-tracking ref) at its commit."""
+    for index, commit in enumerate(commits):
+        ref = S.shard_ref(registry.branch, index)
+        registry.repo.update_ref(ref, commit, registry.repo.read_ref(ref),
+                                 "agent-registry: convert (shard)")
+        if tracking:
+            registry.repo.git("update-ref", _tracking(registry, index), commit)
+
+
+# -- a new registry ----------------------------------------------------------------------
+
+def create(registry: Registry, count: int) -> dict | None:
+    """Make *registry*'s branch, new, in *count* lock shards with clone refs (format 3):
+    ``{"created": True}``.  None leaves it to the caller's init operation (the core's:
+    one branch, or adopting the registry the remote has): for *count* 0, for a
+    registry that exists here or on the remote (it keeps its layout), and for a remote
+    that cannot be used, with a warning (the next sync pushes the one branch, and
+    `agent-registry shard` converts it later: a format-3 main branch pushed alone,
+    without its shards, would stop every other clone)."""
+    if not count:
+        return None
+    if registry.remote:
+        try:
+            return _create_remote(registry, count)
+        except RemoteUnusable:  # the init operation's own warning says why
+            registry.warnings.append(f"made as one branch, not in lock shards: {registry.remote} "
+                                     "could not be used; `agent-registry shard` converts it")
+            return None
+    with file_lock(registry.lock_file):
+        if registry.repo.read_ref(registry.ref) is not None:
+            return None
+        built = _build_new(registry, count)
+        _move_shards(registry, built["shards"])  # first: a crash leaves refs nothing reads
+        registry.repo.update_ref(registry.ref, built["main"], None,
+                                 f"agent-registry: init in layout format {S.FORMAT}")
+    return {"created": True}
+
+
+def _build_new(registry: Registry, count: int) -> dict:
+    """The commits of a new registry in *count* shards: the init operation's root
+    commit and, on it, the conversion (written as objects; no ref moves)."""
+    root, _ = registry.build(None, registry.new_op("init"))
+    return _build(registry, root, count)  # type: ignore[arg-type]
+
+
+def _create_remote(registry: Registry, count: int) -> dict | None:
+    """create() through the remote: the main branch and the shards in one atomic push
+    that creates them; None when the remote (or this clone) has a registry already."""
+    from .remote import Offline
+    from .state import confirm
+    for _ in range(ATTEMPTS):
+        remote = _fetch_all(registry)
+        if remote is not None or registry.repo.read_ref(registry.ref) is not None:
+            return None
+        built = _build_new(registry, count)
+        refs = [f"{built['main']}:{registry.ref}"] + [
+            f"{commit}:{S.shard_ref(registry.branch, i)}" for i, commit in enumerate(built["shards"])]
+        try:
+            if not _push_atomic(registry, refs):
+                continue  # another clone made it meanwhile: adopt it (the next round)
+        except Offline as exc:
+            raise _unusable(registry, exc) from None
+        with file_lock(registry.lock_file):
+            _move_shards(registry, built["shards"], tracking=True)
+            registry.repo.git("update-ref", registry.tracking_ref, built["main"])
+            try:
+                registry.repo.update_ref(registry.ref, built["main"], None,
+                                         f"agent-registry: init in layout format {S.FORMAT}")
+            except CasFailed:
+                pass  # a process of this clone made one meanwhile: its sync replays it
+            confirm(registry, built["main"], last_success=iso(registry.clock()),
+                    last_error=None, last_error_kind=None)
+        return {"created": True}
+    raise RegistryError(f"could not create the registry: the remote kept moving "
+                        f"({ATTEMPTS} attempts)")

@@ -52,10 +52,11 @@ def publicly_readable(url: str, timeout: float = NETWORK_TIMEOUT) -> bool:
     return _ls_remote(redact(url), env, timeout).returncode == 0
 
 
-def connect(registry: Registry, url: str, name: str = "origin") -> dict:
+def connect(registry: Registry, url: str, name: str = "origin",
+            shards: int | None = None) -> dict:
     """Check *url* with ``ls-remote``, add it as remote *name* (unless that remote is
-    already *url*), sync through it and push the branch.  Nothing changes when the URL
-    does not answer.  ``{"branch", "created", "remote": {"name", "url", "added",
+    already *url*), sync through it and push the branch (a new one made in *shards*
+    lock shards, as ``init`` makes it).  Nothing changes when the URL does not answer.  ``{"branch", "created", "remote": {"name", "url", "added",
     "public", "pushed"[, "error"]}}``."""
     if not url.strip() or url.startswith("-") or "\n" in url:
         raise BadInput(f"invalid remote URL {redact(url)!r}")
@@ -79,8 +80,9 @@ def connect(registry: Registry, url: str, name: str = "origin") -> dict:
     if current is None:
         repo.git("remote", "add", "--", name, url)
     repo.git("config", "agent-registry.remote", name)
-    shared = Registry(repo, branch=registry.branch)  # the same repository, the new config
-    created = shared.init()["created"]
+    # the same repository and class (a face's makes a new registry in lock shards), the new config
+    shared = type(registry)(repo, branch=registry.branch)
+    created = shared.init(shards)["created"]
     from ..core.sharded import shards_of
     for shard in shards_of(shared):  # the lock shards first: the marker never lands alone
         sync(shard)

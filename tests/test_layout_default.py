@@ -1,0 +1,142 @@
+"""The layout a new registry gets (issue 26): lock shards with clone refs, layout format 3,
+16 shards, whether `init` or the first write makes it, locally and through a remote;
+`init --shards 0` (or git config agent-registry.shards 0) keeps the single branch, and an
+existing registry keeps its layout (docs/shards.md, "What a new registry gets").
+
+conftest.py pins $AGENT_REGISTRY_SHARDS=0 for the rest of the suite; these tests unset it.
+Real repositories, real processes, real bare remotes."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import Runner, git, make_repo
+
+from agent_registry.branch.paths import record_name
+
+BRANCH = "agent-registry"
+DEFAULT = {"format": 3, "shards": 16}
+ONE = {"format": 1, "shards": 0}
+
+
+@pytest.fixture(autouse=True)
+def the_default(monkeypatch):
+    monkeypatch.delenv("AGENT_REGISTRY_SHARDS", raising=False)
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def shard_refs(where: Path, prefix: str = "refs/heads/") -> list[str]:
+    out = git(where, "for-each-ref", "--format=%(refname)", f"{prefix}{BRANCH}-shards/")
+    return out.split()
+
+
+def layout_json(where: Path, rev: str = BRANCH) -> dict | None:
+    proc = subprocess.run(["git", "show", f"{rev}:layout.json"], cwd=where,
+                          capture_output=True, text=True)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def test_init_makes_lock_shards_with_clone_refs(repo):
+    run = Runner(repo)
+    made = json.loads(ok(run("--json", "init")).stdout)
+    assert (made["created"], made["layout"]) == (True, DEFAULT)
+    assert len(shard_refs(repo)) == 16
+    assert layout_json(repo)["format"] == 3 and layout_json(repo)["shards"] == 16
+    again = json.loads(ok(run("--json", "init")).stdout)
+    assert (again["created"], again["layout"]) == (False, DEFAULT)
+    # it works as a converted registry does: a claim lands on its shard, not the main branch
+    ok(run("register", "s1", "--provider", "t", "--working-on", "auth"))
+    ok(run("register", "s2", "--provider", "t", "--working-on", "other"))
+    ok(run("lock", "acquire", "src/auth.py", "--session", "s1"))
+    assert run("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 1
+    assert run("lock", "check", "src/auth.py").returncode == 1
+    record = record_name("src/auth.py")
+    assert record not in git(repo, "ls-tree", "-r", "--name-only", BRANCH).split()
+    assert any(record in git(repo, "ls-tree", "-r", "--name-only", shard).split()
+               for shard in shard_refs(repo))
+    ok(run("context", "log", "s1", "a diary line"))
+    assert git(repo, "for-each-ref", f"refs/heads/{BRANCH}-clones/")  # the clone's own ref
+    status = ok(run("status"))
+    assert "layout: 16 lock shards with clone refs, layout format 3" in status.stdout
+    assert json.loads(ok(run("--json", "status")).stdout)["layout"] == DEFAULT
+
+
+def test_the_first_write_makes_the_default_and_shards_zero_one_branch(tmp_path):
+    first = make_repo(tmp_path / "first")
+    ok(Runner(first)("register", "s1", "--provider", "t", "--working-on", "w"))
+    assert len(shard_refs(first)) == 16 and layout_json(first)["format"] == 3
+
+    one = make_repo(tmp_path / "one")
+    made = json.loads(ok(Runner(one)("--json", "init", "--shards", "0")).stdout)
+    assert (made["created"], made["layout"]) == (True, ONE)
+    assert "one branch, layout format 1" in ok(Runner(one)("init")).stdout  # kept as it is
+    ok(Runner(one)("register", "s1", "--provider", "t", "--working-on", "w"))
+    ok(Runner(one)("lock", "acquire", "src/auth.py", "--session", "s1"))
+    assert shard_refs(one) == [] and layout_json(one) is None
+
+    configured = make_repo(tmp_path / "configured")
+    git(configured, "config", "agent-registry.shards", "0")
+    ok(Runner(configured)("register", "s1", "--provider", "t", "--working-on", "w"))
+    assert shard_refs(configured) == []
+
+    four = make_repo(tmp_path / "four")
+    assert json.loads(ok(Runner(four)("--json", "init", "--shards", "4")).stdout)["layout"] == \
+        {"format": 3, "shards": 4}
+
+    bad = make_repo(tmp_path / "bad")
+    proc = Runner(bad)("init", "--shards", "1")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert git(bad, "for-each-ref", f"refs/heads/{BRANCH}*") == ""
+
+
+def with_remote(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A bare remote, a repository `a` pushing to it (no registry yet), and where the
+    caller clones `b`."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    a = make_repo(tmp_path / "a")
+    git(a, "remote", "add", "origin", str(remote))
+    git(a, "push", "-q", "origin", "main")
+    return remote, a, tmp_path / "b"
+
+
+def test_through_a_remote_one_atomic_push_and_the_next_clone_adopts(tmp_path):
+    remote, a, b = with_remote(tmp_path)
+    made = json.loads(ok(Runner(a)("--json", "init")).stdout)
+    assert (made["created"], made["layout"]) == (True, DEFAULT)
+    on_remote = git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/").split()
+    assert f"refs/heads/{BRANCH}" in on_remote and len(shard_refs(remote)) == 16
+    assert git(remote, "rev-list", "--count", BRANCH).strip() == "2"  # init, then the layout
+
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    adopted = json.loads(ok(Runner(b)("--json", "init")).stdout)
+    assert (adopted["created"], adopted["layout"]) == (False, DEFAULT)
+    ok(Runner(a)("register", "s1", "--provider", "t", "--working-on", "w"))
+    ok(Runner(a)("lock", "acquire", "src/auth.py", "--session", "s1"))
+    ok(Runner(b)("register", "s2", "--provider", "t", "--working-on", "w"))
+    assert Runner(b)("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 1
+    synced = json.loads(ok(Runner(b)("--json", "sync")).stdout)
+    assert synced["layout"] == DEFAULT
+
+    c = make_repo(tmp_path / "c")
+    other = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", str(other))
+    ok(Runner(c)("init", "--remote", str(other)))
+    assert len(shard_refs(other)) == 16 and layout_json(other)["format"] == 3
+
+
+def test_an_existing_registry_keeps_its_layout_through_a_remote(tmp_path):
+    remote, a, b = with_remote(tmp_path)
+    ok(Runner(a)("init", "--shards", "0"))
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    kept = json.loads(ok(Runner(b)("--json", "init")).stdout)
+    assert (kept["created"], kept["layout"]) == (False, ONE)
+    ok(Runner(b)("register", "s2", "--provider", "t", "--working-on", "w"))
+    assert shard_refs(remote) == [] and layout_json(remote) is None
