@@ -175,8 +175,10 @@ class Registry:
     def decides_alone(self, tip: str, op: dict) -> bool:
         """Whether *op*, decided on this clone's *tip*, depends on nothing another clone
         may have pushed since except this branch itself, so the remote committer may
-        commit it before fetching (a lock shard's claims and releases: core/sharded.py)."""
-        return False
+        commit it before fetching: a release, or a claim that meets no other session's
+        lock (core/sharded.py ``judges_no_holder``; a lock shard's are its own).  In
+        the single-branch layout that branch holds the locks; a clone ref holds none."""
+        return not self.is_clone and sharded.judges_no_holder(View(self.repo, tip), op)
 
     def view_at(self, tip: str | None) -> View:
         """The view an operation is decided on, at commit *tip* of this branch (with the

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ..branch import paths as P
 from ..branch import shards as S
-from ..branch.clones import fetch_refspec as clones_refspec
 from ..branch.render import fill, registry_md
 from ..branch.shardview import ShardView, WholeView, open_whole
 from ..branch.view import View
@@ -98,25 +97,32 @@ def _view_at(shard: Registry, tip: str | None) -> View:
 
 
 def _decides_alone(shard: Registry, tip: str, op: dict) -> bool:
-    """A release, or a claim whose targets no other session's lock covers at *tip*: it
-    judges no holder, so the main branch (whose heartbeats a fetch would refresh) plays no
-    part, and a push of it lands only on this same shard tip.  A claim meeting another
-    session's lock, fresh or stale here, is decided after a fetch."""
+    """As :func:`judges_no_holder` on the shard's lock records at *tip*: the main branch
+    (whose heartbeats a fetch would refresh) plays no part."""
+    return judges_no_holder(ShardView(shard.repo, tip, []), op)
+
+
+def judges_no_holder(view: View, op: dict) -> bool:
+    """Whether *op* is a release, or a claim whose targets no other session's lock
+    covers in *view* (lock records only: no session is judged): decided on a clone's tip,
+    a push of it lands only on that same remote tip, and a rejected push is fetched,
+    replayed and decided again.  A claim meeting another session's lock, fresh or stale
+    here, is decided after a fetch."""
     if op["op"] == "release":
         return True
     if op["op"] != "claim":
         return False
-    view = ShardView(shard.repo, tip, [])  # lock records only: no session is judged
     return not any(holder.session != op["session"] for target in op["paths"]
                    for lock in view.covering(target) for holder in lock.holders)
 
 
 def _fetch_also(shard: Registry) -> tuple[str, ...]:
-    """A shard's fetch brings the main branch with it (one connection): the sessions a
-    claim judges its holders by are no older than the shard it decides on."""
+    """A shard's fetch brings what the main branch's brings (one connection): the main
+    branch, so the sessions a claim judges its holders by are no older than the shard it
+    decides on, and every shard with its intents, so this clone's next claims on other
+    shards need no fetch of their own within sync/remote.py's FRESH."""
     main = shard.main
-    return (f"+{main.ref}:{main.tracking_ref}", clones_refspec(main.remote, main.branch)) \
-        if main.tracking_ref else ()
+    return (f"+{main.ref}:{main.tracking_ref}", *main.fetch_also) if main.tracking_ref else ()
 
 
 def _pages(shard: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:

@@ -139,6 +139,11 @@ def published(registry: Registry, own: str | None) -> list[tuple[str, dict, str]
     return found
 
 
+def any_fetched(registry: Registry) -> bool:
+    """Whether another clone's intent on *registry*'s branch may have been fetched."""
+    return _any_under(registry, tracking_prefix(registry))
+
+
 def _any_under(registry: Registry, prefix: str) -> bool:
     """Whether any ref may exist under *prefix*, without a process: its loose folder, or
     a mention in packed-refs (most rebases, with no intent out, stop here)."""

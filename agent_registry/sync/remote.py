@@ -59,8 +59,8 @@ from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry, file_lock, use_remote_committer
 from ..branch.view import View
-from .intents import fetch_refspec, help_others, intent_ref, new_clone_id, own_ops, \
-    settle_own, settled, unsettled, wrap
+from .intents import any_fetched, fetch_refspec, help_others, intent_ref, new_clone_id, \
+    own_ops, settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
@@ -194,8 +194,19 @@ class PushResult:
 
 def _mark_fetched(registry: Registry) -> None:
     """Note when this branch was last fetched (the mtime of a file in the clone's state
-    folder): how long a claim may be decided without a fetch (_decided_here)."""
-    freshness.mark(registry.repo.info.common_dir, registry.branch)
+    folder): how long a claim may be decided without a fetch (_decided_here).  The
+    fetch of the main branch or of a lock shard brings every shard with its intents
+    (``fetch_also``), which one more mark says for all of them."""
+    common = registry.repo.info.common_dir
+    freshness.mark(common, registry.branch)
+    if not registry.is_clone:
+        freshness.mark(common, _all_shards(registry))
+
+
+def _all_shards(registry: Registry) -> str:
+    """The name of the mark of a fetch that brought every lock shard of *registry*'s
+    main branch (in the single-branch layout, no shard: the mark is never read)."""
+    return (registry.main.branch if registry.is_shard else registry.branch) + "-shards"
 
 
 def push(registry: Registry, commit: str) -> PushResult:
@@ -533,22 +544,35 @@ FRESH = 5.0
 def _decided_here(registry: Registry, op: dict) -> dict | None:
     """*op*'s result, committed on this clone's tip without a fetch first, when what it
     decides cannot depend on what other clones pushed since (``Registry.decides_alone``:
-    on a lock shard, a claim no other session's lock covers, or a release).  The push
+    a claim no other session's lock covers, or a release).  The push
     that follows lands only on that same remote tip; a rejected one fetches and replays
     it there, re-decided (publish).  None: fetch first, as for every other operation
     (also when it would be refused here: the remote may know better)."""
-    if not _fetched_within(registry, FRESH):
+    # a shard fetched with the others (the main branch's fetch, another shard's) may
+    # skip its own fetch too, unless an intent to carry was published on it (FRESH)
+    if not (_fetched_within(registry, registry.branch) or registry.is_shard
+            and _fetched_within(registry, _all_shards(registry)) and not any_fetched(registry)):
         return None
     with file_lock(registry.lock_file):
+        seen = registry.repo.read_ref(registry.tracking_ref)
+        if seen is None:
+            return None
+        if registry.repo.read_ref(registry.ref) is None or confirmed_tip(registry) is None:
+            # a shard this clone never synced, fetched with the others: take it up as
+            # after a fetch of its own, so its pending commits are known from now on
+            try:
+                _rebase(registry, seen)
+            except (MassDeletion, CasFailed):
+                return None
         local = registry.repo.read_ref(registry.ref)
-        # only on a branch this clone has synced: its pending commits are known from the
-        # confirmed tip (a clone that never did would replay the whole history it fetched)
-        if local is None or confirmed_tip(registry) is None \
+        # only on the remote tip this clone last put its pending commits on (a fetch of
+        # the main branch brings the shards' tips without that)
+        if local is None or confirmed_tip(registry) != seen \
                 or not registry.decides_alone(local, op):
             return None
         try:
             commit, result = registry.build(local, op)
-        except Refused:
+        except (Refused, NotFound):  # the remote may know better: fetch, then decide
             return None
         if commit is None:
             return None
@@ -559,15 +583,12 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
         return result
 
 
-def _fetch_mark(registry: Registry) -> str:
-    return freshness.mark_path(registry.repo.info.common_dir, registry.branch)
-
-
-def _fetched_within(registry: Registry, seconds: float) -> bool:
-    """Whether this clone fetched *registry*'s branch (and the intents published on it)
-    in the last *seconds*."""
+def _fetched_within(registry: Registry, mark: str) -> bool:
+    """Whether this clone made the fetch *mark* names (a branch, with the intents
+    published on it; or every shard, _all_shards) in the last FRESH seconds."""
     try:
-        return time.time() - os.stat(_fetch_mark(registry)).st_mtime < seconds
+        return time.time() - os.stat(freshness.mark_path(
+            registry.repo.info.common_dir, mark)).st_mtime < FRESH
     except OSError:
         return False
 

@@ -39,11 +39,35 @@ def pending_commits(registry: Registry, upstream: str | None, tip: str | None,
     gave up, is there already and must not be applied twice)."""
     if tip is None or tip == upstream:
         return []
+    if landed in (None, upstream) and upstream:
+        line = _line(registry, upstream, tip)
+        if line is not None:
+            return line
     spec = [tip, f"^{upstream}"] if upstream and commit_exists(registry, upstream) else [tip]
     if landed and landed != upstream:
         spec.append(f"^{landed}")
     proc = registry.repo.git("rev-list", "--reverse", "--topo-order", *spec)
     return proc.stdout.decode().split()
+
+
+WALK = 32  # commits a walk through the open cat-file follows before it asks git
+
+
+def _line(registry: Registry, upstream: str, tip: str) -> list[str] | None:
+    """*tip*'s commits after *upstream*, oldest first, when *tip* descends from it by a
+    line of single-parent commits (a clone's own operations, which every claim checks
+    for before it pushes): read through the open ``cat-file``, so no ``rev-list``
+    process.  None (ask git) at a merge, a root, or after WALK commits."""
+    out, commit = [], tip
+    while commit != upstream:
+        if len(out) == WALK or not commit_exists(registry, commit):
+            return None
+        parents = registry.repo.commit_info(commit)[1]
+        if len(parents) != 1:
+            return None
+        out.append(commit)
+        commit = parents[0]
+    return out[::-1]
 
 
 def commit_exists(registry: Registry, oid: str) -> bool:

@@ -1,0 +1,76 @@
+"""A claim through a remote fetches first only when this clone's view of the branch it
+writes is older than sync/remote.py's FRESH (issue 26 item 2): in the single-branch
+layout as on lock shards, where one fetch brings every shard.  Counted by the remote's
+``upload-pack`` runs (a real one, behind a script that notes each run), with FRESH
+pinned so that no clock decides; the compare-and-swap of the push still decides a claim
+that another clone's push made wrong meanwhile."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from agent_registry.errors import Refused
+from agent_registry.sync import Registry
+from agent_registry.sync import remote as R
+from helpers import git
+from test_sync import Team
+
+
+@pytest.fixture(autouse=True)
+def fresh_for_an_hour(monkeypatch):
+    monkeypatch.setattr(R, "FRESH", 3600.0)
+
+
+def counted_clone(team: Team, name: str, shards: int):
+    """A clone of *team*'s remote whose fetches run the remote's upload-pack through a
+    script that notes each run; its registry in one branch (0) or *shards* lock shards."""
+    runner = team.clone(name)
+    log = team.root / f"{name}.fetches"
+    script = team.root / f"{name}-upload-pack"
+    script.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec git-upload-pack "$@"\n')
+    script.chmod(0o755)
+    git(runner.cwd, "config", "remote.origin.uploadpack", str(script))
+    proc = runner("init", "--shards", str(shards))
+    assert proc.returncode == 0, proc.stderr
+    return runner, lambda: len(log.read_text().split()) if log.exists() else 0
+
+
+def remote_locks(team: Team) -> list[tuple[str, str]]:
+    reader = team.clone(f"reader-{random.random()}")
+    proc = reader("--json", "lock", "list")
+    assert proc.returncode == 0, proc.stderr
+    return sorted((lock["path"], lock["owner"]) for lock in json.loads(proc.stdout)["locks"])
+
+
+@pytest.mark.parametrize("shards", [0, 16])
+def test_claims_back_to_back_make_no_fetch_after_a_fresh_one(tmp_path, shards):
+    team = Team(tmp_path)
+    a, fetches = counted_clone(team, "a", shards)
+    assert a("register", "s1", "--provider", "Codex").returncode == 0
+    paths = [f"src/p{i}/f.py" for i in range(6)]  # six keys: several shards
+    with Registry.open(str(a.cwd)) as registry:  # register fetched the registry branch,
+        before = fetches()  # which brings the shards
+        for path in paths:
+            registry.claim("s1", [path])
+    assert fetches() == before  # before: one fetch per claim (one per new shard)
+    assert remote_locks(team) == sorted((p, "s1") for p in paths)
+
+
+def test_a_claim_decided_before_a_fetch_is_refused_when_the_remote_moved(tmp_path):
+    """Clone a decides its claim on its own copy; b took the path meanwhile: a's push is
+    rejected, a fetches, replays, and the claim is refused."""
+    team = Team(tmp_path)
+    a, fetches = counted_clone(team, "a", 0)
+    b, _ = counted_clone(team, "b", 0)
+    assert a("register", "s1", "--provider", "Codex").returncode == 0
+    assert b("register", "s2", "--provider", "Codex").returncode == 0
+    assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
+    assert b("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 0
+    before = fetches()
+    with Registry.open(str(a.cwd)) as registry, pytest.raises(Refused) as refused:
+        registry.claim("s1", ["src/auth.py"])
+    assert "s2" in refused.value.message
+    assert fetches() == before + 1  # after the rejected push, not before the claim
+    assert remote_locks(team) == [("src/auth.py", "s2"), ("src/warm.py", "s1")]
