@@ -103,6 +103,8 @@ def test_commit_push_and_checkout_through_each_shell(tmp_path, agents, spaced_py
         assert pushed.returncode == 0, (shell, pushed.stderr)
         lines = seen.read_text().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"refs/heads/{branch} "), (shell, lines)
+        # a push with nothing to send: git gives no line, and neither does the hook
+        assert push().returncode == 0 and seen.read_text() == "", shell
         if not held:
             hold(repo, "kimi-1", ["src/auth.py"], agents())
             held = True
