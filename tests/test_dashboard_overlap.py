@@ -11,8 +11,8 @@ from helpers import git
 from test_dashboard_browser import CHROMIUM, browser, expect, page, snap  # noqa: F401
 from test_dashboard_support import served
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="needs Debian's chromium (.ci/run installs it)")
+chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                              reason="needs Debian's chromium (.ci/run installs it)")
 
 BILLING = "".join(f"def f{i}():\n    return {i}\n\n" for i in range(12))
 
@@ -41,6 +41,7 @@ def worktrees(repo, tmp_path, monkeypatch):
     return trees
 
 
+@chromium
 def test_the_overlap_pane_shows_the_pair_live_and_links_each_session(page, snap, worktrees,
                                                                        repo):
     change(worktrees["a"], "return 3\n", "return 30\n")  # only one side moved: no pair yet
@@ -62,3 +63,23 @@ def test_the_overlap_pane_shows_the_pair_live_and_links_each_session(page, snap,
         expect(detail).to_be_visible()
         expect(detail.locator("svg.timeline")).to_have_count(1)
         snap("timeline")
+
+
+def test_a_repeat_forecast_with_nothing_new_writes_nothing(worktrees, repo):
+    """The pane's live probe reads the forecast every few polls: a read that finds what
+    the last one found leaves the state folder alone, whose change the event stream
+    would otherwise report as a sync (a change event every probe)."""
+    from fastapi.testclient import TestClient
+
+    from agent_registry.dashboard.app import create_app
+    change(worktrees["a"], "return 3\n", "return 30\n")
+    change(worktrees["b"], "return 3\n", "return 300\n")
+    (worktrees["b"] / "notes.txt").write_text("uncommitted\n")
+    state = repo / ".git" / "agent-registry"
+    with TestClient(create_app(str(repo)), base_url="http://127.0.0.1") as client:
+        first = client.get("/api/overlaps").json()
+        assert [o["sessions"] for o in first["overlaps"]] == [["a1", "b1"]]
+        before = [(p.name, p.stat().st_ino, p.stat().st_mtime_ns) for p in state.iterdir()]
+        assert client.get("/api/overlaps").json()["overlaps"] == first["overlaps"]
+        after = [(p.name, p.stat().st_ino, p.stat().st_mtime_ns) for p in state.iterdir()]
+    assert after == before

@@ -135,6 +135,7 @@ def overlaps(registry) -> dict:
     view = registry.view()
     sessions = {s.id: s for s in live(registry, view)}
     state = load(registry)
+    loaded = json.dumps(state, sort_keys=True)
     memo = state.get("worktrees") if isinstance(state.get("worktrees"), dict) else {}
     found, skipped = _sides(registry, list(sessions.values()), memo=memo)
     state["worktrees"] = {k: v for k, v in memo.items()
@@ -164,7 +165,8 @@ def overlaps(registry) -> dict:
     state["since"] = {k: v for k, v in since.items() if k in names}
     state["pairs"] = _kept(cache, entries)
     state.setdefault("sent", {})
-    save(registry, state)
+    if json.dumps(state, sort_keys=True) != loaded:  # unchanged: no write (the dashboard's
+        save(registry, state)                         # stream reads the state folder's mtime)
     return {"method": method,
             "note": None if method == "merge-tree" else
             "git older than 2.38: conflicts cannot be told apart from changes to one file",
