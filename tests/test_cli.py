@@ -358,9 +358,10 @@ def test_git_config_branch(run, repo):
 
 def test_init_creates_the_branch_and_saves_another_name(run, repo):
     out = as_json(ok(run("--json", "init")))
-    assert out == {"branch": BRANCH, "created": True}
+    assert out == {"branch": BRANCH, "created": True, "layout": {"format": 1, "shards": 0}}
     assert as_json(ok(run("--json", "init")))["created"] is False
-    assert ok(run("init", "--branch", "team/registry")).stdout == "created branch team/registry\n"
+    assert ok(run("init", "--branch", "team/registry")).stdout == \
+        "created branch team/registry (one branch, layout format 1)\n"
     assert git(repo, "config", "agent-registry.branch").strip() == "team/registry"
     ok(run("register", "s", "--provider", "Kimi"))
     assert "register s" in git(repo, "log", "--format=%s", "team/registry")

@@ -408,7 +408,8 @@ def test_sync_says_what_it_pushed_and_when_there_was_nothing(tmp_path):
     a = team.clone("a")
     assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
     idle = a("sync")
-    assert idle.returncode == 0 and idle.stdout.strip() == "up to date with origin: nothing to push"
+    assert idle.returncode == 0 and idle.stdout.splitlines() == [
+        "up to date with origin: nothing to push", "layout: one branch, layout format 1"]
     assert json.loads(a("--json", "sync").stdout)["sent"] == 0
     hidden = team.bare.with_name("hidden.git")
     team.bare.rename(hidden)
@@ -422,7 +423,8 @@ def test_sync_says_what_it_pushed_and_when_there_was_nothing(tmp_path):
     assert a("lock", "acquire", "README.md", "--session", "a1").returncode == 3
     hidden.rename(team.bare)
     assert a("sync").stdout.splitlines() == ["pushed 1 operation(s) to origin",
-                                             "confirmed: README.md by a1"]
+                                             "confirmed: README.md by a1",
+                                             "layout: one branch, layout format 1"]
 
 
 def _old_history(team: Team) -> Runner:
