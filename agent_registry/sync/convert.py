@@ -215,9 +215,9 @@ def _build_for(registry: Registry, tip: str, layout: dict, count: int) -> dict:
     return _build_upgrade(registry, tip, layout)
 
 
-def _build(registry: Registry, tip: str, count: int) -> dict:
-    """The new main commit (parent *tip*) and one root commit per shard, written as
-    objects; no ref moves."""
+def _build(registry: Registry, tip: str, count: int, new: bool = False) -> dict:
+    """The new main commit (parent *tip*; the init commit of a *new* registry) and one
+    root commit per shard, written as objects; no ref moves."""
     repo, at = registry.repo, registry.clock()
     files = tree_files(registry, tip)
     main_files, parts = S.split(files, count, at)
@@ -226,7 +226,7 @@ def _build(registry: Registry, tip: str, count: int) -> dict:
     records = sorted(p for p in files if p.startswith("locks/"))
     emptied = sum(1 for p, d in main_files.items() if p in files and files[p] != d)
     held = sum(1 for part in parts for p in part if p.startswith(S.HELD_DIR + "/"))
-    subject = f"convert to layout format {S.FORMAT}: {count} lock shards"
+    subject = f"{'init in' if new else 'convert to'} layout format {S.FORMAT}: {count} lock shards"
     view = View(repo, tip)
     for path in files:
         if path not in main_files and path not in S.RENDERED:
@@ -238,7 +238,10 @@ def _build(registry: Registry, tip: str, count: int) -> dict:
         view.write(path, data)
     note = (f"{len(records)} lock record(s) and {held} held list(s) move to "
             f"{S.shard_ref(registry.branch, 0)} … {S.shard_ref(registry.branch, count - 1)}; "
-            f"{emptied} live session(s) keep an empty locks: list here.")
+            f"{emptied} live session(s) keep an empty locks: list here.") if not new else (
+        f"A new registry: locks are recorded in {S.shard_ref(registry.branch, 0)} … "
+        f"{S.shard_ref(registry.branch, count - 1)}, heartbeats and diary lines on each "
+        f"clone's own ref (docs/shards.md).")
     main = repo.commit_tree(repo.edit_tree(view.tree, view.writes), [tip],
                             f"{subject}\n\n{note}\n\n" + trailers(op), AUTHOR, int(at))
     shards = []
@@ -460,7 +463,7 @@ def _build_new(registry: Registry, count: int) -> dict:
     """The commits of a new registry in *count* shards: the init operation's root
     commit and, on it, the conversion (written as objects; no ref moves)."""
     root, _ = registry.build(None, registry.new_op("init"))
-    return _build(registry, root, count)  # type: ignore[arg-type]
+    return _build(registry, root, count, new=True)  # type: ignore[arg-type]
 
 
 def _create_remote(registry: Registry, count: int) -> dict | None:
