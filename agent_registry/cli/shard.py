@@ -15,6 +15,8 @@ from .context import Output, pass_out
 def shard(out: Output, count: str | None) -> None:
     """Convert the registry branch to lock shards (layout format 3).
 
+    A new registry is made in lock shards already (`init`); this converts one made as
+    one branch (by an earlier version, or by `init --shards 0`).
     The lock records move to N shard branches beside it (`<branch>-shards/00` …), each
     with the held lists of the sessions holding locks there; sessions, diaries and the
     wiki stay on the registry branch, which gains `layout.json` and a fence that makes
