@@ -55,7 +55,7 @@ def test_every_repository_in_one_page_read_only_elsewhere(page, snap, agents, el
         expect(there.locator("td.repository")).to_have_attribute(
             "title", str(elsewhere.repo.resolve()))
         expect(here.get_by_role("button", name="Kill…")).to_have_count(1)
-        expect(there.get_by_role("button")).to_have_count(0)  # no kill, no timeline
+        expect(there.get_by_role("button", name="Kill…")).to_have_count(0)
         expect(there).to_contain_text("read-only here")
         expect(row(page, "locks", "README.md").locator("td.repository")).to_have_text("elsewhere")
         expect(row(page, "locks", "README.md").get_by_role("button")).to_have_count(0)
@@ -67,11 +67,21 @@ def test_every_repository_in_one_page_read_only_elsewhere(page, snap, agents, el
             2, timeout=20_000)
         snap()
         before = refs(elsewhere.repo)
+        # another repository's timeline is read from it, read-only
+        there.get_by_role("button", name="timeline").click()
+        detail = page.locator("#sessions tr[data-detail='there-1']")
+        expect(detail.locator("svg.timeline")).to_have_count(1)
+        expect(detail).to_contain_text("read-only here: from " + str(elsewhere.repo.resolve()))
+        expect(detail.locator(".inbox")).to_have_count(0)
+        snap("timeline-elsewhere")
         # fail closed: the API's actions act on the served repository, never elsewhere
         answer = page.request.post(f"{info['url']}api/sessions/there-1/kill",
                                    headers={"X-Agent-Registry-Token": info["token"]},
                                    data={"reason": "test"})
         assert answer.status == 404
+        for path in ("/etc", str(repo.resolve()) + "/..", "relative"):  # only a listed one
+            assert page.request.get(f"{info['url']}api/sessions/there-1/timeline",
+                                    params={"repository": path}).status == 400
         sessions = page.request.get(f"{info['url']}api/sessions").json()
         assert any("gone" in w and "repos forget" in w for w in sessions["warnings"])
         assert {(s["id"], s["repository"]) for s in sessions["sessions"]} == \

@@ -218,22 +218,39 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         found, skipped = others.each(read)
         return queries.across([(served, mine), *found], "sessions", skipped, limit)
 
+    @contextmanager
+    def reading(repository: str | None) -> Iterator[Registry]:
+        """The served registry, or with --repos another listed repository's, to read."""
+        if not repository or repository == served:
+            with pool.borrow() as registry:
+                yield registry
+        elif others is None:
+            raise BadInput("this dashboard reads one repository (dashboard --repos reads them all)")
+        else:
+            with others.borrow(repository) as registry:
+                yield registry
+
+    elsewhere = Query(None, max_length=4096, pattern=TEXT_PATTERN,
+                      description="With --repos: another repository on the list, read-only")
+
     @app.get("/api/sessions/{sid}", summary="One session in full, with its diary")
-    def session(sid: str) -> dict:
-        with pool.borrow() as registry:
+    def session(sid: str, repository: str | None = elsewhere) -> dict:
+        with reading(repository) as registry:
             return queries.session_detail(registry, sid)
 
     @app.get("/api/sessions/{sid}/timeline", summary="A session's history: events and chart lanes")
-    def timeline(sid: str, limit: int = Query(DEFAULT_LIMIT, ge=1, le=20000)) -> dict:
+    def timeline(sid: str, limit: int = Query(DEFAULT_LIMIT, ge=1, le=20000),
+                 repository: str | None = elsewhere) -> dict:
         queries.check_session_id(sid)
-        with pool.borrow() as registry:
+        with reading(repository) as registry:
             return session_timeline(registry, sid, limit)
 
     @app.get("/api/sessions/{sid}/inbox", summary="Messages and handoffs for a session "
                                                   "(all=true: acknowledged ones too)")
-    def inbox(sid: str, all: bool = Query(False, description="Include acknowledged ones")) -> dict:
+    def inbox(sid: str, all: bool = Query(False, description="Include acknowledged ones"),
+              repository: str | None = elsewhere) -> dict:
         from ..core import messages
-        with pool.borrow() as registry:
+        with reading(repository) as registry:
             return messages.inbox(registry, sid, include_acked=all)
 
     @app.get("/api/rooms/{room}", summary="Who is in a room (room:<name> through the hub, "

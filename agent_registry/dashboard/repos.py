@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from ..errors import RegistryError
+from ..errors import BadInput, NotFound, RegistryError
 from ..sync import Registry
 from ..sync.repolist import listed
 from ..sync.repos import Gone, open_listed, skipped_line
@@ -56,6 +57,19 @@ class OtherRepositories:
                 with self._guard:
                     self._drop(path)
         return found, skipped
+
+    @contextmanager
+    def borrow(self, path: str) -> Iterator[Registry]:
+        """The registry of *path* to read, which must be one of the listed repositories
+        (never any path a request names: BadInput); NotFound when it is gone."""
+        if path == self.served or path not in listed():
+            raise BadInput(f"{path}: not another repository on the list (repos list)")
+        try:
+            registry, lock = self._get(path)
+        except Gone as exc:
+            raise NotFound(f"{path}: {exc}") from None
+        with lock:
+            yield registry
 
     def signatures(self) -> tuple:
         """What identifies the other repositories' state (events.signature of each, and

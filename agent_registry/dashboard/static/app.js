@@ -4,8 +4,10 @@
 
 const TOKEN = document.querySelector('meta[name="agent-registry-token"]').content;
 const SVG = "http://www.w3.org/2000/svg";
-const state = { zone: undefined, author: "", openSession: null, wikiQuery: "", locks: [], room: "",
-                repos: false, repository: "" };
+// openSession: the session whose timeline is open, and openRepository: "" for the served
+// repository, else (dashboard --repos) the other repository it is read from
+const state = { zone: undefined, author: "", openSession: null, openRepository: "", wikiQuery: "",
+                locks: [], room: "", repos: false, repository: "" };
 
 // -- building elements safely -----------------------------------------------------------
 
@@ -97,10 +99,18 @@ function age(seconds) {
 
 // -- every repository (dashboard --repos) -------------------------------------------------
 
-// a row of another repository is read-only: its actions (and its timeline, which the
-// served repository's API cannot read) stay with that repository's own dashboard
+// a row of another repository is read-only: its actions stay with that repository's own
+// dashboard; its timeline is read from it (the API's ?repository=, a listed one only)
 function ownRow(row) {
   return !state.repos || row.repository === state.repository;
+}
+
+function elsewhere(row) {
+  return ownRow(row) ? "" : row.repository;
+}
+
+function isOpen(row) {
+  return state.openSession === row.id && state.openRepository === elsewhere(row);
 }
 
 // the repository cell of a row, first in the row (nothing without --repos)
@@ -132,11 +142,11 @@ async function loadSessions() {
   const body = $("sessions").tBodies[0];
   const rows = [];
   for (const s of data.sessions) {
-    const isOpen = state.openSession === s.id;
-    const toggle = el("button", { type: "button", class: "link", "aria-expanded": String(isOpen) },
-                      isOpen ? "hide" : "timeline");
-    toggle.addEventListener("click", () => toggleSession(s.id));
-    const actions = el("td", {}, ownRow(s) ? toggle : readOnlyNote());
+    const open = isOpen(s);
+    const toggle = el("button", { type: "button", class: "link", "aria-expanded": String(open) },
+                      open ? "hide" : "timeline");
+    toggle.addEventListener("click", () => toggleSession(s.id, elsewhere(s)));
+    const actions = el("td", {}, toggle, ownRow(s) ? null : readOnlyNote());
     if (s.status === "OnWorking" && ownRow(s)) {
       const kill = el("button", { type: "button", class: "action" }, "Kill…");
       kill.addEventListener("click", () => confirmKill(s));
@@ -155,7 +165,7 @@ async function loadSessions() {
       el("td", {}, s.status === "OnWorking" ? age(s.heartbeat_age_seconds) + " ago" : formatTime(s.finished_at)),
       el("td", {}, String((s.locks || []).length)),
       actions));
-    if (isOpen && ownRow(s)) rows.push(el("tr", { class: "detail", "data-detail": s.id },
+    if (open) rows.push(el("tr", { class: "detail", "data-detail": s.id },
                              el("td", { colspan: state.repos ? "10" : "9", id: "session-detail" }, "loading…")));
   }
   body.replaceChildren(...rows);
@@ -164,9 +174,7 @@ async function loadSessions() {
     ? `${data.sessions.length} of ${data.total}` : `${data.total}`;
   fillChoices($("f-provider"), data.providers);
   $("projects").replaceChildren(...data.projects.map((p) => el("option", { value: p })));
-  if (state.openSession && data.sessions.some((s) => s.id === state.openSession && ownRow(s))) {
-    await loadSessionDetail(state.openSession);
-  }
+  if (data.sessions.some(isOpen)) await loadSessionDetail(state.openSession, state.openRepository);
 }
 
 function fillChoices(select, values) {
@@ -176,15 +184,18 @@ function fillChoices(select, values) {
   select.value = values.includes(chosen) ? chosen : "";
 }
 
-async function toggleSession(sid) {
-  state.openSession = state.openSession === sid ? null : sid;
+async function toggleSession(sid, repository = "") {
+  const same = state.openSession === sid && state.openRepository === repository;
+  state.openSession = same ? null : sid;
+  state.openRepository = same ? "" : repository;
   await refresh(loadSessions);
 }
 
-async function loadSessionDetail(sid) {
+async function loadSessionDetail(sid, repository) {
+  const from = repository ? "?" + new URLSearchParams({ repository }) : "";
   const [detail, timeline] = await Promise.all([
-    api("/api/sessions/" + encodeURIComponent(sid)),
-    api("/api/sessions/" + encodeURIComponent(sid) + "/timeline")]);
+    api("/api/sessions/" + encodeURIComponent(sid) + from),
+    api("/api/sessions/" + encodeURIComponent(sid) + "/timeline" + from)]);
   const cell = $("session-detail");
   if (!cell) return;
   const s = detail.session;
@@ -200,7 +211,9 @@ async function loadSessionDetail(sid) {
     "handoff or update · red square: ended or lock freed");
   const parts = [el("h3", {}, "Timeline of ", el("span", { class: "mono" }, sid)),
                  drawTimeline(timeline), legend, eventList(timeline), fields,
-                 await inboxPane(sid)];
+                 // another repository's messages are read in its own dashboard (threads too)
+                 repository ? el("p", { class: "muted" }, "read-only here: from " + repository)
+                   : await inboxPane(sid)];
   if (detail.diary) parts.push(el("details", {}, el("summary", {}, "diary"), el("pre", { class: "diary" }, detail.diary)));
   cell.replaceChildren(...parts);
 }
@@ -405,6 +418,7 @@ function sessionLink(sid) {
   link.addEventListener("click", async (event) => {
     event.preventDefault();
     state.openSession = sid;
+    state.openRepository = "";
     await refresh(loadSessions);
     const row = document.querySelector(`#sessions tr[data-session="${CSS.escape(sid)}"]`);
     if (row) row.scrollIntoView({ block: "center" });
