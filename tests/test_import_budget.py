@@ -9,6 +9,8 @@ belongs behind a lazy import where it is used.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 
@@ -60,3 +62,41 @@ def test_hot_command_imports_only_what_it_runs(repo, command):
     assert "agent_registry.core.registry" in names  # it did run the command
     heavy = sorted(n for n in names if n in NEVER or n.split(".")[0] in NEVER)
     assert heavy == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported {heavy}"
+
+
+def test_hot_commands_find_a_plain_repository_without_git_rev_parse(repo, tmp_path):
+    """In the plain layout the repository is read from the files (store/git.plain_layout):
+    the commands start git only for the registry's reads and writes."""
+    log = tmp_path / "git.log"
+    real = shutil.which("git")
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$1 $2 $3" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    for command, args in COMMANDS.items():
+        proc = subprocess.run([CLI, *args], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == (1 if command == "check" else 0), proc.stderr
+    started = log.read_text()
+    assert "cat-file" in started and "rev-parse" not in started, started
+
+
+@pytest.mark.parametrize("where", ["top", "sub", "worktree", "bare", "in-git-dir", "GIT_DIR"])
+def test_plain_layout_agrees_with_git(tmp_path, monkeypatch, where):
+    """Read from the files or asked of git, discover() answers the same; anything but the
+    plain layout is left to git."""
+    from agent_registry.store import git as store
+    main = make_repo(tmp_path / "main")
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tmp_path / "wt")],
+                   check=True, capture_output=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "bare.git")], check=True)
+    path = {"top": main, "sub": main / "src", "worktree": tmp_path / "wt" / "src",
+            "bare": tmp_path / "bare.git", "in-git-dir": main / ".git" / "refs",
+            "GIT_DIR": main / "src"}[where]
+    if where == "GIT_DIR":
+        monkeypatch.setenv("GIT_DIR", str(main / ".git"))
+    plain = store.plain_layout(str(path))
+    assert (plain is not None) == (where in ("top", "sub", "worktree"))
+    monkeypatch.setattr(store, "plain_layout", lambda _path: None)
+    assert store.discover(str(path)) == (plain or store.discover(str(path)))

@@ -118,15 +118,18 @@ def run() -> None:
     the interpreter's teardown of every module costs a one-shot command several ms."""
     argv = hoist_globals(sys.argv[1:])
     opts = parse(argv)
-    code = execute(opts) if opts is not None else None
-    if code is None and "wiki" in argv:  # `wiki query` has its own click-free path
-        from ..wiki.fastpath import run as wiki_query
-        code = wiki_query(argv)
-    if code is None:
-        from .main import main
-        code = main(argv)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = execute(opts) if opts is not None else None
+        if code is None and "wiki" in argv:  # `wiki query` has its own click-free path
+            from ..wiki.fastpath import run as wiki_query
+            code = wiki_query(argv)
+        if code is None:
+            from .main import main
+            code = main(argv)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader stopped early (`status --json | head`): no traceback
+        code = 1
     os._exit(code)
 
 

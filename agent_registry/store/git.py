@@ -103,6 +103,9 @@ def discover(path: str = ".") -> RepoInfo:
     """Find the repository containing *path* the way git does (honouring GIT_DIR)."""
     if not os.path.isdir(path):
         raise BadInput(f"not a directory: {path}")
+    found = plain_layout(path)
+    if found is not None:
+        return found
     proc = spawn.run(["git", "-C", path, "rev-parse", "--path-format=absolute",
                       "--absolute-git-dir", "--git-common-dir", "--show-object-format",
                       "--is-bare-repository", "--show-prefix"])
@@ -117,6 +120,60 @@ def discover(path: str = ".") -> RepoInfo:
         for _ in range(depth):
             toplevel = os.path.dirname(toplevel)
     return RepoInfo(git_dir, common, toplevel, prefix, fmt or "sha1")
+
+
+# any of these set, git's discovery is not the plain walk up the directories
+_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                  "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG",
+                  "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
+
+
+def plain_layout(path: str) -> RepoInfo | None:
+    """The repository of *path* read from the files, without a ``git rev-parse`` process
+    (a sixth of a one-shot `lock check`'s processes and their start-up): only the plain
+    layout, a worktree whose ``.git`` (a folder, or a file naming a linked worktree's)
+    is found walking up within one filesystem, owned by this user, sha1, not bare, no
+    core.worktree or include in its config, nothing in the environment that moves it.
+    None for anything else: then git says."""
+    if os.sep != "/" or any(os.environ.get(name) for name in _DISCOVERY_ENV):
+        return None
+    here = os.path.realpath(path)
+    if "/.git/" in here + "/":
+        return None  # inside a git directory: git's answer differs
+    try:
+        device = os.stat(here).st_dev
+        top = here
+        while not os.path.lexists(os.path.join(top, ".git")):
+            if all(os.path.exists(os.path.join(top, n)) for n in ("HEAD", "objects", "refs")):
+                return None  # a bare repository (or a git directory) on the way up
+            parent = os.path.dirname(top)
+            if parent == top or os.stat(parent).st_dev != device:
+                return None
+            top = parent
+        git_dir = os.path.join(top, ".git")
+        if os.path.isfile(git_dir):
+            with open(git_dir) as f:
+                line = f.readline().strip()
+            if not line.startswith("gitdir: "):
+                return None
+            git_dir = os.path.join(top, line[8:])
+        git_dir = os.path.realpath(git_dir)
+        common = git_dir
+        if os.path.exists(os.path.join(git_dir, "commondir")):
+            with open(os.path.join(git_dir, "commondir")) as f:
+                common = os.path.realpath(os.path.join(git_dir, f.read().strip()))
+        if not os.path.isfile(os.path.join(git_dir, "HEAD")) or any(
+                os.stat(d).st_uid != os.geteuid() for d in (top, git_dir, common)):
+            return None  # not a repository, or git's ownership check has a say
+        with open(os.path.join(common, "config"), "rb") as f:
+            config = f.read().lower()
+    except OSError:
+        return None
+    if any(word in config for word in (b"objectformat", b"worktree", b"bare = true",
+                                       b"include", b"repositoryformatversion = 2")):
+        return None  # sha256, core.worktree, bare, includes: let git say
+    prefix = "" if here == top else os.path.relpath(here, top) + "/"
+    return RepoInfo(git_dir, common, top, prefix, "sha1")
 
 
 class ObjectReader:
