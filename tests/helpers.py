@@ -57,14 +57,23 @@ def make_repo(path: Path) -> Path:
     return path
 
 
-def user_state(repo: Path) -> tuple[str, str, str]:
-    """What registry code must never change: working tree + index status, HEAD, index."""
-    status = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--ignored")
-    head = git(repo, "rev-parse", "--symbolic-full-name", "HEAD", check=False) + \
-        git(repo, "rev-parse", "HEAD", check=False)
-    index = Path(git(repo, "rev-parse", "--git-path", "index").strip())
-    index_path = index if index.is_absolute() else Path(repo) / index
-    return status, head, index_path.read_bytes().hex() if index_path.exists() else ""
+_INDEX_FILES: dict[Path, Path] = {}
+
+
+def user_state(repo: Path) -> tuple[str, str]:
+    """What registry code must never change: working tree and index status, HEAD (its
+    branch and commit: status's branch header), the index file's bytes.  Two git processes
+    the first time for a folder, one after: every CLI call of the suite takes it twice."""
+    status = git(repo, "status", "--porcelain=v2", "--branch", "--untracked-files=all", "--ignored")
+    # HEAD, and not the ahead/behind counts of an upstream, which any fetch may move
+    status = "\n".join(line for line in status.splitlines()
+                        if not line.startswith(("# branch.upstream", "# branch.ab")))
+    where = Path(repo).resolve()
+    if where not in _INDEX_FILES:
+        index = Path(git(repo, "rev-parse", "--git-path", "index").strip())
+        _INDEX_FILES[where] = index if index.is_absolute() else where / index
+    index_path = _INDEX_FILES[where]
+    return status, index_path.read_bytes().hex() if index_path.exists() else ""
 
 
 class Runner:
