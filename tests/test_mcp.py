@@ -311,7 +311,7 @@ def test_a_claim_the_remote_cannot_confirm_says_confirmed_false(repo, tmp_path):
     assert "not confirmed" in claimed[2]["warning"]
 
 
-@pytest.mark.parametrize("rounds", [3, pytest.param(15, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rounds", [2, pytest.param(15, marks=pytest.mark.slow)])
 def test_eight_mcp_servers_and_eight_cli_processes_race_one_winner(repo, tmp_path, rounds):
     mcp_sids = [f"mcp-{i}" for i in range(8)]
     cli_sids = [f"cli-{i}" for i in range(8)]

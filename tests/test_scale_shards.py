@@ -80,9 +80,10 @@ def test_a_file_claim_writes_its_one_shard_and_another_clone_is_refused(tmp_path
 CONTENDERS = ["src/auth/x.py", "src/auth/", "src/", "**/*.py", "src/auth/*.py", "src/*"]
 
 
-def test_conflicting_claims_recorded_in_different_shards_have_one_winner(tmp_path):
+@pytest.mark.parametrize("rounds", [1, pytest.param(3, marks=pytest.mark.slow)])
+def test_conflicting_claims_recorded_in_different_shards_have_one_winner(tmp_path, rounds):
     team, clones = sharded_team(tmp_path, len(CONTENDERS))
-    for round_ in range(3):
+    for round_ in range(rounds):
         targets = CONTENDERS[round_:] + CONTENDERS[:round_]
         results = _race(clones, lambda i: f"exec {CLI} lock acquire '{targets[i]}' --session s{i}")
         winners = [i for i, p in enumerate(results) if p.returncode == 0]
@@ -303,8 +304,9 @@ def test_a_registry_sharded_before_it_had_a_remote_pushes_its_shards_with_it(tmp
     assert json.loads(proc.stdout)["paths"][0]["owner"] == "r1", proc.stderr
 
 
-def test_claims_racing_the_conversion_all_land_in_the_shards(tmp_path):
-    for round_ in range(3):
+@pytest.mark.parametrize("rounds", [1, pytest.param(3, marks=pytest.mark.slow)])
+def test_claims_racing_the_conversion_all_land_in_the_shards(tmp_path, rounds):
+    for round_ in range(rounds):
         team = Team(tmp_path / f"round{round_}")
         clones = [team.clone(f"c{i}") for i in range(4)]
         for i, clone in enumerate(clones[1:], start=1):
