@@ -162,9 +162,11 @@ async def change_stream(borrow: Callable, interval: float = POLL_SECONDS,
     """Server-sent events: ``hello`` at once, then ``change`` whenever the registry moves,
     or one of *probes* does.  *borrow* lends a Registry (a context manager).  The
     response cancels this generator when the client goes away."""
+    # the probes first: a first read may write (the forecast's state file), which the
+    # signature below must already see
+    seen = [await asyncio.to_thread(probe.read) for probe in probes]
     with borrow() as registry:
         last = signature(registry)
-    seen = [await asyncio.to_thread(probe.read) for probe in probes]
     yield {"event": "hello", "data": json.dumps({"tip": _tip(last)})}
     polls = 0
     while True:
