@@ -122,6 +122,17 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
                              f"**{cpu['median'] / pred['median']:.2f}**")
             lines.append(f"| {r.shape.name}: {DESCRIPTIONS.get(r.shape.name, '')}, "
                          f"{r.commits:,} commits | `{command}` | " + " | ".join(cells) + " |")
+    if run.get("imports"):
+        lines += ["", "### What each command imports (state small)", "",
+                  "The whole process under `python -X importtime` (least of 5 runs): the modules "
+                  "it imports, the sum of what their first imports cost (ms, at this run's load), "
+                  "and whether click, subprocess and hashlib are among them.", "",
+                  "| command | tool | modules | import ms | click | subprocess | hashlib |",
+                  "|---|---|---|---|---|---|---|"]
+        yes = lambda flag: "yes" if flag else "no"
+        for (tool, command), (count, ms, click, sub, hashlib) in run["imports"].items():
+            lines.append(f"| `{command}` | {tool} | {count} | {_ms(ms)} | {yes(click)} | "
+                         f"{yes(sub)} | {yes(hashlib)} |")
     lines += ["", "### Python API, in process (ms)", "",
               "`Registry.claim` of one new path and its `release` on an open `Registry` (warm: "
               "its `cat-file` process already runs), and `Registry.open` + `claim` + `close` "

@@ -173,6 +173,32 @@ def time_processes(pairs: list[Pair], env: dict[str, str], reps: int, warmup: in
             print(f"  round {rep + 1}/{reps}", flush=True)
 
 
+def import_counts(pair: Pair, env: dict[str, str], tools: tuple[str, ...],
+                  before: Path | None, reps: int = 5) -> dict:
+    """Per command and tool (ours, before): the modules the whole process imports and the
+    least ``-X importtime`` total of *reps* runs (ms; a sum of what each first import
+    cost), from the same console script."""
+    out: dict[tuple[str, str], tuple[int, float]] = {}
+    for command in COMMANDS:
+        for tool in (t for t in tools if t != "predecessor"):
+            best, names = None, set()
+            for rep in range(reps):
+                argv = pair.argv(tool, command, 9500 + rep)
+                proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=pair.repo,
+                                      env=pair.env(tool, env, before), capture_output=True,
+                                      text=True)
+                rows = [line.split("|") for line in proc.stderr.splitlines()
+                        if line.startswith("import time:") and "self [us]" not in line]
+                names = {row[2].strip() for row in rows}
+                total = sum(int(row[0].split(":")[1]) for row in rows) / 1000
+                best = total if best is None else min(best, total)
+                if command == "acquire":
+                    pair.undo(tool, 9500 + rep)
+            out[(tool, command)] = (len(names), best or 0.0, "click" in names,
+                                    "subprocess" in names, "hashlib" in names)
+    return out
+
+
 def time_api(pairs: list[Pair], reps: int) -> None:
     """In-process claims through the Python API (DESIGN's 15 ms target), in rounds over
     the states: warm (the pair's open Registry, as a long-lived agent or the dashboard
@@ -336,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"timing {api_reps} rounds of in-process API claims ...", flush=True)
         time_api(pairs, api_reps)
         small = next((p for p in pairs if p.result.shape.name == "small"), None)
+        imports = None
+        if small is not None:
+            print("counting imports (state small) ...", flush=True)
+            imports = import_counts(small, env, tools, before)
         if small is not None and not args.no_profile:
             print("profiling one claim (state small) ...", flush=True)
             profile = run_profile(small, env, reps=9 if args.quick else 15)
@@ -353,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
            "before": f"{revision} ({args.before})" if args.before else None, "api_reps": api_reps, "seconds": time.time() - started,
            "load": (load_before, os.getloadavg()), "facts": machine_facts(),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    run["imports"] = imports
     section = report.render(run, results, profile, stats)
     print(section)
     if not args.no_doc:
