@@ -13,6 +13,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/agent-registry-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 unset AGENT_REGISTRY_SESSION GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
 export AGENT_REGISTRY_TZ=${AGENT_REGISTRY_TZ:-UTC}
+# the demo's throwaway repositories stay off the user's list of repositories (status --repos)
+export AGENT_REGISTRY_HOME="$work/home"
 # an identity for the demo project's own first commit, whatever this machine's git config
 export GIT_AUTHOR_NAME="Demo" GIT_AUTHOR_EMAIL="demo@example.com"
 export GIT_COMMITTER_NAME="Demo" GIT_COMMITTER_EMAIL="demo@example.com"
