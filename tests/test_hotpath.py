@@ -1,5 +1,5 @@
-"""The click-free path for `lock acquire` / `lock check` says exactly what the click
-commands say, and leaves everything unusual to click."""
+"""The click-free path for `lock acquire`, `lock check`, `lock heartbeat` and `status`
+says exactly what the click commands say, and leaves everything unusual to click."""
 from __future__ import annotations
 
 import json
@@ -29,6 +29,7 @@ def _no_ages(part):
     """The two runs happen a moment apart: ages may differ by a second."""
     if not isinstance(part, str):
         return part
+    part = re.sub(r"(?m)  \d+[smhd]$", "  N", part)  # status's AGE column
     return re.sub(r"\d+s ago", "Ns ago", re.sub(r'"age_seconds": \d+', '"age_seconds": N', part))
 
 
@@ -44,6 +45,9 @@ def test_hot_and_click_paths_agree(run, repo):
         ("lock", "acquire", "../outside", "--session", "s2"),  # bad input: exit 2
         ("-q", "lock", "check", "src/auth.py"),
         ("-C", "src", "lock", "check", "auth.py"),
+        ("status",), ("status", "--all", "--provider", "kimi"), ("status", "--status=Stop"),
+        ("lock", "heartbeat", "src/auth.py", "s1"), ("lock", "heartbeat", "--session", "s2"),
+        ("lock", "heartbeat", "README.md", "--session", "s1"),  # not held: exit 1
     ]
     for args in cases:
         hot, slow = (tuple(_no_ages(part) for part in answer) for answer in both(repo, *args))
