@@ -83,8 +83,9 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
         "**What is compared.** *Ours*: the installed `agent-registry` console script, run by "
         "the benchmark's interpreter as an agent runs it (`lock acquire PATH --session S`, "
         "`lock check PATH --session S`, `lock heartbeat PATH --session S`, `status`), in a "
-        "repository whose registry holds the state, in the layout `init` gives a new "
-        f"registry ({results[0].layout if results else ''}). "
+        "repository whose registry holds the state, built through the core API: "
+        f"{results[0].layout if results else ''} (a new registry made by `init` has 16 lock "
+        "shards with clone refs: see the layout section of this file). "
         + (f"*Before*: the same console script with the code of commit {run['before']} first "
            "on `PYTHONPATH` (a `git archive` of it), against the same repositories. "
            if run.get("before") else "")
