@@ -4,7 +4,7 @@ Four views of the same command, run against a prepared repository:
 
 * phases: the command runs under a small runner (claim_runner.py) that imports the CLI,
   wraps the library's git-facing functions with timers (exclusive time: a phase's
-  children are not counted twice), runs ``cli.main`` and reports; interpreter start and
+  children are not counted twice), runs the click-free path and reports; interpreter start and
   exit are what the outer clock sees around it;
 * imports: ``python -X importtime`` of the real console script;
 * processes and syscalls: ``strace -f`` (execve and ``-c``) when strace is available;
@@ -62,7 +62,7 @@ def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) 
         release(i)
     med = lambda pairs: (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
     rows = [("interpreter start (python, site, .pth files)", *med([r["startup"] for r in runs]), 1),
-            ("import click + agent_registry.cli.main", *med([r["import click + agent_registry.cli.main"] for r in runs]), 1),
+            ("import re + agent_registry.cli.fast", *med([r["import re + agent_registry.cli.fast"] for r in runs]), 1),
             ("import the core modules", *med([r["import the core modules"] for r in runs]), 1)]
     for label in sorted({k for r in runs for k in r["wall"]}):
         calls = max(r["calls"].get(label, 0) for r in runs)
@@ -70,7 +70,7 @@ def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) 
             calls = runs[-1]["spawned"].count("git cat-file")
         rows.append((label, *med([(r["wall"].get(label, 0.0), r["cpu"].get(label, 0.0)) for r in runs]), calls))
     rest = [(r["main"][0] - sum(r["wall"].values()), r["main"][1] - sum(r["cpu"].values())) for r in runs]
-    rows.append(("other Python in main (click parsing, paths, decisions, output)", *med(rest), 1))
+    rows.append(("other Python (parsing, paths, decisions, output)", *med(rest), 1))
     rows.append(("interpreter exit", *med([r["exit"] for r in runs]), 1))
     return {"rows": rows, "total": med([r["total"] for r in runs]),
             "spawned": runs[-1]["spawned"], "reps": reps}
@@ -147,13 +147,14 @@ def _syscall_counts(script: Path, argv, cwd, env, tmp: Path) -> dict[str, int]:
 
 
 PROFILED_MAIN = ("import cProfile, sys\nprofile = cProfile.Profile()\nprofile.enable()\n"
-                 "from agent_registry.cli.main import main\nmain(sys.argv[2:])\nprofile.disable()\n"
+                 "import re\nfrom agent_registry.cli.fast import execute, parse\n"
+                 "execute(parse(sys.argv[2:]))\nprofile.disable()\n"
                  "profile.dump_stats(sys.argv[1])\n")
 
 
 def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8) -> list[tuple]:
     """(function, calls, own ms, cumulative ms) by own time, from one cProfile run of the
-    command's imports and ``cli.main`` (the console script leaves by os._exit, which
+    command's imports and the click-free path (the console script leaves by os._exit, which
     would skip cProfile's own output)."""
     with tempfile.TemporaryDirectory() as tmp:
         stats_file = Path(tmp, "claim.prof")

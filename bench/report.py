@@ -191,7 +191,7 @@ def _profile_lines(profile: dict) -> list[str]:
         (cw, cc), (bw, bc) = layer["cli"], layer["bare"]
         out.append(f"The same claim without the CLI layer (`python -c` calling `Registry.claim`, run "
                    f"alternately with the command): {_ms(bw)} ms wall / {_ms(bc)} ms CPU, against "
-                   f"{_ms(cw)} / {_ms(cc)} for `agent-registry lock acquire`: click and `cli.py` "
+                   f"{_ms(cw)} / {_ms(cc)} for `agent-registry lock acquire`: the CLI layer (cli/fast.py) "
                    f"cost about {_ms(cc - bc)} ms CPU of each claim.")
     out += ["", "`cProfile`, own time (ms), top functions:", "",
             "| function | calls | own | cumulative |", "|---|---|---|---|"]
