@@ -12,9 +12,9 @@ most, whatever the number of clones (bench/scale_bench.py measures them through 
 line whose own relaying also costs CPU).  Two layouts: one branch, and --shards lock
 shards (the layout a new registry gets, since agent-registry 0.3).
 
-`--before SRC` measures the package of another checkout too (on PYTHONPATH), each round
-right before this checkout's, on a remote of its own: one table, before and after, under
-the same load.  `--rounds N` repeats each measurement and keeps the median.
+`--before SRC` (repeatable) measures the package of another checkout too (on PYTHONPATH,
+named by its folder), each round right before this checkout's, on a remote of its own:
+one table, before and after, under the same load.  `--rounds N` repeats each measurement and keeps the median.
 `--breakdown` (Linux) then runs the claims once more with every git process behind a shim
 (bench/proctimes.py) and says where the CPU goes: each process a claim starts, on which
 end, and the Python process itself; and what the floor costs, measured alone: a `git
@@ -73,10 +73,17 @@ def prepare(root: Path, shards: int, source: str | None) -> tuple[Path, dict]:
 
 
 def claim_all(repo: Path, env: dict, claims: int) -> float:
-    """Claim *claims* distinct paths back to back; the wall seconds."""
+    """Claim *claims* distinct paths back to back; the wall seconds.  A claim the remote
+    did not confirm in time (exit 3: a machine so loaded that a push took longer than
+    the network timeout) is said on stderr and counted like the others."""
     start = time.perf_counter()
     for i in range(claims):
-        run(repo, env, CLI, "lock", "acquire", f"dir{i}/sub/file.py", "--session", "bench-1")
+        proc = subprocess.run([CLI, "lock", "acquire", f"dir{i}/sub/file.py", "--session",
+                               "bench-1"], cwd=repo, env=env, capture_output=True, text=True)
+        if proc.returncode == 3:
+            print(f"unconfirmed claim: {proc.stderr.strip()}", file=sys.stderr)
+        elif proc.returncode:
+            sys.exit(f"lock acquire: {proc.stderr.strip()}")
     return time.perf_counter() - start
 
 
@@ -166,14 +173,14 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=40, help="claims to time")
     parser.add_argument("--shards", type=int, default=16, help="lock shards (0: one branch)")
     parser.add_argument("--rounds", type=int, default=1, help="measurements to take the median of")
-    parser.add_argument("--before", metavar="SRC",
+    parser.add_argument("--before", metavar="SRC", action="append", default=[],
                         help="also measure the package of another checkout (on PYTHONPATH), "
-                             "each round first, on a remote of its own")
+                             "each round first, on a remote of its own (repeatable)")
     parser.add_argument("--breakdown", action="store_true",
                         help="then say which processes the CPU goes to (Linux)")
     args = parser.parse_args()
-    tools = [("before", os.path.abspath(args.before)), ("now", None)] if args.before \
-        else [("now", None)]
+    tools = [(os.path.basename(os.path.abspath(src)), os.path.abspath(src))
+             for src in args.before] + [("now", None)]
     load = os.getloadavg()
     results: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for _ in range(args.rounds):
@@ -196,7 +203,7 @@ def main() -> None:
         "## CPU of one claim, both ends",
         "",
         f"`bench/claim_cpu.py --claims {args.claims} --shards {args.shards} --rounds "
-        f"{args.rounds}{' --before <the commit before>' if args.before else ''}"
+        f"{args.rounds}{' --before <checkout>' * len(args.before)}"
         f"{' --breakdown' if args.breakdown else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores "
         f"(load average up to {load:.1f} while it ran), "
@@ -205,9 +212,9 @@ def main() -> None:
         "CPU time of every process a claim starts, the remote's `receive-pack` and "
         "`upload-pack` included. \"Ceiling\" is the claims a second this machine's cores "
         "could carry at that cost, were nothing else running."
-        + (" `before` is the package of another checkout (PYTHONPATH), measured right "
-           "before `now` in each round, on a remote of its own; medians of the rounds."
-           if args.before else ""),
+        + (" A tool other than `now` is the package of another checkout (PYTHONPATH), "
+           "measured right before `now` in each round, on a remote of its own; medians of "
+           "the rounds." if args.before else ""),
         "",
         f"| layout {tool}| CPU s per claim | user s | system s | wall s | ceiling, claims/s |",
         f"|---{'|---' if args.before else ''}|---|---|---|---|---|",
