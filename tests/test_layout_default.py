@@ -140,3 +140,17 @@ def test_an_existing_registry_keeps_its_layout_through_a_remote(tmp_path):
     assert (kept["created"], kept["layout"]) == (False, ONE)
     ok(Runner(b)("register", "s2", "--provider", "t", "--working-on", "w"))
     assert shard_refs(remote) == [] and layout_json(remote) is None
+
+
+def test_an_unknown_session_is_told_the_live_ones_not_the_fence(repo):
+    # heartbeats and diary lines go to the clone's own ref, whose view lists only the
+    # sessions beating there: the error must still name the live sessions of the registry
+    run = Runner(repo)
+    ok(run("init"))
+    ok(run("register", "kimi-1", "--provider", "Kimi", "--working-on", "auth"))
+    for args in (["lock", "heartbeat", "--session", "kimi-2"],
+                 ["context", "log", "kimi-2", "a line"]):
+        proc = run(*args)
+        assert proc.returncode != 0
+        assert "unknown session kimi-2; did you mean kimi-1?" in proc.stderr, proc.stderr
+        assert "format-2" not in proc.stderr

@@ -58,6 +58,12 @@ FENCE_TEXT = (f"this registry uses layout format {FORMAT} (sharded): "
               f"install agent-registry >= {REQUIRES} to use it")
 
 
+def internal(session: Session) -> bool:
+    """A session the registry keeps for itself, never an agent: the fence a conversion
+    to lock shards leaves for older versions, or any session of provider agent-registry."""
+    return session.id == FENCE_SESSION or session.provider == "agent-registry"
+
+
 class NewerFormat(RegistryError):
     """The registry was written by a newer agent-registry: refuse to write to it."""
 

@@ -766,8 +766,13 @@ class Registry:
         (``unknown session kimi-typo; did you mean kimi-1796160374-de95?``); ``details``
         carry them as ``closest``.  Read only on this error path: O(live sessions)."""
         from ..branch.sessionids import closest, unknown_text
+        from ..branch.shards import internal
+        view = view if view is not None else self.view()
         try:
-            live = [s.id for s in (view if view is not None else self.view()).live_sessions()]
+            # a clone ref's view lists only the sessions beating on it: ask the main
+            # branch it reads sessions from (its mains) for every live one
+            live = list(dict.fromkeys(s.id for v in getattr(view, "mains", None) or [view]
+                                      for s in v.live_sessions() if not internal(s)))
         except (RegistryError, OSError):
             live = []
         return NotFound(unknown_text(sid, live),

@@ -4,13 +4,9 @@ and light (the registry's own modules only), so a claim with nobody elsewhere, t
 case, costs one read of the live sessions and no import of the forecast."""
 from __future__ import annotations
 
-from ..branch.shards import FENCE_SESSION
+from ..branch.shards import internal
 from ..branch.staleness import session_stale_reason
 from ..branch.view import View
-
-
-def internal(session) -> bool:
-    return session.id == FENCE_SESSION or session.provider == "agent-registry"
 
 
 def live(registry, view) -> list:

@@ -39,7 +39,7 @@ from ..store.atomic import replace_file
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.clones import Clones, MainView, clone_patterns
 from ..branch.records import LIVE, iso
-from ..branch.shards import FENCE_SESSION
+from ..branch.shards import internal  # the registry's own sessions: never announced
 from ..branch.trailers import parse_op
 from ..core.registry import Registry, file_lock
 from ..branch.view import View
@@ -54,12 +54,6 @@ _LIVE_DIR = "sessions/live/"
 _DONE_DIR = "sessions/done/"
 DIGEST_KEY = "agent-registry.watchdigest"  # git config agent-registry.watchDigest N
 DEFAULT_DIGEST = 5  # more events than this in one pass: one digest notification
-
-
-def internal(session) -> bool:
-    """A session the registry keeps for itself, never an agent to announce: the fence a
-    conversion to lock shards leaves for older versions (branch/shards.py)."""
-    return session.id == FENCE_SESSION or session.provider == "agent-registry"
 
 
 def digest_size(registry: Registry) -> int:
