@@ -41,6 +41,11 @@ shard refs written before the main branch (locally), or all pushed in one ``git 
 adopts the winner's registry, in whatever layout it has).  ``init --shards 0`` or ``git
 config agent-registry.shards 0`` asks for one branch instead (docs/shards.md, "What a new
 registry gets").
+
+The module is over 400 lines because converting, upgrading and creating are one
+procedure with three starting points: the same build of the shard commits, the same
+local compare-and-swap order, the same atomic push and the same adoption of a winner's
+refs; split, each part would have to re-derive what the others decided.
 """
 from __future__ import annotations
 
