@@ -153,8 +153,12 @@ def replay(registry: Registry, commits: list[str], onto: str | None,
             state.refused.append({**exc.details, "op": op.get("op"), "id": op.get("id"),
                                   "session": op.get("session"), "paths": op.get("paths"),
                                   "reason": exc.message})
-            state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
-                                    f"{note} {exc.message}", extra)
+            if not exc.details.get("resharded"):
+                # a lock operation that met the shards' marker never lands on this branch
+                # (build refuses it on every tip) and is routed to the shards anew:
+                # nothing needs recording here
+                state.tip = _resolution(registry, state.tip, op, f"{subject}: refused on replay",
+                                        f"{note} {exc.message}", extra)
             continue
         state.results[op.get("id", commit)] = result
         state.tip = new or _resolution(registry, state.tip, op,
