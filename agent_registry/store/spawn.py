@@ -63,7 +63,13 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
     for fd in (out_w, err_w, in_r):
         if fd is not None:
             os.close(fd)
-    chunks = _communicate(out_r, err_r, in_w, input or b"")
+    try:
+        chunks = _communicate(out_r, err_r, in_w, input or b"")
+    except BaseException:  # interrupted: the child is not left behind unreaped
+        import signal
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     _, status = os.waitpid(pid, 0)
     return Completed(argv, os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
                      b"".join(chunks[err_r]))
@@ -81,6 +87,9 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes) -> dict[
     view = memoryview(data)
     if in_w is not None:
         if data:
+            # never block on a write: a child that stops reading its stdin until we read
+            # its full stdout would wait for us while we waited for it
+            os.set_blocking(in_w, False)
             poller.register(in_w, select.POLLOUT)
             open_fds.add(in_w)
         else:
@@ -91,6 +100,8 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes) -> dict[
                 if fd == in_w:
                     try:
                         view = view[os.write(in_w, view[:65536]):]
+                    except BlockingIOError:
+                        continue
                     except BrokenPipeError:
                         view = view[:0]
                     if not view:
