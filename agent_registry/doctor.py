@@ -29,7 +29,7 @@ from .branch.view import parse_lock
 from .core.registry import Registry
 from .enforce import hooks as githooks
 from .errors import RegistryError
-from .store.git import run_git
+from .store.git import git_version, run_git
 
 MIN_GIT = (2, 31)  # rev-parse --path-format=absolute, which discovery and hooks rely on
 SHOWN = 3  # names listed in a verdict before "and N more"
@@ -58,8 +58,7 @@ def _names(items: list[str]) -> str:
 
 def check_git(registry: Registry) -> Finding:
     text = run_git(["version"]).stdout.decode().strip()
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    version = tuple(int(n) for n in match.groups() if n) if match else ()
+    version = git_version()
     fmt = registry.repo.info.object_format
     shown = ".".join(map(str, version)) or text
     if version and version[:2] < MIN_GIT:

@@ -75,14 +75,13 @@ def changed_elsewhere(registry, sid: str, result: dict) -> list[str]:
     or worktree, already changed there (forecast/overlap.py; no process unless another
     live session works elsewhere and that pair of tips is new).  Put into *result* as
     ``changed_elsewhere``; the lines for stderr returned.  The claim stands either way."""
-    from ..errors import RegistryError
     from ..forecast.gate import elsewhere
     try:
         if not elsewhere(registry, sid):  # the usual case: the forecast is not imported
             return []
         from ..forecast.overlap import changed_elsewhere as find
         found = find(registry, sid, [lock["path"] for lock in result.get("locks", [])])
-    except (RegistryError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 — advice after a claim that stands: never its exit
         return [f"agent-registry: warning: could not look for changes elsewhere: {exc}"]
     if found:
         result["changed_elsewhere"] = found

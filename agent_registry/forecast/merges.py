@@ -7,7 +7,8 @@ touching any worktree, index or ref.  Per pair it gives the conflicted paths, th
 merged from both sides (its "Auto-merging" messages), and the merged tree; the paths each
 side changed are where the merged tree differs from the *other* side's tree, read
 in-process through ``cat-file --batch``.  A pair git cannot merge (unrelated histories)
-stops the batch: its result is empty and the rest go on in a new batch.
+stops the batch: its result is empty and the rest go on in a new batch.  Any other failure of git is an
+error, never an empty result: a cached "nothing changed" would hide the overlap forever.
 
 Before git 2.38 the fallback is changed-path overlap: ``git diff --name-only A...B`` both
 ways (two processes per pair), paths changed on both sides counted as "both-changed", none
@@ -19,15 +20,11 @@ forever; a run keeps only the entries it used, so the file stays small.
 """
 from __future__ import annotations
 
-from ..store.git import TREE_MODE, Repo
+from ..errors import RegistryError
+from ..store.git import TREE_MODE, Repo, git_version
 
 MERGE_TREE = (2, 38)  # --write-tree
 MERGE_STDIN = (2, 39)  # --stdin
-
-
-def git_version(repo: Repo) -> tuple[int, ...]:
-    text = repo.git("version").stdout.decode().split()[-1]
-    return tuple(int(p) for p in text.split(".")[:3] if p.isdigit())
 
 
 def pair_key(a: str, b: str) -> str:
@@ -43,7 +40,7 @@ def changes(repo: Repo, pairs: list[tuple[str, str]], cache: dict,
     todo = [k for k in todo if k not in cache]
     method = "merge-tree"
     if todo:
-        version = version or git_version(repo)
+        version = version or git_version()
         if version < MERGE_TREE:
             method = "changed-paths"
             for key in todo:
@@ -67,8 +64,13 @@ def _merged(repo: Repo, keys: list[str], batch: bool) -> dict[str, dict]:
             proc = repo.git(*args, *rest[0].split(), check=False)
             results = _parse(proc.stdout, stdin=False) if proc.returncode in (0, 1) else []
         out.update(zip(rest, results))
-        if len(out) < len(keys):  # git stopped at the next pair: it cannot be merged
-            out[rest[len(results)]] = {"tree": None, "conflicts": [], "both": []}
+        if len(out) < len(keys):  # git stopped at the next pair
+            if b"unrelated histories" not in proc.stderr:
+                # git failed (a missing object, a shallow clone): that is not "no
+                # overlap", and must not be cached as one
+                lines = proc.stderr.decode(errors="replace").strip().splitlines()
+                raise RegistryError(f"git merge-tree failed: {lines[-1] if lines else proc.returncode}")
+            out[rest[len(results)]] = {"tree": None, "conflicts": [], "both": []}  # cannot be merged
     return out
 
 
@@ -113,8 +115,7 @@ def _sides(repo: Repo, key: str, merged: dict) -> dict:
 
 def _diffed(repo: Repo, a: str, b: str) -> dict:
     def names(left: str, right: str) -> list[str]:
-        out = repo.git("diff", "--no-renames", "--name-only", "-z", f"{left}...{right}",
-                       check=False).stdout
+        out = repo.git("diff", "--no-renames", "--name-only", "-z", f"{left}...{right}").stdout
         return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
     mine, theirs = names(b, a), names(a, b)
     return {"conflicts": [], "both": sorted(set(mine) & set(theirs)), a: mine, b: theirs}

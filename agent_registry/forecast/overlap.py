@@ -21,7 +21,7 @@ from ..branch import paths as P
 from ..branch.records import iso
 from ..store.atomic import replace_file
 from . import merges
-from .gate import elsewhere, live
+from .gate import live
 from .sides import Side, committed, with_changes, worktrees
 
 STATE_FILE = "overlap.json"
@@ -181,9 +181,8 @@ def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
     committed work (since the merge base with *sid*'s) changed a path a target covers.
     No process when no other live session works on another side, or when the pairs of
     tips are cached; else one merge-tree for all of them.  Uncommitted changes of other
-    worktrees are left out here (``overlap`` reads them)."""
-    if not elsewhere(registry, sid):
-        return []
+    worktrees are left out here (``overlap`` reads them).  The caller asks
+    :func:`gate.elsewhere` first, without importing this module (cli/console.py)."""
     view = registry.view()
     me = view.session(sid, strict=False)
     if me is None:

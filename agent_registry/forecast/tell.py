@@ -57,7 +57,7 @@ def notify(registry, report: dict | None = None) -> list[dict]:
     [{"to", "from", "id", "key", "created"}], ``created`` False when it was on the branch."""
     report = report if report is not None else overlaps(registry)
     state = load(registry)
-    sent = state.get("sent") if isinstance(state.get("sent"), dict) else {}
+    sent = dict(state["sent"]) if isinstance(state.get("sent"), dict) else {}
     out = []
     for overlap in report["overlaps"]:
         for recipient in overlap["sessions"]:
@@ -78,6 +78,8 @@ def notify(registry, report: dict | None = None) -> list[dict]:
             out.append({"to": recipient, "from": other, "id": mid, "key": key,
                         "created": created})
     live = {f"overlap/{r}/{o['key']}" for o in report["overlaps"] for r in o["sessions"]}
-    state["sent"] = {k: v for k, v in sent.items() if k in live}
-    save(registry, state)
+    kept = {k: v for k, v in sent.items() if k in live}
+    if kept != state.get("sent"):  # unchanged: no write (the dashboard's stream reads
+        state["sent"] = kept        # the state folder's mtime)
+        save(registry, state)
     return out

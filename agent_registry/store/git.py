@@ -72,6 +72,20 @@ class CasFailed(Exception):
     """update-ref found the ref somewhere other than expected: re-read and retry."""
 
 
+_VERSION: list[tuple[int, ...]] = []  # this process's git, asked once
+
+
+def git_version() -> tuple[int, ...]:
+    """The version of the git on PATH, e.g. (2, 39, 5); () when git does not say one.
+    Read with a pattern: macOS's says ``git version 2.39.3 (Apple Git-146)``."""
+    if not _VERSION:
+        import re
+        text = run_git(["version"]).stdout.decode(errors="replace")
+        match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+        _VERSION.append(tuple(int(n) for n in match.groups() if n) if match else ())
+    return _VERSION[0]
+
+
 def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             input: bytes | None = None, check: bool = True,
             timeout: float | None = None) -> spawn.Completed:

@@ -149,7 +149,7 @@ class Watcher:
         from ..forecast.tell import notify as tell
         try:
             return {"notified": tell(self.registry)}
-        except (RegistryError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 — the forecast is advice: the pass goes on
             return {"notified": [], "error": str(exc)}
 
     def _fetch(self) -> str | None:
