@@ -100,3 +100,15 @@ def test_plain_layout_agrees_with_git(tmp_path, monkeypatch, where):
     assert (plain is not None) == (where in ("top", "sub", "worktree"))
     monkeypatch.setattr(store, "plain_layout", lambda _path: None)
     assert store.discover(str(path)) == (plain or store.discover(str(path)))
+
+
+@pytest.mark.parametrize("key,value", [("core.bare", "1"), ("core.bare", "yes"),
+                                       ("extensions.worktreeConfig", "true")])
+def test_plain_layout_leaves_other_spellings_of_bare_and_extensions_to_git(tmp_path, key, value):
+    from agent_registry.store import git as store
+    main = make_repo(tmp_path / "main")
+    if key.startswith("extensions."):
+        subprocess.run(["git", "-C", str(main), "config", "core.repositoryformatversion", "1"],
+                       check=True)
+    subprocess.run(["git", "-C", str(main), "config", key, value], check=True)
+    assert store.plain_layout(str(main)) is None

@@ -74,3 +74,23 @@ def test_a_claim_decided_before_a_fetch_is_refused_when_the_remote_moved(tmp_pat
     assert "s2" in refused.value.message
     assert fetches() == before + 1  # after the rejected push, not before the claim
     assert remote_locks(team) == [("src/auth.py", "s2"), ("src/warm.py", "s1")]
+
+
+def test_a_fetch_mark_from_the_future_vouches_for_nothing(tmp_path):
+    """A clock stepped back leaves the last fetch's mark dated ahead: the claim fetches."""
+    import os
+    import time
+
+    from agent_registry.store import freshness
+    team = Team(tmp_path)
+    a, fetches = counted_clone(team, "a", 0)
+    assert a("register", "s1", "--provider", "Codex").returncode == 0
+    with Registry.open(str(a.cwd)) as registry:
+        marks = os.path.dirname(freshness.mark_path(registry.repo.info.common_dir, "x"))
+        ahead = time.time() + 86400
+        for root, _, files in os.walk(marks):
+            for name in files:
+                os.utime(os.path.join(root, name), (ahead, ahead))
+        before = fetches()
+        registry.claim("s1", ["src/a.py"])
+    assert fetches() == before + 1

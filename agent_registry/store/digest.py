@@ -11,7 +11,10 @@ def hexdigest(algorithm: str, data: bytes) -> str:
         if algorithm == "sha1":
             from _sha1 import sha1 as new
         elif algorithm == "sha256":
-            from _sha256 import sha256 as new
+            try:
+                from _sha2 import sha256 as new  # Python 3.12 and later
+            except ImportError:
+                from _sha256 import sha256 as new
         else:
             raise ImportError(algorithm)
     except ImportError:

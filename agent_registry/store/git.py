@@ -183,9 +183,11 @@ def plain_layout(path: str) -> RepoInfo | None:
             config = f.read().lower()
     except OSError:
         return None
-    if any(word in config for word in (b"objectformat", b"worktree", b"bare = true",
-                                       b"include", b"repositoryformatversion = 2")):
-        return None  # sha256, core.worktree, bare, includes: let git say
+    if any(word in config.replace(b"bare = false", b"") for word in (
+            b"objectformat", b"worktree", b"bare", b"include", b"[extensions")):
+        # sha256, core.worktree, bare (in any spelling: true, 1, yes), includes, any
+        # extension (reftable, per-worktree config): let git say
+        return None
     prefix = "" if here == top else os.path.relpath(here, top) + "/"
     return RepoInfo(git_dir, common, top, prefix, "sha1")
 

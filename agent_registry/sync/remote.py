@@ -586,11 +586,9 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
 def _fetched_within(registry: Registry, mark: str) -> bool:
     """Whether this clone made the fetch *mark* names (a branch, with the intents
     published on it; or every shard, _all_shards) in the last FRESH seconds."""
-    try:
-        return time.time() - os.stat(freshness.mark_path(
-            registry.repo.info.common_dir, mark)).st_mtime < FRESH
-    except OSError:
-        return False
+    last = freshness.last_fetch(registry.repo.info.common_dir, mark)
+    # a mark from the future (a clock stepped back) vouches for nothing: fetch
+    return last is not None and 0 <= time.time() - last < FRESH
 
 
 def _unconfirmed(registry: Registry, op: dict, result: dict,
