@@ -207,3 +207,21 @@ def test_a_registry_made_before_the_list_joins_it_when_repos_runs_there(tmp_path
     doc = json.loads(run("--json", "lock", "list", "--repos").stdout)
     assert [r["repository"] for r in doc["repositories"]] == [str(repo.resolve())]
     assert repos_file().read_text() == f"{repo.resolve()}\n"
+
+
+def test_a_heartbeat_dated_ahead_in_another_repository_writes_nothing_there(tmp_path):
+    from agent_registry import Registry
+    from helpers import FakeClock
+    repo = make_repo(tmp_path / "ahead")
+    assert Runner(repo)("init").returncode == 0
+    with Registry.open(str(repo), clock=FakeClock(time.time() + 86400)) as registry:
+        registry.register("ahead-1", provider="Kimi")
+        registry.claim("ahead-1", ["src/auth.py"])
+    state = repo / ".git" / "agent-registry" / "heartbeats-seen.json"
+    assert not state.exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    locks = json.loads(Runner(elsewhere)("--json", "lock", "list", "--repos",
+                                          check_untouched=False).stdout)
+    assert [(l["path"], l["owner"]) for l in locks["locks"]] == [("src/auth.py", "ahead-1")]
+    assert not state.exists()  # read-only: no first sighting recorded there

@@ -43,7 +43,11 @@ class OtherRepositories:
         """``read(registry)`` in each listed repository but the served one: the
         (repository, answer) pairs, and one warning line for each that was skipped."""
         found, skipped = [], []
-        for path in listed():
+        try:
+            paths = listed()
+        except OSError as exc:  # the list itself: this repository's tables still show
+            return [], [f"agent-registry: could not read the list of repositories: {exc}"]
+        for path in paths:
             if path == self.served:
                 continue
             try:
@@ -62,7 +66,11 @@ class OtherRepositories:
     def borrow(self, path: str) -> Iterator[Registry]:
         """The registry of *path* to read, which must be one of the listed repositories
         (never any path a request names: BadInput); NotFound when it is gone."""
-        if path == self.served or path not in listed():
+        try:
+            known = listed()
+        except OSError:
+            known = []
+        if path == self.served or path not in known:
             raise BadInput(f"{path}: not another repository on the list (repos list)")
         try:
             registry, lock = self._get(path)

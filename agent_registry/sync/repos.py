@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from ..branch.staleness import FirstSeen
 from ..errors import RegistryError
 from ..store import freshness
 from ..store.git import Repo, discover
@@ -48,9 +49,13 @@ def open_listed(path: str) -> Registry:
         raise Gone("not a git repository any more (the folder belongs to "
                    f"{repository_path(info)})")
     try:
-        return Registry(Repo(info))
+        registry = Registry(Repo(info))
     except RegistryError as exc:
         raise Gone(exc.message) from None
+    # read-only: a heartbeat dated ahead is taken as first seen now (held, the safe way)
+    # rather than recorded in that repository's heartbeats-seen file
+    registry.seen = FirstSeen(None)
+    return registry
 
 
 def described(registry: Registry, path: str) -> dict:
