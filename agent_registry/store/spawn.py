@@ -65,10 +65,8 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
             os.close(fd)
     try:
         chunks = _communicate(out_r, err_r, in_w, input or b"")
-    except BaseException:  # interrupted: the child is not left behind unreaped
-        import signal
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    except BaseException:  # interrupted: its pipes are closed (git ends on EOF or
+        os.waitpid(pid, 0)   # SIGPIPE), and it is reaped, not left behind
         raise
     _, status = os.waitpid(pid, 0)
     return Completed(argv, os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
