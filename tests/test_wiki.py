@@ -111,6 +111,9 @@ def test_end_cli_takes_the_italian_flags_and_show_finds_it_by_id_or_sid(run, rep
     assert "CSV export fixed for Excel" in text and "No diary was logged" in text
     missing = run("wiki", "show", "nobody-1")
     assert missing.returncode == 1 and "no wiki entry nobody-1" in missing.stderr
+    # a digit that is not an ASCII digit (int() refuses it) is an id like any other
+    odd = run("wiki", "show", "\u00b3")
+    assert odd.returncode == 1 and "no wiki entry \u00b3" in odd.stderr, odd.stderr
 
 
 def test_end_refuses_bad_input_and_changes_nothing(run, repo):

@@ -103,7 +103,7 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > self.limit:
             return await self.too_large(send)  # (the server refuses a malformed length)
         received, started, cut = 0, False, False
 

@@ -167,7 +167,7 @@ def resolve(view, id_or_sid: str) -> str:
         raise BadInput(f"invalid wiki entry id {id_or_sid!r}")
     if view.read(wiki_path(id_or_sid)) is not None:
         return id_or_sid
-    if id_or_sid.isdigit() and (sid := legacy_sid(view, int(id_or_sid))):
+    if id_or_sid.isascii() and id_or_sid.isdigit() and (sid := legacy_sid(view, int(id_or_sid))):
         return sid
     wanted = id_or_sid.lower()
     if _HEX.fullmatch(wanted) and len(wanted) >= MIN_PREFIX:

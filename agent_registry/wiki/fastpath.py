@@ -32,7 +32,7 @@ def parse(argv: list[str]) -> dict | None:
             opts["json"] = True
         elif name == "--limit" and (eq or rest):
             raw = value if eq else rest.pop(0)
-            if not raw.isdigit() or int(raw) < 1:
+            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
                 return None  # click says what is wrong with it
             opts["limit"] = int(raw)
         else:
