@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -118,6 +120,48 @@ def test_in_lock_shards_two_spellings_meet_in_one_shard_or_are_found_in_every_on
     edit(repo, "docs/guide.md")
     proc = commit(repo, "-m", "guide")
     assert proc.returncode == 1 and "kimi-1" in proc.stderr and head(repo) == before
+
+
+CLAIMER = """
+import sys, time
+from pathlib import Path
+from agent_registry import Registry
+from agent_registry.errors import Refused
+repo, sid, path, go = sys.argv[1:]
+with Registry.open(repo) as registry:
+    registry.tip()
+    while not Path(go).exists():
+        time.sleep(0.001)
+    try:
+        registry.claim(sid, [path])
+        print("won")
+    except Refused:
+        print("lost")
+"""
+
+
+def test_in_lock_shards_two_new_spellings_claimed_at_once_have_one_winner(repo, tmp_path):
+    """Two spellings of a file no one has named yet (not in the index, on disk or in a
+    claim: nothing to respell them by) whose keys pick different shards, claimed at the
+    same instant: both write the folded key's shard too, and its compare-and-swap lets
+    exactly one win.  Repeated: a lost race shows in some round."""
+    from agent_registry.branch import shards as S
+    folding(repo)
+    assert cli(repo, "shard", "--count", "16").returncode == 0
+    register(repo, "kimi-1", "codex-2")
+    pairs = [(f"New{n}/x.py", f"new{n}/x.py") for n in range(200)
+             if S.lock_shards(f"New{n}/x.py", 16) != S.lock_shards(f"new{n}/x.py", 16)][:8]
+    assert len(pairs) == 8
+    for n, (upper, lower) in enumerate(pairs):
+        go = tmp_path / f"go-{n}"
+        racers = [subprocess.Popen([sys.executable, "-c", CLAIMER, str(repo), sid, path,
+                                    str(go)], stdout=subprocess.PIPE, text=True)
+                  for sid, path in (("kimi-1", upper), ("codex-2", lower))]
+        time.sleep(0.5)  # both have imported and opened the registry (not a timing check)
+        go.touch()
+        said = sorted(proc.communicate(timeout=120)[0].strip() for proc in racers)
+        assert said == ["lost", "won"], (upper, lower, said)
+    assert len(held(repo)) == 8
 
 
 def test_the_guard_refuses_a_commit_of_another_spelling_of_a_held_path(repo, agents):

@@ -25,6 +25,7 @@ every shard that could be asked about them).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from . import paths as P
 from ..errors import RegistryError
@@ -133,10 +134,19 @@ def target_key(target: str) -> str | None:
     return "/".join(parts[:KEY_DEPTH]) if len(parts) >= KEY_DEPTH else None
 
 
-def lock_shards(target: str, shards: int) -> tuple[int, ...]:
-    """The shards recording a lock on *target* (and read by a claim of it)."""
+def lock_shards(target: str, shards: int,
+                fold: Callable[[str], str] | None = None) -> tuple[int, ...]:
+    """The shards recording a lock on *target* (and read by a claim of it).  Where names
+    fold (*fold* is the repository's pathcase key), also the shard of the folded key:
+    two new spellings of one file (``New/x.py``, ``new/x.py``) claimed at once then both
+    write that shard, and its compare-and-swap lets one of them win.  The exact key's
+    shard comes first (:meth:`WholeView.shard_of` reads it)."""
     key = target_key(target)
-    return tuple(range(shards)) if key is None else (_bucket("p:" + key, shards),)
+    if key is None:
+        return tuple(range(shards))
+    exact = _bucket("p:" + key, shards)
+    folded = _bucket("p:" + fold(key), shards) if fold else exact
+    return (exact,) if folded == exact else (exact, folded)
 
 
 def claim_shards(sid: str, targets: list[str], shards: int) -> tuple[int, ...]:

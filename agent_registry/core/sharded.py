@@ -170,11 +170,20 @@ def _targets(op: dict) -> list[str]:
     return [op["path"]] if op["op"] == "force-release" else list(op["paths"])
 
 
-def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
+def _by_shard(registry: Registry, targets: list[str], count: int) -> dict[int, list[str]]:
+    """*targets* grouped by the shards recording them (with their folded key's shard
+    where names fold here: branch/shards.lock_shards)."""
+    rule = registry.repo.path_rule
+    fold = rule.key if rule is not None and rule.folds else None
     by_shard: dict[int, list[str]] = {}
-    for target in _targets(op):
-        for index in S.lock_shards(target, count):
+    for target in targets:
+        for index in S.lock_shards(target, count, fold):
             by_shard.setdefault(index, []).append(target)
+    return by_shard
+
+
+def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
+    by_shard = _by_shard(registry, _targets(op), count)
     done: list[tuple[int, dict]] = []
     missing = offline = None
     for index in sorted(by_shard):
@@ -291,10 +300,7 @@ def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
     if session is None or not session.locks:
         return []
     released: list[str] = []
-    by_shard: dict[int, list[str]] = {}
-    for target in session.locks:
-        for index in S.lock_shards(target, count):
-            by_shard.setdefault(index, []).append(target)
+    by_shard = _by_shard(registry, session.locks, count)
     release = registry.new_op("release", session=op["session"], paths=[])
     for index in sorted(by_shard):  # one operation id over the shards, as lock operations
         shard = shard_registry(registry, index, count)
