@@ -191,6 +191,7 @@ def test_notify_tells_each_session_once_and_the_prompt_hook_shows_it(team, agent
     commit_all(wb, "b")
 
     from agent_registry.core.messages import inbox
+    from agent_registry.forecast.overlap import overlaps
     from agent_registry.forecast.tell import notify
     with open_at(team["a"]) as registry:
         sent = notify(registry)
@@ -220,6 +221,13 @@ def test_notify_tells_each_session_once_and_the_prompt_hook_shows_it(team, agent
     commit_all(wb, "b auth")
     with open_at(team["a"]) as registry:
         assert sorted(n["to"] for n in notify(registry) if n["created"]) == ["a1", bid]
+        assert len(inbox(registry, "a1")["messages"]) == 2
+    # a path dropping out (b takes its auth.py change back) is not news either
+    edit(wb / "src/auth.py", "4", "1")
+    commit_all(wb, "b auth undone")
+    with open_at(team["a"]) as registry:
+        assert paths_of(overlaps(registry)) == {"src/billing.py": "conflict"}
+        assert notify(registry) == []
         assert len(inbox(registry, "a1")["messages"]) == 2
 
 

@@ -6,15 +6,16 @@ it), with the subject "overlap forecast", keyed by the recipient and the overlap
 (the pair, the paths and their kinds: ``overlap.overlap_key``).  A keyed message has a
 stable id, so a second run, here or on another clone, finds it on the messages branch and
 sends nothing; this clone also remembers what it sent (``sent`` in the state file), so a
-repeat run does not even ask.  A new commit touching the same paths sends nothing new; a
-new path, or a path whose kind gets worse, is a new overlap and a new message.  The
+repeat run does not even ask, and what it told each recipient of each other session
+(``told``), so a new commit touching the same paths, or a path dropping out, sends
+nothing new; a new path, or a path whose kind gets worse, is a new message.  The
 harness hooks bring it into the agent's context at its next prompt.
 """
 from __future__ import annotations
 
 from ..core.messages import send
 from ..errors import Refused
-from .overlap import load, overlaps, save
+from .overlap import KINDS, load, overlaps, save
 
 SUBJECT = "overlap forecast"
 SHOWN = 6  # paths named in one message; the rest are counted
@@ -52,18 +53,32 @@ def text(overlap: dict, recipient: str) -> str:
             f"{other['session']} TEXT (sent by agent-registry overlap)")
 
 
+def _news(overlap: dict, told: dict[str, str]) -> bool:
+    """Whether *overlap* names a path the recipient was not told of, or one whose kind
+    is worse than it was told (*told*: path -> kind): a path dropping out is not news."""
+    return any(p["path"] not in told or KINDS.index(p["kind"]) < KINDS.index(told[p["path"]])
+               for p in overlap["paths"])
+
+
 def notify(registry, report: dict | None = None) -> list[dict]:
     """Send what *report* (``overlaps``; computed when None) found and was not sent yet:
-    [{"to", "from", "id", "key", "created"}], ``created`` False when it was on the branch."""
+    [{"to", "from", "id", "key", "created"}], ``created`` False when it was on the branch.
+    What each recipient was told of each other session (``told`` in the state file: path
+    -> worst kind) is kept while the pair overlaps, so only a new path or a worse kind
+    sends again."""
     report = report if report is not None else overlaps(registry)
     state = load(registry)
     sent = dict(state["sent"]) if isinstance(state.get("sent"), dict) else {}
-    out = []
+    told = dict(state["told"]) if isinstance(state.get("told"), dict) else {}
+    out, live, pairs = [], set(), set()
     for overlap in report["overlaps"]:
         for recipient in overlap["sessions"]:
             other = next(s for s in overlap["sessions"] if s != recipient)
-            key = f"overlap/{recipient}/{overlap['key']}"
-            if key in sent:
+            key, pair = f"overlap/{recipient}/{overlap['key']}", f"{recipient} {other}"
+            before = told.get(pair) if isinstance(told.get(pair), dict) else {}
+            pairs.add(pair)
+            if key in sent or not _news(overlap, before):
+                live.update([key] if key in sent else [])
                 continue
             try:
                 result = send(registry, other, {"session": recipient},
@@ -75,11 +90,14 @@ def notify(registry, report: dict | None = None) -> list[dict]:
                     continue
                 mid, created = exc.details["id"], False  # sent before, in other words
             sent[key] = mid
+            live.add(key)
+            told[pair] = {**before, **{p["path"]: p["kind"] for p in overlap["paths"]
+                                       if _news({"paths": [p]}, before)}}
             out.append({"to": recipient, "from": other, "id": mid, "key": key,
                         "created": created})
-    live = {f"overlap/{r}/{o['key']}" for o in report["overlaps"] for r in o["sessions"]}
-    kept = {k: v for k, v in sent.items() if k in live}
-    if kept != state.get("sent"):  # unchanged: no write (the dashboard's stream reads
-        state["sent"] = kept        # the state folder's mtime)
+    kept = {"sent": {k: v for k, v in sent.items() if k in live},
+            "told": {k: v for k, v in told.items() if k in pairs}}
+    if any(kept[name] != state.get(name) for name in kept):  # unchanged: no write (the
+        state.update(kept)  # dashboard's stream reads the state folder's mtime)
         save(registry, state)
     return out
