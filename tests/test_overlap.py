@@ -308,3 +308,24 @@ def test_a_pair_git_cannot_merge_does_not_stop_the_others(team):
     assert found[merges.pair_key(a, b)]["conflicts"] == ["src/billing.py"]
     assert found[merges.pair_key(orphan, a)]["conflicts"] == []
     assert found[merges.pair_key(orphan, b)][orphan] == []
+
+
+def test_a_worktree_git_cannot_read_is_skipped_and_the_others_still_count(team, repo, tmp_path):
+    """One worktree whose index git cannot read: its session is listed under `skipped`
+    with git's reason, and the pair of the two others is still forecast."""
+    wc = tmp_path / "wt-c"
+    git(repo, "worktree", "add", "-q", "-b", "feat-c", str(wc))
+    with open_at(wc) as registry:
+        registry.register("c1", provider="Kimi", working_on="task c")
+    edit(team["a"] / "src/billing.py", "return 3\n", "return 30\n")
+    commit_all(team["a"], "a")
+    edit(wc / "src/billing.py", "return 3\n", "return 300\n")
+    commit_all(wc, "c")
+    index = Path(git(team["b"], "rev-parse", "--git-path", "index").strip())
+    index = index if index.is_absolute() else team["b"] / index
+    index.write_bytes(b"DIRC not an index")
+    report = forecast(team["a"])
+    (skipped,) = report["skipped"]
+    assert skipped["session"] == "b1" and "could not be read" in skipped["reason"]
+    assert [o["sessions"] for o in report["overlaps"]] == [["a1", "c1"]]
+    assert paths_of(report) == {"src/billing.py": "conflict"}

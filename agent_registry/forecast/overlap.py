@@ -20,6 +20,7 @@ import os
 from ..branch import paths as P
 from ..branch.records import iso
 from ..store.atomic import replace_file
+from ..store.git import GitError
 from . import merges
 from .gate import live
 from .sides import Side, committed, with_changes, worktrees
@@ -61,11 +62,18 @@ def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict,
         scratch = repo.state_path()
         os.makedirs(scratch, exist_ok=True)
         done: dict = {}
-        for sid, side in found.items():
+        for sid, side in list(found.items()):
             if side.key not in done:
-                done[side.key] = with_changes(repo, side, trees.get(side.worktree, ""),
-                                              scratch, memo)
-            found[sid] = done[side.key]
+                try:
+                    done[side.key] = with_changes(repo, side, trees.get(side.worktree, ""),
+                                                  scratch, memo)
+                except (GitError, OSError) as exc:  # this side only: the others still count
+                    done[side.key] = f"its worktree's changes could not be read: {exc}"
+            if isinstance(done[side.key], str):
+                del found[sid]
+                skipped.append({"session": sid, "reason": done[side.key]})
+            else:
+                found[sid] = done[side.key]
     return found, skipped
 
 

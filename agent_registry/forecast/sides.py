@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-from ..store.git import Repo, clean_env, run_git
+from ..store.git import GitError, Repo, clean_env, run_git
 
 # key: what makes two sessions work on the same thing (the same worktree, or the same
 # pushed ref); tip: the commit compared; head: the committed tip (what a claim compares)
 Side = namedtuple("Side", "key branch worktree host tip head dirty source")
+WORKTREE_TIMEOUT = 60  # seconds for one git command reading another worktree's changes
 
 
 def worktrees(repo: Repo) -> dict[str, str]:
@@ -108,9 +109,9 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict)
     if side.source != "worktree":
         return side
     env = clean_env()
-    status = run_git(["--no-optional-locks", "status", "--porcelain", "-z",
-                      "--untracked-files=all", "--ignore-submodules"],
-                     cwd=side.worktree, env=env).stdout
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # --no-optional-locks: no index refresh written there
+    status = _in_worktree(["status", "--porcelain", "-z", "--untracked-files=all",
+                           "--ignore-submodules"], side, env)
     if not status:
         memo.pop(side.worktree, None)
         return side
@@ -124,8 +125,8 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict)
         _copy(os.path.join(git_dir, "index"), index)  # a read of the real one
         env = {**env, "GIT_INDEX_FILE": index}
         # a split index would write a shared index file beside the real one: not here
-        run_git(["-c", "core.splitIndex=false", "add", "-A"], cwd=side.worktree, env=env)
-        tree = run_git(["write-tree"], cwd=side.worktree, env=env).stdout.decode().strip()
+        _in_worktree(["-c", "core.splitIndex=false", "add", "-A"], side, env)
+        tree = _in_worktree(["write-tree"], side, env).decode().strip()
     finally:
         for leftover in (index, index + ".lock"):
             if os.path.exists(leftover):
@@ -135,6 +136,18 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict)
                               "agent-registry <agent-registry@localhost>", when)
     memo[side.worktree] = {"head": side.head, "stamp": stamp, "tip": commit}
     return side._replace(tip=commit, dirty=True)
+
+
+def _in_worktree(args: list[str], side: Side, env: dict[str, str]) -> bytes:
+    """git *args* in *side*'s worktree, its output; GitError when it fails or takes
+    longer than WORKTREE_TIMEOUT (a worktree on a hung network mount must not hang
+    the forecast, nor a claim's warning)."""
+    import subprocess
+    try:
+        return run_git(args, cwd=side.worktree, env=env, timeout=WORKTREE_TIMEOUT).stdout
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git in {side.worktree} took longer than {WORKTREE_TIMEOUT} s "
+                       "to read its changes") from None
 
 
 def _copy(source: str, target: str) -> None:
