@@ -79,7 +79,7 @@ def test_hot_commands_find_a_plain_repository_without_git_rev_parse(repo, tmp_pa
                               text=True, timeout=120)
         assert proc.returncode == (1 if command == "check" else 0), proc.stderr
     started = log.read_text()
-    assert "cat-file" in started and "rev-parse" not in started, started
+    assert "rev-parse" not in started and "update-ref" in started, started
 
 
 @pytest.mark.parametrize("where", ["top", "sub", "worktree", "bare", "in-git-dir", "GIT_DIR"])

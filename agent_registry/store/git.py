@@ -1,6 +1,7 @@
 """The one module that talks to git (over 400 lines: on purpose, all of it here).
 
-Reads go through one persistent ``git cat-file --batch``.  Writes create loose objects
+Reads of loose objects read their files (store/loose.py); the rest go through one
+persistent ``git cat-file --batch``.  Writes create loose objects
 directly (the format is git's own: zlib of ``"<type> <size>\\0" + data``, named by its
 hash), which saves a ``hash-object``/``mktree``/``commit-tree`` process per object, and
 then move the branch with ``git update-ref -m REASON REF NEW OLD``: the compare-and-swap.
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 
 from ..errors import BadInput, RegistryError, os_failure
 from . import spawn
+from .loose import UNKNOWN, LooseObjects
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
@@ -193,11 +195,14 @@ def plain_layout(path: str) -> RepoInfo | None:
 
 
 class ObjectReader:
-    """A persistent ``git cat-file --batch``: one process for every read of a command."""
+    """Loose objects read directly (store/loose.py), anything else through a persistent
+    ``git cat-file --batch``, started at the first read it is needed for: one process at
+    most for every read of a command."""
 
-    def __init__(self, git_dir: str, env: dict[str, str]) -> None:
+    def __init__(self, git_dir: str, env: dict[str, str], loose: LooseObjects) -> None:
         self._git_dir = git_dir
         self._env = env
+        self._loose = loose
         self._proc: spawn.Piped | None = None
 
     def _start(self) -> spawn.Piped:
@@ -207,33 +212,28 @@ class ObjectReader:
 
     def read(self, rev: str) -> tuple[str, bytes] | None:
         """(type, content) of *rev* (an oid or ``<oid>:<path>``), None when missing."""
-        if "\n" in rev:
-            raise ValueError("object name with a newline")
-        proc = self._start()
-        assert proc.stdin and proc.stdout
-        proc.stdin.write(rev.encode() + b"\n")
-        proc.stdin.flush()
-        header = proc.stdout.readline()
-        if not header:
-            raise GitError("git cat-file --batch exited")
-        parts = header.split()
-        if parts[-1] == b"missing" or parts[-1] == b"ambiguous":
-            return None
-        size = int(parts[2])
-        data = proc.stdout.read(size + 1)[:-1]
-        return parts[1].decode(), data
+        return self.read_many([rev])[0]
 
     def read_many(self, revs: list[str], chunk: int = 200) -> list[tuple[str, bytes] | None]:
         """Like read() for many objects, pipelined: a chunk of requests is written
         before its answers are read (small enough to fit the pipe, so neither side
         blocks the other)."""
+        if any("\n" in rev for rev in revs):
+            raise ValueError("object name with a newline")
+        out: list[tuple[str, bytes] | None] = [self._loose.read(rev) for rev in revs]
+        unknown = [i for i, found in enumerate(out) if found is UNKNOWN]
+        for i, found in zip(unknown, self._from_git([revs[i] for i in unknown], chunk)):
+            out[i] = found
+        return out
+
+    def _from_git(self, revs: list[str], chunk: int) -> list[tuple[str, bytes] | None]:
         out: list[tuple[str, bytes] | None] = []
+        if not revs:
+            return out
         proc = self._start()
         assert proc.stdin and proc.stdout
         for start in range(0, len(revs), chunk):
             part = revs[start:start + chunk]
-            if any("\n" in rev for rev in part):
-                raise ValueError("object name with a newline")
             proc.stdin.write(b"".join(rev.encode() + b"\n" for rev in part))
             proc.stdin.flush()
             for _ in part:
@@ -286,7 +286,8 @@ class Repo:
         self.env["GIT_DIR"] = info.git_dir
         self.oid_len = 32 if info.object_format == "sha256" else 20  # its digest's bytes
         self.zero_oid = "0" * (2 * self.oid_len)
-        self.reader = ObjectReader(info.git_dir, self.env)
+        self.reader = ObjectReader(info.git_dir, self.env, LooseObjects(
+            os.path.join(info.common_dir, "objects"), 2 * self.oid_len))
         # os.path, not pathlib: the guard imports this module on every commit, and
         # pathlib (with urllib.parse) is a few ms it does not need
         self._objects = os.path.join(info.common_dir, "objects")

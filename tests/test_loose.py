@@ -1,0 +1,108 @@
+"""Loose objects read without git (store/loose.py): what the registry wrote loose is
+read from the object files, anything else (packed by `git gc`, in an alternate) by
+`git cat-file --batch` as before, and both give the same answers."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import CLI, Runner, git, make_repo
+
+BRANCH = "refs/heads/agent-registry"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    run = Runner(repo)
+    for args in (["init", "--shards", "0"], ["register", "s1", "--provider", "test"],
+                 ["register", "s2", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "docs/a/b.md", "--session", "s2"]):
+        assert run(*args).returncode == 0
+    return repo
+
+
+def logged_git(tmp_path):
+    """An environment whose `git` logs each command's first word, and the log."""
+    log = tmp_path / "git.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir(exist_ok=True)
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
+    wrapper.chmod(0o755)
+    log.write_text("")
+    return {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def check(repo, env, path="src/auth.py"):
+    proc = subprocess.run([CLI, "lock", "check", path, "--session", "s1"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def reader(repo):
+    from agent_registry.store.git import Repo, discover
+    return Repo(discover(str(repo)))
+
+
+def every_rev(repo) -> list[str]:
+    """The tip, the tip with every path of its tree (trees too), and names that are not
+    there, through trees and through a blob."""
+    tip = git(repo, "rev-parse", BRANCH).strip()
+    paths = git(repo, "ls-tree", "-r", "-t", "--name-only", tip).split()
+    tree = git(repo, "rev-parse", f"{tip}^{{tree}}").strip()
+    return [tip, tree, f"{tip}:", f"{tree}:sessions", *(f"{tip}:{p}" for p in paths),
+            f"{tip}:nothing", f"{tip}:sessions/none.yaml", f"{tip}:registry.md/x",
+            f"{tip}:sessions//live", f"{tip}:./registry.md", "0" * len(tip),
+            tip[:12], "agent-registry"]
+
+
+def test_loose_reads_answer_as_cat_file_does(repo):
+    """Every name, loose and then packed, read through the reader equals git's own
+    answer (missing as None)."""
+    revs = every_rev(repo)
+    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=repo, capture_output=True,
+                           input="".join(r + "\n" for r in revs).encode(), check=True).stdout
+    want = []
+    for _ in revs:
+        header, _, batch = batch.partition(b"\n")
+        parts = header.split()
+        if parts[-1] in (b"missing", b"ambiguous"):
+            want.append(None)
+            continue
+        size = int(parts[2])
+        want.append((parts[1].decode(), batch[:size]))
+        batch = batch[size + 1:]
+    from agent_registry.store.loose import UNKNOWN
+    for packed in (False, True):
+        if packed:
+            git(repo, "gc", "-q", "--prune=now")
+        store = reader(repo)
+        try:
+            assert [store.reader.read(rev) for rev in revs] == want
+            assert store.reader.read_many(revs) == want
+            loose = [store.reader._loose.read(rev) for rev in revs]
+            if packed:  # nothing decided without git, nothing wrong
+                assert all(found is UNKNOWN or found is None for found in loose)
+            else:
+                assert loose[0] is not UNKNOWN  # it did read the objects itself
+        finally:
+            store.close()
+
+
+def test_lock_check_starts_no_git_and_reads_packed_objects_through_git(repo, tmp_path):
+    env, log = logged_git(tmp_path)
+    before = check(repo, env)
+    assert before[0] == 1 and "s2" in before[1]
+    assert log.read_text() == ""  # every object it read was loose
+    git(repo, "gc", "-q", "--prune=now")
+    assert check(repo, env) == before
+    assert log.read_text().split() == ["cat-file"]
+    # a claim after the gc: a loose tip over packed trees, read partly each way
+    assert Runner(repo)("lock", "acquire", "docs/a/c.md", "--session", "s2").returncode == 0
+    code, out = check(repo, env, "docs/a/c.md")
+    assert code == 1 and "s2" in out
+    code, out = check(repo, env, "docs/a/b.md")
+    assert code == 1 and "s2" in out
