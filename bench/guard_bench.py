@@ -63,7 +63,6 @@ class State:
 
     def __init__(self, shape: Shape, root: Path) -> None:
         self.env = states.hermetic_env(root)
-        self.env.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its bytecode compiled
         os.environ.update({k: self.env[k] for k in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
                                                     "GIT_CONFIG_NOSYSTEM", "TZ")})
         self.repo = states.build_ours(root / "repo", shape, self.env)

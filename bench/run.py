@@ -227,8 +227,7 @@ def bench_env(root: Path) -> dict[str, str]:
     """Hermetic git config, and compiled bytecode cached as an installed package would
     have it (this sandbox sets PYTHONDONTWRITEBYTECODE, which makes every run compile the
     project's modules: measured separately in the profile)."""
-    env = states.hermetic_env(root)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = states.hermetic_env(root)  # without PYTHONDONTWRITEBYTECODE
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     return env
 

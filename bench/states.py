@@ -44,13 +44,17 @@ def held_path(session: int, index: int) -> str:
 
 
 def hermetic_env(root: Path) -> dict[str, str]:
-    """No user or system git config may change what is measured."""
+    """No user or system git config may change what is measured, nor bytecode left
+    uncached."""
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
     config = home / ".gitconfig"
     config.write_text("[user]\n\tname = bench\n\temail = bench@localhost\n"
                       "[init]\n\tdefaultBranch = main\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "AGENT_REGISTRY_"))}
+    # an install has its bytecode compiled: with this (this sandbox's shells set it) a
+    # `--before` checkout, which has none, would compile every module on every run
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                GIT_CONFIG_GLOBAL=str(config), GIT_CONFIG_NOSYSTEM="1", TZ="UTC")
     return env
