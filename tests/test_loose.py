@@ -3,13 +3,12 @@ read from the object files, anything else (packed by `git gc`, in an alternate) 
 `git cat-file --batch` as before, and both give the same answers."""
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 
 import pytest
 
 from helpers import CLI, Runner, git, make_repo
+from test_paths_case import git_spy
 
 BRANCH = "refs/heads/agent-registry"
 
@@ -23,17 +22,6 @@ def repo(tmp_path):
                  ["lock", "acquire", "src/auth.py", "docs/a/b.md", "--session", "s2"]):
         assert run(*args).returncode == 0
     return repo
-
-
-def logged_git(tmp_path):
-    """An environment whose `git` logs each command's first word, and the log."""
-    log = tmp_path / "git.log"
-    wrapper = tmp_path / "bin" / "git"
-    wrapper.parent.mkdir(exist_ok=True)
-    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
-    wrapper.chmod(0o755)
-    log.write_text("")
-    return {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}, log
 
 
 def check(repo, env, path="src/auth.py"):
@@ -93,7 +81,8 @@ def test_loose_reads_answer_as_cat_file_does(repo):
 
 
 def test_lock_check_starts_no_git_and_reads_packed_objects_through_git(repo, tmp_path):
-    env, log = logged_git(tmp_path)
+    env, log = git_spy(tmp_path)
+    log.write_text("")
     before = check(repo, env)
     assert before[0] == 1 and "s2" in before[1]
     assert log.read_text() == ""  # every object it read was loose

@@ -232,10 +232,46 @@ def test_a_case_sensitive_repository_keeps_two_spellings_apart_at_no_cost(repo, 
     assert cli(repo, "lock", "acquire", "src/Auth.py", sid="kimi-1").returncode == 0
     commands = claim_commands(repo, tmp_path, "codex-2", "src/auth.py")
     assert "config" not in commands and "ls-files" not in commands
-    # where git says the filesystem ignores case: one config process, one index lookup
+    # where git says the filesystem ignores case (as macOS's git writes it): the config
+    # files still answer, and one index lookup spells the claim
     git(repo, "config", "core.ignorecase", "true")
+    git(repo, "config", "core.precomposeunicode", "true")
     commands = claim_commands(repo, tmp_path, "codex-2", "README.md")
-    assert commands.count("config") == 1 and commands.count("ls-files") == 1
+    assert "config" not in commands and commands.count("ls-files") == 1
+
+
+@pytest.mark.parametrize("lines", [
+    "\tignorecase = true\n\tprecomposeunicode = true\n",
+    "\tignoreCase = false\n", "\tignorecase\n", "\tignorecase = yes\n",
+    "\tignorecase = true\n\tignorecase = off\n",
+    "\tignorecase = true ; git wrote this\n", '\tignorecase = "true"\n',
+    "\tignorecase = tr\\\nue\n", "\tignorecase = maybe\n", "# ignorecase = true\n",
+    "[core] ignorecase = true\n"])
+@pytest.mark.parametrize("section", ["[core]", "[Core]", '[core "x"]', "[ core ]"])
+def test_the_config_files_answer_as_git_does_or_ask_it(tmp_path, lines, section):
+    """``core.ignorecase`` / ``core.precomposeunicode`` read from the files equal what
+    `git config` says, for the lines git writes and for others (which go to git); a bad
+    value is git's error to give, so the files never answer it."""
+    from agent_registry.store.git import _config_from_files, read_config
+    from agent_registry.branch.pathcase import rule_of
+    repo = make_repo(tmp_path / "repo")
+    config = repo / ".git" / "config"
+    config.write_text(config.read_text() + f"{section}\n{lines}")
+    git_dir = str(repo / ".git")
+    listed = subprocess.run(["git", "config", "-l"], cwd=repo, capture_output=True, text=True)
+    from_files = _config_from_files(git_dir)
+    if listed.returncode != 0 or "maybe" in lines:
+        assert from_files is None  # git refuses the file, or the value: git says so
+        return
+    if from_files is None:
+        return  # not a form the files answer: git is asked, as before
+    rule = rule_of(from_files)
+    for key, got in (("core.ignorecase", rule.ignorecase),
+                     ("core.precomposeunicode", rule.precompose)):
+        said = subprocess.run(["git", "config", "--type=bool", key], cwd=repo,
+                              capture_output=True, text=True).stdout.strip()
+        assert got == (said == "true"), (key, said, from_files)
+    assert rule_of(read_config(git_dir)).folds == rule.folds
 
 
 # -- Unicode: precomposed names -----------------------------------------------------------

@@ -552,23 +552,54 @@ def _config_files(git_dir: str) -> list[str]:
 def _config_from_files(git_dir: str) -> dict[str, str] | None:
     """read_config's answer without a process, in the usual case where no config file
     mentions agent-registry: then only whether ``origin`` exists matters, and the files
-    say that (its url is not read: "(set)").  None (ask git) whenever a file mentions us,
-    includes another, spells a remote the old way, or the environment adds settings."""
+    say that (its url is not read: "(set)"), and ``core.ignorecase`` /
+    ``core.precomposeunicode`` as git writes them on macOS and Windows (plain lines of a
+    ``[core]`` section).  None (ask git) whenever a file mentions us, includes another,
+    spells a remote the old way, writes those two keys any other way, or the
+    environment adds settings."""
     if any(os.environ.get(name) for name in
            ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")):
         return None
-    has_origin = False
-    for name in _config_files(git_dir):
+    has_origin, found = False, {}
+    local, worktree, *rest = _config_files(git_dir)
+    for name in [*reversed(rest), local, worktree]:  # git's order: the last value wins
         try:
             with open(name, "rb") as f:
                 text = f.read().lower()
         except OSError:
             continue
-        if b"agent-registry" in text or b"[include" in text or b"[remote." in text \
-                or b"ignorecase" in text or b"precomposeunicode" in text:
-            return None  # (git writes the last two where the filesystem folds names)
+        if b"agent-registry" in text or b"[include" in text or b"[remote." in text:
+            return None
+        if b"ignorecase" in text or b"precomposeunicode" in text:
+            flags = _core_flags(text)
+            if flags is None:
+                return None
+            found.update(flags)
         has_origin = has_origin or b'[remote "origin"]' in text
-    return {"remote.origin.url": "(set)"} if has_origin else {}
+    return {**found, **({"remote.origin.url": "(set)"} if has_origin else {})}
+
+
+_BOOLEANS = {b"": "true", b"true": "true", b"yes": "true", b"on": "true", b"1": "true",
+             b"false": "false", b"no": "false", b"off": "false", b"0": "false"}
+
+
+def _core_flags(text: bytes) -> dict[str, str] | None:
+    """``core.ignorecase`` and ``core.precomposeunicode`` of one config file's lower-cased
+    *text*, when each line naming them is ``key = BOOLEAN`` (or the bare key) in a plain
+    ``[core]`` section; None for anything else (a comment, a quote, a continuation, another
+    section: git reads those)."""
+    out, section = {}, b""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if b"ignorecase" not in line and b"precomposeunicode" not in line:
+            section = line if line.startswith(b"[") else section
+            continue
+        key, eq, value = (part.strip() for part in line.partition(b"="))
+        if section != b"[core]" or key not in (b"ignorecase", b"precomposeunicode") or \
+                (eq and value not in _BOOLEANS) or (not eq and key != line):
+            return None
+        out["core." + key.decode()] = _BOOLEANS[value] if eq else "true"
+    return out
 
 
 def read_config(git_dir: str) -> dict[str, str]:
