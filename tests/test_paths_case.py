@@ -209,7 +209,10 @@ def git_spy(tmp_path: Path) -> tuple[dict, Path]:
     folder, log = tmp_path / "spy", tmp_path / "git.log"
     folder.mkdir(exist_ok=True)
     real = shutil.which("git")
-    (folder / "git").write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec "{real}" "$@"\n')
+    (folder / "git").write_text(  # the command's name: its first word but options (-C DIR)
+        f'#!/bin/sh\nskip=\nfor a in "$@"; do case "$skip$a" in\n'
+        f'  -C) skip=1 ;; -*) ;; 1*) skip= ;; *) echo "$a" >> "{log}"; break ;;\n'
+        f'esac; done\nexec "{real}" "$@"\n')
     (folder / "git").chmod(0o755)
     return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}, log
 
@@ -238,6 +241,10 @@ def test_a_case_sensitive_repository_keeps_two_spellings_apart_at_no_cost(repo, 
     git(repo, "config", "core.precomposeunicode", "true")
     commands = claim_commands(repo, tmp_path, "codex-2", "README.md")
     assert "config" not in commands and commands.count("ls-files") == 1
+    proc = subprocess.run([CLI, "lock", "acquire", "src/new.py", "--session", "codex-2"],
+                          cwd=repo, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "| subprocess\n" not in proc.stderr  # git ran by spawn
 
 
 @pytest.mark.parametrize("lines", [

@@ -316,8 +316,10 @@ class Repo:
         if not names or not self.info.toplevel:
             return []
         specs = [f":(top,icase,literal){name.rstrip('/')}" for name in names]
-        proc = self.git("ls-files", "-z", "--cached", "--", *specs, check=False,
-                        cwd=self.info.toplevel)
+        # -C, not cwd=: a run in another directory would go through subprocess, whose
+        # import a claim on such a repository would pay (store/spawn.py)
+        proc = self.git("-C", self.info.toplevel, "ls-files", "-z", "--cached", "--", *specs,
+                        check=False)
         return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
 
     def close(self) -> None:
