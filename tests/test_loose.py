@@ -1,6 +1,7 @@
-"""Loose objects read without git (store/loose.py): what the registry wrote loose is
-read from the object files, anything else (packed by `git gc`, in an alternate) by
-`git cat-file --batch` as before, and both give the same answers."""
+"""Objects read without git (store/loose.py, store/packs.py): what the registry wrote
+loose is read from the object files, what `git gc` packed (deltas too) from the packs,
+anything else (in an alternate) by `git cat-file --batch` as before, and all give git's
+own answers."""
 from __future__ import annotations
 
 import subprocess
@@ -23,7 +24,8 @@ def repo(tmp_path, request):
     run = Runner(repo)
     for args in (["init", "--shards", "0"], ["register", "s1", "--provider", "test"],
                  ["register", "s2", "--provider", "test"],
-                 ["lock", "acquire", "src/auth.py", "docs/a/b.md", "--session", "s2"]):
+                 ["lock", "acquire", "src/auth.py", "docs/a/b.md", "--session", "s2"],
+                 *(["lock", "heartbeat", "--session", sid] for sid in ("s1", "s2") * 4)):
         assert run(*args).returncode == 0
     return repo
 
@@ -43,12 +45,14 @@ def every_rev(repo) -> list[str]:
     """The tip, the tip with every path of its tree (trees too), and names that are not
     there, through trees and through a blob."""
     tip = git(repo, "rev-parse", BRANCH).strip()
-    paths = git(repo, "ls-tree", "-r", "-t", "--name-only", tip).split()
     tree = git(repo, "rev-parse", f"{tip}^{{tree}}").strip()
-    return [tip, tree, f"{tip}:", f"{tree}:sessions", *(f"{tip}:{p}" for p in paths),
-            f"{tip}:nothing", f"{tip}:sessions/none.yaml", f"{tip}:registry.md/x",
-            f"{tip}:sessions//live", f"{tip}:./registry.md", "0" * len(tip),
-            tip[:12], "agent-registry"]
+    revs = [tip, tree, f"{tip}:", f"{tree}:sessions", f"{tip}:nothing",
+            f"{tip}:sessions/none.yaml", f"{tip}:registry.md/x", f"{tip}:sessions//live",
+            f"{tip}:./registry.md", "0" * len(tip), tip[:12], "agent-registry"]
+    for commit in git(repo, "rev-list", BRANCH).split():  # older versions: deltas once packed
+        paths = git(repo, "ls-tree", "-r", "-t", "--name-only", commit).split()
+        revs += [commit, *(f"{commit}:{p}" for p in paths)]
+    return revs
 
 
 def test_loose_reads_answer_as_cat_file_does(repo):
@@ -71,32 +75,40 @@ def test_loose_reads_answer_as_cat_file_does(repo):
     for packed in (False, True):
         if packed:
             git(repo, "gc", "-q", "--prune=now")
+            packs = list((repo / ".git" / "objects" / "pack").glob("*.idx"))
+            listed = git(repo, "verify-pack", "-v", *map(str, packs))
+            assert any(len(line.split()) == 7 for line in listed.splitlines())  # deltas
         store = reader(repo)
         try:
             assert [store.reader.read(rev) for rev in revs] == want
             assert store.reader.read_many(revs) == want
-            loose = [store.reader._loose.read(rev) for rev in revs]
-            if packed:  # nothing decided without git, nothing wrong
-                assert all(found is UNKNOWN or found is None for found in loose)
-            else:
-                assert loose[0] is not UNKNOWN  # it did read the objects itself
+            decided = [store.reader._loose.read(rev) is not UNKNOWN for rev in revs]
+            assert all(decided[:6]) and all(decided[12:])  # all but the names git spells
         finally:
             store.close()
 
 
-def test_lock_check_starts_no_git_and_reads_packed_objects_through_git(repo, tmp_path):
+def test_lock_check_starts_no_git_loose_or_packed_and_asks_git_for_an_alternate(repo, tmp_path):
     env, log = git_spy(tmp_path)
     log.write_text("")
     before = check(repo, env)
     assert before[0] == 1 and "s2" in before[1]
-    # every object it read was loose (a sha256 repository is found by git rev-parse)
-    assert set(log.read_text().split()) <= {"rev-parse"}
     git(repo, "gc", "-q", "--prune=now")
     assert check(repo, env) == before
-    assert "cat-file" in log.read_text().split()
     # a claim after the gc: a loose tip over packed trees, read partly each way
     assert Runner(repo)("lock", "acquire", "docs/a/c.md", "--session", "s2").returncode == 0
     code, out = check(repo, env, "docs/a/c.md")
     assert code == 1 and "s2" in out
     code, out = check(repo, env, "docs/a/b.md")
     assert code == 1 and "s2" in out
+    # no cat-file (a sha256 repository is found by git rev-parse)
+    assert set(log.read_text().split()) <= {"rev-parse"}
+    # a clone whose objects are its origin's (objects/info/alternates): git reads them
+    clone = tmp_path / "shared"
+    git(tmp_path, "clone", "-q", "--shared", str(repo), str(clone))
+    git(clone, "fetch", "-q", "origin", f"{BRANCH}:{BRANCH}")
+    git(clone, "config", "agent-registry.remote", "none")
+    assert not list((clone / ".git" / "objects" / "pack").glob("*.idx"))
+    code, out = check(clone, env, "docs/a/c.md")
+    assert code == 1 and "locked: docs/a/c.md by s2" in out
+    assert "cat-file" in log.read_text().split()

@@ -1,7 +1,7 @@
 """The one module that talks to git (over 400 lines: on purpose, all of it here).
 
-Reads of loose objects read their files (store/loose.py); the rest go through one
-persistent ``git cat-file --batch``.  Writes create loose objects
+Reads of loose and packed objects read their files (store/loose.py, store/packs.py);
+the rest go through one persistent ``git cat-file --batch``.  Writes create loose objects
 directly (the format is git's own: zlib of ``"<type> <size>\\0" + data``, named by its
 hash), which saves a ``hash-object``/``mktree``/``commit-tree`` process per object, and
 then move the branch with ``git update-ref -m REASON REF NEW OLD``: the compare-and-swap.

@@ -1,12 +1,13 @@
-"""Reading loose objects without a git process.
+"""Reading objects without a git process: loose here, packed in store/packs.py.
 
 The registry writes its objects loose (store/git.py ``write_object``), so what a
 one-shot command reads (the tip's commit, the trees on a few paths, their files) is
 nearly always loose: reading them here, zlib and a tree walk, saves starting
-``git cat-file --batch`` (most of a `lock check`'s git CPU).  Whatever this cannot
-answer for certain (an object that is packed or in an alternate, an abbreviated or
-symbolic name, a malformed file) it says :data:`UNKNOWN`, and the caller asks git,
-which reads it as before; objects are named by their content, so both answers agree.
+``git cat-file --batch`` (most of a `lock check`'s git CPU); after a ``git gc`` the
+packs answer the rest.  Whatever this cannot answer for certain (an object in an
+alternate, an abbreviated or symbolic name, a malformed file) it says :data:`UNKNOWN`,
+and the caller asks git, which reads it as before; objects are named by their
+content, so both answers agree.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import zlib
 
 UNKNOWN = object()  # not decided here: ask git
 _HEX = frozenset("0123456789abcdef")
+CACHED = 1024  # trees kept parsed
 
 
 class LooseObjects:
@@ -24,15 +26,19 @@ class LooseObjects:
         self._objects = objects_dir
         self._hex_len = hex_len
         self._trees: dict[str, dict[bytes, bytes]] = {}  # oid -> name -> entry oid (hex)
+        self._packs = None  # store/packs.Packs, at the first object that is not loose
 
     def _object(self, oid: str) -> tuple[str, bytes] | None:
-        """(type, content) of the loose object *oid*, None when it is not loose (or not
-        readable as one)."""
+        """(type, content) of *oid*, loose or in a pack (store/packs.py), None when
+        neither answers it."""
         try:
             with open(os.path.join(self._objects, oid[:2], oid[2:]), "rb") as f:
                 raw = zlib.decompress(f.read())
         except (OSError, zlib.error):
-            return None
+            if self._packs is None:
+                from .packs import Packs  # after a gc only: mmap is not free
+                self._packs = Packs(self._objects, self._hex_len)
+            return self._packs.object(oid)
         header, nul, data = raw.partition(b"\0")
         kind, _, size = header.partition(b" ")
         if not nul or not size.isdigit() or int(size) != len(data):
@@ -51,6 +57,8 @@ class LooseObjects:
                 name = data[data.index(b" ", i) + 1:nul]
                 entries[name] = data[nul + 1:nul + 1 + width].hex().encode()
                 i = nul + 1 + width
+            if len(self._trees) >= CACHED:  # a long-lived reader (MCP, dashboard)
+                self._trees.clear()
             self._trees[oid] = entries
         return entries
 
