@@ -12,6 +12,9 @@ from helpers import git
 
 WRITER = textwrap.dedent("""
     import resource, signal, sys
+    # no bytecode written under the limit: Python keeps a .pyc cut short at 4096 bytes,
+    # and every later import of that module in this checkout fails (EOFError)
+    sys.dont_write_bytecode = True
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
     from agent_registry import Registry
