@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -57,10 +56,10 @@ def _names(items: list[str]) -> str:
 # -- git and the branch -----------------------------------------------------------------
 
 def check_git(registry: Registry) -> Finding:
-    text = run_git(["version"]).stdout.decode().strip()
     version = git_version()
     fmt = registry.repo.info.object_format
-    shown = ".".join(map(str, version)) or text
+    # git's own words only when they hold no version number
+    shown = ".".join(map(str, version)) or run_git(["version"]).stdout.decode().strip()
     if version and version[:2] < MIN_GIT:
         return Finding("git", "fail", f"git {shown} is older than "
                        f"{'.'.join(map(str, MIN_GIT))}, which agent-registry needs",
