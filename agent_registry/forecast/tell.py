@@ -53,11 +53,13 @@ def text(overlap: dict, recipient: str) -> str:
             f"{other['session']} TEXT (sent by agent-registry overlap)")
 
 
-def _news(overlap: dict, told: dict[str, str]) -> bool:
-    """Whether *overlap* names a path the recipient was not told of, or one whose kind
-    is worse than it was told (*told*: path -> kind): a path dropping out is not news."""
-    return any(p["path"] not in told or KINDS.index(p["kind"]) < KINDS.index(told[p["path"]])
-               for p in overlap["paths"])
+def _news(overlap: dict, told: dict) -> dict[str, str]:
+    """The paths of *overlap* the recipient was not told of, or whose kind is worse than
+    it was told (*told*: path -> kind), with their kinds: a path dropping out is not news.
+    A kind the state file should not hold counts as never told."""
+    rank = {kind: n for n, kind in enumerate(KINDS)}
+    return {p["path"]: p["kind"] for p in overlap["paths"]
+            if rank[p["kind"]] < rank.get(told.get(p["path"]), len(KINDS))}
 
 
 def notify(registry, report: dict | None = None) -> list[dict]:
@@ -76,9 +78,11 @@ def notify(registry, report: dict | None = None) -> list[dict]:
             other = next(s for s in overlap["sessions"] if s != recipient)
             key, pair = f"overlap/{recipient}/{overlap['key']}", f"{recipient} {other}"
             before = told.get(pair) if isinstance(told.get(pair), dict) else {}
+            news = _news(overlap, before)
             pairs.add(pair)
-            if key in sent or not _news(overlap, before):
-                live.update([key] if key in sent else [])
+            if key in sent:
+                live.add(key)
+            if key in sent or not news:
                 continue
             try:
                 result = send(registry, other, {"session": recipient},
@@ -91,8 +95,7 @@ def notify(registry, report: dict | None = None) -> list[dict]:
                 mid, created = exc.details["id"], False  # sent before, in other words
             sent[key] = mid
             live.add(key)
-            told[pair] = {**before, **{p["path"]: p["kind"] for p in overlap["paths"]
-                                       if _news({"paths": [p]}, before)}}
+            told[pair] = {**before, **news}
             out.append({"to": recipient, "from": other, "id": mid, "key": key,
                         "created": created})
     kept = {"sent": {k: v for k, v in sent.items() if k in live},
