@@ -286,11 +286,11 @@ class Repo:
         self.env["GIT_DIR"] = info.git_dir
         self.oid_len = 32 if info.object_format == "sha256" else 20  # its digest's bytes
         self.zero_oid = "0" * (2 * self.oid_len)
-        self.reader = ObjectReader(info.git_dir, self.env, LooseObjects(
-            os.path.join(info.common_dir, "objects"), 2 * self.oid_len))
         # os.path, not pathlib: the guard imports this module on every commit, and
         # pathlib (with urllib.parse) is a few ms it does not need
         self._objects = os.path.join(info.common_dir, "objects")
+        self.reader = ObjectReader(info.git_dir, self.env,
+                                   LooseObjects(self._objects, 2 * self.oid_len))
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None
@@ -598,7 +598,7 @@ def _core_flags(text: bytes) -> dict[str, str] | None:
             continue
         key, eq, value = (part.strip() for part in line.partition(b"="))
         if section != b"[core]" or key not in (b"ignorecase", b"precomposeunicode") or \
-                (eq and value not in _BOOLEANS) or (not eq and key != line):
+                (eq and value not in _BOOLEANS):
             return None
         out["core." + key.decode()] = _BOOLEANS[value] if eq else "true"
     return out

@@ -52,11 +52,14 @@ class LooseObjects:
             if found is None or found[0] != "tree":
                 return None
             entries, data, i, width = {}, found[1], 0, self._hex_len // 2
-            while i < len(data):
-                nul = data.index(b"\0", i)
-                name = data[data.index(b" ", i) + 1:nul]
-                entries[name] = data[nul + 1:nul + 1 + width].hex().encode()
-                i = nul + 1 + width
+            try:
+                while i < len(data):
+                    nul = data.index(b"\0", i)
+                    name = data[data.index(b" ", i) + 1:nul]
+                    entries[name] = data[nul + 1:nul + 1 + width].hex().encode()
+                    i = nul + 1 + width
+            except ValueError:
+                return None  # not a tree git wrote: git says what it is
             if len(self._trees) >= CACHED:  # a long-lived reader (MCP, dashboard)
                 self._trees.clear()
             self._trees[oid] = entries
