@@ -20,6 +20,7 @@ below, between its own markers, and leaves the others alone.
 """
 DESCRIPTIONS = {
     "small": "10 locks (10 sessions x 1)",
+    "small-16": "10 locks (10 sessions x 1) in 16 lock shards with clone refs (`init`'s layout)",
     "locks-10k": "10,000 locks (10 sessions x 1,000)",
     "sessions-100": "10,000 locks (100 sessions x 100)",
     "history-100k": "10 locks (10 sessions x 1), long history",
@@ -74,18 +75,18 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
         f"{run['seconds'] / 60:.1f} min._",
         "",
         f"**Machine:** {facts['nproc']} cores ({facts['cpu']}), {facts['os']}, Python "
-        f"{facts['python']}, git {facts['git']}. This is a **shared 2-core machine**: other "
-        f"developers ran their test suites during the run (load average "
-        f"{run['load'][0][0]:.1f} at the start, {run['load'][1][0]:.1f} at the end), so absolute "
-        "numbers are noisy and on the high side; the ratios, measured alternately under the "
-        "same load, are steadier. Rerun `make bench` on a quiet machine for clean absolutes.",
+        f"{facts['python']}, git {facts['git']}; the console script was written by pip "
+        f"{facts.get('pip', '?')} ({facts.get('launcher', '')}). This is a shared 2-core machine "
+        f"(load average {run['load'][0][0]:.1f} at the start, {run['load'][1][0]:.1f} at the end): "
+        "absolute numbers move with what else runs; the ratios, measured alternately under "
+        "the same load, are steadier.",
         "",
         "**What is compared.** *Ours*: the installed `agent-registry` console script, run by "
         "the benchmark's interpreter as an agent runs it (`lock acquire PATH --session S`, "
         "`lock check PATH --session S`, `lock heartbeat PATH --session S`, `status`), in a "
-        "repository whose registry holds the state, built through the core API: "
-        f"{results[0].layout if results else ''} (a new registry made by `init` has 16 lock "
-        "shards with clone refs: see the layout section of this file). "
+        "repository whose registry holds the state, in the layout its row names: one branch "
+        "(layout format 1), or, for `small-16`, the layout `init` gives a new registry (16 "
+        "lock shards; heartbeats and diary lines on each clone's own ref). "
         + (f"*Before*: the same console script with the code of commit {run['before']} first "
            "on `PYTHONPATH` (a `git archive` of it), against the same repositories. "
            if run.get("before") else "")

@@ -7,6 +7,8 @@ rounds: each round runs every command of every tool (in alternating order) in ev
 state, so a change of load on a shared machine falls on all of them alike:
 
     small        10 locks (10 sessions x 1)         ~100 commits on the branch
+    small-16     the same in the layout `init` gives a new registry (16 lock shards,
+                 heartbeats on each clone's own ref)
     locks-10k    10,000 locks (10 sessions x 1,000)  ~100 commits
     sessions-100 10,000 locks (100 sessions x 100)   ~200 commits  (full run only)
     history-100k 10 locks (10 sessions x 1)          100,000 commits
@@ -51,6 +53,7 @@ from states import CLAIMER, HEARTBEAT_PATH, TTL, Shape  # noqa: E402
 
 SHAPES = [
     Shape("small", sessions=10, locks_each=1, history=100),
+    Shape("small-16", sessions=10, locks_each=1, history=24, shards=16),  # `init`'s layout
     Shape("locks-10k", sessions=10, locks_each=1000, history=100),
     Shape("sessions-100", sessions=100, locks_each=100, history=100),
     Shape("history-100k", sessions=10, locks_each=1, history=100_000),
@@ -242,7 +245,12 @@ def machine_facts() -> dict[str, str]:
                 break
     except OSError:
         pass
-    return {"nproc": str(os.cpu_count()), "cpu": cpu or platform.processor(),
+    script = Path(OURS).read_text(errors="replace")
+    pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True,
+                         text=True).stdout.split()
+    return {"pip": pip[1] if len(pip) > 1 else "?",
+            "launcher": "it imports re" if "import re" in script else "it does not import re",
+            "nproc": str(os.cpu_count()), "cpu": cpu or platform.processor(),
             "python": platform.python_version(), "git": git.removeprefix("git version "),
             "os": f"{platform.system()} {platform.release()}"}
 

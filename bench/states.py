@@ -28,11 +28,13 @@ HEARTBEAT_PATH = "src/bench/heartbeat.py"  # the claimer holds it: `lock heartbe
 @dataclass(frozen=True)
 class Shape:
     """What a state holds: *sessions* live sessions holding *locks_each* locks each,
-    on top of *history* commits."""
+    on top of *history* commits; in one branch (layout format 1), or with *shards* lock
+    shards and clone refs, the layout `agent-registry init` gives a new registry."""
     name: str
     sessions: int
     locks_each: int
     history: int
+    shards: int = 0
 
     @property
     def locks(self) -> int:
@@ -122,13 +124,16 @@ def build_ours(repo: Path, shape: Shape, env: dict[str, str]) -> Path:
     make_project(repo, env)
     history = max(0, shape.history - (2 * shape.sessions + 4))  # the API adds the rest
     start = time.time() - history - 60
-    with Registry.open(str(repo), clock=lambda: start) as registry:
-        registry.init()
+    # sync's Registry makes (and writes) the layout a new registry gets; the core's, one branch
+    from agent_registry.sync import Registry as Sharding
+    kind = Sharding if shape.shards else Registry
+    with kind.open(str(repo), clock=lambda: start) as registry:
+        registry.init(shards=shape.shards)
         registry.register(HISTORY_SID, provider="bench", working_on="a long history",
                           pid=os.getpid())
     if history:
         lay_history(repo, env, history, start)
-    with Registry.open(str(repo)) as registry:
+    with kind.open(str(repo)) as registry:
         registry.finish(HISTORY_SID)
         for s in range(shape.sessions):
             sid = f"holder-{s:03d}"

@@ -64,6 +64,41 @@ def test_hot_command_imports_only_what_it_runs(repo, command):
     assert heavy == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported {heavy}"
 
 
+# What the console script itself may not bring either, run as pip 25.2 and later (and uv)
+# write it: without `import re` (older pips import it, and the Makefile upgrades pip)
+LAUNCHER = ("import sys; from agent_registry.cli.fast import run; "
+            "sys.argv[0] = 'agent-registry'; sys.exit(run())")
+NOR = {"re", "json", "enum", "collections", "functools", "contextlib", "operator"}
+
+
+@pytest.fixture(scope="module", params=["default", "one-branch"])
+def layouts(request, tmp_path_factory):
+    """The layout a new registry gets (lock shards, clone refs) and the single branch."""
+    repo = make_repo(tmp_path_factory.mktemp("strict") / "repo")
+    run = Runner(repo)
+    init = ["init"] if request.param == "default" else ["init", "--shards", "0"]
+    for args in (init, ["register", "s1", "--provider", "test"],
+                 ["register", "s2", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "--session", "s2"],
+                 ["lock", "acquire", "src/mine.py", "--session", "s1"]):
+        proc = run(*args)
+        assert proc.returncode == 0, proc.stderr
+    return repo
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_hot_command_reads_and_writes_json_without_json_re_or_collections(layouts, command):
+    """Records go through store/jsontext.py, names are checked without patterns, and
+    nothing on the way imports collections, functools or contextlib (tests/test_jsontext.py)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, *COMMANDS[command]],
+                          cwd=layouts, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == (1 if command == "check" else 0), proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.core.registry" in names
+    assert sorted(names & NOR) == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported them"
+
+
 def test_hot_commands_find_a_plain_repository_without_git_rev_parse(repo, tmp_path):
     """In the plain layout the repository is read from the files (store/git.plain_layout):
     the commands start git only for the registry's reads and writes."""

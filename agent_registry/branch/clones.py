@@ -17,9 +17,8 @@ turns under its flock, as on any branch.  Readers overlay it:
 """
 from __future__ import annotations
 
-import json
-import re
 
+from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo, parse_tree
 from .records import LIVE, Session, UnreadableRecord, parse_iso
@@ -54,13 +53,13 @@ def beat_path(sid: str) -> str:
 
 
 def beat_bytes(sid: str, heartbeat_at: str) -> bytes:
-    return (json.dumps({"session": sid, "heartbeat_at": heartbeat_at}) + "\n").encode()
+    return (jsontext.dumps({"session": sid, "heartbeat_at": heartbeat_at}) + "\n").encode()
 
 
 def parse_beat(raw: bytes) -> str:
     """The heartbeat a beat file records; UnreadableRecord when it records none."""
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
         beat = data.get("heartbeat_at") if isinstance(data, dict) else None
     except ValueError as exc:
         raise UnreadableRecord(f"not JSON: {exc}") from None
@@ -75,14 +74,14 @@ def has_clones(view: View) -> bool:
     if raw is None:
         return False
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
     except ValueError:
         return False  # the writers refuse it (shards.require_writable); readers read it as before
     return isinstance(data, dict) and isinstance(data.get("format"), int) \
         and data["format"] >= FORMAT
 
 
-_COMMITTER = LazyPattern(rb"^committer .* (\d+) [+-]\d{4}$", re.M)
+_COMMITTER = LazyPattern(rb"(?m)^committer .* (\d+) [+-]\d{4}$")
 
 
 class Clones:
@@ -180,10 +179,11 @@ def _entries(raw: bytes) -> tuple[bytes, list[bytes]]:
     if match is None:
         return raw, []
     head, body = raw[:match.start()], raw[match.start():]
-    return head, [entry for entry in re.split(rb"(?m)^(?=- )", body) if entry]
+    return head, [entry for entry in _ENTRY_START.split(body) if entry]
 
 
 _FIRST_ENTRY = LazyPattern(rb"(?m)^- \d{4}-\d\d-\d\dT")
+_ENTRY_START = LazyPattern(rb"(?m)^(?=- )")
 
 
 class MainView(View):

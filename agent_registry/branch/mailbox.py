@@ -98,7 +98,7 @@ def problem(record: object) -> str | None:
         return exc.message
     recipients = record.get("recipients")
     if not isinstance(recipients, list) or not all(
-            isinstance(r, str) and P.SESSION_ID.fullmatch(r) for r in recipients):
+            isinstance(r, str) and P.is_session_id(r) for r in recipients):
         return "recipients must be a list of session ids"
     thread = record.get("thread")
     if thread is not None and not (isinstance(thread, str) and MESSAGE_ID.fullmatch(thread)):

@@ -13,7 +13,9 @@ imports this.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Iterable
 
 from .paths import LITERAL, is_glob, overlaps, plain
 

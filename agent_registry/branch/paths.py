@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
-from collections.abc import Iterable
-from functools import lru_cache
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Iterable
 
 from ..errors import BadInput
 from . import pathforms as W
-from ..store.lazyre import LazyPattern
+from ..store.lazyre import ALNUM, LazyPattern, spelled_with
 
 GLOB_CHARS = "*?["
 # git pathspec magic: how an argument says it is a literal name or a glob
 LITERAL = ":(literal)"
 GLOB = ":(glob)"
-SESSION_ID = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
+_SESSION_ID_CHARS = ALNUM | frozenset("._:@+-")  # [A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}
 # refused in every text an agent gives (and in paths): C0, DEL, C1, and the bidi controls
 # that reorder what a terminal shows (U+202A-U+202E embeddings and overrides, U+2066-U+2069
 # isolates, U+200E/U+200F marks, U+061C arabic letter mark)
@@ -29,12 +29,16 @@ _CONTROL = LazyPattern("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066
 TAG = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,63}")
 
 
+def is_session_id(text: str) -> bool:
+    return spelled_with(text, ALNUM, _SESSION_ID_CHARS, 128)
+
+
 def validate_session_id(sid: str | None) -> str:
     if sid is None:
         raise BadInput("no session id: pass one or set AGENT_REGISTRY_SESSION")
     if not sid.strip():
         raise BadInput("empty session id")
-    if not SESSION_ID.fullmatch(sid):
+    if not is_session_id(sid):
         raise BadInput(f"invalid session id {sid!r}: use letters, digits and ._:@+- "
                        "(at most 128, starting with a letter or digit)")
     return sid
@@ -204,6 +208,7 @@ def _bracket(pattern: str, i: int) -> tuple[str, int]:
     """The regex of the bracket expression that opens at *i*, and the index after it.
     Every member is escaped, so nothing in a pattern can reach the regex syntax; in git
     wildmatch a bracket never matches ``/``."""
+    import re  # globs only: a one-shot command on plain paths never compiles a pattern
     j, n = i + 1, len(pattern)
     negated = j < n and pattern[j] in "!^"
     j += negated
@@ -240,9 +245,21 @@ def _bracket_char(pattern: str, j: int) -> tuple[str, int]:
     return pattern[j], j + 1
 
 
-@lru_cache(maxsize=256)
-def _wildmatch_regex(pattern: str) -> re.Pattern:
-    """git wildmatch (WM_PATHNAME) as a regex; raises BadPattern when it cannot be compiled."""
+_WILDMATCH: dict[str, object] = {}  # pattern -> compiled (functools.lru_cache: an import)
+
+
+def _wildmatch_regex(pattern: str):
+    """git wildmatch (WM_PATHNAME) as a compiled regex, kept for the next call; raises
+    BadPattern when it cannot be compiled."""
+    if pattern not in _WILDMATCH:
+        if len(_WILDMATCH) >= 256:
+            _WILDMATCH.clear()
+        _WILDMATCH[pattern] = _compile_wildmatch(pattern)
+    return _WILDMATCH[pattern]
+
+
+def _compile_wildmatch(pattern: str):
+    import re
     out, i, n = [], 0, len(pattern)
     while i < n:
         c = pattern[i]

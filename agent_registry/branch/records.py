@@ -8,15 +8,16 @@ re-emits byte for byte; it is then rewritten through ruamel.yaml's round-trip mo
 which keeps the comments.  So a claim, which rewrites its session file, stays fast, and
 a hand edit is never lost.
 
-Lock records are JSON: the guard reads them with ``json`` alone.  Over 400 lines: every
+Lock records are JSON, read and written by store/jsontext.py (json's C code, without
+importing json).  Over 400 lines: every
 record the guard reads, with its standard-library reader and writer, in the one module
 the guard imports for them.
 """
 from __future__ import annotations
 
-import json
-import re
 import time
+
+from ..store import jsontext
 from ..store.lazyre import LazyPattern
 
 LIVE = "OnWorking"
@@ -181,7 +182,7 @@ def _scalar(value) -> str:
     if isinstance(value, int):
         return str(value)
     nested = isinstance(value, (dict, list, tuple))  # JSON is YAML flow style; repr is not
-    text = json.dumps(value if nested else str(value), ensure_ascii=False)
+    text = jsontext.dumps(value if nested else str(value), ensure_ascii=False)
     if text.isascii():  # nothing to escape, and no need to compile the pattern
         return text
     return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
@@ -201,8 +202,16 @@ def emit_yaml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-_DECODER = json.JSONDecoder()
-_KEY = LazyPattern(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
+def _key_line(line: str) -> tuple[str, str | None] | None:
+    r"""``key:`` and ``key: value`` lines (the pattern ``([A-Za-z_][\w-]*):(?:\s+(.*))?$``,
+    without compiling it): the key and the value's text, None when there is none."""
+    key, colon, rest = line.partition(":")
+    if not colon or not key or not (key[0] == "_" or key[0].isascii() and key[0].isalpha()) \
+            or not all(c.isalnum() or c in "_-" for c in key):
+        return None
+    if not rest:
+        return key, None
+    return (key, rest.lstrip()) if rest[0].isspace() else None
 
 
 def plain_scalar(text: str):
@@ -210,7 +219,7 @@ def plain_scalar(text: str):
     null, a boolean, an integer or ``[]``."""
     text = text.strip()
     if text.startswith('"'):
-        value, end = _DECODER.raw_decode(text)
+        value, end = jsontext.raw_decode(text)
         rest = text[end:].strip()
         if rest and not rest.startswith("#"):
             raise UnreadableRecord(f"unexpected text after a string: {rest[:20]!r}")
@@ -225,7 +234,8 @@ def plain_scalar(text: str):
         return text == "true"
     if text == "[]":
         return []
-    if re.fullmatch(r"-?\d+", text):
+    digits = text[1:] if text[:1] == "-" else text
+    if digits.isdecimal():  # -?\d+
         return int(text)
     if text.startswith(("[", "{", "|", ">", "&", "*", "!")):
         raise UnreadableRecord(f"YAML construct this reader does not handle: {text[:20]!r}")
@@ -237,7 +247,7 @@ def parse_yaml(text: str) -> dict:
     hand edits with comments included).  Anything else raises UnreadableRecord."""
     data: dict = {}
     current: str | None = None
-    loads = json.loads
+    loads = jsontext.loads
     for number, line in enumerate(text.splitlines(), 1):
         # fast paths: the canonical `key: "json string"` and `- "json string"` lines we
         # write ourselves
@@ -263,10 +273,10 @@ def parse_yaml(text: str) -> dict:
                     raise UnreadableRecord("list item outside a list")
                 data[current].append(plain_scalar(stripped[1:]))
                 continue
-            match = _KEY.match(line)
-            if not match:
+            parts = _key_line(line)
+            if parts is None:
                 raise UnreadableRecord(f"cannot read {stripped[:30]!r}")
-            key, rest = match.group(1), match.group(2)
+            key, rest = parts
             if rest is None or rest.strip() == "" or rest.strip().startswith("#"):
                 data[key], current = [], key
             else:
@@ -400,12 +410,12 @@ class Lock:
     def to_bytes(self) -> bytes:
         body = {"path": self.path, "mode": self.mode,
                 "holders": [h.to_dict() for h in self.holders]}
-        return (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode()
+        return (jsontext.dumps(body, indent=1, ensure_ascii=False) + "\n").encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Lock":
         try:
-            body = json.loads(raw)
+            body = jsontext.loads(raw)
             return cls(body["path"], body.get("mode", "exclusive"),
                        [Holder(h["session"], h.get("generation", ""),
                                h.get("acquired_at", ""), int(h.get("ttl", 600)))

@@ -10,9 +10,7 @@ records are read only for the shown locks of sessions already past the default T
 """
 from __future__ import annotations
 
-import json
-import re
-
+from ..store import jsontext
 from ..store.shipped import read_text
 from .clones import has_clones
 from .records import iso, parse_iso
@@ -34,7 +32,6 @@ STALE = "⚠ stale"
 # with the clock-skew margin.  Whether a pid still runs can only be checked on its own host.
 _NO_HOST = "\0"
 
-_PLACEHOLDER = LazyPattern(r"\$(\$|[a-z_]+)")
 # What GFM would read as markup in its position, and only that: code spans, emphasis and
 # strikethrough, links and images, table pipes, math on forges that render it, escapes and
 # HTML anywhere; '_' unless inside a word (snake_case stays); the '.' of www., the ':' of
@@ -51,11 +48,19 @@ def fill(name: str, **values: str) -> str:
     """The template *name* with ``$key`` replaced (``$$`` is a literal ``$``); a
     missing key is an error.  (string.Template compiles its pattern at import: a cost
     every command would pay.)"""
-    return _PLACEHOLDER.sub(lambda m: "$" if m.group(1) == "$" else values[m.group(1)],
-                            read_text("templates", name))
+    head, *parts = read_text("templates", name).split("$")
+    out = [head]
+    parts = iter(parts)
+    for part in parts:  # the text after a $: $$, a key ([a-z_]+), or a lone $
+        if part == "":  # $$
+            out.append("$" + next(parts, ""))
+            continue
+        key = part[:len(part) - len(part.lstrip("abcdefghijklmnopqrstuvwxyz_"))]
+        out.append(values[key] + part[len(key):] if key else "$" + part)
+    return "".join(out)
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match) -> str:  # a re.Match of _MARKUP
     char = match.group(0)
     if char in _HTML:
         return _HTML[char]
@@ -132,7 +137,7 @@ def lock_shards(view: View) -> int | None:
     if raw is None:
         return None
     try:
-        count = json.loads(raw).get("shards")
+        count = jsontext.loads(raw).get("shards")
     except (ValueError, AttributeError):
         return None
     return count if isinstance(count, int) and count >= 1 else None
@@ -160,7 +165,7 @@ def front_value(value) -> str:
     """A front-matter value as JSON (valid YAML) with ``<``, ``>`` and ``&`` as ``\\u``
     escapes: a renderer that does not know front matter (cmark-gfm) reads those lines
     as Markdown, and the commit subject there is agent text."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = jsontext.dumps(value, ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

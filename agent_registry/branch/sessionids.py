@@ -6,7 +6,9 @@ every face names the same closest ids.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Iterable
 from ..store.lazyre import LazyPattern
 
 # what `register` makes (cli/console.new_session_id: <provider>-<unix time>-<hex>), what

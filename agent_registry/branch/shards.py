@@ -24,9 +24,11 @@ every shard that could be asked about them).
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Callable
 
+from ..store import jsontext
 from . import paths as P
 from ..errors import RegistryError
 from .records import (LIVE, Holder, Lock, Session, UnreadableRecord, dump_session, iso,
@@ -177,14 +179,14 @@ def held_bytes(sid: str, targets: list[str], heartbeat_at: str) -> bytes:
     """A session's held list on one shard: the targets it holds there, and the heartbeat
     its last claim there wrote (a claim renews the session without writing the main
     branch, so a holder's age is the newest of this and its session file's)."""
-    return (json.dumps({"session": sid, "locks": targets, "heartbeat_at": heartbeat_at},
+    return (jsontext.dumps({"session": sid, "locks": targets, "heartbeat_at": heartbeat_at},
                        indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def parse_held(raw: bytes) -> tuple[list[str], str]:
     """(targets, heartbeat_at) of a held list; UnreadableRecord when it is not one."""
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
         targets, beat = data["locks"], data.get("heartbeat_at", "")
         if isinstance(targets, list) and all(isinstance(t, str) for t in targets) \
                 and isinstance(beat, str):
@@ -260,7 +262,7 @@ def split(files: dict[str, bytes], shards: int, at: float) -> tuple[dict[str, by
 
 def layout_bytes(shards: int) -> bytes:
     """The marker a conversion writes on the main branch."""
-    return (json.dumps({"format": FORMAT, "shards": shards, "key_depth": KEY_DEPTH,
+    return (jsontext.dumps({"format": FORMAT, "shards": shards, "key_depth": KEY_DEPTH,
                         "requires": REQUIRES}, indent=1) + "\n").encode()
 
 
@@ -271,7 +273,7 @@ def layout_of(raw: bytes | None) -> dict:
     if raw is None:
         return {"format": 1}
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
         if isinstance(data.get("format"), int) and data["format"] >= 1:
             return data
     except (ValueError, AttributeError):

@@ -11,9 +11,9 @@ cannot keep a lock alive for as long as the clock is ahead.
 """
 from __future__ import annotations
 
-import json
 import os
 
+from ..store import jsontext
 from ..store.procinfo import hostname, is_alive
 from .records import DEFAULT_TTL, Holder, Session, parse_iso
 
@@ -57,7 +57,7 @@ class FirstSeen:
             seen[sid] = {"at": stamp, "seen": now}
             f.seek(0)
             f.truncate()
-            f.write(json.dumps(seen, sort_keys=True))
+            f.write(jsontext.dumps(seen, sort_keys=True))
             return now
 
 
@@ -65,7 +65,7 @@ def _sightings(text: str) -> dict[str, dict]:
     """The well-formed entries of the first-seen file; a damaged file or entry (a crash
     mid-write, a hand edit) is dropped, so its sightings count from now (locks held)."""
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = jsontext.loads(text) if text.strip() else {}
     except ValueError:
         return {}
     if not isinstance(data, dict):

@@ -5,7 +5,7 @@ operation that sync replays, the watchdog follows and the dashboard draws.  Ever
 the tool makes writes its trailers here."""
 from __future__ import annotations
 
-import json
+from ..store import jsontext
 
 TRAILER = "Registry-"
 
@@ -25,7 +25,7 @@ def trailers(op: dict, *, session: str | None = None, extra: tuple[str, ...] = (
         lines.append(f"{TRAILER}Reason: {' '.join(str(op['reason']).split())}")
     if op.get("by"):
         lines.append(f"{TRAILER}By: {op['by']}")
-    lines.append(f"{TRAILER}Data: {json.dumps(op, ensure_ascii=True, sort_keys=True)}")
+    lines.append(f"{TRAILER}Data: {jsontext.dumps(op, ensure_ascii=True, sort_keys=True)}")
     return "\n".join(lines) + "\n"
 
 
@@ -34,7 +34,7 @@ def parse_op(message: str) -> dict | None:
     for line in reversed(message.splitlines()):
         if line.startswith(f"{TRAILER}Data: "):
             try:
-                return json.loads(line[len(TRAILER) + 6:])
+                return jsontext.loads(line[len(TRAILER) + 6:])
             except ValueError:
                 return None
     return None

@@ -12,9 +12,8 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
 """
 from __future__ import annotations
 
-import json
-import re
 
+from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo
 from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, overlaps,
@@ -22,7 +21,6 @@ from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, ov
 from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
                       plain_scalar)
 from .staleness import DEFAULT_TTL
-from ..store.lazyre import LazyPattern
 
 LIVE_DIR = "sessions/live"
 DONE_DIR = "sessions/done"
@@ -175,7 +173,7 @@ class View:
     def _remember_ended(self, session: Session, keep: int = 20) -> None:
         raw = self.read(RECENT)
         try:
-            recent = json.loads(raw) if raw else []
+            recent = jsontext.loads(raw) if raw else []
         except ValueError:
             self.warnings.append(f"{RECENT} was unreadable and is rebuilt")
             recent = []
@@ -183,12 +181,12 @@ class View:
                  "working_on": session.working_on, "status": session.status,
                  "finished_at": session.finished_at}
         recent = [entry] + [r for r in recent if r.get("id") != session.id]
-        self.write(RECENT, (json.dumps(recent[:keep], indent=1, ensure_ascii=False) + "\n").encode())
+        self.write(RECENT, (jsontext.dumps(recent[:keep], indent=1, ensure_ascii=False) + "\n").encode())
 
     def recent(self) -> list[dict]:
         raw = self.read(RECENT)
         try:
-            return json.loads(raw) if raw else []
+            return jsontext.loads(raw) if raw else []
         except ValueError:
             return []
 
@@ -303,7 +301,18 @@ def parse_lock(raw: bytes, name: str) -> Lock:
     return lock
 
 
-_HELD = LazyPattern(rb"^locks:\n((?:- [^\n]*\n)*)", re.M)
+def _held_block(raw: bytes) -> tuple[int, int] | None:
+    """Where the ``locks:`` line and the ``- item`` lines after it are in a session file
+    (the pattern ``(?m)^locks:\\n((?:- [^\\n]*\\n)*)``, with no regex to compile)."""
+    start = 0 if raw.startswith(b"locks:\n") else raw.find(b"\nlocks:\n") + 1
+    if start == 0 and not raw.startswith(b"locks:\n"):
+        return None
+    end = start + len(b"locks:\n")
+    while raw.startswith(b"- ", end) and (line_end := raw.find(b"\n", end)) != -1:
+        end = line_end + 1
+    return start, end
+
+
 # (blob id, keep) -> summary: a blob never changes, and a process that commits many
 # operations in a row (a replay, helping another clone) renders registry.md for each,
 # over mostly the same session files
@@ -321,12 +330,13 @@ def _copy(session: Session) -> Session:
 
 def _summarize(raw: bytes, keep: int) -> tuple[Session, int] | None:
     """A session whose held list is cut to *keep* entries, and the full count."""
-    found = _HELD.search(raw)
+    found = _held_block(raw)
     if found is None:
         return None
-    block = found.group(1)
+    start, end = found
+    block = raw[start + len(b"locks:\n"):end]
     try:
-        session = load_session(raw[:found.start()] + b"locks: []\n" + raw[found.end():])
+        session = load_session(raw[:start] + b"locks: []\n" + raw[end:])
         session.locks = [plain_scalar(line[2:].decode()) for line in block.split(b"\n", keep)[:keep]
                          if line.startswith(b"- ")]
     except (UnreadableRecord, UnicodeDecodeError, ValueError):

@@ -2,20 +2,20 @@
 click-free fast path (cli/fast.py), so both say exactly the same thing."""
 from __future__ import annotations
 
-import json
 import os
 
+from ..store import jsontext
 from ..branch.staleness import age
 
 
 def to_json(data) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    return jsontext.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
 def error_json(exc) -> str:
     """The documented ``{"error": {...}}`` document of a RegistryError."""
-    return json.dumps({"error": {"code": exc.exit_code, "message": exc.message, **exc.details}},
-                      indent=2, ensure_ascii=False)
+    return jsontext.dumps({"error": {"code": exc.exit_code, "message": exc.message,
+                                     **exc.details}}, indent=2, ensure_ascii=False)
 
 
 def claim_text(result: dict) -> str:

@@ -14,13 +14,13 @@ import os
 from ..branch.clones import CloneView, Clones, MainView, clone_branch
 from ..branch.render import fill, registry_md
 from ..branch.view import View
-from ..store.lazyre import LazyPattern
+from ..store.lazyre import ALNUM
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .registry import Registry
 
-_NAME = LazyPattern(r"[^A-Za-z0-9._-]+")
+_NAME_CHARS = ALNUM | frozenset("._-")
 _CLASSES: dict[type, type] = {}
 
 
@@ -32,13 +32,14 @@ def clone_name(registry: Registry, create: bool = True) -> str | None:
     try:
         with open(path, encoding="ascii") as f:
             name = f.read().strip()
-        if name and _NAME.sub("", name) == name:
+        if name and all(c in _NAME_CHARS for c in name):
             return name
     except (OSError, UnicodeDecodeError):
         pass
     if not create:
         return None
-    host = _NAME.sub("-", registry.host).strip(".-")[:40] or "clone"
+    host = "".join(c if c in _NAME_CHARS else " " for c in registry.host)
+    host = "-".join(host.split()).strip(".-")[:40] or "clone"  # a run of others: one -
     name = f"{host}-{os.urandom(6).hex()}"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}"

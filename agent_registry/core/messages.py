@@ -45,7 +45,7 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
         sender_id = _sender_id(op)
         recipients, thread = op["recipients"], op.get("thread")
         if not isinstance(recipients, list) or not all(
-                isinstance(r, str) and P.SESSION_ID.fullmatch(r) for r in recipients) or \
+                isinstance(r, str) and P.is_session_id(r) for r in recipients) or \
                 not isinstance(thread, str) or not MESSAGE_ID.fullmatch(thread):
             raise Refused("malformed send: recipients and thread must be session and message ids")
     else:  # an operation of the single-branch layout, replayed on the registry branch
@@ -123,7 +123,7 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
 
 def _sender_id(op: dict) -> str:
     sid = op.get("session")
-    if not isinstance(sid, str) or not P.SESSION_ID.fullmatch(sid):
+    if not isinstance(sid, str) or not P.is_session_id(sid):
         raise Refused(f"malformed {op.get('op')}: no valid session id")
     return sid
 

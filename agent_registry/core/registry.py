@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Callable, Iterable, Iterator
 
 from ..branch import paths as P
 from ..branch.pathcase import rule_of
@@ -40,7 +41,7 @@ from .operations import OPERATIONS, Outcome, known
 from . import sharded
 from .shapes import check as check_shape
 from ..branch.view import View, context_path, done_path, live_path
-from ..store.lazyre import LazyPattern
+from ..store.lazyre import ALNUM, spelled_with
 
 CAS_ATTEMPTS = 20
 
@@ -55,46 +56,57 @@ def use_remote_committer(committer) -> None:
     """Commit through *committer* whenever a registry has a remote (sync.remote calls it)."""
     global _remote_committer
     _remote_committer = committer
-_BRANCH_NAME = LazyPattern(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,200}")
+_BRANCH_FIRST = ALNUM | {"_"}  # [A-Za-z0-9_][A-Za-z0-9._/-]{0,200}
+_BRANCH_CHARS = ALNUM | frozenset("_./-")
 
 
 FILE_LOCK_ENV = "AGENT_REGISTRY_FILE_LOCK"
 
 
-@contextmanager
-def file_lock(path: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """An exclusive OS lock on *path* (flock; filelock on Windows), released when the
-    block ends or the process dies, so a kill -9 never leaves it held.  *on_wait* is
-    called once before blocking, when another process holds it.  ``$AGENT_REGISTRY_FILE_LOCK``
-    ``=filelock`` takes the filelock branch where fcntl exists too (tests)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    try:
-        if os.environ.get(FILE_LOCK_ENV) == "filelock":
-            raise ImportError(FILE_LOCK_ENV)
-        import fcntl
-    except ImportError:  # Windows: the platform-conditional dependency
-        from filelock import FileLock, Timeout
-        lock = FileLock(path)
+class file_lock:
+    """``with file_lock(path, on_wait):`` an exclusive OS lock on *path* (flock; filelock
+    on Windows), released when the block ends or the process dies, so a kill -9 never
+    leaves it held.  *on_wait* is called once before blocking, when another process holds
+    it.  ``$AGENT_REGISTRY_FILE_LOCK=filelock`` takes the filelock branch where fcntl
+    exists too (tests).  A class, not a contextlib generator: contextlib is an import
+    every one-shot command would pay for."""
+
+    def __init__(self, path: str, on_wait: Callable[[], None] | None = None) -> None:
+        self.path, self.on_wait = path, on_wait
+        self._fd: int | None = None
+        self._portable = None  # filelock.FileLock, where fcntl is not used
+
+    def __enter__(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
         try:
-            lock.acquire(timeout=0 if on_wait else -1)
-        except Timeout:
-            on_wait()  # type: ignore[misc]
-            lock.acquire()
+            if os.environ.get(FILE_LOCK_ENV) == "filelock":
+                raise ImportError(FILE_LOCK_ENV)
+            import fcntl
+        except ImportError:  # Windows: the platform-conditional dependency
+            from filelock import FileLock, Timeout
+            self._portable = FileLock(self.path)
+            try:
+                self._portable.acquire(timeout=0 if self.on_wait else -1)
+            except Timeout:
+                self.on_wait()  # type: ignore[misc]
+                self._portable.acquire()
+            return
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            yield
-        finally:
-            lock.release()
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if on_wait else 0))
-        except BlockingIOError:
-            on_wait()  # type: ignore[misc]
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock, also when we are killed
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if self.on_wait else 0))
+            except BlockingIOError:
+                self.on_wait()  # type: ignore[misc]
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def __exit__(self, *exc) -> None:
+        if self._portable is not None:
+            self._portable.release()
+        else:
+            os.close(self._fd)  # closing releases the lock, also when we are killed
 
 
 class Registry:
@@ -109,7 +121,7 @@ class Registry:
         if repo.path_rule is None:  # how names compare here: one rule per repository
             repo.path_rule = rule_of(self.config)
         self.branch = branch or branch_name(self.config)
-        if not _BRANCH_NAME.fullmatch(self.branch) or ".." in self.branch \
+        if not spelled_with(self.branch, _BRANCH_FIRST, _BRANCH_CHARS, 201) or ".." in self.branch \
                 or self.branch.endswith((".lock", "/", ".")):
             raise BadInput(f"invalid registry branch name {self.branch!r}")
         self.ref = f"refs/heads/{self.branch}"
@@ -440,7 +452,7 @@ class Registry:
 
     def session_names(self, names: Iterable[str]) -> set[str]:
         """Which of *names* are registered sessions, live or ended (direct lookups)."""
-        candidates = [n for n in names if P.SESSION_ID.fullmatch(n)]
+        candidates = [n for n in names if P.is_session_id(n)]
         if not candidates:
             return set()
         view = self.view()

@@ -4,11 +4,12 @@ hand-edited or damaged trailer is refused in one line, never half-applied or a c
 a handler).  Operations defined above the core give their shape to ``operation()``."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..errors import BadInput
 
-Check = tuple[Callable[[object], bool], str]  # (accepts the value?, what it must be)
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Callable
+    Check = tuple[Callable[[object], bool], str]  # (accepts the value?, what it must be)
 
 TEXT: Check = (lambda v: isinstance(v, str), "a string")
 NUMBER: Check = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")

@@ -10,10 +10,10 @@ after it answer from the clone at once instead of waiting on the remote each tim
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from . import jsontext
 from .atomic import replace_file
 
 DEFAULT_FRESHNESS = 30.0  # seconds (git config agent-registry.readFreshness; 0: always fetch)
@@ -64,7 +64,7 @@ def failed(common_dir: str, branch: str, kind: str, message: str) -> None:
     """Note a fetch of *branch* that could not be made now, and why."""
     path = mark_path(common_dir, branch) + ".failed"
     try:
-        replace_file(path, json.dumps({"kind": kind, "message": message}), prefix=".failed.")
+        replace_file(path, jsontext.dumps({"kind": kind, "message": message}), prefix=".failed.")
     except OSError:
         pass
 
@@ -76,7 +76,7 @@ def last_failure(common_dir: str, branch: str) -> tuple[float, dict] | None:
     try:
         at = os.stat(path).st_mtime
         with open(path) as f:
-            data = json.load(f)
+            data = jsontext.loads(f.read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("message"), str):

@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import time
 import zlib
-from collections import namedtuple
-from collections.abc import Iterator
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
+    from collections.abc import Iterator
 
 from ..errors import BadInput, RegistryError, os_failure
 from . import spawn
+from .tuples import named
 from .loose import UNKNOWN, LooseObjects
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
@@ -108,7 +110,7 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
 
 # A named tuple, not a dataclass: importing dataclasses (inspect, ast, ...) would cost the
 # guard, which runs on every commit, several milliseconds.
-RepoInfo = namedtuple("RepoInfo", "git_dir common_dir toplevel prefix object_format")
+RepoInfo = named("RepoInfo", "git_dir common_dir toplevel prefix object_format")
 RepoInfo.__doc__ = """Where a repository lives.  git_dir: this worktree's git dir;
 common_dir: shared by all worktrees (refs, objects, our local state); toplevel: the
 worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or

@@ -7,6 +7,15 @@ dozen module-level patterns of which it uses a handful (tests/test_import_budget
 from __future__ import annotations
 
 
+ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def spelled_with(text: str, first: frozenset[str], rest: frozenset[str], longest: int) -> bool:
+    """``re.fullmatch("[first][rest]{0,longest-1}", text)`` for the names a one-shot
+    command checks every time (a session id, the branch), with no pattern at all."""
+    return 0 < len(text) <= longest and text[0] in first and all(c in rest for c in text[1:])
+
+
 class LazyPattern:
     """Stands for ``re.compile(pattern, flags)``: its methods and attributes (match,
     fullmatch, search, sub, split, finditer, pattern ...) compile it on first use."""

@@ -8,18 +8,18 @@ sends CTRL_C_EVENT).
 from __future__ import annotations
 
 import os
-from collections import namedtuple
+from .tuples import named
 
 BACKEND_ENV = "AGENT_REGISTRY_PROCINFO"
 
 
-# What a backend knows of one running (or zombie) process (a namedtuple, not
+# What a backend knows of one running (or zombie) process (store/tuples.named, not
 # typing.NamedTuple: importing typing costs the guard's and the claim's path ~6 ms):
 # name: the kernel's name for it (``comm`` on Linux), "" when unreadable; parent;
 # start: names this process's start on this host: clock ticks since boot on Linux (both
 # backends agree), milliseconds elsewhere; None when unreadable; zombie: exited, waiting
 # for its parent to reap it.
-Proc = namedtuple("Proc", "name parent start zombie")
+Proc = named("Proc", "name parent start zombie")
 
 
 class ProcBackend:

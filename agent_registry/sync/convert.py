@@ -49,9 +49,9 @@ refs; split, each part would have to re-derive what the others decided.
 """
 from __future__ import annotations
 
-import json
 import os
 
+from ..store import jsontext
 from ..branch import shards as S
 from ..branch.records import UnreadableRecord, dump_session, iso, load_session
 from ..branch.shardview import ShardView
@@ -273,7 +273,7 @@ def _build_upgrade(registry: Registry, tip: str, layout: dict) -> dict:
     count = count_of(layout)
     view = View(repo, tip)
     marker = {**layout, "format": S.FORMAT, "requires": S.REQUIRES}
-    view.write(S.LAYOUT, (json.dumps(marker, indent=1) + "\n").encode())
+    view.write(S.LAYOUT, (jsontext.dumps(marker, indent=1) + "\n").encode())
     for path, data in S.fence_files(at).items():
         old = view.read(path)
         if old is not None and not path.endswith(".yaml"):

@@ -24,9 +24,9 @@ own push is lost drops them from its pending operations and helps again on the n
 """
 from __future__ import annotations
 
-import json
 import os
 
+from ..store import jsontext
 from ..branch.trailers import TRAILER, parse_op
 from ..branch.view import View
 from ..core.operations import Outcome, operation
@@ -69,7 +69,7 @@ def settled(view: View, clone: str) -> dict:
     if raw is None:
         return {"seq": 0, "handled": {}}
     try:
-        data = json.loads(raw)
+        data = jsontext.loads(raw)
         if isinstance(data.get("seq"), int) and isinstance(data.get("handled"), dict):
             return data
     except (ValueError, AttributeError):
@@ -85,7 +85,7 @@ def _op_intents(registry: Registry, view: View, op: dict) -> Outcome:
     result = {"clone": op["clone"], "seq": op["seq"], "handled": op["handled"]}
     if settled(view, op["clone"])["seq"] >= op["seq"]:
         return Outcome(result, None)
-    view.write(record_path(op["clone"]), (json.dumps(result, indent=1, sort_keys=True)
+    view.write(record_path(op["clone"]), (jsontext.dumps(result, indent=1, sort_keys=True)
                                          + "\n").encode())
     applied = sum(1 for v in op["handled"].values() if v == APPLIED)
     return Outcome(result, f"intent #{op['seq']} of clone {op['clone']} settled: "
@@ -100,7 +100,7 @@ def intent_meta(message: str) -> dict | None:
     for line in message.splitlines():
         if line.startswith(f"{TRAILER}{INTENT}: "):
             try:
-                meta = json.loads(line.split(": ", 1)[1])
+                meta = jsontext.loads(line.split(": ", 1)[1])
             except ValueError:
                 return None
             if isinstance(meta, dict) and isinstance(meta.get("clone"), str) \
@@ -112,7 +112,7 @@ def intent_meta(message: str) -> dict | None:
 def wrap(registry: Registry, tip: str, clone: str, seq: int, base: str, count: int) -> str:
     """The intent commit: *tip* (the pending operations, based on *base*) with a parent
     of nothing new, a message naming the clone and the sequence number."""
-    meta = json.dumps({"clone": clone, "seq": seq, "base": base}, sort_keys=True)
+    meta = jsontext.dumps({"clone": clone, "seq": seq, "base": base}, sort_keys=True)
     message = (f"intent #{seq} of clone {clone}: {count} pending operation(s)\n\n"
                f"{TRAILER}{INTENT}: {meta}\n")
     return registry.repo.commit_tree(registry.repo.commit_info(tip)[0], [tip], message,

@@ -3,9 +3,9 @@ tip per remote and branch, the last success and error, refusals, this clone's id
 intent it has out (sync/intents.py).  Written under the clone's flock, replaced whole."""
 from __future__ import annotations
 
-import json
 import re
 
+from ..store import jsontext
 from ..core.registry import Registry
 from ..store.atomic import replace_file
 
@@ -25,7 +25,7 @@ def _state_path(registry: Registry) -> str:
 def load_state(registry: Registry) -> dict:
     try:
         with open(_state_path(registry)) as f:
-            return json.load(f)
+            return jsontext.loads(f.read())
     except (OSError, ValueError):
         return {}
 
@@ -33,7 +33,7 @@ def load_state(registry: Registry) -> dict:
 def save_state(registry: Registry, **changes) -> dict:
     """Merge *changes* into the local sync state (caller holds the flock)."""
     state = {**load_state(registry), **changes, "remote": redact(registry.remote or "")}
-    replace_file(_state_path(registry), json.dumps(state, indent=1), prefix="sync.")
+    replace_file(_state_path(registry), jsontext.dumps(state, indent=1), prefix="sync.")
     return state
 
 
