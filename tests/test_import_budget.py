@@ -99,6 +99,40 @@ def test_hot_command_reads_and_writes_json_without_json_re_or_collections(layout
     assert sorted(names & NOR) == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported them"
 
 
+THROUGH_A_REMOTE = NOR | {"subprocess", "dataclasses", "inspect", "tempfile", "random",
+                          "threading", "signal", "selectors"}
+
+
+def test_a_claim_through_a_remote_imports_only_what_it_runs(tmp_path):
+    """Fetch and push run through store/spawn.py with their network timeout; the sync
+    modules a claim through a remote imports hold no dataclass and import tempfile, re
+    and random only where they are used (a snapshot, an error, a lost race)."""
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    repo = make_repo(tmp_path / "repo")
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", str(tmp_path / "remote.git")],
+                   check=True)
+    run = Runner(repo)
+    for args in (["init"], ["register", "s1", "--provider", "test"],
+                 ["lock", "acquire", "src/first.py", "--session", "s1"]):
+        proc = run(*args)
+        assert proc.returncode == 0, proc.stderr
+    for path in ("src/second.py", "src/third.py"):  # within FRESH of a fetch, then after none
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "lock", "acquire",
+                               path, "--session", "s1"], cwd=repo, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+                 if line.startswith("import time:") and "|" in line}
+        assert "agent_registry.sync.remote" in names  # it did go through the remote
+        assert sorted(names & THROUGH_A_REMOTE) == []
+        marks = repo / ".git" / "agent-registry" / "fetched"  # the next claim fetches first
+        for mark in marks.iterdir() if marks.is_dir() else ():
+            mark.unlink()
+    out = subprocess.run(["git", "--git-dir", str(tmp_path / "remote.git"), "log", "--all",
+                          "--format=%s"], capture_output=True, text=True, check=True).stdout
+    assert "src/third.py" in out and "src/second.py" in out
+
+
 def test_hot_commands_find_a_plain_repository_without_git_rev_parse(repo, tmp_path):
     """In the plain layout the repository is read from the files (store/git.plain_layout):
     the commands start git only for the registry's reads and writes."""

@@ -1,8 +1,12 @@
 """store/spawn.py, the posix_spawn runner the one-shot commands start git with."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 CHILD = "import sys\nfor line in sys.stdin.buffer: sys.stdout.buffer.write(line * 50)"
 DRIVER = f"""
@@ -21,3 +25,29 @@ def test_a_child_that_writes_while_it_reads_its_input_does_not_deadlock():
     proc = subprocess.run([sys.executable, "-c", DRIVER], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr
+
+
+# a child that says its pid, then neither ends nor writes; the timeout kills it
+SLEEPER = "import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)"
+
+
+@pytest.mark.parametrize("cwd", [None, "."])  # posix_spawn, and subprocess in another cwd
+def test_a_child_past_its_timeout_is_killed_and_said(tmp_path, cwd):
+    from agent_registry.store import spawn
+    pidfile = tmp_path / "pid"
+    argv = [sys.executable, "-c", SLEEPER.replace("print(os.getpid(), flush=True)",
+                                                  f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))")]
+    started = time.monotonic()
+    with pytest.raises(spawn.TimedOut) as said:
+        spawn.run(argv, timeout=1.5, cwd=cwd)
+    assert time.monotonic() - started < 60
+    assert "ran past 1.5 s" in str(said.value) and said.value.argv == argv
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped: no such process
+        os.kill(pid, 0)
+
+
+def test_a_child_within_its_timeout_runs_to_its_end():
+    from agent_registry.store import spawn
+    done = spawn.run([sys.executable, "-c", "print('fine')"], timeout=60)
+    assert done.returncode == 0 and done.stdout == b"fine\n"

@@ -18,6 +18,7 @@ import os
 from collections import namedtuple
 
 from ..store.git import GitError, Repo, clean_env, run_git
+from ..store.spawn import TimedOut
 
 # key: what makes two sessions work on the same thing (the same worktree, or the same
 # pushed ref); tip: the commit compared; head: the committed tip (what a claim compares)
@@ -142,10 +143,9 @@ def _in_worktree(args: list[str], side: Side, env: dict[str, str]) -> bytes:
     """git *args* in *side*'s worktree, its output; GitError when it fails or takes
     longer than WORKTREE_TIMEOUT (a worktree on a hung network mount must not hang
     the forecast, nor a claim's warning)."""
-    import subprocess
     try:
         return run_git(args, cwd=side.worktree, env=env, timeout=WORKTREE_TIMEOUT).stdout
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise GitError(f"git in {side.worktree} took longer than {WORKTREE_TIMEOUT} s "
                        "to read its changes") from None
 

@@ -94,14 +94,9 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
             input: bytes | None = None, check: bool = True,
             timeout: float | None = None) -> spawn.Completed:
     """git *args*, output captured; GitError when it fails and *check*.  A *timeout*
-    (network commands) raises subprocess.TimeoutExpired for the caller to name; those,
-    and a run in another directory (*cwd*), go through subprocess (store/spawn.py)."""
-    if timeout is None and cwd is None:
-        proc = spawn.run(["git", *args], env=env, input=input)
-    else:
-        import subprocess
-        proc = subprocess.run(["git", *args], cwd=cwd, env=env, input=input,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    (network commands) raises spawn.TimedOut for the caller to name, the child killed; a
+    run in another directory (*cwd*) goes through subprocess (store/spawn.py)."""
+    proc = spawn.run(["git", *args], env=env, input=input, timeout=timeout, cwd=cwd)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {args[0]} failed: {msg[-1] if msg else proc.returncode}")

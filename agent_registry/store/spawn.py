@@ -5,8 +5,9 @@ Importing subprocess (with locale, signal, threading, selectors, contextlib, war
 costs a `lock check` about as much as the rest of its imports together
 (tests/test_import_budget.py).  What git.py needs is small: run a program to its end
 with its output captured, and keep one running behind two pipes (``cat-file --batch``).
-Where posix_spawn is missing (Windows) both fall back to subprocess; so does a run with
-a timeout (the network commands, which import subprocess anyway).
+Where posix_spawn is missing (Windows) both fall back to subprocess.  A run may have a
+timeout (the network commands): the child is killed when it passes, and TimedOut
+raised, here and through subprocess alike.
 
 As subprocess does: SIGPIPE and SIGXFSZ back to their default in the child, its stdin
 inherited unless *input* is given, and only the three standard streams passed on
@@ -28,6 +29,14 @@ class Completed:
         self.args, self.returncode, self.stdout, self.stderr = args, returncode, stdout, stderr
 
 
+class TimedOut(Exception):
+    """A :func:`run` with a timeout whose child had not ended when it passed (killed)."""
+
+    def __init__(self, argv: list[str], timeout: float) -> None:
+        super().__init__(f"{' '.join(argv[:2]) or 'a child'} ran past {timeout:g} s")
+        self.argv, self.timeout = argv, timeout
+
+
 def _default_signals() -> tuple[int, ...]:
     import _signal  # built in, loaded at start-up: not the signal module's enums
     return tuple(getattr(_signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(_signal, name))
@@ -38,13 +47,18 @@ def _start(argv: list[str], env: dict[str, str] | None, actions: list) -> int:
                   setsigdef=_default_signals())
 
 
-def run(argv: list[str], *, env: dict[str, str] | None = None,
-        input: bytes | None = None) -> Completed:
-    """Run *argv* to its end, stdout and stderr captured, *input* (if any) on stdin."""
-    if _SPAWN is None:
+def run(argv: list[str], *, env: dict[str, str] | None = None, input: bytes | None = None,
+        timeout: float | None = None, cwd: str | None = None) -> Completed:
+    """Run *argv* to its end, stdout and stderr captured, *input* (if any) on stdin;
+    TimedOut (the child killed) when it runs past *timeout* seconds.  In another
+    directory (*cwd*), through subprocess: posix_spawn has no portable chdir."""
+    if _SPAWN is None or cwd is not None:
         import subprocess
-        proc = subprocess.run(argv, env=env, input=input, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+        try:
+            proc = subprocess.run(argv, env=env, input=input, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
+        except subprocess.TimeoutExpired:
+            raise TimedOut(argv, timeout or 0) from None
         return Completed(argv, proc.returncode, proc.stdout, proc.stderr)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -64,19 +78,35 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         if fd is not None:
             os.close(fd)
     try:
-        chunks = _communicate(out_r, err_r, in_w, input or b"")
-    except BaseException:  # interrupted: its pipes are closed (git ends on EOF or
-        os.waitpid(pid, 0)   # SIGPIPE), and it is reaped, not left behind
+        chunks = _communicate(out_r, err_r, in_w, input or b"", timeout)
+    except BaseException as exc:  # interrupted: its pipes are closed (git ends on EOF or
+        if isinstance(exc, TimedOut):  # SIGPIPE), and it is reaped, not left behind
+            _kill(pid)
+        os.waitpid(pid, 0)
+        if isinstance(exc, TimedOut):
+            raise TimedOut(argv, timeout or 0) from None
         raise
     _, status = os.waitpid(pid, 0)
     return Completed(argv, os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
                      b"".join(chunks[err_r]))
 
 
-def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes) -> dict[int, list[bytes]]:
+def _kill(pid: int) -> None:
+    import _signal
+    try:
+        os.kill(pid, _signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes,
+                 timeout: float | None = None) -> dict[int, list[bytes]]:
     """Write *data* to *in_w* and read *out_r* and *err_r* to their ends, all at once (a
-    child that fills one pipe while we wait on another would never finish)."""
+    child that fills one pipe while we wait on another would never finish); TimedOut
+    when that takes more than *timeout* seconds."""
     import select
+    import time
+    deadline = None if timeout is None else time.monotonic() + timeout
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
     poller = select.poll()
     poller.register(out_r, select.POLLIN)
@@ -94,7 +124,11 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes) -> dict[
             os.close(in_w)
     try:
         while open_fds:
-            for fd, _event in poller.poll():
+            wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            ready = poller.poll(wait)
+            if not ready and deadline is not None and time.monotonic() >= deadline:
+                raise TimedOut([], timeout or 0)
+            for fd, _event in ready:
                 if fd == in_w:
                     try:
                         view = view[os.write(in_w, view[:65536]):]

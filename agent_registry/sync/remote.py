@@ -43,16 +43,12 @@ says so in its commit message.
 from __future__ import annotations
 
 import os
-import random
-import re
-import subprocess
-import tempfile
 import time
-from dataclasses import dataclass
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store import freshness
 from ..store.git import CasFailed, run_git
+from ..store.spawn import Completed, TimedOut
 from ..branch.records import Holder, Lock, Session, iso
 from ..branch.trailers import parse_op
 from ..core.locks import describe_conflicts
@@ -142,13 +138,13 @@ def network_timeout(registry: Registry) -> float:
     return value if value > 0 else NETWORK_TIMEOUT
 
 
-def git_net(registry: Registry, *args: str) -> subprocess.CompletedProcess:
+def git_net(registry: Registry, *args: str) -> Completed:
     """git talking to the remote (fetch, push): the repository's environment, the
     network timeout; no answer in time is Offline."""
     timeout = network_timeout(registry)
     try:
         return run_git(list(args), env=registry.repo.env, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise Offline(registry.remote or "the remote", "unreachable",
                       f"no answer within {timeout:g} s (git {args[0]})") from None
 
@@ -185,11 +181,15 @@ def fetch(registry: Registry) -> str | None:
                               registry.branch)
 
 
-@dataclass
 class PushResult:
-    ok: bool
-    retry: bool  # a lost race: fetch and replay, then try again
-    reason: str
+    """What a push came to (a plain class: dataclasses imports inspect and ast, ~5 ms
+    of every claim through a remote)."""
+    __slots__ = ("ok", "retry", "reason")
+
+    def __init__(self, ok: bool, retry: bool, reason: str) -> None:
+        self.ok = ok
+        self.retry = retry  # a lost race: fetch and replay, then try again
+        self.reason = reason
 
 
 def _mark_fetched(registry: Registry) -> None:
@@ -662,6 +662,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         # LOSSES polls (the ones moving it may not carry: an older agent-registry)
         out = attempt >= LOSSES and publish_intent(registry)
         # full jitter: losers spread out instead of stampeding the remote together
+        import random  # only when a push lost a race
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
         try:
             remote = fetch(registry)
@@ -871,6 +872,8 @@ def remote_snapshot(url: str, branch: str = "agent-registry", where: str | None 
         timeout = float(said) if said and float(said) > 0 else NETWORK_TIMEOUT
     except ValueError:
         timeout = NETWORK_TIMEOUT
+    import re  # here, not at the top: a claim through a remote needs neither
+    import tempfile
     with tempfile.TemporaryDirectory(prefix="agent-registry-remote-") as tmp:
         proc = _snapshot_fetch(tmp, url, branch, env, "sha1", timeout)
         server = re.search(r"mismatched algorithms: client \w+; server (\w+)",
@@ -891,7 +894,7 @@ def remote_snapshot(url: str, branch: str = "agent-registry", where: str | None 
 
 
 def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
-                    object_format: str, timeout: float) -> subprocess.CompletedProcess:
+                    object_format: str, timeout: float) -> Completed:
     run_git(["init", "--bare", "-q", f"--object-format={object_format}", where], env=env)
     try:
         # with the lock shards and the clone refs (layouts 2 and 3): the whole view reads
@@ -901,7 +904,7 @@ def _snapshot_fetch(where: str, url: str, branch: str, env: dict[str, str],
                         f"+refs/heads/{branch}-shards/*:refs/heads/{branch}-shards/*",
                         f"+refs/heads/{branch}-clones/*:refs/heads/{branch}-clones/*"],
                        env=env, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise NotFound(f"cannot read {branch} from {redact(url)}: no answer within "
                        f"{timeout:g} s", details={"remote_error": {
                            "kind": "unreachable", "message": "no answer"}}) from None

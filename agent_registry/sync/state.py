@@ -3,19 +3,19 @@ tip per remote and branch, the last success and error, refusals, this clone's id
 intent it has out (sync/intents.py).  Written under the clone's flock, replaced whole."""
 from __future__ import annotations
 
-import re
 
 from ..store import jsontext
 from ..core.registry import Registry
 from ..store.atomic import replace_file
+from ..store.lazyre import LazyPattern
 
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
+_URL_USERINFO = LazyPattern(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
 
 
 def redact(text: str) -> str:
     """*text* with the user information (``user:password@``) of every URL removed, as git
     removes it from what it prints: the tool prints and stores no credential."""
-    return _URL_USERINFO.sub(r"\1", text)
+    return _URL_USERINFO.sub(r"\1", text) if "@" in text else text
 
 
 def _state_path(registry: Registry) -> str:
