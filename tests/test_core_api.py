@@ -16,6 +16,7 @@ import pytest
 
 from agent_registry import Registry
 from agent_registry.errors import BadInput, NotFound, Refused
+from agent_registry.core.registry import PAGE_REFRESH
 from agent_registry.branch.paths import record_name
 from agent_registry.store.procinfo import start_time
 from agent_registry.branch.records import dump_session, iso, load_session
@@ -433,6 +434,26 @@ def test_heartbeat_renews_every_lock_in_one_commit(registry, repo, clock):
     assert {c["state"] for c in registry.check(paths)} == {"stale"}
 
 
+def test_a_heartbeat_leaves_a_recent_page_as_it_was(registry, repo, clock):
+    """registry.md is rendered again by a heartbeat only when the page is PAGE_REFRESH
+    seconds old: the beats in between change the session file alone (issue 26)."""
+    reg(registry, "a")
+    registry.claim("a", ["src/a.py"])
+    page = git(repo, "rev-parse", f"{BRANCH}:registry.md")
+    for _ in range(3):
+        clock.advance(PAGE_REFRESH / 4)
+        registry.heartbeat("a")
+        changed = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", BRANCH).split()
+        assert changed == [live_path("a")]
+        assert git(repo, "rev-parse", f"{BRANCH}:registry.md") == page
+    clock.advance(PAGE_REFRESH / 2)  # the page is now more than PAGE_REFRESH old
+    registry.heartbeat("a")
+    changed = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", BRANCH).split()
+    assert sorted(changed) == sorted(["registry.md", live_path("a")])
+    text = git(repo, "show", f"{BRANCH}:registry.md")
+    assert f'generated_at: "{iso(clock())}"' in text and "heartbeat a" in text
+
+
 def test_heartbeat_loop_stops_when_the_session_ends(registry):
     reg(registry, "a")
     beats = []
@@ -620,7 +641,7 @@ def test_registry_md_escapes_pipes_newlines_and_html(registry, repo):
     assert "fix a\\|b &lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in md
     # a newline can only arrive by a hand edit: it must not break the table row
     edit_session(repo, "a", working_on="first line\nsecond | line")
-    registry.heartbeat("a")
+    registry.context_log("a", "renders the page")
     md = branch_file(repo, "registry.md")
     assert "| first line<br>second \\| line |" in md
     assert not any(line.startswith("second") for line in md.splitlines())
@@ -648,6 +669,7 @@ def test_every_commit_carries_registry_md_readme_and_its_operation(registry, rep
     reg(registry, "b")
     registry.claim("a", ["src/auth.py"])
     registry.claim("b", ["docs/"], shared=True)
+    clock.advance(PAGE_REFRESH)  # a heartbeat renders a page this old (earlier: it keeps it)
     registry.heartbeat("a")
     registry.context_log("a", "note")
     registry.release("a", ["src/auth.py"])

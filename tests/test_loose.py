@@ -94,7 +94,8 @@ def test_lock_check_starts_no_git_loose_or_packed_and_asks_git_for_an_alternate(
     before = check(repo, env)
     assert before[0] == 1 and "s2" in before[1]
     git(repo, "gc", "-q", "--prune=now")
-    assert check(repo, env) == before
+    after = check(repo, env)  # the same answer, but for the holder's age if a second ticked
+    assert (after[0], after[1].split(", ")[0]) == (before[0], before[1].split(", ")[0])
     # a claim after the gc: a loose tip over packed trees, read partly each way
     assert Runner(repo)("lock", "acquire", "docs/a/c.md", "--session", "s2").returncode == 0
     code, out = check(repo, env, "docs/a/c.md")

@@ -283,11 +283,13 @@ def test_nothing_in_the_package_probes_a_process_with_a_signal():
                     func.attr in ("pid_exists", "send_signal", "pthread_kill")
                     or func.attr in ("kill", "killpg") and ast.unparse(func.value) == "os"):
                 calls.append((str(path.relative_to(root)), ast.unparse(call)))
-    # the two signals `kill` sends to a vouched-for owner; pid_exists on Windows only
+    # the two signals `kill` sends to a vouched-for owner; pid_exists on Windows only; and
+    # spawn's SIGKILL to its own child run past a network timeout (posix_spawn: POSIX only)
     assert sorted(calls) == [
         ("core/registry.py", "os.kill(pid, getattr(signal, 'SIGKILL', signal.SIGTERM))"),
         ("core/registry.py", "os.kill(pid, signal.SIGTERM)"),
-        ("store/procbackends.py", "psutil.pid_exists(pid)")], calls
+        ("store/procbackends.py", "psutil.pid_exists(pid)"),
+        ("store/spawn.py", "os.kill(pid, _signal.SIGKILL)")], calls
     source = (root / "store" / "procbackends.py").read_text()
     assert "if psutil.WINDOWS and not psutil.pid_exists(pid)" in source
 

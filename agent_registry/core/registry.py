@@ -33,7 +33,7 @@ from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso,
                               load_session, parse_iso, select_sessions, status_named)
 from ..branch.clones import Clones, MainView
 from ..branch.clones import fetch_refspec as clones_refspec
-from ..branch.render import branch_readme, registry_md
+from ..branch.render import branch_readme, generated_at, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.trailers import trailers
@@ -44,6 +44,7 @@ from ..branch.view import View, context_path, done_path, live_path
 from ..store.lazyre import ALNUM, spelled_with
 
 CAS_ATTEMPTS = 20
+PAGE_REFRESH = 60  # seconds a heartbeat may leave registry.md as an earlier commit rendered it
 
 # How a clone with a remote commits: sync.remote hands its committer in when it is
 # imported (apply: fetch, replay, push; state: the sync line; unconfirmed: claims the
@@ -280,14 +281,26 @@ class Registry:
     def write_commit(self, view: View, op: dict, subject: str, note: str = "",
                      extra: Iterable[str] = ()) -> str:
         at = op["at"]
-        for path, data in self.pages(view, at, subject).items():
-            view.write(path, data)
+        if not (op["op"] == "heartbeat" and self.page_is_recent(view, at)):
+            for path, data in self.pages(view, at, subject).items():
+                view.write(path, data)
         tree = self.repo.edit_tree(view.tree, view.writes)
         author = op.get("session") or op.get("by") or "agent-registry"
         message = subject + "\n\n" + (note + "\n\n" if note else "") + \
             trailers(op, extra=tuple(extra))
         return self.repo.commit_tree(tree, [view.tip] if view.tip else [], message,
                                      f"{author} <{author}@{self.host}>", int(at))
+
+    @staticmethod
+    def page_is_recent(view: View, at: float) -> bool:
+        """Whether the registry.md on *view* was rendered less than PAGE_REFRESH seconds
+        before *at*: a heartbeat then leaves the page as it is.  A heartbeat changes only
+        heartbeat times, the page counts its ages back from when it was rendered, and
+        agents beat many times a minute: rendering it reads every live session file, and
+        for each beat it would be written again for no reader (issue 26).  A session back
+        from a long pause is shown live again within PAGE_REFRESH."""
+        rendered = generated_at(view.read("registry.md"))
+        return rendered is not None and 0 <= at - rendered < PAGE_REFRESH
 
     def pages(self, view: View, at: float, subject: str) -> dict[str, bytes]:
         """What every commit re-renders: registry.md and the branch README.md (the
