@@ -34,11 +34,12 @@ COMMANDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    repo = make_repo(tmp_path_factory.mktemp("budget") / "repo")
+def made(repo, *init: str):
+    """A repository whose registry (made by `agent-registry init INIT...`) has s2 holding
+    src/auth.py and s1 holding src/mine.py."""
+    repo = make_repo(repo)
     run = Runner(repo)
-    for args in (["init"], ["register", "s1", "--provider", "test"],
+    for args in (["init", *init], ["register", "s1", "--provider", "test"],
                  ["register", "s2", "--provider", "test"],
                  ["lock", "acquire", "src/auth.py", "--session", "s2"],
                  ["lock", "acquire", "src/mine.py", "--session", "s1"]):
@@ -47,8 +48,15 @@ def repo(tmp_path_factory):
     return repo
 
 
-def imported(repo, args: list[str]) -> tuple[set[str], subprocess.CompletedProcess]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", CLI, *args], cwd=repo,
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return made(tmp_path_factory.mktemp("budget") / "repo")
+
+
+def imported(repo, args: list[str], *, script: tuple[str, ...] = (CLI,)
+             ) -> tuple[set[str], subprocess.CompletedProcess]:
+    """The modules `agent-registry ARGS` imports in *repo*, run as *script*."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *script, *args], cwd=repo,
                           capture_output=True, text=True, timeout=120)
     names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
              if line.startswith("import time:") and "|" in line}
@@ -74,27 +82,16 @@ NOR = {"re", "json", "enum", "collections", "functools", "contextlib", "operator
 @pytest.fixture(scope="module", params=["default", "one-branch"])
 def layouts(request, tmp_path_factory):
     """The layout a new registry gets (lock shards, clone refs) and the single branch."""
-    repo = make_repo(tmp_path_factory.mktemp("strict") / "repo")
-    run = Runner(repo)
-    init = ["init"] if request.param == "default" else ["init", "--shards", "0"]
-    for args in (init, ["register", "s1", "--provider", "test"],
-                 ["register", "s2", "--provider", "test"],
-                 ["lock", "acquire", "src/auth.py", "--session", "s2"],
-                 ["lock", "acquire", "src/mine.py", "--session", "s1"]):
-        proc = run(*args)
-        assert proc.returncode == 0, proc.stderr
-    return repo
+    return made(tmp_path_factory.mktemp("strict") / "repo",
+                *([] if request.param == "default" else ["--shards", "0"]))
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_hot_command_reads_and_writes_json_without_json_re_or_collections(layouts, command):
     """Records go through store/jsontext.py, names are checked without patterns, and
     nothing on the way imports collections, functools or contextlib (tests/test_jsontext.py)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, *COMMANDS[command]],
-                          cwd=layouts, capture_output=True, text=True, timeout=120)
+    names, proc = imported(layouts, COMMANDS[command], script=("-c", LAUNCHER))
     assert proc.returncode == (1 if command == "check" else 0), proc.stderr[-2000:]
-    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
-             if line.startswith("import time:") and "|" in line}
     assert "agent_registry.core.registry" in names
     assert sorted(names & NOR) == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported them"
 
@@ -117,12 +114,9 @@ def test_a_claim_through_a_remote_imports_only_what_it_runs(tmp_path):
         proc = run(*args)
         assert proc.returncode == 0, proc.stderr
     for path in ("src/second.py", "src/third.py"):  # within FRESH of a fetch, then after none
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "lock", "acquire",
-                               path, "--session", "s1"], cwd=repo, capture_output=True,
-                              text=True, timeout=120)
+        names, proc = imported(repo, ["lock", "acquire", path, "--session", "s1"],
+                               script=("-c", LAUNCHER))
         assert proc.returncode == 0, proc.stderr[-2000:]
-        names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
-                 if line.startswith("import time:") and "|" in line}
         assert "agent_registry.sync.remote" in names  # it did go through the remote
         assert sorted(names & THROUGH_A_REMOTE) == []
         marks = repo / ".git" / "agent-registry" / "fetched"  # the next claim fetches first
