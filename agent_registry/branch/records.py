@@ -63,6 +63,21 @@ def parse_iso(text: str | None) -> float | None:
         return None
 
 
+def generated_at(page: bytes | None) -> float | None:
+    """When *page* (registry.md, branch/render.py) was rendered, read off its front
+    matter; None when it cannot tell.  Here, not in render.py: a heartbeat asks it, and
+    renders nothing while the page is recent (core/registry.page_is_recent)."""
+    if not page or not page.startswith(b"---\n"):
+        return None
+    for line in page[4:page.find(b"\n---", 3)].split(b"\n"):
+        if line.startswith(b"generated_at: "):
+            try:
+                return parse_iso(jsontext.loads(line[len(b"generated_at: "):]))
+            except (ValueError, TypeError):
+                return None
+    return None
+
+
 def _days_from_civil(year: int, month: int, day: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
     year -= month <= 2

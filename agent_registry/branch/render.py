@@ -215,19 +215,5 @@ def registry_md(view: View, at: float, operation: str, branch: str | None = None
     return text.encode()
 
 
-def generated_at(page: bytes | None) -> float | None:
-    """When *page* (a registry.md) was rendered, read off its front matter; None when it
-    cannot tell."""
-    if not page or not page.startswith(b"---\n"):
-        return None
-    for line in page[4:page.find(b"\n---", 3)].split(b"\n"):
-        if line.startswith(b"generated_at: "):
-            try:
-                return parse_iso(jsontext.loads(line[len(b"generated_at: "):]))
-            except (ValueError, TypeError):
-                return None
-    return None
-
-
 def branch_readme(branch: str) -> bytes:
     return fill("README.md", branch=branch).encode()

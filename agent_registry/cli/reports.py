@@ -4,7 +4,6 @@ routes answer alike.  Each returns ``(document for --json, text)``."""
 from __future__ import annotations
 
 from .output import age, local_time
-from .table import render_table, status_color
 
 
 def heartbeat_report(registry, args, sid: str | None) -> tuple[dict, str]:
@@ -92,6 +91,7 @@ def status_report(registry, *, show_all: bool = False, status_filter: str | None
     now = registry.clock()
     rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
+    from .table import render_table, status_color  # status only, not a heartbeat
     text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows,
                          color=status_color) if rows else "no sessions") + "\n" + \
         f"layout: {layout_text(doc['layout'])}\n" + sync_line(doc["sync"])

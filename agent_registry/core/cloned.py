@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 from ..branch.clones import CloneView, Clones, MainView, clone_branch
-from ..branch.render import fill, registry_md
 from ..branch.view import View
 from ..store.lazyre import ALNUM
 
@@ -99,6 +98,7 @@ def _fetch_also(clone: Registry) -> tuple[str, ...]:
 
 
 def _pages(clone: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+    from ..branch.render import fill, registry_md  # not for a recent heartbeat
     return {"registry.md": registry_md(view, at, subject),
             "README.md": fill("clone-README.md", branch=clone.branch,
                               registry=clone.main.branch).encode()}

@@ -29,11 +29,10 @@ from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.procinfo import (backend as procinfo_backend, choose_owner, hostname,
                                is_alive, protected_kind, same_process)
-from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso,
+from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, generated_at, iso,
                               load_session, parse_iso, select_sessions, status_named)
 from ..branch.clones import Clones, MainView
 from ..branch.clones import fetch_refspec as clones_refspec
-from ..branch.render import branch_readme, generated_at, registry_md
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import DEFAULT_TTL, FirstSeen, ahead_by, session_stale_reason, stale_reason
 from ..branch.trailers import trailers
@@ -305,6 +304,7 @@ class Registry:
     def pages(self, view: View, at: float, subject: str) -> dict[str, bytes]:
         """What every commit re-renders: registry.md and the branch README.md (the
         messages branch's registry renders its own: core/messages_branch.py)."""
+        from ..branch.render import branch_readme, registry_md  # not for a recent heartbeat
         return {"registry.md": registry_md(view, at, subject, self.branch),
                 "README.md": branch_readme(self.branch)}
 

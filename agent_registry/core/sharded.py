@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from ..branch import paths as P
 from ..branch import shards as S
-from ..branch.render import fill, registry_md
 from ..branch.shardview import ShardView, WholeView, open_whole
 from ..branch.view import View
 from ..errors import NotFound, Refused, Unconfirmed
@@ -133,6 +132,7 @@ def shard_pages(registry_branch: str, index: int, count: int, view: View, at: fl
                 subject: str) -> dict[str, bytes]:
     """registry.md and README.md of shard *index* of *registry_branch*: the sessions
     holding locks in it and those locks, true at every commit."""
+    from ..branch.render import fill, registry_md  # not for a recent heartbeat
     return {"registry.md": registry_md(view, at, subject),
             "README.md": fill("shard-README.md", branch=S.shard_branch(registry_branch, index),
                               index=f"{index:02d}", count=str(count),

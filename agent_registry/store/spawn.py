@@ -124,7 +124,8 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes,
             os.close(in_w)
     try:
         while open_fds:
-            wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            # in whole milliseconds, rounded up: no busy polls in the deadline's last one
+            wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
             ready = poller.poll(wait)
             if not ready and deadline is not None and time.monotonic() >= deadline:
                 raise TimedOut([], timeout or 0)
