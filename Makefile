@@ -38,7 +38,7 @@ demo: $(PACKAGE_STAMP)
 test-intro:
 	@echo "make test: the first run installs the test stack into .venv (pytest, FastAPI, Playwright,"
 	@echo "  schemathesis, langchain, the MCP SDK, Apprise: about 430 MB, a minute or two); then the"
-	@echo "  suite runs on 2 workers, real git and real processes: about 11 minutes on 2 cores."
+	@echo "  suite runs on 2 workers, real git and real processes: about 5-10 minutes on 2 cores."
 	@echo "  Skipped tests say why at the end (a missing Chromium, tmux, MCP Inspector …);"
 	@echo "  make test-slow runs the long races and soaks."
 
