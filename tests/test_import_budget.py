@@ -175,3 +175,16 @@ def test_plain_layout_leaves_other_spellings_of_bare_and_extensions_to_git(tmp_p
                        check=True)
     subprocess.run(["git", "-C", str(main), "config", key, value], check=True)
     assert store.plain_layout(str(main)) is None
+
+
+@pytest.mark.parametrize("args,collecting", [(["lock", "check", "src/auth.py"], "False"),
+                                             (["watch", "--once"], "True")])
+def test_only_the_one_shot_commands_run_without_the_garbage_collector(repo, args, collecting):
+    """The hot commands skip the collector's passes (cli/fast.run); what click runs, which
+    may run for hours (watch, mcp, dashboard), keeps it."""
+    code = ("import gc, sys\nfrom agent_registry.cli import fast, main\n"
+            "fast.serve = main.main = lambda *a: print(gc.isenabled()) or 0\n"
+            f"sys.argv = ['agent-registry', *{args!r}]\nfast.run()\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.strip() == collecting, proc.stderr

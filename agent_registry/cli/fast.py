@@ -14,6 +14,7 @@ tests/test_import_budget.py keeps click and other unused modules out of these co
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -119,7 +120,13 @@ def run() -> None:
     argv = hoist_globals(sys.argv[1:])
     opts = parse(argv)
     try:
-        code = execute(opts) if opts is not None else None
+        code = None
+        if opts is not None:
+            # a one-shot command's few cycles die with it; the collector's passes over
+            # every object its imports make cost it about 1 ms (docs/benchmarks.md)
+            gc.disable()
+            code = execute(opts)
+            gc.enable()  # not for what runs longer: click's commands (watch, mcp ...)
         if code is None and "wiki" in argv:  # `wiki query` has its own click-free path
             from ..wiki.fastpath import run as wiki_query
             code = wiki_query(argv)
