@@ -20,7 +20,7 @@ below, between its own markers, and leaves the others alone.
 """
 DESCRIPTIONS = {
     "small": "10 locks (10 sessions x 1)",
-    "small-16": "10 locks (10 sessions x 1) in 16 lock shards with clone refs (`init`'s layout)",
+    "small-16": "10 locks (10 sessions x 1)",
     "locks-10k": "10,000 locks (10 sessions x 1,000)",
     "sessions-100": "10,000 locks (100 sessions x 100)",
     "history-100k": "10 locks (10 sessions x 1), long history",
@@ -123,7 +123,8 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
                 cells.append(f"{_ms(cpu['median'])} / {wall(tool)} | "
                              f"**{cpu['median'] / pred['median']:.2f}**")
             lines.append(f"| {r.shape.name}: {DESCRIPTIONS.get(r.shape.name, '')}, "
-                         f"{r.commits:,} commits | `{command}` | " + " | ".join(cells) + " |")
+                         f"{r.commits:,} commits, {r.layout} | `{command}` | "
+                         + " | ".join(cells) + " |")
     if run.get("imports"):
         lines += ["", "### What each command imports (state small)", "",
                   "The whole process under `python -X importtime` (least of 5 runs): the modules "

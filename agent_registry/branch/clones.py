@@ -17,7 +17,6 @@ turns under its flock, as on any branch.  Readers overlay it:
 """
 from __future__ import annotations
 
-
 from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo, parse_tree

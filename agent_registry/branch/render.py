@@ -48,11 +48,11 @@ def fill(name: str, **values: str) -> str:
     """The template *name* with ``$key`` replaced (``$$`` is a literal ``$``); a
     missing key is an error.  (string.Template compiles its pattern at import: a cost
     every command would pay.)"""
-    head, *parts = read_text("templates", name).split("$")
+    head, *pieces = read_text("templates", name).split("$")
     out = [head]
-    parts = iter(parts)
+    parts = iter(pieces)
     for part in parts:  # the text after a $: $$, a key ([a-z_]+), or a lone $
-        if part == "":  # $$
+        if part == "":  # $$: the next piece follows a literal $
             out.append("$" + next(parts, ""))
             continue
         key = part[:len(part) - len(part.lstrip("abcdefghijklmnopqrstuvwxyz_"))]

@@ -12,7 +12,6 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
 """
 from __future__ import annotations
 
-
 from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo
@@ -304,8 +303,11 @@ def parse_lock(raw: bytes, name: str) -> Lock:
 def _held_block(raw: bytes) -> tuple[int, int] | None:
     """Where the ``locks:`` line and the ``- item`` lines after it are in a session file
     (the pattern ``(?m)^locks:\\n((?:- [^\\n]*\\n)*)``, with no regex to compile)."""
-    start = 0 if raw.startswith(b"locks:\n") else raw.find(b"\nlocks:\n") + 1
-    if start == 0 and not raw.startswith(b"locks:\n"):
+    if raw.startswith(b"locks:\n"):
+        start = 0
+    elif (line_start := raw.find(b"\nlocks:\n")) != -1:
+        start = line_start + 1
+    else:
         return None
     end = start + len(b"locks:\n")
     while raw.startswith(b"- ", end) and (line_end := raw.find(b"\n", end)) != -1:

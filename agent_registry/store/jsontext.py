@@ -69,7 +69,7 @@ def dumps(value, *, indent: int | None = None, ensure_ascii: bool = True,
           sort_keys: bool = False, default=None) -> str:
     """``json.dumps`` with these arguments (and the default separators); *default* is
     used the way json uses it, by json (a value only it can write)."""
-    if make_scanner is not None:
+    if _scan is not None:  # _json is here
         out: list[str] = []
         try:
             _encode(value, out, indent, 0, encode_basestring_ascii if ensure_ascii

@@ -58,7 +58,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None, input: bytes | No
             proc = subprocess.run(argv, env=env, input=input, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
         except subprocess.TimeoutExpired:
-            raise TimedOut(argv, timeout or 0) from None
+            raise TimedOut(argv, timeout) from None
         return Completed(argv, proc.returncode, proc.stdout, proc.stderr)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -79,12 +79,12 @@ def run(argv: list[str], *, env: dict[str, str] | None = None, input: bytes | No
             os.close(fd)
     try:
         chunks = _communicate(out_r, err_r, in_w, input or b"", timeout)
-    except BaseException as exc:  # interrupted: its pipes are closed (git ends on EOF or
-        if isinstance(exc, TimedOut):  # SIGPIPE), and it is reaped, not left behind
-            _kill(pid)
+    except TimedOut:
+        _kill(pid)
         os.waitpid(pid, 0)
-        if isinstance(exc, TimedOut):
-            raise TimedOut(argv, timeout or 0) from None
+        raise TimedOut(argv, timeout) from None
+    except BaseException:  # interrupted: its pipes are closed (git ends on EOF or
+        os.waitpid(pid, 0)   # SIGPIPE), and it is reaped, not left behind
         raise
     _, status = os.waitpid(pid, 0)
     return Completed(argv, os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
@@ -128,7 +128,7 @@ def _communicate(out_r: int, err_r: int, in_w: int | None, data: bytes,
             wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
             ready = poller.poll(wait)
             if not ready and deadline is not None and time.monotonic() >= deadline:
-                raise TimedOut([], timeout or 0)
+                raise TimedOut([], timeout)  # run() names the command
             for fd, _event in ready:
                 if fd == in_w:
                     try:

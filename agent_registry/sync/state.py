@@ -3,7 +3,6 @@ tip per remote and branch, the last success and error, refusals, this clone's id
 intent it has out (sync/intents.py).  Written under the clone's flock, replaced whole."""
 from __future__ import annotations
 
-
 from ..store import jsontext
 from ..core.registry import Registry
 from ..store.atomic import replace_file
