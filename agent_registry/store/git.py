@@ -24,6 +24,7 @@ from ..errors import BadInput, RegistryError, os_failure
 from . import spawn
 from .tuples import named
 from .loose import UNKNOWN, LooseObjects
+from .rawfile import create_read_only, read_bytes
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 TREE_MODE = b"40000"
@@ -326,8 +327,7 @@ class Repo:
     def read_ref(self, ref: str) -> str | None:
         """The ref's commit, read the way git stores it (loose file, then packed-refs)."""
         try:
-            with open(os.path.join(self.info.common_dir, ref)) as loose:
-                value = loose.read().strip()
+            value = read_bytes(os.path.join(self.info.common_dir, ref)).decode().strip()
             if value.startswith("ref: "):
                 return self.read_ref(value[5:])
             if value:
@@ -335,13 +335,13 @@ class Repo:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             pass
         try:
-            with open(os.path.join(self.info.common_dir, "packed-refs")) as packed:
-                for line in packed:
-                    if line.endswith(" " + ref + "\n"):
-                        return line.split(" ", 1)[0]
+            packed = read_bytes(os.path.join(self.info.common_dir, "packed-refs"))
         except FileNotFoundError:
-            pass
-        return None
+            return None
+        end = packed.find(b" " + ref.encode() + b"\n")  # the line "<oid> <ref>"
+        if end < 0:
+            return None
+        return packed[packed.rfind(b"\n", 0, end) + 1:end].split(b" ", 1)[0].decode()
 
     def refs_in(self, folder: str) -> dict[str, str]:
         """Ref -> commit of the refs directly in *folder* (``refs/heads/x-clones/``: not
@@ -416,20 +416,18 @@ class Repo:
             return oid
         tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
         try:
-            with open(tmp, "xb") as out:
-                out.write(zlib.compress(raw, 1))
-            os.chmod(tmp, 0o444)
+            create_read_only(tmp, zlib.compress(raw, 1))
             for attempt in range(3):
-                os.makedirs(folder, exist_ok=True)
                 try:
                     os.replace(tmp, final)  # atomic: a reader sees the whole object or none
                     break
                 except FileNotFoundError:
-                    # a `git gc` of this repository (prune-packed) removed the fan-out
-                    # folder, emptied by packing, between makedirs and replace: as git
-                    # itself does, make it again
+                    # no fan-out folder yet, or a `git gc` of this repository
+                    # (prune-packed) removed it, emptied by packing, after makedirs: as
+                    # git itself does, make it (again)
                     if attempt == 2 or not os.path.exists(tmp):
                         raise
+                    os.makedirs(folder, exist_ok=True)
         except BaseException as exc:
             if os.path.exists(tmp):
                 os.unlink(tmp)

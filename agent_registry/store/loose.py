@@ -14,9 +14,12 @@ from __future__ import annotations
 import os
 import zlib
 
+from .rawfile import read_bytes
+
 UNKNOWN = object()  # not decided here: ask git
 _HEX = frozenset("0123456789abcdef")
-CACHED = 1024  # trees kept parsed
+CACHED = 1024  # trees kept parsed, and small objects kept whole
+KEPT_SIZE = 16 * 1024
 
 
 class LooseObjects:
@@ -26,14 +29,26 @@ class LooseObjects:
         self._objects = objects_dir
         self._hex_len = hex_len
         self._trees: dict[str, dict[bytes, bytes]] = {}  # oid -> name -> entry oid (hex)
+        self._small: dict[str, tuple[str, bytes]] = {}  # oid -> (type, content)
         self._packs = None  # store/packs.Packs, at the first object that is not loose
 
     def _object(self, oid: str) -> tuple[str, bytes] | None:
         """(type, content) of *oid*, loose or in a pack (store/packs.py), None when
-        neither answers it."""
+        neither answers it.  Small objects are kept: a command reads a tip's commit
+        and trees more than once (the view, then the write), and a name's content
+        never changes."""
+        found = self._small.get(oid)
+        if found is None:
+            found = self._read(oid)
+            if found is not None and len(found[1]) <= KEPT_SIZE:
+                if len(self._small) >= CACHED:
+                    self._small.clear()
+                self._small[oid] = found
+        return found
+
+    def _read(self, oid: str) -> tuple[str, bytes] | None:
         try:
-            with open(os.path.join(self._objects, oid[:2], oid[2:]), "rb") as f:
-                raw = zlib.decompress(f.read())
+            raw = zlib.decompress(read_bytes(f"{self._objects}/{oid[:2]}/{oid[2:]}"))
         except (OSError, zlib.error):
             if self._packs is None:
                 from .packs import Packs  # after a gc only: mmap is not free
