@@ -154,3 +154,35 @@ def test_an_unknown_session_is_told_the_live_ones_not_the_fence(repo):
         assert proc.returncode != 0
         assert "unknown session kimi-2; did you mean kimi-1?" in proc.stderr, proc.stderr
         assert "format-2" not in proc.stderr
+
+
+@pytest.mark.parametrize("made_by", [["init"], ["init", "--shards", "0"]])
+def test_a_heartbeat_commit_counts_the_locks_the_shards_hold(repo, made_by):
+    """The heartbeat's commit on the clone ref and its result name the locks the session
+    holds in the shards, not the none its main-branch record lists (a registry made in
+    lock shards, and one converted by `agent-registry shard`)."""
+    run = Runner(repo)
+    ok(run(*made_by))
+    if made_by[-1] == "0":
+        ok(run("shard", "--count", "4"))
+    ok(run("register", "s1", "--provider", "t"))
+    ok(run("lock", "acquire", "src/auth.py", "docs/a.md", "--session", "s1"))
+    result = json.loads(ok(run("--json", "lock", "heartbeat", "src/auth.py",
+                               "--session", "s1")).stdout)
+    assert result["locks"] == 2
+    ref = git(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH}-clones/").split()
+    assert git(repo, "log", "-1", "--format=%s", *ref).strip() == "heartbeat s1 (2 lock(s))"
+
+
+@pytest.mark.parametrize("ending", [["finish"], ["end", "--what", "done"]])
+def test_ending_a_session_counts_the_locks_released_in_the_shards(repo, ending):
+    """`finish` and `end` release the session's locks in the shards, then end it on the
+    main branch, whose commit says how many were released."""
+    run = Runner(repo)
+    ok(run("init"))
+    ok(run("register", "s1", "--provider", "t"))
+    ok(run("lock", "acquire", "src/auth.py", "docs/a.md", "src/b.py", "--session", "s1"))
+    result = json.loads(ok(run("--json", *ending, "s1")).stdout)
+    assert sorted(result["released"]) == ["docs/a.md", "src/auth.py", "src/b.py"]
+    subject = git(repo, "log", "-1", "--format=%s", BRANCH).strip()
+    assert subject.endswith("releasing 3 lock(s)"), subject

@@ -8,7 +8,7 @@ from ..branch.records import SHORTEST_TTL, Holder, Lock, iso
 from ..branch.view import View
 from ..errors import NotFound, Refused
 from .operations import Outcome, operation
-from .shapes import COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
+from .shapes import AMOUNT, COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
@@ -112,8 +112,10 @@ def apply_release(registry: Registry, view: View, op: dict) -> Outcome:
                    f"release {released[0]}{more} by {sid}")
 
 
-@operation("heartbeat", shape={"session": TEXT, "?paths": TEXTS})
+@operation("heartbeat", shape={"session": TEXT, "?paths": TEXTS, "?held": AMOUNT})
 def apply_heartbeat(registry: Registry, view: View, op: dict) -> Outcome:
+    """*held*: the locks the session holds where this branch does not record them (the
+    lock shards, core/sharded.py), for the result and the commit's subject."""
     session = registry.live_session(view, op["session"])
     missing = [t for t in op.get("paths", ()) if not any(
         held == t or P.covers(held, t.rstrip("/")) for held in session.locks)]
@@ -122,9 +124,9 @@ def apply_heartbeat(registry: Registry, view: View, op: dict) -> Outcome:
                        details={"paths": missing})
     session.heartbeat_at = iso(op["at"])
     view.put_session(session)
+    held = op.get("held", len(session.locks))
     return Outcome({"session": session.id, "heartbeat_at": session.heartbeat_at,
-                    "locks": len(session.locks)},
-                   f"heartbeat {session.id} ({len(session.locks)} lock(s))")
+                    "locks": held}, f"heartbeat {session.id} ({held} lock(s))")
 
 
 @operation("force-release", shape={"path": TEXT, "force": FLAG, "by": TEXT, "reason": TEXT})

@@ -7,7 +7,7 @@ from ..branch.records import LIVE, Session, iso
 from ..branch.view import View
 from ..errors import Refused
 from .operations import Outcome, operation
-from .shapes import FLAG, MAPPING, TEXT, one_of
+from .shapes import AMOUNT, FLAG, MAPPING, TEXT, one_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
@@ -83,8 +83,15 @@ def apply_update(registry: Registry, view: View, op: dict) -> Outcome:
                    f"update {session.id}: {', '.join(sorted(fields))}")
 
 
+def releasing(op: dict, released: list[str]) -> str:
+    """How many locks ending a session released, for its commit's subject: those this
+    branch recorded, and those released in the lock shards just before (core/sharded.py
+    gives their number as *released_in_shards*)."""
+    return f"releasing {len(released) + op.get('released_in_shards', 0)} lock(s)"
+
+
 @operation("finish", shape={"session": TEXT, "status": one_of("Finished", "Stop", "Killed"),
-                              "?notify_executed": TEXT})
+                              "?notify_executed": TEXT, "?released_in_shards": AMOUNT})
 def apply_finish(registry: Registry, view: View, op: dict) -> Outcome:
     sid = op["session"]
     session = view.session(sid)
@@ -98,7 +105,7 @@ def apply_finish(registry: Registry, view: View, op: dict) -> Outcome:
     verb = {"Finished": "finish", "Stop": "stop", "Killed": "kill"}[op["status"]]
     extra = f" by {op['by']}: {op['reason']}" if op.get("reason") else ""
     return Outcome({"session": session.to_dict(), "released": released},
-                   f"{verb} {sid}, releasing {len(released)} lock(s){extra}")
+                   f"{verb} {sid}, {releasing(op, released)}{extra}")
 
 
 @operation("handoff", shape={"session": TEXT, "path": TEXT})

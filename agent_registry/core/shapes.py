@@ -15,6 +15,8 @@ TEXT: Check = (lambda v: isinstance(v, str), "a string")
 NUMBER: Check = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
 COUNT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
                 "a positive integer")
+AMOUNT: Check = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                 "a whole number, 0 or more")
 FLAG: Check = (lambda v: isinstance(v, bool), "true or false")
 MAPPING: Check = (lambda v: isinstance(v, dict), "a mapping")
 TEXTS: Check = (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),

@@ -160,7 +160,8 @@ def route(registry: Registry, op: dict) -> dict:
         return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
     if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
         released = _release_all(registry, op, count)
-        result = registry.apply_main(op)
+        result = registry.apply_main(dict(op, released_in_shards=len(released)) if released
+                                     else op)
         result["released"] = released + [t for t in result.get("released", []) if t not in released]
         return result
     return _apply_lock_op(registry, op, count)
@@ -263,10 +264,8 @@ def _heartbeat(registry: Registry, op: dict, count: int, cloned: bool) -> dict:
         if missing:
             raise NotFound(f"{op['session']} holds no lock on {', '.join(missing)}",
                            details={"paths": missing})
-        op = {k: v for k, v in op.items() if k != "paths"}
-    result = _on_clone(registry, op) if cloned else registry.apply_main(op)
-    result["locks"] = len(held)
-    return result
+    op = {**{k: v for k, v in op.items() if k != "paths"}, "held": len(held)}
+    return _on_clone(registry, op) if cloned else registry.apply_main(op)
 
 
 def _on_clone(registry: Registry, op: dict) -> dict:

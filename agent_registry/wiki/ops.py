@@ -14,6 +14,7 @@ from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..branch.records import dump_session, iso
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
+from ..core.sessions import releasing
 from ..branch.view import View, context_path, done_path
 from . import gitfacts
 from .entry import (LIST_FIELDS, NARRATIVE_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS,
@@ -97,7 +98,7 @@ def _op_end(registry: Registry, view: View, op: dict) -> Outcome:
         released = registry.close_session(view, session, "Finished", op["at"])
     return Outcome({"session": session.to_dict(), "entry": entry_summary(entry),
                     "released": released, "already": False},
-                   f"end {sid}: wiki entry {entry['id']}, releasing {len(released)} lock(s)")
+                   f"end {sid}: wiki entry {entry['id']}, {releasing(op, released)}")
 
 
 def _renote(view: View, sid: str, undocumented: list[str]) -> None:
