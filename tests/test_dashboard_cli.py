@@ -77,8 +77,11 @@ def test_ctrl_c_right_after_the_start_line_stops_at_once(repo, rounds):
     for _ in range(rounds):
         proc = subprocess.Popen([CLI, "--json", "dashboard", "--port", "0"], cwd=repo,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        while not proc.stdout.readline().startswith("}"):
-            pass
+        for line in proc.stdout:  # to the end of the start line's JSON
+            if line.startswith("}"):
+                break
+        else:  # it ended before starting: say why, not spin on the closed pipe
+            pytest.fail(f"the dashboard exited {proc.wait()}: {proc.stderr.read()}")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 130
         assert proc.stderr.read() == ""
