@@ -329,3 +329,26 @@ def test_a_worktree_git_cannot_read_is_skipped_and_the_others_still_count(team, 
     assert skipped["session"] == "b1" and "could not be read" in skipped["reason"]
     assert [o["sessions"] for o in report["overlaps"]] == [["a1", "c1"]]
     assert paths_of(report) == {"src/billing.py": "conflict"}
+
+
+@pytest.mark.parametrize("registry_remote", [None, "origin", "team/origin"])
+def test_a_branch_pushed_to_a_remote_whose_name_has_a_slash_is_found(tmp_path, registry_remote):
+    """A remote may be named `team/origin`: its branches are under
+    refs/remotes/team/origin/, found from git's list of remotes, the registry's first."""
+    from agent_registry.forecast.sides import pushed, remotes
+    from helpers import make_repo
+    repo = make_repo(tmp_path / "repo")
+    for name, bare in (("team/origin", "slashed.git"), ("origin", "plain.git")):
+        git(tmp_path, "init", "-q", "--bare", bare)
+        git(repo, "remote", "add", name, str(tmp_path / bare))
+    git(repo, "checkout", "-q", "-b", "feat")
+    git(repo, "push", "-q", "team/origin", "feat")
+    git(repo, "fetch", "-q", "team/origin")
+    with open_at(repo) as registry:
+        names = remotes(registry.repo, registry_remote)
+        assert names[0] == (registry_remote or "origin")
+        assert pushed(registry.repo, "feat", names) == "refs/remotes/team/origin/feat"
+        git(repo, "push", "-q", "origin", "feat")
+        git(repo, "fetch", "-q", "origin")
+        expected = "team/origin" if registry_remote == "team/origin" else "origin"
+        assert pushed(registry.repo, "feat", names) == f"refs/remotes/{expected}/feat"

@@ -23,7 +23,7 @@ from ..store.atomic import replace_file
 from ..store.git import GitError
 from . import merges
 from .gate import live
-from .sides import Side, committed, with_changes, worktrees
+from .sides import Side, committed, remotes, with_changes, worktrees
 
 STATE_FILE = "overlap.json"
 KINDS = ("conflict", "both-changed", "held-changed")  # worst first
@@ -51,9 +51,9 @@ def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict,
     """{sid: Side} and [{"session", "reason"}] of the sessions with none; with *memo*
     (the state file's ``worktrees``), worktrees' uncommitted changes count too."""
     repo, trees = registry.repo, worktrees(registry.repo)
-    found, skipped = {}, []
+    found, skipped, names = {}, [], remotes(registry.repo, registry.remote)
     for session in sessions:
-        side = committed(repo, session, trees, registry.remote, registry.host)
+        side = committed(repo, session, trees, names, registry.host)
         if isinstance(side, str):
             skipped.append({"session": session.id, "reason": side})
         else:

@@ -59,28 +59,25 @@ def head(repo: Repo, git_dir: str) -> tuple[str, str | None]:
     return "", text or None
 
 
-def pushed(repo: Repo, branch: str, remote: str | None) -> str | None:
-    """``refs/remotes/<remote>/<branch>``: the registry's remote first, then any other."""
+def remotes(repo: Repo, remote: str | None) -> list[str]:
+    """The repository's remotes, the registry's *remote* first: git's own list, since a
+    name may hold a slash (``team/origin``) and cannot be read off ``refs/remotes``."""
+    names = repo.git("remote", check=False).stdout.decode("utf-8", "replace").split()
+    return sorted(set(names) | ({remote} if remote else set()), key=lambda n: (n != remote, n))
+
+
+def pushed(repo: Repo, branch: str, remote_names: list[str]) -> str | None:
+    """``refs/remotes/<remote>/<branch>`` of the first of *remote_names* that has one."""
     if not branch:
         return None
-    remotes = os.path.join(repo.info.common_dir, "refs", "remotes")
-    names = set(os.listdir(remotes)) if os.path.isdir(remotes) else set()
-    try:
-        with open(os.path.join(repo.info.common_dir, "packed-refs")) as packed:
-            names |= {line.split(" ", 1)[1].split("/")[2] for line in packed
-                      if " refs/remotes/" in line and not line.startswith("^")}
-    except (FileNotFoundError, IndexError):
-        pass
-    for name in sorted(names, key=lambda n: (n != remote, n)):
-        ref = f"refs/remotes/{name}/{branch}"
-        if repo.read_ref(ref):
-            return ref
-    return None
+    return next((ref for name in remote_names
+                 if repo.read_ref(ref := f"refs/remotes/{name}/{branch}")), None)
 
 
-def committed(repo: Repo, session, trees: dict[str, str], remote: str | None,
+def committed(repo: Repo, session, trees: dict[str, str], remote_names: list[str],
               host: str) -> Side | str:
-    """*session*'s side from files alone (its committed tip), or why it has none."""
+    """*session*'s side from files alone (its committed tip), or why it has none
+    (*remote_names*: from :func:`remotes`)."""
     project = os.path.realpath(session.project) if session.project else ""
     if session.host == host and project in trees:
         branch, tip = head(repo, trees[project])
@@ -90,7 +87,7 @@ def committed(repo: Repo, session, trees: dict[str, str], remote: str | None,
     local = session.host == host and not os.path.isdir(project)  # a worktree removed since
     ref = (f"refs/heads/{session.git_branch}" if local and session.git_branch
            and repo.read_ref(f"refs/heads/{session.git_branch}") else None) \
-        or pushed(repo, session.git_branch, remote)
+        or pushed(repo, session.git_branch, remote_names)
     if ref is None:
         return (f"branch {session.git_branch} of {session.host} is not pushed here "
                 "(no remote-tracking ref)" if session.git_branch else
