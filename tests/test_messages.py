@@ -514,3 +514,19 @@ def test_messages_through_the_mcp_server(team, repo):
     assert stranger[0] and "not a recipient" in stranger[1]
     assert both[0] and "exactly one" in both[1]
     assert thread[2]["messages"][0]["acked_by"] == ["a1"]
+
+
+def test_to_path_reaches_a_later_holder_spelled_otherwise_where_case_is_ignored(team, repo):
+    """Where the repository ignores case (core.ignorecase), a message to a new file
+    `notes/Plan.md` reaches a later holder of `notes/plan.md` (its inbox, its ack): the
+    two spellings name one file there."""
+    git(repo, "config", "core.ignorecase", "true")
+    assert team("register", "d1", "--provider", "Kimi", "--working-on", "notes").returncode == 0
+    assert team("lock", "acquire", "notes/Plan.md", "--session", "d1").returncode == 0
+    sent = js(send(team, "--from", "c1", "--to-path", "notes/Plan.md", "the plan?"))
+    assert sent["recipients"] == ["d1"]
+    assert team("finish", "d1").returncode == 0
+    assert team("register", "e1", "--provider", "Kimi", "--working-on", "notes").returncode == 0
+    assert team("lock", "acquire", "notes/plan.md", "--session", "e1").returncode == 0
+    assert [m["id"] for m in js(team("--json", "inbox", "e1"))["messages"]] == [sent["id"]]
+    assert js(team("--json", "ack", sent["id"], "--session", "e1"))["acked"] == [sent["id"]]

@@ -26,6 +26,10 @@ from .records import Session, iso
 from .render import cell, clip, fill
 from .view import View
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .pathcase import Rule
+
 MESSAGES = "messages"
 ACKS = "acks"
 MAX_KEY = 200
@@ -256,9 +260,11 @@ def warnings(views) -> list[str]:
     return [w for view in _each(views) for w in view.warnings]
 
 
-def addressed_to(message: dict, session: Session) -> bool:
+def addressed_to(message: dict, session: Session, rule: Rule | None = None) -> bool:
     """Is *message* for *session*: named among its recipients when sent, or, for a
-    path or tag, reaching the session now (a later holder, a handoff's next taker)."""
+    path or tag, reaching the session now (a later holder, a handoff's next taker).
+    Paths compare as the repository's *rule* says (branch/pathcase.py): where case is
+    ignored, a message to ``src/Auth.py`` reaches the holder of ``src/auth.py``."""
     if session.id in (message.get("recipients") or []):
         return True
     if message.get("from") == session.id:
@@ -266,7 +272,8 @@ def addressed_to(message: dict, session: Session) -> bool:
     kind, value = next(iter((message.get("to") or {"all": True}).items()))
     if kind == "paths":
         mine = list(session.locks) + list(session.space)
-        return any(P.overlaps(held, path) for path in value for held in mine)
+        overlaps = rule.overlaps if rule is not None else P.overlaps
+        return any(overlaps(held, path) for path in value for held in mine)
     if kind == "tag":
         return value in session.tags
     if kind == "room":  # a shared room also reaches who joins it later, as a tag does;
@@ -279,9 +286,9 @@ def pending_for(views, session: Session, *, include_acked: bool = False) -> list
     """The messages waiting for *session*, each with ``acked`` (did it acknowledge it).
     A handoff another session took (acknowledged) no longer waits for the rest."""
     taken = acks(views)
-    out = []
+    out, rule = [], next((view.repo.path_rule for view in _each(views)), None)
     for message in every_message(views):
-        if not addressed_to(message, session):
+        if not addressed_to(message, session, rule):
             continue
         by = taken.get(message["id"], set())
         named = session.id in message.get("recipients", [])

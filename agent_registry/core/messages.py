@@ -105,7 +105,7 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
             message = find(view, mid)
             if message is None:
                 raise Refused(f"unknown message id {mid}")
-            if not addressed_to(message, session):
+            if not addressed_to(message, session, registry.repo.path_rule):
                 raise Refused(f"{me} is not a recipient of message {mid}",
                               details={"id": mid, "recipients": message["recipients"]})
         if view.read(ack_path(me, mid)) is not None:
@@ -298,7 +298,7 @@ def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
         return registry.apply(registry.new_op("ack", session=sid, ids=ids))
     me = registry.live_session(main, sid)
     for mid, message in found.items():
-        if not addressed_to(message, me):
+        if not addressed_to(message, me, registry.repo.path_rule):
             raise Refused(f"{sid} is not a recipient of message {mid}",
                           details={"id": mid, "recipients": message["recipients"]})
     already = [mid for mid in ids if acked(read, sid, mid)]
