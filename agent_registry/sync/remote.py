@@ -630,7 +630,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             # all that is left is what we carried for other clones (sync/intents.py): our
             # own operations are on the remote, so we are done; the next rebase drops them
             with file_lock(registry.lock_file):  # the push that landed them was another's
-                save_state(registry, last_success=iso(registry.clock()), last_error=None,
+                save_state(registry, last_push_attempts=pushes + 1,
+                           last_success=iso(registry.clock()), last_error=None,
                            last_error_kind=None)
             return _fate(registry, {**outcome, "pushed": True, "tip": seen,
                                     "attempts": pushes + 1}, watch)
@@ -643,6 +644,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             if pushed.ok:
                 with file_lock(registry.lock_file):
                     _advance(registry, tip, seen)
+                    save_state(registry, last_push_attempts=pushes)
                 return _fate(registry, {**outcome, "pushed": True, "tip": tip,
                                         "attempts": pushes}, watch)
             if not pushed.retry:
