@@ -94,3 +94,30 @@ def test_a_fetch_mark_from_the_future_vouches_for_nothing(tmp_path):
         before = fetches()
         registry.claim("s1", ["src/a.py"])
     assert fetches() == before + 1
+
+
+@pytest.mark.parametrize("shards", [0, 16])
+def test_a_claim_that_lost_one_push_lands_and_its_attempts_are_kept(tmp_path, shards):
+    """Decided before a fetch while b pushed another claim: a's first push is rejected,
+    the second lands, and the clone's sync state says two attempts (what bench/scale_bench.py
+    reads as pushes per confirmed claim), in the same write as the confirmed tip."""
+    team = Team(tmp_path)
+    a, _ = counted_clone(team, "a", shards)
+    b, _ = counted_clone(team, "b", shards)
+    assert a("register", "s1", "--provider", "Codex").returncode == 0
+    assert b("register", "s2", "--provider", "Codex").returncode == 0
+    assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
+    assert b("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 0
+    other = "src/other.py"
+    if shards:  # on the shard b's claim moved
+        from agent_registry.branch.shards import lock_shards
+        other = next(p for i in range(1000) if lock_shards(p := f"src/o{i}.py", shards, None)
+                     == lock_shards("src/auth.py", shards, None))
+    with Registry.open(str(a.cwd)) as registry:
+        registry.claim("s1", [other])
+        state = json.loads(open(registry.repo.state_path("sync.json")).read())
+        tracking = registry.repo.read_ref(f"refs/remotes/origin/{registry.branch}")
+    assert state["last_push_attempts"] == 2
+    assert state["last_error"] is None
+    if not shards:  # the confirmed tip is the tip that landed
+        assert tracking in state["confirmed"].values()

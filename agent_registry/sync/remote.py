@@ -485,10 +485,11 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     return state
 
 
-def _advance(registry: Registry, tip: str, seen: str | None) -> None:
+def _advance(registry: Registry, tip: str, seen: str | None, **changes) -> None:
     """After a push of *tip*: the tracking ref and the confirmed tip move forward to it
-    (never back: another process of this clone may have pushed a later tip already).
-    *seen*: the tracking ref when the push started (caller holds the flock)."""
+    (never back: another process of this clone may have pushed a later tip already),
+    recorded in the sync state with its other *changes* in one write.  *seen*: the
+    tracking ref when the push started (caller holds the flock)."""
     current = registry.repo.read_ref(registry.tracking_ref)
     if current != tip and (current in (None, seen) or is_ancestor(registry, current, tip)):
         registry.repo.git("update-ref", registry.tracking_ref, tip)
@@ -496,7 +497,7 @@ def _advance(registry: Registry, tip: str, seen: str | None) -> None:
     if confirmed in (None, seen) or is_ancestor(registry, confirmed, tip):
         confirmed = tip
     confirm(registry, confirmed, last_success=iso(registry.clock()), last_error=None,
-            last_error_kind=None)
+            last_error_kind=None, **changes)
 
 
 def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLINE) -> dict:
@@ -643,8 +644,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             pushes += 1
             if pushed.ok:
                 with file_lock(registry.lock_file):
-                    _advance(registry, tip, seen)
-                    save_state(registry, last_push_attempts=pushes)
+                    _advance(registry, tip, seen, last_push_attempts=pushes)
                 return _fate(registry, {**outcome, "pushed": True, "tip": tip,
                                         "attempts": pushes}, watch)
             if not pushed.retry:
