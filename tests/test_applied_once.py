@@ -95,3 +95,44 @@ def test_a_push_that_landed_after_a_timeout_is_not_replayed(tmp_path):
     assert set(ops_on_remote(team, "claim").values()) == {1}
     check = json.loads(a("--json", "lock", "check", "src/auth.py", "--session", "a1").stdout)
     assert check["paths"][0]["state"] == "free"
+
+
+@pytest.mark.parametrize("how", ["landed-after-its-base", "rebuilt-over-its-base"])
+def test_an_intent_whose_operation_is_on_the_remote_already_is_not_applied_again(tmp_path, how):
+    """Clone a publishes an intent carrying a diary line that a push of another of its
+    processes landed meanwhile: after the intent's base (the push raced the intent), or
+    as the base itself, the intent carrying a copy a third process rebuilt on the older
+    remote tip (a rebase that helped another clone's intent anew). Clone b, helping on
+    the remote tip, must skip it: the line is on the remote once. (Both were seen in the
+    racing test above, about one run in ten under load, before helpers looked back to
+    where the intent forked from its base.)"""
+    from agent_registry.sync import Registry
+    from agent_registry.sync.remote import publish_intent
+    from agent_registry.sync.state import confirm
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert a("register", "s1", "--provider", "Kimi", "--working-on", "diary").returncode == 0
+    assert b("sync").returncode == 0
+    with Registry.open(str(a.cwd)) as registry:
+        start = registry.repo.read_ref(registry.ref)
+        assert start == team.remote_tip()
+        op = registry.new_op("context-log", session="s1", text="line-once")
+        landed, _ = registry.build(start, op)
+        if how == "landed-after-its-base":  # the intent is based on start and carries it
+            registry.repo.update_ref(registry.ref, landed, start, "test: the line")
+            assert publish_intent(registry)
+        else:  # the intent is based on it and carries a copy made on start
+            rebuilt, _ = registry.build(start, op, f"Replayed on {start[:12]}, first made "
+                                                   f"as {landed[:12]}.")
+            registry.repo.update_ref(registry.ref, rebuilt, start, "test: the rebuilt copy")
+            confirm(registry, landed)
+        subprocess.run(["git", "push", "-q", "origin", f"{landed}:refs/heads/{BRANCH}"],
+                       cwd=a.cwd, check=True)
+        if how == "rebuilt-over-its-base":
+            assert publish_intent(registry)
+    # b's next write fetches the intent, helps it, and pushes the help with its own line
+    assert b("context", "log", "s1", "line-of-b").returncode == 0
+    assert a("sync").returncode == 0
+    diary = team.remote_file("contexts/s1.md") or ""
+    assert diary.count("line-once") == 1, diary
+    assert ops_on_remote(team, "context-log")[op["id"]] == 1

@@ -218,9 +218,14 @@ def help_others(registry: Registry, onto: str | None,
         if not ops or any(op is None or not registry.knows(op) for op in ops):
             continue
         marker = (f"{HELPED}: {clone} #{meta['seq']}",)
-        # decided already: by a record, or landed since the intent's base without one (a
-        # push of the clone made from a tip older than its intent, by another process)
-        known = {**dict.fromkeys(landed_since(registry, onto, meta["base"]), APPLIED),
+        # decided already: by a record, or in the history helped on since the intent
+        # forked from its base: landed after the base (a push of the clone made from a
+        # tip older than its intent, by another process), or held by the base itself
+        # while the intent carries a copy another process of the clone rebuilt on an
+        # older remote tip
+        fork = registry.repo.git("merge-base", meta["base"], intent_tip,
+                                 check=False).stdout.decode().strip()
+        known = {**dict.fromkeys(landed_since(registry, onto, fork or None), APPLIED),
                  **record["handled"]}
         done = replay(registry, commits, tip, extra=marker, handled=known)
         refused = {r.get("id"): r.get("reason", "refused") for r in done.refused}
