@@ -232,3 +232,30 @@ def test_twelve_clones_logging_at_once_lose_nothing_and_double_nothing(tmp_path)
         diary = team.remote_file(f"contexts/s{i}.md")
         assert [diary.count(f"s{i} line {n}\n") for n in range(6)] == [1] * 6, diary
     assert any("Registry-Helped: " in m for m in remote_log(team))
+
+
+def test_a_tip_that_already_helped_every_intent_is_kept_not_rebuilt(team):
+    """A process of b helped a's intent on top of the remote tip and has not pushed yet;
+    the next process of b meets the same remote tip: it keeps b's tip instead of helping
+    again on a copy of it (which, once the first push lands, would leave b on a fork
+    carrying its operations twice), and what is pushed then applies a's operations once."""
+    from agent_registry import Registry
+    from agent_registry.core.registry import file_lock
+    from agent_registry.sync.remote import _rebase, fetch
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "docs"))
+    offline_ops(a, ("context", "log", "kimi-1", "diary line once"))
+    [op_id] = pending_ids(a)
+    publish(a)
+    with Registry.open(str(b.cwd)) as registry:
+        remote = fetch(registry)
+        with file_lock(registry.lock_file):
+            helped = _rebase(registry, remote).tip
+        assert helped != remote  # a's line applied, and its intent settled, on b's tip
+        with file_lock(registry.lock_file):  # the next process, the same remote tip
+            again = _rebase(registry, fetch(registry)).tip
+        assert again == helped == registry.repo.read_ref(registry.ref)
+    ok(b("context", "log", "codex-2", "b's own line"))
+    assert op_count(team, op_id) == 1
+    assert team.remote_file("contexts/kimi-1.md").count("diary line once") == 1

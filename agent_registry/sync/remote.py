@@ -457,7 +457,14 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
         confirm(registry, remote)
         return Replay(remote)
-    if not intents and (remote == local or is_ancestor(registry, remote, local)):
+    holds = local is not None and (remote == local or is_ancestor(registry, remote, local))
+    if holds and intents and not unsettled(registry, local):
+        # our tip helped them all already (another process of this clone, whose push has
+        # not landed yet): rebuilding it on the remote tip would only make a second copy
+        # of its commits, which that push, if it lands, turns into a fork (a rebuild
+        # still helps them all anew when one is left to help)
+        intents = []
+    if not intents and holds:
         # nothing new there (or an older view of it): our tip already holds it
         if confirmed is None or (remote != confirmed and is_ancestor(registry, confirmed, remote)):
             confirm(registry, remote)
