@@ -218,6 +218,9 @@ def test_a_diary_line_and_a_heartbeat_on_the_clone_ref_reach_the_timeline_and_th
             agents.cli("context", "log", "kimi-1", "second line")
             change = events.change_with("contexts")
             assert change["sessions"] == ["kimi-1"], change
+            # heartbeat_at counts whole seconds: a beat in the same second as the
+            # session's last renewal changes no file, and the stream rightly says nothing
+            time.sleep(1.1)
             agents.cli("lock", "heartbeat", "--session", "kimi-1")
             change = events.change_with("sessions")
             assert change["sessions"] == ["kimi-1"], change
