@@ -126,7 +126,8 @@ def apply_heartbeat(registry: Registry, view: View, op: dict) -> Outcome:
     view.put_session(session)
     held = op.get("held", len(session.locks))
     return Outcome({"session": session.id, "heartbeat_at": session.heartbeat_at,
-                    "locks": held}, f"heartbeat {session.id} ({held} lock(s))")
+                    "locks": held}, f"heartbeat {session.id} ({held} lock(s))",
+                   page_lasts=True)  # registry.md shows no heartbeat time but as an age
 
 
 @operation("force-release", shape={"path": TEXT, "force": FLAG, "by": TEXT, "reason": TEXT})

@@ -34,8 +34,11 @@ def operation(name: str, shape: dict | None = None):
     return register
 
 
-class Outcome(named("Outcome", "result subject trailers", defaults=((),))):
+class Outcome(named("Outcome", "result subject trailers page_lasts", defaults=((), False))):
     """What an applied operation returns: the result for the caller (a dict), the
-    commit subject saying what happened (None: nothing to commit), and trailer lines
-    the handler decided (a takeover's previous holder and why it was stale)."""
+    commit subject saying what happened (None: nothing to commit), trailer lines the
+    handler decided (a takeover's previous holder and why it was stale), and whether a
+    recent registry.md still tells the truth after it (*page_lasts*: the operation
+    changes nothing the page shows but ages, which it counts from its own rendering;
+    core/registry.py's ``write_commit`` then keeps a page under PAGE_REFRESH old)."""
     __slots__ = ()

@@ -275,12 +275,15 @@ class Registry:
         if outcome.subject is None or not view.writes:
             return None, outcome.result
         return (self.write_commit(view, op, outcome.subject, note,
-                                  tuple(extra) + tuple(outcome.trailers)), outcome.result)
+                                  tuple(extra) + tuple(outcome.trailers),
+                                  page_lasts=outcome.page_lasts), outcome.result)
 
     def write_commit(self, view: View, op: dict, subject: str, note: str = "",
-                     extra: Iterable[str] = ()) -> str:
+                     extra: Iterable[str] = (), page_lasts: bool = False) -> str:
+        """The commit of *op* on *view*, registry.md rendered again unless the operation
+        leaves a recent page true (*page_lasts*, Outcome)."""
         at = op["at"]
-        if not (op["op"] == "heartbeat" and self.page_is_recent(view, at)):
+        if not (page_lasts and self.page_is_recent(view, at)):
             for path, data in self.pages(view, at, subject).items():
                 view.write(path, data)
         tree = self.repo.edit_tree(view.tree, view.writes)
@@ -293,11 +296,12 @@ class Registry:
     @staticmethod
     def page_is_recent(view: View, at: float) -> bool:
         """Whether the registry.md on *view* was rendered less than PAGE_REFRESH seconds
-        before *at*: a heartbeat then leaves the page as it is.  A heartbeat changes only
-        heartbeat times, the page counts its ages back from when it was rendered, and
-        agents beat many times a minute: rendering it reads every live session file, and
-        for each beat it would be written again for no reader (issue 26).  A session back
-        from a long pause is shown live again within PAGE_REFRESH."""
+        before *at*: an operation whose Outcome says the page lasts (a heartbeat) then
+        leaves the page as it is.  A heartbeat changes only heartbeat times, the page
+        counts its ages back from when it was rendered, and agents beat many times a
+        minute: rendering it reads every live session file, and for each beat it would be
+        written again for no reader (issue 26).  A session back from a long pause is
+        shown live again within PAGE_REFRESH."""
         rendered = generated_at(view.read("registry.md"))
         return rendered is not None and 0 <= at - rendered < PAGE_REFRESH
 
