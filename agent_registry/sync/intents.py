@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 
 from ..store import jsontext
+from ..store.rawfile import read_bytes
 from ..branch.trailers import TRAILER, parse_op
 from ..branch.view import View
 from ..core.operations import Outcome, operation
@@ -151,8 +152,7 @@ def _any_under(registry: Registry, prefix: str) -> bool:
     if os.path.isdir(os.path.join(common, prefix)):
         return True
     try:
-        with open(os.path.join(common, "packed-refs"), "rb") as f:
-            return prefix.encode() in f.read()
+        return prefix.encode() in read_bytes(os.path.join(common, "packed-refs"))
     except OSError:
         return False
 

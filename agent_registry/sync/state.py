@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..store import jsontext
 from ..core.registry import Registry
 from ..store.atomic import replace_file
+from ..store.rawfile import read_bytes
 from ..store.lazyre import LazyPattern
 
 _URL_USERINFO = LazyPattern(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]*@")
@@ -23,9 +24,8 @@ def _state_path(registry: Registry) -> str:
 
 def load_state(registry: Registry) -> dict:
     try:
-        with open(_state_path(registry)) as f:
-            return jsontext.loads(f.read())
-    except (OSError, ValueError):
+        return jsontext.loads(read_bytes(_state_path(registry)))
+    except (OSError, ValueError):  # a lost or broken state: as a clone that never synced
         return {}
 
 
