@@ -144,21 +144,18 @@ def lock_shards(view: View) -> int | None:
 
 
 def shard_note(branch: str | None, count: int, cloned: bool = False) -> str:
-    """The Locks section of a main branch whose locks live on *count* shard branches
-    (and, *cloned*, whose heartbeats and diaries live on the clone branches)."""
+    """What the Locks section of a main branch whose locks live on *count* shard branches
+    says under its table (and, *cloned*, whose heartbeats live on the clone refs)."""
     last = f"{count - 1:02d}"
     # a branch name is letters, digits and ._/- (core/registry.py): literal in a code span
     names = (f"`{branch}-shards/00` … `{branch}-shards/{last}`" if branch else
              f"named after this one with `-shards/00` … `-shards/{last}`")
-    return (f"The locks are not on this branch: this registry keeps them on its {count} lock "
-            f"shard branches, {names}, split by path. Each shard branch renders its own "
-            "registry.md with the locks it records and the sessions holding them; "
-            "`agent-registry lock list` shows them all." + (
-                " Heartbeats and diaries are not on this branch either: each clone writes "
-                "its own sessions' to " + (f"`{branch}-clones/<clone>`" if branch else
-                                           "a branch named after this one with `-clones/<clone>`")
-                + ", so the Heartbeat column above is as of this commit; "
-                "`agent-registry status` shows the newest." if cloned else ""))
+    return (f"The locks are recorded on {count} lock shard branches ({names}, split by "
+            "path); this table lists every held one as they stood when this page was "
+            "generated. Any write finding this page a minute old renders it again; "
+            "`agent-registry lock list` shows them now." + (
+                " Heartbeats are written on each clone's own ref, so the Heartbeat column "
+                "is as of the generation time too." if cloned else ""))
 
 
 def front_value(value) -> str:
@@ -169,20 +166,25 @@ def front_value(value) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def registry_md(view: View, at: float, operation: str, branch: str | None = None) -> bytes:
-    """registry.md of the registry *branch* at *view*.  On the main branch of a sharded
-    registry the Locks section names the shard branches, where the locks are (the
-    sessions here hold none), and the fence for older versions is not listed."""
+def registry_md(view: View, at: float, operation: str, branch: str | None = None,
+                locks: View | None = None) -> bytes:
+    """registry.md of the registry *branch* at *view*, its sessions and their locks read
+    from *locks* (default: *view*).  On the main branch of a sharded registry that is the
+    whole view, the shards overlaid on *view* (core/registry.py ``pages``): a person
+    browsing the branch on a forge sees every held lock.  Without it (a page built where
+    the shards cannot be read) the Locks section only names the shard branches."""
     shards = lock_shards(view)
-    sessions = sorted(view.live_summaries(MAX_LOCKS_PER_SESSION), key=lambda s: s[0].registered_at)
+    held_view = view if locks is None else locks
+    listed = shards is None or locks is not None
+    sessions = sorted(held_view.live_summaries(MAX_LOCKS_PER_SESSION),
+                      key=lambda s: s[0].registered_at)
     if shards is not None:
-        from .shards import FENCE_SESSION
-        sessions = [(s, 0) for s, _ in sessions if s.id != FENCE_SESSION]
+        from .shards import FENCE_SESSION  # the fence for older tools is no session
+        sessions = [(s, n if listed else 0) for s, n in sessions if s.id != FENCE_SESSION]
     session_rows, lock_rows, held, stale_count = [], [], 0, 0
     for s, count in sessions:
-        shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows)) if shards is None \
-            else 0
-        stale, stale_paths = stale_locks(view, s, at, shown)
+        shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows)) if listed else 0
+        stale, stale_paths = stale_locks(held_view, s, at, shown)
         stale_count += stale
         held += count
         if len(session_rows) < MAX_SESSION_ROWS:
@@ -190,29 +192,44 @@ def registry_md(view: View, at: float, operation: str, branch: str | None = None
             session_rows.append([cell(s.id), cell(clip(f"{s.provider} {s.ai_version}", AGENT_WIDTH)),
                                  cell(clip(s.host, HOST_WIDTH)),
                                  cell(clip(s.working_on, WORKING_ON_WIDTH)), heartbeat,
-                                 str(count) if shards is None else "on the shards"])
+                                 str(count) if listed else "on the shards"])
         for path in s.locks[:shown]:
+            state = STALE if path in stale_paths else "held"
             lock_rows.append([cell(clip(path, PATH_WIDTH, keep_end=True)), cell(s.id),
-                              STALE if path in stale_paths else "held"])
+                              *(_holding(held_view, s, path, at) if locks is not None else ()),
+                              state])
     ended = [[cell(r.get("id")), cell(clip(r.get("provider"), AGENT_WIDTH)),
               cell(clip(r.get("working_on"), WORKING_ON_WIDTH)), cell(r.get("status")),
               ago(at, parse_iso(r.get("finished_at")))] for r in view.recent()]
     front = {"generated_at": iso(at), "live_sessions": len(sessions), "stale_sessions": stale_count,
-             "held_locks": held if shards is None else None, "ttl": DEFAULT_TTL,
+             "held_locks": held if listed else None, "ttl": DEFAULT_TTL,
              "clock_skew_margin": int(CLOCK_SKEW), "last_operation": operation}
     if shards is not None:
         front["lock_shards"] = shards
+    lock_table = table(["Path", "Session", *(("Working on", "Held since") if locks is not None
+                                             else ()), "State"], lock_rows) \
+        + more(len(lock_rows), held, "agent-registry lock list")
+    note = shard_note(branch, shards, has_clones(view)) if shards is not None else ""
     text = fill("registry.md",
         frontmatter="\n".join(f"{k}: {front_value(v)}" for k, v in front.items()),
         generated_at=iso(at), operation=cell(clip(operation, OPERATION_WIDTH)),
         ttl=str(DEFAULT_TTL), skew=str(int(CLOCK_SKEW)), stale=STALE,
         sessions=table(["Session", "Agent", "Host", "Working on", "Heartbeat", "Locks"],
                        session_rows) + more(len(session_rows), len(sessions), "agent-registry status"),
-        locks=table(["Path", "Session", "State"], lock_rows)
-        + more(len(lock_rows), held, "agent-registry lock list") if shards is None
-        else shard_note(branch, shards, has_clones(view)),
+        locks=(lock_table + "\n\n" + note if listed else note) if note else lock_table,
         ended=table(["Session", "Provider", "Working on", "Status", "Ended"], ended))
     return text.encode()
+
+
+def _holding(view: View, session, path: str, at: float) -> tuple[str, str]:
+    """What the whole registry's page says of *session*'s lock on *path* besides who
+    holds it: what the session works on, and since when it holds the path (its lock
+    record's claim time: one record per listed row, read only for the page that lists
+    every shard's locks, the main branch's, which claims do not render)."""
+    lock = view.lock(path)
+    holder = lock.holder(session.id) if lock else None
+    return (cell(clip(session.working_on, WORKING_ON_WIDTH)),
+            ago(at, parse_iso(holder.acquired_at)) if holder else "?")
 
 
 def branch_readme(branch: str) -> bytes:

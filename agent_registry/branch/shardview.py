@@ -130,10 +130,16 @@ class WholeView(View):
     ``git fetch`` brings another clone's sessions and shards together)."""
 
     def __init__(self, repo: Repo, tip: str | None, shard_tips: list[str | None],
-                 tracking: str | None = None, clones: Clones | None = None) -> None:
+                 tracking: str | None = None, clones: Clones | None = None,
+                 mains: list[View] | None = None) -> None:
         super().__init__(repo, tip)
-        self.mains: list[View] = [MainView(repo, t, clones) if clones else View(repo, t)
-                                  for t in dict.fromkeys((tracking, tip)) if t]
+        # *mains*: views of the main branch made already (a commit's pending one, which
+        # its registry.md is rendered from: core/sharded.py locks_view)
+        self.mains: list[View] = mains if mains is not None else [
+            MainView(repo, t, clones) if clones else View(repo, t)
+            for t in dict.fromkeys((tracking, tip)) if t]
+        if mains:  # what the render meets is reported with the commit's own warnings
+            self.warnings = mains[0].warnings
         for main in self.mains:
             main.warnings = self.warnings
         self.shards = [ShardView(repo, t, self.mains, self.warnings) for t in shard_tips]

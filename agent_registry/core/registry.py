@@ -305,11 +305,16 @@ class Registry:
         rendered = generated_at(view.read("registry.md"))
         return rendered is not None and 0 <= at - rendered < PAGE_REFRESH
 
-    def pages(self, view: View, at: float, subject: str) -> dict[str, bytes]:
+    def pages(self, view: View, at: float, subject: str,
+              locks: View | None = None) -> dict[str, bytes]:
         """What every commit re-renders: registry.md and the branch README.md (the
-        messages branch's registry renders its own: core/messages_branch.py)."""
+        messages branch's registry renders its own: core/messages_branch.py).  In lock
+        shards the page lists every shard's locks: *locks*, else the shards as this
+        clone has them overlaid on *view* (core/sharded.py ``locks_view``)."""
         from ..branch.render import branch_readme, registry_md  # not for a recent heartbeat
-        return {"registry.md": registry_md(view, at, subject, self.branch),
+        if locks is None:
+            locks = sharded.locks_view(self, view)
+        return {"registry.md": registry_md(view, at, subject, self.branch, locks),
                 "README.md": branch_readme(self.branch)}
 
     def sync_state(self) -> dict:

@@ -1,5 +1,5 @@
 """The core's session operations (register, update, finish, handoff, cleanup, and
-the branch's init): each with its shape, checked before it is applied or replayed, and
+the branch's init and page refresh): each with its shape, checked before it is applied or replayed, and
 the handler that decides it against a view of the branch and writes what changes."""
 from __future__ import annotations
 
@@ -20,6 +20,21 @@ def apply_init(registry: Registry, view: View, op: dict) -> Outcome:
         return Outcome({"created": False}, None)
     view.write("sessions/recent.json", b"[]\n")
     return Outcome({"created": True}, "init registry")
+
+
+@operation("refresh-page", shape={})
+def apply_refresh_page(registry: Registry, view: View, op: dict) -> Outcome:
+    """registry.md rendered again, nothing else changed: what a write on a lock shard or
+    a clone ref does to the main branch when its page is a minute old (core/sharded.py
+    ``refresh_page``), so a person browsing the main branch on a forge sees the locks
+    and heartbeats of every shard and clone at most a minute behind the last write.  A
+    page another clone rendered meanwhile is left as it is."""
+    if registry.page_is_recent(view, op["at"]):
+        return Outcome({"refreshed": False}, None)
+    subject = "registry.md rendered again"
+    for path, data in registry.pages(view, op["at"], subject).items():
+        view.write(path, data)
+    return Outcome({"refreshed": True}, subject, page_lasts=True)
 
 
 @operation("register", shape={"session": TEXT, "fields": MAPPING, "?resume": FLAG})

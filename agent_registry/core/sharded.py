@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..branch import paths as P
 from ..branch import shards as S
-from ..branch.shardview import ShardView, WholeView, open_whole
+from ..branch.shardview import ShardView, WholeView, open_whole, shard_tip
 from ..branch.view import View
-from ..errors import NotFound, Refused, Unconfirmed
+from ..errors import NotFound, Refused, RegistryError, Unconfirmed
 from .cloned import clone_registry, main_views
 
 TYPE_CHECKING = False
@@ -139,6 +139,27 @@ def shard_pages(registry_branch: str, index: int, count: int, view: View, at: fl
                               registry=registry_branch).encode()}
 
 
+def locks_view(registry: Registry, view: View) -> View | None:
+    """The view registry.md of the main branch lists sessions and locks from, for a
+    commit about to be made on *view*: in lock shards, *view* with every shard overlaid
+    as this clone has it (its own tip, or the remote's where that moved past it); None in
+    one branch (*view* itself holds the locks), and None where a shard is missing here
+    (the page then names the shard branches instead of listing their locks)."""
+    raw = view.read(S.LAYOUT)
+    if raw is None:
+        return None
+    count = count_of(S.layout_of(raw))
+    tips = []
+    for index in range(count):
+        name = S.shard_branch(registry.branch, index)
+        tips.append(shard_tip(registry.repo, f"refs/heads/{name}",
+                              f"refs/remotes/{registry.remote}/{name}" if registry.remote
+                              else None))
+        if tips[-1] is None:
+            return None
+    return WholeView(registry.repo, view.tip, tips, mains=[view])
+
+
 def whole_view(registry: Registry, count: int) -> WholeView:
     return open_whole(registry.repo, registry.branch, registry.remote, registry.tip(), count)
 
@@ -153,9 +174,9 @@ def route(registry: Registry, op: dict) -> dict:
         return registry.apply_main(op)
     count = count_of(marker)
     if op["op"] == "heartbeat":
-        return _heartbeat(registry, op, count, marker["format"] >= 3)
+        return refresh_page(registry, _heartbeat(registry, op, count, marker["format"] >= 3))
     if op["op"] == "context-log":
-        return _on_clone(registry, op)
+        return refresh_page(registry, _on_clone(registry, op))
     if op["op"] == "cleanup":
         return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
     if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
@@ -164,7 +185,29 @@ def route(registry: Registry, op: dict) -> dict:
                                      else op)
         result["released"] = released + [t for t in result.get("released", []) if t not in released]
         return result
-    return _apply_lock_op(registry, op, count)
+    return refresh_page(registry, _apply_lock_op(registry, op, count))
+
+
+def refresh_page(registry: Registry, result: dict) -> dict:
+    """After a write on the shards or this clone's ref, which the main branch's
+    registry.md does not show until it is rendered again: render it (the refresh-page
+    operation, core/sessions.py) when it is PAGE_REFRESH old or older, so the page a
+    forge shows is at most a minute behind the last write of any clone.  The write's
+    own outcome is what the caller reads: a page that could not be pushed goes with
+    this clone's next sync, and one that could not be committed is a warning."""
+    tip = registry.tip()
+    if tip is None or registry.page_is_recent(View(registry.repo, tip), registry.clock()):
+        return result
+    unpushed = registry.unpushed
+    try:
+        registry.apply_main(registry.new_op("refresh-page"))
+    except Unconfirmed:
+        pass  # committed here; pushed by the next sync like any pending operation
+    except RegistryError as exc:
+        registry.warnings.append(f"registry.md was not rendered again: {exc.message}")
+    finally:
+        registry.unpushed = unpushed
+    return result
 
 
 def _targets(op: dict) -> list[str]:
