@@ -21,7 +21,6 @@ def hermetic_seal(tmp_path_factory, monkeypatch):
     gitconfig.write_text("[user]\n\tname = Test User\n\temail = test@example.com\n"
                          "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
                          "[protocol \"file\"]\n\tallow = always\n")
-    layout = os.environ.get("AGENT_REGISTRY_TEST_SHARDS", "0")
     for name in list(os.environ):
         if name.startswith(("GIT_", "AGENT_REGISTRY_")):
             monkeypatch.delenv(name, raising=False)
@@ -33,10 +32,8 @@ def hermetic_seal(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("TZ", "UTC")
-    # registries made by a test are one branch (layout format 1), as before 16 lock shards
-    # became the default; tests/test_layout_default.py unsets it to test the default, and
-    # AGENT_REGISTRY_TEST_SHARDS=16 runs a test file in the layout a new registry gets
-    monkeypatch.setenv("AGENT_REGISTRY_SHARDS", layout)
+    # registries made by a test are made as `init` makes them, in the one layout users get
+    # (16 lock shards with clone refs): the AGENT_REGISTRY_* variables were cleared above
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     # the thousands of agent-registry processes the suite starts read cached bytecode as
     # on a user's machine; a shell that forbids writing it (PYTHONDONTWRITEBYTECODE) made

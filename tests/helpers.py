@@ -106,3 +106,17 @@ def wait_for(condition: Callable[[], object], what: str, *, alive: Iterable = ()
             pytest.fail(f"{what}: the process exited first")
         time.sleep(0.05)
     pytest.fail(f"gave up waiting for {what}")
+
+
+def single_branch(repo: Path | str, **kwargs):
+    """A registry as versions before the one layout made it with `init --shards 0`: one
+    branch (layout format 1), opened as the core's Registry, which writes whatever layout
+    it meets (no face does: their first write converts it, sync/convert.py).  What tests
+    of that conversion start from; the caller closes it."""
+    from agent_registry.core.registry import Registry as CoreRegistry
+    from agent_registry.store.git import Repo, discover
+    registry = CoreRegistry(Repo(discover(str(repo))), **kwargs)
+    if registry.remote:
+        import agent_registry.sync.remote  # noqa: F401  (hands the core its committer)
+    registry.init()
+    return registry

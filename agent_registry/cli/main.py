@@ -133,9 +133,9 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 @click.option("--hooks", "with_hooks", is_flag=True,
               help="Also install the git hooks (as `hooks install`).")
 @click.option("--shards", metavar="N",
-              help="The layout of a new registry: N lock shards (2 to 256), or 0 for one "
-                   "branch (default: git config agent-registry.shards, else 16). An "
-                   "existing registry keeps its layout (`agent-registry shard` converts).")
+              help="How many lock shards a new registry gets: 1 to 64 (default: git "
+                   "config agent-registry.shards, else 16). A registry of an older layout "
+                   "is converted by its first write.")
 @pass_out
 def init(out: Output, branch: str | None, remote: str | None, remote_name: str | None,
          with_hooks: bool = False, shards: str | None = None) -> None:
@@ -143,12 +143,11 @@ def init(out: Output, branch: str | None, remote: str | None, remote_name: str |
 
     A new registry is made in lock shards with clone refs (layout format 3, 16 shards:
     claims of unrelated paths, heartbeats and diary lines do not queue behind each
-    other through a remote); `--shards 0` makes the single branch of layout format 1.
-    See docs/shards.md.
+    other through a remote); `--shards N` sets their count (1 to 64). See docs/shards.md.
     """
     from ..sync import Registry  # the face's class: it remembers the repository
-    from ..sync.convert import layout_count
-    count = None if shards is None else layout_count(shards, "--shards")
+    from ..sync.convert import shard_count
+    count = None if shards is None else shard_count(shards, "--shards")
     repo = out.registry.repo
     named = bool(remote) and (remote.lower() == "none" or not repo.git(
         "remote", "get-url", "--", remote, check=False).returncode)

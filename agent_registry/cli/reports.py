@@ -31,7 +31,8 @@ def layout_text(doc: dict) -> str:
     if doc["format"] == 1:
         return "one branch, layout format 1"
     refs = " with clone refs" if doc["format"] >= 3 else ""
-    return f"{doc['shards']} lock shards{refs}, layout format {doc['format']}"
+    shards = "1 lock shard" if doc["shards"] == 1 else f"{doc['shards']} lock shards"
+    return f"{shards}{refs}, layout format {doc['format']}"
 
 
 def sync_line(state: dict) -> str:

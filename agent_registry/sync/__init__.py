@@ -9,10 +9,10 @@ class Registry(CoreRegistry):
     """The Registry the faces and the public API open (``from agent_registry import
     Registry``): when its config names a remote, it commits through sync's remote
     committer, which sync.remote hands to the core on import; a registry without a
-    remote never pays for importing it.  When ``git config agent-registry.shards N``
-    asks for lock shards, the first operation of a process converts a single-branch
-    registry, or upgrades lock shards of layout format 2 to 3, first (sync/convert.py;
-    never from a shard's or a clone ref's registry); without it nothing is read.
+    remote never pays for importing it.  The first operation of a process converts a
+    single-branch registry, or upgrades lock shards of layout format 2 to 3, first
+    (sync/convert.py; never from a shard's or a clone ref's registry): the layout
+    ``init`` makes is the only one a face writes.
     ``init`` and ``register`` also remember the repository in the user's list."""
 
     def __init__(self, *args, **kwargs) -> None:
@@ -43,7 +43,7 @@ class Registry(CoreRegistry):
 
     def create(self, shards: int | None = None) -> dict:
         """A new registry in lock shards with clone refs (layout format 3; *shards*, else
-        ``git config agent-registry.shards``, else 16; 0: one branch): sync/convert.py."""
+        ``git config agent-registry.shards``, else 16): sync/convert.py."""
         from .convert import create, new_count
         made = create(self, new_count(self, shards))
         if made is not None:
@@ -57,12 +57,9 @@ class Registry(CoreRegistry):
     def apply(self, op: dict) -> dict:
         if op["op"] != "init" and self.tip() is None and not self.is_shard \
                 and not self.is_clone and not getattr(self, "keeps_messages", False):
-            from .convert import new_count
-            if new_count(self):  # the first write where there is no registry: in shards,
-                self.init()  # as init makes it (one branch: the write itself makes it)
+            self.init()  # the first write where there is no registry: as init makes it
         warnings: list[str] = []
-        if "agent-registry.shards" in self.config and not getattr(self, "is_shard", False) \
-                and not getattr(self, "keeps_messages", False):
+        if not self.is_shard and not getattr(self, "keeps_messages", False):
             from .convert import auto_convert
             warnings = auto_convert(self)
         try:

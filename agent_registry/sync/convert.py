@@ -64,65 +64,56 @@ from ..store.git import CasFailed
 
 CONFIG = "agent-registry.shards"
 ENV = "AGENT_REGISTRY_SHARDS"  # the layout of a registry this process makes (0: one branch)
-MIN_COUNT, MAX_COUNT = 2, 256
+MIN_COUNT, MAX_COUNT = 1, 64
 ATTEMPTS = 5  # rounds of sync, build and atomic push before giving up (the remote kept moving)
 CONVERT_OP = "convert"
 AUTHOR = "agent-registry <agent-registry@localhost>"
 _CHECKED: set[tuple[str, str]] = set()  # (common dir, branch) an operation checked this process
+_NO_BRANCH = ("one branch (layout format 1) is no longer a layout any command writes: "
+              "a registry keeps its locks on lock shards")
 
 
 def shard_count(value: object, what: str = "--count") -> int:
     """*value* as a shard count (a whole number from MIN_COUNT to MAX_COUNT); BadInput,
-    in one line, otherwise."""
+    in one line, otherwise (0, the single branch of older versions, says why)."""
     text = str(value).strip()
     if text.isdigit() and MIN_COUNT <= int(text) <= MAX_COUNT:
         return int(text)
     raise BadInput(f"{what}: {text!r} is not a shard count (a whole number from "
-                   f"{MIN_COUNT} to {MAX_COUNT})")
-
-
-def layout_count(value: object, what: str) -> int:
-    """*value* as the shard count of a new registry: 0 (one branch) or a shard count."""
-    text = str(value).strip()
-    if text == "0" or text.isdigit() and MIN_COUNT <= int(text) <= MAX_COUNT:
-        return int(text)
-    raise BadInput(f"{what}: {text!r} is neither 0 (one branch) nor a shard count (a whole "
-                   f"number from {MIN_COUNT} to {MAX_COUNT})")
+                   f"{MIN_COUNT} to {MAX_COUNT})" + (f"; {_NO_BRANCH}" if text == "0" else ""))
 
 
 def configured(registry: Registry) -> int | None:
-    """The shard count ``git config agent-registry.shards`` asks for (0: one branch),
-    or None."""
+    """The shard count ``git config agent-registry.shards`` asks for, or None."""
     raw = registry.config.get(CONFIG)
-    return None if raw is None else layout_count(raw, f"git config {CONFIG}")
+    return None if raw is None else shard_count(raw, f"git config {CONFIG}")
 
 
 def new_count(registry: Registry, asked: int | None = None) -> int:
     """The shards a new registry gets: *asked* (``init --shards``), else
-    ``$AGENT_REGISTRY_SHARDS``, else git config, else shards.DEFAULT_COUNT; 0 is one
-    branch (layout format 1)."""
+    ``$AGENT_REGISTRY_SHARDS``, else git config, else shards.DEFAULT_COUNT."""
     if asked is not None:
         return asked
     if os.environ.get(ENV, "").strip():
-        return layout_count(os.environ[ENV], f"${ENV}")
-    found = configured(registry)
-    return S.DEFAULT_COUNT if found is None else found
+        return shard_count(os.environ[ENV], f"${ENV}")
+    return configured(registry) or S.DEFAULT_COUNT
 
 
 def auto_convert(registry: Registry) -> list[str]:
-    """Before an operation: convert a format-1 registry, or upgrade a format-2 one, when
-    git config asks for shards (once per process and branch; one read of ``layout.json``
-    when there is nothing to do).  A registry that has no branch yet is left to its first
-    operation.  Returns the warnings for the operation's caller: a remote that cannot be
+    """Before an operation: convert a format-1 registry (to the configured count, else
+    shards.DEFAULT_COUNT), or upgrade a format-2 one: the layout ``init`` makes is the
+    only one an operation writes (once per process and branch; one read of
+    ``layout.json`` when there is nothing to do).  A registry that has no branch yet is
+    left to its first operation.  Returns the warnings for the operation's caller: a remote that cannot be
     used leaves the registry as it is (one branch, or format 2), converted or upgraded by
     a later operation.  Only the main branch converts: a registry of this class on a
     shard or on this clone's own ref (core/cloned.py) has no ``layout.json`` of its own."""
     if registry.is_shard or getattr(registry, "is_clone", False):
         return []
-    count = configured(registry)
     key = (registry.repo.info.common_dir, registry.branch)
-    if not count or key in _CHECKED:  # None: not asked; 0: one branch, as it is
+    if key in _CHECKED:
         return []
+    count = configured(registry) or S.DEFAULT_COUNT
     tip = registry.tip()
     if tip is None:
         return []
@@ -130,14 +121,17 @@ def auto_convert(registry: Registry) -> list[str]:
     raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
     if raw is not None and not _upgradable(raw):
         return []  # format 3 already (or a format convert() refuses: the operation will)
+    what = f"converted to {count} lock shards" if raw is None else \
+        f"upgraded to layout format {S.FORMAT}"
     try:
-        convert(registry, count)
+        done = convert(registry, count)
     except RemoteUnusable as exc:  # offline: work goes on as it is, converted later
         _CHECKED.discard(key)
-        what = "converted to lock shards" if raw is None else \
-            f"upgraded to layout format {S.FORMAT}"
         return [f"not {what}: {exc.message}; the next operation tries again"]
-    return []
+    if not (done["converted"] or done["upgraded"]):
+        return []  # another clone did it meanwhile: its commit says so
+    return [f"this registry was {what} with clone refs (layout format {S.FORMAT}), the "
+            "one layout this version writes; older versions refuse it (docs/shards.md)"]
 
 
 def _upgradable(raw: bytes) -> bool:
@@ -440,13 +434,11 @@ def _move_shards(registry: Registry, commits: list[str], tracking: bool = False)
 def create(registry: Registry, count: int) -> dict | None:
     """Make *registry*'s branch, new, in *count* lock shards with clone refs (format 3):
     ``{"created": True}``.  None leaves it to the caller's init operation (the core's:
-    one branch, or adopting the registry the remote has): for *count* 0, for a
-    registry that exists here or on the remote (it keeps its layout), and for a remote
+    one branch, or adopting the registry the remote has): for a registry that exists
+    here or on the remote (its first write converts it), and for a remote
     that cannot be used, with a warning (the next sync pushes the one branch, and
     `agent-registry shard` converts it later: a format-3 main branch pushed alone,
     without its shards, would stop every other clone)."""
-    if not count:
-        return None
     if registry.remote:
         try:
             return _create_remote(registry, count)
