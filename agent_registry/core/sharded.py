@@ -178,7 +178,11 @@ def route(registry: Registry, op: dict) -> dict:
     if op["op"] == "context-log":
         return refresh_page(registry, _on_clone(registry, op))
     if op["op"] == "cleanup":
-        return registry.apply_main(dict(op, shards=_renewals(whole_view(registry, count))))
+        whole = whole_view(registry, count)
+        result = registry.apply_main(dict(op, shards=_renewals(whole)))
+        for stopped in result["stopped"]:
+            stopped["released"] = _free_stopped(registry, whole, stopped["session"], op, count)
+        return result
     if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
         released = _release_all(registry, op, count)
         result = registry.apply_main(dict(op, released_in_shards=len(released)) if released
@@ -354,6 +358,28 @@ def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
             registry.warnings.append(exc.message)
         _carry(registry, shard)
     return released
+
+
+def _free_stopped(registry: Registry, whole: WholeView, sid: str, op: dict,
+                  count: int) -> list[str]:
+    """Free in the shards what *sid*, just stopped by cleanup on the main branch, held
+    there (*whole*: read before the cleanup), as the single branch's cleanup did in the
+    same commit: each target by a force-release without force, which the shard refuses
+    when a holder there is still fresh (a shared lock's other holder), and a refusal is a
+    warning.  Their commits name the cleanup."""
+    session = whole.session(sid, strict=False)
+    freed: list[str] = []
+    for target in session.locks if session else []:
+        release = registry.new_op("force-release", path=target, force=False,
+                                  by=op.get("by") or registry.host,
+                                  reason=f"cleanup stopped {sid}")
+        try:
+            _apply_lock_op(registry, release, count)
+        except (Refused, NotFound) as exc:
+            registry.warnings.append(f"{target} was not freed: {exc.message}")
+        else:
+            freed.append(target)
+    return freed
 
 
 def _carry(registry: Registry, shard: Registry) -> None:
