@@ -7,6 +7,9 @@ import os
 REFUSED = 1  # lock held, not owner, unknown session
 BAD_INPUT = 2  # usage error or bad input; nothing was changed
 UNCONFIRMED = 3  # done locally but not confirmed by the remote
+# an unexpected error, a bug (sysexits.h's EX_SOFTWARE): never 1, which an agent reads as
+# "held" and so waits on a lock nobody holds; cli/console.crashed names the trace's file
+CRASHED = 70
 
 
 class RegistryError(Exception):
@@ -36,6 +39,14 @@ class Unconfirmed(RegistryError):
     """The change is committed locally, but the remote has not confirmed it."""
 
     exit_code = UNCONFIRMED
+
+
+class Crashed(RegistryError):
+    """An unexpected error (a bug) as the CLI reports it: built by cli/console.crashed
+    from the exception that escaped, never raised; ``details["trace"]`` names the file
+    holding its traceback."""
+
+    exit_code = CRASHED
 
 
 class SystemFailure(RegistryError):
@@ -72,3 +83,12 @@ def os_failure(exc: OSError, where: str | None = None, *, writing: bool = False)
     text = f"cannot {verb} {place}: {reason}" if place else f"system error: {reason}"
     return SystemFailure(text, details={"cause": errno.errorcode.get(exc.errno or 0),
                                         "path": place})
+
+
+class Unreadable(RegistryError):
+    """A registry ref or object that is there but cannot be read (a damaged ref file, a
+    loop of symbolic refs, a corrupt or truncated object, a pack cut short): never taken
+    for "absent", which would read a held lock as free.  Exit 1 (refused); the message
+    names the ref or object and the repair, ``details`` carry ``ref`` and ``object``."""
+
+    exit_code = REFUSED

@@ -5,7 +5,8 @@ fresh process; ``python -X importtime`` lists every module it imported.  None of
 import click (the click-free fast path, cli/fast.py), subprocess and what it brings
 (store/spawn.py runs git), hashlib with OpenSSL (store/digest.py), nor the other heavy
 modules a claim does not need.  A module named here that a command starts to need
-belongs behind a lazy import where it is used.
+belongs behind a lazy import where it is used.  tests/test_import_budget_wheel.py runs
+the same budget on a wheel installed as users install it.
 """
 from __future__ import annotations
 
@@ -53,10 +54,12 @@ def repo(tmp_path_factory):
     return made(tmp_path_factory.mktemp("budget") / "repo")
 
 
-def imported(repo, args: list[str], *, script: tuple[str, ...] = (CLI,)
+def imported(repo, args: list[str], *, script: tuple[str, ...] = (CLI,),
+             python: str = sys.executable, env: dict[str, str] | None = None
              ) -> tuple[set[str], subprocess.CompletedProcess]:
-    """The modules `agent-registry ARGS` imports in *repo*, run as *script*."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", *script, *args], cwd=repo,
+    """The modules `agent-registry ARGS` imports in *repo*, run as *script* by *python*
+    (tests/test_import_budget_wheel.py: a wheel's venv)."""
+    proc = subprocess.run([python, "-X", "importtime", *script, *args], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=120)
     names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
              if line.startswith("import time:") and "|" in line}
@@ -79,11 +82,11 @@ LAUNCHER = ("import sys; from agent_registry.cli.fast import run; "
 NOR = {"re", "json", "enum", "collections", "functools", "contextlib", "operator"}
 
 
-@pytest.fixture(scope="module", params=["default", "one-branch"])
+@pytest.fixture(scope="module", params=["default", "one-shard"])
 def layouts(request, tmp_path_factory):
-    """The layout a new registry gets (lock shards, clone refs) and the single branch."""
+    """The layout a new registry gets (16 lock shards, clone refs), and it with one shard."""
     return made(tmp_path_factory.mktemp("strict") / "repo",
-                *([] if request.param == "default" else ["--shards", "0"]))
+                *([] if request.param == "default" else ["--shards", "1"]))
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -194,6 +194,73 @@ def report(exc: Exception, json_mode: bool, say) -> int:
     return error.exit_code
 
 
+TRACES_KEPT = 20  # a harness hook that crashes on every tool call leaves this many
+
+
+def crashed(exc: Exception, argv: list[str]) -> int:
+    """An exception no command expected (a bug, not a refusal) as one line naming it
+    and the file its traceback went to (and the ``{"error"}`` document with --json):
+    exit :data:`~agent_registry.errors.CRASHED`, never 1, which an agent reads as "held".
+    The traceback goes to the repository's state folder (``crashes/``), else to a
+    temporary file; both routes of the console script end here (cli/fast.run)."""
+    from ..errors import CRASHED, Crashed
+    trace = _write_trace(exc, argv)
+    what = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    where = f"its traceback is in {trace}" if trace else "no file could hold its traceback"
+    error = Crashed(f"internal error ({what}); {where}: please report it", details={
+        "trace": trace})
+    try:
+        return report(error, "--json" in argv, lambda text, err: print(
+            text, file=sys.stderr if err else sys.stdout))
+    except Exception:  # noqa: BLE001 — the reporting is what broke: the bare line
+        print(f"agent-registry: {error.message}", file=sys.stderr)
+        return CRASHED
+
+
+def _write_trace(exc: Exception, argv: list[str]) -> str | None:
+    """*exc*'s traceback, with the command and the versions, in a new file; its path
+    (None when nowhere could be written)."""
+    import time
+    import traceback
+    from .. import __version__
+    text = (f"agent-registry {__version__}, Python {sys.version.split()[0]}, "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
+            f"argv: {argv!r}\n\n"
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    name = f"crash-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
+    try:
+        folder = _crash_folder(argv)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except Exception:  # noqa: BLE001 — no repository here, or the failure is in finding it
+        folder = None
+        import tempfile
+        try:
+            fd, path = tempfile.mkstemp(prefix="agent-registry-crash-", suffix=".txt")
+        except OSError:
+            return None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        return None
+    if folder is not None:
+        for old in sorted(n for n in os.listdir(folder) if n.startswith("crash-"))[:-TRACES_KEPT]:
+            try:
+                os.unlink(os.path.join(folder, old))
+            except OSError:
+                pass  # another crash pruned it first
+    return path
+
+
+def _crash_folder(argv: list[str]) -> str:
+    """``crashes/`` in the state folder of the repository the command ran in (``-C``)."""
+    from ..store.git import discover
+    opts = global_options(list(argv)) or {"directory": "."}
+    return os.path.join(discover(opts["directory"]).common_dir, "agent-registry", "crashes")
+
+
 def new_session_id(provider: str) -> str:
     """An id made up for a session registered without one: <provider>-<unix time>-<hex>."""
     import secrets
