@@ -22,7 +22,7 @@ def repo(tmp_path, request):
         git(repo, "init", "-q", "--object-format=sha256")
     repo = make_repo(repo)  # (a second `git init` keeps the format)
     run = Runner(repo)
-    for args in (["init", "--shards", "0"], ["register", "s1", "--provider", "test"],
+    for args in (["init"], ["register", "s1", "--provider", "test"],
                  ["register", "s2", "--provider", "test"],
                  ["lock", "acquire", "src/auth.py", "docs/a/b.md", "--session", "s2"],
                  *(["lock", "heartbeat", "--session", sid] for sid in ("s1", "s2") * 4)):
@@ -107,7 +107,7 @@ def test_lock_check_starts_no_git_loose_or_packed_and_asks_git_for_an_alternate(
     # a clone whose objects are its origin's (objects/info/alternates): git reads them
     clone = tmp_path / "shared"
     git(tmp_path, "clone", "-q", "--shared", str(repo), str(clone))
-    git(clone, "fetch", "-q", "origin", f"{BRANCH}:{BRANCH}")
+    git(clone, "fetch", "-q", "origin", f"{BRANCH}*:{BRANCH}*")  # with its shards
     git(clone, "config", "agent-registry.remote", "none")
     assert not list((clone / ".git" / "objects" / "pack").glob("*.idx"))
     code, out = check(clone, env, "docs/a/c.md")

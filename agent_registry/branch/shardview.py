@@ -11,8 +11,8 @@
 """
 from __future__ import annotations
 
-from ..errors import RegistryError
-from ..store.git import Repo
+from ..errors import RegistryError, Unreadable
+from ..store.git import OBJECT_REPAIR, Repo
 from . import shards as S
 from .clones import CONTEXTS, Clones, MainView
 from .paths import record_name
@@ -243,6 +243,10 @@ def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | None:
     if local is None or remote is None or local == remote:
         return local or remote
     is_ancestor = repo.git("merge-base", "--is-ancestor", local, remote, check=False)
+    if is_ancestor.returncode not in (0, 1):  # git could not walk them: damage, not "behind"
+        said = is_ancestor.stderr.decode(errors="replace").strip().splitlines() or ["?"]
+        raise Unreadable(f"{ref} or {tracking} cannot be read (git merge-base: {said[-1]}); "
+                         f"{OBJECT_REPAIR}", details={"ref": ref})
     return remote if is_ancestor.returncode == 0 else local
 
 

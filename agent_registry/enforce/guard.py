@@ -31,6 +31,7 @@ import time
 
 from ..branch import paths as P
 from ..branch.pathcase import rule_of
+from ..errors import Unreadable
 from ..store.git import (GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config,
                          remote_name)
 from ..store.procinfo import ancestors, hostname, start_time
@@ -123,9 +124,10 @@ def hook_repo_info() -> RepoInfo | None:
             config = f.read().lower()
     except OSError:
         return None
-    if b"objectformat" in config or b"worktree" in config or b"bare = true" in config:
-        return None  # sha256, core.worktree, bare: let git say
-    return RepoInfo(git_dir, common, top, "", "sha1")
+    if any(word in config for word in (b"objectformat", b"worktree", b"bare = true",
+                                       b"refstorage")):
+        return None  # sha256, core.worktree, bare, reftable: let git say
+    return RepoInfo(git_dir, common, top, "", "sha1", "files")
 
 
 def registry_refs(config: dict[str, str]) -> list[str]:
@@ -169,9 +171,10 @@ class LockLookup:
             # the lock shards, also when only the remote's copy was converted yet (the
             # claims since then are there); a layout it does not know refuses
             tracking = f"refs/remotes/{self.remote}/{self.branch}" if self.remote else None
-            marker = view.read("layout.json") or (
-                self.repo.read_blob(f"{tracking}:layout.json")
-                if tracking and self.repo.read_ref(tracking) else None)
+            marker = view.read("layout.json")
+            if marker is None and tracking and (fetched := self.repo.read_ref(tracking)):
+                marker = self.repo.read_blob(f"{fetched}:layout.json")  # by object name:
+                # a missing object is then damage, not absence (store/git.py)
             if marker is not None:
                 from ..branch import shards
                 from ..branch.shardview import open_whole
@@ -282,8 +285,13 @@ class Guard:
         self.refresh()
 
     def refresh(self) -> None:
-        """Read the registry tip (again)."""
-        self.tip = registry_tip(self.repo, self.config)
+        """Read the registry tip (again).  A ref that is there but cannot be read (an
+        empty file, a loop) is kept to refuse with: never "no registry branch"."""
+        self.damaged: Unreadable | None = None
+        try:
+            self.tip = registry_tip(self.repo, self.config)
+        except Unreadable as exc:
+            self.tip, self.damaged = None, exc
         self.lookup = LockLookup(self.repo, self.tip, self.now, self.host, self.branch,
                                  remote_name(self.config)) if self.tip else None
 
@@ -312,12 +320,13 @@ class Guard:
 
     def _check(self, paths: list[str], committer: str | None = None) -> Report:
         env_sid = committer or os.environ.get(SESSION_ENV) or None
-        if self.lookup is None and not self._ref_exists():
+        if self.lookup is None and self.damaged is None and not self._ref_exists():
             return Report(paths, env_sid, mode=f"off: no registry branch {self.branch!r} "
                                                "in this repository")
         try:
             if self.lookup is None:
-                raise GitError(f"{' / '.join(registry_refs(self.config))}: no commit")
+                raise self.damaged or GitError(f"{' / '.join(registry_refs(self.config))}: "
+                                               "no commit")
             self.lookup.open()
             report = evaluate(self.lookup, paths, env_sid, self.my_pids)
             if report.blocked:

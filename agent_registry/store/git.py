@@ -20,13 +20,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
     from collections.abc import Iterator
 
-from ..errors import BadInput, RegistryError, os_failure
+from ..errors import BadInput, RegistryError, Unreadable, os_failure
 from . import spawn
 from .tuples import named
-from .loose import UNKNOWN, LooseObjects
+from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
+SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
+GITLINK_MODE = b"160000"  # a submodule's commit: another repository's object
+# the repairs an unreadable ref or object names
+REF_REPAIR = ("run `agent-registry doctor --fix` (it restores the ref from its reflog or "
+              "the remote), or repair it by hand (`git fsck`)")
+OBJECT_REPAIR = ("run `git fsck`, then `agent-registry doctor --fix` (it fetches the "
+                 "object again from the remote)")
 TREE_MODE = b"40000"
 BLOB_MODE = b"100644"
 
@@ -106,11 +113,30 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
 
 # A named tuple, not a dataclass: importing dataclasses (inspect, ast, ...) would cost the
 # guard, which runs on every commit, several milliseconds.
-RepoInfo = named("RepoInfo", "git_dir common_dir toplevel prefix object_format")
+RepoInfo = named("RepoInfo", "git_dir common_dir toplevel prefix object_format ref_format",
+                 ("",))
 RepoInfo.__doc__ = """Where a repository lives.  git_dir: this worktree's git dir;
 common_dir: shared by all worktrees (refs, objects, our local state); toplevel: the
 worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or
-"sub/dir/"); object_format: "sha1" or "sha256"."""
+"sub/dir/"); object_format: "sha1" or "sha256"; ref_format: "files", "reftable", or ""
+(not read yet: the Repo reads it, ref_storage)."""
+
+
+def ref_storage(common_dir: str) -> str:
+    """How the repository stores its refs: "files" (loose files and packed-refs, which
+    the registry reads itself), or what ``extensions.refStorage`` names ("reftable":
+    then only git reads and writes them).  From the config file; git is asked only when
+    the file mentions the key."""
+    path = os.path.join(common_dir, "config")
+    try:
+        config = read_bytes(path)
+    except OSError:
+        return "files"  # no config: git would not open the repository either
+    if b"refstorage" not in config.lower():
+        return "files"
+    proc = spawn.run(["git", "config", "--file", path, "--get", "extensions.refstorage"],
+                     env=clean_env())
+    return proc.stdout.decode(errors="replace").strip().lower() or "files"
 
 
 def discover(path: str = ".") -> RepoInfo:
@@ -124,7 +150,11 @@ def discover(path: str = ".") -> RepoInfo:
                       "--absolute-git-dir", "--git-common-dir", "--show-object-format",
                       "--is-bare-repository", "--show-prefix"])
     if proc.returncode != 0:
-        raise BadInput(f"not a git repository: {os.path.abspath(path)}")
+        # git's own reason when it gives one: a repository in a format this git does not
+        # read (a reftable one for git < 2.45) is not "not a repository"
+        said = proc.stderr.decode(errors="replace").strip().splitlines()
+        why = f" ({said[-1]})" if said and "extension" in said[-1] else ""
+        raise BadInput(f"not a git repository: {os.path.abspath(path)}{why}")
     git_dir, common, fmt, bare, prefix = (proc.stdout.decode().split("\n") + [""] * 5)[:5]
     toplevel = None
     if bare != "true":
@@ -133,7 +163,7 @@ def discover(path: str = ".") -> RepoInfo:
         toplevel = cwd
         for _ in range(depth):
             toplevel = os.path.dirname(toplevel)
-    return RepoInfo(git_dir, common, toplevel, prefix, fmt or "sha1")
+    return RepoInfo(git_dir, common, toplevel, prefix, fmt or "sha1", ref_storage(common))
 
 
 # any of these set, git's discovery is not the plain walk up the directories
@@ -189,19 +219,29 @@ def plain_layout(path: str) -> RepoInfo | None:
         # extension (reftable, per-worktree config): let git say
         return None
     prefix = "" if here == top else os.path.relpath(here, top) + "/"
-    return RepoInfo(git_dir, common, top, prefix, "sha1")
+    return RepoInfo(git_dir, common, top, prefix, "sha1", "files")  # no extension: files
 
 
 class ObjectReader:
     """Loose objects read directly (store/loose.py), anything else through a persistent
     ``git cat-file --batch``, started at the first read it is needed for: one process at
-    most for every read of a command."""
+    most for every read of a command.
+
+    A name inside a tree (``<oid>:<path>``) reads as absent (None) only when each tree
+    on the way was read whole and lacks it; an object on the way that neither this nor
+    git can read (missing, corrupt, cut short) raises Unreadable, naming the ref it was
+    reached from (``sources``).  git's cat-file says "missing" for both, so that answer
+    is walked again, object by object (:meth:`_walk`): only a damaged registry, or a
+    name that is really absent from a tree git could not read for us, pays for it."""
 
     def __init__(self, git_dir: str, env: dict[str, str], loose: LooseObjects) -> None:
         self._git_dir = git_dir
         self._env = env
         self._loose = loose
         self._proc: spawn.Piped | None = None
+        # object -> the ref it was reached from (a tip, its root tree), set by read_ref
+        # and commit_info: an unreadable object is named with the ref a person repairs
+        self.sources: dict[str, str] = {}
 
     def _start(self) -> spawn.Piped:
         if self._proc is None:
@@ -209,7 +249,9 @@ class ObjectReader:
         return self._proc
 
     def read(self, rev: str) -> tuple[str, bytes] | None:
-        """(type, content) of *rev* (an oid or ``<oid>:<path>``), None when missing."""
+        """(type, content) of *rev* (an oid or ``<oid>:<path>``): None for an object
+        name git does not have, or a path not in its tree; Unreadable when an object on
+        the way to that path cannot be read."""
         return self.read_many([rev])[0]
 
     def read_many(self, revs: list[str], chunk: int = 200) -> list[tuple[str, bytes] | None]:
@@ -221,8 +263,67 @@ class ObjectReader:
         out: list[tuple[str, bytes] | None] = [self._loose.read(rev) for rev in revs]
         unknown = [i for i, found in enumerate(out) if found is UNKNOWN]
         for i, found in zip(unknown, self._from_git([revs[i] for i in unknown], chunk)):
-            out[i] = found
+            out[i] = self._walk(revs[i]) if found is None and ":" in revs[i] else found
         return out
+
+    def _walk(self, rev: str) -> tuple[str, bytes] | None:
+        """What git's "missing" for ``<oid>:<path>`` means: None when a tree on the way,
+        read whole, lacks the next name (or the path goes through a file or a
+        submodule); Unreadable when an object on the way is missing or damaged.  A
+        symbolic name, or a path git reads its own way, keeps git's answer."""
+        oid, _, path = rev.partition(":")
+        names = path.split("/") if path else []
+        if len(oid) != self._loose.hex_len or not HEX.issuperset(oid) or \
+                "" in names or "." in names or ".." in names:
+            return None
+        kind, data = self._need(oid, rev)
+        if kind == "commit":
+            tree = tree_of_commit(data, self._loose.hex_len)
+            if tree is None:
+                raise self.broken(oid, rev, "is a damaged commit (no whole tree line)")
+            oid, (kind, data) = tree, self._need(tree, rev)
+        width = self._loose.hex_len // 2
+        for name in names:
+            if kind != "tree":
+                return None  # a path through a file: not there
+            try:
+                entries = parse_tree(data, width)
+            except ValueError:
+                entries = None
+            if entries is None or any(len(entry) != width for _, entry in entries.values()):
+                raise self.broken(oid, rev, "is a damaged tree")
+            entry = entries.get(name.encode())
+            if entry is None or entry[0] == GITLINK_MODE:
+                return None
+            oid = entry[1].hex()
+            kind, data = self._need(oid, rev)
+        return kind, data
+
+    def _need(self, oid: str, rev: str) -> tuple[str, bytes]:
+        """The object *oid*, which a ref or a tree names, so must be there."""
+        found = self._loose.read(oid)
+        if found is UNKNOWN:
+            found = self._from_git([oid], 1)[0]
+        if found is None:
+            raise self.broken(oid, rev, "is missing or damaged")
+        return found
+
+    def remember(self, oid: str, ref: str) -> None:
+        if len(self.sources) >= CACHED:  # a long-lived reader (MCP, dashboard) stays small
+            self.sources.clear()
+        self.sources.setdefault(oid, ref)
+
+    def forget(self, oid: str | None) -> None:
+        self._loose.forget(oid)
+
+    def broken(self, oid: str, rev: str, why: str) -> Unreadable:
+        """The error for object *oid*, met reading *rev*: the ref it came from, the
+        object, what is wrong with it, the path read, and the repair."""
+        ref = self.sources.get(oid) or self.sources.get(rev.partition(":")[0])
+        path = rev.partition(":")[2]
+        return Unreadable(f"{ref + ': ' if ref else ''}object {oid} {why}"
+                          f"{f' (reading {path})' if path else ''}; {OBJECT_REPAIR}",
+                          details={"ref": ref, "object": oid})
 
     def _from_git(self, revs: list[str], chunk: int) -> list[tuple[str, bytes] | None]:
         out: list[tuple[str, bytes] | None] = []
@@ -232,12 +333,19 @@ class ObjectReader:
         assert proc.stdin and proc.stdout
         for start in range(0, len(revs), chunk):
             part = revs[start:start + chunk]
-            proc.stdin.write(b"".join(rev.encode() + b"\n" for rev in part))
-            proc.stdin.flush()
-            for _ in part:
+            try:
+                proc.stdin.write(b"".join(rev.encode() + b"\n" for rev in part))
+                proc.stdin.flush()
+            except BrokenPipeError:
+                pass  # it stopped on one of these: the answers read below say which
+            for rev in part:
                 header = proc.stdout.readline()
                 if not header:
-                    raise GitError("git cat-file --batch exited")
+                    # git dies on an object whose header reads but whose content does not
+                    # (a loose file cut short): that object is the one asked for here
+                    self.close()  # the next read starts another
+                    raise self.broken(rev.partition(":")[0], rev,
+                                      "is damaged (git cat-file stopped on it)")
                 parts = header.split()
                 if parts[-1] in (b"missing", b"ambiguous"):
                     out.append(None)
@@ -247,9 +355,12 @@ class ObjectReader:
 
     def close(self) -> None:
         if self._proc is not None:
-            self._proc.stdin.close()  # type: ignore[union-attr]
-            self._proc.wait()
-            self._proc = None
+            proc, self._proc = self._proc, None
+            try:
+                proc.stdin.close()  # type: ignore[union-attr]
+            except BrokenPipeError:
+                pass  # it died (on a damaged object): reaped all the same
+            proc.wait()
 
 
 def parse_tree(data: bytes, oid_len: int) -> dict[bytes, tuple[bytes, bytes]]:
@@ -292,6 +403,8 @@ class Repo:
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None
+        # "files": refs read from their files here; anything else (reftable): by git
+        self.ref_format = info.ref_format or ref_storage(info.common_dir)
 
     # -- local state -----------------------------------------------------------------
     def state_path(self, *names: str) -> str:
@@ -325,37 +438,110 @@ class Repo:
 
     # -- refs ------------------------------------------------------------------------
     def read_ref(self, ref: str) -> str | None:
-        """The ref's commit, read the way git stores it (loose file, then packed-refs)."""
+        """The ref's commit, None when there is no such ref; Unreadable when there is one
+        that cannot be read (a damaged file, a loop of symbolic refs): git ignores such a
+        ref, and a registry that did would read its locks as free.  Read the way git
+        stores it (the loose file, else packed-refs: an existing loose file decides, as
+        in git), or through git when the refs are not files (reftable)."""
+        if self.ref_format != "files":
+            found = self._refs_by_git(ref).get(ref)
+        else:
+            name = ref
+            for _ in range(SYMREF_DEPTH + 1):
+                raw = self._ref_file(name)
+                if raw is None:
+                    found = self._packed_ref(name)
+                    break
+                value = raw.strip()
+                if not value.startswith(b"ref: "):
+                    found = value.decode("ascii", "replace")
+                    if not self._is_oid(found):
+                        raise self._broken_ref(ref, f"its file {name} holds "
+                                               f"{'nothing' if not value else repr(value[:60])}")
+                    break
+                name = value[5:].strip().decode("utf-8", "replace")
+                if not name.startswith("refs/") or any(
+                        part in ("", ".", "..") for part in name.split("/")):
+                    raise self._broken_ref(ref, f"a symbolic ref to {name!r}, outside refs/")
+            else:
+                raise self._broken_ref(ref, f"a loop of symbolic refs (more than "
+                                       f"{SYMREF_DEPTH}, through {name})")
+        if found is not None:
+            self.reader.remember(found, ref)
+        return found
+
+    def _is_oid(self, value: str) -> bool:
+        return len(value) == len(self.zero_oid) and HEX.issuperset(value)
+
+    def _broken_ref(self, ref: str, why: str) -> Unreadable:
+        return Unreadable(f"the ref {ref} cannot be read: {why}; {REF_REPAIR}",
+                          details={"ref": ref, "object": None})
+
+    def _ref_file(self, name: str) -> bytes | None:
+        """The loose file of ref *name*, None when there is none (a folder of refs below
+        that name is none either)."""
         try:
-            value = read_bytes(os.path.join(self.info.common_dir, ref)).decode().strip()
-            if value.startswith("ref: "):
-                return self.read_ref(value[5:])
-            if value:
-                return value
+            return read_bytes(os.path.join(self.info.common_dir, name))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            pass
+            return None
+        except OSError as exc:
+            raise self._broken_ref(name, f"its file cannot be read ({exc.strerror})") from None
+
+    def _packed_refs(self) -> bytes:
+        """packed-refs, b"" when there is none; one cut short is unreadable (git stops
+        at its unterminated line)."""
         try:
             packed = read_bytes(os.path.join(self.info.common_dir, "packed-refs"))
         except FileNotFoundError:
-            return None
+            return b""
+        except OSError as exc:
+            raise self._broken_ref("packed-refs", f"it cannot be read ({exc.strerror})") from None
+        if packed and not packed.endswith(b"\n"):
+            raise self._broken_ref("packed-refs", "it is cut short (no end of line)")
+        return packed
+
+    def _packed_ref(self, ref: str) -> str | None:
+        packed = self._packed_refs()
         end = packed.find(b" " + ref.encode() + b"\n")  # the line "<oid> <ref>"
         if end < 0:
             return None
-        return packed[packed.rfind(b"\n", 0, end) + 1:end].split(b" ", 1)[0].decode()
+        oid = packed[packed.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
+        if not self._is_oid(oid):
+            raise self._broken_ref(ref, f"packed-refs holds {oid[:60]!r} for it")
+        return oid
+
+    def _refs_by_git(self, pattern: str) -> dict[str, str]:
+        """Ref -> commit of the refs git lists for *pattern* (itself, or refs below it):
+        a repository whose refs are not files (reftable).  A git that cannot read them
+        (too old for the format, a damaged table) makes them unreadable, not absent."""
+        proc = self.git("for-each-ref", "--format=%(objectname) %(refname)", pattern,
+                        check=False)
+        if proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise self._broken_ref(pattern, f"git cannot list it in this {self.ref_format} "
+                                   f"repository ({said[-1] if said else proc.returncode})")
+        found = {}
+        for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+            oid, _, ref = line.partition(" ")
+            found[ref] = oid
+        return found
 
     def refs_in(self, folder: str) -> dict[str, str]:
         """Ref -> commit of the refs directly in *folder* (``refs/heads/x-clones/``: not
-        those in folders below it), read as read_ref reads one, with no process: loose
-        files first, then packed-refs."""
+        those in folders below it), read as read_ref reads one: with no process (loose
+        files first, then packed-refs), or through git when the refs are not files."""
+        if self.ref_format != "files":
+            return {ref: oid for ref, oid in self._refs_by_git(folder).items()
+                    if ref.startswith(folder) and "/" not in ref[len(folder):]}
         found: dict[str, str] = {}
-        try:
-            with open(os.path.join(self.info.common_dir, "packed-refs")) as packed:
-                for line in packed:
-                    oid, _, ref = line.rstrip("\n").partition(" ")
-                    if ref.startswith(folder) and "/" not in ref[len(folder):]:
-                        found[ref] = oid
-        except FileNotFoundError:
-            pass
+        prefix = folder.encode()
+        for line in self._packed_refs().split(b"\n"):
+            oid, _, ref = line.partition(b" ")
+            if ref.startswith(prefix) and b"/" not in ref[len(prefix):]:
+                name, value = ref.decode("utf-8", "replace"), oid.decode("ascii", "replace")
+                if not self._is_oid(value):
+                    raise self._broken_ref(name, f"packed-refs holds {value[:60]!r} for it")
+                found[name] = value
         try:
             names = os.listdir(os.path.join(self.info.common_dir, folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -373,13 +559,23 @@ class Repo:
             if proc.returncode == 0:
                 return
             error = proc.stderr.decode(errors="replace").strip()
-            folder = os.path.dirname(os.path.join(self.info.common_dir, ref))
+            folder = self._ref_place(ref)[0]
             problem = _unwritable(folder) if self.read_ref(ref) == old else None
             if problem is not None:
                 # not a lost race: the ref cannot be written at all, so retrying is moot
                 raise os_failure(problem, folder, writing=True)
             if attempt or not self._clear_stale_ref_lock(ref):
                 raise CasFailed(error)
+
+    def _ref_place(self, ref: str) -> tuple[str, str]:
+        """(the folder an update of *ref* writes in, the lock file it takes there): the
+        ref's own folder and ``<ref>.lock``, or in a reftable repository the table
+        folder and its ``tables.list.lock`` (every ref update writes those)."""
+        if self.ref_format == "reftable":
+            tables = os.path.join(self.info.common_dir, "reftable")
+            return tables, os.path.join(tables, "tables.list.lock")
+        path = os.path.join(self.info.common_dir, ref)
+        return os.path.dirname(path), path + ".lock"
 
     def _clear_stale_ref_lock(self, ref: str) -> bool:
         """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
@@ -388,7 +584,7 @@ class Repo:
         is waited for (the command right after a kill meets it), not reported as a lost
         race the caller would retry at once and give up on.  True when the ref may be
         tried again."""
-        lock = os.path.join(self.info.common_dir, ref + ".lock")
+        lock = self._ref_place(ref)[1]
         if not os.path.exists(lock):
             return False  # no lock file: the ref moved (a lost race)
         while True:
@@ -436,19 +632,36 @@ class Repo:
             raise
         return oid
 
+    def _named(self, rev: str, found: tuple[str, bytes] | None) -> tuple[str, bytes] | None:
+        """*found* as read for *rev*; a bare object name here comes from a tree or a
+        commit (every caller's), so git not having it is damage, not absence."""
+        if found is None and ":" not in rev:
+            raise self.reader.broken(rev, rev, "is missing or damaged")
+        return found
+
     def read_blob(self, rev: str) -> bytes | None:
-        found = self.reader.read(rev)
+        """The file *rev* names (``<tree>:<path>``, or a blob's name from a tree): None
+        when the path is not there or is no file; Unreadable when it cannot be read."""
+        found = self._named(rev, self.reader.read(rev))
         return found[1] if found and found[0] == "blob" else None
 
     def read_blobs(self, revs: list[str]) -> list[bytes | None]:
-        return [found[1] if found and found[0] == "blob" else None
-                for found in self.reader.read_many(revs)]
+        out = []
+        for rev, found in zip(revs, self.reader.read_many(revs)):
+            found = self._named(rev, found)
+            out.append(found[1] if found and found[0] == "blob" else None)
+        return out
 
     def read_tree(self, rev: str) -> dict[bytes, tuple[bytes, bytes]]:
-        found = self.reader.read(rev)
+        """The entries of the tree *rev* names ({} when the path is not there or is no
+        tree); Unreadable when it cannot be read, or is not a tree git wrote."""
+        found = self._named(rev, self.reader.read(rev))
         if not found or found[0] != "tree":
             return {}
-        return parse_tree(found[1], self.oid_len)
+        try:
+            return parse_tree(found[1], self.oid_len)
+        except ValueError:
+            raise self.reader.broken(rev.partition(":")[0], rev, "is a damaged tree") from None
 
     def commit_tree(self, tree: str, parents: list[str], message: str, author: str,
                     timestamp: int) -> str:
@@ -459,17 +672,21 @@ class Repo:
         return self.write_object("commit", "\n".join(lines).encode())
 
     def commit_info(self, oid: str) -> tuple[str, list[str], str]:
-        """(tree, parents, message) of a commit."""
+        """(tree, parents, message) of a commit, which a ref or another commit names:
+        Unreadable when it is missing or damaged (cut short: no whole tree line, no
+        committer), never an empty tree that would read as an empty registry."""
         found = self.reader.read(oid)
-        if not found or found[0] != "commit":
+        if found is None:
+            raise self.reader.broken(oid, oid, "is missing or damaged")
+        if found[0] != "commit":
             raise GitError(f"not a commit: {oid}")
         head, _, message = found[1].decode(errors="replace").partition("\n\n")
-        tree, parents = "", []
-        for line in head.splitlines():
-            if line.startswith("tree "):
-                tree = line[5:]
-            elif line.startswith("parent "):
-                parents.append(line[7:])
+        tree = tree_of_commit(found[1], len(self.zero_oid))
+        if tree is None or "\ncommitter " not in head:
+            raise self.reader.broken(oid, oid, "is a damaged commit (cut short)")
+        parents = [line[7:] for line in head.splitlines() if line.startswith("parent ")]
+        if oid in self.reader.sources:
+            self.reader.remember(tree, self.reader.sources[oid])
         return tree, parents, message
 
     def edit_tree(self, base_tree: str | None, changes: dict[str, bytes | None]) -> str:
@@ -507,6 +724,96 @@ class Repo:
         """(name, is_tree, oid) of the entries of a tree named by *rev*."""
         for name, (mode, oid) in self.read_tree(rev).items():
             yield name.decode(errors="replace"), mode == TREE_MODE, oid.hex()
+
+    # -- damage: what `doctor` examines and repairs ---------------------------------------
+    def ref_names(self, prefix: str) -> list[str]:
+        """Every ref whose name starts with *prefix*, those that cannot be read included
+        (git's for-each-ref passes over them with a warning)."""
+        folder = prefix.rpartition("/")[0]
+        if self.ref_format != "files":
+            return sorted(r for r in self._refs_by_git(folder + "/") if r.startswith(prefix))
+        names = {ref.decode("utf-8", "replace") for line in self._packed_refs().split(b"\n")
+                 if (ref := line.partition(b" ")[2]).startswith(prefix.encode())}
+        for where, _, files in os.walk(os.path.join(self.info.common_dir, folder)):
+            for name in files:
+                ref = os.path.relpath(os.path.join(where, name), self.info.common_dir)
+                ref = ref.replace(os.sep, "/")
+                if ref.startswith(prefix) and not name.endswith(".lock"):
+                    names.add(ref)
+        return sorted(names)
+
+    def read_whole(self, tip: str) -> None:
+        """Read commit *tip* and every tree and file of it, as commands read them:
+        Unreadable at the first that cannot be read."""
+        trees, blobs = [self.commit_info(tip)[0]], []
+        while trees:
+            for mode, oid in self.read_tree(trees.pop()).values():
+                if mode == TREE_MODE:
+                    trees.append(oid.hex())
+                elif mode != GITLINK_MODE:
+                    blobs.append(oid.hex())
+        self.read_blobs(blobs)
+
+    def reflog_tip(self, ref: str) -> str | None:
+        """Where the reflog last moved *ref* to (files only: reftable keeps its own)."""
+        try:
+            lines = read_bytes(os.path.join(self.info.common_dir, "logs", ref)).splitlines()
+        except OSError:
+            return None
+        value = lines[-1].split(b" ", 2)[1].decode("ascii", "replace") if lines and \
+            lines[-1].count(b" ") >= 2 else ""
+        return value if self._is_oid(value) and value != self.zero_oid else None
+
+    def set_aside(self, oid: str) -> str | None:
+        """Move the loose file of the damaged object *oid* into the local state folder
+        (``damaged/``, kept for a person), so that a copy fetched again is the one read:
+        git would refuse a fetched copy that differs from it, and this reader reads the
+        loose file first.  The new place, or None when the object is not loose."""
+        path = os.path.join(self._objects, oid[:2], oid[2:])
+        if not os.path.exists(path):
+            return None
+        aside = self.state_path("damaged", oid)
+        os.makedirs(os.path.dirname(aside), exist_ok=True)
+        os.replace(path, aside)
+        self.reader.forget(oid)
+        return aside
+
+    def mismatched_packs(self) -> list[str]:
+        """The index files of the packs that do not match them (cut short): git reads
+        none of their objects, and `git fsck` and `gc` stop on them."""
+        from .packs import Packs
+        return Packs(self._objects, 2 * self.oid_len).mismatches()
+
+    def set_aside_packs(self) -> list[str]:
+        """Move each pack that does not match its index, with its index and the files
+        beside them, into ``damaged/``.  The packs' names."""
+        moved = []
+        for idx in self.mismatched_packs():
+            base = idx[:-len(".idx")]
+            os.makedirs(self.state_path("damaged"), exist_ok=True)
+            for ext in (".pack", ".rev", ".bitmap", ".idx"):  # the index last: git's order
+                if os.path.exists(base + ext):
+                    os.replace(base + ext, self.state_path("damaged", os.path.basename(base + ext)))
+            moved.append(os.path.basename(base) + ".pack")
+        if moved:
+            self.reader.forget(None)
+        return moved
+
+    def drop_damaged_ref(self, ref: str) -> bool:
+        """Remove the loose file of a ref that cannot be read (empty, garbage, a loop),
+        so git can write it again; False when the ref's damage is not its own file."""
+        if self.ref_format != "files":
+            return False
+        try:
+            self.read_ref(ref)
+            return False
+        except Unreadable:
+            pass
+        try:
+            os.unlink(os.path.join(self.info.common_dir, ref))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return False
+        return True
 
 
 DEFAULT_BRANCH = "agent-registry"

@@ -7,7 +7,8 @@ nearly always loose: reading them here, zlib and a tree walk, saves starting
 packs answer the rest.  Whatever this cannot answer for certain (an object in an
 alternate, an abbreviated or symbolic name, a malformed file) it says :data:`UNKNOWN`,
 and the caller asks git, which reads it as before; objects are named by their
-content, so both answers agree.
+content, so both answers agree.  git says "missing" both for a name not in a tree and
+for an object it cannot read: store/git.py's walk tells those two apart.
 """
 from __future__ import annotations
 
@@ -17,9 +18,19 @@ import zlib
 from .rawfile import read_bytes
 
 UNKNOWN = object()  # not decided here: ask git
-_HEX = frozenset("0123456789abcdef")
+HEX = frozenset("0123456789abcdef")
 CACHED = 1024  # trees kept parsed, and small objects kept whole
 KEPT_SIZE = 16 * 1024
+
+
+def tree_of_commit(data: bytes, hex_len: int) -> str | None:
+    """The tree a commit's first line names, None when that line is not a whole object
+    name (a commit cut short: reading its cut name would find nothing, read as "free")."""
+    first = data[:6 + hex_len].decode("ascii", "replace")
+    oid = first[5:5 + hex_len]
+    if first.startswith("tree ") and first[5 + hex_len:] == "\n" and HEX.issuperset(oid):
+        return oid
+    return None
 
 
 class LooseObjects:
@@ -27,7 +38,7 @@ class LooseObjects:
 
     def __init__(self, objects_dir: str, hex_len: int) -> None:
         self._objects = objects_dir
-        self._hex_len = hex_len
+        self.hex_len = hex_len
         self._trees: dict[str, dict[bytes, bytes]] = {}  # oid -> name -> entry oid (hex)
         self._small: dict[str, tuple[str, bytes]] = {}  # oid -> (type, content)
         self._packs = None  # store/packs.Packs, at the first object that is not loose
@@ -52,7 +63,7 @@ class LooseObjects:
         except (OSError, zlib.error):
             if self._packs is None:
                 from .packs import Packs  # after a gc only: mmap is not free
-                self._packs = Packs(self._objects, self._hex_len)
+                self._packs = Packs(self._objects, self.hex_len)
             return self._packs.object(oid)
         header, nul, data = raw.partition(b"\0")
         kind, _, size = header.partition(b" ")
@@ -60,16 +71,29 @@ class LooseObjects:
             return None
         return kind.decode("ascii", "replace"), data
 
+    def forget(self, oid: str | None) -> None:
+        """Drop what was kept of *oid* (of every object: None), and the packs' listing:
+        a damaged copy was set aside, another to be fetched (store/git.py ``set_aside``)."""
+        if oid is None:
+            self._small.clear()
+            self._trees.clear()
+        else:
+            self._small.pop(oid, None)
+            self._trees.pop(oid, None)
+        self._packs = None
+
     def _tree(self, oid: str) -> dict[bytes, bytes] | None:
         entries = self._trees.get(oid)
         if entries is None:
             found = self._object(oid)
             if found is None or found[0] != "tree":
                 return None
-            entries, data, i, width = {}, found[1], 0, self._hex_len // 2
+            entries, data, i, width = {}, found[1], 0, self.hex_len // 2
             try:
                 while i < len(data):
                     nul = data.index(b"\0", i)
+                    if nul + 1 + width > len(data):
+                        return None  # cut short: git, then store/git.py's walk, say so
                     name = data[data.index(b" ", i) + 1:nul]
                     entries[name] = data[nul + 1:nul + 1 + width].hex().encode()
                     i = nul + 1 + width
@@ -84,7 +108,7 @@ class LooseObjects:
         """(type, content) of *rev* (a full object name, or ``<name>:<path>``), None
         when the path is certainly not there, or UNKNOWN."""
         oid, colon, path = rev.partition(":")
-        if len(oid) != self._hex_len or not _HEX.issuperset(oid):
+        if len(oid) != self.hex_len or not HEX.issuperset(oid):
             return UNKNOWN
         if not colon:
             return self._object(oid) or UNKNOWN
@@ -92,10 +116,9 @@ class LooseObjects:
         if found is None or found[0] not in ("commit", "tree"):
             return UNKNOWN
         if found[0] == "commit":
-            first = found[1][:5 + self._hex_len].decode("ascii", "replace")
-            if not first.startswith("tree "):
-                return UNKNOWN
-            oid = first[5:]
+            oid = tree_of_commit(found[1], self.hex_len)
+            if oid is None:
+                return UNKNOWN  # a damaged commit: git's answer, then store/git.py's walk
         names = path.split("/") if path else []
         if "" in names or "." in names or ".." in names:
             return UNKNOWN  # git's own reading of such paths decides

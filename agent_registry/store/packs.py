@@ -6,8 +6,8 @@ commit points into them: reading those here (the pack index's fan-out and a bina
 search, zlib, and git's delta instructions) keeps `lock check` and the guard from
 starting ``git cat-file``.  Only what this reads whole and checks is answered: version 2
 indexes, the four object types and both delta kinds, sizes as the headers say.  Anything
-else (another index version, a base outside the pack, a truncated or malformed entry)
-is None, and the caller asks git.
+else (another index version, a base outside the pack, a truncated or malformed entry,
+a pack that does not match its index) is None, and the caller asks git.
 """
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ _MAX_CHAIN = 64  # git's own default depth is 50
 CACHED = 1024  # objects kept resolved (delta bases are read again and again)
 
 
+class Mismatch(ValueError):
+    """A pack that is not the one its index describes (cut short, or another's)."""
+
+
 class _Pack:
     def __init__(self, idx_path: str, hash_len: int) -> None:
         with open(idx_path, "rb") as f:
@@ -31,6 +35,13 @@ class _Pack:
             raise ValueError("not a version 2 pack index")
         self.hash_len = hash_len
         self.count = int.from_bytes(self.idx[8 + 255 * 4:8 + 256 * 4], "big")
+        # as git checks before it reads a pack: the count in its header and the checksum
+        # at its end are those its index recorded.  A pack cut short (a disk full during
+        # `git gc`) fails here, so none of its objects is read from it, as git reads none
+        if len(self.pack) < 12 + hash_len or \
+                int.from_bytes(self.pack[8:12], "big") != self.count or \
+                self.pack[-hash_len:] != self.idx[-2 * hash_len:-hash_len]:
+            raise Mismatch("the pack does not match its index")
 
     def offset(self, oid: bytes) -> int | None:
         """Where *oid* (binary) starts in the pack, None when it is not in it."""
@@ -61,6 +72,7 @@ class Packs:
         self._folder = os.path.join(objects_dir, "pack")
         self._hash_len = hex_len // 2
         self._packs: list[_Pack] | None = None
+        self._mismatched: list[str] = []  # index files whose pack is not theirs
         self._done: dict[tuple[int, int], tuple[str, bytes]] = {}  # (pack, offset) -> object
 
     def _open(self) -> list[_Pack]:
@@ -75,9 +87,17 @@ class Packs:
                     try:
                         self._packs.append(_Pack(os.path.join(self._folder, name),
                                                  self._hash_len))
+                    except Mismatch:
+                        self._mismatched.append(os.path.join(self._folder, name))
                     except (OSError, ValueError):
                         continue  # (an empty file cannot be mapped): git reads it
         return self._packs
+
+    def mismatches(self) -> list[str]:
+        """The index files whose pack is not the one they describe (cut short): git
+        skips those packs, as this does; `doctor --fix` sets them aside."""
+        self._open()
+        return list(self._mismatched)
 
     def object(self, oid: str) -> tuple[str, bytes] | None:
         """(type, content) of *oid* from a pack, None when no pack here answers it."""
