@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.installed-package
 
-.PHONY: demo test test-intro test-slow test-harness bench clean
+.PHONY: demo test test-intro test-slow test-harness test-harness-latest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,19 @@ test-slow: $(STAMP)
 # found in $$AGENT_REGISTRY_HARNESS_BIN or on PATH; .ci/run installs them from npm)
 test-harness: $(STAMP)
 	$(BIN)/python -m pytest -q -m harness_e2e tests/e2e
+
+# the same tests with today's release of each agent CLI: npm's @latest of every one, installed
+# (again, so a new release is taken) into a prefix of its own, apart from the pinned versions
+# .ci/run installs into .venv-harness; prints the versions it ran
+HARNESS_LATEST := .venv-harness-latest
+LATEST_CLIS := @anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest \
+	@github/copilot@latest @qwen-code/qwen-code@latest opencode-ai@latest
+test-harness-latest: $(STAMP)
+	npm install --no-audit --no-fund --silent --prefix $(HARNESS_LATEST) $(LATEST_CLIS)
+	@for cli in claude codex gemini copilot qwen opencode; do \
+	  printf '%s: ' $$cli; $(HARNESS_LATEST)/node_modules/.bin/$$cli --version 2>&1 | head -n 1; done
+	AGENT_REGISTRY_HARNESS_BIN="$(CURDIR)/$(HARNESS_LATEST)/node_modules/.bin" \
+	  $(BIN)/python -m pytest -q -m harness_e2e tests/e2e
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

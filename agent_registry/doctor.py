@@ -27,7 +27,7 @@ from .branch.staleness import CLOCK_SKEW
 from .branch.view import parse_lock
 from .core.registry import Registry
 from .enforce import hooks as githooks
-from .errors import RegistryError
+from .errors import RegistryError, Unreadable
 from .store.git import git_version, run_git
 
 MIN_GIT = (2, 31)  # rev-parse --path-format=absolute, which discovery and hooks rely on
@@ -64,7 +64,8 @@ def check_git(registry: Registry) -> Finding:
         return Finding("git", "fail", f"git {shown} is older than "
                        f"{'.'.join(map(str, MIN_GIT))}, which agent-registry needs",
                        "install a newer git")
-    return Finding("git", "ok", f"git {shown}, object format {fmt}")
+    return Finding("git", "ok", f"git {shown}, object format {fmt}, "
+                   f"ref format {registry.repo.ref_format}")
 
 
 def unreadable_records(registry: Registry, tip: str) -> tuple[int, list[str]]:
@@ -95,7 +96,79 @@ def unreadable_records(registry: Registry, tip: str) -> tuple[int, list[str]]:
     return len(files), bad
 
 
+def damaged_refs(registry: Registry) -> list[tuple[str, Unreadable]]:
+    """(ref, why) of each registry ref, local or remote-tracking, that cannot be read
+    whole: the ref itself (an empty file, a loop), or an object of its tip's tree."""
+    repo, found = registry.repo, []
+    prefixes = [f"refs/heads/{registry.branch}"] + (
+        [f"refs/remotes/{registry.remote}/{registry.branch}"] if registry.remote else [])
+    for prefix in prefixes:
+        try:
+            names = repo.ref_names(prefix)
+        except Unreadable as exc:  # packed-refs itself
+            found.append(("packed-refs", exc))
+            continue
+        for ref in names:
+            try:
+                if (tip := repo.read_ref(ref)) is not None:
+                    repo.read_whole(tip)
+            except Unreadable as exc:
+                found.append((ref, exc))
+    return found
+
+
+def repair_refs(registry: Registry, damaged: list[tuple[str, Unreadable]]) -> None:
+    """Set the packs cut short and the damaged objects' loose files aside, fetch every
+    registry ref again from the remote (all its objects: ``--refetch``, since git takes
+    the tips for whole), and put each damaged ref back where its reflog, else the
+    remote, last had it."""
+    repo = registry.repo
+    repo.set_aside_packs()
+    for _, exc in damaged:
+        if exc.details.get("object"):
+            repo.set_aside(exc.details["object"])
+    tracking = f"refs/remotes/{registry.remote}/"
+    for ref, _ in damaged:
+        if ref.startswith(tracking):
+            repo.drop_damaged_ref(ref)  # a copy of the remote's: the fetch writes it again
+    if registry.remote:
+        spec = f"+refs/heads/{registry.branch}*:{tracking}{registry.branch}*"
+        proc = repo.git("fetch", "--quiet", "--refetch", registry.remote, spec, check=False)
+        if proc.returncode != 0:
+            raise RegistryError(f"cannot fetch the registry again from {registry.remote}: "
+                                + (proc.stderr.decode(errors="replace").strip().splitlines()
+                                   or ["?"])[-1])
+    for ref, _ in damaged:
+        if not ref.startswith("refs/heads/"):
+            continue
+        mirror = tracking + ref[len("refs/heads/"):] if registry.remote else None
+        tip = next((tip for tip in (repo.reflog_tip(ref), repo.read_ref(mirror) if mirror
+                                    else None) if tip and _whole(registry, tip)), None)
+        if tip is not None and (repo.drop_damaged_ref(ref) or repo.read_ref(ref) != tip):
+            repo.git("update-ref", "-m", "agent-registry doctor --fix: restored", ref, tip)
+
+
+def _whole(registry: Registry, tip: str) -> bool:
+    try:
+        registry.repo.read_whole(tip)
+    except Unreadable:
+        return False
+    return True
+
+
 def check_branch(registry: Registry) -> Finding:
+    damaged = damaged_refs(registry)
+    packs = [os.path.basename(idx)[:-4] + ".pack" for idx in registry.repo.mismatched_packs()]
+    if damaged or packs:
+        fixable = registry.remote or any(r.startswith("refs/heads/") and
+                                         exc.details.get("object") is None for r, exc in damaged)
+        said = [exc.message.split("; ")[0] for _, exc in damaged] + [
+            f"{name} does not match its index (cut short)" for name in packs]
+        return Finding("branch", "fail", f"{len(said)} damaged: {'; '.join(said[:SHOWN])}"
+                       + (f" and {len(said) - SHOWN} more" if len(said) > SHOWN else ""),
+                       "agent-registry doctor --fix" if fixable else
+                       "git fsck, then restore the objects from another clone",
+                       partial(repair_refs, registry, damaged) if fixable else None)
     tip = registry.tip()
     if tip is None:
         return Finding("branch", "fail", f"no registry branch {registry.branch!r} yet",
@@ -249,8 +322,10 @@ def check_extras(registry: Registry) -> Finding:
 
 def check_harness(registry: Registry) -> Finding:
     """Per installed harness: its parts current, the executable its hooks run present and
-    importing agent_registry (else the gate blocks every edit), and the trust the
-    harness needs to run them (a warning: only a person may grant it)."""
+    importing agent_registry (else the gate blocks every edit), the edit gate running at
+    all (a failure naming the one command that fixes it: a harness that does not trust
+    it, or Aider's git hook missing, lets every edit through in silence), and the other
+    trust the harness needs (a warning: only a person may grant it)."""
     from .harness import install as harness
     info = registry.repo.info
     if info.toplevel is None:
@@ -260,7 +335,7 @@ def check_harness(registry: Registry) -> Finding:
     if not states:
         return Finding("harness", "ok", "no harness integration installed "
                        "(`agent-registry harness install --all`)")
-    broken, stale, untrusted, fixes = [], [], [], []
+    broken, stale, untrusted, fixes, gates, gate_fixes = [], [], [], [], [], []
     problems: dict[str, str | None] = {}  # one run per executable, however many use it
     for state in states:
         name = state["harness"]
@@ -278,14 +353,21 @@ def check_harness(registry: Registry) -> Finding:
             stale.append(f"{name} {', '.join(parts)}")
         if (parts or gone) and not state["broken"]:
             fixes.append(partial(_reinstall, info, state))
-        if state["trusted"] is False:
+        if state.get("gate") and not gone:
+            gates.append(f"{name}: the edit gate will not run ({state['gate']}): "
+                         f"{state['gate_fix']}")
+            gate_fixes.append(state["gate_fix"])
+            if name == "aider" and not (parts or state["broken"]):
+                fixes.append(partial(_reinstall, info, state))  # installs the git hooks
+        elif state["trusted"] is False:
             untrusted.append(f"{name} ({state['trust_step']})")
     repair = (lambda: [fix() for fix in fixes]) if fixes else None
     names = ", ".join(s["harness"] for s in states)
-    if broken or stale:
-        problems = broken + ([f"not current: {'; '.join(stale)}"] if stale else [])
-        return Finding("harness", "fail", "; ".join(problems),
-                       "agent-registry harness install <harness> (again)", repair)
+    if broken or stale or gates:
+        problems = broken + gates + ([f"not current: {'; '.join(stale)}"] if stale else [])
+        fix = "; ".join(dict.fromkeys(gate_fixes)) if gates and not (broken or stale) \
+            else "agent-registry harness install <harness> (again)"
+        return Finding("harness", "fail", "; ".join(problems), fix, repair)
     if untrusted:
         return Finding("harness", "warn", f"installed, not trusted/approved: "
                        f"{'; '.join(untrusted)}",

@@ -1,9 +1,11 @@
 """harness/shellwrites.py: the files a shell command writes, read without running it."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from agent_registry.harness.shellwrites import tokenize, write_targets
+from agent_registry.harness.shellwrites import read_writes, tokenize, write_targets
 
 
 @pytest.mark.parametrize("command, targets", [
@@ -53,7 +55,7 @@ from agent_registry.harness.shellwrites import tokenize, write_targets
     ("touch -d now f g", ["f", "g"]),
     ("truncate -s 0 f", ["f"]),
     ("dd if=/dev/zero of=disk.img bs=1M", ["disk.img"]),
-    ("ln -s a b", []),
+    ("ln -s a b", ["b"]),
     # git commands that change working-tree files
     ("git checkout -- a b", ["a", "b"]),
     ("git checkout HEAD~1 -- src/auth.py", ["src/auth.py"]),
@@ -91,13 +93,13 @@ from agent_registry.harness.shellwrites import tokenize, write_targets
     ("cat <<-EOF >f\n\tx > no\n\tEOF\ntouch g", ["f", "g"]),
     ("python - <<EOF\nopen('x', 'w')\nEOF", []),
     ("cat > f <<< 'x > no'", ["f"]),
-    # what depends on the shell, or cannot be parsed, yields nothing
+    # what depends on the shell, or cannot be parsed, yields nothing (read_writes says
+    # what it could not follow: tests below)
     ("echo $X > $F", []),
     ("echo x > \"$HOME/f\"", []),
     ("echo x > `name`", []),
-    ("touch ~/f", []),
     ("echo $(date) > stamp", ["stamp"]),
-    ("echo \"$(echo a > b)\" > c", ["c"]),
+    ("echo \"$(echo a > b)\" > c", ["c", "b"]),
     ('echo "unclosed > f', []),
     ("echo 'unclosed > f", []),
     ("echo x >", []),
@@ -137,3 +139,116 @@ def test_each_target_once():
 def test_tokens_split_operators_from_words():
     texts = [t.text for t in tokenize("a&&b||c|d;e>f 2>&1")]
     assert texts == ["a", "&&", "b", "||", "c", "|", "d", ";", "e", ">", "f", ">&", "1"]
+
+
+# -- issue 33 item 1 / issue 34 item 6: the forms the parser now reads -----------------
+
+@pytest.fixture
+def tree(tmp_path):
+    """A folder to run commands in: src/auth.py, a patch naming it, a script file."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "auth.py").write_text("auth = 1\n")
+    (tmp_path / "fix.diff").write_text(
+        "diff --git a/src/auth.py b/src/auth.py\n--- a/src/auth.py\n+++ b/src/auth.py\n"
+        "@@ -1 +1 @@\n-auth = 1\n+auth = 2\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command, targets", [
+    # git's whole-tree forms: TOP (":/") is the whole working tree, wherever it runs
+    ("git reset --hard", [":/"]),
+    ("git reset --hard HEAD~1", [":/"]),
+    ("git reset HEAD~1", []),
+    ("git stash", [":/"]),
+    ("git stash pop", [":/"]),
+    ("git stash push -m wip", [":/"]),
+    ("git stash push -- src/auth.py", ["{top}/src/auth.py"]),
+    ("git stash list", []),
+    ("git checkout -f", [":/"]),
+    ("git clean -fd", [":/"]),
+    ("git clean -n", []),
+    # the root (or ".") as a target
+    ("git checkout .", ["{top}"]),
+    ("git checkout -- .", ["{top}"]),
+    ("git restore .", ["{top}"]),
+    ("cd src && git restore .", ["{top}/src"]),
+    ("git restore --staged src/auth.py", []),
+    # checkout REV P, with and without --; a branch switch writes no named file
+    ("git checkout HEAD src/auth.py", ["{top}/src/auth.py"]),
+    ("git checkout HEAD~2 -- src/auth.py", ["{top}/src/auth.py"]),
+    ("git checkout src/auth.py", ["{top}/src/auth.py"]),
+    ("git checkout main", []),
+    ("git checkout -b topic", []),
+    ("git -C src checkout HEAD auth.py", ["{top}/src/auth.py"]),
+    # patches: the files they name
+    ("git apply fix.diff", [":/src/auth.py"]),
+    ("git apply --cached fix.diff", []),
+    ("git apply --check fix.diff", []),
+    ("git am fix.diff", [":/src/auth.py"]),
+    ("git apply < fix.diff", [":/"]),
+    ("patch -p1 < fix.diff", ["{top}/src/auth.py"]),
+    ("patch -p1 -i fix.diff", ["{top}/src/auth.py"]),
+    ("patch src/auth.py fix.diff", ["{top}/src/auth.py"]),
+    # links, in-place perl
+    ("ln -sf /etc/passwd src/auth.py", ["{top}/src/auth.py"]),
+    ("ln -s ../x src/", ["{top}/src/x"]),
+    ("perl -pi -e 's/1/2/' src/auth.py", ["{top}/src/auth.py"]),
+    ("perl -i.bak -pe 's/1/2/' src/auth.py", ["{top}/src/auth.py"]),
+    ("perl -ne 'print' src/auth.py", []),
+    # process substitution, $(…) and backquotes around a write
+    ("echo x > >(tee src/auth.py)", ["{top}/src/auth.py"]),
+    ("diff <(cat a) <(echo x > src/auth.py)", ["{top}/src/auth.py"]),
+    ("echo $(echo x > src/auth.py)", ["{top}/src/auth.py"]),
+    ("echo `echo x > src/auth.py`", ["{top}/src/auth.py"]),
+    ("x=\"$(sed -i s/1/2/ src/auth.py)\"", ["{top}/src/auth.py"]),
+    # variables given a plain value, $'…' quoting, brace forms, pushd, sh -o
+    ("f=src/auth.py; echo x > $f", ["{top}/src/auth.py"]),
+    ("export f=src/auth.py && echo x >> \"${f}\"", ["{top}/src/auth.py"]),
+    ("echo x > $'src/auth.py'", ["{top}/src/auth.py"]),
+    ("echo x > $'src/\\x61uth.py'", ["{top}/src/auth.py"]),
+    ("touch src/{auth,other}.py", ["{top}/src/auth.py", "{top}/src/other.py"]),
+    ("tee src/a{1..3}.py", ["{top}/src/a1.py", "{top}/src/a2.py", "{top}/src/a3.py"]),
+    ("pushd src && echo x > auth.py", ["{top}/src/auth.py"]),
+    ("pushd src; popd; echo x > f", ["{top}/f"]),
+    ("bash -o pipefail -c 'echo x > src/auth.py'", ["{top}/src/auth.py"]),
+])
+def test_forms_read_before_they_run(tree, command, targets):
+    top = str(tree)
+    expected = [t.format(top=top) for t in targets]
+    assert read_writes(command, top) == expected
+
+
+@pytest.mark.parametrize("command, why", [
+    ("echo x > $F", "a name the shell computes ($F)"),
+    ("echo x > \"$(name)\"", "a name the shell computes"),
+    ("echo x > `name`", "a name the shell computes"),
+    ("for f in src/auth.py; do echo x > $f; done", "a name the shell computes ($f)"),
+    ("find . -name '*.py' -exec sed -i s/1/2/ {} +", "find -exec hands sed"),
+    ("find src -delete", "find -delete"),
+    ("ls src | xargs rm -f", "xargs hands rm"),
+    ("git ls-files | xargs -I{} cp /dev/null {}", "xargs hands cp"),
+    ("cat fix.diff | patch -p1", "patch applies a diff we cannot read"),
+    ("sh -c \"$SCRIPT\"", "a script the shell computes"),
+    ("cd $D && echo x > f", "after a cd we cannot follow"),
+    ("echo 'unclosed > f", "unclosed '"),
+    ("echo $((", "unclosed ("),
+    ("echo " + "$(" * 20 + ")" * 20, "too deeply nested"),
+    ("touch " + "x" * 300_000, "too long to read"),
+])
+def test_what_it_cannot_follow_inside_a_write_is_said(tree, command, why):
+    found = read_writes(command, str(tree))
+    assert any(why in note for note in found.unfollowed), found.unfollowed
+
+
+@pytest.mark.parametrize("command", [
+    "echo $HOME", "ls $(pwd)", "diff <(cat a) <(cat b)", "python3 -c 'print(1)'",
+    "make 2>&1 | tee /dev/null", "git status", "git diff HEAD", "grep -r x . | xargs echo",
+    "find . -name '*.py' -print",
+])
+def test_commands_that_write_nothing_are_read_as_such(tree, command):
+    found = read_writes(command, str(tree))
+    assert found == [] and found.unfollowed == []
+
+
+def test_the_home_directory_is_expanded():
+    assert write_targets("touch ~/f") == [os.path.expanduser("~/f")]

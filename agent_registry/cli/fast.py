@@ -117,9 +117,10 @@ def execute(opts: dict) -> int:
 def run() -> None:
     """The ``agent-registry`` console script.  Leaves with ``os._exit`` after flushing:
     the interpreter's teardown of every module costs a one-shot command several ms."""
-    argv = hoist_globals(sys.argv[1:])
-    opts = parse(argv)
+    argv = sys.argv[1:]
     try:
+        argv = hoist_globals(argv)
+        opts = parse(argv)
         code = None
         if opts is not None:
             # a one-shot command's few cycles die with it; the collector's passes over
@@ -127,6 +128,9 @@ def run() -> None:
             gc.disable()
             code = execute(opts)
             gc.enable()  # not for what runs longer: click's commands (watch, mcp ...)
+        if code is None and argv[:2] == ["harness", "hook"]:  # run by a harness, often
+            from ..harness.hook import main as hook
+            code = hook(argv[2:])
         if code is None and "wiki" in argv:  # `wiki query` has its own click-free path
             from ..wiki.fastpath import run as wiki_query
             code = wiki_query(argv)
@@ -137,6 +141,11 @@ def run() -> None:
         sys.stderr.flush()
     except BrokenPipeError:  # the reader stopped early (`status --json | head`): no traceback
         code = 1
+    except Exception as exc:  # noqa: BLE001 — a bug, on either route: exit 70, trace in a file
+        from .console import crashed
+        code = crashed(exc, argv)
+        sys.stdout.flush()
+        sys.stderr.flush()
     os._exit(code)
 
 

@@ -14,10 +14,11 @@ from .context import Output, pass_out
 def harness() -> None:
     """Make agent harnesses follow the protocol by themselves: native hooks, MCP, a
     skill and the protocol text for Claude Code, Codex, Gemini CLI, Cursor, OpenCode,
-    and Aider's commit verification."""
+    Copilot CLI, Qwen Code, and Aider's commit verification."""
 
 
-HARNESS_NAMES = ["claude", "codex", "gemini", "cursor", "opencode", "aider", "generic"]
+HARNESS_NAMES = ["claude", "codex", "gemini", "cursor", "opencode", "aider", "copilot",
+                 "qwen", "generic"]
 
 
 def _repo(out: Output):
@@ -44,16 +45,23 @@ def _names(name: str | None, every: bool, pick) -> list[str]:
 @click.option("--mcp", "with_mcp", is_flag=True,
               help="Also write the `agent-registry mcp` server into the harness's project "
                    "MCP config (.mcp.json, .codex/config.toml, .gemini/settings.json, "
-                   ".cursor/mcp.json, opencode.json).")
+                   ".cursor/mcp.json, opencode.json, .qwen/settings.json).")
 @click.option("--trust", "grant", is_flag=True,
               help="Take the trust step for the harness: Claude Code's MCP approval in "
                    ".claude/settings.local.json, Codex's project trust_level and each "
                    "hook's trusted hash in ~/.codex/config.toml, Gemini CLI's "
-                   "~/.gemini/trustedFolders.json.")
+                   "~/.gemini/trustedFolders.json, Copilot CLI's trustedFolders in "
+                   "~/.copilot/config.json, Qwen Code's ~/.qwen/trustedFolders.json.")
 @click.option("--wake", type=click.IntRange(min=1), is_flag=False, flag_value=3,
               default=None, metavar="N",
               help="The end-of-turn hook keeps the agent going while messages wait for "
                    "it, at most N times per turn (--wake alone: 3).")
+@click.option("--hold", type=click.IntRange(min=1, max=3600), default=None,
+              metavar="SECONDS",
+              help="The end-of-turn hook, when nothing waits, listens up to SECONDS for a "
+                   "message to the session and keeps the agent going with it (keep it under "
+                   "the harness's hook timeout; no harness lets a tool start a turn in an "
+                   "idle chat).")
 @click.option("--auto-claim", is_flag=True,
               help="The edit gate claims a free path before the edit (default: it only "
                    "denies paths others hold).")
@@ -61,13 +69,14 @@ def _names(name: str | None, every: bool, pick) -> list[str]:
               help="generic: the instructions file (default AGENTS.md).")
 @pass_out
 def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, grant: bool,
-                    wake: int | None, auto_claim: bool, file_name: str | None) -> None:
+                    wake: int | None, hold: int | None, auto_claim: bool,
+                    file_name: str | None) -> None:
     """Install the harness integration NAME (or --all) in this repository: the native
     hooks (session start registers, the edit gate denies edits and common shell writes
     of paths another session holds, prompts bring waiting messages, the end of a turn
     renews the heartbeat, session end finishes), the skill, the protocol text in the
-    file the agent reads (CLAUDE.md, AGENTS.md, GEMINI.md), and with --mcp the MCP
-    server. Aider: .aider.conf.yml (git-commit-verify, read AGENTS.md). Every file is
+    file the agent reads (CLAUDE.md, AGENTS.md, GEMINI.md, QWEN.md), and with --mcp the
+    MCP server. Copilot CLI: .github/hooks/agent-registry.json. Aider: .aider.conf.yml (git-commit-verify, read AGENTS.md). Every file is
     merged with what is there, byte-identical on a second run, and restored byte for
     byte by `harness uninstall`. Prints the trust step a person must take."""
     from ..errors import BadInput
@@ -80,7 +89,7 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     info = _repo(out)
     names = _names(name, every, lambda: found(info.toplevel, info.git_dir))
     result = install_many(info.toplevel, info.git_dir, names,
-                          Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake),
+                          Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake, hold=hold),
                           grant=grant, file_name=file_name)
     if with_mcp:  # the entries start this installation's server: it needs the extra
         from ..store.extras import missing, needed
@@ -138,7 +147,9 @@ def harness_uninstall(out: Output, name: str | None, every: bool) -> None:
 def harness_status(out: Output) -> None:
     """Per harness: its hooks, MCP entry, skill and protocol text (current, stale,
     absent), the executable its hooks run, and whether the harness will run them
-    (trusted or approved), with the step left to take."""
+    (trusted or approved), with the step left to take. Exit 1 when an installed edit
+    gate will not run (its executable gone, the harness not trusting it, Aider's git
+    hook missing), naming the one command that fixes it."""
     from ..harness.install import HARNESSES, status
     info = _repo(out)
     result = {"harnesses": [status(info.toplevel, info.git_dir, h) for h in HARNESSES]}
@@ -154,16 +165,23 @@ def harness_status(out: Output) -> None:
             parts.append(f"hook executable missing: {', '.join(bad)}")
         if h["trusted"] is not None:
             parts.append("trusted" if h["trusted"] else "NOT trusted")
+        if h.get("enforced_by"):
+            parts.append(f"enforced by {h['enforced_by']}")
         lines.append(f"{h['harness']}: {', '.join(parts)}")
+        if h.get("gate"):
+            lines.append(f"  FAIL: the edit gate will not run: {h['gate']}; fix: {h['gate_fix']}")
         if h["trust_step"]:
             lines.append(f"  to do: {h['trust_step']}")
     out.emit(result, "\n".join(lines))
+    if any(h.get("gate") for h in result["harnesses"]):
+        click.get_current_context().exit(1)
 
 
 @harness.command("hook", hidden=True)
 @click.argument("harness_name", metavar="HARNESS",
-                type=click.Choice(["claude", "codex", "gemini", "cursor", "opencode"]))
-@click.argument("event", type=click.Choice(["session-start", "pre-tool-use",
+                type=click.Choice(["claude", "codex", "gemini", "cursor", "opencode",
+                                   "copilot", "qwen"]))
+@click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "post-tool-use",
                                                    "user-prompt-submit", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
 @click.option("--pid", "agent_pid", metavar="PID",
@@ -172,14 +190,18 @@ def harness_status(out: Output) -> None:
 @click.option("--wake", type=click.IntRange(min=0), is_flag=False, flag_value=3, default=0,
               metavar="N", help="stop: keep the agent going while messages wait for it, at "
                                 "most N times per turn (--wake alone: 3).")
+@click.option("--hold", type=click.IntRange(min=0), default=0, metavar="SECONDS",
+              help="stop: with nothing waiting, listen up to SECONDS for a message to the "
+                   "session and keep the agent going with it.")
 def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str | None,
-                 wake: int) -> None:
+                 wake: int, hold: int) -> None:
     """Run by a harness: reads the hook's JSON on stdin, prints the answer in that
     harness's format (harness/hook.py).
 
     pre-tool-use fails closed: when it cannot decide it prints one line and exits 2,
-    which blocks the tool call, unless AGENT_REGISTRY_ALLOW=1. Other events exit 1 on
-    a failure, a non-blocking error."""
+    which blocks the tool call, unless AGENT_REGISTRY_ALLOW=1. post-tool-use is the
+    backstop: it puts back a held file the tool call changed and says so. Other events
+    exit 1 on a failure, a non-blocking error."""
     import os
     from ..harness.decision import agent_pid as parse_pid
     from ..harness.hook import run
@@ -188,7 +210,7 @@ def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str
     except (OSError, UnicodeDecodeError) as exc:
         raw = f"\0unreadable stdin: {exc}"  # not JSON: the hook answers as for bad input
     outcome = run(harness_name, event, raw, dict(os.environ), pid=parse_pid(agent_pid),
-                  auto_claim=auto_claim, wake=wake)
+                  auto_claim=auto_claim, wake=wake, hold=hold)
     if outcome.stdout:
         click.echo(outcome.stdout)
     if outcome.stderr:

@@ -12,10 +12,13 @@ import re
 
 from ..errors import BadInput
 from .decision import Ctx
-from .shellwrites import write_targets
+from .ids import call_key
+from .shellwrites import Targets, read_writes
 
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$",
+# Codex accepts the envelope's headers indented, so they are read indented too
+_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$",
                          re.MULTILINE)
+MAX_INPUT = 16 * 1024 * 1024  # characters of hook input read; more is refused
 PATCH_START = "*** Begin Patch"
 _DIFF_FILE = re.compile(r"^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$", re.MULTILINE)
 
@@ -31,22 +34,32 @@ def diff_targets(text: str) -> list[str]:
     return list(dict.fromkeys(p for p in _DIFF_FILE.findall(text) if p != "/dev/null"))
 
 
-def shell_targets(command, cwd: str) -> list[str]:
+def shell_targets(command, cwd: str) -> Targets:
     """The files a shell command writes (harness/shellwrites.py), and those of a patch
-    envelope it pipes into ``apply_patch``."""
-    found = write_targets(command, cwd or None)
+    envelope it pipes into ``apply_patch``; what it could not follow is ``unfollowed``."""
+    found = read_writes(command, cwd or None)
     text = command if isinstance(command, str) else " ".join(map(str, command or []))
-    return found + [os.path.join(cwd, p) if cwd else p for p in patch_targets(text)]
+    patched = [os.path.join(cwd, p) if cwd else p for p in patch_targets(text)]
+    return Targets(list(found) + patched, found.unfollowed)
+
+
+def _text(value, what: str) -> str:
+    """*value* when it is a string; hostile or malformed input is refused (BadInput:
+    the gate blocks, in each harness's blocking form)."""
+    if not isinstance(value, str):
+        raise BadInput(f"hook input: {what} is {type(value).__name__}, not a string")
+    return value
 
 
 class Adapter:
     """Claude Code's hook protocol; subclasses override what their harness does else."""
     name = "claude"
     id_keys: tuple[str, ...] = ("session_id",)
-    # tool name -> the tool_input fields naming the file it writes
+    # tool name -> the tool_input fields naming the file it writes (Claude Code's
+    # file_path; Copilot CLI, which sends Claude's tool names, names the file path)
     edit_tools: dict[str, tuple[str, ...]] = {
-        "Edit": ("file_path",), "Write": ("file_path",), "MultiEdit": ("file_path",),
-        "NotebookEdit": ("notebook_path", "file_path")}
+        "Edit": ("file_path", "path"), "Write": ("file_path", "path"),
+        "MultiEdit": ("file_path", "path"), "NotebookEdit": ("notebook_path", "file_path")}
     shell_tools: frozenset[str] = frozenset({"Bash"})
     shell_fields: tuple[str, ...] = ("command",)
     tool_key, input_key = "tool_name", "tool_input"
@@ -55,16 +68,36 @@ class Adapter:
 
     # -- reading the event ----------------------------------------------------------
     def parse(self, raw: str) -> dict:
+        if len(raw or "") > MAX_INPUT:
+            raise BadInput(f"hook input is over {MAX_INPUT} characters")
         try:
             event = json.loads(raw or "{}")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BadInput(f"hook input is not JSON: {exc}") from None
         if not isinstance(event, dict) or not self.native_id(event):
             raise BadInput(f"hook input has no {' or '.join(self.id_keys)}")
+        for key in ("cwd", self.tool_key):
+            if event.get(key) is not None:
+                _text(event[key], key)
         return event
 
     def native_id(self, event: dict) -> str:
-        return next((str(event[k]) for k in self.id_keys if event.get(k)), "")
+        found = next((event[k] for k in self.id_keys if event.get(k)), "")
+        if isinstance(found, bool) or not isinstance(found, (str, int)):
+            raise BadInput(f"hook input: the session id is {type(found).__name__}")
+        return str(found)
+
+    def call_key(self, event: dict) -> str:
+        """What names one tool call in both its before- and after-tool events."""
+        return call_key(event, self.tool_key, self.input_key)
+
+    def described(self, event: dict) -> str:
+        """The tool call in a few words, for the holders' message."""
+        args = event.get(self.input_key)
+        args = args if isinstance(args, dict) else {}
+        shown = next((args[k] for k in (*self.shell_fields, "file_path", "path")
+                      if args.get(k)), "")
+        return f"{event.get(self.tool_key)}: " + (shown if isinstance(shown, str) else repr(shown))
 
     project_env = "CLAUDE_PROJECT_DIR"  # where the harness says its project is
 
@@ -85,13 +118,21 @@ class Adapter:
         (no decision: the harness's own flow goes on)."""
         tool = str(event.get(self.tool_key) or "")
         args = event.get(self.input_key)
+        if (tool in self.edit_tools or tool in self.shell_tools) and not isinstance(args, dict):
+            raise BadInput(f"hook input: {self.input_key} of {tool} is not an object")
         args = args if isinstance(args, dict) else {}
         if tool in self.edit_tools:
-            return [str(args[k]) for k in self.edit_tools[tool] if args.get(k)][:1]
+            return [_text(args[k], k) for k in self.edit_tools[tool] if args.get(k)][:1]
         if tool in self.shell_tools:
             command = next((args[k] for k in self.shell_fields if args.get(k)), None)
-            return shell_targets(command, self.shell_cwd(args, ctx)) if command else []
+            if command is None:
+                return []
+            return shell_targets(self.shell_command(command), self.shell_cwd(args, ctx))
         return self.other_targets(tool, args, ctx)
+
+    def shell_command(self, command) -> str | list[str]:
+        """The shell tool's command as this harness sends it: a string."""
+        return _text(command, "the shell command")
 
     def other_targets(self, tool: str, args: dict, ctx: Ctx) -> list[str] | None:
         return None
@@ -119,11 +160,28 @@ class Adapter:
         return {"hookSpecificOutput": {"hookEventName": self.event_names[event],
                                        "additionalContext": text}}
 
+    def after(self, event: dict, text: str) -> dict:
+        """The after-tool answer that tells the agent *text* (what the backstop did):
+        PostToolUse's ``decision: block`` hands the reason to the model; a failed tool's
+        event (PostToolUseFailure) takes only context."""
+        name = str(event.get("hook_event_name") or "PostToolUse")
+        if name == "PostToolUse":
+            return {"decision": "block", "reason": text}
+        return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+
     def keep_going(self, text: str) -> dict:
         """The end-of-turn answer that keeps the agent working on *text*."""
         return {"decision": "block", "reason": text}
 
     injects_prompt = True  # whether a prompt-submit answer reaches the agent
+    # whether the harness runs our after-tool hook (post-tool-use), so the backstop
+    # notes the held files before a tool call for it to check after
+    after_tool = True
+
+    def ends_with_turn(self, event: dict, pid: int | None) -> bool:
+        """Whether the harness process *pid* exits when this turn ends, firing no session
+        end of its own (a one-prompt run): its end of turn then finishes the session."""
+        return False
 
     def exported(self, sid: str, env: dict) -> bool:
         """Make *sid* the default session of the agent's shell commands, if the harness

@@ -29,6 +29,12 @@ class Codex(Adapter):
             return None
         return [os.path.join(ctx.cwd, p) for p in dict.fromkeys(found)]
 
+    def shell_command(self, command) -> str | list[str]:
+        """A string, or the argv list Codex's exec tools send."""
+        if isinstance(command, list) and all(isinstance(w, str) for w in command):
+            return command
+        return super().shell_command(command)
+
     def shell_cwd(self, args: dict, ctx: Ctx) -> str:
         workdir = args.get("workdir") or args.get("cwd")
         return os.path.join(ctx.cwd, str(workdir)) if workdir else ctx.cwd

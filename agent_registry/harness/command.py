@@ -36,7 +36,7 @@ def executable() -> list[str]:
 
 def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
                  pid: bool = False, auto_claim: bool = False, wake: int | None = None,
-                 windows: bool | None = None) -> str:
+                 windows: bool | None = None, hold: int | None = None) -> str:
     """The command a harness runs for *event*, in the dialect of its shell on Windows
     (*windows*) or on this platform; the gate (pre-tool-use) fails closed."""
     exe = exe or executable()
@@ -46,6 +46,8 @@ def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
         words.append("--auto-claim")
     if wake and event == "stop":
         words += ["--wake", str(wake)]
+    if hold and event == "stop":
+        words += ["--hold", str(hold)]
     run = dialect.command(words) + (f" --pid {dialect.ppid}" if pid and dialect.ppid else "")
     if event != "pre-tool-use":
         return run + dialect.end

@@ -21,24 +21,21 @@ ended gets a fresh id once and keeps it.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
-from ..store.git import RepoInfo, discover, run_git
+from ..store.git import RepoInfo, discover
+from .ids import safe
 
 ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
 # provider (as `status` shows it) and product name of each harness
 HARNESSES = {"claude": ("Claude", "Claude Code"), "codex": ("Codex", "Codex"),
              "gemini": ("Gemini", "Gemini CLI"), "cursor": ("Cursor", "Cursor"),
-             "opencode": ("OpenCode", "OpenCode")}
+             "opencode": ("OpenCode", "OpenCode"),
+             "copilot": ("Copilot", "Copilot CLI"), "qwen": ("Qwen", "Qwen Code")}
 DEFAULT_WAKES = 3
-DIRECTORY_FILES = 2000  # files of a written directory checked one by one, at most
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,90}")
 
 
 @dataclass(frozen=True)
@@ -74,13 +71,6 @@ class Decision:
 
 
 # -- the session a native id stands for -----------------------------------------------
-
-def safe(native_id: str) -> str:
-    """The harness's session id as it may appear in a session id and a file name;
-    anything else is replaced by a digest of it."""
-    return native_id if _SAFE_ID.fullmatch(native_id) else \
-        hashlib.sha1(native_id.encode()).hexdigest()[:16]
-
 
 def state_file(info: RepoInfo, ctx: Ctx) -> Path:
     return Path(info.common_dir, "agent-registry", ctx.harness, safe(ctx.native_id))
@@ -255,12 +245,17 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
               pid: int | None = None) -> Decision:
     """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied
     when another live session holds one, or when the registry exists but cannot be
-    read; paths outside the repository are not ours to guard."""
-    if not targets:
+    read; paths outside the repository are not ours to guard.  A folder (the root
+    included: ``git restore .``, TOP) covers every held file below it; a command whose
+    writes could not all be followed (``targets.unfollowed``) is denied while anything
+    here is held."""
+    unfollowed = getattr(targets, "unfollowed", [])
+    if not targets and not unfollowed:
         return Decision(True)  # most shell commands write nothing: no repository needed
     info = repo_of(ctx)
-    paths = _paths(info, targets)
-    if not paths:
+    from .writepaths import repository_paths
+    paths, folders = repository_paths(info, targets)
+    if not paths and not folders and not unfollowed:
         return Decision(True)
     sid = session_for(info, ctx)
     from ..sync.fresh import freshen_at
@@ -268,6 +263,21 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
     from ..enforce.guard import UNREADABLE, Guard, describe
     guard = Guard(info)
     try:
+        if folders or unfollowed:
+            from .held import Unreadable, held_files
+            try:
+                held = held_files(guard, sid, info.toplevel or "")
+            except Unreadable as exc:
+                return _undecided(ctx, "a write allowed unchecked", exc.message, (
+                    f"agent-registry: cannot tell whether what this command writes is "
+                    f"locked: {exc.message}. Do not run it until the registry branch is "
+                    f"repaired (git fsck; agent-registry sync), or the user sets "
+                    f"{ALLOW_ENV}=1."))
+            if unfollowed and held:
+                return Decision(False, _unfollowed_text(sid, unfollowed, held, describe))
+            paths += [p for p in held if any(p.startswith(f) for f in folders)]
+        if not paths:
+            return Decision(True)
         # the write is made by this harness session, whatever the env of the hook says
         report = guard.check(paths, committer=sid)
     finally:
@@ -296,6 +306,19 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
     return Decision(False, _held_text(sid, conflicts, describe))
 
 
+def _unfollowed_text(sid: str, unfollowed: list[str], held: dict, describe) -> str:
+    """Why a command whose writes cannot all be read is refused while files are held."""
+    conflicts = [c for cs in held.values() for c in cs]
+    owners = ", ".join(dict.fromkeys(c.owner for c in conflicts))
+    files = ", ".join(list(held)[:5]) + (f" (and {len(held) - 5} more)" if len(held) > 5 else "")
+    ask = " or ".join(f"agent-registry send --to {h} --from {sid} 'TEXT'"
+                      for h in dict.fromkeys(c.owner for c in conflicts))
+    return (f"agent-registry: this command writes files the gate cannot name "
+            f"({'; '.join(unfollowed[:3])}), and {owners} (another live session) holds "
+            f"{files} here. Run the write with the files named plainly (no variables, "
+            f"xargs or find -exec), so the gate can check them, or ask {owners} ({ask}).")
+
+
 def _held_text(sid: str, conflicts: list, describe) -> str:
     """Who holds what, what they work on, and how to reach them."""
     held = list(dict.fromkeys(c.path for c in conflicts))
@@ -306,31 +329,6 @@ def _held_text(sid: str, conflicts: list, describe) -> str:
     return (f"agent-registry: {', '.join(held)} is locked by {owners}, another live session "
             f"({reasons}). Do not edit it: work on something else, ask {owners} "
             f"({ask}; the answer comes to your inbox), or ask the user to coordinate.")
-
-
-def _paths(info: RepoInfo, targets: list[str]) -> list[str]:
-    """The repository paths *targets* name (outside ones dropped), with the tracked
-    files of each directory among them, since a lock inside it is written too."""
-    from ..branch.paths import normalize
-    out: list[str] = []
-    for target in targets:
-        try:
-            path = normalize(target, toplevel=info.toplevel,
-                             prefix=info.prefix if not os.path.isabs(target) else "")
-        except BadInput:
-            continue  # outside this repository (or no name at all): not ours to guard
-        out.append(path)
-        if path.endswith("/") or path == ".":
-            out += _files_under(info, path)
-    return list(dict.fromkeys(out))
-
-
-def _files_under(info: RepoInfo, folder: str) -> list[str]:
-    if not info.toplevel:
-        return []
-    proc = run_git(["-C", info.toplevel, "ls-files", "-z", "--", folder], check=False)
-    names = [n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n]
-    return names[:DIRECTORY_FILES]
 
 
 def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None) -> list:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from ..errors import BadInput, os_failure
 
-HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider", "generic")
+HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider", "generic",
+             "copilot", "qwen")
 
 
 def record_dir(common_dir: str) -> Path:

@@ -5,7 +5,8 @@
 reason goes to the agent as the tool's error).  SessionStart and BeforeAgent add
 ``hookSpecificOutput.additionalContext`` (JSON only: plain stdout is not added);
 AfterAgent keeps the agent going with ``{"decision": "block", "reason": …}`` (the reason
-is its next prompt, and BeforeAgent fires again for it)."""
+is its next prompt, and BeforeAgent fires again for it).  AfterTool (the backstop) appends
+``hookSpecificOutput.additionalContext`` to the tool's result."""
 from __future__ import annotations
 
 import os
@@ -29,6 +30,10 @@ class Gemini(Adapter):
 
     def deny(self, reason: str) -> dict:
         return {"decision": "deny", "reason": reason}
+
+    def after(self, event: dict, text: str) -> dict:
+        # AfterTool appends additionalContext to the tool's result the model reads
+        return {"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": text}}
 
 
 ADAPTER = Gemini()

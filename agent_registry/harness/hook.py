@@ -4,41 +4,44 @@ stdin to the answer, the stderr line and the exit code.
 The edit gate (pre-tool-use) fails closed: when it cannot decide (bad input, no
 repository, an error) it blocks with one stderr line and exit 2, the blocking exit
 code of Claude Code, Codex, Gemini CLI and Cursor, unless ``AGENT_REGISTRY_ALLOW=1``.
-The other events never block: a failure is one stderr line and exit 1.
+The other events never block: a failure is one stderr line and exit 1.  Around a shell
+or edit tool call the backstop (harness/backstop.py) notes the held files before
+(pre-tool-use) and puts back what changed after (post-tool-use).
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
 from ..errors import RegistryError, os_failure
-from . import decision
 
-HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode")
-EVENTS = ("session-start", "pre-tool-use", "user-prompt-submit", "stop", "session-end")
+HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "copilot", "qwen")
+EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "user-prompt-submit", "stop",
+          "session-end")
 BLOCK = 2  # exit code that blocks the tool call in each harness
 WAKE_HEAD = "agent-registry: before you stop, answer or act on what arrived for you:"
 
 
-@dataclass
 class Outcome:
-    stdout: str = ""
-    stderr: str = ""
-    code: int = 0
+    """A hook's answer: stdout, one stderr line, the exit code.  (A plain class: the
+    after-tool hook runs on every tool call and dataclasses costs it a few ms.)"""
+
+    def __init__(self, stdout: str = "", stderr: str = "", code: int = 0) -> None:
+        self.stdout, self.stderr, self.code = stdout, stderr, code
 
 
 def adapter(harness: str):
-    from . import claude, codex, cursor, gemini, opencode_hook
+    from . import claude, codex, copilot, cursor, gemini, opencode_hook, qwen
     modules = {"claude": claude, "codex": codex, "gemini": gemini, "cursor": cursor,
-               "opencode": opencode_hook}
+               "opencode": opencode_hook, "copilot": copilot, "qwen": qwen}
     return modules[harness].ADAPTER
 
 
 def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None,
-        auto_claim: bool = False, wake: int = 0) -> Outcome:
-    """Run hook *event* of *harness* on the JSON *raw*; never raises."""
+        auto_claim: bool = False, wake: int = 0, hold: float = 0) -> Outcome:
+    """Run hook *event* of *harness* on the JSON *raw*; never raises.  *hold*: at the end
+    of a turn with nothing waiting, listen that many seconds for a message to the session
+    and keep the agent going with it (a tool cannot start a turn in an idle chat)."""
+    from . import decision
     try:
-        return _run(adapter(harness), event, raw, env, pid, auto_claim, wake)
+        return _run(adapter(harness), event, raw, env, pid, auto_claim, wake, hold)
     except Exception as exc:  # noqa: BLE001 - a hook must answer, whatever went wrong
         why = _why(exc)
         if event != "pre-tool-use":
@@ -52,6 +55,52 @@ def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None
                               f"{decision.ALLOW_ENV}=1", code=BLOCK)
 
 
+def main(args: list[str]) -> int | None:
+    """``harness hook HARNESS EVENT [--pid PID] [--auto-claim] [--wake [N]]`` run without
+    click (importing it and building the command tree cost a hook more than the backstop
+    does); None when the arguments are anything else, for click to answer."""
+    if len(args) < 2 or args[1] not in EVENTS or args[0] not in HARNESSES:
+        return None
+    options = {"pid": None, "auto_claim": False, "wake": 0, "hold": 0}
+    rest = args[2:]
+    while rest:
+        item = rest.pop(0)
+        name, eq, value = item.partition("=")
+        if name == "--pid" and (eq or rest):
+            from .decision import agent_pid
+            options["pid"] = agent_pid(value if eq else rest.pop(0))
+        elif item == "--auto-claim":
+            options["auto_claim"] = True
+        elif name == "--hold" and (eq or rest):
+            value = value if eq else rest.pop(0)
+            if not value.isdigit():
+                return None
+            options["hold"] = int(value)
+        elif name == "--wake":
+            value = value if eq else (rest.pop(0) if rest and rest[0].isdigit() else "3")
+            if not value.isdigit():
+                return None
+            options["wake"] = int(value)
+        else:
+            return None
+    import os
+    import sys
+    try:
+        raw = sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raw = f"\0unreadable stdin: {exc}"  # not JSON: the hook answers as for bad input
+    if args[1] == "post-tool-use":
+        from .after import quick
+        if quick(args[0], raw, os.environ):
+            return 0  # no note, or nothing noted changed: nothing to say
+    outcome = run(args[0], args[1], raw, dict(os.environ), **options)
+    if outcome.stdout:
+        sys.stdout.write(outcome.stdout + "\n")
+    if outcome.stderr:
+        sys.stderr.write(outcome.stderr + "\n")
+    return outcome.code
+
+
 def _why(exc: Exception) -> str:
     if isinstance(exc, RegistryError):
         text = exc.message
@@ -63,11 +112,28 @@ def _why(exc: Exception) -> str:
 
 
 def _answer(value: dict | None, notice: str = "") -> Outcome:
+    import json
     return Outcome(json.dumps(value) if value is not None else "", notice)
 
 
+def hold_for(ctx, seconds: float, sleep=None) -> list[str]:
+    """Listen up to *seconds* for what arrives for the session (checked each second, a
+    sync first when there is a remote); the lines to keep the agent going with, told once."""
+    import time
+
+    from . import decision
+    sleep = sleep or time.sleep
+    deadline = time.monotonic() + seconds
+    while True:
+        news = decision.prompt(ctx, new_turn=False)
+        if news or time.monotonic() >= deadline:
+            return news
+        sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
 def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
-         wake: int) -> Outcome:
+         wake: int, hold: float = 0) -> Outcome:
+    from . import decision
     event_json = a.parse(raw)
     ctx = a.ctx(event_json, env)
     if event == "pre-tool-use":
@@ -75,12 +141,26 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         if targets is None:
             return _answer(a.allow())
         verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid)
-        return _answer(a.allow() if verdict.allow else a.deny(verdict.reason), verdict.notice)
+        if not verdict.allow:
+            return _answer(a.deny(verdict.reason), verdict.notice)
+        if not a.after_tool:
+            return _answer(a.allow(), verdict.notice)
+        # the backstop: what the held files hold now, for the after-tool check
+        from .backstop import note
+        notices = [verdict.notice, note(ctx, a.call_key(event_json))]
+        return _answer(a.allow(), "\n".join(n for n in notices if n))
+    if event == "post-tool-use":
+        from .backstop import check
+        told = check(ctx, a.call_key(event_json), a.described(event_json))
+        return _answer(a.after(event_json, told) if told else a.empty())
     if event == "session-start":
         _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env))
         return _answer(a.context(event, "\n".join(lines)))
     if event == "user-prompt-submit":
-        woken = str(event_json.get("prompt") or "").startswith(WAKE_HEAD)
+        # a prompt a wake made (Gemini CLI submits it again), or a check in the middle of a
+        # turn (OpenCode's plugin, before each request): not a new turn
+        woken = str(event_json.get("prompt") or "").startswith(WAKE_HEAD) or \
+            event_json.get("midturn") is True
         if not a.injects_prompt:  # told at session start and by waking instead
             if not woken:
                 decision.new_turn(ctx)
@@ -89,7 +169,11 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         return _answer(a.context(event, "\n".join(news)) if news else a.empty())
     if event == "stop":
         news, notice = decision.turn_end(ctx, wake)
+        if not news and hold > 0 and not notice:
+            news = hold_for(ctx, hold)
         if not news:
+            if a.ends_with_turn(event_json, pid):
+                decision.end(ctx)
             return _answer(a.empty(), notice)
         return _answer(a.keep_going(WAKE_HEAD + "\n" + "\n".join(news)))
     if event == "session-end":

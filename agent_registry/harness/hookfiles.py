@@ -135,7 +135,8 @@ def grouped(harness: str, events: dict[str, tuple], options) -> dict[str, dict]:
     out = {}
     for event, (ours, matcher, pid) in events.items():
         command = hook_command(harness, ours, exe=options.exe, pid=pid,
-                               auto_claim=options.auto_claim, wake=options.wake)
+                               auto_claim=options.auto_claim, wake=options.wake,
+                               hold=getattr(options, "hold", None))
         group: dict = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": command}]
         out[event] = group

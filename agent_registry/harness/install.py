@@ -1,7 +1,8 @@
 """``harness install|uninstall|status``: the per-harness installers behind one interface.
 
 Each installer module (``install_claude``, ``install_codex``, ``install_gemini``,
-``install_cursor``, ``opencode``, ``aider``, ``generic``) has ``plan(toplevel, options)``
+``install_cursor``, ``opencode``, ``aider``, ``install_copilot``, ``install_qwen``,
+``generic``) has ``plan(toplevel, options)``
 returning a :class:`files.Plan` (every file's new text, read and merged before anything
 is written) and, when the harness has hooks, ``HOOK_FILE`` and
 ``installed_commands(toplevel)`` (our commands found there: status and doctor read the
@@ -24,14 +25,15 @@ from .command import executable
 from .shells import executable_of
 from .unmerge import unmerge
 
-HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider")
+HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider", "copilot", "qwen")
 MODULES = {"claude": "install_claude", "codex": "install_codex", "gemini": "install_gemini",
            "cursor": "install_cursor", "opencode": "opencode", "aider": "aider",
-           "generic": "generic"}
+           "generic": "generic", "copilot": "install_copilot", "qwen": "install_qwen"}
 # how --all finds a harness on this machine: its CLI on PATH, or its config dir in HOME
 FOUND_BY = {"claude": ("claude", ".claude"), "codex": ("codex", ".codex"),
             "gemini": ("gemini", ".gemini"), "cursor": ("cursor-agent", ".cursor"),
-            "opencode": ("opencode", ".config/opencode"), "aider": ("aider", None)}
+            "opencode": ("opencode", ".config/opencode"), "aider": ("aider", None),
+            "copilot": ("copilot", ".copilot"), "qwen": ("qwen", ".qwen")}
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Options:
     auto_claim: bool = False
     wake: int | None = None
     exe: list[str] = field(default_factory=executable)
+    hold: int | None = None  # the end-of-turn hook listens this long for a message
 
 
 def module(harness: str):
@@ -95,22 +98,32 @@ def configured(toplevel: str, harness: str) -> bool:
     mod = module(harness)
     if getattr(mod, "HOOK_FILE", None) and mod.installed_commands(toplevel):
         return True
-    if harness in mcp.FILES and mcp.state(toplevel, harness) != "absent":
+    if own_mcp_file(harness) and mcp.state(toplevel, harness) != "absent":
         return True
     extra = getattr(mod, "extra_state", None)
     return bool(extra and extra(toplevel).get("config") == "current")
 
 
+def own_mcp_file(harness: str) -> bool:
+    """Whether our server in *harness*'s MCP file says *harness* is configured: not when
+    another harness reads that file too (Claude Code's .mcp.json, which Copilot CLI
+    reads), where it cannot say which of them was installed."""
+    rel = mcp.FILES.get(harness)
+    return rel is not None and list(mcp.FILES.values()).count(rel) == 1
+
+
 # -- status ---------------------------------------------------------------------------------
 
 _WAKE = re.compile(r"--wake (\d+)")
+_HOLD = re.compile(r"--hold (\d+)")
 
 
 def options_of(commands: list[str]) -> Options:
     """The options installed hook *commands* were written with."""
     joined = " ".join(commands)
-    wake = _WAKE.search(joined)
-    return Options(auto_claim="--auto-claim" in joined, wake=int(wake.group(1)) if wake else None)
+    wake, hold = _WAKE.search(joined), _HOLD.search(joined)
+    return Options(auto_claim="--auto-claim" in joined, wake=int(wake.group(1)) if wake else None,
+                   hold=int(hold.group(1)) if hold else None)
 
 
 def _part(toplevel: str, rel: str, expected: str) -> str:
@@ -164,9 +177,13 @@ def status(toplevel: str, common_dir: str, harness: str) -> dict:
         out.update(extra(toplevel))
     # a person's own .aider.conf.yml without our keys is not an install of ours
     out["installed"] = harness in files.installed(common_dir) or \
-        any(out[k] not in (None, "absent") for k in ("hooks", "mcp")) or \
-        out.get("config") == "current"
+        out["hooks"] not in (None, "absent") or out.get("config") == "current" or \
+        (own_mcp_file(harness) and out["mcp"] not in (None, "absent"))
     out["trusted"], out["trust_step"] = trust.state(toplevel, harness, out)
+    # an installed gate that will not run lets every edit through: status and doctor fail
+    from .gate import gate, gate_fix
+    out["gate"] = gate(toplevel, harness, out)
+    out["gate_fix"] = gate_fix(harness, opts, out["gate"])
     return out
 
 
@@ -183,10 +200,22 @@ def install_many(toplevel: str, common_dir: str, names: list[str], options: Opti
     from . import trust
     extra = {"file_name": file_name} if file_name else {}
     plans = [plan_for(toplevel, name, options, **extra) for name in names]
+    for name in names:  # what a harness needs besides its files (Aider: the git hooks)
+        check = getattr(module(name), "preflight", None)
+        if check:
+            check(toplevel)
+    # trust a person granted to what is installed is granted again to what replaces it
+    # (Codex trusts a hook by its hash: a changed command would be skipped in silence)
+    kept = {name for name in names if name in HARNESSES
+            and status(toplevel, common_dir, name)["trusted"] is True}
     out = []
     for plan in plans:
         written = files.apply(plan, common_dir, unmerge(plan.harness))
-        granted = trust.grant(toplevel, common_dir, plan.harness) if grant else []
+        after = getattr(module(plan.harness), "after_install", None)
+        if after:
+            plan.notes.extend(after(toplevel))
+        granted = trust.grant(toplevel, common_dir, plan.harness) \
+            if grant or plan.harness in kept else []
         state = status(toplevel, common_dir, plan.harness) if plan.harness in HARNESSES \
             else {"trusted": None, "trust_step": None}
         entry = {"harness": plan.harness, "files": sorted(plan.files),

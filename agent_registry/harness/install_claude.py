@@ -3,7 +3,9 @@ the skill in ``.claude/skills/agent-registry/``, with ``--mcp`` the server in ``
 
 Claude Code runs each hook command through sh, a child of its own process, so ``$PPID``
 is Claude Code itself: the session start and the gate pass it (``--pid $PPID``).  The
-gate's matcher covers the edit tools and ``Bash`` (whose writes the adapter parses).
+gate's matcher covers the edit tools and ``Bash`` (whose writes the adapter parses); the
+backstop's after-tool hook (PostToolUse, and PostToolUseFailure for a call that failed)
+has the same matcher.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ GATE_TOOLS = "Edit|Write|MultiEdit|NotebookEdit|Bash"
 # Claude Code's event -> (our event, matcher, pass its pid)
 EVENTS = {"SessionStart": ("session-start", None, True),
           "PreToolUse": ("pre-tool-use", GATE_TOOLS, True),
+          "PostToolUse": ("post-tool-use", GATE_TOOLS, False),
+          "PostToolUseFailure": ("post-tool-use", GATE_TOOLS, False),
           "UserPromptSubmit": ("user-prompt-submit", None, False),
           "Stop": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}

@@ -7,7 +7,8 @@ grouped shape Claude Code uses; the file's root takes only ``description`` and `
 It loads the project layer only once the project is trusted, and runs a project hook only
 once that exact hook is trusted (a ``trusted_hash`` under ``[hooks.state]`` of the user's
 config.toml; an untrusted hook is skipped silently in ``codex exec``).  The gate covers
-``apply_patch`` (its patch envelope names the files) and the shell tool.  Codex runs a
+``apply_patch`` (its patch envelope names the files) and the shell tool; PostToolUse, the
+backstop's after-tool hook, has the same matcher.  Codex runs a
 hook through ``bash -c`` as a child of its own binary, so ``$PPID`` is Codex.
 
 Codex's workspace-write sandbox makes ``.git`` read-only: registry writes from its shell
@@ -25,6 +26,7 @@ HOOK_FILE = ".codex/hooks.json"
 GATE_TOOLS = "apply_patch|Edit|Write|Bash"
 EVENTS = {"SessionStart": ("session-start", None, True),
           "PreToolUse": ("pre-tool-use", GATE_TOOLS, True),
+          "PostToolUse": ("post-tool-use", GATE_TOOLS, False),
           "UserPromptSubmit": ("user-prompt-submit", None, False),
           "Stop": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}

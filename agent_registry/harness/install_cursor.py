@@ -7,8 +7,11 @@ Cursor's hooks file (documented at cursor.com/docs/agent/hooks): ``{"version": 1
 with the event JSON on stdin, and for ``preToolUse`` answers ``{"permission": "deny",
 "agent_message": …}`` (the adapter's business) or blocks with exit 2.  The gate has no
 matcher: Cursor's tool names differ between versions, and the adapter lets through any
-tool that writes nothing.  Cursor cannot run here: the files are checked against the
-documented schema, not against Cursor.
+tool that writes nothing.  The shell gets a gate of its own, ``beforeShellExecution``
+(``command`` and ``cwd`` at the top of its input, which the adapter reads).  Both gate
+entries say ``"failClosed": true``: Cursor lets a tool call through when its hook
+crashes, times out or answers what it cannot parse, unless the entry says so.  Cursor
+cannot run here: the files are checked against the documented schema, not against Cursor.
 """
 from __future__ import annotations
 
@@ -19,14 +22,20 @@ from .files import Plan
 NAME = "cursor"
 HOOK_FILE = ".cursor/hooks.json"
 EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use",
+          "beforeShellExecution": "pre-tool-use",
           "beforeSubmitPrompt": "user-prompt-submit", "stop": "stop",
           "sessionEnd": "session-end"}
 
 
+def _entry(command: str, ours: str) -> dict:
+    """One handler; a gate's refuses the call when the hook itself fails."""
+    return {"command": command, **({"failClosed": True} if ours == "pre-tool-use" else {})}
+
+
 def handlers(options) -> dict[str, dict]:
-    return {event: {"command": hook_command(NAME, ours, exe=options.exe,
-                                            auto_claim=options.auto_claim,
-                                            wake=options.wake)}
+    return {event: _entry(hook_command(NAME, ours, exe=options.exe,
+                                       auto_claim=options.auto_claim,
+                                       wake=options.wake, hold=options.hold), ours)
             for event, ours in EVENTS.items()}
 
 

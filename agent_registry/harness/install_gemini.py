@@ -5,7 +5,7 @@ one).
 
 Gemini's hooks (on by default) are grouped as Claude Code's; the events are SessionStart,
 BeforeTool (the gate: ``write_file``, ``replace`` and the shell tool
-``run_shell_command``), BeforeAgent (a prompt), AfterAgent (end of a turn) and
+``run_shell_command``), AfterTool (the backstop, same matcher), BeforeAgent (a prompt), AfterAgent (end of a turn) and
 SessionEnd.  A deny is its own JSON on stdout (the adapter's business); exit 2 blocks.
 Gemini reads a project's ``.gemini/settings.json`` only in a trusted folder.
 """
@@ -20,6 +20,7 @@ GATE_TOOLS = "write_file|replace|run_shell_command"
 # Gemini runs a hook through bash -c, a child of its long-lived node process: $PPID
 EVENTS = {"SessionStart": ("session-start", None, True),
           "BeforeTool": ("pre-tool-use", GATE_TOOLS, True),
+          "AfterTool": ("post-tool-use", GATE_TOOLS, False),
           "BeforeAgent": ("user-prompt-submit", None, False),
           "AfterAgent": ("stop", None, False),
           "SessionEnd": ("session-end", None, False)}

@@ -4,7 +4,9 @@ project-scoped MCP configuration.
 - Claude Code: ``.mcp.json`` (project scope), ``{"mcpServers": {NAME: {"type": "stdio",
   "command", "args"}}}``;
 - Gemini CLI: ``.gemini/settings.json``, the same ``mcpServers`` object, with ``"trust":
-  true`` (``gemini -p`` offers a server's tools without asking only when trusted);
+  true`` (``gemini -p`` offers a server's tools without asking only when trusted); Qwen
+  Code the same in ``.qwen/settings.json``;
+- Copilot CLI: Claude Code's ``.mcp.json``, the same entry;
 - Cursor: ``.cursor/mcp.json``, ``mcpServers`` as Claude Code's, without ``type``;
 - OpenCode: ``opencode.json``, ``{"mcp": {NAME: {"type": "local", "command": [argv],
   "enabled": true}}}``;
@@ -33,7 +35,7 @@ from .hookfiles import dump, load_object
 SERVER = "agent-registry"
 FILES = {"claude": ".mcp.json", "gemini": ".gemini/settings.json",
          "codex": ".codex/config.toml", "cursor": ".cursor/mcp.json",
-         "opencode": "opencode.json"}
+         "opencode": "opencode.json", "copilot": ".mcp.json", "qwen": ".qwen/settings.json"}
 _TABLE = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:"agent-registry"|agent-registry)\s*\]'
                     r'\s*(#.*)?$')
 _HEADER = re.compile(r"^\s*\[")
@@ -127,9 +129,10 @@ def _merge_json(old: str, path: Path, command: list[str], harness: str) -> str |
     if harness == "opencode":
         ours = {"type": "local", "command": command, "enabled": True}
     else:
-        ours = {"type": "stdio"} if harness == "claude" else {}
+        # Copilot CLI reads Claude Code's .mcp.json: the same entry, the same bytes
+        ours = {"type": "stdio"} if harness in ("claude", "copilot") else {}
         ours.update(command=command[0], args=command[1:])
-        if harness == "gemini":
+        if harness in ("gemini", "qwen"):
             ours["trust"] = True
     if isinstance(entry, dict) and all(entry.get(k) == v for k, v in ours.items()):
         return None

@@ -5,11 +5,16 @@ the server in ``opencode.json`` (``mcp``).
 OpenCode has no command hooks; it loads every JS file in ``.opencode/plugin/`` as a
 plugin.  Ours (``templates/harness/opencode-plugin.js``, with this installation's
 executable written in) runs ``<exe> harness hook opencode pre-tool-use`` from
-``tool.execute.before`` with ``{tool, args, sessionID, cwd}`` on stdin and throws when the
-answer denies, when the hook exits 2, or when it cannot run (unless
-``AGENT_REGISTRY_ALLOW=1``); session created, idle and deleted events start, heartbeat
-and end the session.  OpenCode cannot run here: the plugin is checked with ``node
---check`` and the config against OpenCode's documented schema.
+``tool.execute.before`` with ``{tool, args, sessionID, cwd, project}`` on stdin and throws
+when the answer denies, when the hook exits 2, or when it cannot run (unless
+``AGENT_REGISTRY_ALLOW=1``).  The session starts at the first event naming it (a run
+resumed with ``-s ID`` fires no ``session.created``), bound to the OpenCode process
+(``--pid`` of the plugin's own process); ``session.idle`` renews it (and wakes it, with
+``--wake``); it ends when OpenCode disposes of its plugins or exits (``opencode run`` fires
+no ``session.deleted``).  What the hooks answer reaches the model in the system prompt of
+its next request (``experimental.chat.system.transform``, which also asks what arrived).
+The repository is the plugin file's own.  Tested with the real ``opencode`` (npm
+``opencode-ai``) in tests/e2e/test_harness_cli.py.
 """
 from __future__ import annotations
 
@@ -22,13 +27,16 @@ from .files import Plan
 NAME = "opencode"
 HOOK_FILE = ".opencode/plugin/agent-registry.js"
 _EXE = re.compile(r"^const EXE = (.*);$", re.M)
+_STOP = re.compile(r"^const STOP_ARGS = (.*);$", re.M)
 
 
 def plugin_text(options) -> str:
     text = read_text("templates", "harness/opencode-plugin.js")
     gate = ["--auto-claim"] if options.auto_claim else []
+    stop = (["--wake", str(options.wake)] if options.wake else []) + \
+        (["--hold", str(options.hold)] if getattr(options, "hold", None) else [])
     return text.replace("__EXE__", json.dumps(options.exe)) \
-        .replace("__GATE_ARGS__", json.dumps(gate))
+        .replace("__GATE_ARGS__", json.dumps(gate)).replace("__STOP_ARGS__", json.dumps(stop))
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
@@ -42,8 +50,8 @@ def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
 
 
 def installed_commands(toplevel: str) -> list[str]:
-    """The plugin's hook command, as a command line (status and doctor read its
-    executable and options from it)."""
+    """The plugin's hook commands (the gate, and the end of a turn), as command lines:
+    status and doctor read its executable and options from them."""
     from pathlib import Path
     try:
         text = Path(toplevel, HOOK_FILE).read_text(encoding="utf-8")
@@ -58,4 +66,11 @@ def installed_commands(toplevel: str) -> list[str]:
         return []
     import shlex
     claim = " --auto-claim" if '["--auto-claim"]' in text else ""
-    return [" ".join(shlex.quote(w) for w in exe) + f" harness hook {NAME} pre-tool-use{claim}"]
+    head = " ".join(shlex.quote(w) for w in exe) + f" harness hook {NAME}"
+    stop = _STOP.search(text)
+    try:
+        stop_args = json.loads(stop.group(1)) if stop else []
+    except ValueError:
+        stop_args = []
+    tail = "".join(f" {shlex.quote(str(w))}" for w in stop_args if isinstance(w, (str, int)))
+    return [f"{head} pre-tool-use{claim}", f"{head} stop{tail}"]

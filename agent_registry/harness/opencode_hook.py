@@ -1,11 +1,14 @@
 """OpenCode, through the plugin ``harness install opencode`` writes: its
-``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "cwd"}`` on
-stdin and throws when the answer is ``{"deny": true, "reason": …}``.  Files are written
-by ``write``/``edit``/``multiedit`` (``args.filePath``), ``patch``/``apply_patch``
-(a patch envelope or a unified diff in ``args.patchText``) and ``bash`` (``args.command``).  Other events
-get ``{"sessionID", "cwd"}``; their answers are ``{"context": …}`` (start, prompt) and
-``{"continue": …}`` (end of turn, waking) for the plugin to hand to the session, ``{}``
-when there is nothing to say."""
+``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "cwd",
+"project"}`` on stdin and throws when the answer is ``{"deny": true, "reason": …}``.
+Files are written by ``write``/``edit``/``multiedit`` (``args.filePath``),
+``patch``/``apply_patch`` (a patch envelope or a unified diff in ``args.patchText``) and
+``bash`` (``args.command``, run in ``args.workdir`` when given).  ``cwd`` is OpenCode's
+directory, ``project`` the repository the plugin file is in (used when ``cwd`` is not in
+a repository).  Other events get ``{"sessionID", "cwd", "project"}`` (a prompt check in
+the middle of a turn adds ``"midturn": true``); their answers are ``{"context": …}``
+(start, prompt) and ``{"continue": …}`` (end of turn, waking) for the plugin to hand to
+the model, ``{}`` when there is nothing to say."""
 from __future__ import annotations
 
 import os
@@ -18,13 +21,23 @@ FILE_FIELDS = ("filePath", "file_path", "path")
 
 class OpenCode(Adapter):
     name = "opencode"
+    # its plugin runs no after-tool hook: the backstop takes no note it would never check
+    after_tool = False
     id_keys = ("sessionID", "session_id")
     tool_key, input_key = "tool", "args"
     edit_tools = {name: FILE_FIELDS for name in ("write", "edit", "multiedit")}
     shell_tools = frozenset({"bash"})
 
     def cwd(self, event: dict, env: dict) -> str:
-        return str(event.get("cwd") or event.get("directory") or os.getcwd())
+        return str(event.get("cwd") or event.get("directory") or event.get("project")
+                   or os.getcwd())
+
+    def project(self, event: dict, env: dict) -> str:
+        return str(event.get("project") or "")
+
+    def shell_cwd(self, args: dict, ctx: Ctx) -> str:
+        workdir = args.get("workdir")
+        return os.path.join(ctx.cwd, str(workdir)) if workdir else ctx.cwd
 
     def other_targets(self, tool: str, args: dict, ctx: Ctx) -> list[str] | None:
         texts = [v for v in args.values() if isinstance(v, str)]

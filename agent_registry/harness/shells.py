@@ -28,7 +28,7 @@ from typing import Callable
 
 # Windows: the harness -> the dialect it runs hook commands in
 WINDOWS = {"claude": "posix", "codex": "powershell", "gemini": "powershell",
-           "cursor": "powershell"}
+           "cursor": "powershell", "copilot": "powershell", "qwen": "powershell"}
 _PLAIN = re.compile(r"[A-Za-z0-9_./:=-]+")
 REPAIR = ("agent-registry: the edit gate could not run ({why}); "
           "repair: agent-registry harness install {harness}, or AGENT_REGISTRY_ALLOW=1")

@@ -1,16 +1,21 @@
 """Which files a shell command writes, for the gate before an agent's shell tool.
 
-Only the common write forms are read: redirections (``>``, ``>>``, ``>|``, ``&>``,
-``2>``, ``<>``), ``tee``, ``sed -i``, ``cp``/``mv``/``install`` (the destination; for
-``mv`` the sources too), ``rm``/``unlink``/``touch``/``truncate``, ``dd of=``, ``git
-checkout -- P``, ``git restore P``, ``git rm``/``git mv``, through ``;``, ``&&``,
-``||``, ``|``, newlines, here-documents, subshells, ``cd DIR`` (later relative names
-are under DIR) and ``bash -c``/``sh -c``/``eval`` scripts.  A name that depends on
-the shell (``$VAR``, ``$(...)``, a backquote) is skipped, and a command that cannot be
-tokenized (an unclosed quote) yields nothing: the gate lets such a command through and
-the git guard is the backstop.  Standard library only; no shell is ever run.  Over 400
-lines: a small shell tokenizer (quotes, expansions, here-documents) and the operand
-rules of each command it knows, which belong together.
+The common write forms are read (harness/shellrules.py, harness/gitwrites.py):
+redirections (``>``, ``>>``, ``>|``, ``&>``, ``2>``, ``<>``), ``tee``, ``sed -i``,
+``perl -i``, ``cp``/``mv``/``install``/``ln`` (the destination; for ``mv`` the sources
+too), ``rm``/``unlink``/``touch``/``truncate``, ``dd of=``, ``patch``, git's path and
+whole-tree forms, through ``;``, ``&&``, ``||``, ``|``, newlines, here-documents,
+subshells, ``cd``/``pushd DIR`` (later relative names are under DIR), ``bash -c``/``sh
+-c``/``eval`` scripts, the commands inside ``$(…)``, backquotes and process substitution,
+brace forms, and variables given a plain value earlier in the command (``f=a; echo >
+$f``).  The root of the working tree (``git restore .`` at the top) is a target like any
+folder; ``TOP`` (``:/``) is the whole tree wherever the command runs.
+
+What it cannot follow inside a command that writes (a name the shell computes, names
+xargs or ``find -exec`` hand a writer, a patch it cannot read, a command it cannot
+tokenize) is returned as ``unfollowed``: the gate refuses such a command while a path
+is held (fail closed), and the backstop (harness/backstop.py) checks what any command
+really changed.  Standard library only; no shell is ever run.
 """
 from __future__ import annotations
 
@@ -18,20 +23,24 @@ import glob
 import os
 import posixpath
 import re
-from typing import NamedTuple
 
-__all__ = ["write_targets"]
+from .shellops import TOP
+from .shellrules import targets_of
+from .shelltokens import Op, Unparsable, Word, expand_braces, tokenize
 
-# longest first, so ">>" is not read as ">" ">"
-_OPERATORS = sorted(["&&", "||", "|&", ";;", ";", "&", "|", "(", ")", "\n",
-                     ">>", ">|", "&>>", "&>", "<>", ">&", "<&", "<<<", "<<-", "<<",
-                     ">", "<"], key=len, reverse=True)
+__all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
+
+MAX_COMMAND = 256 * 1024  # characters of a command the gate reads; a longer one is not
+MAX_DEPTH = 8  # scripts inside scripts (sh -c, $(…)) read at most
+MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it names
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
-_SPECIAL = frozenset(";&|()<>\n")
 _DEVICES = ("/dev/", "/proc/self/fd/")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_NAME_VALUE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
+_DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 # words that only precede the command they run (with the options each takes an argument for)
 _WRAPPERS = {"sudo": "ugCDhprTU", "env": "uCS", "nohup": "", "time": "fo", "command": "",
              "exec": "a", "builtin": "", "nice": "n", "timeout": "sk", "stdbuf": "ioe",
@@ -39,195 +48,64 @@ _WRAPPERS = {"sudo": "ugCDhprTU", "env": "uCS", "nohup": "", "time": "fo", "comm
              "while": "", "until": "", "{": ""}
 
 
-class Unparsable(ValueError):
-    """The command cannot be tokenized: no targets can be told."""
+class Targets(list):
+    """The files a command writes, and what it could not follow (``unfollowed``: why,
+    each once)."""
 
-
-class Word(NamedTuple):
-    text: str       # quotes removed, expansions kept as written
-    dynamic: bool   # contains an expansion the shell would make ($, backquote)
-    pattern: bool   # contains an unquoted glob character
-
-
-class Op(NamedTuple):
-    text: str
+    def __init__(self, paths=(), unfollowed=()) -> None:
+        super().__init__(paths)
+        self.unfollowed: list[str] = list(dict.fromkeys(unfollowed))
 
 
 def write_targets(command: str | list[str], cwd: str | None = None) -> list[str]:
     """The files *command* (a shell string, or an argv list) would write, in order, once
     each.  Relative names are joined with *cwd* when given (and globs expanded there),
     else returned relative to where the command starts."""
+    return list(read_writes(command, cwd))
+
+
+def read_writes(command: str | list[str], cwd: str | None = None) -> Targets:
+    """:func:`write_targets` and what the command writes that could not be followed."""
+    walker = _Walker(cwd)
     try:
         if isinstance(command, (list, tuple)):
-            found = _Walker(cwd).simple([Word(str(a), False, False) for a in command], ".")
+            words = [Word(str(a), False, False) for a in command]
+            if sum(len(w.text) for w in words) > MAX_COMMAND:
+                raise Unparsable("a command too long to read")
+            found = walker.simple(words, ".")
         else:
-            found = _Walker(cwd).script(str(command), ".")
-    except Exception:  # noqa: BLE001 - unparsable, or a form we got wrong: let it through
-        return []  # (a gate that blocked every command on a parser slip would stop the agent)
-    return list(dict.fromkeys(p for p in found if p))
+            if len(str(command)) > MAX_COMMAND:
+                raise Unparsable("a command too long to read")
+            found = walker.script(str(command), ".")
+    except (Unparsable, RecursionError) as exc:
+        return Targets([], [f"{exc}" if isinstance(exc, Unparsable) else "too deeply nested"])
+    return Targets(dict.fromkeys(p for p in found if p), walker.notes)
 
-
-# -- tokens ---------------------------------------------------------------------------
-
-def tokenize(text: str) -> list[Word | Op]:
-    """Shell words and operators, quotes removed; here-document bodies skipped."""
-    tokens: list[Word | Op] = []
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) waiting for a newline
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in " \t\r":
-            i += 1
-        elif c == "\\" and text.startswith("\n", i + 1):
-            i += 2  # a continued line
-        elif c == "#":
-            while i < n and text[i] != "\n":
-                i += 1
-        elif c in _SPECIAL:
-            op = next(o for o in _OPERATORS if text.startswith(o, i))
-            i += len(op)
-            tokens.append(Op(op))
-            if op in ("<<", "<<-"):
-                word, i = _word(text, _skip_blanks(text, i))
-                tokens.append(word)
-                heredocs.append((word.text, op == "<<-"))
-            elif op == "\n" and heredocs:
-                i = _skip_heredocs(text, i, heredocs)
-                heredocs = []
-        else:
-            start = i
-            word, i = _word(text, i)
-            if word.text.isdigit() and i < n and text[i] in "<>" and i - start == len(word.text):
-                continue  # a file descriptor number ("2>"): part of the redirection
-            tokens.append(word)
-    return tokens
-
-
-def _skip_blanks(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t":
-        i += 1
-    return i
-
-
-def _skip_heredocs(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """The index after the bodies of *heredocs*, which start at *i*."""
-    for delimiter, strip in heredocs:
-        while i < len(text):
-            end = text.find("\n", i)
-            line = text[i:] if end == -1 else text[i:end]
-            i = len(text) if end == -1 else end + 1
-            if (line.lstrip("\t") if strip else line) == delimiter:
-                break
-    return i
-
-
-def _word(text: str, i: int) -> tuple[Word, int]:
-    """The word starting at *i* and the index after it."""
-    out: list[str] = []
-    dynamic = pattern = False
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c in " \t\r" or c in _SPECIAL:
-            break
-        if c == "'":
-            end = text.find("'", i + 1)
-            if end == -1:
-                raise Unparsable("unclosed '")
-            out.append(text[i + 1:end])
-            i = end + 1
-        elif c == '"':
-            i += 1
-            while True:
-                if i >= n:
-                    raise Unparsable('unclosed "')
-                c = text[i]
-                if c == '"':
-                    i += 1
-                    break
-                if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
-                    out.append(text[i + 1] if text[i + 1] != "\n" else "")
-                    i += 2
-                elif c in "$`":
-                    dynamic = True
-                    end = _expansion_end(text, i)
-                    out.append(text[i:end])
-                    i = end
-                else:
-                    out.append(c)
-                    i += 1
-        elif c == "\\":
-            if i + 1 < n:
-                out.append(text[i + 1])
-            i += 2
-        elif c in "$`":
-            dynamic = True
-            end = _expansion_end(text, i)
-            out.append(text[i:end])
-            i = end
-        else:
-            if c in "*?[" or (c == "~" and not out):
-                pattern = pattern or c != "~"
-                dynamic = dynamic or c == "~"
-            out.append(c)
-            i += 1
-    return Word("".join(out), dynamic, pattern), i
-
-
-def _expansion_end(text: str, i: int) -> int:
-    """The index after the expansion at *i*: ``$(...)``, ``${...}``, ``$NAME``, or a
-    backquoted command."""
-    n = len(text)
-    if text[i] == "`":
-        end = text.find("`", i + 1)
-        if end == -1:
-            raise Unparsable("unclosed `")
-        return end + 1
-    if text.startswith("$(", i) or text.startswith("${", i):
-        close = ")" if text[i + 1] == "(" else "}"
-        depth, j, quote = 0, i + 1, ""
-        while j < n:
-            c = text[j]
-            if quote:
-                if c == quote:
-                    quote = ""
-            elif c in "'\"":
-                quote = c
-            elif c == text[i + 1]:
-                depth += 1
-            elif c == close:
-                depth -= 1
-                if depth == 0:
-                    return j + 1
-            j += 1
-        raise Unparsable(f"unclosed {text[i:i + 2]}")
-    j = i + 1
-    if j < n and (text[j].isalnum() or text[j] == "_"):
-        while j < n and (text[j].isalnum() or text[j] == "_"):
-            j += 1
-    elif j < n and text[j] in "@*#?$!-0123456789":
-        j += 1
-    return j
-
-
-# -- commands -------------------------------------------------------------------------
 
 class _Walker:
-    """Walks a script's simple commands, keeping the directory each starts in."""
+    """Walks a script's simple commands, keeping the directory each starts in and the
+    plain values its variables were given."""
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd
         self.depth = 0
+        self.vars: dict[str, str | None] = {}  # None: set to something we cannot tell
+        self.dirs: list[str | None] = []  # pushd's stack
+        self.notes: list[str] = []
+
+    def unfollowed(self, why: str) -> None:
+        self.notes.append(why)
 
     def script(self, text: str, here: str | None) -> list[str]:
         """Targets of *text*, whose commands start in *here* (relative to the start;
         None when a ``cd`` went somewhere we cannot tell)."""
         self.depth += 1
-        if self.depth > 8:
+        if self.depth > MAX_DEPTH:
             raise Unparsable("too deeply nested")
         found: list[str] = []
         words: list[Word] = []
         stack: list[str | None] = []
+        stdin: Word | None = None
         tokens = tokenize(text)
         i = 0
         while i < len(tokens):
@@ -236,15 +114,18 @@ class _Walker:
                 if i + 1 >= len(tokens) or not isinstance(tokens[i + 1], Word):
                     raise Unparsable(f"{tok.text} without a file")
                 target = tokens[i + 1]
+                found += self.inner(target, here)
                 if tok.text in _WRITING and not (tok.text == ">&" and
                                                   (target.text.isdigit() or target.text == "-")):
                     found += self.place(target, here)
+                elif tok.text in ("<", "<>"):
+                    stdin = target
                 i += 2
                 continue
             if isinstance(tok, Op):
                 if words:
-                    here = self.run(words, here, found)
-                    words = []
+                    here = self.run(words, here, found, stdin)
+                    words, stdin = [], None
                 if tok.text == "(":
                     stack.append(here)
                 elif tok.text == ")" and stack:
@@ -253,63 +134,176 @@ class _Walker:
                 words.append(tok)
             i += 1
         if words:
-            self.run(words, here, found)
+            self.run(words, here, found, stdin)
         self.depth -= 1
         return found
 
-    def run(self, words: list[Word], here: str | None, found: list[str]) -> str | None:
+    def inner(self, word: Word, here: str | None) -> list[str]:
+        """The targets of the commands inside *word*'s expansions."""
+        return [p for sub in word.subs for p in self.script(sub, here)]
+
+    def run(self, words: list[Word], here: str | None, found: list[str],
+            stdin: Word | None = None) -> str | None:
         """Add the targets of one simple command; the directory after it (``cd``)."""
+        for w in words:
+            found += self.inner(w, here)
+        words = self.expanded(words)
+        if self.assigned(words):
+            return here
         words = _unwrap(words)
         if not words:
             return here
         name = posixpath.basename(words[0].text)
-        if name == "cd" and not words[0].dynamic:
-            args = [w for w in words[1:] if w.text != "--"]
-            if len(args) != 1 or args[0].dynamic or args[0].text.startswith("-") \
-                    or here is None:
-                return None  # home, the previous directory, or an expansion: unknown
-            return args[0].text if posixpath.isabs(args[0].text) else \
-                posixpath.normpath(posixpath.join(here, args[0].text))
-        found += self.simple(words, here)
+        if name in ("cd", "pushd", "popd") and not words[0].dynamic:
+            return self.moved(name, words[1:], here)
+        found += self.simple(words, here, stdin)
         return here
 
-    def simple(self, words: list[Word], here: str | None) -> list[str]:
+    def moved(self, name: str, args: list[Word], here: str | None) -> str | None:
+        """Where ``cd``/``pushd``/``popd`` leave the commands after them."""
+        if name == "popd":
+            return self.dirs.pop() if self.dirs else None
+        args = [w for w in args if w.text != "--"]
+        if len(args) != 1 or args[0].dynamic or args[0].text.startswith(("-", "+")) \
+                or here is None:
+            return None  # home, the previous directory, or an expansion: unknown
+        if name == "pushd":
+            self.dirs.append(here)
+        return args[0].text if posixpath.isabs(args[0].text) else \
+            posixpath.normpath(posixpath.join(here, args[0].text))
+
+    def assigned(self, words: list[Word]) -> bool:
+        """Remember ``NAME=VALUE`` (alone, or after export, local …); whether *words*
+        were only that."""
+        rest = words[1:] if words and words[0].text in _DECLARE else words
+        named = [w for w in rest if not w.text.startswith("-")]
+        pairs = [_NAME_VALUE.fullmatch(w.text) for w in named]
+        if not named or not all(pairs):
+            return False
+        for match, w in zip(pairs, named):
+            value = self.resolved(Word(match.group(2), w.dynamic, w.pattern))
+            self.vars[match.group(1)] = value.text if value is not None else None
+        return True
+
+    def resolved(self, word: Word) -> Word | None:
+        """*word* with its variables replaced by the plain values they were given; None
+        when it depends on anything else ($(…), $1, a variable we cannot tell)."""
+        if not word.dynamic:
+            return word
+        if word.text.startswith("~"):
+            return Word(os.path.expanduser(word.text), False, word.pattern)
+        unknown = []
+
+        def value(match: re.Match) -> str:
+            found = self.vars.get(match.group(1) or match.group(2))
+            if found is None:
+                unknown.append(match.group(0))
+            return found or ""
+        text = _VARIABLE.sub(value, word.text)
+        if unknown or "$" in text or "`" in text or word.process:
+            return None
+        return Word(text, False, word.pattern)
+
+    def expanded(self, words: list[Word]) -> list[Word]:
+        """*words* with their brace forms expanded, as the shell does first."""
+        out: list[Word] = []
+        for w in words:
+            if w.brace and not w.process:
+                out += [Word(t, w.dynamic, w.pattern, w.subs) for t in expand_braces(w.text)]
+            else:
+                out.append(w)
+        return out
+
+    def simple(self, words: list[Word], here: str | None, stdin: Word | None = None
+               ) -> list[str]:
         words = _unwrap(words)
-        if not words or words[0].dynamic:
+        if not words:
             return []
-        name = posixpath.basename(words[0].text)
+        first = self.resolved(words[0])
+        if first is None:
+            return []  # a command the shell computes: the backstop checks what it did
+        name = posixpath.basename(first.text)
         args = words[1:]
         if name in _SHELLS or name == "eval":
-            script = _shell_script(args) if name != "eval" else \
-                Word(" ".join(w.text for w in args), False, False)
-            return self.script(script.text, here) if script is not None else []
-        files = _targets_of(name, args, lambda w: self.is_dir(w, here))
+            if name == "eval":
+                script: Word | None = Word(" ".join(w.text for w in args),
+                                           any(w.dynamic for w in args), False)
+            else:
+                script = _shell_script(args)
+            if script is None:
+                return []
+            if script.dynamic and self.resolved(script) is None:
+                self.unfollowed(f"a script the shell computes ({name})")
+                return []
+            return self.script(script.text, here)
+        files = targets_of(name, args, _Here(self, here), stdin)
         return [p for w in files for p in self.place(w, here)]
 
-    def place(self, word: Word, here: str | None) -> list[str]:
+    def place(self, word: Word, here: str | None, *, quiet: bool = False) -> list[str]:
         """Where the file *word* names is, as this walker reports paths."""
-        if word.dynamic or not word.text or word.text.startswith(_DEVICES) \
-                or word.text in ("-", "/dev/null"):
+        if word.process:
+            return []  # >(…): its commands were read; it is no file
+        plain = self.resolved(word)
+        if plain is None:
+            if not quiet:
+                self.unfollowed(f"a name the shell computes ({word.text})")
             return []
-        path = word.text
+        path = plain.text
+        if not path or path.startswith(_DEVICES) or path in ("-", "/dev/null"):
+            return []
+        if path.startswith(TOP):
+            return [TOP + posixpath.normpath(path[len(TOP):]).lstrip("./") if
+                    path != TOP else TOP]
         if not posixpath.isabs(path):
             if here is None:
-                return []  # after a cd we cannot follow
+                if not quiet:
+                    self.unfollowed(f"{path} after a cd we cannot follow")
+                return []
             path = posixpath.normpath(posixpath.join(here, path))
             if self.cwd:
                 path = posixpath.join(self.cwd, path) if path != "." else self.cwd
-        if word.pattern:
+        if plain.pattern:
             if not self.cwd and not posixpath.isabs(path):
                 return []  # nowhere to expand it
             return sorted(glob.glob(path))
         return [path]
 
-    def is_dir(self, word: Word, here: str | None) -> bool:
+    def disk(self, word: Word, here: str | None) -> str | None:
+        """The path on disk *word* names (None when unknown)."""
+        placed = self.place(word, here, quiet=True)
+        if len(placed) != 1 or placed[0].startswith(TOP):
+            return None
+        return placed[0]
+
+
+class _Here:
+    """What a command rule may ask about the directory its command runs in."""
+
+    def __init__(self, walker: _Walker, here: str | None) -> None:
+        self.walker, self.here = walker, here
+
+    def is_dir(self, word: Word) -> bool:
         if word.text.endswith("/"):
             return True
-        placed = self.place(word, here)
-        return len(placed) == 1 and (posixpath.isabs(placed[0]) or bool(self.cwd)) \
-            and os.path.isdir(placed[0])
+        path = self.walker.disk(word, self.here)
+        return path is not None and os.path.isdir(path)
+
+    def exists(self, word: Word) -> bool:
+        path = self.walker.disk(word, self.here)
+        return path is not None and os.path.lexists(path)
+
+    def read(self, word: Word) -> str | None:
+        path = self.walker.disk(word, self.here)
+        if path is None or path in ("-", "/dev/stdin"):
+            return None
+        try:
+            with open(path, "rb") as f:
+                return f.read(MAX_PATCH).decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    def unfollowed(self, why: str) -> None:
+        self.walker.unfollowed(why)
 
 
 def _unwrap(words: list[Word]) -> list[Word]:
@@ -340,153 +334,20 @@ def _unwrap(words: list[Word]) -> list[Word]:
 
 
 def _shell_script(args: list[Word]) -> Word | None:
-    """The script of ``sh -c SCRIPT`` (options may be grouped: ``-lc``, ``-ec``)."""
-    for i, w in enumerate(args):
-        if w.text.startswith("-") and len(w.text) > 1 and not w.text.startswith("--"):
-            if "c" in w.text[1:]:
-                rest = [a for a in args[i + 1:] if not a.text.startswith("-")]
+    """The script of ``sh -c SCRIPT`` (options may be grouped: ``-lc``, ``-ec``; ``-o
+    NAME`` and ``-O NAME`` take a name)."""
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        i += 1
+        if text in ("-o", "+o", "-O", "+O"):
+            i += 1
+        elif text.startswith("-") and len(text) > 1 and not text.startswith("--"):
+            if "c" in text[1:]:
+                rest = [a for a in args[i:] if not a.text.startswith("-")]
                 return rest[0] if rest else None
-        elif w.text.startswith("--") or w.text.startswith("+"):
+        elif text.startswith("--") or text.startswith("+"):
             continue
         else:
             return None  # sh FILE: a script we do not read
     return None
-
-
-def _operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
-              ) -> tuple[list[Word], dict[str, str]]:
-    """(the operands, the options given with their values) of a POSIX-style command
-    line; *takes* lists the short options that take an argument."""
-    operands: list[Word] = []
-    options: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        i += 1
-        if text == "--":
-            operands += args[i:]
-            break
-        if text.startswith("--"):
-            name, eq, value = text.partition("=")
-            if not eq and name in long_takes and i < len(args):
-                value, i = args[i].text, i + 1
-            options[name] = value
-        elif text.startswith("-") and len(text) > 1:
-            for j, flag in enumerate(text[1:], 1):
-                if flag in takes:
-                    value = text[j + 1:]
-                    if not value and i < len(args):
-                        value, i = args[i].text, i + 1
-                    options["-" + flag] = value
-                    break
-                options["-" + flag] = ""
-        else:
-            operands.append(args[i - 1])
-    return operands, options
-
-
-def _targets_of(name: str, args: list[Word], is_dir) -> list[Word]:
-    """The file operands command *name* writes."""
-    if name == "tee":
-        return _operands(args)[0]
-    if name in ("rm", "unlink", "shred"):
-        return _operands(args, "nus" if name == "shred" else "")[0]
-    if name == "touch":
-        return _operands(args, "dtr", ("--date", "--reference"))[0]
-    if name == "truncate":
-        return _operands(args, "sr", ("--size", "--reference"))[0]
-    if name == "dd":
-        return [Word(a.text[3:], a.dynamic, a.pattern) for a in args if a.text.startswith("of=")]
-    if name in ("sed", "gsed"):
-        return _sed(args)
-    if name in ("cp", "mv", "install", "ln"):
-        if name == "ln":
-            return []  # a link names a file; it does not write one we guard
-        operands, options = _operands(args, "tSgmo" if name == "install" else "tS",
-                                      ("--target-directory", "--suffix", "--backup"))
-        return _copy_targets(operands, options, is_dir, move=name == "mv")
-    if name == "git":
-        return _git(args, is_dir)
-    return []
-
-
-def _sed(args: list[Word]) -> list[Word]:
-    in_place = False
-    script_given = False
-    files: list[Word] = []
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        i += 1
-        if text == "--":
-            files += args[i:]
-            break
-        if text.startswith("--"):
-            name, eq, _ = text.partition("=")
-            in_place |= name == "--in-place"
-            if name in ("--expression", "--file"):
-                script_given = True
-                i += 0 if eq else 1
-            elif name == "--line-length" and not eq:
-                i += 1
-        elif text.startswith("-") and len(text) > 1:
-            for j, flag in enumerate(text[1:], 1):
-                if flag == "i":
-                    in_place = True
-                    break  # the rest is the backup suffix
-                if flag in "efl":
-                    script_given |= flag in "ef"
-                    if j == len(text) - 1:
-                        i += 1
-                    break
-        else:
-            files.append(args[i - 1])
-    if not in_place:
-        return []
-    return files if script_given else files[1:]
-
-
-def _copy_targets(operands: list[Word], options: dict[str, str], is_dir, *, move: bool
-                  ) -> list[Word]:
-    """What ``cp``/``mv``/``install`` write: the destination (a file in it per source
-    when it is a directory) and, for ``mv``, the sources, which disappear."""
-    directory = options.get("-t") or options.get("--target-directory")
-    if directory is not None:
-        sources, dest = operands, Word(directory, False, False)
-    elif len(operands) < 2:
-        return []
-    else:
-        sources, dest = operands[:-1], operands[-1]
-    into = directory is not None or (("-T" not in options and "--no-target-directory"
-                                      not in options) and (len(sources) > 1 or is_dir(dest)))
-    out = list(sources) if move else []
-    if dest.dynamic:
-        return out
-    if into:
-        out += [Word(posixpath.join(dest.text, posixpath.basename(s.text.rstrip("/"))),
-                     s.dynamic, s.pattern) for s in sources]
-    else:
-        out.append(dest)
-    return out
-
-
-def _git(args: list[Word], is_dir) -> list[Word]:
-    i = 0
-    while i < len(args) and args[i].text.startswith("-"):
-        i += 2 if args[i].text in ("-C", "-c") else 1  # global options (-C: see below)
-    if any(a.text == "-C" for a in args[:i]):
-        return []  # another directory: its paths are not relative to ours
-    if i >= len(args):
-        return []
-    sub, rest = args[i].text, args[i + 1:]
-    if sub == "checkout":
-        texts = [w.text for w in rest]
-        return rest[texts.index("--") + 1:] if "--" in texts else []
-    if sub == "restore":
-        return _operands(rest, "s", ("--source", "--pathspec-from-file", "--conflict"))[0]
-    if sub == "rm":
-        return _operands(rest)[0]
-    if sub == "mv":
-        operands, options = _operands(rest)
-        return _copy_targets(operands, options, is_dir, move=True)
-    return []

@@ -2,9 +2,9 @@
 
 ``protocol.md`` is the text; ``variants.md`` holds its per-reader parts.  A file only
 harnesses with registering hooks read (CLAUDE.md for Claude Code, GEMINI.md for Gemini
-CLI) gets the "hook" parts: its session is registered for it, the edit gate refuses held
+CLI, QWEN.md for Qwen Code) gets the "hook" parts: its session is registered for it, the edit gate refuses held
 paths.  A file read by agents with and without hooks (AGENTS.md: Codex, Cursor, OpenCode,
-Aider, any other; the shared skills) gets the "any" parts, true for both.  The text is
+Copilot CLI, Aider, any other; the shared skills) gets the "any" parts, true for both.  The text is
 per file, not per harness, so two harnesses sharing AGENTS.md write the same bytes and a
 second install of either changes nothing.
 """
@@ -20,13 +20,14 @@ BLOCK_END = "<!-- agent-registry:protocol:end -->"
 # the instruction file each harness reads at start
 PROTOCOL_FILES = {"claude": "CLAUDE.md", "gemini": "GEMINI.md", "codex": "AGENTS.md",
                   "cursor": "AGENTS.md", "opencode": "AGENTS.md", "aider": "AGENTS.md",
-                  "generic": "AGENTS.md"}
-HOOKED_FILES = {"CLAUDE.md", "GEMINI.md"}
+                  "generic": "AGENTS.md", "copilot": "AGENTS.md", "qwen": "QWEN.md"}
+HOOKED_FILES = {"CLAUDE.md", "GEMINI.md", "QWEN.md"}
 SKILL_NAME = "agent-registry"
 # where each harness loads project skills from
 SKILL_DIRS = {"claude": ".claude/skills", "codex": ".agents/skills",
               "gemini": ".agents/skills", "opencode": ".agents/skills",
-              "cursor": ".cursor/skills"}
+              "cursor": ".cursor/skills", "copilot": ".claude/skills",
+              "qwen": ".agents/skills"}
 _PART = re.compile(r"^<!-- ([a-z-]+) -->$", re.M)
 
 

@@ -10,6 +10,8 @@
 - Gemini CLI reads ``.gemini/settings.json`` only in a trusted folder (folder trust is
   on by default): ``{"<path>": "TRUST_FOLDER"}`` in ``~/.gemini/trustedFolders.json``
   (``$GEMINI_CLI_TRUSTED_FOLDERS_PATH``; ``$GEMINI_CLI_HOME`` for ``~``).
+- Qwen Code and Copilot CLI read a project's hooks only in a trusted folder (Qwen: when
+  folder trust is on): :mod:`homefolders`, where they keep it.
 
 Trust granted in the home directory is a person's, shared by every project: uninstall
 leaves it.
@@ -23,6 +25,9 @@ from pathlib import Path
 
 from ..errors import BadInput, os_failure
 from . import mcp
+from .homefolders import (copilot_config, copilot_config_text, copilot_trusted,
+                          folder_rules_trust, qwen_folders, qwen_trusted)
+from .homefolders import read_object as _json
 
 # -- where each harness keeps it ----------------------------------------------------------
 
@@ -41,14 +46,6 @@ def gemini_folders() -> Path:
 
 
 CLAUDE_LOCAL = ".claude/settings.local.json"
-
-
-def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _toml(path: Path) -> dict:
@@ -129,13 +126,7 @@ def gemini_trusted(toplevel: str) -> bool:
         if isinstance(settings.get("security"), dict) else {}
     if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
         return True  # the person turned folder trust off: every folder is read
-    best, verdict = -1, False
-    for rule, level in _json(gemini_folders()).items():
-        where = os.path.dirname(rule) if level == "TRUST_PARENT" else rule
-        if (toplevel == where or toplevel.startswith(where.rstrip("/") + "/")) \
-                and len(where) > best:
-            best, verdict = len(where), level in ("TRUST_FOLDER", "TRUST_PARENT")
-    return verdict
+    return folder_rules_trust(toplevel, _json(gemini_folders()))
 
 
 STEPS = {
@@ -146,6 +137,10 @@ STEPS = {
     "gemini": "trust this folder when Gemini CLI asks (or: agent-registry harness install "
               "gemini --trust)",
     "cursor": "enable the agent-registry MCP server in Cursor Settings > MCP",
+    "copilot": "trust this folder when Copilot CLI asks, remembering it (untrusted, it runs "
+               "no hooks at all), or: agent-registry harness install copilot --trust",
+    "qwen": "trust this folder in Qwen Code (/trust), or: agent-registry harness install "
+            "qwen --trust",
 }
 
 
@@ -165,6 +160,10 @@ def state(toplevel: str, harness: str, status: dict) -> tuple[bool | None, str |
                            "install codex --trust")
     elif harness == "gemini":
         ok = gemini_trusted(toplevel)
+    elif harness == "copilot":
+        ok = copilot_trusted(toplevel)
+    elif harness == "qwen":
+        ok = qwen_trusted(toplevel)
     elif harness == "cursor" and status.get("mcp") not in (None, "absent"):
         return None, STEPS["cursor"]
     else:
@@ -267,6 +266,12 @@ def grant(toplevel: str, common_dir: str, harness: str) -> list[str]:
     elif harness == "gemini":
         path = gemini_folders()
         new = gemini_folders_text(read_text(path), path, toplevel)
+    elif harness == "qwen":
+        path = qwen_folders()
+        new = gemini_folders_text(read_text(path), path, toplevel)
+    elif harness == "copilot":
+        path = copilot_config()
+        new = copilot_config_text(read_text(path), path, toplevel)
     else:
         return []
     if new is None:

@@ -8,7 +8,10 @@ It speaks just enough of three wire protocols, each streamed as server-sent even
 - OpenAI Responses: ``POST /v1/responses`` (Codex with a ``model_provider`` whose
   ``wire_api = "responses"`` and ``base_url = http://127.0.0.1:PORT/v1``);
 - Gemini: ``POST /v1beta/models/M:streamGenerateContent?alt=sse`` and ``:generateContent``
-  (Gemini CLI with ``GOOGLE_GEMINI_BASE_URL``).
+  (Gemini CLI with ``GOOGLE_GEMINI_BASE_URL``);
+- OpenAI Chat Completions: ``POST /v1/chat/completions``, streamed (``chat.completion.chunk``
+  events, then ``[DONE]``) or not (Qwen Code with ``OPENAI_BASE_URL``; Copilot CLI with
+  ``COPILOT_PROVIDER_BASE_URL``, whose default wire API is "completions").
 
 It plays a script: a list of turns, each a ``Tool(name, args)`` (the model calls a tool)
 or a ``Text(text)`` (the model answers and the turn ends), or a callable given the
@@ -58,7 +61,7 @@ class Text:
 @dataclass
 class Request:
     path: str
-    kind: str  # anthropic | openai | gemini | other
+    kind: str  # anthropic | openai | gemini | chat | other
     main: bool
     body: Any
     headers: dict = field(default_factory=dict)
@@ -70,7 +73,8 @@ class Request:
 
     def tool_outputs(self) -> list[str]:
         """The results of the tool calls in this request's history, in call order, as
-        text (Anthropic tool_result, OpenAI *_call_output, Gemini functionResponse)."""
+        text (Anthropic tool_result, OpenAI *_call_output, Gemini functionResponse,
+        Chat Completions ``role: tool`` messages)."""
         body = self.body if isinstance(self.body, dict) else {}
         out: list[str] = []
         if self.kind == "anthropic":
@@ -92,6 +96,14 @@ class Request:
                     output = item.get("output")
                     out.append(output if isinstance(output, str)
                                else json.dumps(output, ensure_ascii=False))
+        elif self.kind == "chat":
+            for msg in body.get("messages") or []:
+                if isinstance(msg, dict) and msg.get("role") == "tool":
+                    content = msg.get("content")
+                    if isinstance(content, list):
+                        content = "\n".join(str(b.get("text", "")) for b in content
+                                             if isinstance(b, dict))
+                    out.append(str(content))
         elif self.kind == "gemini":
             for content in body.get("contents") or []:
                 for part in content.get("parts") or []:
@@ -113,6 +125,7 @@ class MockModel:
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
         self.errors: list[str] = []
+        self.untooled_main = False  # a Chat Completions request without tools is main too
         handler = type("Handler", (_Handler,), {"model": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.httpd.daemon_threads = True
@@ -195,11 +208,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: list[tuple[str | None, Any]]) -> None:
+    def _sse(self, events: list[tuple[str | None, Any]], done: bool = False) -> None:
         chunks = []
         for name, data in events:
             head = f"event: {name}\n" if name else ""
             chunks.append(f"{head}data: {json.dumps(data)}\n\n")
+        if done:  # Chat Completions ends its stream with a literal [DONE]
+            chunks.append("data: [DONE]\n\n")
         payload = "".join(chunks).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -246,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._anthropic(body)
             elif path.endswith("/responses"):
                 self._openai(body)
+            elif path.endswith("/chat/completions"):
+                self._chat(body)
             elif ":countTokens" in path:
                 self._record("gemini", False, body)
                 self._json({"totalTokens": 10})
@@ -353,6 +370,47 @@ class _Handler(BaseHTTPRequestHandler):
                                            "output_index": 0, "item": item}),
             ("response.completed", {"type": "response.completed", "response": done}),
         ])
+
+    # -- OpenAI Chat Completions
+    def _chat(self, body: dict) -> None:
+        # Aider offers no tools: its edits are in the text (MockModel.untooled_main)
+        main = bool(body.get("tools")) or self.model.untooled_main
+        req = self._record("chat", main, body)
+        turn = self.model.next_turn(req) if main else Text("ok")
+        n = self.model.next_id()
+        cid, model = f"chatcmpl-mock{n}", body.get("model", "mock")
+        created = int(time.time())
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if isinstance(turn, Tool) and isinstance(turn.args, str):  # a freeform (custom) tool
+            call = {"id": f"call_mock{n}", "type": "custom",
+                    "custom": {"name": turn.name, "input": turn.args}}
+        elif isinstance(turn, Tool):
+            call = {"id": f"call_mock{n}", "type": "function",
+                    "function": {"name": turn.name, "arguments": json.dumps(turn.args)}}
+        if isinstance(turn, Tool):
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+            delta = {"role": "assistant", "content": None,
+                     "tool_calls": [dict(call, index=0)]}
+        else:
+            message = {"role": "assistant", "content": turn.text}
+            finish = "stop"
+            delta = {"role": "assistant", "content": turn.text}
+        if not body.get("stream"):
+            self._json({"id": cid, "object": "chat.completion", "created": created,
+                        "model": model, "choices": [{"index": 0, "message": message,
+                                                     "finish_reason": finish}],
+                        "usage": usage})
+            return
+        head = {"id": cid, "object": "chat.completion.chunk", "created": created,
+                "model": model}
+        events = [(None, dict(head, choices=[{"index": 0, "delta": delta,
+                                              "finish_reason": None}])),
+                  (None, dict(head, choices=[{"index": 0, "delta": {},
+                                              "finish_reason": finish}]))]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append((None, dict(head, choices=[], usage=usage)))
+        self._sse(events, done=True)
 
     # -- Gemini
     def _gemini(self, body: dict, stream: bool) -> None:

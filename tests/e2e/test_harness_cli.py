@@ -18,8 +18,14 @@ Per harness, one scripted run (cached for the module) is checked by several test
 - the session is finished when the CLI exits (its SessionEnd hook).
 And, in a run of its own: with the hook's executable removed, an edit is blocked.
 
+OpenCode (npm opencode-ai) runs the same main run, and a resumed run of its own (`opencode
+run -s ID`: registered again, bound to the new process, finished at its end). Aider (PyPI
+aider-chat, $AGENT_REGISTRY_AIDER or on PATH) has no edit gate: its auto-commit of a held
+file is refused by the pre-commit guard `harness install aider` installs.
+
 The CLIs are found in $AGENT_REGISTRY_HARNESS_BIN (a node_modules/.bin) or on PATH; a
-missing one skips its tests and says so. Marker `harness_e2e` (make test-harness).
+missing one skips its tests and says so. Marker `harness_e2e` (make test-harness; make
+test-harness-latest with npm's @latest of each).
 """
 from __future__ import annotations
 
@@ -39,8 +45,11 @@ from mockmodel import MockModel, Request, Text, Tool  # noqa: E402
 
 pytestmark = pytest.mark.harness_e2e
 
-HARNESSES = ("claude", "codex", "gemini")
-MCP_LISTED = ("claude", "gemini")  # Codex defers MCP tools behind its tool_search tool
+HARNESSES = ("claude", "codex", "gemini", "opencode", "copilot", "qwen")
+HOOK_DIRS = {"copilot": ".github/hooks"}  # where a harness's hooks are, when not .<harness>
+MCP_LISTED = ("claude", "gemini", "opencode", "copilot")
+# Qwen Code defers MCP tools behind its tool_search tool too, and names them in the request
+MCP_ANNOUNCED = ("qwen",)  # Codex defers MCP tools behind its tool_search tool
 HOLDER = "holder-alice"
 HOLDER_WORK = "the auth rewrite"
 RUN_TIMEOUT = 150
@@ -104,7 +113,8 @@ class Setup:
             "[init]\n\tdefaultBranch = main\n")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GIT_", "AGENT_REGISTRY_", "ANTHROPIC_", "OPENAI_",
-                                    "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE"))}
+                                    "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE", "COPILOT_",
+                                    "GITHUB_", "GH_", "QWEN_"))}
         env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
                    XDG_CACHE_HOME=str(self.home / ".cache"),
                    GIT_CONFIG_GLOBAL=str(self.home / ".gitconfig"), GIT_CONFIG_NOSYSTEM="1",
@@ -122,6 +132,13 @@ class Setup:
         (self.home / ".gemini" / "settings.json").write_text(json.dumps(
             {"security": {"auth": {"selectedType": "gemini-api-key"}},
              "privacy": {"usageStatisticsEnabled": False}}))
+        # Qwen Code: an OpenAI-compatible endpoint (OPENAI_BASE_URL), no memory subagent
+        # (its extra request would take a turn of the script)
+        (self.home / ".qwen").mkdir()
+        (self.home / ".qwen" / "settings.json").write_text(json.dumps(
+            {"security": {"auth": {"selectedType": "openai"}},
+             "memory": {"enableManagedAutoMemory": False},
+             "privacy": {"usageStatisticsEnabled": False}}))
         self.repo.mkdir()
         (self.repo / "src").mkdir()
         (self.repo / "src" / "auth.py").write_text("TOKEN = 'a'\n")
@@ -135,8 +152,9 @@ class Setup:
         self.ar("register", HOLDER, "--provider", "human", "--ai-version", "none",
                 "--working-on", HOLDER_WORK, "--pid", str(os.getpid()))
         self.ar("lock", "acquire", "src/auth.py", "--session", HOLDER)
-        self.install_out = self.ar("harness", "install", harness, "--mcp", "--trust",
-                                   "--wake", "2")
+        # (Aider has no MCP client, no trust to grant and no end of a turn)
+        flags = ["--mcp", "--trust", "--wake", "2"] if harness != "aider" else []
+        self.install_out = self.ar("harness", "install", harness, *flags)
 
     def ar(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run([self.exe, *args], cwd=self.repo, env=self.env,
@@ -180,6 +198,8 @@ class Driver:
 
     def shell(self, command: str) -> Tool:
         raise NotImplementedError
+
+    grandparents: dict = {}  # parent pid -> its parent while the agent ran
 
     def agent_pid_ok(self, recorded: int, parent: int | None, launched: int) -> bool:
         """Whether *recorded* (the session's pid, whose parent was *parent* while the
@@ -266,7 +286,88 @@ class Gemini(Driver):
         return parent == launched
 
 
-DRIVERS = {"claude": Claude, "codex": Codex, "gemini": Gemini}
+class OpenCode(Driver):
+    """OpenCode (npm opencode-ai): its anthropic provider pointed at the mock model by
+    OPENCODE_CONFIG_CONTENT (merged over the repository's opencode.json, which holds the
+    MCP entry); the plugin `harness install opencode` wrote is the gate and the session."""
+    name = "opencode"
+
+    def env(self) -> dict:
+        env = super().env()
+        config = {"provider": {"anthropic": {"options": {"baseURL": f"{self.m.url}/v1",
+                                                         "apiKey": "dummy-key"}}},
+                  "model": "anthropic/claude-sonnet-4-5"}
+        # OpenCode takes its project from $PWD (a shell sets it; subprocess does not)
+        env.update(OPENCODE_CONFIG_CONTENT=json.dumps(config), PWD=str(self.s.repo),
+                   OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1")
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        return [need("opencode"), "run", "--format", "json", prompt]
+
+    def edit(self, rel, old, new):
+        # OpenCode's edit tool refuses a file not read first
+        return [Tool("read", {"filePath": self.abs(rel)}),
+                Tool("edit", {"filePath": self.abs(rel), "oldString": old, "newString": new})]
+
+    def shell(self, command):
+        return Tool("bash", {"command": command, "description": "run it"})
+
+
+class Copilot(Driver):
+    """GitHub Copilot CLI (npm @github/copilot), offline: its BYOK provider is the mock
+    model's Chat Completions endpoint (COPILOT_PROVIDER_BASE_URL, default wire API
+    "completions"); the hooks load because `--trust` put the repository in
+    ~/.copilot/config.json's trustedFolders."""
+    name = "copilot"
+
+    def env(self) -> dict:
+        env = super().env()
+        env.update(COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL=f"{self.m.url}/v1",
+                   COPILOT_PROVIDER_API_KEY="dummy-key", COPILOT_MODEL="gpt-4.1")
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        return [need("copilot"), "-p", prompt, "--allow-all-tools", "--output-format", "json"]
+
+    def edit(self, rel, old, new):
+        return [Tool("edit", {"path": self.abs(rel), "old_str": old, "new_str": new})]
+
+    def shell(self, command):
+        return Tool("bash", {"command": command, "description": "run it"})
+
+
+class Qwen(Driver):
+    """Qwen Code (npm @qwen-code/qwen-code): its OpenAI auth pointed at the mock model's
+    Chat Completions endpoint (OPENAI_BASE_URL; ~/.qwen/settings.json selects "openai")."""
+    name = "qwen"
+
+    def env(self) -> dict:
+        env = super().env()
+        env.update(OPENAI_BASE_URL=f"{self.m.url}/v1", OPENAI_API_KEY="dummy-key",
+                   OPENAI_MODEL="qwen3-coder-plus", QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+        return env
+
+    def command(self, prompt: str) -> list[str]:
+        return [need("qwen"), "-p", prompt, "-o", "json", "--yolo"]
+
+    def edit(self, rel, old, new):
+        # Qwen Code's edit tool refuses a file not read first in the session
+        return [Tool("read_file", {"file_path": self.abs(rel)}),
+                Tool("edit", {"file_path": self.abs(rel), "old_string": old,
+                              "new_string": new})]
+
+    def shell(self, command):
+        return Tool("run_shell_command", {"command": command, "description": "run it"})
+
+    def agent_pid_ok(self, recorded, parent, launched):
+        # the launched cli-entry.js starts cli.js with --expose-gc, which relaunches
+        # itself once, as Gemini CLI does: the hooks' $PPID is that grandchild
+        return self.grandparents.get(parent) == launched
+
+
+DRIVERS = {"claude": Claude, "codex": Codex, "gemini": Gemini, "opencode": OpenCode,
+           "copilot": Copilot, "qwen": Qwen}
 
 
 def run_cli(driver: Driver, prompt: str, box: dict) -> subprocess.CompletedProcess:
@@ -365,13 +466,15 @@ class MainRun:
                 self.seen["sessions"] = self.setup.ours()
                 self.seen["parents"] = {s["pid"]: ppid_of(s["pid"])
                                         for s in self.seen["sessions"] if s.get("pid")}
+                self.seen["grandparents"] = {p: ppid_of(p) for p in self.seen["parents"].values()
+                                             if p}
                 sid = self.seen["sessions"][0]["id"] if self.seen["sessions"] else None
                 if sid:
                     self.setup.ar("send", "--from", HOLDER, "--to", sid, self.message)
                     self.seen["sent_at"] = len(self.model.main_requests)
                 # the MCP server starts beside the first request (Claude Code does not wait
                 # for it): give it time to start, so a later request lists its tools
-                if harness in MCP_LISTED:
+                if harness in MCP_LISTED + MCP_ANNOUNCED:
                     self.seen["mcp_started"] = wait_for_descendant(box["pid"], " mcp", 20)
             except Exception as exc:  # reported by the tests, never a hung CLI
                 self.errors.append(repr(exc))
@@ -461,6 +564,7 @@ def test_session_is_registered_bound_to_the_harness_process(runs, harness):
     assert session["status"] == "OnWorking", session
     driver = DRIVERS[harness](run.setup, run.model)
     parent = run.seen["parents"].get(session["pid"])
+    driver.grandparents = run.seen.get("grandparents", {})
     assert session["pid"] and driver.agent_pid_ok(session["pid"], parent, run.seen["launched"]), \
         f"pid {session['pid']} (parent {parent}) is not {harness}'s own " \
         f"process (launched {run.seen['launched']}); cmdline {session.get('cmdline')!r}"
@@ -473,9 +577,20 @@ def offered_tools(req: Request) -> list[str]:
                 for f in t.get("functionDeclarations") or []]
     names = []
     for tool in body.get("tools") or []:
-        names.append(tool.get("name") or "")
+        # (Chat Completions: {"type": "function", "function": {"name": …}})
+        names.append(tool.get("name") or (tool.get("function") or {}).get("name") or "")
         names += [t.get("name") or "" for t in tool.get("tools") or []]  # Codex namespaces
     return names
+
+
+def deferred_tools(req: Request) -> list[str]:
+    """The MCP tools a harness names behind its tool search instead of offering them
+    (Claude Code 2.1.3xx: a ToolSearch tool, and a system message listing each deferred
+    tool by name, `mcp__<server>__<tool>`; the model loads one with ToolSearch)."""
+    if req.kind != "anthropic" or "ToolSearch" not in offered_tools(req):
+        return []
+    import re
+    return re.findall(r"mcp__[\w-]+__\w+", req.text)
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -494,8 +609,18 @@ def test_the_mcp_server_trusted_by_install_offers_its_tools(runs, harness):
     # (Codex defers MCP tools behind its tool_search tool: not listed up front)
     run = runs(harness)
     assert run.seen.get("mcp_started"), f"no `agent-registry ... mcp` process under {harness}"
-    names = {n for req in run.model.main_requests for n in offered_tools(req)}
+    names = {n for req in run.model.main_requests
+             for n in offered_tools(req) + deferred_tools(req)}
     assert [n for n in names if "agent-registry" in n and n.endswith("lock_acquire")], names
+
+
+@pytest.mark.parametrize("harness", MCP_ANNOUNCED)
+def test_the_mcp_server_trusted_by_install_is_announced_behind_tool_search(runs, harness):
+    run = runs(harness)
+    assert run.seen.get("mcp_started"), f"no `agent-registry ... mcp` process under {harness}"
+    names = {n for req in run.model.main_requests for n in offered_tools(req)}
+    assert "tool_search" in names, names
+    assert run.model.saw("mcp__agent-registry__lock_acquire"), run.explain()
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
@@ -539,8 +664,8 @@ def test_edit_is_blocked_when_the_hook_executable_is_gone(tmp_path, harness):
     need(harness)
     exe = console_script_copy(tmp_path / "venv-copy")
     setup = Setup(harness, tmp_path, exe=exe)
-    installed = "\n".join(p.read_text() for p in (setup.repo / f".{harness}").glob("*")
-                          if p.is_file())
+    where = setup.repo / HOOK_DIRS.get(harness, f".{harness}")
+    installed = "\n".join(p.read_text() for p in where.rglob("*") if p.is_file())
     assert exe in installed, f"the hooks do not run the copy {exe}:\n{installed[:3000]}"
     os.unlink(exe)
     model = MockModel([])
@@ -557,5 +682,100 @@ def test_edit_is_blocked_when_the_hook_executable_is_gone(tmp_path, harness):
         # which cannot start either, stops the prompt before the model is asked
         assert "failed for event BeforeAgent" in result.stderr, explain
         return
-    assert len(outputs) >= len(steps) and "edit gate could not run" in outputs[len(steps) - 1], \
-        explain
+    # Copilot CLI shows the model a fixed line for a hook's exit 2, not what it said
+    said = "hook exited with code 2" if harness == "copilot" else "edit gate could not run"
+    assert len(outputs) >= len(steps) and said in outputs[len(steps) - 1], explain
+
+
+# -- OpenCode: a resumed run ---------------------------------------------------------------
+
+def test_opencode_resumed_run_is_registered_bound_to_its_process_and_finished(tmp_path):
+    """`opencode run -s ID` fires no session.created: the plugin registers the session at
+    its first hook, bound to the new process (a fresh id: the first run's has ended), and
+    finishes it when the run ends, as it does the first run's (which fires no
+    session.deleted either)."""
+    need("opencode")
+    setup = Setup("opencode", tmp_path)
+    seen: dict = {}
+
+    def look(key):
+        def turn(req: Request):
+            seen[key] = setup.ours()
+            seen[key + " parents"] = {s["pid"]: ppid_of(s["pid"]) for s in seen[key]}
+            return Text("done")
+        return turn
+
+    def run(args: list[str], key: str) -> tuple[subprocess.CompletedProcess, dict]:
+        model = MockModel([look(key)])
+        driver = OpenCode(setup, model)
+        box: dict = {}
+        with model:
+            proc = subprocess.Popen([need("opencode"), "run", "--format", "json", *args],
+                                    cwd=setup.repo, env=driver.env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            box["pid"] = proc.pid
+            out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), box
+
+    first, box1 = run(["Say hello."], "first")
+    assert first.returncode == 0, first.stderr[-3000:]
+    native = json.loads(first.stdout.splitlines()[0])["sessionID"]
+    second, box2 = run(["-s", native, "Go on."], "second")
+    assert second.returncode == 0, second.stderr[-3000:]
+    (one,), (two,) = seen["first"], seen["second"]
+    assert one["id"] == f"opencode-{native}" and two["id"].startswith(f"opencode-{native}+"), seen
+    assert two["status"] == "OnWorking" and two["pid"] != one["pid"], seen
+    assert box2["pid"] in (two["pid"], seen["second parents"][two["pid"]]), seen
+    after = {s["id"]: s["status"] for s in setup.ours(every=True)}
+    assert after == {one["id"]: "Finished", two["id"]: "Finished"}, after
+
+
+# -- Aider: its auto-commit of a held file is refused by the guard -------------------------------
+
+# read at import, as HARNESS_BIN (the hermetic seal drops AGENT_REGISTRY_*): Aider is a PyPI
+# package, installed into a venv of its own (.ci/run: .venv-aider)
+AIDER = os.environ.get("AGENT_REGISTRY_AIDER") or shutil.which("aider")
+
+
+def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
+    """`harness install aider` (git-commit-verify, the git hooks): Aider applies the edit the
+    mock model sends (whole-file format over Chat Completions) and auto-commits it; the
+    pre-commit guard refuses that commit, naming the holder, and Aider says so. The edit
+    stays in the working tree, uncommitted: the commit is all that holds Aider."""
+    if not AIDER or not os.access(AIDER, os.X_OK):
+        pytest.skip("aider not found (set AGENT_REGISTRY_AIDER to its executable, or put it "
+                    "on PATH; .ci/run installs aider-chat into .venv-aider)")
+    setup = Setup("aider", tmp_path)
+    # the holder: a process that is no ancestor of Aider's commit (this test process is, and
+    # holder-alice is bound to it: the guard would take the commit for hers)
+    holder = subprocess.Popen(["sleep", str(RUN_TIMEOUT + 60)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        setup.ar("lock", "release", "src/auth.py", "--session", HOLDER)
+        setup.ar("register", "holder-bob", "--provider", "human", "--ai-version", "none",
+                 "--working-on", "the token rotation", "--pid", str(holder.pid))
+        setup.ar("lock", "acquire", "src/auth.py", "--session", "holder-bob")
+        assert (setup.repo / ".git" / "hooks" / "pre-commit").is_file(), setup.install_out
+        model = MockModel([Text("src/auth.py\n```python\nTOKEN = 'b'\n```\n"),
+                           Text("fix: rotate the token")])
+        model.untooled_main = True  # Aider sends no tools: its edits are in the answer
+        env = dict(setup.env, OPENAI_API_KEY="dummy-key", LITELLM_LOCAL_MODEL_COST_MAP="True")
+        with model:
+            env["OPENAI_API_BASE"] = f"{model.url}/v1"
+            result = subprocess.run(
+                [AIDER, "--model", "openai/mock", "--edit-format", "whole", "--yes-always",
+                 "--no-check-update", "--analytics-disable", "--no-show-model-warnings",
+                 "--no-pretty", "--no-fancy-input", "--map-tokens", "0", "--no-gitignore",
+                 "--no-stream", "--message", "Rotate the token.", "src/auth.py"],
+                cwd=setup.repo, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                stdin=subprocess.DEVNULL)
+    finally:
+        holder.kill()
+        holder.wait()
+    explain = f"exit {result.returncode}\nstdout {result.stdout[-4000:]}\nstderr {result.stderr[-2000:]}"
+    assert model.main_requests and "agent-registry" in model.main_requests[0].text, explain
+    assert "Applied edit to src/auth.py" in result.stdout, explain  # Aider has no edit gate
+    assert "commit refused" in result.stdout and "holder-bob" in result.stdout, explain
+    log = git(setup.repo, "log", "--format=%s", "main", env=setup.env).splitlines()
+    assert log == ["initial"], log  # nothing of Aider's was committed
+    assert git(setup.repo, "show", "HEAD:src/auth.py", env=setup.env) == "TOKEN = 'a'\n"

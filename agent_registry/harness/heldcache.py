@@ -1,0 +1,101 @@
+"""Who holds what here, remembered between the backstop's notes (harness/backstop.py).
+
+Every shell and edit tool call takes a note, and finding the held files costs the
+registry's reader (the guard, the view: most of a note's time).  What it found depends
+only on the registry's refs and on time (a lock goes stale); so the held targets and
+their holders are kept in ``<git dir>/agent-registry/backstop-held.json`` with a
+signature of every registry ref (its loose ref files, and packed-refs' size and time)
+and reused while the signature is the same, for at most MAX_AGE seconds.  A claim, a
+release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
+within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
+holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
+is remembered.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from ..store.digest import hexdigest
+from ..store.jsontext import dumps, loads
+
+MAX_AGE = 30.0  # seconds a remembered answer is used at most
+
+
+def _path(git_dir: str) -> str:
+    return os.path.join(git_dir, "agent-registry", "backstop-held.json")
+
+
+def signature(info) -> str | None:
+    """A digest of the registry's refs as they are now; None when they cannot be read
+    from files (then nothing is remembered)."""
+    from ..store.git import branch_name, read_config, ref_storage
+    if ref_storage(info.common_dir) != "files":
+        return None
+    branch = branch_name(read_config(info.git_dir))
+    parts: list[str] = []
+    for base in ("refs/heads", *_remotes(info.common_dir)):
+        folder = os.path.join(info.common_dir, base)
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.startswith(branch))
+        except OSError:
+            continue
+        for name in names:
+            for root, dirs, files in os.walk(os.path.join(folder, name)) if \
+                    os.path.isdir(os.path.join(folder, name)) else [(folder, [], [name])]:
+                dirs.sort()
+                for file in sorted(files):
+                    full = os.path.join(root, file)
+                    try:
+                        with open(full, "rb") as f:
+                            parts.append(f"{full}={f.read().strip().decode(errors='replace')}")
+                    except OSError:
+                        return None
+    try:
+        st = os.stat(os.path.join(info.common_dir, "packed-refs"))
+        parts.append(f"packed={st.st_size}:{st.st_mtime_ns}")
+    except FileNotFoundError:
+        pass
+    if not parts:
+        return None
+    return hexdigest("sha1", "\n".join(parts).encode("utf-8", "surrogatepass"))
+
+
+def _remotes(common_dir: str) -> list[str]:
+    try:
+        return [f"refs/remotes/{r}" for r in sorted(os.listdir(os.path.join(common_dir,
+                                                                             "refs", "remotes")))]
+    except OSError:
+        return []
+
+
+def recall(info, sid: str, sign: str | None) -> dict[str, list[dict]] | None:
+    """{held target: its holders} remembered for *sid* under *sign*, or None."""
+    if sign is None:
+        return None
+    try:
+        with open(_path(info.git_dir), "rb") as f:
+            kept = loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("signature") != sign or \
+            kept.get("session") != sid or not isinstance(kept.get("at"), (int, float)) or \
+            not 0 <= time.time() - kept["at"] <= MAX_AGE or \
+            not isinstance(kept.get("targets"), dict):
+        return None
+    return kept["targets"]
+
+
+def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]]) -> None:
+    if sign is None:
+        return
+    path = _path(info.git_dir)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps({"signature": sign, "session": sid, "at": time.time(),
+                           "targets": targets}))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # remembering is only a saving

@@ -1,0 +1,92 @@
+"""What the shell-write rules share (harness/shellrules.py, harness/gitwrites.py): how
+a command line's operands and options are read, what cp/mv/ln write, the files a diff
+names, and ``TOP`` (git's ``:/``), which stands for the whole working tree and so covers
+every held path.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from .shelltokens import Word
+
+TOP = ":/"
+_DIFF_FILE = re.compile(r"^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$", re.MULTILINE)
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$", re.MULTILINE)
+
+
+class Place:
+    """What a rule may ask about where its command runs (shellwrites._Here is the one):
+    ``is_dir(word)``, ``exists(word)``, ``read(word)`` (a file's text, or None), and
+    ``unfollowed(why)``, a note of a write that cannot be followed.  (Not a
+    typing.Protocol: importing typing costs every hook call a few ms.)"""
+
+
+def word(text: str) -> Word:
+    return Word(text, False, False)
+
+
+def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
+             ) -> tuple[list[Word], dict[str, str]]:
+    """(the operands, the options given with their values) of a POSIX-style command
+    line; *takes* lists the short options that take an argument."""
+    found: list[Word] = []
+    options: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        i += 1
+        if text == "--":
+            found += args[i:]
+            break
+        if text.startswith("--"):
+            name, eq, value = text.partition("=")
+            if not eq and name in long_takes and i < len(args):
+                value, i = args[i].text, i + 1
+            options[name] = value
+        elif text.startswith("-") and len(text) > 1:
+            for j, flag in enumerate(text[1:], 1):
+                if flag in takes:
+                    value = text[j + 1:]
+                    if not value and i < len(args):
+                        value, i = args[i].text, i + 1
+                    options["-" + flag] = value
+                    break
+                options["-" + flag] = ""
+        else:
+            found.append(args[i - 1])
+    return found, options
+
+
+def copy_targets(found: list[Word], options: dict[str, str], is_dir, *, move: bool
+                 ) -> list[Word]:
+    """What ``cp``/``mv``/``install``/``ln`` write: the destination (a file in it per
+    source when it is a directory) and, for ``mv``, the sources, which disappear."""
+    directory = options.get("-t") or options.get("--target-directory")
+    if directory is not None:
+        sources, dest = found, word(directory)
+    elif len(found) < 2:
+        return []
+    else:
+        sources, dest = found[:-1], found[-1]
+    into = directory is not None or (("-T" not in options and "--no-target-directory"
+                                      not in options) and (len(sources) > 1 or is_dir(dest)))
+    out = list(sources) if move else []
+    if into and not dest.dynamic:
+        out += [Word(posixpath.join(dest.text, posixpath.basename(s.text.rstrip("/"))),
+                     s.dynamic, s.pattern) for s in sources]
+    else:
+        out.append(dest)  # a dynamic destination: the walker notes it cannot follow it
+    return out
+
+
+def patch_files(text: str, strip: int | None) -> list[str]:
+    """The files a unified or context diff names (both sides; /dev/null is none): with
+    *strip* (``-pN``) that many leading folders removed, else every shorter form too."""
+    names = [n for pair in _GIT_HEADER.findall(text) for n in pair]
+    names += [n for n in _DIFF_FILE.findall(text) if n != "/dev/null"]
+    out: list[str] = []
+    for name in dict.fromkeys(names):
+        parts = name.split("/")
+        cuts = [strip] if strip is not None else range(len(parts))
+        out += ["/".join(parts[k:]) for k in cuts if k < len(parts)]
+    return list(dict.fromkeys(out))

@@ -1,0 +1,183 @@
+"""Which operands each command writes, for harness/shellwrites.py.
+
+Each rule gets the command's words after its name and a *place* (the walker) that can
+tell whether a word names a directory or an existing path, read a patch file, and take
+note of a write it cannot follow.  A rule returns the written files as words (git's in
+harness/gitwrites.py).
+"""
+from __future__ import annotations
+
+import posixpath
+
+from .gitwrites import git_targets, git_writes
+from .shellops import Place, copy_targets, operands, patch_files, word
+from .shelltokens import Word
+
+# commands that write the names xargs or find -exec hand them (we cannot see the names)
+_WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
+            "ln", "dd", "patch", "chmod", "chown"}
+_FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
+
+
+def targets_of(name: str, args: list[Word], place: Place, stdin: Word | None = None
+               ) -> list[Word]:
+    """The file operands command *name* writes (*stdin*: the file redirected into it)."""
+    if name == "tee":
+        return operands(args)[0]
+    if name in ("rm", "unlink", "shred"):
+        return operands(args, "nus" if name == "shred" else "")[0]
+    if name == "touch":
+        return operands(args, "dtr", ("--date", "--reference"))[0]
+    if name == "truncate":
+        return operands(args, "sr", ("--size", "--reference"))[0]
+    if name == "dd":
+        return [Word(a.text[3:], a.dynamic, a.pattern) for a in args if a.text.startswith("of=")]
+    if name in ("sed", "gsed"):
+        return _sed(args)
+    if name == "perl":
+        return _perl(args)
+    if name in ("cp", "mv", "install", "ln"):
+        found, options = operands(args, "tSgmo" if name == "install" else "tS",
+                                  ("--target-directory", "--suffix", "--backup"))
+        if name == "ln" and len(found) == 1 and "-t" not in options:
+            # `ln -s a/b`: the link is made here, named after its target
+            return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
+        return copy_targets(found, options, place.is_dir, move=name == "mv")
+    if name == "patch":
+        return _patch(args, place, stdin)
+    if name == "xargs":
+        return _fed(_xargs_command(args), place, "xargs")
+    if name == "find":
+        return _find(args, place)
+    if name == "git":
+        return git_targets(args, place)
+    return []
+
+
+def writes(name: str, args: list[Word]) -> bool:
+    """Does command *name* write files (those it names, or those it is handed)?"""
+    if name in _WRITERS:
+        return True
+    if name in ("sed", "gsed", "perl"):
+        return any(a.text.startswith("-") and not a.text.startswith("--") and "i" in a.text
+                   or a.text.startswith("--in-place") for a in args)
+    if name == "git":
+        return git_writes(args)
+    return False
+
+
+# GNU sed's long options: (sets in place, gives the script, takes the next word)
+_SED_LONG = {"--in-place": (True, False, False), "--expression": (False, True, True),
+             "--file": (False, True, True), "--line-length": (False, False, True)}
+
+
+def _sed(args: list[Word]) -> list[Word]:
+    """``sed -i`` edits its file operands in place (options anywhere on the line)."""
+    return _in_place(args, ends="efl", next_word="efl", script="ef", long=_SED_LONG)
+
+
+def _perl(args: list[Word]) -> list[Word]:
+    """``perl -i`` (``-pi``, ``-i.bak``) edits its file operands in place (options
+    before the first operand)."""
+    return _in_place(args, ends="eEMmIdxlC0", next_word="eEI", script="eE",
+                     options_first=True)
+
+
+def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
+              long: dict | None = None, options_first: bool = False) -> list[Word]:
+    """The files an in-place editor writes: its operands (the first is the script when
+    no ``-e`` gave one), when ``-i`` is among its options.  A flag of *ends* ends its
+    cluster (the rest is its value), one of *next_word* last in its cluster takes the
+    next word, one of *script* gives the script."""
+    in_place = script_given = False
+    files: list[Word] = []
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        i += 1
+        if text == "--":
+            files += args[i:]
+            break
+        if long is not None and text.startswith("--"):
+            name, eq, _ = text.partition("=")
+            sets, gives, takes = long.get(name, (False, False, False))
+            in_place |= sets
+            script_given |= gives
+            i += 1 if takes and not eq else 0
+        elif text.startswith("-") and len(text) > 1 and not (options_first and files):
+            for j, flag in enumerate(text[1:], 1):
+                if flag == "i":
+                    in_place = True
+                    break  # the rest is the backup suffix
+                if flag in ends:
+                    script_given |= flag in script
+                    if flag in next_word and j == len(text) - 1:
+                        i += 1
+                    break
+        else:
+            files.append(args[i - 1])
+    if not in_place:
+        return []
+    return files if script_given else files[1:]
+
+
+def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
+    found, options = operands(args, "iopdBDFrVxYzg", (
+        "--input", "--output", "--directory", "--strip", "--reject-file", "--prefix"))
+    if found:
+        return found[:1]  # `patch FILE [PATCH]`: the file named is the one patched
+    source = options.get("-i") or options.get("--input")
+    given = word(source) if source else stdin
+    text = place.read(given) if given is not None else None
+    if text is None:
+        place.unfollowed("patch applies a diff we cannot read (give it as -i FILE "
+                         "or < FILE)")
+        return []
+    strip = options.get("-p") or options.get("--strip")
+    inside = options.get("-d") or options.get("--directory") or ""
+    return [word(posixpath.join(inside, n)) for n in
+            patch_files(text, int(strip) if strip and strip.isdigit() else None)]
+
+
+def _xargs_command(args: list[Word]) -> list[Word]:
+    """The command xargs runs: its words after xargs's own options."""
+    takes = "IEdLnPsa"
+    i = 0
+    while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
+        text = args[i].text
+        i += 1
+        if text == "--":
+            break
+        if not text.startswith("--") and text[-1] in takes and len(text) == 2:
+            i += 1
+    return args[i:]
+
+
+def _fed(command: list[Word], place: Place, how: str) -> list[Word]:
+    """The files of a command run by xargs or find -exec: those it names, and, when it
+    writes, a note that the names it is handed cannot be followed."""
+    if not command or command[0].dynamic:
+        return []
+    name = posixpath.basename(command[0].text)
+    if writes(name, command[1:]) or name in ("sh", "bash", "zsh", "dash"):
+        place.unfollowed(f"{how} hands {name} names we cannot see")
+    return targets_of(name, command[1:], place)
+
+
+def _find(args: list[Word], place: Place) -> list[Word]:
+    out: list[Word] = []
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        i += 1
+        if text == "-delete":
+            place.unfollowed("find -delete removes files we cannot see")
+        elif text in ("-fprint", "-fprint0", "-fls", "-fprintf") and i < len(args):
+            out.append(args[i])
+            i += 1
+        elif text in _FIND_ACTIONS:
+            end = next((j for j in range(i, len(args)) if args[j].text in (";", "+")),
+                       len(args))
+            out += _fed([a for a in args[i:end] if a.text != "{}"], place, f"find {text}")
+            i = end + 1
+    return out

@@ -1,0 +1,288 @@
+"""A small shell tokenizer for harness/shellwrites.py: words and operators, quotes removed.
+
+It reads what a gate needs to find the files a command writes: single, double and
+ANSI-C (``$'…'``) quotes, backslashes, here-documents (their bodies are skipped),
+comments, and expansions, which are kept as written and marked ``dynamic``.  The
+commands inside an expansion, ``$(…)``, backquotes, and process substitution ``<(…)``
+/ ``>(…)``, are kept in ``subs`` so the walker reads the writes they make too.  An
+unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is ever run.
+"""
+from __future__ import annotations
+
+from ..store.tuples import named
+
+# longest first, so ">>" is not read as ">" ">"
+_OPERATORS = sorted(["&&", "||", "|&", ";;", ";", "&", "|", "(", ")", "\n",
+                     ">>", ">|", "&>>", "&>", "<>", ">&", "<&", "<<<", "<<-", "<<",
+                     ">", "<"], key=len, reverse=True)
+_SPECIAL = frozenset(";&|()<>\n")
+_ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
+         "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+MAX_BRACES = 256  # words one brace form may expand to before the walker gives up
+
+
+class Unparsable(ValueError):
+    """The command cannot be tokenized: no targets can be told."""
+
+
+# (named tuples from store/tuples.py: typing's NamedTuple costs a hook call a few ms)
+Word = named("Word", "text dynamic pattern subs brace process", ((), False, False))
+Word.__doc__ = """A shell word.  text: quotes removed, expansions kept as written; dynamic:
+it contains an expansion the shell would make ($, backquote); pattern: an unquoted glob
+character; subs: the scripts of its $(…), `…`, <(…) and >(…); brace: an unquoted {…} the
+shell expands; process: the word is a process substitution, not a file name."""
+Op = named("Op", "text")
+
+
+def tokenize(text: str) -> list[Word | Op]:
+    """Shell words and operators, quotes removed; here-document bodies skipped."""
+    tokens: list[Word | Op] = []
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) waiting for a newline
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r":
+            i += 1
+        elif c == "\\" and text.startswith("\n", i + 1):
+            i += 2  # a continued line
+        elif c == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+        elif c in "<>" and text.startswith("(", i + 1):
+            end = _group_end(text, i + 1, "(", ")")
+            tokens.append(Word(text[i:end], True, False, (text[i + 2:end - 1],),
+                               process=True))
+            i = end
+        elif c in _SPECIAL:
+            op = next(o for o in _OPERATORS if text.startswith(o, i))
+            i += len(op)
+            tokens.append(Op(op))
+            if op in ("<<", "<<-"):
+                word, i = _word(text, _skip_blanks(text, i))
+                tokens.append(word)
+                heredocs.append((word.text, op == "<<-"))
+            elif op == "\n" and heredocs:
+                i = _skip_heredocs(text, i, heredocs)
+                heredocs = []
+        else:
+            start = i
+            word, i = _word(text, i)
+            if word.text.isdigit() and i < n and text[i] in "<>" and i - start == len(word.text):
+                continue  # a file descriptor number ("2>"): part of the redirection
+            tokens.append(word)
+    return tokens
+
+
+def _skip_blanks(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i
+
+
+def _skip_heredocs(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    """The index after the bodies of *heredocs*, which start at *i*."""
+    for delimiter, strip in heredocs:
+        while i < len(text):
+            end = text.find("\n", i)
+            line = text[i:] if end == -1 else text[i:end]
+            i = len(text) if end == -1 else end + 1
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                break
+    return i
+
+
+def _word(text: str, i: int) -> tuple[Word, int]:
+    """The word starting at *i* and the index after it."""
+    out: list[str] = []
+    subs: list[str] = []
+    dynamic = pattern = brace = False
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r" or c in _SPECIAL:
+            break
+        if c == "'":
+            end = text.find("'", i + 1)
+            if end == -1:
+                raise Unparsable("unclosed '")
+            out.append(text[i + 1:end])
+            i = end + 1
+        elif c == "$" and text.startswith("'", i + 1):
+            literal, i = _ansi_c(text, i + 2)
+            out.append(literal)
+        elif c == '"' or (c == "$" and text.startswith('"', i + 1)):
+            i += 1 if c == '"' else 2
+            while True:
+                if i >= n:
+                    raise Unparsable('unclosed "')
+                c = text[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+                    out.append(text[i + 1] if text[i + 1] != "\n" else "")
+                    i += 2
+                elif c in "$`":
+                    dynamic = True
+                    i = _expansion(text, i, out, subs)
+                else:
+                    out.append(c)
+                    i += 1
+        elif c == "\\":
+            if i + 1 < n:
+                out.append(text[i + 1])
+            i += 2
+        elif c in "$`":
+            dynamic = True
+            i = _expansion(text, i, out, subs)
+        else:
+            if c in "*?[" or (c == "~" and not out):
+                pattern = pattern or c != "~"
+                dynamic = dynamic or c == "~"
+            brace = brace or c == "{"
+            out.append(c)
+            i += 1
+    return Word("".join(out), dynamic, pattern, tuple(subs), brace), i
+
+
+def _expansion(text: str, i: int, out: list[str], subs: list[str]) -> int:
+    """Keep the expansion at *i* as written (its commands to *subs*); the index after."""
+    end = _expansion_end(text, i, subs)
+    out.append(text[i:end])
+    return end
+
+
+def _ansi_c(text: str, i: int) -> tuple[str, int]:
+    """The text of the ``$'…'`` string whose body starts at *i*, escapes decoded."""
+    out: list[str] = []
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "'":
+            return "".join(out), i + 1
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = text[i + 1]
+        i += 2
+        if e in _ANSI:
+            out.append(_ANSI[e])
+        elif e in "xuU0":
+            width = {"x": 2, "u": 4, "U": 8, "0": 3}[e]
+            digits = "01234567" if e == "0" else "0123456789abcdefABCDEF"
+            j = i
+            while j < n and j - i < width and text[j] in digits:
+                j += 1
+            out.append(chr(int(text[i:j], 8 if e == "0" else 16)) if j > i else "")
+            i = j
+        else:
+            out.append("\\" + e)
+    raise Unparsable("unclosed $'")
+
+
+def _group_end(text: str, i: int, opening: str, closing: str) -> int:
+    """The index after the *closing* that matches the *opening* at *i* (quotes skipped)."""
+    depth, j, quote, n = 0, i, "", len(text)
+    while j < n:
+        c = text[j]
+        if quote:
+            if c == "\\" and quote == '"':
+                j += 1
+            elif c == quote:
+                quote = ""
+        elif c == "\\":
+            j += 1
+        elif c in "'\"":
+            quote = c
+        elif c == opening:
+            depth += 1
+        elif c == closing:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    raise Unparsable(f"unclosed {opening}")
+
+
+def _expansion_end(text: str, i: int, subs: list[str]) -> int:
+    """The index after the expansion at *i*: ``$(...)``, ``${...}``, ``$NAME``, or a
+    backquoted command; the command of a ``$(...)`` or backquote goes to *subs*."""
+    n = len(text)
+    if text[i] == "`":
+        end = text.find("`", i + 1)
+        if end == -1:
+            raise Unparsable("unclosed `")
+        subs.append(text[i + 1:end])
+        return end + 1
+    if text.startswith("$(", i) or text.startswith("${", i):
+        opening, closing = ("(", ")") if text[i + 1] == "(" else ("{", "}")
+        end = _group_end(text, i + 1, opening, closing)
+        if opening == "(" and not text.startswith("$((", i):  # $((…)) is arithmetic
+            subs.append(text[i + 2:end - 1])
+        return end
+    j = i + 1
+    if j < n and (text[j].isalnum() or text[j] == "_"):
+        while j < n and (text[j].isalnum() or text[j] == "_"):
+            j += 1
+    elif j < n and text[j] in "@*#?$!-0123456789":
+        j += 1
+    return j
+
+
+def expand_braces(text: str) -> list[str]:
+    """*text* with its brace forms expanded as bash does (``a{b,c}`` -> ab ac,
+    ``{1..3}`` -> 1 2 3); text without one is itself.  Unparsable beyond MAX_BRACES."""
+    start = _brace_start(text)
+    if start is None:
+        return [text]
+    end = _group_end(text, start, "{", "}")
+    head, body, tail = text[:start], text[start + 1:end - 1], text[end:]
+    parts = _brace_parts(body)
+    out: list[str] = []
+    for part in parts:
+        out += expand_braces(head + part + tail)
+        if len(out) > MAX_BRACES:
+            raise Unparsable("a brace form too large to read")
+    return out
+
+
+def _brace_start(text: str) -> int | None:
+    """Where the first brace form that expands (a comma or a ``..`` range inside) starts."""
+    i = text.find("{")
+    while i != -1:
+        try:
+            end = _group_end(text, i, "{", "}")
+        except Unparsable:
+            return None
+        if len(_brace_parts(text[i + 1:end - 1])) > 1:
+            return i
+        i = text.find("{", i + 1)
+    return None
+
+
+def _brace_parts(body: str) -> list[str]:
+    """The alternatives of one brace form's body (top-level commas, or a range)."""
+    parts, depth, start = [], 0, 0
+    for j, c in enumerate(body):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(body[start:j])
+            start = j + 1
+    parts.append(body[start:])
+    if len(parts) > 1:
+        return parts
+    low, dots, high = body.partition("..")
+    if dots and low.lstrip("-").isdigit() and high.lstrip("-").isdigit():
+        a, b = int(low), int(high)
+        if abs(b - a) > MAX_BRACES:
+            raise Unparsable("a brace range too large to read")
+        step = 1 if b >= a else -1
+        return [str(k) for k in range(a, b + step, step)]
+    if dots and len(low) == 1 and len(high) == 1:
+        step = 1 if high >= low else -1
+        return [chr(k) for k in range(ord(low), ord(high) + step, step)]
+    return [body]

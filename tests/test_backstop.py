@@ -1,0 +1,330 @@
+"""The backstop behind the shell gate (issue 33, item 1; issue 34, item 6): around a shell
+or edit tool call the real `agent-registry harness hook <h> pre-tool-use` notes the files
+another live session holds, the command really runs in a real repository, and
+`post-tool-use` puts back what it changed and tells both sides; the gate refuses the forms
+the parser now reads, fails closed on what it cannot follow, and refuses hostile input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import CLI, git
+from test_guard import agents, hold, open_registry  # noqa: F401  (fixture)
+from test_harness_hooks import NATIVE, base, hook, shell, verdict
+
+BACKSTOP = ("claude", "codex", "gemini")  # the harnesses with before- and after-tool events
+HOLDERS_WORK = "auth = 2  # kimi-1's uncommitted work\n"
+POST = {"claude": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool"}
+
+
+@pytest.fixture
+def held(repo, run, agents):
+    """*repo* where kimi-1, a live session working in it, holds src/auth.py (with
+    uncommitted work in it) and src/gen/ (a folder), and the agent's own session is
+    registered by its harness's session-start hook."""
+    hold(repo, "kimi-1", ["src/auth.py", "src/gen/"], agents(), working_on="auth refactor")
+    (repo / "src" / "auth.py").write_text(HOLDERS_WORK)
+    for harness in BACKSTOP:
+        started = hook(repo, harness, "session-start",
+                       {**base(harness, repo, "SessionStart"), "source": "startup"})
+        assert started.returncode == 0, started.stderr
+    return repo
+
+
+def call(harness: str, repo: Path, command: str, call_id: str = "call-1") -> dict:
+    """The harness's shell tool event for *command* (Gemini has no call id: the tool
+    and its input name the call)."""
+    event = shell(harness, repo, command)
+    if harness != "gemini":
+        event["tool_use_id"] = call_id
+    return event
+
+
+def around(harness: str, repo: Path, command: str, *, event: str | None = None,
+           cwd: Path | None = None) -> str | None:
+    """Run *command* as the harness's shell tool does: the gate, the command itself in
+    a real shell, the after-tool hook; what the after-tool answer tells the agent."""
+    before = call(harness, repo, command)
+    if cwd is not None:
+        before["cwd"] = str(cwd)
+    assert verdict(harness, hook(repo, harness, "pre-tool-use", before, cwd=cwd)) is None
+    subprocess.run(["bash", "-c", command], cwd=cwd or repo, capture_output=True)
+    after = {**before, "hook_event_name": event or POST[harness],
+             "tool_response": {"stdout": "", "exit_code": 0}}
+    proc = hook(repo, harness, "post-tool-use", after, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return told(harness, proc)
+
+
+def told(harness: str, proc: subprocess.CompletedProcess) -> str | None:
+    """What an after-tool answer hands the model, read in the harness's own format."""
+    if not proc.stdout.strip():
+        return None
+    answer = json.loads(proc.stdout)
+    if harness == "gemini":
+        out = answer["hookSpecificOutput"]
+        assert out["hookEventName"] == "AfterTool"
+        return out["additionalContext"]
+    if "decision" in answer:
+        assert answer["decision"] == "block"
+        return answer["reason"]
+    return answer["hookSpecificOutput"]["additionalContext"]
+
+
+def inbox(repo: Path, sid: str) -> list[dict]:
+    proc = subprocess.run([CLI, "--json", "inbox", sid], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["messages"]
+
+
+def blob(repo: Path, text: str, name: str) -> str:
+    """The blob id an answer names for *name* (``git show BLOB``), read back."""
+    line = next(line for line in text.splitlines() if name in line)
+    oid = line.split("git show ")[1].split(".")[0].split(")")[0].split()[0]
+    return git(repo, "show", oid)
+
+
+# -- what the parser cannot read: put back, the agent told, the holder told -----------
+
+UNREADABLE_WRITES = [
+    "python3 -c \"open('src/auth.py', 'a').write('mine\\n')\"",
+    "printf 'echo mine > src/auth.py\\n' > /tmp/agent-script.sh; sh /tmp/agent-script.sh",
+    "python3 -c \"import os; os.remove('src/auth.py'); open('src/auth.py', 'w').write('mine')\"",
+]
+
+
+@pytest.mark.parametrize("harness", BACKSTOP)
+@pytest.mark.parametrize("command", UNREADABLE_WRITES)
+def test_a_held_file_changed_by_any_command_is_put_back_and_both_are_told(held, harness,
+                                                                           command):
+    text = around(harness, held, command)
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK  # the holder's work is back
+    assert text and "src/auth.py" in text and "kimi-1" in text and "auth refactor" in text
+    assert f"agent-registry send --to kimi-1 --from {harness}-{NATIVE} 'TEXT'" in text
+    assert "mine" in blob(held, text, "your version is kept")  # the agent's version, kept
+    [message] = [m for m in inbox(held, "kimi-1") if m.get("subject") == "backstop"]
+    assert f"{harness}-{NATIVE}" in message["body"] and "src/auth.py" in message["body"]
+    assert not list((held / ".git" / "agent-registry" / "backstop").iterdir())  # note taken
+
+
+@pytest.mark.parametrize("harness", BACKSTOP)
+def test_a_held_file_deleted_is_restored_and_one_created_is_moved_aside(held, harness):
+    text = around(harness, held, "python3 -c \"import os; os.remove('src/auth.py')\"")
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert "deleted src/auth.py" in text
+    text = around(harness, held, "python3 -c \"import os; os.makedirs('src/gen'); "
+                                 "open('src/gen/new.py', 'w').write('made')\"")
+    assert not (held / "src" / "gen" / "new.py").exists()
+    assert "created src/gen/new.py" in text and "moved aside" in text
+    assert blob(held, text, "your version is kept") == "made"
+
+
+def test_a_held_file_replaced_by_a_link_is_put_back_as_a_file(held):
+    text = around("claude", held, "python3 -c \"import os; os.remove('src/auth.py'); "
+                                   "os.symlink('/etc/hostname', 'src/auth.py')\"")
+    auth = held / "src" / "auth.py"
+    assert not auth.is_symlink() and auth.read_text() == HOLDERS_WORK
+    assert blob(held, text, "your version is kept") == "/etc/hostname"  # the link's target
+
+
+def test_an_edit_tool_that_reaches_a_held_file_past_the_gate_is_put_back(held):
+    """The gate judges names; a hard link made earlier is another name of the held file.
+    The same after-check runs after the edit tool and undoes what reached the file."""
+    os.link(held / "src" / "auth.py", held / "alias.py")
+    event = {**base("claude", held, "PreToolUse"), "tool_name": "Write", "tool_use_id": "w1",
+             "tool_input": {"file_path": str(held / "alias.py"), "content": "mine\n"}}
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", event)) is None
+    with open(held / "alias.py", "w") as f:  # what Write does: the same inode, new bytes
+        f.write("mine\n")
+    proc = hook(held, "claude", "post-tool-use", {**event, "hook_event_name": "PostToolUse"})
+    text = told("claude", proc)
+    assert "src/auth.py" in text and "kimi-1" in text
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_a_command_that_leaves_the_repository_is_checked_where_it_started(held, tmp_path):
+    """Claude Code's cwd follows a `cd`: the after-tool event may come from elsewhere; the
+    note is in the project's repository, where the command started."""
+    command = f"cd {tmp_path} && python3 -c \"open('{held}/src/auth.py', 'a').write('x')\""
+    before = call("claude", held, command)
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
+    subprocess.run(["bash", "-c", command], cwd=held, capture_output=True)
+    after = {**before, "hook_event_name": "PostToolUse", "cwd": str(tmp_path)}
+    proc = hook(held, "claude", "post-tool-use", after, cwd=tmp_path,
+                env={"CLAUDE_PROJECT_DIR": str(held)})
+    assert "kimi-1" in told("claude", proc)
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_a_failed_command_is_checked_too(held):
+    text = around("claude", held, "python3 -c \"open('src/auth.py', 'w').write('x')\"; exit 3",
+                  event="PostToolUseFailure")
+    assert "kimi-1" in text and (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_what_is_held_is_read_again_when_the_registry_moves(held):
+    """The held targets are remembered between notes (harness/heldcache.py) only while
+    every registry ref is where it was: a claim made since is seen at the next call."""
+    assert around("claude", held, "true") is None  # read, and remembered
+    assert around("claude", held, "python3 -c \"open('src/auth.py', 'a').write('x')\"")
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK  # remembered: still held
+    with open_registry(held) as registry:
+        registry.claim("kimi-1", ["README.md"])
+    text = around("claude", held, "python3 -c \"open('README.md', 'a').write('mine')\"")
+    assert text and "README.md" in text and (held / "README.md").read_text() == "project\n"
+
+
+def test_nothing_held_nothing_noted_nothing_said(repo, run):
+    assert run("init").returncode == 0
+    assert around("claude", repo, "python3 -c \"open('src/auth.py', 'a').write('x')\"") is None
+    assert (repo / "src" / "auth.py").read_text().endswith("x")
+    assert not (repo / ".git" / "agent-registry" / "backstop").exists()
+
+
+def test_own_files_and_free_files_are_left_alone(held, run):
+    assert run("lock", "acquire", "--session", f"claude-{NATIVE}", "README.md").returncode == 0
+    text = around("claude", held, "python3 -c \"open('README.md', 'a').write('mine')\"")
+    assert text is None and (held / "README.md").read_text().endswith("mine")
+
+
+def test_in_a_separate_worktree_a_change_is_reported_not_undone(held, tmp_path):
+    other = tmp_path / "wt"
+    git(held, "worktree", "add", "-q", str(other))
+    text = around("claude", held, "python3 -c \"open('src/auth.py', 'w').write('mine')\"",
+                  cwd=other)
+    assert (other / "src" / "auth.py").read_text() == "mine"  # left as the agent made it
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK  # the holder's untouched
+    assert "another working tree" in text and "kimi-1" in text and "refused" in text
+    [message] = [m for m in inbox(held, "kimi-1") if m.get("subject") == "backstop"]
+    assert "not your working tree" in message["body"]
+
+
+# -- the forms the parser reads now: refused before they run ----------------------------
+
+READ_WRITES = [
+    "git restore .", "git checkout .", "git checkout -- .", "git checkout HEAD src/auth.py",
+    "git checkout HEAD -- src/auth.py", "git stash", "git stash pop", "git reset --hard",
+    "cd src && git restore .", "ln -sf /etc/hostname src/auth.py", "perl -pi -e s/1/2/ src/auth.py",
+    "f=src/auth.py; echo x > $f", "echo x > $'src/auth.py'", "touch src/{auth,other}.py",
+    "echo x > >(tee src/auth.py)", "echo $(echo x > src/auth.py)", "echo `touch src/auth.py`",
+    "bash -o pipefail -c 'echo x > src/auth.py'", "pushd src && echo x > auth.py",
+    "diff <(cat README.md) <(cat README.md) > src/auth.py",
+]
+
+
+@pytest.mark.parametrize("command", READ_WRITES)
+def test_the_forms_the_parser_reads_are_refused_before_they_run(held, command):
+    reason = verdict("claude", hook(held, "claude", "pre-tool-use", call("claude", held, command)))
+    assert reason and "src/auth.py" in reason and "kimi-1" in reason, command
+
+
+def test_a_patch_is_refused_by_the_files_it_names(held):
+    diff = git(held, "diff")  # the holder's own change, as a patch
+    (held / "fix.diff").write_text(diff)
+    for command in ("git apply fix.diff", "git am fix.diff", "patch -p1 < fix.diff",
+                    "git apply < fix.diff"):
+        reason = verdict("claude", hook(held, "claude", "pre-tool-use",
+                                        call("claude", held, command)))
+        assert reason and "kimi-1" in reason, command
+    assert verdict("claude", hook(held, "claude", "pre-tool-use",
+                                  call("claude", held, "git apply --check fix.diff"))) is None
+
+
+@pytest.mark.parametrize("command", [
+    "echo x > $TARGET", "ls | xargs rm -f", "find src -name '*.py' -exec sed -i s/a/b/ {} +",
+    "cat fix.diff | patch -p1", "echo 'unclosed > src/auth.py",
+])
+def test_a_write_it_cannot_follow_is_refused_while_anything_is_held(held, repo, command):
+    reason = verdict("claude", hook(held, "claude", "pre-tool-use", call("claude", held, command)))
+    assert reason and "cannot name" in reason and "kimi-1" in reason, command
+
+
+def test_a_write_it_cannot_follow_goes_on_when_nothing_is_held(repo, run):
+    assert run("init").returncode == 0
+    assert verdict("claude", hook(repo, "claude", "pre-tool-use",
+                                  call("claude", repo, "ls | xargs rm -f"))) is None
+
+
+def test_a_write_into_a_sibling_worktrees_held_file_is_refused(held, tmp_path):
+    other = tmp_path / "wt"
+    git(held, "worktree", "add", "-q", str(other))
+    event = {**call("claude", held, f"echo x > {held}/src/auth.py"), "cwd": str(other)}
+    reason = verdict("claude", hook(held, "claude", "pre-tool-use", event, cwd=other))
+    assert reason and "kimi-1" in reason
+
+
+def test_codex_patch_headers_may_be_indented(held):
+    event = {**base("codex", held, "PreToolUse"), "tool_name": "apply_patch", "tool_input": {
+        "command": "*** Begin Patch\n  *** Update File: src/auth.py\n@@\n-a\n+b\n*** End Patch\n"}}
+    assert "kimi-1" in verdict("codex", hook(held, "codex", "pre-tool-use", event))
+
+
+# -- hostile input: refused in the harness's blocking form, never a traceback or an allow --
+
+def hostile(repo: Path) -> list[str]:
+    good = {"session_id": NATIVE, "cwd": str(repo), "hook_event_name": "PreToolUse"}
+    bash = {**good, "tool_name": "Bash"}
+    shapes = [
+        {**bash, "tool_input": "echo x > src/auth.py"},
+        {**bash, "tool_input": ["echo x > src/auth.py"]},
+        {**bash, "tool_input": None},
+        {**bash, "tool_input": {"command": ["echo x > src/auth.py"]}},
+        {**bash, "tool_input": {"command": {"run": "echo x > src/auth.py"}}},
+        {**bash, "tool_input": {"command": 42}},
+        {**good, "tool_name": "Write", "tool_input": {"file_path": ["src/auth.py"]}},
+        {**good, "tool_name": "Write", "tool_input": {"file_path": 7}},
+        {**good, "tool_name": ["Write"], "tool_input": {"file_path": "src/auth.py"}},
+        {**bash, "session_id": {"id": 1}, "tool_input": {"command": "ls"}},
+        {**bash, "session_id": True, "tool_input": {"command": "ls"}},
+        {**bash, "cwd": ["/"], "tool_input": {"command": "ls"}},
+        {**bash, "tool_input": {"command": "echo x > " + "a" * 300_000}},
+        {**bash, "tool_input": {"command": "echo " + "$(" * 50 + ")" * 50 + " > src/auth.py"}},
+    ]
+    texts = [json.dumps(s) for s in shapes]
+    return texts + ["", "[]", '"Bash"', "42", "null", "{", "\ufeff{}", "[" * 100_000 + "]" * 100_000,
+                    json.dumps({"session_id": NATIVE})[:-1] + ', "tool_name": "Bash", "tool_input": '
+                    '{"command": "echo x > src/auth.py"}, "x": NaN}',
+                    "x" * (17 * 1024 * 1024)]
+
+
+def test_hostile_hook_input_is_refused_in_one_line(held):
+    for payload in hostile(held):
+        proc = hook(held, "claude", "pre-tool-use", payload)
+        shown = payload[:80]
+        assert "Traceback" not in proc.stderr, shown
+        if proc.returncode == 0:  # an answer: it must be the deny (a hostile write refused)
+            assert proc.stdout.strip() and verdict("claude", proc), shown
+            continue
+        assert proc.returncode == 2 and proc.stdout == "", shown
+        assert len(proc.stderr.strip().splitlines()) == 1, shown
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_hostile_input_to_the_after_tool_hook_never_crashes(held):
+    for payload in hostile(held):
+        proc = hook(held, "claude", "post-tool-use", payload)
+        assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), payload[:80]
+
+
+# -- install: the after-tool hooks are written ------------------------------------------
+
+@pytest.mark.parametrize("harness, file, events", [
+    ("claude", ".claude/settings.json", ["PostToolUse", "PostToolUseFailure"]),
+    ("codex", ".codex/hooks.json", ["PostToolUse"]),
+    ("gemini", ".gemini/settings.json", ["AfterTool"]),
+])
+def test_install_writes_the_after_tool_hook(repo, run, harness, file, events):
+    assert run("init").returncode == 0
+    assert run("harness", "install", harness, check_untouched=False).returncode == 0
+    hooks = json.loads((repo / file).read_text())["hooks"]
+    gate = hooks["BeforeTool" if harness == "gemini" else "PreToolUse"][0]["matcher"]
+    for event in events:
+        [group] = hooks[event]
+        assert group["matcher"] == gate
+        assert f"harness hook {harness} post-tool-use" in group["hooks"][0]["command"]
+        assert os.path.isabs(group["hooks"][0]["command"].split()[0].strip("'"))
