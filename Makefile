@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGE_STAMP := $(VENV)/.installed-package
 
-.PHONY: demo test test-intro test-slow test-harness test-harness-latest bench clean
+.PHONY: demo test test-intro test-slow test-harness test-harness-latest bench bench-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -76,6 +76,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/mcp_bench.py
 	$(BIN)/python bench/messages_bench.py
 	$(BIN)/python bench/scale_bench.py
+	$(BIN)/python bench/backstop_bench.py
+
+# the same runs, writing the figures into the tracked docs/benchmarks.md (make bench
+# writes bench/results/benchmarks.md, which git ignores: bench/report.py)
+bench-docs:
+	BENCH_WRITE_DOCS=1 $(MAKE) bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

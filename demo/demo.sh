@@ -81,7 +81,7 @@ as "$loser" "$work/$loser" status
 as "$loser" "$work/$loser" lock check src/auth.py --session "$loser-1" ||
     echo "-> exit $?: another session holds it, so $loser-1 leaves the file alone"
 
-say "The winner logs its work and finishes: its locks are released in the same commit"
+say "The winner logs its work and finishes: its locks are released, then its session ends"
 as "$winner" "$work/$winner" context log "$winner-1" "split login() into password and token paths"
 as "$winner" "$work/$winner" finish "$winner-1"
 
@@ -89,8 +89,11 @@ say "The loser claims again, and wins"
 as "$loser" "$work/$loser" lock acquire src/auth.py --session "$loser-1"
 as "$loser" "$work/$loser" lock list
 
-say "The audit trail: git log --oneline agent-registry"
-git -C "$project" log --oneline agent-registry | sed 's/^/    /'
+say "The audit trail: the registry branch, its lock shards and this clone's ref"
+# sessions are on agent-registry, claims on agent-registry-shards/NN, heartbeats and
+# diary lines on agent-registry-clones/<clone> (docs/shards.md)
+git -C "$project" log --oneline agent-registry --branches='agent-registry-shards/*' \
+    --branches='agent-registry-clones/*' | sed 's/^/    /'
 
 say "registry.md on the branch (what a git forge shows)"
 git -C "$project" show agent-registry:registry.md | sed 's/^/    /'

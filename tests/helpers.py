@@ -120,3 +120,101 @@ def single_branch(repo: Path | str, **kwargs):
         import agent_registry.sync.remote  # noqa: F401  (hands the core its committer)
     registry.init()
     return registry
+
+
+# -- reading a registry as its readers do (issue 32: the layout `init` makes) ----------
+
+def registry_refs(repo: Path | str, branch: str = "agent-registry") -> dict[str, str]:
+    """ref -> tip of every registry branch here: the main branch, its lock shards and the
+    clone refs (not the intent refs beside them, whose commits are still pending)."""
+    lines = git(repo, "for-each-ref", "--format=%(refname) %(objectname)",
+                f"refs/heads/{branch}", f"refs/heads/{branch}-shards",
+                f"refs/heads/{branch}-clones").splitlines()
+    tips = dict(line.split() for line in lines if line)
+    return {ref: tip for ref, tip in tips.items()
+            if (ref == f"refs/heads/{branch}" or ref.startswith(
+                (f"refs/heads/{branch}-shards/", f"refs/heads/{branch}-clones/")))
+            and "-intents" not in ref}
+
+
+def registry_log(repo: Path | str, branch: str = "agent-registry",
+                 refs: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """(commit, message) of every commit of the registry's branches (*refs*, else every
+    one of :func:`registry_refs`), newest first: the audit log, where the history itself
+    is what a test checks (trailers, one commit per operation)."""
+    refs = list(refs if refs is not None else registry_refs(repo, branch))
+    if not refs:
+        return []
+    out = git(repo, "log", "--format=%H%x1f%B%x1e", *refs)
+    return [tuple(entry.strip("\n").split("\x1f", 1)) for entry in out.split("\x1e")
+            if entry.strip()]
+
+
+def registry_ops(repo: Path | str, kind: str | None = None,
+                 branch: str = "agent-registry") -> list[tuple[dict, str]]:
+    """(operation, message) of each registry commit carrying one (parse_op), newest
+    first; only operations *kind* when given."""
+    from agent_registry.branch.trailers import parse_op
+    found = []
+    for _commit, message in registry_log(repo, branch):
+        op = parse_op(message)
+        if op is not None and (kind is None or op.get("op") == kind):
+            found.append((op, message))
+    return found
+
+
+def read_lock(repo: Path | str, target: str, **kwargs) -> dict | None:
+    """The lock on *target* as the library reads it (``Registry.view().lock``: every
+    shard overlaid): ``{"path", "mode", "holders"}``, or None when nothing locks it."""
+    import json
+    from agent_registry import Registry
+    with Registry.open(str(repo), **kwargs) as registry:
+        lock = registry.view().lock(target)
+    return json.loads(lock.to_bytes()) if lock is not None else None
+
+
+def read_diary(repo: Path | str, sid: str, **kwargs) -> str | None:
+    """*sid*'s diary as ``context show`` reads it (``Registry.diary``: the main branch's
+    followed by what the clone refs added), or None when it has none."""
+    from agent_registry import Registry
+    from agent_registry.errors import NotFound
+    with Registry.open(str(repo), **kwargs) as registry:
+        try:
+            return registry.diary(sid)["diary"]
+        except NotFound:
+            return None
+
+
+def shard_refs_of(repo: Path | str, target: str, branch: str = "agent-registry") -> list[str]:
+    """The refs of the lock shards recording a lock on *target* in this registry (its
+    layout.json's count): for the few tests that put a record there by hand."""
+    import json
+    from agent_registry.branch import shards as S
+    count = json.loads(git(repo, "show", f"refs/heads/{branch}:{S.LAYOUT}"))["shards"]
+    return [S.shard_ref(branch, index) for index in S.lock_shards(target, count)]
+
+
+def put_on_ref(repo: Path | str, ref: str, files: dict[str, bytes | None],
+               message: str = "hand edit") -> None:
+    """Commit *files* (None: remove) onto registry ref *ref* with plumbing, as a person
+    editing the branch by hand (or another tool) would: a scratch index, never the user's."""
+    repo = Path(repo)
+    index = repo / ".git" / "hand-edit-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+
+    def g(*args: str, data: bytes | None = None) -> str:
+        proc = subprocess.run(["git", *args], cwd=repo, env=env, input=data, capture_output=True)
+        assert proc.returncode == 0, proc.stderr.decode()
+        return proc.stdout.decode().strip()
+
+    old = g("rev-parse", "--verify", ref)
+    g("read-tree", old)
+    for path, data in files.items():
+        if data is None:
+            g("update-index", "--force-remove", path)
+        else:
+            blob = g("hash-object", "-w", "--stdin", data=data)
+            g("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    new = g("commit-tree", g("write-tree"), "-p", old, "-m", message)
+    g("update-ref", ref, new, old)
+    index.unlink()

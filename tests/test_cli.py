@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import agent_registry
-from helpers import CLI, git, user_state
+from helpers import CLI, git, registry_log, registry_ops, registry_refs, user_state
 
 BRANCH = "agent-registry"
 
@@ -29,6 +29,11 @@ SESSION_KEYS = {"id", "provider", "ai_version", "working_on", "status", "project
 
 def ref(repo: Path, branch: str = BRANCH) -> str:
     return git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).strip()
+
+
+def refs(repo: Path, branch: str = BRANCH) -> dict[str, str]:
+    """Every registry branch's tip: the main one, its lock shards, the clone refs."""
+    return registry_refs(repo, branch)
 
 
 def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -109,7 +114,8 @@ def test_update_handoff_context_finish(run, repo):
     out = as_json(ok(run("--json", "context", "log", "s1", "extracted the token manager")))
     assert {"session", "path", "line"} <= set(out) and out["path"] == "contexts/s1.md"
     assert out["line"].endswith("Z extracted the token manager")
-    assert "extracted the token manager" in git(repo, "show", f"{BRANCH}:contexts/s1.md")
+    shown = ok(run("context", "show", "s1")).stdout
+    assert shown.startswith("# Diary of s1") and out["line"] in shown
     ok(run("lock", "acquire", "src/a.py", "src/b.py", "--session", "s1"))
     out = as_json(ok(run("--json", "finish", "s1")))
     assert {"session", "released"} <= set(out) and sorted(out["released"]) == ["src/a.py", "src/b.py"]
@@ -194,7 +200,7 @@ def test_lock_commands_and_their_json(run, repo):
                          "--reason", "agent a hung", "--by", "alice")))
     assert out == {"path": "src/oauth/", "previous": ["a"], "was_fresh": True, "by": "alice",
                    "reason": "agent a hung"}
-    message = git(repo, "log", "-1", "--format=%B", BRANCH)
+    [(_, message)] = registry_ops(repo, "force-release")  # src/oauth/: one shard's record
     assert "Registry-By: alice" in message and "Registry-Reason: agent a hung" in message
     assert "no locks" in ok(run("lock", "list")).stdout
 
@@ -243,13 +249,13 @@ def test_cleanup_and_kill(run, repo, sleeper):
 def test_heartbeat_loop_ends_with_its_agent(run, repo, sleeper):
     ok(run("register", "a", "--provider", "Kimi", "--pid", str(sleeper.pid)))
     ok(run("lock", "acquire", "src/auth.py", "--session", "a"))
-    before = int(git(repo, "rev-list", "--count", BRANCH))
+    assert registry_ops(repo, "heartbeat") == []
     loop = subprocess.Popen([CLI, "lock", "heartbeat-loop", "--session", "a", "--interval", "1"],
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # wait for the loop's first heartbeat commit before the agent dies
         for _ in range(600):
-            if int(git(repo, "rev-list", "--count", BRANCH)) > before:
+            if registry_ops(repo, "heartbeat"):
                 break
             threading.Event().wait(0.05)
         sleeper.kill()
@@ -258,7 +264,7 @@ def test_heartbeat_loop_ends_with_its_agent(run, repo, sleeper):
         loop.kill()
     assert loop.returncode == 0, err
     assert out == f"heartbeat-loop stopped: the process {sleeper.pid} of session a is gone\n"
-    assert "heartbeat a (1 lock(s))" in git(repo, "log", "--format=%s", BRANCH)
+    assert "heartbeat a (1 lock(s))" in [m.split("\n")[0] for _, m in registry_ops(repo, "heartbeat")]
 
 
 # -- exit codes and bad input ---------------------------------------------------------
@@ -299,12 +305,12 @@ BAD_INPUT = [
 def test_bad_input_exits_2_and_writes_nothing(run, repo):
     ok(run("register", "s", "--provider", "Kimi"))
     ok(run("lock", "acquire", "src/auth.py", "--session", "s"))
-    before = ref(repo)
+    before = refs(repo)
     for args in BAD_INPUT:
         one_line_error(run(*args), 2)
         err = as_json(run("--json", *args, check_untouched=False))["error"]
         assert err["code"] == 2 and err["message"], args
-        assert ref(repo) == before, args
+        assert refs(repo) == before, args
     assert not (repo.parent / "evil").exists() and not (repo / "evil").exists()
     assert as_json(ok(run("--json", "lock", "list")))["locks"][0]["path"] == "src/auth.py"
 
@@ -312,7 +318,7 @@ def test_bad_input_exits_2_and_writes_nothing(run, repo):
 def test_bad_input_on_a_repo_without_registry_creates_no_branch(run, repo):
     one_line_error(run("register", "../../evil", "--provider", "Kimi"), 2)
     one_line_error(run("lock", "acquire", "../x", "--session", "s"), 2)
-    assert ref(repo) == ""
+    assert refs(repo) == {}
 
 
 NOT_FOUND = [
@@ -330,11 +336,11 @@ NOT_FOUND = [
 
 def test_unknown_session_or_lock_exits_1(run, repo):
     ok(run("register", "s", "--provider", "Kimi"))
-    before = ref(repo)
+    before = refs(repo)
     for args in NOT_FOUND:
         one_line_error(run(*args), 1)
         assert as_json(run("--json", *args, check_untouched=False))["error"]["code"] == 1, args
-        assert ref(repo) == before, args
+        assert refs(repo) == before, args
 
 
 def test_quiet_prints_nothing_and_help_and_version_work(run):
@@ -351,20 +357,31 @@ def test_git_config_branch(run, repo):
     git(repo, "config", "agent-registry.branch", "coordination")
     ok(run("register", "s", "--provider", "Kimi"))
     ok(run("lock", "acquire", "src/auth.py", "--session", "s"))
-    assert ref(repo, "coordination") and not ref(repo)
+    # the main branch and its 16 lock shards under that name, none under the default
+    assert sorted(refs(repo, "coordination")) == sorted(
+        ["refs/heads/coordination"] + [f"refs/heads/coordination-shards/{i:02d}" for i in range(16)])
+    assert refs(repo) == {}
     assert "`git log coordination`" in git(repo, "show", "coordination:README.md")
-    assert "claim src/auth.py by s" in git(repo, "log", "--format=%s", "coordination")
+    assert [(l["path"], l["owner"]) for l in as_json(ok(run("--json", "lock", "list")))["locks"]] \
+        == [("src/auth.py", "s")]
+    assert "claim src/auth.py by s" in [m.split("\n")[0] for _, m in registry_log(repo, "coordination")]
 
 
 def test_init_creates_the_branch_and_saves_another_name(run, repo):
     out = as_json(ok(run("--json", "init")))
-    assert out == {"branch": BRANCH, "created": True, "layout": {"format": 1, "shards": 0}}
+    assert out == {"branch": BRANCH, "created": True, "layout": {"format": 3, "shards": 16}}
+    made = refs(repo)
+    assert len(made) == 17  # the main branch and its 16 lock shards
     assert as_json(ok(run("--json", "init")))["created"] is False
+    assert refs(repo) == made
     assert ok(run("init", "--branch", "team/registry")).stdout == \
-        "created branch team/registry (one branch, layout format 1)\n"
+        "created branch team/registry (16 lock shards with clone refs, layout format 3)\n"
     assert git(repo, "config", "agent-registry.branch").strip() == "team/registry"
+    assert len(refs(repo, "team/registry")) == 17
     ok(run("register", "s", "--provider", "Kimi"))
+    assert [s["id"] for s in as_json(ok(run("--json", "status")))["sessions"]] == ["s"]
     assert "register s" in git(repo, "log", "--format=%s", "team/registry")
+    assert refs(repo) == made  # the old name's registry was left alone
     one_line_error(run("init", "--branch", "bad..name"), 2)
 
 
@@ -487,7 +504,7 @@ def test_a_claim_renewed_or_released_by_its_generation_is_refused_once_taken_ove
 def test_one_size_cap_for_every_text_an_agent_gives(run, repo):
     big = "x" * 70_000  # over 64 KiB, under the kernel's cap on one argument
     assert run("register", "k-1", "--provider", "Kimi", "--working-on", "small").returncode == 0
-    before = git(repo, "rev-parse", "agent-registry")
+    before = refs(repo)
     for args in (["register", "k-2", "--provider", "Kimi", "--working-on", big],
                  ["update", "k-1", "--working-on", big],
                  ["context", "log", "k-1", big],
@@ -496,4 +513,4 @@ def test_one_size_cap_for_every_text_an_agent_gives(run, repo):
         refused = run(*args)
         assert refused.returncode == 2, (args[0], refused.stderr)
         assert "over 64 KiB" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    assert git(repo, "rev-parse", "agent-registry") == before  # nothing changed
+    assert refs(repo) == before  # nothing changed

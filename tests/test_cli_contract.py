@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from helpers import CLI, git, wait_for
-from test_cli import as_json, ok, one_line_error, ref
+from helpers import CLI, git, registry_ops, wait_for
+from test_cli import as_json, ok, one_line_error, refs as ref
 
 
 def _can_confine() -> str:
@@ -48,20 +48,21 @@ def leftovers(repo) -> list[str]:
 # -- a bad environment: one line, exit 1, nothing half-written -------------------------
 
 @needs_mounts
-@pytest.mark.parametrize("folder, shown", [
-    (".git/objects", ".git/objects"),
-    (".git/refs", ".git/refs/heads"),
-    (".git", ".git/agent-registry/lock"),
+@pytest.mark.parametrize("folder, claimed, registered", [
+    (".git/objects", ".git/objects", ".git/objects"),
+    # a claim moves its lock shard's ref, a register the main branch's
+    (".git/refs", ".git/refs/heads/agent-registry-shards", ".git/refs/heads"),
+    (".git", ".git/agent-registry/lock", ".git/agent-registry/lock"),
 ])
-def test_a_read_only_git_dir_is_one_line(run, repo, folder, shown):
+def test_a_read_only_git_dir_is_one_line(run, repo, folder, claimed, registered):
     ok(run("register", "s1", "--provider", "Kimi"))
     before = ref(repo)
     line = one_line_error(confined(repo, read_only(folder), "lock", "acquire", "a.py",
                                    "--session", "s1"), 1)
-    assert line == f"agent-registry: cannot write to {shown}: Read-only file system"
+    assert line == f"agent-registry: cannot write to {claimed}: Read-only file system"
     error = as_json(confined(repo, read_only(folder), "--json", "register", "s2",
                              "--provider", "Kimi"))["error"]
-    assert (error["code"], error["cause"], error["path"]) == (1, "EROFS", shown)
+    assert (error["code"], error["cause"], error["path"]) == (1, "EROFS", registered)
     assert ref(repo) == before and not leftovers(repo)
     # reading still works on a read-only repository
     assert "free: a.py" in confined(repo, read_only(folder), "lock", "check", "a.py").stdout
@@ -79,13 +80,13 @@ mount -t tmpfs -o size=2m tmpfs {disk}
 cd {disk}
 git init -q repo && cd repo && git commit -q --allow-empty -m initial
 "$0" register s1 --provider Kimi >/dev/null
-git rev-parse agent-registry >{report}.before
+git for-each-ref refs/heads/agent-registry refs/heads/agent-registry-shards >{report}.before
 dd if=/dev/zero of={disk}/filler bs=4k 2>/dev/null || true
 set +e
 "$0" lock acquire src/a.py --session s1 2>{report}.err
 echo $? >{report}.code
 "$0" --json lock acquire src/a.py --session s1 >{report}.json 2>/dev/null
-git rev-parse agent-registry >{report}.after
+git for-each-ref refs/heads/agent-registry refs/heads/agent-registry-shards >{report}.after
 ls .git/objects | grep ^tmp_ >{report}.tmp
 rm {disk}/filler
 "$0" lock acquire src/a.py --session s1 >{report}.retry
@@ -98,6 +99,8 @@ rm {disk}/filler
     assert read("code") == "1\n"
     import json
     assert json.loads(read("json"))["error"]["cause"] == "ENOSPC"
+    # the main branch and its 16 lock shards, all where they were
+    assert len(read("before").splitlines()) == 17
     assert read("before") == read("after") and read("tmp") == ""
     assert read("retry") == "acquired: src/a.py\n"
 
@@ -108,11 +111,14 @@ def test_a_ref_folder_that_is_full_is_named_not_retried_as_a_lost_race(run, repo
     ok(run("register", "s1", "--provider", "Kimi"))
     before = ref(repo)
     heads = ".git/refs/heads"
-    setup = (f"cp -a {heads} ../heads-copy\nmount -t tmpfs -o size=8k tmpfs {heads}\n"
+    # room for the registry's refs (the main branch's, its 16 lock shards') and no more
+    setup = (f"cp -a {heads} ../heads-copy\nmount -t tmpfs -o size=256k tmpfs {heads}\n"
              f"cp -a ../heads-copy/. {heads}/\n"
              f"dd if=/dev/zero of={heads}/filler bs=1k 2>/dev/null || true")
     line = one_line_error(confined(repo, setup, "lock", "acquire", "a.py", "--session", "s1"), 1)
-    assert line == "agent-registry: cannot write to .git/refs/heads: No space left on device"
+    # the folder of the ref the claim moves: its lock shard's
+    assert line == ("agent-registry: cannot write to .git/refs/heads/agent-registry-shards: "
+                    "No space left on device")
     assert ref(repo) == before
 
 
@@ -186,8 +192,7 @@ def test_heartbeat_loop_positional_form(run, repo):
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # the loop's first beat: from now on a release ends it
-        wait_for(lambda: "heartbeat s1" in git(repo, "log", "-1", "--format=%s", "agent-registry"),
-                 "no heartbeat", alive=[loop])
+        wait_for(lambda: registry_ops(repo, "heartbeat"), "no heartbeat", alive=[loop])
         ok(run("lock", "release", "src/auth.py", "s1"))
         out, err = loop.communicate(timeout=60)
     finally:
@@ -278,7 +283,7 @@ def test_empty_and_blank_arguments_are_bad_input(run, repo):
         assert one_line_error(run(*args), 2), args
     for args in [("init", "--branch", ""), ("init", "--remote", " "), ("status", "--remote", "")]:
         assert "empty value" in one_line_error(run(*args), 2), args
-    assert ref(repo) == ""  # nothing was registered, not even the branch
+    assert ref(repo) == {}  # nothing was registered, not even the branch
     ok(run("register", "s1", "--provider", "Kimi"))
     before = ref(repo)
     env = {"AGENT_REGISTRY_SESSION": "s1"}  # an empty id never falls back to the default

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git
+from helpers import git, put_on_ref, registry_refs, shard_refs_of
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 
 SESSION = "AGENT_REGISTRY_SESSION"
@@ -40,6 +40,16 @@ def write_on_branch(repo: Path, files: dict[str, bytes]) -> None:
     plumb("update-ref", "refs/heads/agent-registry", new, old)
 
 
+def write_lock_record(repo: Path, target: str, data: bytes) -> str:
+    """Write *target*'s lock record by hand in every lock shard that records it (one for
+    a file, all 16 for a lock of no key), as a person or an old version of the tool
+    might; its name."""
+    name = record(target)
+    for ref in shard_refs_of(repo, target):
+        put_on_ref(repo, ref, {name: data}, "edited by hand")
+    return name
+
+
 def record(target: str) -> str:
     digest = hashlib.sha1(target.encode()).hexdigest()
     return f"locks/patterns/{digest}.json" if any(c in target for c in "*?[") else \
@@ -60,22 +70,21 @@ def register(run, sid: str, pid: int) -> None:
 
 def test_a_bad_glob_is_refused_at_claim_time_and_nothing_is_written(guarded, run, agents):
     register(run, "kimi-1", agents())
-    before = tip(guarded)
+    before = registry_refs(guarded)
     for args in (["lock", "acquire", "lib/[z-a].py"], ["--json", "lock", "acquire", "a[b"]):
         proc = run(*args, env={SESSION: "kimi-1"})
         assert proc.returncode == 2, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "invalid glob" in lines[0] and ":(literal)" in lines[0]
         assert "Traceback" not in proc.stderr
-    assert tip(guarded) == before
+    assert registry_refs(guarded) == before
 
 
 def test_a_bad_pattern_record_on_the_branch_is_that_records_problem(guarded, run, agents):
     register(run, "kimi-1", agents())
     register(run, "kimi-2", agents())
     assert run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-1"}).returncode == 0
-    name = record("lib/[z-a].py")
-    write_on_branch(guarded, {name: lock_body("lib/[z-a].py", "kimi-1")})
+    name = write_lock_record(guarded, "lib/[z-a].py", lock_body("lib/[z-a].py", "kimi-1"))
     # claims by any session still work, and say which record is bad
     proc = run("lock", "acquire", "README.md", env={SESSION: "kimi-2"})
     assert proc.returncode == 0, proc.stderr
@@ -159,8 +168,7 @@ def break_held_record(guarded: Path, run, agents, target: str, garbage: bytes) -
     register(run, "kimi-1", agents())
     register(run, "kimi-2", agents())
     assert run("lock", "acquire", target, env={SESSION: "kimi-1"}).returncode == 0
-    name = record(target)
-    write_on_branch(guarded, {name: garbage})
+    name = write_lock_record(guarded, target, garbage)
     proc = run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-2"})
     assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
     return name
@@ -186,11 +194,14 @@ def test_an_unreadable_session_file_keeps_its_locks(guarded, run, agents):
     assert "sessions/live/kimi-1.yaml is unreadable" in proc.stderr
 
 
+@pytest.mark.parametrize("branch", ["agent-registry", "agent-registry-shards/03"])
 @pytest.mark.parametrize("breakage", ["missing object", "empty ref"])
 def test_an_unreadable_branch_refuses_the_commit_with_the_override(guarded, run, agents,
-                                                                   breakage):
+                                                                   breakage, branch):
+    """The main branch, or a lock shard the commit's paths are not even recorded in:
+    the guard cannot tell what the shard holds, so it refuses (fail closed)."""
     hold(guarded, "kimi-1", ["src/auth.py"], agents())
-    ref = guarded / ".git" / "refs" / "heads" / "agent-registry"
+    ref = guarded / ".git" / "refs" / "heads" / branch
     ref.write_text("1" * 40 + "\n" if breakage == "missing object" else "")
     edit(guarded, "README.md")
     before = head(guarded)

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FakeClock, git
+from helpers import FakeClock, git, put_on_ref, registry_ops, shard_refs_of
 
 
 @pytest.fixture
 def agents():
-    """Start long-lived stand-in agent processes (not ancestors of any git command)."""
+    """Start long-lived stand-in agent processes (not ancestors of any git command):
+    ``sleep 600``, or the long-lived *command* given (a harness's command line)."""
     started: list[subprocess.Popen] = []
 
-    def start() -> int:
-        proc = subprocess.Popen(["sleep", "600"])
+    def start(*command: str) -> int:
+        proc = subprocess.Popen(list(command) or ["sleep", "600"])
         started.append(proc)
         return proc.pid
 
@@ -151,7 +152,7 @@ def test_override_is_let_through_and_recorded(guarded, agents):
     proc = commit(guarded, "-m", "deliberate", env={"AGENT_REGISTRY_ALLOW": "1"})
     assert proc.returncode == 0, proc.stderr
     assert "recorded" in proc.stderr
-    message = git(guarded, "log", "-1", "--format=%B", "agent-registry")
+    [(_, message)] = registry_ops(guarded, "override")  # the audit log: one override
     assert message.startswith("override src/auth.py by a person (held by kimi-1) on commit")
     assert "Registry-Op: override" in message
     assert "Registry-Path: src/auth.py" in message
@@ -175,11 +176,9 @@ def test_without_a_registry_branch_the_guard_says_it_is_not_checking(repo, run):
 def test_unreadable_lock_record_is_reported_and_locks_elsewhere_still_hold(guarded, agents):
     hold(guarded, "kimi-1", ["src/auth.py"], agents())
     from agent_registry.branch.paths import record_name
-    with open_registry(guarded) as registry:
-        view = registry.view()
-        tree = registry.repo.edit_tree(view.tree, {record_name("README.md"): b"{not json"})
-        commit_oid = registry.repo.commit_tree(tree, [view.tip], "break a record", "t <t@t>", 1)
-        registry.repo.update_ref(registry.ref, commit_oid, view.tip, "test")
+    # a record broken by hand in the lock shard that records README.md
+    put_on_ref(guarded, shard_refs_of(guarded, "README.md")[0],
+               {record_name("README.md"): b"{not json"}, "break a record")
     edit(guarded, "README.md")
     edit(guarded, "src/auth.py")
     proc = commit(guarded, "-m", "both")

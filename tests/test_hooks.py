@@ -128,6 +128,7 @@ def test_broken_interpreter_is_reported_not_silent(repo, run):
 
 
 def test_post_merge_brings_the_registry_up_to_date_in_the_background(tmp_path, run, agents):
+    from agent_registry import Registry
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     first = make_repo(tmp_path / "first")
@@ -135,17 +136,25 @@ def test_post_merge_brings_the_registry_up_to_date_in_the_background(tmp_path, r
     git(first, "push", "-q", "origin", "main")
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
     second = tmp_path / "second"
+    # `git pull` here fetches the project's branch alone, so what brings the registry's
+    # branches (the main one, its lock shards, the clone refs) is the registry's own sync
+    git(second, "config", "remote.origin.fetch", "+refs/heads/main:refs/remotes/origin/main")
     assert run("init", "--hooks", cwd=second).returncode == 0
     hold(first, "kimi-1", ["src/auth.py"], agents())  # pushed by the registry's own sync
     assert git(remote, "rev-parse", "-q", "--verify", "refs/heads/agent-registry", check=False)
+
+    def locks() -> list[tuple[str, str]]:  # as the library reads this clone, nothing fetched
+        with Registry.open(str(second)) as registry:
+            return [(l["path"], l["owner"]) for l in registry.locks()]
+
+    assert locks() == []
     (first / "README.md").write_text("new\n")
     git(first, "commit", "-qam", "upstream change")
     git(first, "push", "-q", "origin", "main")
     git(second, "pull", "-q", "--ff-only")
-    wait_for(lambda: "claim src/auth.py by kimi-1" in
-             git(second, "log", "--format=%s", "agent-registry", "--", check=False),
-             "the background sync of post-merge")
-    assert "claim src/auth.py by kimi-1" in git(second, "log", "--format=%s", "agent-registry")
+    wait_for(lambda: locks() == [("src/auth.py", "kimi-1")], "the background sync of post-merge")
+    with Registry.open(str(second)) as registry:
+        assert registry.session("kimi-1").locks == ["src/auth.py"]
 
 
 def framework(repo: Path, tmp_path: Path, *hook_types: str) -> dict[str, str]:

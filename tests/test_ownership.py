@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CLI, FakeClock, git, wait_for
+from helpers import CLI, FakeClock, git, registry_ops, registry_refs, wait_for
 from test_core_api import branch_file, put_on_branch
 from test_harness import CLAUDE_ID, fire
 
@@ -28,8 +28,13 @@ def as_json(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(proc.stdout)
 
 
-def tip_message(repo: Path) -> str:
-    return git(repo, "log", "-1", "--format=%B", "agent-registry")
+def claim_message(repo: Path, sid: str, path: str) -> str:
+    """The message of *sid*'s newest claim of *path*, from the audit log (the registry's
+    branches: a claim is committed on the lock shard recording its path)."""
+    found = [message for op, message in registry_ops(repo, "claim")
+             if op["session"] == sid and path in op["paths"]]
+    assert found, f"no claim of {path} by {sid} in the registry's history"
+    return found[0]
 
 
 def start_sleeper(*args: str, **kw) -> subprocess.Popen:
@@ -186,10 +191,10 @@ def test_agent_runtimes_are_recognised_by_name_script_module_or_package(tmp_path
 ])
 def test_a_pid_that_cannot_own_a_session_is_refused(repo, run, env, args):
     assert run("init").returncode == 0
-    before = git(repo, "rev-parse", "agent-registry")
+    before = registry_refs(repo)
     proc = run("register", "bad-1", "--provider", "Kimi", *args, env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert git(repo, "rev-parse", "agent-registry") == before
+    assert registry_refs(repo) == before
 
 
 def test_death_of_a_given_owner_ends_the_session_and_the_takeover_says_so(repo, run, stop_later):
@@ -214,14 +219,14 @@ def test_death_of_a_given_owner_ends_the_session_and_the_takeover_says_so(repo, 
     reason = f"its process {by_flag.pid} on "
     assert taken["taken_over"][0]["session"] == "p-1" and reason in taken["taken_over"][0]["reason"]
     assert "took over src/auth.py from p-1: " + reason in hot.stderr
-    message = tip_message(repo)
+    message = claim_message(repo, "next-1", "src/auth.py")
     assert message.splitlines()[0] == "claim src/auth.py by next-1, taking over from p-1"
     assert "Registry-Takeover: src/auth.py from p-1: " + reason in message
 
     slow = run("lock", "acquire", "--session", "next-1", "--", "README.md")
     assert slow.returncode == 0 and slow.stdout == "taken-over: README.md\n"
     assert f"took over README.md from p-2: its process {by_env.pid} on " in slow.stderr
-    assert "Registry-Takeover: README.md from p-2" in tip_message(repo)
+    assert "Registry-Takeover: README.md from p-2" in claim_message(repo, "next-1", "README.md")
 
 
 def test_an_old_session_file_without_owner_is_judged_by_heartbeat_only(registry, repo, clock):

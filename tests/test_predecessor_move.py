@@ -18,7 +18,7 @@ import pytest
 
 from agent_registry.branch.view import done_path, live_path
 from agent_registry.wiki.entry import entry_id
-from helpers import git
+from helpers import git, registry_refs
 from test_wiki_index_build import run_on_terminal
 from test_wiki_support import FakeOpenAI
 
@@ -289,6 +289,14 @@ def test_ingest_pending_shows_progress_on_a_terminal(run, repo, home, llm, monke
 
 # -- init --remote URL ----------------------------------------------------------------------
 
+def pushed_everything(repo: Path, remote: Path) -> bool:
+    """Whether *remote* has every registry branch of *repo* at its tip: the main one and
+    its 16 lock shards (and any clone ref)."""
+    mine = registry_refs(repo)
+    assert len(mine) >= 17, mine
+    return registry_refs(remote) == mine
+
+
 @pytest.fixture
 def bare(tmp_path) -> Path:
     remote = tmp_path / "shared.git"
@@ -304,7 +312,7 @@ def test_init_remote_url_adds_checks_and_pushes(run, repo, bare):
                                 "public": False, "pushed": True}
     assert git(repo, "remote", "get-url", "origin").strip() == str(bare)
     assert git(repo, "config", "agent-registry.remote").strip() == "origin"
-    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    assert pushed_everything(repo, bare)
     # a name git knows still works, and a second remote gets its own name
     assert run("init", "--remote", "origin").returncode == 0
     other = bare.parent / "other.git"
@@ -315,6 +323,7 @@ def test_init_remote_url_adds_checks_and_pushes(run, repo, bare):
     assert named.returncode == 0, named.stderr
     assert git(repo, "config", "agent-registry.remote").strip() == "team"
     assert git(other, "rev-parse", "agent-registry").strip()
+    assert pushed_everything(repo, other)
 
 
 def test_init_remote_url_that_does_not_answer_changes_nothing(run, repo, tmp_path):
@@ -322,7 +331,7 @@ def test_init_remote_url_that_does_not_answer_changes_nothing(run, repo, tmp_pat
     assert missing.returncode == 2 and "no remote named" in missing.stderr  # not a URL, no such name
     down = run("init", "--remote", "http://127.0.0.1:9/team.git")
     assert down.returncode == 1 and "is unreachable" in down.stderr
-    assert git(repo, "remote") == "" and git(repo, "branch", "--list", "agent-registry") == ""
+    assert git(repo, "remote") == "" and registry_refs(repo) == {}
     assert run("init", "--remote", "-oops://x").returncode == 2
 
 
@@ -387,7 +396,9 @@ def test_context_show_reads_the_diary_back(run, repo):
     assert run("context", "log", "s-1", "extracted the token manager").returncode == 0
     shown = run("context", "show", env={"AGENT_REGISTRY_SESSION": "s-1"})
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == git(repo, "show", "agent-registry:contexts/s-1.md")
+    assert shown.stdout.startswith("# Diary of s-1")
+    lines = [line for line in shown.stdout.splitlines() if line.startswith("- 20")]
+    assert [line.split(" ", 2)[2] for line in lines] == ["read auth.py", "extracted the token manager"]
     assert shown.stdout.rstrip().endswith("extracted the token manager")
     as_json = json.loads(run("--json", "context", "show", "s-1").stdout)
     assert as_json == {"session": "s-1", "path": "contexts/s-1.md", "diary": shown.stdout}
@@ -422,7 +433,7 @@ def test_the_dashboard_sync_card_sets_up_a_remote_url(run, repo, bare):
         with urllib.request.urlopen(f"{start['url']}api/sync", timeout=60) as answer:
             state = json.loads(answer.read())
         assert state["enabled"] is True and state["remote"] == "team"
-    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    assert pushed_everything(repo, bare)
 
 
 def test_gc_shows_progress_on_a_terminal_only(run, repo, registry):
@@ -434,8 +445,13 @@ def test_gc_shows_progress_on_a_terminal_only(run, repo, registry):
     code, stdout, shown = run_on_terminal(repo, "gc", "--keep-days", "1")
     assert code == 0, shown
     assert "gc: rewriting the commits since" in shown and "2/2 commits" in shown
-    assert "gc: squashed 3 commits, rewrote 2 in" in shown  # 3 registers, no init commit
-    assert stdout == "squashed 3 commit(s), kept 2\n"
+    # init's two commits (the root, the layout: its lock shards hold one commit each, none
+    # to squash) and the 3 registers
+    assert "gc: squashed 5 commits, rewrote 2 in" in shown
+    main, *others = stdout.splitlines()
+    assert main == "squashed 5 commit(s), kept 2"
+    assert others == [f"shard agent-registry-shards/{i:02d}: squashed 0 commit(s), kept 1"
+                      for i in range(16)]
     assert run("register", "new-2", "--provider", "Kimi", "--working-on", "z").returncode == 0
     quiet = run("gc", "--keep-days", "0")
     assert quiet.returncode == 0 and quiet.stderr == ""
@@ -466,14 +482,14 @@ def test_the_sync_card_and_the_latest_wiki_entries_in_a_browser(run, repo, bare)
         expect(page.locator("#sync-setup")).to_be_hidden()
         expect(page.locator("#sync")).to_contain_text("origin")
         browser.close()
-    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    assert pushed_everything(repo, bare)
 
 
 def test_init_remote_with_a_relative_path_stores_it_absolute(run, repo, bare):
     relative = Path("..") / bare.name  # from the repository, as a person types it
     assert run("init", "--remote", str(relative)).returncode == 0
     assert git(repo, "remote", "get-url", "origin").strip() == str(bare)
-    assert git(bare, "rev-parse", "agent-registry") == git(repo, "rev-parse", "agent-registry")
+    assert pushed_everything(repo, bare)
 
 
 PREDECESSOR = Path(os.environ.get("AGENT_REGISTRY_PREDECESSOR_CODE",

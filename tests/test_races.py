@@ -21,10 +21,8 @@ from pathlib import Path
 import pytest
 
 from agent_registry import Registry
-from agent_registry.branch.paths import record_name
-from agent_registry.branch.records import load_session
-from agent_registry.branch.view import live_path
-from helpers import CLI, WAITER, git
+from agent_registry.branch.shards import lock_shards
+from helpers import CLI, WAITER, read_lock, registry_ops, registry_refs
 
 BRANCH = "agent-registry"
 
@@ -63,18 +61,31 @@ def register_many(repo: Path, prefix: str, count: int, pid: int | None = None) -
 
 
 def branch_state(repo: Path) -> tuple[dict[str, dict], dict[str, list[str]]]:
-    """Every lock record (target -> record) and every live session's held list."""
-    files = git(repo, "ls-tree", "-r", "--name-only", BRANCH).split("\n")
-    locks, held = {}, {}
-    for name in files:
-        if name.startswith("locks/"):
-            record = json.loads(git(repo, "show", f"{BRANCH}:{name}"))
-            assert record_name(record["path"]) == name
-            locks[record["path"]] = record
-        elif name.startswith("sessions/live/"):
-            session = load_session(git(repo, "show", f"{BRANCH}:{name}").encode())
-            assert name == live_path(session.id)
-            held[session.id] = session.locks
+    """Every lock record (target -> record) and every live session's held targets, as
+    the library reads them: the main branch with every lock shard overlaid.  Each shard
+    is also checked on its own: its records are of targets it records, each found where
+    a lookup of its target looks, each holder's held list there names it, and each
+    target a held list there names has a record there holding that session."""
+    locks: dict[str, dict] = {}
+    with Registry.open(str(repo)) as registry:
+        view = registry.view()
+        count = len(view.shards)
+        assert count == 16  # the layout init makes
+        for index, shard in enumerate(view.shards):
+            here = {lock.path: lock for lock in shard.records() + shard.pattern_locks()}
+            for path, lock in here.items():
+                record = json.loads(lock.to_bytes())
+                assert index in lock_shards(path, count), (path, index)
+                assert shard.lock(path) == lock, path  # stored under its target's name
+                assert locks.setdefault(path, record) == record, (path, index)  # shards agree
+                for holder in lock.holders:
+                    found = shard.held(holder.session)
+                    assert found and path in found[0], (path, holder, index)
+            for session in shard.live_sessions():
+                for path in shard.held(session.id)[0]:
+                    assert path in here and here[path].holder(session.id), (session.id, path)
+        held = {session.id: session.locks for session in view.live_sessions()}
+        assert not view.warnings, view.warnings  # nothing unreadable on the way
     return locks, held
 
 
@@ -93,7 +104,8 @@ def assert_consistent(repo: Path) -> dict[str, dict]:
 
 
 def holders(repo: Path, path: str) -> list[str]:
-    record = json.loads(git(repo, "show", f"{BRANCH}:{record_name(path)}"))
+    record = read_lock(repo, path)
+    assert record is not None, f"no lock on {path}"
     return [h["session"] for h in record["holders"]]
 
 
@@ -130,7 +142,12 @@ def register_race(repo: Path, tmp_path: Path, rounds: int, racers: int) -> None:
         with Registry.open(str(repo)) as registry:
             live = {s.id for s in registry.sessions()}
         assert set(sids) <= live
-    assert int(git(repo, "rev-list", "--count", BRANCH)) == rounds * racers
+    # each register committed once (the audit log), and the registry the first racers
+    # made at once in a repository without one was made once, as init makes it
+    registered = [op["session"] for op, _ in registry_ops(repo, "register")]
+    assert sorted(registered) == sorted(f"reg{n}-{i}" for n in range(rounds) for i in range(racers))
+    assert len(registry_ops(repo, "init")) == 1
+    assert len(registry_refs(repo)) == 17
 
 
 @pytest.mark.parametrize("rounds", [1, pytest.param(15, marks=pytest.mark.slow)])
@@ -182,6 +199,8 @@ def stale_takeover_race(repo: Path, tmp_path: Path, rounds: int, racers: int) ->
                 assert other.returncode == 1 and f"locked by {winner}" in other.stderr, other.stderr
         assert holders(repo, path) == [winner]
         assert path not in branch_state(repo)[1][gone]
+        with Registry.open(str(repo)) as registry:
+            assert registry.session(gone).locks == []
     assert_consistent(repo)
 
 
@@ -216,7 +235,7 @@ def kill_while_claiming(repo: Path, iterations: int, seed: int) -> None:
         targets = [f"src/c{n}/{p}" for p in ("a.py", "b.py", "dir/")]
         claimed = [holders(repo, t) if _exists(repo, t) else [] for t in targets]
         assert claimed in ([[]] * 3, [[victim]] * 3), claimed  # all or nothing
-    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress", f"refs/heads/{BRANCH}"],
+    fsck = subprocess.run(["git", "fsck", "--strict", "--no-progress", *registry_refs(repo)],
                           cwd=repo, capture_output=True, text=True)
     assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
     assert_consistent(repo)
@@ -224,8 +243,7 @@ def kill_while_claiming(repo: Path, iterations: int, seed: int) -> None:
 
 
 def _exists(repo: Path, target: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", f"{BRANCH}:{record_name(target)}"],
-                          cwd=repo).returncode == 0
+    return read_lock(repo, target) is not None
 
 
 @pytest.mark.parametrize("iterations, seed", [(12, 1), pytest.param(150, 2, marks=pytest.mark.slow)])

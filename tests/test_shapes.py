@@ -10,7 +10,8 @@ import pytest
 
 from agent_registry.core.shapes import check
 from agent_registry.errors import BadInput
-from helpers import CLI, git
+from agent_registry.branch.shards import lock_shards
+from helpers import CLI, git, registry_log, shard_refs_of
 
 
 @pytest.mark.parametrize("op, complaint", [
@@ -45,27 +46,40 @@ def test_a_damaged_replayed_claim_is_refused_not_applied(repo, tmp_path, run):
     git(repo, "remote", "add", "origin", str(remote))
     assert run("register", "s1", "--provider", "Kimi").returncode == 0
     assert run("sync").returncode == 0
-    assert run("lock", "acquire", "src/b.py", "--session", "s1").returncode == 0
-    # a clone-local commit carrying a malformed claim, on top of the confirmed tip
-    tip = git(repo, "rev-parse", "agent-registry").strip()
-    tree = git(repo, "rev-parse", "agent-registry^{tree}").strip()
+    # claims are decided on the lock shard recording their path (the layout init makes):
+    # src/b.py and, later, the other clone's claim are on the shard of src/a.py
+    [shard] = shard_refs_of(repo, "src/a.py")
+    index = int(shard.rsplit("/", 1)[1])
+    b, c = [path for path in (f"src/x{i}.py" for i in range(1000))
+            if lock_shards(path, 16) == (index,)][:2]
+    assert run("lock", "acquire", b, "--session", "s1").returncode == 0
+    # a clone-local commit carrying a malformed claim, on top of the shard's confirmed tip
+    tip = git(repo, "rev-parse", shard).strip()
+    tree = git(repo, "rev-parse", f"{shard}^{{tree}}").strip()
     op = {"op": "claim", "at": 1.0, "id": "bad1", "session": "s1", "paths": "src/a.py",
           "mode": "exclusive", "ttl": 600, "generations": {}}
     message = f"claim src/a.py by s1\n\nRegistry-Op: claim\nRegistry-Data: {json.dumps(op)}\n"
     bad = subprocess.run(["git", "commit-tree", tree, "-p", tip, "-m", message], cwd=repo,
                          capture_output=True, text=True, check=True).stdout.strip()
-    git(repo, "update-ref", "refs/heads/agent-registry", bad, tip)
-    # the remote moves on meanwhile, so the pending commits are replayed
+    git(repo, "update-ref", shard, bad, tip)
+    # the remote's shard moves on meanwhile, so the pending commits are replayed
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
-    subprocess.run([CLI, "register", "s2", "--provider", "Codex"], cwd=other,
-                   capture_output=True, text=True, check=True)
+    for args in (["register", "s2", "--provider", "Codex"], ["lock", "acquire", c, "--session", "s2"]):
+        subprocess.run([CLI, *args], cwd=other, capture_output=True, text=True, check=True)
     proc = run("--json", "sync")
     assert proc.returncode == 1 and "1 operation(s) refused" in proc.stderr
-    refused = json.loads(proc.stdout)["error"]["refused"]
+    error = json.loads(proc.stdout)["error"]  # the main branch's, then each shard's
+    refused = error["refused"] + [r for part in error["shards"] for r in part["refused"]]
+    assert [part["branch"] for part in error["shards"] if part["refused"]] == \
+        [shard.removeprefix("refs/heads/")]
     assert [r["reason"] for r in refused] == [
         "operation 'claim': field 'paths' must be a non-empty list of strings"]
-    log = git(repo, "log", "--format=%s", "origin/agent-registry")
+    tracking = shard.replace("refs/heads/", "refs/remotes/origin/")
+    log = [message.split("\n")[0] for _, message in registry_log(repo, refs=[tracking])]
     assert "claim src/a.py by s1: refused on replay" in log
     check_a = json.loads(run("--json", "lock", "check", "src/a.py").stdout)
     assert check_a["paths"][0]["state"] == "free"
+    # the rest was pushed: s1's claim of b and s2's of c are both on the remote's shard
+    listed = {(l["path"], l["owner"]) for l in json.loads(run("--json", "lock", "list").stdout)["locks"]}
+    assert {(b, "s1"), (c, "s2")} <= listed

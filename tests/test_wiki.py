@@ -16,7 +16,7 @@ from agent_registry.wiki import get_entry, search
 from agent_registry.wiki.entry import entry_id
 from agent_registry.wiki.index import WikiIndex
 from agent_registry.wiki.ops import end_session
-from helpers import CLI, git
+from helpers import CLI, git, registry_ops, registry_refs
 from test_wiki_support import fixture_files, put_files
 
 
@@ -64,9 +64,13 @@ def test_end_writes_entry_finishes_and_releases_in_one_commit(registry, repo, cl
     result = end_session(registry, "kimi-1", router="OAuth refresh race fixed",
                          what="Serialized refresh", how="a lock around refresh()")
 
+    # the entry, the finish and the session's end: one commit of the main branch, after
+    # its lock was released in the lock shard recording it
     assert git(repo, "rev-list", "--count", f"{before}..agent-registry").strip() == "1"
     assert git(repo, "log", "-1", "--format=%s", "agent-registry").startswith(
         f"end kimi-1: wiki entry {entry_id('kimi-1')}, releasing 1 lock(s)")
+    assert [op["paths"] for op, _ in registry_ops(repo, "release") if op["at"] == clock.now] == \
+        [["src/auth.py"]]
     assert result["released"] == ["src/auth.py"]
     entry = get_entry(registry, "kimi-1")
     assert entry["id"] == entry_id("kimi-1") and entry["provider"] == "Kimi"
@@ -118,26 +122,26 @@ def test_end_cli_takes_the_italian_flags_and_show_finds_it_by_id_or_sid(run, rep
 
 def test_end_refuses_bad_input_and_changes_nothing(run, repo):
     run("register", "kimi-2", "--provider", "Kimi")
-    before = tip(repo)
+    before = registry_refs(repo)
     long_router = run("end", "kimi-2", "--router", "x" * 301)
     assert long_router.returncode == 2 and len(long_router.stderr.strip().splitlines()) == 1
     bad_id = run("end", "../etc")
     assert bad_id.returncode == 2
     unknown = run("end", "ghost-1")
     assert unknown.returncode == 1 and "unknown session ghost-1" in unknown.stderr
-    assert tip(repo) == before
+    assert registry_refs(repo) == before
     assert git(repo, "ls-tree", "-r", "--name-only", "agent-registry", "wiki/") == ""
 
 
 def test_end_twice_keeps_the_first_entry(run, repo):
     run("register", "kimi-3", "--provider", "Kimi")
     assert run("end", "kimi-3", "--what", "first").returncode == 0
-    before = tip(repo)
+    before = registry_refs(repo)
     again = run("--json", "end", "kimi-3")
     assert again.returncode == 0 and json.loads(again.stdout)["already"] is True
     changed = run("end", "kimi-3", "--what", "second")
     assert changed.returncode == 1 and "already has wiki entry" in changed.stderr
-    assert tip(repo) == before
+    assert registry_refs(repo) == before
     assert "what: \"first\"" in git(repo, "show", "agent-registry:wiki/kimi-3.md")
 
 
@@ -159,7 +163,9 @@ def test_sixteen_processes_appending_to_one_diary_keep_every_line(run, repo):
              for i in range(16)]
     codes = [p.wait(timeout=120) for p in procs]
     assert codes == [0] * 16, [p.stderr.read() for p in procs]
-    diary = git(repo, "show", "agent-registry:contexts/kimi-9.md")
+    shown = run("context", "show", "kimi-9")  # the diary as its readers read it
+    assert shown.returncode == 0, shown.stderr
+    diary = shown.stdout
     lines = [l for l in diary.splitlines() if "line number" in l]
     assert len(lines) == 16 and {int(l.rsplit(" ", 1)[1]) for l in lines} == set(range(16))
     assert diary.startswith("# Diary of kimi-9")
