@@ -11,43 +11,45 @@ from collections import Counter
 
 import pytest
 
+from agent_registry.branch.shards import lock_shards, shard_branch
 from helpers import CLI
-from test_sync import BRANCH, Team, lock_owner_on_remote
+from test_sync import (BRANCH, Team, diary_on_remote, lock_owner_on_remote, ops_on_remote,
+                       remote_registry)
+
+HOT = lock_shards("src/auth.py", 16, None)[0]  # one lock shard, whose ref every claim races for
+ON_HOT = [p for i in range(2000) if tuple(lock_shards(p := f"src/h{i}.py", 16, None)) == (HOT,)]
 
 
-def ops_on_remote(team: Team, kind: str) -> Counter:
-    """How many commits of the remote branch record each operation id of *kind*."""
-    log = subprocess.run(["git", "log", "--format=%B%x00", f"refs/heads/{BRANCH}"],
-                         cwd=team.bare, capture_output=True, text=True, check=True).stdout
-    found: Counter = Counter()
-    for message in log.split("\0"):
-        for line in message.splitlines():
-            if line.startswith("Registry-Data: "):
-                op = json.loads(line[len("Registry-Data: "):])
-                if op.get("op") == kind:
-                    found[op["id"]] += 1
-    return found
-
-
-def _append_racing(team: Team, clones, sid: str, per_process: int, processes: int) -> int:
-    """*processes* processes per clone, each appending *per_process* diary lines to *sid*
-    one command at a time, all started together; how many appends exited 0."""
+def _append_racing(team: Team, clones, sid: str, per_process: int, processes: int,
+                   what: str = "diary") -> int:
+    """*processes* processes per clone, each making *per_process* writes one command at a
+    time, all started together; how many exited 0.  *what*: diary lines appended to
+    *sid* (each clone's processes race for its own clone ref), or claims by *sid* of
+    distinct paths of one lock shard (every process of both clones races for its ref)."""
     go = team.root / "go"
     procs = []
     for c, clone in enumerate(clones):
         for p in range(processes):
             lines = " ".join(f"line-{c}-{p}-{k}" for k in range(per_process))
+            if what == "diary":
+                write = f'{CLI} context log {sid} "$t"'
+            else:  # the path of the line: one of HOT's, by its place
+                lines = " ".join(ON_HOT[(c * processes + p) * per_process + k]
+                                 for k in range(per_process))
+                write = f'{CLI} lock acquire "$t" --session {sid}{c}'
             script = (f'while [ ! -e "{go}" ]; do sleep 0.005; done; ok=0; '
-                      f'for t in {lines}; do {CLI} context log {sid} "$t" && ok=$((ok+1)); '
+                      f'for t in {lines}; do {write} && ok=$((ok+1)); '
                       f'done; echo $ok')
             procs.append(subprocess.Popen(["bash", "-c", script], cwd=clone.cwd, text=True,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     go.touch()
-    done = 0
+    done, said = 0, []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         done += int(out.split()[-1])
+        said.append(err)
+    team.said = said  # what the writes said on stderr: the test shows it when one failed
     return done
 
 
@@ -62,12 +64,32 @@ def test_diary_lines_from_many_processes_of_two_clones_land_once(tmp_path, round
         assert appended == 24
         for clone in (a, b):
             assert clone("sync").returncode == 0
-        diary = team.remote_file("contexts/s1.md") or ""
+        diary = diary_on_remote(team, "s1")  # as its readers merge the clone refs' copies
         lines = Counter(word for word in diary.split() if word.startswith("line-"))
         assert sorted(lines) == sorted(f"line-{c}-{p}-{k}" for c in range(2) for p in range(4)
                                        for k in range(3)), diary
         assert set(lines.values()) == {1}, {k: v for k, v in lines.items() if v > 1}
         twice = {i: n for i, n in ops_on_remote(team, "context-log").items() if n > 1}
+        assert not twice, f"operations applied more than once: {twice}"
+
+
+@pytest.mark.parametrize("rounds", [1, pytest.param(6, marks=pytest.mark.slow)])
+def test_claims_from_many_processes_of_two_clones_on_one_shard_land_once(tmp_path, rounds):
+    """The race of the test above on a ref both clones write: 24 claims of distinct
+    paths, all recorded on one lock shard, by four processes of each clone."""
+    for r in range(rounds):
+        team = Team(tmp_path / f"r{r}")
+        a, b = team.clone("a"), team.clone("b")
+        assert a("register", "s0", "--provider", "Kimi", "--working-on", "claims").returncode == 0
+        assert b("register", "s1", "--provider", "Kimi", "--working-on", "claims").returncode == 0
+        claimed = _append_racing(team, [a, b], "s", per_process=3, processes=4, what="claims")
+        assert claimed == 24, "\n".join(e for e in team.said if e)
+        for clone in (a, b):
+            assert clone("sync").returncode == 0
+        with remote_registry(team) as reg:
+            locks = {lock["path"]: lock["owner"] for lock in reg.locks()}
+        assert locks == {ON_HOT[i]: f"s{i // 12}" for i in range(24)}
+        twice = {i: n for i, n in ops_on_remote(team, "claim").items() if n > 1}
         assert not twice, f"operations applied more than once: {twice}"
 
 
@@ -99,40 +121,48 @@ def test_a_push_that_landed_after_a_timeout_is_not_replayed(tmp_path):
 
 @pytest.mark.parametrize("how", ["landed-after-its-base", "rebuilt-over-its-base"])
 def test_an_intent_whose_operation_is_on_the_remote_already_is_not_applied_again(tmp_path, how):
-    """Clone a publishes an intent carrying a diary line that a push of another of its
-    processes landed meanwhile: after the intent's base (the push raced the intent), or
-    as the base itself, the intent carrying a copy a third process rebuilt on the older
-    remote tip (a rebase that helped another clone's intent anew). Clone b, helping on
-    the remote tip, must skip it: the line is on the remote once. (Both were seen in the
-    racing test above, about one run in ten under load, before helpers looked back to
-    where the intent forked from its base.)"""
+    """Clone a publishes an intent on a lock shard carrying a claim that a push of
+    another of its processes landed meanwhile: after the intent's base (the push raced
+    the intent), or as the base itself, the intent carrying a copy a third process
+    rebuilt on the older remote tip (a rebase that helped another clone's intent anew).
+    Clone b, helping on the remote tip, must skip it: the claim is on the remote once.
+    (Both were seen in the racing test above, about one run in ten under load, before
+    helpers looked back to where the intent forked from its base.)"""
+    from agent_registry.core.sharded import shards_of
     from agent_registry.sync import Registry
     from agent_registry.sync.remote import publish_intent
     from agent_registry.sync.state import confirm
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    assert a("register", "s1", "--provider", "Kimi", "--working-on", "diary").returncode == 0
+    assert a("register", "s1", "--provider", "Kimi", "--working-on", "claims").returncode == 0
+    assert b("register", "s2", "--provider", "Kimi", "--working-on", "claims").returncode == 0
+    assert a("lock", "acquire", ON_HOT[0], "--session", "s1").returncode == 0  # a's shard tip
     assert b("sync").returncode == 0
-    with Registry.open(str(a.cwd)) as registry:
+    hot = f"refs/heads/{shard_branch(BRANCH, HOT)}"
+    with Registry.open(str(a.cwd)) as main:
+        registry = shards_of(main)[HOT]
         start = registry.repo.read_ref(registry.ref)
-        assert start == team.remote_tip()
-        op = registry.new_op("context-log", session="s1", text="line-once")
+        assert start == subprocess.run(["git", "rev-parse", hot], cwd=team.bare, text=True,
+                                       capture_output=True, check=True).stdout.strip()
+        path = ON_HOT[1]
+        op = registry.new_op("claim", session="s1", paths=[path], ttl=600, mode="exclusive",
+                             generations={path: "0123456789abcdef"})
         landed, _ = registry.build(start, op)
         if how == "landed-after-its-base":  # the intent is based on start and carries it
-            registry.repo.update_ref(registry.ref, landed, start, "test: the line")
+            registry.repo.update_ref(registry.ref, landed, start, "test: the claim")
             assert publish_intent(registry)
         else:  # the intent is based on it and carries a copy made on start
             rebuilt, _ = registry.build(start, op, f"Replayed on {start[:12]}, first made "
                                                    f"as {landed[:12]}.")
             registry.repo.update_ref(registry.ref, rebuilt, start, "test: the rebuilt copy")
             confirm(registry, landed)
-        subprocess.run(["git", "push", "-q", "origin", f"{landed}:refs/heads/{BRANCH}"],
-                       cwd=a.cwd, check=True)
+        subprocess.run(["git", "push", "-q", "origin", f"{landed}:{hot}"], cwd=a.cwd, check=True)
         if how == "rebuilt-over-its-base":
             assert publish_intent(registry)
-    # b's next write fetches the intent, helps it, and pushes the help with its own line
-    assert b("context", "log", "s1", "line-of-b").returncode == 0
+    # b's next claim on the shard is rejected (the remote moved), fetches the intent,
+    # helps it, and pushes the help with its own claim
+    assert b("lock", "acquire", ON_HOT[2], "--session", "s2").returncode == 0
     assert a("sync").returncode == 0
-    diary = team.remote_file("contexts/s1.md") or ""
-    assert diary.count("line-once") == 1, diary
-    assert ops_on_remote(team, "context-log")[op["id"]] == 1
+    assert ops_on_remote(team, "claim")[op["id"]] == 1
+    assert lock_owner_on_remote(team, path) == ["s1"]
+    assert lock_owner_on_remote(team, ON_HOT[2]) == ["s2"]

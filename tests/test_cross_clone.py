@@ -17,9 +17,11 @@ def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return proc
 
 
-def on_remote(team: Team, path: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", f"refs/heads/agent-registry:{path}"],
-                          cwd=team.bare).returncode == 0
+def on_remote(team: Team, sid: str):
+    """Session *sid* as the library reads it on the remote (live or ended)."""
+    from test_sync import remote_registry
+    with remote_registry(team) as reg:
+        return reg.session(sid)
 
 
 def test_kill_and_update_from_a_clone_that_never_saw_the_session(tmp_path):
@@ -33,7 +35,7 @@ def test_kill_and_update_from_a_clone_that_never_saw_the_session(tmp_path):
     assert killed.returncode == 0, killed.stderr  # before: "unknown session a1"
     assert json.loads(killed.stdout)["released"] == ["src/auth.py"]
     assert json.loads(killed.stdout)["session"]["status"] == "Killed"
-    assert not on_remote(team, "sessions/live/a1.yaml")
+    assert on_remote(team, "a1").status == "Killed"
     ok(b("update", "a2", "--working-on", "ui, then docs"))
     fresh = team.clone("fresh")
     assert json.loads(ok(fresh("--json", "show", "a2")).stdout)["sessions"][0][
@@ -50,7 +52,10 @@ def test_end_and_handoff_from_a_clone_that_never_saw_the_session(tmp_path):
     ok(a("register", "a4", "--provider", "Kimi", "--space", "src/auth.py"))
     ended = b("--json", "end", "a3", "--router", "token refresh", "--what", "refreshed")
     assert ended.returncode == 0, ended.stderr  # before: "unknown session a3"
-    assert on_remote(team, "wiki/a3.md")
+    assert on_remote(team, "a3").status == "Finished"
+    fresh = team.clone("reader")  # its wiki entry, as a clone made now reads it
+    entry = fresh("--json", "wiki", "show", "a3")
+    assert entry.returncode == 0 and "token refresh" in entry.stdout, entry.stderr
     handed = b("--json", "handoff", "a4", "--text", "the auth work goes on from here")
     assert handed.returncode == 0, handed.stderr  # before: "unknown session a4"
     ok(a("register", "a5", "--provider", "Kimi", "--space", "src/auth.py"))
@@ -86,14 +91,20 @@ def test_kill_in_the_shard_layout_from_a_clone_that_never_saw_the_session(tmp_pa
 def test_a_lock_left_by_an_ended_session_says_it_ended(tmp_path):
     clock = FakeClock(1_800_000_000)
     with sharded_registry(tmp_path, clock, "idle", "other") as registry:
-        registry.claim("idle", ["src/auth/x.py"])
+        registry.claim("idle", ["src/auth/x.py"], shared=True)
+        registry.claim("other", ["src/auth/x.py"], shared=True)
         clock.advance(2000)
-        registry.heartbeat("other")
-        stopped = [s["session"] for s in registry.cleanup(by="test")["stopped"]]
-        assert stopped == ["idle"]  # cleanup ends it; its shard lock stays, stale
-        found = registry.check(["src/auth/x.py"])[0]
-        assert found["state"] == "stale"
-        assert found["stale_reason"] == "its session ended (Stop)"
+        registry.heartbeat("other")  # keeps other's part fresh (a claim would take idle's)
+        stopped = registry.cleanup(by="test")["stopped"]
+        # cleanup ends idle; its part of the shared lock stays on the shard, stale: the
+        # lock's other holder is fresh, so cleanup's free of it is refused
+        assert [s["session"] for s in stopped] == ["idle"]
+        assert stopped[0]["released"] == []
+        view = registry.view()  # what `lock check` and `status` judge holders by
+        [lock] = view.covering("src/auth/x.py")
+        assert {h.session: registry.judge(view, h, clock()) for h in lock.holders} == \
+            {"idle": "its session ended (Stop)", "other": None}
+        assert [(l["owner"], l["stale_reason"]) for l in registry.locks()] == [("other", None)]
         # a holder no copy of the main branch knows is still "not registered"
         from agent_registry.branch.records import Holder
         from agent_registry.branch.staleness import stale_reason
@@ -108,10 +119,12 @@ def test_the_guard_says_a_lock_of_an_ended_session_ended(tmp_path):
     import time
     clock.now = time.time() - 3000
     with sharded_registry(tmp_path, clock, "idle", "other") as registry:
-        registry.claim("idle", ["src/auth/x.py"])
+        registry.claim("idle", ["src/auth/x.py"], shared=True)
+        registry.claim("other", ["src/auth/x.py"], shared=True)
         clock.now = time.time()
         registry.heartbeat("other")
-        registry.cleanup(by="test")
+        # cleanup ends idle; its part of the shared lock stays (other's is fresh)
+        assert [s["session"] for s in registry.cleanup(by="test")["stopped"]] == ["idle"]
         guard = Guard(discover(str(registry.repo.info.toplevel)))
         try:
             report = guard.check(["src/auth/x.py"], committer="other")

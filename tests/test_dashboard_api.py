@@ -12,7 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agent_registry.dashboard.app import create_app
-from agent_registry.dashboard.events import changed_paths, describe_change
+from agent_registry.dashboard.events import (changed_paths, describe_change, shard_changed_paths,
+                                             signature)
 from agent_registry.core.registry import Registry
 from helpers import git, make_repo
 from test_dashboard_support import agents  # noqa: F401  (fixture)
@@ -27,10 +28,6 @@ def dashboard(repo):
     with TestClient(app, base_url=LOCAL) as client:
         client.headers["X-Agent-Registry-Token"] = app.state.post_token
         yield client
-
-
-def last_commit(repo) -> str:
-    return git(repo, "log", "-1", "--format=%B", "agent-registry")
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -50,7 +47,9 @@ def test_a_repository_without_the_registry_branch_yet(dashboard, repo):
     assert dashboard.get("/api/locks").json()["locks"] == []
     assert dashboard.get("/api/sessions/kimi-1/timeline").json()["events"] == []
     assert dashboard.post("/api/cleanup", json={"reason": "tidy"}).json() == {"stopped": []}
-    assert git(repo, "branch", "--list", "agent-registry") == ""
+    # a write (the first makes the registry, as `init` does): still nothing to read
+    assert dashboard.get("/api/sessions?history=true").json()["sessions"] == []
+    assert dashboard.get("/api/locks").json()["locks"] == []
 
 
 def test_sessions_default_to_live_ones_and_filter(dashboard, agents):
@@ -171,11 +170,13 @@ def test_timeline_shows_a_cleanup_stop(dashboard, agents):
     agents.die("gone:1")
     agents.die("gone:2")
     agents.cli("cleanup")
-    for sid in ("gone:1", "gone:2"):
-        events = dashboard.get(f"/api/sessions/{sid}/timeline").json()["events"]
-        assert [e["kind"] for e in events][-1] == "stopped"
-    kinds = [e["kind"] for e in dashboard.get("/api/sessions/gone:1/timeline").json()["events"]]
-    assert kinds == ["registered", "claimed", "stopped"]
+    events = dashboard.get("/api/sessions/gone:2/timeline").json()["events"]
+    assert [e["kind"] for e in events] == ["registered", "stopped"]
+    # the lock gone:1 held is freed on its shard, by a commit naming the cleanup
+    events = dashboard.get("/api/sessions/gone:1/timeline").json()["events"]
+    assert [e["kind"] for e in events] == ["registered", "claimed", "stopped", "lock freed"]
+    assert events[-1]["reason"] == "cleanup stopped gone:1"
+    assert dashboard.get("/api/locks").json()["locks"] == []
 
 
 # -- actions ----------------------------------------------------------------------------
@@ -187,9 +188,9 @@ def test_kill_signals_the_agent_and_records_who_and_why(dashboard, agents, repo)
     assert answer.status_code == 200, answer.text
     assert answer.json()["signal"] == "SIGTERM"
     assert not agents.alive("kimi-1")
-    message = last_commit(repo)
-    assert "by alice: killed (SIGTERM): runaway loop" in message.splitlines()[0]
-    assert "Registry-By: alice" in message
+    events = dashboard.get("/api/sessions/kimi-1/timeline").json()["events"]
+    [ended] = [e for e in events if "by alice: killed (SIGTERM): runaway loop" in e["subject"]]
+    assert ended["ends"] and ended["by"] == "alice" and ended["reason"].endswith("runaway loop")
     assert dashboard.get("/api/locks").json()["locks"] == []
     again = dashboard.post("/api/sessions/kimi-1/kill", json={"reason": "again"})
     assert again.status_code == 409
@@ -205,7 +206,8 @@ def test_force_release_frees_a_stale_lock_at_once_and_a_fresh_one_only_with_forc
     stale = dashboard.post("/api/locks/force-release", json={"path": "docs/", "reason": "crashed agent"})
     assert stale.status_code == 200, stale.text
     assert stale.json()["was_fresh"] is False
-    assert "Registry-Reason: crashed agent" in last_commit(repo)
+    freed = dashboard.get("/api/sessions/gone-1/timeline").json()["events"][-1]
+    assert (freed["kind"], freed["reason"]) == ("lock freed", "crashed agent")
 
     fresh = {"path": "src/auth.py", "reason": "urgent hotfix", "by": "bob"}
     refused = dashboard.post("/api/locks/force-release", json=fresh)
@@ -215,7 +217,8 @@ def test_force_release_frees_a_stale_lock_at_once_and_a_fresh_one_only_with_forc
     forced = dashboard.post("/api/locks/force-release", json={**fresh, "force": True})
     assert forced.status_code == 200
     assert forced.json()["was_fresh"] is True
-    assert "by bob: urgent hotfix" in last_commit(repo)
+    freed = dashboard.get("/api/sessions/kimi-1/timeline").json()["events"][-1]
+    assert (freed["kind"], freed["by"], freed["reason"]) == ("lock freed", "bob", "urgent hotfix")
     assert dashboard.get("/api/locks").json()["locks"] == []
     missing = dashboard.post("/api/locks/force-release", json={**fresh, "force": True})
     assert missing.status_code == 404
@@ -227,8 +230,8 @@ def test_cleanup_stops_zombies_and_records_who_and_why(dashboard, agents, repo):
     agents.die("gone-1")
     answer = dashboard.post("/api/cleanup", json={"reason": "end of day", "by": "carol"})
     assert [s["session"] for s in answer.json()["stopped"]] == ["gone-1"]
-    message = last_commit(repo)
-    assert "Registry-By: carol" in message and "Registry-Reason: end of day" in message
+    stopped = dashboard.get("/api/sessions/gone-1/timeline").json()["events"][-1]
+    assert (stopped["kind"], stopped["by"], stopped["reason"]) == ("stopped", "carol", "end of day")
     assert [s["id"] for s in dashboard.get("/api/sessions").json()["sessions"]] == ["kimi-1"]
 
 
@@ -331,11 +334,12 @@ def test_wiki_answers_503_when_the_module_is_missing(repo, monkeypatch):
 
 def test_changes_name_their_areas_and_sessions(repo, agents):
     agents.register("kimi-1")
-    with Registry.open(str(repo)) as registry:
-        before = registry.repo.read_ref(registry.ref)
+    with Registry.open(str(repo)) as registry:  # what the event stream compares
+        before = signature(registry)
         agents.claim("kimi-1", "src/auth.py")
-        after = registry.repo.read_ref(registry.ref)
-        change = describe_change(changed_paths(registry, before, after))
+        after = signature(registry)
+        change = describe_change(changed_paths(registry, before[0], after[0])
+                                 + shard_changed_paths(registry, before[-1], after[-1]))
     assert change == {"areas": ["locks", "sessions"], "sessions": ["kimi-1"]}
     assert describe_change(["wiki/kimi-2.md", "registry.md"]) == {"areas": ["wiki"], "sessions": ["kimi-2"]}
 

@@ -49,7 +49,8 @@ def test_a_healthy_clone_exits_0_with_a_line_per_check(synced, run):
     assert all(c["status"] == "ok" for c in report["checks"]), report
     assert check(report, "git")["verdict"].startswith("git 2.")
     assert "object format sha1" in check(report, "git")["verdict"]
-    assert "origin reachable, 0 ahead, 0 behind" == check(report, "sync")["verdict"]
+    assert "origin reachable, 0 ahead, 0 behind, shards ahead 0 of 16" == \
+        check(report, "sync")["verdict"]
     text = run("doctor")
     assert text.returncode == 0
     lines = text.stdout.splitlines()
@@ -147,7 +148,10 @@ def test_unpushed_claims_fail_and_fix_pushes_them(synced, run, tmp_path, agents)
     assert code == 1 and "1 claim(s) not confirmed by origin: src/auth.py (kimi-1)" in sync["verdict"]
     code, report = doctor(run, "--fix")
     assert code == 0 and report["fixed"] == ["sync"], report
-    assert check(report, "sync")["verdict"] == "origin reachable, 0 ahead, 0 behind"
+    assert check(report, "sync")["verdict"] == \
+        "origin reachable, 0 ahead, 0 behind, shards ahead 0 of 16"
+    pushed = json.loads(run("--json", "lock", "check", "src/auth.py").stdout)["paths"][0]
+    assert pushed["owner"] == "kimi-1" and pushed["confirmed"] is True
 
 
 def test_a_zombie_session_holding_a_lock_is_cleaned_up_by_fix(guarded, run, agents):
@@ -163,7 +167,9 @@ def test_a_zombie_session_holding_a_lock_is_cleaned_up_by_fix(guarded, run, agen
     assert check(report, "stale")["verdict"] == "no zombie sessions, no stale locks"
     locks = json.loads(run("--json", "lock", "check", "src/auth.py").stdout)
     assert locks["paths"][0]["state"] == "free"
-    assert "cleanup" in git(guarded, "log", "-1", "--format=%s", "agent-registry")
+    status = json.loads(run("--json", "status", "--all").stdout)  # cleanup stopped it
+    [kimi] = [s for s in status["sessions"] if s["id"] == "kimi-1"]
+    assert kimi["status"] != "OnWorking", kimi
 
 
 def test_a_session_without_a_vouched_owner_is_a_warning_only(guarded, run):

@@ -78,16 +78,98 @@ def team(request, tmp_path):
     daemon.wait()
 
 
+def remote_registry(team: Team):
+    """The library's registry of the bare remote itself: its whole view reads every ref
+    the remote holds (the main branch, each lock shard, each clone ref), wherever the
+    layout puts a record.  The caller closes it."""
+    from agent_registry.core.registry import Registry as CoreRegistry
+    return CoreRegistry.open(str(team.bare))
+
+
 def sessions_on_remote(team: Team) -> list[str]:
-    out = subprocess.run(["git", "ls-tree", "--name-only", f"refs/heads/{BRANCH}:sessions/live/"],
-                         cwd=team.bare, capture_output=True, text=True).stdout
-    return sorted(n[:-5] for n in out.split())
+    """The live sessions on the remote, as the library reads them."""
+    with remote_registry(team) as reg:
+        return sorted(s.id for s in reg.sessions())
 
 
 def lock_owner_on_remote(team: Team, path: str) -> list[str]:
-    from agent_registry.branch.paths import record_name
-    raw = team.remote_file(record_name(path))
-    return [h["session"] for h in json.loads(raw)["holders"]] if raw else []
+    """The holders of *path*'s lock on the remote, as the library's whole view of the
+    remote's refs reads it (the record of that target, whichever shard holds it)."""
+    with remote_registry(team) as reg:
+        lock = reg.view().lock(path)
+        return [h.session for h in lock.holders] if lock else []
+
+
+def diary_on_remote(team: Team, sid: str) -> str:
+    """*sid*'s diary on the remote as its readers merge it (main branch and clone refs);
+    "" when it has none."""
+    from agent_registry.errors import NotFound
+    with remote_registry(team) as reg:
+        try:
+            return reg.diary(sid)["diary"]
+        except NotFound:
+            return ""
+
+
+def session_on_remote(team: Team, sid: str):
+    """*sid*'s session record on the remote, as the library reads it."""
+    with remote_registry(team) as reg:
+        return reg.session(sid)
+
+
+def remote_ops(team: Team) -> list[dict]:
+    """Every operation the remote's registry refs record (main branch, lock shards, clone
+    refs; not intents), oldest first per ref, as the library's audit-log parser reads
+    each commit (branch/trailers.parse_op)."""
+    from agent_registry.branch.trailers import parse_op
+    refs = git(team.bare, "for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH}",
+               f"refs/heads/{BRANCH}-shards/", f"refs/heads/{BRANCH}-clones/").split()
+    out = []
+    for ref in refs:
+        if "-intents/" in ref:
+            continue
+        for message in git(team.bare, "log", "--reverse", "--format=%B%x00", ref).split("\0"):
+            op = parse_op(message.strip())
+            if op:
+                out.append(op)
+    return out
+
+
+def ops_on_remote(team: Team, kind: str | None = None) -> dict[str, int]:
+    """Per operation id (of *kind*, or any but resolutions and intent records), how many
+    commits of one of the remote's registry refs apply it (the most of any ref: a broad
+    claim is applied once in each shard it writes), read back with the library's parser
+    of the audit log (branch/trailers.parse_op), whichever ref the layout wrote."""
+    from agent_registry.branch.trailers import parse_op
+    refs = git(team.bare, "for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH}",
+               f"refs/heads/{BRANCH}-shards/", f"refs/heads/{BRANCH}-clones/").split()
+    refs = [r for r in refs if "-intents/" not in r]
+    found: dict[str, int] = {}
+    for ref in refs:
+        here: dict[str, int] = {}
+        for message in git(team.bare, "log", "--format=%B%x00", ref).split("\0"):
+            op = parse_op(message.strip())
+            if not op or not op.get("id") or op.get("op") in ("resolved", "intents"):
+                continue
+            if kind is None or op.get("op") == kind:
+                here[op["id"]] = here.get(op["id"], 0) + 1
+        for op_id, n in here.items():
+            found[op_id] = max(found.get(op_id, 0), n)
+    return found
+
+
+def sync_parts(report: dict) -> list[dict]:
+    """What one `sync --json` did on each ref: the main branch's report, each lock
+    shard's that had something to push, this clone's ref's when it had."""
+    return [report, *(report.get("shards") or []), *([report["clone"]] if report.get("clone") else [])]
+
+
+def confirmed_by(report: dict) -> list[dict]:
+    return [c for part in sync_parts(report) for c in part["confirmed"]]
+
+
+def sent_by(report: dict) -> int:
+    return sum(part.get("sent") or 0 for part in sync_parts(report))
 
 
 def test_the_remote_decides_who_owns_a_path(team):
@@ -198,9 +280,9 @@ def test_offline_claim_exits_3_and_sync_confirms_it(team):
         hidden.rename(team.bare)
     synced = a("--json", "sync")
     assert synced.returncode == 0, synced.stderr
-    assert json.loads(synced.stdout)["confirmed"] == [{"session": "a1", "paths": ["src/auth.py"]}]
+    assert confirmed_by(json.loads(synced.stdout)) == [{"session": "a1", "paths": ["src/auth.py"]}]
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
-    assert "written offline" in team.remote_file("contexts/a1.md")
+    assert "written offline" in diary_on_remote(team, "a1")
     check = json.loads(a("--json", "lock", "check", "src/auth.py", "--session", "a1").stdout)
     assert check["paths"][0]["confirmed"] is True
 
@@ -219,7 +301,7 @@ def test_offline_claim_is_refused_when_someone_else_got_there_first(team):
     assert synced.returncode == 1
     assert "refused" in synced.stdout and "b1" in synced.stdout
     assert lock_owner_on_remote(team, "src/auth.py") == ["b1"]
-    assert "diary line kept" in team.remote_file("contexts/a1.md")  # nothing else lost
+    assert "diary line kept" in diary_on_remote(team, "a1")  # nothing else lost
     check = json.loads(a("--json", "lock", "check", "src/auth.py", "--session", "a1").stdout)
     assert check["paths"][0]["owner"] == "b1"
 
@@ -228,11 +310,29 @@ def test_deleted_remote_branch_is_recreated_without_loss(team):
     a = team.clone("a")
     a("register", "a1", "--provider", "Kimi", "--working-on", "auth")
     a("lock", "acquire", "src/auth.py", "--session", "a1")
-    git(team.bare, "update-ref", "-d", f"refs/heads/{BRANCH}")
+    git(team.bare, "update-ref", "-d", f"refs/heads/{BRANCH}")  # a1's session with it
+    assert sessions_on_remote(team) == []
     assert a("lock", "acquire", "README.md", "--session", "a1").returncode == 0
+    assert a("update", "a1", "--working-on", "auth again").returncode == 0
     assert sessions_on_remote(team) == ["a1"]
+    assert session_on_remote(team, "a1").working_on == "auth again"
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
     assert lock_owner_on_remote(team, "README.md") == ["a1"]
+
+
+def test_a_deleted_remote_shard_is_recreated_by_sync(tmp_path):
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    team = Team(tmp_path)
+    a = team.clone("a")
+    a("register", "a1", "--provider", "Kimi", "--working-on", "auth")
+    a("lock", "acquire", "src/auth.py", "--session", "a1")
+    [shard] = lock_shards("src/auth.py", 16, None)
+    git(team.bare, "update-ref", "-d", f"refs/heads/{shard_branch(BRANCH, shard)}")
+    assert a("sync").returncode == 0
+    fresh = team.clone("fresh")  # a clone of the remote reads it whole again
+    check = fresh("--json", "lock", "check", "src/auth.py")
+    assert json.loads(check.stdout)["paths"][0]["owner"] == "a1", check.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
 
 
 def test_force_pushed_remote_keeps_our_pending_operations(team):
@@ -246,11 +346,14 @@ def test_force_pushed_remote_keeps_our_pending_operations(team):
     git(team.bare, "update-ref", f"refs/heads/{BRANCH}", squashed)
     hidden = team.bare.with_name("hidden.git")
     team.bare.rename(hidden)
+    assert a("update", "a1", "--working-on", "pending while offline").returncode == 0
     assert a("context", "log", "a1", "pending while offline").returncode == 0
     hidden.rename(team.bare)
     assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert a("sync").returncode == 0  # the main branch's pending update, on the squash
     assert sessions_on_remote(team) == ["a1", "b1"]
-    assert "pending while offline" in team.remote_file("contexts/a1.md")
+    assert session_on_remote(team, "a1").working_on == "pending while offline"
+    assert "pending while offline" in diary_on_remote(team, "a1")
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
 
 
@@ -271,8 +374,15 @@ def test_a_remote_that_drops_most_sessions_is_not_adopted(team):
     status = a("status")
     assert all(f"s{i}" in status.stdout for i in range(6))  # local state kept
     assert "not adopted" in status.stdout  # the sync line says why
+    update = a("update", "s0", "--working-on", "kept here")  # a write of the main branch
+    assert update.returncode == 0 and "not adopted" in update.stderr, update.stderr
+    assert sessions_on_remote(team) == []  # nothing pushed over the wiped branch
+    # a claim that meets no other session's lock writes its lock shard alone, which
+    # was not wiped: it lands, and s0's session waits here for the branch to be restored
     claim = a("lock", "acquire", "src/auth.py", "--session", "s0")
-    assert claim.returncode == 3 and "not adopted" in claim.stderr
+    assert claim.returncode == 0, claim.stderr
+    check = json.loads(a("--json", "lock", "check", "src/auth.py", "--session", "s0").stdout)
+    assert check["paths"][0]["state"] == "locked-by-me" and check["paths"][0]["confirmed"]
 
 
 def test_a_remote_that_rejects_pushes_leaves_claims_unconfirmed(team):
@@ -285,10 +395,11 @@ def test_a_remote_that_rejects_pushes_leaves_claims_unconfirmed(team):
     assert claim.returncode == 3 and "not confirmed" in claim.stderr
     assert a("update", "a1", "--working-on", "auth, still").returncode == 0  # kept locally
     assert lock_owner_on_remote(team, "src/auth.py") == []
+    assert session_on_remote(team, "a1").working_on == "auth"
     hook.unlink()
     assert a("sync").returncode == 0
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
-    assert "auth, still" in team.remote_file("sessions/live/a1.yaml")
+    assert session_on_remote(team, "a1").working_on == "auth, still"
 
 
 def test_kill_9_during_push_leaves_everything_consistent(tmp_path):
@@ -309,11 +420,17 @@ def test_kill_9_during_push_leaves_everything_consistent(tmp_path):
     for where in (a.cwd, team.bare):
         fsck = subprocess.run(["git", "fsck", "--strict"], cwd=where, capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
-    local = git(a.cwd, "rev-parse", BRANCH).strip()
-    assert local == team.remote_tip()
+    # nothing of this clone waits to be pushed, on any of its refs
+    sync_state = json.loads(a("--json", "status").stdout)["sync"]
+    assert sync_state["ahead"] == 0 and sync_state["shards"]["ahead"] == 0, sync_state
+    assert not (sync_state.get("clone") or {}).get("ahead"), sync_state
     held = json.loads(a("--json", "lock", "list").stdout)["locks"]
+    assert "final.py" in [lock["path"] for lock in held]
+    assert all(lock["confirmed"] for lock in held), held
     for lock in held:  # every lock listed by the session has a record on the remote
         assert lock_owner_on_remote(team, lock["path"]) == ["a1"]
+    with remote_registry(team) as reg:  # and the remote holds no other of a1's
+        assert sorted(l["path"] for l in reg.locks()) == sorted(l["path"] for l in held)
 
 
 def test_status_remote_reads_without_a_clone(team, tmp_path):
@@ -340,14 +457,15 @@ def test_gc_squashes_old_history_and_other_clones_follow(tmp_path):
     a, b = team.clone("a"), team.clone("b")
     clock = FakeClock()
     with Registry.open(str(a.cwd), clock=clock) as reg:
+        # writes of the main branch (a heartbeat goes to this clone's own ref)
         reg.register("a1", provider="Kimi", working_on="auth")
         for i in range(20):
-            reg.heartbeat("a1")
+            reg.update("a1", working_on=f"auth {i}")
             clock.advance(60)
         reg.claim("a1", ["src/auth.py"])
         clock.advance(10 * 86400)
         for i in range(3):
-            reg.heartbeat("a1")
+            reg.update("a1", working_on=f"auth, later {i}")
             clock.advance(60)
         before_tree = git(a.cwd, "rev-parse", f"{BRANCH}^{{tree}}").strip()
         before_count = int(git(a.cwd, "rev-list", "--count", BRANCH))
@@ -360,6 +478,9 @@ def test_gc_squashes_old_history_and_other_clones_follow(tmp_path):
     assert b("register", "b1", "--provider", "Claude", "--working-on", "ui").returncode == 0
     assert sessions_on_remote(team) == ["a1", "b1"]
     assert int(git(team.bare, "rev-list", "--count", BRANCH)) == 5
+    # the state gc kept: a1's session as last updated, its lock on its shard
+    assert session_on_remote(team, "a1").working_on == "auth, later 2"
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
 
 
 def test_gc_cli_validates_input(team):
@@ -383,13 +504,23 @@ def test_release_here_and_force_release_there_resolve_by_meaning(team):
     hidden.rename(team.bare)
     forced = b("lock", "force-release", "src/auth.py", "--force", "--reason", "stuck", "--by", "ops")
     assert forced.returncode == 0, forced.stderr
-    assert a("sync").returncode == 0
-    log = git(team.bare, "log", "--format=%s", f"refs/heads/{BRANCH}")
-    assert "release src/auth.py by a1: nothing left to do on replay" in log
-    assert "force-release src/auth.py (held by a1) by ops: stuck" in log
+    synced = a("--json", "sync")
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert [r for part in sync_parts(report) for r in part["refused"]] == []
+    assert sent_by(report) == 1  # the release reached the remote, refused by no one
+    # the audit log, as the library parses it: the force-release applied once, and the
+    # release resolved on replay as a change the remote had made already
+    ops = remote_ops(team)
+    [forced_op] = [op for op in ops if op["op"] == "force-release"]
+    assert forced_op["path"] == "src/auth.py" and forced_op["by"] == "ops"
+    assert [op["of"]["op"] for op in ops if op["op"] == "resolved"] == ["release"]
+    assert not [op for op in ops if op["op"] == "release"]
     assert lock_owner_on_remote(team, "src/auth.py") == []
-    session = team.remote_file("sessions/live/a1.yaml")
-    assert "src/auth.py" not in session
+    assert session_on_remote(team, "a1").locks == []
+    for clone in (a, b):
+        check = json.loads(clone("--json", "lock", "check", "src/auth.py").stdout)
+        assert check["paths"][0]["state"] == "free"
 
 
 def test_the_users_pre_push_hook_does_not_run_on_registry_pushes(team):
@@ -407,24 +538,28 @@ def test_sync_says_what_it_pushed_and_when_there_was_nothing(tmp_path):
     team = Team(tmp_path)
     a = team.clone("a")
     assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    layout = "layout: 16 lock shards with clone refs, layout format 3"
     idle = a("sync")
     assert idle.returncode == 0 and idle.stdout.splitlines() == [
-        "up to date with origin: nothing to push", "layout: one branch, layout format 1"]
-    assert json.loads(a("--json", "sync").stdout)["sent"] == 0
+        "up to date with origin: nothing to push", layout]
+    assert sent_by(json.loads(a("--json", "sync").stdout)) == 0
     hidden = team.bare.with_name("hidden.git")
     team.bare.rename(hidden)
     assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 3
     assert a("context", "log", "a1", "offline line").returncode == 0
     hidden.rename(team.bare)
     synced = a("--json", "sync")
-    assert synced.returncode == 0 and json.loads(synced.stdout)["sent"] == 2
+    assert synced.returncode == 0 and sent_by(json.loads(synced.stdout)) == 2
     assert a("lock", "release", "src/auth.py", "--session", "a1").returncode == 0
     team.bare.rename(hidden)
     assert a("lock", "acquire", "README.md", "--session", "a1").returncode == 3
     hidden.rename(team.bare)
-    assert a("sync").stdout.splitlines() == ["pushed 1 operation(s) to origin",
-                                             "confirmed: README.md by a1",
-                                             "layout: one branch, layout format 1"]
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    [shard] = lock_shards("README.md", 16, None)
+    assert a("sync").stdout.splitlines() == [
+        "up to date with origin: nothing to push",
+        f"shard {shard_branch(BRANCH, shard)}: pushed 1 operation(s) to origin",
+        "confirmed: README.md by a1", layout]
 
 
 def _old_history(team: Team) -> Runner:
@@ -433,8 +568,8 @@ def _old_history(team: Team) -> Runner:
     a = team.clone("a")
     with Registry.open(str(a.cwd), clock=FakeClock()) as reg:
         reg.register("a1", provider="Kimi", working_on="auth")
-        for _ in range(4):
-            reg.heartbeat("a1")
+        for i in range(4):  # writes of the main branch (heartbeats go to the clone's ref)
+            reg.update("a1", working_on=f"auth {i}")
     return a
 
 
@@ -459,14 +594,15 @@ def test_gc_dry_run_changes_nothing_and_a_terminal_is_asked_first(tmp_path):
     dry = a("--json", "gc", "--keep-days", "30", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)
-    assert plan["dry_run"] is True and plan["squashed"] == 5 and plan["kept"] == 0
+    # the main branch's 7: init, the layout, register and 4 updates
+    assert plan["dry_run"] is True and plan["squashed"] == 7 and plan["kept"] == 0
     assert team.remote_tip() == tip == git(a.cwd, "rev-parse", BRANCH).strip()
-    assert a("gc", "--keep-days", "30", "--dry-run").stdout.startswith("would squash 5 commit(s)")
+    assert a("gc", "--keep-days", "30", "--dry-run").stdout.startswith("would squash 7 commit(s)")
     declined = _on_a_terminal(a, ["gc", "--keep-days", "30"], b"n\n")
     assert declined.returncode == 1, declined.stderr
-    assert "squash 5 commit(s) of agent-registry" in declined.stderr
+    assert "squash 7 commit(s) of agent-registry" in declined.stderr
     assert "not confirmed; nothing changed" in declined.stderr
     assert team.remote_tip() == tip == git(a.cwd, "rev-parse", BRANCH).strip()
     done = _on_a_terminal(a, ["gc", "--keep-days", "30", "--yes"], b"")
-    assert done.returncode == 0 and "squashed 5 commit(s)" in done.stdout, done.stderr
+    assert done.returncode == 0 and "squashed 7 commit(s)" in done.stdout, done.stderr
     assert team.remote_tip() != tip

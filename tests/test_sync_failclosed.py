@@ -15,36 +15,66 @@ from pathlib import Path
 import pytest
 
 from helpers import CLI, FakeClock, git
-from test_sync import BRANCH, Team, free_port, lock_owner_on_remote, sessions_on_remote
+from test_sync import (BRANCH, Team, free_port, lock_owner_on_remote, sessions_on_remote,
+                       sync_parts)
 
 
-def rewind(team: Team, to: str) -> None:
-    """Force-push the remote registry branch back to *to*, as a person would."""
+def snapshot(team: Team) -> dict[str, str]:
+    """The remote's registry branch and lock shards as they are now: ref -> commit."""
+    out = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)",
+              f"refs/heads/{BRANCH}", f"refs/heads/{BRANCH}-shards/")
+    return dict(line.split() for line in out.splitlines() if "-intents/" not in line)
+
+
+def rewind(team: Team, to: dict[str, str]) -> None:
+    """Force-push the remote's registry branch and lock shards back to *to* (a
+    :func:`snapshot`), as a person restoring it from an old copy would."""
     ops = team.root / "ops"
     if not ops.exists():
         git(team.root, "clone", "-q", str(team.bare), str(ops))
-    git(ops, "fetch", "-q", "origin", f"+refs/heads/{BRANCH}:refs/remotes/origin/{BRANCH}")
-    git(ops, "push", "-q", "--force", "origin", f"{to}:refs/heads/{BRANCH}")
-    assert team.remote_tip() == to
+    git(ops, "fetch", "-q", "origin", f"+refs/heads/{BRANCH}*:refs/remotes/origin/{BRANCH}*")
+    moved = [f"{tip}:{ref}" for ref, tip in to.items() if snapshot(team).get(ref) != tip]
+    assert moved, "nothing to rewind"
+    git(ops, "push", "-q", "--force", "origin", *moved)
+    assert snapshot(team) == to
+
+
+def rewinds(report: dict) -> tuple[list, list]:
+    """(re-applied, refused) of every rewind one `sync --json` met, on any ref."""
+    parts = sync_parts(report)
+    return ([r for p in parts for r in (p.get("rewind") or {}).get("reapplied", [])],
+            [r for p in parts for r in (p.get("rewind") or {}).get("refused", [])])
+
+
+def on_the_shard_of(path: str, n: int = 1) -> list[str]:
+    """*n* other files whose locks are recorded on *path*'s lock shard."""
+    from agent_registry.branch.shards import lock_shards
+    return [p for i in range(1000) if lock_shards(p := f"src/s{i}.py", 16, None)
+            == lock_shards(path, 16, None)][:n]
 
 
 def test_a_claim_on_a_rewound_remote_puts_this_clones_confirmed_locks_back(tmp_path):
     team = Team(tmp_path)
     a = team.clone("a")
     assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
-    before_claims = team.remote_tip()
+    before_claims = snapshot(team)
     assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
     rewind(team, before_claims)
     c = team.clone("c")  # a clone made after the rewind writes on the old state
     assert c("register", "c1", "--provider", "Claude", "--working-on", "ui").returncode == 0
+    # ... of the main branch and of the lock shard: a remote that only went back would
+    # take this clone's next push as a fast-forward, and need nothing re-applied
+    theirs, neighbour = on_the_shard_of("src/auth.py", 2)
+    assert c("lock", "acquire", theirs, "--session", "c1").returncode == 0
     assert lock_owner_on_remote(team, "src/auth.py") == []
 
-    claim = a("lock", "acquire", "README.md", "--session", "a1")
+    claim = a("lock", "acquire", neighbour, "--session", "a1")  # it writes the rewound shard
     assert claim.returncode == 0, claim.stderr
     assert "went back in time" in claim.stderr
     assert "re-applied: src/auth.py by a1" in claim.stderr
     assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
-    assert lock_owner_on_remote(team, "README.md") == ["a1"]
+    assert lock_owner_on_remote(team, neighbour) == ["a1"]
+    assert lock_owner_on_remote(team, theirs) == ["c1"]
     assert sessions_on_remote(team) == ["a1", "c1"]
     status = json.loads(a("--json", "status").stdout)["sync"]
     assert {"session": "a1", "path": "src/auth.py"} in status["rewind"]["reapplied"]
@@ -59,28 +89,32 @@ def test_sync_reapplies_a_lost_session_and_refuses_a_path_taken_meanwhile(tmp_pa
     team = Team(tmp_path)
     a, c = team.clone("a"), team.clone("c")
     assert c("register", "c1", "--provider", "Claude", "--working-on", "ui").returncode == 0
-    before_a = team.remote_tip()
+    before_a = snapshot(team)
     assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
-    assert a("lock", "acquire", "src/auth.py", "README.md", "--session", "a1").returncode == 0
+    [neighbour] = on_the_shard_of("src/auth.py")  # two locks on one shard
+    assert a("lock", "acquire", "src/auth.py", neighbour, "--session", "a1").returncode == 0
     a("context", "log", "a1", "working on auth")
     rewind(team, before_a)
+    # c writes on the old state of both refs: the main branch, the lock shard
+    assert c("update", "c1", "--working-on", "ui, after the rewind").returncode == 0
     assert c("lock", "acquire", "src/auth.py", "--session", "c1").returncode == 0
 
     synced = a("--json", "sync")
     assert synced.returncode == 1, synced.stderr
     report = json.loads(synced.stdout)["error"]
     assert report["rewind"]["to"] != report["rewind"]["from"]
-    assert {"session": "a1", "path": None} in report["rewind"]["reapplied"]
-    assert {"session": "a1", "path": "README.md"} in report["rewind"]["reapplied"]
-    assert [(r["path"], r["owner"]) for r in report["rewind"]["refused"]] == [("src/auth.py", "c1")]
+    reapplied, refused = rewinds(report)  # the main branch's and each shard's
+    assert {"session": "a1", "path": None} in reapplied
+    assert {"session": "a1", "path": neighbour} in reapplied
+    assert [(r["path"], r["owner"]) for r in refused] == [("src/auth.py", "c1")]
     assert sessions_on_remote(team) == ["a1", "c1"]
     assert lock_owner_on_remote(team, "src/auth.py") == ["c1"]
-    assert lock_owner_on_remote(team, "README.md") == ["a1"]
+    assert lock_owner_on_remote(team, neighbour) == ["a1"]
     text = a("status").stdout
     assert "went back in time" in text and "not re-applied src/auth.py" in text
     # settled: the next sync has nothing more to re-apply
     again = json.loads(a("--json", "sync").stdout)
-    assert again["rewind"] is None and again["pushed"] is True
+    assert rewinds(again) == ([], []) and all(p["pushed"] for p in sync_parts(again))
 
 
 def test_a_gc_rewrite_is_not_a_rewind_and_brings_nothing_back(tmp_path):
@@ -207,7 +241,10 @@ def test_remote_failures_say_which_and_the_advice_fits(tmp_path, refusing_http):
     assert "once origin is reachable" not in claim.stderr
     synced = a("--json", "sync")
     assert synced.returncode == 3
-    assert json.loads(synced.stdout)["error"]["remote_error"]["kind"] == "denied"
+    # the claims wait on their lock shards: each shard's push was denied
+    kinds = [p["remote_error"]["kind"] for p in sync_parts(json.loads(synced.stdout)["error"])
+             if p.get("remote_error")]
+    assert kinds and set(kinds) == {"denied"}, synced.stdout
     assert "last error: origin denied the push" in a("status").stdout
 
 
@@ -256,7 +293,7 @@ def test_no_password_is_printed_or_stored(tmp_path, refusing_http):
     for path in state.rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace"), path
-    assert secret not in git(a.cwd, "log", "--format=%B", BRANCH)
+    assert secret not in git(a.cwd, "log", "--all", "--format=%B")  # on no registry ref
 
 
 # -- a remote that accepts the connection and never answers -----------------------------

@@ -1,6 +1,6 @@
 """A claim through a remote fetches first only when this clone's view of the branch it
-writes is older than sync/remote.py's FRESH (issue 26 item 2): in the single-branch
-layout as on lock shards, where one fetch brings every shard.  Counted by the remote's
+writes is older than sync/remote.py's FRESH (issue 26 item 2): on one lock shard as on
+sixteen, where one fetch brings every shard.  Counted by the remote's
 ``upload-pack`` runs (a real one, behind a script that notes each run), with FRESH
 pinned so that no clock decides; the compare-and-swap of the push still decides a claim
 that another clone's push made wrong meanwhile."""
@@ -25,7 +25,8 @@ def fresh_for_an_hour(monkeypatch):
 
 def counted_clone(team: Team, name: str, shards: int):
     """A clone of *team*'s remote whose fetches run the remote's upload-pack through a
-    script that notes each run; its registry in one branch (0) or *shards* lock shards."""
+    script that notes each run; its registry in *shards* lock shards (1: every claim on
+one ref, as the single branch of earlier versions had them)."""
     runner = team.clone(name)
     log = team.root / f"{name}.fetches"
     script = team.root / f"{name}-upload-pack"
@@ -44,7 +45,7 @@ def remote_locks(team: Team) -> list[tuple[str, str]]:
     return sorted((lock["path"], lock["owner"]) for lock in json.loads(proc.stdout)["locks"])
 
 
-@pytest.mark.parametrize("shards", [0, 16])
+@pytest.mark.parametrize("shards", [1, 16])
 def test_claims_back_to_back_make_no_fetch_after_a_fresh_one(tmp_path, shards):
     team = Team(tmp_path)
     a, fetches = counted_clone(team, "a", shards)
@@ -55,6 +56,9 @@ def test_claims_back_to_back_make_no_fetch_after_a_fresh_one(tmp_path, shards):
         for path in paths:
             registry.claim("s1", [path])
     assert fetches() == before  # before: one fetch per claim (one per new shard)
+    if shards > 1:  # the six claims wrote several shards, each without a fetch of its own
+        from agent_registry.branch.shards import lock_shards
+        assert len({s for p in paths for s in lock_shards(p, shards, None)}) > 1
     assert remote_locks(team) == sorted((p, "s1") for p in paths)
 
 
@@ -62,8 +66,8 @@ def test_a_claim_decided_before_a_fetch_is_refused_when_the_remote_moved(tmp_pat
     """Clone a decides its claim on its own copy; b took the path meanwhile: a's push is
     rejected, a fetches, replays, and the claim is refused."""
     team = Team(tmp_path)
-    a, fetches = counted_clone(team, "a", 0)
-    b, _ = counted_clone(team, "b", 0)
+    a, fetches = counted_clone(team, "a", 16)
+    b, _ = counted_clone(team, "b", 16)
     assert a("register", "s1", "--provider", "Codex").returncode == 0
     assert b("register", "s2", "--provider", "Codex").returncode == 0
     assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
@@ -83,7 +87,7 @@ def test_a_fetch_mark_from_the_future_vouches_for_nothing(tmp_path):
 
     from agent_registry.store import freshness
     team = Team(tmp_path)
-    a, fetches = counted_clone(team, "a", 0)
+    a, fetches = counted_clone(team, "a", 16)
     assert a("register", "s1", "--provider", "Codex").returncode == 0
     with Registry.open(str(a.cwd)) as registry:
         marks = os.path.dirname(freshness.mark_path(registry.repo.info.common_dir, "x"))
@@ -96,7 +100,7 @@ def test_a_fetch_mark_from_the_future_vouches_for_nothing(tmp_path):
     assert fetches() == before + 1
 
 
-@pytest.mark.parametrize("shards", [0, 16])
+@pytest.mark.parametrize("shards", [1, 16])
 def test_a_claim_that_lost_one_push_lands_and_its_attempts_are_kept(tmp_path, shards):
     """Decided before a fetch while b pushed another claim: a's first push is rejected,
     the second lands, and the clone's sync state says two attempts (what bench/scale_bench.py
@@ -116,8 +120,9 @@ def test_a_claim_that_lost_one_push_lands_and_its_attempts_are_kept(tmp_path, sh
     with Registry.open(str(a.cwd)) as registry:
         registry.claim("s1", [other])
         state = json.loads(open(registry.repo.state_path("sync.json")).read())
-        tracking = registry.repo.read_ref(f"refs/remotes/origin/{registry.branch}")
+        landed = registry.repo.read_ref(f"refs/remotes/origin/{registry.branch}-shards/00")
     assert state["last_push_attempts"] == 2
     assert state["last_error"] is None
-    if not shards:  # the confirmed tip is the tip that landed
-        assert tracking in state["confirmed"].values()
+    if shards == 1:  # the one shard's confirmed tip is the tip that landed
+        shard = f"refs/remotes/origin/{registry.branch}-shards/00"
+        assert landed in state["confirmed"].values(), (shard, state["confirmed"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import pty
 import subprocess
 import sys
@@ -96,9 +97,10 @@ def test_uninstall_takes_hooks_and_harnesses_away_and_keeps_the_branches(repo, r
 
 
 def sharded_clone_with_everything(tmp_path) -> tuple[Path, Path]:
-    """A clone of a bare remote holding every kind of registry ref: the registry branch,
-    lock shards, a clone ref, the messages branch, an intent ref; and a branch of the
-    project whose name only starts like ours."""
+    """A clone of a bare remote holding every kind of registry ref the layout makes: the
+    registry branch, lock shards, a clone ref (with a message: layout format 3 has no
+    messages branch), intent refs (of the registry branch and of a shard); and a branch
+    of the project whose name only starts like ours."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     repo = tmp_path / "a"
@@ -112,16 +114,18 @@ def sharded_clone_with_everything(tmp_path) -> tuple[Path, Path]:
     assert run("init", "--hooks").returncode == 0
     one = run("register", "--provider", "Kimi").stdout.strip()
     two = run("register", "--provider", "Claude").stdout.strip()
-    assert run("send", "--from", one, "--to", two, "hello").returncode == 0  # messages branch
-    assert run("shard", "--count", "2").returncode == 0
-    assert run("lock", "acquire", "README.md", one).returncode == 0
+    assert run("send", "--from", one, "--to", two, "hello").returncode == 0
+    assert run("lock", "acquire", "README.md", one).returncode == 0  # its shard
     assert run("context", "log", one, "a line").returncode == 0  # the clone ref
     assert run("sync").returncode == 0
     tip = git(repo, "rev-parse", "HEAD").strip()
-    for ref in ("refs/heads/agent-registry-intents/clone-1", "refs/heads/agent-registry-notes"):
-        git(repo, "update-ref", ref, tip)
-    git(repo, "push", "-q", "origin", "agent-registry-intents/clone-1",
-        "agent-registry-notes")
+    # refs no command makes here at once: an intent (published after three lost
+    # pushes) of the registry branch and of a shard
+    made = ("agent-registry-intents/clone-1", "agent-registry-shards/00-intents/clone-1",
+            "agent-registry-notes")
+    for ref in made:
+        git(repo, "update-ref", f"refs/heads/{ref}", tip)
+    git(repo, "push", "-q", "origin", *made)
     return repo, remote
 
 
@@ -131,12 +135,14 @@ def test_uninstall_branches_here_and_on_the_remote(tmp_path):
     run = Runner(repo)
     refs = registry_refs(repo)
     kinds = ["refs/heads/agent-registry", "refs/heads/agent-registry-shards/00",
-             "refs/heads/agent-registry-clones/", "refs/heads/agent-registry-messages",
+             "refs/heads/agent-registry-clones/",
              "refs/heads/agent-registry-intents/clone-1",
-             "refs/remotes/origin/agent-registry-shards/01"]
+             "refs/heads/agent-registry-shards/00-intents/clone-1",
+             "refs/remotes/origin/agent-registry-shards/01",
+             "refs/remotes/origin/agent-registry-clones/"]
     assert all(any(r.startswith(k) for r in refs) for k in kinds), refs
     on_remote = remote_heads(repo)
-    assert len(on_remote) >= 7
+    assert len(on_remote) >= 21  # main, 16 shards, a clone ref, 2 intents, notes
     # no terminal, no --yes: one line, exit 2, nothing changed (the hooks stay too)
     refused = run("uninstall", "--branches", "--remote", input="y\n", check_untouched=False)
     assert refused.returncode == 2 and refused.stdout == ""
@@ -180,8 +186,10 @@ def test_uninstall_branches_asks_on_a_terminal(repo, run):
     assert run("register", "--provider", "Kimi").returncode == 0
     refs = registry_refs(repo)
     said_no = on_a_terminal(repo, "n\n", "uninstall", "--branches")
-    assert said_no.returncode == 1 and "Delete 1 ref(s) in this clone" in said_no.stderr
-    assert "refs/heads/agent-registry" in said_no.stderr
+    # the registry branch and its 16 lock shards
+    assert len(refs) == 17 and "refs/heads/agent-registry-shards/15" in refs, refs
+    assert said_no.returncode == 1 and "Delete 17 ref(s) in this clone" in said_no.stderr
+    assert all(f"  {ref}\n" in said_no.stderr for ref in refs), said_no.stderr
     assert said_no.stderr.strip().endswith("agent-registry: nothing changed")
     assert registry_refs(repo) == refs and (repo / ".git" / "hooks" / "pre-commit").exists()
     said_yes = on_a_terminal(repo, "y\n", "uninstall", "--branches")
@@ -277,7 +285,8 @@ def test_doctor_checks_the_mcp_entries_have_the_mcp_extra(repo, run, blocker):
     lacking = json.loads(run("--json", "doctor", env=env).stdout)
     extras = next(c for c in lacking["checks"] if c["name"] == "extras")
     assert extras["status"] == "fail" and not lacking["healthy"]
-    assert "the MCP entries (claude)" in extras["verdict"]
+    # Claude Code's .mcp.json, which Copilot CLI reads too (harness/mcp.py)
+    assert re.search(r"the MCP entries \(claude(, copilot)?\)", extras["verdict"]), extras
     assert f"lacks the mcp extra (mcp not installed: pip install '{ROOT}[mcp]')" in \
         extras["verdict"]
 

@@ -174,8 +174,11 @@ def fetch(registry: Registry) -> str | None:
         if registry.repo.read_ref(registry.tracking_ref):
             registry.repo.git("update-ref", "-d", registry.tracking_ref, check=False)
         return None
-    if "cannot lock ref" in err and registry.tracking_ref in err:
-        # another process of this clone is writing the same fetch result right now
+    locked = [line for line in err.splitlines() if "cannot lock ref" in line]
+    if locked and all(f"'refs/remotes/{registry.remote}/" in line for line in locked):
+        # another process of this clone is writing the same fetch result right now: this
+        # branch's tracking ref, or one its fetch brings along (a lock shard's fetch
+        # writes the main branch's, every shard's and the clone refs')
         return registry.repo.read_ref(registry.tracking_ref)
     raise Offline.from_stderr(registry.remote, err, f"git fetch exited {proc.returncode}",
                               registry.branch)
@@ -335,8 +338,11 @@ def _our_worktrees(registry: Registry) -> set[str]:
 
 def restore_ops(registry: Registry, confirmed: str) -> list[dict]:
     """One ``restore`` operation per live session of this clone at *confirmed*, with the
-    locks it held there (its generation tokens and claim times kept)."""
-    view, ours = View(registry.repo, confirmed), _our_worktrees(registry)
+    locks it held there (its generation tokens and claim times kept).  Read as the
+    registry's operations read that tip: a lock shard's sessions are those its held
+    lists name, with their records from the main branch (a plain view of a shard's tree
+    has no session, and would re-apply none of its locks)."""
+    view, ours = registry.view_at(confirmed), _our_worktrees(registry)
     ops = []
     for session in view.live_sessions():
         if session.host != registry.host or os.path.realpath(session.project or "/") not in ours:
