@@ -1,9 +1,10 @@
 """The layout a new registry gets (issue 26): lock shards with clone refs, layout format 3,
-16 shards, whether `init` or the first write makes it, locally and through a remote;
-`init --shards 0` (or git config agent-registry.shards 0) keeps the single branch, and an
-existing registry keeps its layout (docs/shards.md, "What a new registry gets").
+16 shards, whether `init` or the first write makes it, locally and through a remote.
+Since issue 32 it is the only layout a command writes: `init --shards 0` (or git config
+agent-registry.shards 0), which kept the single branch, is bad input, and an existing
+single-branch registry is converted by its first write (docs/shards.md, "What a new
+registry gets"; the conversion itself: tests/test_scale_convert.py).
 
-conftest.py pins $AGENT_REGISTRY_SHARDS=0 for the rest of the suite; these tests unset it.
 Real repositories, real processes, real bare remotes."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import Runner, git, make_repo
+from helpers import Runner, git, make_repo, single_branch
 
 from agent_registry.branch.paths import record_name
 
@@ -68,30 +69,43 @@ def test_init_makes_lock_shards_with_clone_refs(repo):
     assert json.loads(ok(run("--json", "status")).stdout)["layout"] == DEFAULT
 
 
-def test_the_first_write_makes_the_default_and_shards_zero_one_branch(tmp_path):
+def test_the_first_write_makes_the_default_and_zero_shards_is_refused(tmp_path):
+    """Rewritten for issue 32: `init --shards 0` and `git config agent-registry.shards 0`
+    used to make (and keep) the single branch.  Now 0 is bad input (exit 2, one line
+    saying one branch is no longer a layout, nothing made); counts are 1 to 64."""
     first = make_repo(tmp_path / "first")
     ok(Runner(first)("register", "s1", "--provider", "t", "--working-on", "w"))
     assert len(shard_refs(first)) == 16 and layout_json(first)["format"] == 3
 
     one = make_repo(tmp_path / "one")
-    made = json.loads(ok(Runner(one)("--json", "init", "--shards", "0")).stdout)
-    assert (made["created"], made["layout"]) == (True, ONE)
-    assert "one branch, layout format 1" in ok(Runner(one)("init")).stdout  # kept as it is
-    ok(Runner(one)("register", "s1", "--provider", "t", "--working-on", "w"))
-    ok(Runner(one)("lock", "acquire", "src/auth.py", "--session", "s1"))
-    assert shard_refs(one) == [] and layout_json(one) is None
+    proc = Runner(one)("--json", "init", "--shards", "0")
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == 2
+    assert len(proc.stderr.strip().splitlines()) <= 1
+    text = Runner(one)("init", "--shards", "0")
+    assert text.returncode == 2 and len(text.stderr.strip().splitlines()) == 1
+    assert "no longer a layout" in text.stderr
+    assert git(one, "for-each-ref", f"refs/heads/{BRANCH}*") == ""
 
     configured = make_repo(tmp_path / "configured")
     git(configured, "config", "agent-registry.shards", "0")
-    ok(Runner(configured)("register", "s1", "--provider", "t", "--working-on", "w"))
-    assert shard_refs(configured) == []
+    proc = Runner(configured)("register", "s1", "--provider", "t", "--working-on", "w")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "agent-registry.shards" in proc.stderr and "no longer a layout" in proc.stderr
+    assert git(configured, "for-each-ref", f"refs/heads/{BRANCH}*") == ""
 
-    four = make_repo(tmp_path / "four")
-    assert json.loads(ok(Runner(four)("--json", "init", "--shards", "4")).stdout)["layout"] == \
-        {"format": 3, "shards": 4}
+    for count in ("1", "4", "64"):
+        made = make_repo(tmp_path / f"n{count}")
+        assert json.loads(ok(Runner(made)("--json", "init", "--shards", count)).stdout)[
+            "layout"] == {"format": 3, "shards": int(count)}
+        assert len(shard_refs(made)) == int(count)
+
+    git(configured, "config", "agent-registry.shards", "4")  # the count of a new registry
+    ok(Runner(configured)("register", "s1", "--provider", "t", "--working-on", "w"))
+    assert len(shard_refs(configured)) == 4
 
     bad = make_repo(tmp_path / "bad")
-    proc = Runner(bad)("init", "--shards", "1")
+    proc = Runner(bad)("init", "--shards", "65")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert git(bad, "for-each-ref", f"refs/heads/{BRANCH}*") == ""
 
@@ -132,14 +146,34 @@ def test_through_a_remote_one_atomic_push_and_the_next_clone_adopts(tmp_path):
     assert len(shard_refs(other)) == 16 and layout_json(other)["format"] == 3
 
 
-def test_an_existing_registry_keeps_its_layout_through_a_remote(tmp_path):
+def test_an_existing_single_branch_registry_is_converted_by_its_first_write(tmp_path):
+    """Rewritten for issue 32: an existing registry used to keep its layout.  Now `init`
+    in a clone that has it says which layout it has until its first write (and writes
+    nothing), and the first write of any clone converts it through the remote, once; the
+    other clone adopts the conversion."""
     remote, a, b = with_remote(tmp_path)
-    ok(Runner(a)("init", "--shards", "0"))
-    git(tmp_path, "clone", "-q", str(remote), str(b))
-    kept = json.loads(ok(Runner(b)("--json", "init")).stdout)
+    with single_branch(a) as old:  # as a version before the one layout left it
+        old.register("s1", provider="t", working_on="w")
+        old.claim("s1", ["src/auth.py"])
+    assert layout_json(remote) is None and shard_refs(remote) == []
+    local = make_repo(tmp_path / "local")
+    single_branch(local).close()
+    tip = git(local, "rev-parse", BRANCH)
+    kept = json.loads(ok(Runner(local)("--json", "init")).stdout)
     assert (kept["created"], kept["layout"]) == (False, ONE)
-    ok(Runner(b)("register", "s2", "--provider", "t", "--working-on", "w"))
-    assert shard_refs(remote) == [] and layout_json(remote) is None
+    assert "one branch, layout format 1" in ok(Runner(local)("init")).stdout
+    assert git(local, "rev-parse", BRANCH) == tip and shard_refs(local) == []  # nothing written
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    proc = ok(Runner(b)("register", "s2", "--provider", "t", "--working-on", "w"))
+    assert "converted to 16 lock shards" in proc.stderr
+    assert layout_json(remote)["format"] == 3 and len(shard_refs(remote)) == 16
+    refused = Runner(b)("lock", "acquire", "src/auth.py", "--session", "s2")
+    assert refused.returncode == 1 and "s1" in refused.stderr  # the lock moved with it
+    again = ok(Runner(a)("lock", "acquire", "docs/a.md", "--session", "s1"))
+    assert "converted" not in again.stderr  # adopted, not converted again
+    added = git(remote, "log", "--format=%H", "--diff-filter=A", BRANCH, "--", "layout.json")
+    assert len(added.split()) == 1
+    assert json.loads(ok(Runner(a)("--json", "status")).stdout)["layout"] == DEFAULT
 
 
 def test_an_unknown_session_is_told_the_live_ones_not_the_fence(repo):
@@ -156,15 +190,18 @@ def test_an_unknown_session_is_told_the_live_ones_not_the_fence(repo):
         assert "format-2" not in proc.stderr
 
 
-@pytest.mark.parametrize("made_by", [["init"], ["init", "--shards", "0"]])
+@pytest.mark.parametrize("made_by", ["init", "converted"])
 def test_a_heartbeat_commit_counts_the_locks_the_shards_hold(repo, made_by):
     """The heartbeat's commit on the clone ref and its result name the locks the session
     holds in the shards, not the none its main-branch record lists (a registry made in
-    lock shards, and one converted by `agent-registry shard`)."""
+    lock shards, and a single-branch one converted by `agent-registry shard`)."""
     run = Runner(repo)
-    ok(run(*made_by))
-    if made_by[-1] == "0":
+    if made_by == "init":
+        ok(run("init"))
+    else:
+        single_branch(repo).close()
         ok(run("shard", "--count", "4"))
+        assert layout_json(repo)["shards"] == 4
     ok(run("register", "s1", "--provider", "t"))
     ok(run("lock", "acquire", "src/auth.py", "docs/a.md", "--session", "s1"))
     result = json.loads(ok(run("--json", "lock", "heartbeat", "src/auth.py",

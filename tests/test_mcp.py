@@ -127,7 +127,9 @@ def test_the_session_is_bound_to_the_server_parent_and_kept_fresh(repo, run):
     assert result["session"]["owner"] == "given"
     assert "MCP server's parent" in result["bound_to"]["why"]
     assert later["status"] == "OnWorking"
-    log = git(repo, "log", "--format=%s", "agent-registry")
+    # the renewal is the server's heartbeat operation, on whichever registry ref the
+    # layout puts heartbeats (this clone's own ref, in the layout `init` makes)
+    log = git(repo, "log", "--format=%s", "--branches=agent-registry*")
     assert "heartbeat claude-beat (0 lock(s))" in log
 
 

@@ -1,8 +1,10 @@
-"""Durable messages (issue 12): send, inbox, ack, thread, handoffs, committed on the
-messages branch beside the registry branch (agent-registry-messages).
+"""Durable messages (issue 12): send, inbox, ack, thread, handoffs.  In the layout `init`
+makes (format 3) a send and an ack are committed on the writing clone's own ref, a keyed
+send on the messages branch (agent-registry-messages); docs/messages.md.
 
-Every test runs the installed CLI as a one-shot process, as agents do; the branches are
-read back with git itself."""
+Every test runs the installed CLI as a one-shot process, as agents do, and reads what was
+written back through the readers (inbox, thread, the dashboard's API); "nothing written"
+is checked on every registry ref."""
 from __future__ import annotations
 
 import json
@@ -21,9 +23,20 @@ def tip(repo, branch: str = BRANCH) -> str:
     return git(repo, "rev-parse", "-q", "--verify", f"refs/heads/{branch}", check=False).strip()
 
 
-def tips(repo) -> tuple[str, str]:
-    """Both branches' tips: nothing written means neither moved."""
-    return tip(repo), tip(repo, MESSAGES)
+def tips(repo) -> tuple[str, str, dict[str, str]]:
+    """The main and messages branches' tips, and every registry ref (shards, clone refs):
+    nothing written means none moved."""
+    out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+    return tip(repo), tip(repo, MESSAGES), {
+        name: at for name, at in (line.split() for line in out.splitlines())
+        if name.startswith(f"refs/heads/{BRANCH}")}
+
+
+def clone_tip(repo) -> str:
+    """This clone's own ref (where its sends and acks without a key are committed)."""
+    names = git(repo, "for-each-ref", "--format=%(objectname)", f"refs/heads/{BRANCH}-clones/")
+    (only,) = names.split()
+    return only
 
 
 def files(repo, folder: str, branch: str = MESSAGES) -> list[str]:
@@ -55,7 +68,8 @@ def test_send_inbox_ack_round_trip_one_file_per_writer(team, repo):
     sent = js(send(team, "--from", "c1", "--to", "a1", "--subject", "auth", "may I edit token.py?"))
     mid = sent["id"]
     assert sent["created"] is True and sent["recipients"] == ["a1"]
-    assert files(repo, "messages") == [f"messages/c1/{mid}.json"]
+    shown = js(team("--json", "thread", mid))["messages"]
+    assert [(m["id"], m["from"], m["body"]) for m in shown] == [(mid, "c1", "may I edit token.py?")]
     plain = team("send", "--from", "c1", "--to", "a1", "second")
     assert plain.returncode == 0 and plain.stdout.strip()  # the id, alone
     inbox = js(team("--json", "inbox", "a1"))
@@ -66,7 +80,7 @@ def test_send_inbox_ack_round_trip_one_file_per_writer(team, repo):
     assert js(team("--json", "inbox", "c1"))["messages"] == []  # not to the sender
     acked = js(team("--json", "ack", mid, "--session", "a1"))
     assert acked["acked"] == [mid]
-    assert files(repo, "acks") == [f"acks/a1/{mid}.json"]
+    assert js(team("--json", "thread", mid))["messages"][0]["acked_by"] == ["a1"]
     left = js(team("--json", "inbox", "a1"))["messages"]
     assert mid not in [m["id"] for m in left] and len(left) == 1
     every = js(team("--json", "inbox", "a1", "--all"))["messages"]
@@ -366,10 +380,18 @@ def test_clones_sending_at_once_none_lost_none_doubled(tmp_path, n, each):
             f"{CLI} ack {' '.join(dict.fromkeys(ids[(j - 1) % n]))} --session s{j}"
             for j in range(n)]
     at_once(tmp_path, team, acks, "go-ack")
-    acked = git(remote, "ls-tree", "-r", "--name-only", MESSAGES, "--", "acks").split()
-    assert sorted(acked) == sorted(f"acks/s{j}/{mid}.json" for j in range(n)
-                                   for mid in set(ids[(j - 1) % n]))
-    assert git(remote, "rev-parse", BRANCH).strip() == main  # no send or ack moved it
+    from helpers import Runner
+    fresh = tmp_path / "fresh"  # a clone made now reads every acknowledgement once
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    reader = Runner(fresh)
+    for j in range(n):
+        got = js(reader("--json", "inbox", f"s{j}", "--all"))["messages"]
+        assert sorted((m["id"], m["acked"]) for m in got) == \
+            sorted((mid, True) for mid in set(ids[(j - 1) % n])), j
+        for mid in set(ids[(j - 1) % n]):
+            assert js(reader("--json", "thread", mid))["messages"][0]["acked_by"] == [f"s{j}"]
+    from test_scale_clones import rendered_again_only
+    assert rendered_again_only(remote, main, git(remote, "rev-parse", BRANCH).strip())
     assert js(team[0]("--json", "inbox", "s0"))["messages"] == []
 
 
@@ -450,6 +472,7 @@ def test_dashboard_inbox_thread_and_live_areas(team, repo):
     from agent_registry.dashboard.events import changed_paths, describe_change, signature
     root = js(send(team, "--from", "c1", "--to", "a1", "--subject", "q", "may I?"))["id"]
     before = tips(repo)
+    mine = clone_tip(repo)  # the sends and the ack go to this clone's ref
     with Registry.open(str(repo)) as registry:
         seen = signature(registry)
     reply = js(send(team, "--from", "a1", "--to", "c1", "--reply-to", root, "yes"))["id"]
@@ -468,8 +491,8 @@ def test_dashboard_inbox_thread_and_live_areas(team, repo):
         assert client.get("/api/sessions/ghost-1/inbox").status_code == 404
     # what the SSE stream says after the reply and the ack: both areas, both sessions
     with Registry.open(str(repo)) as registry:
-        assert signature(registry) != seen  # only the messages branch moved
-        change = describe_change(changed_paths(registry, before[1], tip(repo, MESSAGES)))
+        assert signature(registry) != seen  # only the clone ref moved
+        change = describe_change(changed_paths(registry, mine, clone_tip(repo)))
     assert tips(repo)[0] == before[0]
     assert {"messages", "acks"} <= set(change["areas"])
     assert {"a1"} <= set(change["sessions"])

@@ -29,12 +29,10 @@ def bad_record(mid: str, sender: str, to: str, **broken) -> str:
     return json.dumps({**record, **broken}, indent=1) + "\n"
 
 
-def pair(tmp_path: Path, sharded: bool = False) -> tuple[Team, Runner, Runner]:
+def pair(tmp_path: Path) -> tuple[Team, Runner, Runner]:
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
     assert a("register", "s0", "--provider", "Codex").returncode == 0
-    if sharded:
-        assert a("shard", "--count", "4").returncode == 0
     assert b("register", "s1", "--provider", "Codex").returncode == 0
     assert a("sync").returncode == 0
     return team, a, b
@@ -42,8 +40,11 @@ def pair(tmp_path: Path, sharded: bool = False) -> tuple[Team, Runner, Runner]:
 
 @pytest.mark.parametrize("sharded", [False, True], ids=["messages-branch", "clone-refs"])
 def test_a_malformed_record_is_skipped_with_a_warning_naming_it(tmp_path, sharded):
-    team, a, b = pair(tmp_path, sharded)
-    good = js(a("--json", "send", "--from", "s0", "--to", "s1", "the good one"))["id"]
+    """Damaged records beside a good message on the ref it was sent on: the writing
+    clone's own ref (a send), or the messages branch (a send with a key)."""
+    team, a, b = pair(tmp_path)
+    keyed = () if sharded else ("--key", "good")
+    good = js(a("--json", "send", "--from", "s0", "--to", "s1", *keyed, "the good one"))["id"]
     if sharded:  # sends go to the writing clone's own ref
         [ref] = [r for r in git(a.cwd, "for-each-ref", "--format=%(refname:short)",
                                 f"refs/heads/{BRANCH}-clones/").split()]
@@ -135,12 +136,11 @@ def bodies(clone: Runner, sid: str = "s1") -> dict[str, str]:
     return {m["key"]: m["body"] for m in json.loads(proc.stdout)["messages"] if m["key"]}
 
 
-@pytest.mark.parametrize("sharded", [False, True], ids=["messages-branch", "clone-refs"])
-def test_one_key_two_contents_from_two_clones_at_once(tmp_path, sharded):
+def test_one_key_two_contents_from_two_clones_at_once(tmp_path):
     """Both clones send the same key with their own body at the same instant: one exits
     0, the other 1 (refused when its push lost and the replay met the first), and every
     clone reads the winner's body."""
-    team, a, b = pair(tmp_path, sharded)
+    team, a, b = pair(tmp_path)  # a keyed send decides on the messages branch
     assert a("register", "s2", "--provider", "Codex").returncode == 0  # a sender seen by both
     assert b("sync").returncode == 0
     winners = {}
@@ -160,9 +160,8 @@ def test_one_key_two_contents_from_two_clones_at_once(tmp_path, sharded):
         assert bodies(clone) == winners
 
 
-@pytest.mark.parametrize("sharded", [False, True], ids=["messages-branch", "clone-refs"])
-def test_the_second_content_sent_offline_exits_1_at_sync(tmp_path, sharded):
-    team, a, b = pair(tmp_path, sharded)
+def test_the_second_content_sent_offline_exits_1_at_sync(tmp_path):
+    team, a, b = pair(tmp_path)  # a keyed send decides on the messages branch
     url = git(b.cwd, "remote", "get-url", "origin").strip()
     git(b.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere"))
     offline = b("send", "--from", "s1", "--to", "s0", "--key", "q1", "from b, offline")

@@ -1,6 +1,13 @@
 """Converting a single-branch registry (layout format 1) to lock shards (format 3), and
 upgrading lock shards of format 2 (agent-registry 0.2) to format 3: `agent-registry
-shard`, sync/convert.py, docs/shards.md.
+shard`, and the first write of any command, which converts (or upgrades) before it
+writes: the layout `init` makes is the only one a command writes (issue 32,
+sync/convert.py, docs/shards.md).
+
+No command makes the old layouts any more, so the registries converted here are built
+as older versions left them: one branch through the core (helpers.single_branch, whose
+writes keep the layout they meet), format 2 by rewriting a converted registry's marker
+with git plumbing (``downgrade``).
 
 Real repositories, real processes, real bare remotes.  Each conversion is checked file
 by file against the tree it converted (tests/test_shards.py ``check_split``): every file
@@ -17,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CLI, WAITER, Runner, git, make_repo
+from helpers import CLI, WAITER, Runner, git, make_repo, single_branch
 from test_shards import check_split
 
 from agent_registry import Registry
@@ -47,13 +54,22 @@ def registry_refs(repo: Path, prefix: str = "refs/heads/") -> dict[str, str]:
             if name[len(prefix):].startswith(BRANCH)}
 
 
+def layout_refs(repo: Path) -> dict[str, str]:
+    """The main branch and its lock shards, name -> commit (what a conversion writes)."""
+    return {k: v for k, v in registry_refs(repo).items()
+            if k == BRANCH or k.startswith(f"{BRANCH}-shards/")}
+
+
 def shard_trees(repo: Path, count: int, prefix: str = "refs/heads/") -> list[dict[str, bytes]]:
+    """Each shard's tree as the conversion made it: the root commit of its ref (one, a
+    conversion's; the claims made since are commits on it)."""
     trees = []
     for index in range(count):
         tip = ref(repo, prefix + S.shard_ref(BRANCH, index)[len("refs/heads/"):])
         assert tip is not None, f"shard {index} missing"
-        assert git(repo, "rev-list", "--count", tip).strip() == "1"  # a root commit
-        trees.append(files_at(repo, tip))
+        roots = git(repo, "rev-list", "--max-parents=0", tip).split()
+        assert len(roots) == 1, (index, roots)  # one root: the conversion's
+        trees.append(files_at(repo, roots[0]))
     return trees
 
 
@@ -62,22 +78,41 @@ def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return proc
 
 
-def populate(run: Runner, tag: str = "") -> None:
+def old_layout(path: Path, tag: str = "", **kwargs):
+    """A single-branch registry (layout format 1) in the clone at *path*, as versions
+    before the one layout left it (made, or with a remote adopted, through the core),
+    holding what ``populate`` writes; returns it open (the caller closes it)."""
+    registry = single_branch(path, **kwargs)
+    assert registry.repo.read_blob(f"{registry.tip()}:{S.LAYOUT}") is None  # one branch
+    if tag is not None:
+        populate(registry, tag)
+    return registry
+
+
+def one_branch(path: Path, tag: str = "", **kwargs) -> None:
+    old_layout(path, tag, **kwargs).close()
+
+
+def populate(registry, tag: str = "") -> None:
     """Live sessions holding file, directory, glob and broad locks (one shared), with
-    diaries; an ended session with its wiki entry; a finished one; a message."""
+    diaries; an ended session with its wiki entry; a finished one; a message: written
+    through the core *registry*, which keeps the layout it meets."""
+    from agent_registry.core.messages import send
+    from agent_registry.wiki.ops import end_session
     for sid in (f"kimi{tag}-1", f"codex{tag}-2", f"gemini{tag}-3", f"claude{tag}-4"):
-        ok(run("register", sid, "--provider", "test", "--working-on", f"work of {sid}"))
-        ok(run("context", "log", sid, f"diary of {sid}"))
-    ok(run("lock", "acquire", "src/auth/token.py", "docs/guide/", "--session", f"kimi{tag}-1"))
-    ok(run("lock", "acquire", "src/api/*.py", "README.md", "--session", f"codex{tag}-2"))
-    ok(run("lock", "acquire", "tests/unit/", "--shared", "--session", f"codex{tag}-2"))
-    ok(run("lock", "acquire", "tests/unit/", "--shared", "--session", f"gemini{tag}-3"))
-    ok(run("lock", "acquire", "lib/", "--session", f"gemini{tag}-3"))  # broad: every shard
-    ok(run("lock", "acquire", "bench/x.py", "--session", f"claude{tag}-4"))
-    ok(run("end", f"claude{tag}-4", "--what", "benchmarks", "--how", "by hand"))
-    ok(run("register", f"old{tag}-5", "--provider", "test"))
-    ok(run("finish", f"old{tag}-5"))
-    ok(run("send", "--from", f"kimi{tag}-1", "--to", f"codex{tag}-2", "hello"))
+        registry.register(sid, provider="test", working_on=f"work of {sid}")
+        registry.context_log(sid, f"diary of {sid}")
+    registry.claim(f"kimi{tag}-1", ["src/auth/token.py", "docs/guide/"])
+    registry.claim(f"codex{tag}-2", ["src/api/*.py", "README.md"])
+    registry.claim(f"codex{tag}-2", ["tests/unit/"], shared=True)
+    registry.claim(f"gemini{tag}-3", ["tests/unit/"], shared=True)
+    registry.claim(f"gemini{tag}-3", ["lib/"])  # broad: every shard
+    registry.claim(f"claude{tag}-4", ["bench/x.py"])
+    end_session(registry, f"claude{tag}-4", what="benchmarks", how="by hand")
+    registry.register(f"old{tag}-5", provider="test")
+    registry.finish(f"old{tag}-5")
+    send(registry, f"kimi{tag}-1", {"session": f"codex{tag}-2"}, "hello")
+    assert registry.repo.read_blob(f"{registry.tip()}:{S.LAYOUT}") is None  # still one branch
 
 
 def check_converted(repo: Path, count: int, prefix: str = "refs/heads/") -> dict:
@@ -96,8 +131,7 @@ def check_converted(repo: Path, count: int, prefix: str = "refs/heads/") -> dict
 # -- one clone -------------------------------------------------------------------------
 
 def test_a_conversion_loses_nothing_and_a_second_is_a_no_op(repo, run):
-    ok(run("init"))
-    populate(run)
+    one_branch(repo)
     messages = ref(repo, "refs/heads/agent-registry-messages")
     before = ref(repo, f"refs/heads/{BRANCH}")
     result = json.loads(ok(run("--json", "shard", "--count", "8")).stdout)
@@ -118,13 +152,22 @@ def test_a_conversion_loses_nothing_and_a_second_is_a_no_op(repo, run):
     assert registry_refs(repo) == refs  # nothing written
     text = ok(run("shard", "--count", "4")).stdout
     assert "already" in text and registry_refs(repo) == refs
+    # what the readers read is what the single branch held
+    status = json.loads(ok(run("--json", "status")).stdout)
+    assert status["layout"] == {"format": S.FORMAT, "shards": 8}
+    held = {s["id"]: sorted(s["locks"]) for s in status["sessions"]}
+    assert held == {"kimi-1": ["docs/guide/", "src/auth/token.py"],
+                    "codex-2": ["README.md", "src/api/*.py", "tests/unit/"],
+                    "gemini-3": ["lib/", "tests/unit/"]}
+    check = run("lock", "check", "lib/x.py", "--session", "kimi-1")
+    assert check.returncode == 1 and "gemini-3" in check.stdout + check.stderr
+    assert "diary of kimi-1" in ok(run("context", "show", "kimi-1")).stdout
 
 
 def test_a_crash_between_the_shard_refs_and_the_main_branch_is_redone(repo, run, clock):
     """Shard refs written, the main branch not moved (a kill between the two): nothing
     reads the shards (no marker), and the next conversion writes them again."""
-    ok(run("init"))
-    populate(run)
+    one_branch(repo)
     before = ref(repo, f"refs/heads/{BRANCH}")
     from agent_registry.sync import convert as C
     with Registry.open(str(repo), clock=clock) as registry:
@@ -132,22 +175,52 @@ def test_a_crash_between_the_shard_refs_and_the_main_branch_is_redone(repo, run,
         for index, commit in enumerate(built["shards"]):
             registry.repo.update_ref(S.shard_ref(BRANCH, index), commit, None, "test: crash")
     assert ref(repo, f"refs/heads/{BRANCH}") == before
-    assert ok(run("status")).returncode == 0  # still the single branch
+    status = json.loads(ok(run("--json", "status")).stdout)  # a read: still the single branch
+    assert status["layout"] == {"format": 1, "shards": 0}
+    assert ref(repo, f"refs/heads/{BRANCH}") == before
     result = json.loads(ok(run("--json", "shard", "--count", "4")).stdout)
     assert result["converted"] is True
     check_converted(repo, 4)
     assert git(repo, "rev-parse", f"refs/heads/{BRANCH}^").strip() == before
 
 
-@pytest.mark.parametrize("count", ["1", "257", "0", "abc", "", " ", "-3", "4.5", "1e2"])
+@pytest.mark.parametrize("count", ["65", "257", "0", "abc", "", " ", "-3", "4.5", "1e2"])
 def test_a_bad_count_is_refused_in_one_line_and_writes_nothing(repo, run, count):
-    ok(run("init"))
-    ok(run("register", "kimi-1", "--provider", "test"))
+    """On a single-branch registry, which a good count would convert: a count that is
+    not 1 to 64 is bad input (exit 2, one line) and nothing is written; 0, the single
+    branch of earlier versions, says it is no longer a layout."""
+    one_branch(repo, tag=None)
     refs = registry_refs(repo)
     proc = run("shard", "--count", count)
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "shard count" in proc.stderr
+    assert "1 to 64" in proc.stderr
+    if count == "0":
+        assert "no longer a layout" in proc.stderr
     assert registry_refs(repo) == refs
+
+
+@pytest.mark.parametrize("count", ["0", "65", "x"])
+def test_init_refuses_a_bad_count_and_makes_nothing(repo, run, count):
+    """`init --shards 0` made the single branch in earlier versions: now, like any count
+    outside 1 to 64, it is bad input (exit 2, one line) and no ref is made."""
+    proc = run("init", "--shards", count)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--shards" in lines[0] and "1 to 64" in lines[0], lines
+    if count == "0":
+        assert "no longer a layout" in lines[0]
+    assert registry_refs(repo) == {} and git(repo, "for-each-ref").count("agent-registry") == 0
+
+
+def test_init_makes_the_one_layout_with_one_to_64_shards(repo, run, tmp_path):
+    made = json.loads(ok(run("--json", "init", "--shards", "1")).stdout)
+    assert made["layout"] == {"format": S.FORMAT, "shards": 1}
+    assert "1 lock shard with clone refs" in ok(run("status")).stdout
+    top = make_repo(tmp_path / "top")
+    made = json.loads(ok(Runner(top)("--json", "init", "--shards", "64")).stdout)
+    assert made["layout"] == {"format": S.FORMAT, "shards": 64}
+    assert len([n for n in registry_refs(top) if n.startswith(f"{BRANCH}-shards/")]) == 64
 
 
 def test_no_registry_branch_is_refused(repo, run):
@@ -156,37 +229,151 @@ def test_no_registry_branch_is_refused(repo, run):
     assert registry_refs(repo) == {}
 
 
-# -- the git config ----------------------------------------------------------------------
+# -- the first write converts ----------------------------------------------------------
 
-def test_the_config_converts_before_the_next_operation(repo, run):
-    ok(run("init"))
-    populate(run)
-    ok(run("register", "plain-1", "--provider", "test"))  # no config: the single branch
-    assert ref(repo, f"refs/heads/{BRANCH}:{S.LAYOUT}") is None
+CONVERTED = "this registry was converted to {} lock shards"
+
+
+def conversions(repo: Path, name: str = f"refs/heads/{BRANCH}") -> list[str]:
+    """The commits of *name*'s history that add layout.json."""
+    return git(repo, "log", "--format=%H", "--diff-filter=A", name, "--", S.LAYOUT).split()
+
+
+def test_the_first_write_converts_to_16_shards_saying_so_once(repo, run):
+    """No setting asked for: a single-branch registry's first write (a register) converts
+    it to the 16 shards `init` makes, says so in one line, and then writes in the new
+    layout; the next write converts nothing.  (Before issue 32 a registry kept its layout
+    unless `git config agent-registry.shards` asked: that rule is gone.)"""
+    one_branch(repo)
+    before = ref(repo, f"refs/heads/{BRANCH}")
+    proc = ok(run("register", "late-6", "--provider", "test", "--working-on", "after the split"))
+    said = [line for line in proc.stderr.splitlines() if "converted" in line]
+    assert said == [f"agent-registry: warning: {CONVERTED.format(16)} with clone refs (layout format 3), "
+                    "the one layout this version writes; older versions refuse it "
+                    "(docs/shards.md)"], proc.stderr
+    main = ref(repo, f"refs/heads/{BRANCH}")
+    log = git(repo, "log", "--format=%s", f"{before}..{main}").splitlines()
+    assert len(log) == 2 and log[1].startswith(f"convert to layout format {S.FORMAT}: 16 lock shards")
+    check_converted(repo, 16)
+    assert "late-6" in {s["id"] for s in json.loads(ok(run("--json", "status")).stdout)["sessions"]}
+    again = ok(run("register", "late-7", "--provider", "test"))
+    assert "converted" not in again.stderr
+    ok(run("lock", "acquire", "src/late.py", "--session", "late-7"))
+    assert len(conversions(repo)) == 1
+    assert json.loads(ok(run("--json", "status")).stdout)["layout"] == \
+        {"format": S.FORMAT, "shards": 16}
+
+
+@pytest.mark.parametrize("first", [
+    ["lock", "acquire", "src/new.py", "--session", "kimi-1"],
+    ["context", "log", "kimi-1", "a line after the split"],
+    ["lock", "heartbeat", "--session", "kimi-1"],
+    pytest.param(["send", "--from", "kimi-1", "--to", "codex-2", "after the split"],
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "product bug: a send on a single-branch registry writes the messages "
+                     "branch (core/messages._send applies on mailbox(), never on the main "
+                     "registry whose apply converts), so the old layout is written and "
+                     "nothing is converted"))),
+    ["finish", "gemini-3"],
+])
+def test_any_first_write_converts(repo, run, first):
+    """Whatever the first write is (a claim, a diary line, a heartbeat, a send, a
+    finish), it converts first, and then does what it was asked in the new layout."""
+    one_branch(repo)
+    proc = ok(run(*first))
+    assert CONVERTED.format(16) in proc.stderr, proc.stderr
+    check_converted(repo, 16)
+    status = json.loads(ok(run("--json", "status")).stdout)
+    assert status["layout"] == {"format": S.FORMAT, "shards": 16}
+    held = {s["id"]: s["locks"] for s in status["sessions"]}
+    if first[0] == "lock" and first[1] == "acquire":
+        assert "src/new.py" in held["kimi-1"]
+    if first[0] == "context":
+        assert "a line after the split" in ok(run("context", "show", "kimi-1")).stdout
+    if first[0] == "send":
+        inbox = json.loads(ok(run("--json", "inbox", "codex-2")).stdout)
+        assert "after the split" in [m["body"] for m in inbox["messages"]]
+    if first[0] == "finish":
+        assert "gemini-3" not in held
+        assert run("lock", "check", "lib/x.py", "--session", "kimi-1").returncode == 0
+    assert len(conversions(repo)) == 1
+
+
+def test_the_config_converts_to_its_count(repo, run):
+    """`git config agent-registry.shards N` is only the count the conversion makes."""
+    one_branch(repo)
     before = ref(repo, f"refs/heads/{BRANCH}")
     git(repo, "config", "agent-registry.shards", "4")
-    ok(run("register", "late-6", "--provider", "test", "--working-on", "after the split"))
+    proc = ok(run("register", "late-6", "--provider", "test", "--working-on", "after the split"))
+    assert CONVERTED.format(4) in proc.stderr
     main = ref(repo, f"refs/heads/{BRANCH}")
     log = git(repo, "log", "--format=%s", f"{before}..{main}").splitlines()
     assert len(log) == 2 and log[1].startswith(f"convert to layout format {S.FORMAT}: 4 lock shards")
     check_converted(repo, 4)
     assert "sessions/live/late-6.yaml" in files_at(repo, main)
     ok(run("register", "late-7", "--provider", "test"))  # converted once
-    added = git(repo, "log", "--format=%H", "--diff-filter=A", f"refs/heads/{BRANCH}", "--",
-                S.LAYOUT).split()
-    assert len(added) == 1
+    assert len(conversions(repo)) == 1
 
 
-@pytest.mark.parametrize("value", ["1", "lots", "300", ""])
+@pytest.mark.parametrize("value", ["0", "lots", "65", "300", ""])
 def test_a_bad_config_value_is_bad_input(repo, run, value):
-    ok(run("init"))
+    """A config that is not a count from 1 to 64 refuses the write before anything is
+    converted or written (exit 2, one line naming the setting); 0, the single branch of
+    earlier versions, says it is no longer a layout.  (It used to keep the single branch.)"""
+    one_branch(repo, tag=None)
     refs = registry_refs(repo)
     git(repo, "config", "agent-registry.shards", value)
     proc = run("register", "kimi-1", "--provider", "test")
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "agent-registry.shards" in lines[0]
+    assert len(lines) == 1 and "agent-registry.shards" in lines[0], lines
+    if value == "0":
+        assert "no longer a layout" in lines[0]
     assert registry_refs(repo) == refs
+
+
+def test_a_bad_config_value_refuses_on_the_one_layout_too(repo, run):
+    ok(run("init"))
+    refs = registry_refs(repo)
+    git(repo, "config", "agent-registry.shards", "0")
+    proc = run("register", "kimi-1", "--provider", "test")
+    assert proc.returncode == 2 and "no longer a layout" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert registry_refs(repo) == refs
+
+
+def test_the_variable_of_zero_shards_is_refused(repo, run):
+    """`AGENT_REGISTRY_SHARDS=0` asked earlier versions for one branch: bad input now."""
+    proc = run("init", env={"AGENT_REGISTRY_SHARDS": "0"})
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "AGENT_REGISTRY_SHARDS" in proc.stderr and "no longer a layout" in proc.stderr
+    assert registry_refs(repo) == {}
+
+
+def test_a_kill_during_the_first_writes_conversion_leaves_one_branch_or_the_conversion(repo, run):
+    """kill -9 of the converting write at growing instants: each time the registry is
+    either still the single branch as it was, or converted once, losing nothing; the next
+    write finishes the work."""
+    one_branch(repo)
+    before = ref(repo, f"refs/heads/{BRANCH}")
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2, 2.0):
+        proc = subprocess.Popen([CLI, "lock", "acquire", "src/kill.py", "--session", "kimi-1"],
+                                cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        proc.kill()
+        proc.communicate()
+        main = ref(repo, f"refs/heads/{BRANCH}")
+        if main == before:
+            assert ref(repo, f"{main}:{S.LAYOUT}") is None  # still one branch, as it was
+            continue
+        check_converted(repo, 16)  # converted, once, nothing lost
+        assert git(repo, "rev-parse", f"{conversions(repo)[0]}^").strip() == before
+        break
+    ok(run("lock", "acquire", "src/kill.py", "--session", "kimi-1"))
+    check_converted(repo, 16)
+    assert git(repo, "rev-parse", f"{conversions(repo)[0]}^").strip() == before
+    status = json.loads(ok(run("--json", "status")).stdout)
+    assert "src/kill.py" in {s["id"]: s["locks"] for s in status["sessions"]}["kimi-1"]
 
 
 # -- through a remote --------------------------------------------------------------------
@@ -232,25 +419,38 @@ def racing(runs: list[tuple[Runner, list[str]]], workdir: Path) -> list[subproce
 @pytest.mark.parametrize("round_", [0, *(pytest.param(r, marks=pytest.mark.slow)
                                          for r in range(1, 5))])
 def test_two_clones_converting_at_once_land_one_conversion(tmp_path, round_):
+    """Rounds 0, 2 and 4 race `shard` against `shard`; rounds 1 and 3 race `shard`
+    against another clone's first write (a register), which converts by itself."""
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    ok(a("init"))
-    populate(a, "a")
-    ok(b("register", "bee-1", "--provider", "test"))
-    ok(b("lock", "acquire", "pkg/b/mod.py", "--session", "bee-1"))
+    one_branch(a.cwd, "a")
+    bee = old_layout(b.cwd, tag=None)  # adopts the remote's single branch
+    bee.register("bee-1", provider="test")
+    bee.claim("bee-1", ["pkg/b/mod.py"])
+    bee.close()
     ok(a("sync"))
-    results = racing([(a, ["--json", "shard", "--count", "4"]),
-                      (b, ["--json", "shard", "--count", "4"])], tmp_path / "race")
+    git(b.cwd, "config", "agent-registry.shards", "4")
+    b_args = ["register", f"late-{round_}", "--provider", "test"] if round_ % 2 else \
+        ["--json", "shard", "--count", "4"]
+    results = racing([(a, ["--json", "shard", "--count", "4"]), (b, b_args)], tmp_path / "race")
     for proc in results:
         assert proc.returncode == 0, proc.stderr
-    outcomes = [json.loads(proc.stdout) for proc in results]
-    assert sorted(o["converted"] for o in outcomes) == [False, True], outcomes
+    if round_ % 2:
+        outcome = json.loads(results[0].stdout)
+        said = CONVERTED.format(4) in results[1].stderr
+        assert sorted([outcome["converted"], said]) == [False, True], (outcome, results[1].stderr)
+    else:
+        outcomes = [json.loads(proc.stdout) for proc in results]
+        assert sorted(o["converted"] for o in outcomes) == [False, True], outcomes
     remote = registry_refs(team.bare)
     assert set(remote) >= {BRANCH, *[S.shard_ref(BRANCH, i)[len("refs/heads/"):] for i in range(4)]}
     for clone in (a, b):  # both end where the remote is
+        ok(clone("sync"))
         local = registry_refs(clone.cwd)
         assert {k: v for k, v in local.items() if k in remote} == remote, clone.cwd
-        assert set(local) == set(remote)
+    if round_ % 2:  # the register that converted (or met the conversion) landed after it
+        assert f"late-{round_}" in {s["id"] for s in json.loads(ok(a("--json", "status")).stdout)
+                                    ["sessions"]}
     counted = check_converted(team.bare, 4)
     assert counted["sessions"] == 4  # kimi, codex, gemini of a; bee-1 of b
     assert "bee-1" in {h[len(S.HELD_DIR) + 1:-5] for part in shard_trees(team.bare, 4)
@@ -266,11 +466,14 @@ def test_pending_operations_are_pushed_before_the_conversion(tmp_path):
     decided on the single branch) before it converts: the conversion carries them."""
     team = Team(tmp_path)
     a = team.clone("a")
-    ok(a("init"))
-    ok(a("register", "kimi-1", "--provider", "test"))
+    registry = old_layout(a.cwd, tag=None)
+    registry.register("kimi-1", provider="test")
+    registry.close()
     git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
-    claim = a("lock", "acquire", "src/auth/token.py", "--session", "kimi-1")
-    assert claim.returncode == 3  # claimed locally, not confirmed
+    from agent_registry.errors import Unconfirmed
+    with single_branch(a.cwd) as registry, pytest.raises(Unconfirmed):
+        registry.claim("kimi-1", ["src/auth/token.py"])  # claimed locally, not confirmed
+    assert ref(team.bare, BRANCH) != ref(a.cwd, f"refs/heads/{BRANCH}")
     git(a.cwd, "remote", "set-url", "origin", str(team.bare))
     result = json.loads(ok(a("--json", "shard", "--count", "4")).stdout)
     assert result["converted"] is True
@@ -287,9 +490,8 @@ def test_a_clone_that_loses_the_push_adopts_the_winners_conversion(tmp_path, mon
     refs."""
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    ok(a("init"))
-    populate(a, "a")
-    ok(b("sync"))
+    one_branch(a.cwd, "a")
+    one_branch(b.cwd, tag=None)  # adopts the remote's single branch
     from agent_registry.sync import convert as C
     real_build, built = C._build, []
 
@@ -305,7 +507,7 @@ def test_a_clone_that_loses_the_push_adopts_the_winners_conversion(tmp_path, mon
         result = C.convert(registry, 4)
     assert (result["converted"], result.get("by")) == (False, "another clone")
     assert len(built) == 1  # b built once, lost, and adopted instead of building again
-    remote = registry_refs(team.bare)
+    remote = layout_refs(team.bare)
     assert not set(built[0]["shards"]) & set(remote.values())
     assert {k: v for k, v in registry_refs(b.cwd).items() if k in remote} == remote
     check_converted(team.bare, 4)
@@ -317,12 +519,14 @@ def test_the_config_waits_for_an_unreachable_remote(tmp_path):
     once the remote answers."""
     team = Team(tmp_path)
     a = team.clone("a")
-    ok(a("init"))
-    ok(a("register", "kimi-1", "--provider", "test"))
+    registry = old_layout(a.cwd, tag=None)
+    registry.register("kimi-1", provider="test")
+    registry.close()
     git(a.cwd, "config", "agent-registry.shards", "4")
     git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
-    offline = ok(a("register", "kimi-2", "--provider", "test"))
-    assert "not converted to lock shards" in offline.stderr
+    offline = a("register", "kimi-2", "--provider", "test")
+    assert offline.returncode in (0, 3), offline.stderr
+    assert "not converted to 4 lock shards" in offline.stderr
     assert ref(a.cwd, f"refs/heads/{BRANCH}:{S.LAYOUT}") is None
     assert registry_refs(a.cwd).keys() == {BRANCH}
     git(a.cwd, "remote", "set-url", "origin", str(team.bare))
@@ -337,9 +541,8 @@ def test_a_crash_after_the_push_is_adopted_by_the_next_run(tmp_path):
     (of that clone, or of another) finds layout.json on the remote and takes its refs."""
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    ok(a("init"))
-    populate(a, "a")
-    ok(b("sync"))
+    one_branch(a.cwd, "a")
+    one_branch(b.cwd, tag=None)
     from agent_registry.sync import convert as C
     with Registry.open(str(a.cwd)) as registry:
         tip = ref(a.cwd, f"refs/remotes/origin/{BRANCH}")
@@ -347,12 +550,12 @@ def test_a_crash_after_the_push_is_adopted_by_the_next_run(tmp_path):
         assert C._push_atomic(registry, [f"{built['main']}:{registry.ref}"] + [
             f"{c}:{S.shard_ref(BRANCH, i)}" for i, c in enumerate(built["shards"])])
     assert ref(a.cwd, f"refs/heads/{BRANCH}") == tip  # the crash: nothing moved here
-    remote = registry_refs(team.bare)
+    remote = layout_refs(team.bare)
     for clone in (a, b):
         result = json.loads(ok(clone("--json", "shard", "--count", "4")).stdout)
         assert result["converted"] is False and result["shards"] == 4
         assert {k: v for k, v in registry_refs(clone.cwd).items() if k in remote} == remote
-    assert registry_refs(team.bare) == remote
+    assert layout_refs(team.bare) == remote
     check_converted(team.bare, 4)
 
 
@@ -437,10 +640,11 @@ def check_upgraded(repo: Path, old: str, new: str, count: int) -> None:
 
 def format_2(run: Runner, repo: Path, count: int = 4) -> str:
     """A registry in lock shards of format 2, as 0.2 left it (sessions with locks and
-    diaries, an ended one, a message): its main tip."""
-    ok(run("init"))
-    populate(run)
+    diaries on the main branch, an ended one, a message; no clone ref): a single-branch
+    registry converted by `shard`, its marker then rewritten to format 2.  Its main tip."""
+    one_branch(repo)
     ok(run("shard", "--count", str(count)))
+    assert not [n for n in registry_refs(repo) if n.startswith(f"{BRANCH}-clones/")]
     return downgrade(repo)
 
 
@@ -476,10 +680,14 @@ def test_shard_upgrade_prints_what_it_did(repo, run):
     assert f"upgraded {BRANCH} to layout format {S.FORMAT}" in text
 
 
-def test_the_config_upgrades_format_2_before_the_next_operation(repo, run):
+def test_the_first_write_upgrades_format_2_keeping_its_count(repo, run):
+    """The first write of any command upgrades format 2 before it writes, saying so in
+    one line; the config's count (8) does not change the registry's (4)."""
     old = format_2(run, repo)
     git(repo, "config", "agent-registry.shards", "8")
-    ok(run("register", "late-6", "--provider", "test", "--working-on", "after the upgrade"))
+    proc = ok(run("register", "late-6", "--provider", "test", "--working-on", "after the upgrade"))
+    said = [line for line in proc.stderr.splitlines() if "upgraded" in line]
+    assert len(said) == 1 and f"this registry was upgraded to layout format {S.FORMAT}" in said[0]
     main = ref(repo, f"refs/heads/{BRANCH}")
     log = git(repo, "log", "--format=%s", f"{old}..{main}").splitlines()
     assert len(log) == 2 and log[1].startswith(f"upgrade to layout format {S.FORMAT}"), log
@@ -489,24 +697,27 @@ def test_the_config_upgrades_format_2_before_the_next_operation(repo, run):
     assert len(upgrades(repo, ref(repo, f"refs/heads/{BRANCH}"))) == 1
 
 
-def test_a_format_2_registry_not_upgraded_keeps_heartbeats_on_its_main_branch(repo, run):
-    """Without `shard` or the config a 0.2 registry stays format 2 and works as 0.2 did:
-    heartbeats and diary lines are commits of the main branch, no clone ref appears."""
+def test_a_format_2_registry_is_upgraded_by_its_first_write_without_any_config(repo, run):
+    """Rewritten for issue 32: a 0.2 registry used to stay format 2 without `shard` or
+    the config (heartbeats and diary lines on its main branch).  Now no command writes
+    format 2: the first write, with no setting, upgrades it, and from then on heartbeats
+    and diary lines go to this clone's ref, not the main branch."""
     old = format_2(run, repo)
-    ok(run("register", "late-6", "--provider", "test"))
+    proc = ok(run("register", "late-6", "--provider", "test"))
+    assert f"upgraded to layout format {S.FORMAT}" in proc.stderr
+    main = ref(repo, f"refs/heads/{BRANCH}")
+    assert len(upgrades(repo, main)) == 1 and fmt(repo, main)["format"] == S.FORMAT
+    check_upgraded(repo, old, upgrades(repo, main)[0], 4)
     ok(run("lock", "acquire", "src/late.py", "--session", "late-6"))
     before = ref(repo, f"refs/heads/{BRANCH}")
     ok(run("lock", "heartbeat", "--session", "late-6"))
-    ok(run("context", "log", "late-6", "still format 2"))
-    main = ref(repo, f"refs/heads/{BRANCH}")
-    bodies = git(repo, "log", "--format=%B", f"{before}..{main}")
-    assert "Registry-Op: heartbeat" in bodies and "Registry-Op: context-log" in bodies
-    assert b"still format 2" in files_at(repo, main)["contexts/late-6.md"]
-    assert fmt(repo, main)["format"] == 2 and not upgrades(repo, main)
-    assert not [name for name in registry_refs(repo) if name.startswith(f"{BRANCH}-clones")]
+    ok(run("context", "log", "late-6", "now format 3"))
+    assert ref(repo, f"refs/heads/{BRANCH}") == before  # neither wrote the main branch
+    assert [name for name in registry_refs(repo) if name.startswith(f"{BRANCH}-clones/")]
+    assert "now format 3" in ok(run("context", "show", "late-6")).stdout
+    assert "diary of kimi-1" in ok(run("context", "show", "kimi-1")).stdout  # kept
     ok(run("finish", "late-6"))
-    assert fmt(repo, ref(repo, f"refs/heads/{BRANCH}"))["format"] == 2
-    assert git(repo, "rev-parse", f"refs/heads/{BRANCH}").strip() != old
+    assert len(upgrades(repo, ref(repo, f"refs/heads/{BRANCH}"))) == 1
 
 
 def shared_format_2(tmp_path: Path) -> tuple[Team, Runner, Runner]:
@@ -514,15 +725,15 @@ def shared_format_2(tmp_path: Path) -> tuple[Team, Runner, Runner]:
     remote), and two clones of it, each with sessions holding locks and diaries."""
     team = Team(tmp_path)
     a = team.clone("a")
-    ok(a("init"))
-    populate(a, "a")
+    one_branch(a.cwd, "a")
     ok(a("shard", "--count", "4"))
     downgrade(team.bare)
     ok(a("sync"))
     b = team.clone("b")
-    ok(b("register", "bee-1", "--provider", "test"))
-    ok(b("lock", "acquire", "pkg/b/mod.py", "--session", "bee-1"))
-    ok(b("context", "log", "bee-1", "diary of bee-1"))
+    with single_branch(b.cwd) as bee:  # the core adopts format 2 and writes it as it is
+        bee.register("bee-1", provider="test")
+        bee.claim("bee-1", ["pkg/b/mod.py"])
+        bee.context_log("bee-1", "diary of bee-1")
     ok(a("sync"))
     main = ref(team.bare, BRANCH)
     assert fmt(team.bare, main)["format"] == 2

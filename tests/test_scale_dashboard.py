@@ -1,12 +1,12 @@
-"""The dashboard and the MCP server over a registry in the lock-shard layout (format 2,
+"""The dashboard and the MCP server over a registry in the lock-shard layout (format 3,
 docs/shards.md), where claims and releases commit on the shard branches
 ``agent-registry-shards/NN`` and never move the main branch: the live updates and the
 session timeline read those branches too, and a claim through MCP lands on its shard.
 
 The real dashboard the CLI serves on 127.0.0.1 (read over HTTP by httpx and by Chromium
 through Playwright), the real MCP server through the MCP SDK's stdio client, real
-clones of a real bare remote; every registry is converted with
-``agent-registry shard --count 4``, every claim made by another process."""
+clones of a real bare remote; every registry is made as ``agent-registry init --shards
+4`` makes it, every claim made by another process."""
 from __future__ import annotations
 
 import json
@@ -43,10 +43,10 @@ def base(info: dict) -> str:
 
 
 def sharded_repo(agents, *sids: str) -> None:
-    """Register *sids* (each owned by a `sleep`), then convert to COUNT lock shards."""
+    """A registry made in COUNT lock shards, *sids* registered (each owned by a `sleep`)."""
+    agents.cli("init", "--shards", str(COUNT))
     for sid in sids:
         agents.register(sid, "Kimi", f"{sid} work")
-    agents.cli("shard", "--count", str(COUNT))
     assert git(agents.repo, "for-each-ref", "--format=%(refname)",
                f"refs/heads/{BRANCH}-shards/").split() == S.shard_refs(BRANCH, COUNT)
 
@@ -110,8 +110,8 @@ def test_another_clones_claim_arrives_by_a_plain_fetch(tmp_path):
     dashboard notices when a plain `git fetch` moves a's remote-tracking shard ref."""
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
+    ok(a("init", "--shards", str(COUNT)))
     ok(a("register", "a1", "--provider", "Codex", "--working-on", "auth"))
-    ok(a("shard", "--count", str(COUNT)))
     ok(b("register", "b1", "--provider", "Codex", "--working-on", "docs"))
     ok(a("sync"))  # a knows b1 before the dashboard starts: only b's claim is news
     with served(a.cwd) as info, stream(info) as response:

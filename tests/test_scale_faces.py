@@ -1,10 +1,10 @@
 """The commands that go over every branch of the registry cover the lock shards (layout
-format 2, docs/shards.md): `sync` pushes the shards holding offline claims, `gc` squashes
+format 3, docs/shards.md): `sync` pushes the shards holding offline claims, `gc` squashes
 each shard's history, `status` counts the shards with unpushed operations, the main
-branch's registry.md says where the locks are, and `watch` follows the shard branches.
+branch's registry.md lists every shard's locks, and `watch` follows the shard branches.
 
-Real clones of a real bare remote, the real CLI in subprocesses; each registry is
-converted with `agent-registry shard --count 4`."""
+Real clones of a real bare remote, the real CLI in subprocesses; each registry is made
+by `agent-registry init --shards 4`, as `init` makes it with a count of 4."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FakeClock, Runner, git
+from helpers import FakeClock, Runner, git, single_branch
 from test_sync import Team
 
 from agent_registry import Registry
@@ -36,12 +36,12 @@ def shard_branch(target: str) -> str:
 
 
 def sharded(tmp_path: Path, *names: str) -> tuple[Team, list[Runner]]:
-    """A remote converted to COUNT shards by its first clone, and a clone per *name*,
-    each with a registered session <name>1."""
+    """A remote whose registry its first clone made with COUNT shards, and a clone per
+    *name*, each with a registered session <name>1."""
     team = Team(tmp_path)
     clones = [team.clone(name) for name in names]
+    ok(clones[0]("init", "--shards", str(COUNT)))
     ok(clones[0]("register", f"{names[0]}1", "--provider", "Codex", "--working-on", "auth"))
-    ok(clones[0]("shard", "--count", str(COUNT)))
     for name, clone in zip(names[1:], clones[1:]):
         ok(clone("register", f"{name}1", "--provider", "Codex", "--working-on", "auth"))
     return team, clones
@@ -200,19 +200,25 @@ def section(page: str, heading: str) -> str:
     return page[start:end if end != -1 else len(page)]
 
 
-def test_the_main_branch_page_says_the_locks_are_on_the_shard_branches(tmp_path):
+def test_the_main_branch_page_lists_the_shards_locks_and_names_the_shard_branches(tmp_path):
+    """Rewritten for issue 32: the main branch's page used to list no lock ("the locks are
+    on the shard branches").  Now it lists every held lock of every shard, as of its last
+    render, and names the shard branches under the table."""
     team, (a,) = sharded(tmp_path, "a")
     ok(a("lock", "acquire", FILE, "--session", "a1"))
+    ok(a("lock", "acquire", "docs/guide/", "--session", "a1"))
+    assert S.lock_shards(FILE, COUNT) != S.lock_shards("docs/guide/", COUNT)  # two shards
     ok(a("update", "a1", "--working-on", "auth, sharded"))  # a main-branch commit re-renders
     page = remote_blob(team, BRANCH, "registry.md")
     locks = section(page, "## Locks")
-    assert "_none_" not in locks and "|" not in locks  # never an empty table: "no locks"
+    assert "| src/auth.py | a1 | auth, sharded |" in locks, locks
+    assert "| docs/guide/ | a1 | auth, sharded |" in locks, locks
     assert "4 lock shard branches" in locks and "-shards/00` … `" in locks
     assert "-shards/03`" in locks and "agent-registry lock list" in locks
-    assert "lock_shards: 4" in page and "held_locks: null" in page
+    assert "lock_shards: 4" in page and "held_locks: 2" in page
     assert "format\\-2" not in page and "format-2" not in page  # the fence is not a session
     live = section(page, "## Live sessions")
-    assert "| a1 |" in live and "on the shards" in live
+    assert "| a1 |" in live and "on the shards" not in live
     # the shard branch's own page lists the lock; the README names the shard branches
     shard_page = remote_blob(team, shard_branch(FILE), "registry.md")
     assert "src/auth.py | a1 | held" in section(shard_page, "## Locks")
@@ -225,14 +231,22 @@ def test_the_main_branch_page_says_the_locks_are_on_the_shard_branches(tmp_path)
     assert f"`{BRANCH}-shards/00` … `{BRANCH}-shards/03`" in section(named, "## Locks")
 
 
-def test_a_single_branch_page_still_lists_its_locks(tmp_path):
+def test_a_converted_single_branch_page_still_lists_its_locks(tmp_path):
+    """A single-branch registry (as older versions made it) listed its locks on its page;
+    converted by its first write, its main branch's page lists them still, now read from
+    the shards."""
     team = Team(tmp_path)
     a = team.clone("a")
-    ok(a("register", "a1", "--provider", "Codex", "--working-on", "auth"))
-    ok(a("lock", "acquire", FILE, "--session", "a1"))
+    with single_branch(a.cwd) as old:
+        old.register("a1", provider="Codex", working_on="auth")
+        old.claim("a1", [FILE])
     page = remote_blob(team, BRANCH, "registry.md")
     assert "src/auth.py | a1 | held" in section(page, "## Locks")
     assert "shard" not in page and "held_locks: 1" in page
+    ok(a("register", "a2", "--provider", "Codex", "--working-on", "docs"))  # converts
+    page = remote_blob(team, BRANCH, "registry.md")
+    assert "lock_shards: 16" in page and "held_locks: 1" in page
+    assert "| src/auth.py | a1 | auth |" in section(page, "## Locks")
 
 
 # -- watch ----------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Lock shards (layout format 2, docs/shards.md) with real clones of a real bare remote:
+"""Lock shards (layout format 3, docs/shards.md) with real clones of a real bare remote:
 claims of unrelated paths write only their own shard, conflicting claims recorded in
 different places (a file, its directory, a broad directory, globs) still have exactly one
 winner, the guard of another clone reads the shards, a kill -9 leaves every ref valid,
-and the holders' heartbeats on the main branch decide staleness in a shard."""
+and the holders' heartbeats decide staleness in a shard.  Registries converted here start
+as one branch built through the core (helpers.single_branch), as older versions left
+them: no command writes that layout any more."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CLI, FakeClock, git, make_repo
+from helpers import CLI, FakeClock, git, make_repo, single_branch
 from test_sync import Team, _race
 
 from agent_registry import Registry
@@ -31,13 +33,16 @@ def remote_refs(team: Team) -> dict[str, str]:
 
 
 def sharded_team(tmp_path: Path, n: int) -> tuple[Team, list]:
-    """A remote whose registry was converted to COUNT shards, and *n* clones each with a
-    registered session s<i> (registered before the conversion by the first clones, after
-    it by the rest: both must work)."""
+    """A remote whose single-branch registry was converted to COUNT shards, and *n* clones
+    each with a registered session s<i> (registered before the conversion by the first
+    clones, through the core on the single branch; after it by the rest, through the
+    CLI: both must work)."""
     team = Team(tmp_path)
     clones = [team.clone(f"c{i}") for i in range(n)]
-    for i, clone in enumerate(clones[: n // 2]):
-        assert clone("register", f"s{i}", "--provider", "Codex").returncode == 0
+    for i, clone in enumerate(clones[: max(1, n // 2)]):
+        with single_branch(clone.cwd) as old:
+            if i < n // 2:
+                old.register(f"s{i}", provider="Codex")
     proc = clones[0]("shard", "--count", str(COUNT))
     assert proc.returncode == 0, proc.stderr
     for i, clone in enumerate(clones[n // 2:], start=n // 2):
@@ -142,15 +147,18 @@ def test_the_guard_of_a_clone_that_only_fetched_reads_the_shards(tmp_path):
 
 
 def test_a_pending_single_branch_claim_is_refused_once_the_remote_is_sharded(tmp_path):
+    from agent_registry.errors import Unconfirmed
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    assert a("register", "s0", "--provider", "Codex").returncode == 0
-    assert b("register", "s1", "--provider", "Codex").returncode == 0
-    away = team.bare.with_name("away.git")
-    team.bare.rename(away)
-    proc = b("lock", "acquire", "src/auth/x.py", "--session", "s1")
-    assert proc.returncode == 3, proc.stderr  # committed here, not confirmed
-    away.rename(team.bare)
+    with single_branch(a.cwd) as old:  # the single branch of an older version
+        old.register("s0", provider="Codex")
+    with single_branch(b.cwd) as old:
+        old.register("s1", provider="Codex")
+        away = team.bare.with_name("away.git")
+        team.bare.rename(away)
+        with pytest.raises(Unconfirmed):  # committed here, not confirmed
+            old.claim("s1", ["src/auth/x.py"])
+        away.rename(team.bare)
     assert a("shard", "--count", str(COUNT)).returncode == 0
     proc = b("sync")
     assert proc.returncode == 1 and "split into lock shards" in proc.stdout + proc.stderr
@@ -176,8 +184,8 @@ def kill_mid_writes(repo: Path, scripts: list[str], seed: int, check) -> None:
 def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
     repo = make_repo(tmp_path / "repo")
     run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("init", "--shards", "4").returncode == 0
     assert run("register", "k1", "--provider", "Codex").returncode == 0
-    assert run("shard", "--count", "4").returncode == 0
 
     def lists() -> None:
         proc = run("--json", "lock", "list")
@@ -194,12 +202,12 @@ def test_kill_9_mid_claim_leaves_every_ref_valid(tmp_path):
 
 
 def sharded_registry(tmp_path: Path, clock: FakeClock, *sids: str) -> Registry:
-    """A registry without a remote, sessions *sids* registered, converted to 4 shards."""
-    from agent_registry.sync.convert import convert
+    """A registry without a remote in 4 lock shards (made as `init --shards 4` makes it),
+    sessions *sids* registered."""
     registry = Registry.open(str(make_repo(tmp_path / "repo")), clock=clock)
+    registry.init(4)
     for sid in sids:
         registry.register(sid, provider="Codex")
-    convert(registry, 4)
     return registry
 
 
@@ -208,7 +216,7 @@ def test_a_holder_heartbeat_on_the_main_branch_keeps_its_shard_lock(tmp_path):
     with sharded_registry(tmp_path, clock, "old", "new") as registry:
         registry.claim("old", ["src/auth/x.py"])
         clock.advance(500)
-        registry.heartbeat("old")  # writes the main branch only
+        registry.heartbeat("old")  # writes this clone's ref only, not the shard
         clock.advance(200)  # 700 s after the claim, 200 s after the heartbeat
         refused = _refusal(lambda: registry.claim("new", ["src/auth/x.py"]))
         assert "locked by old" in refused
@@ -244,7 +252,8 @@ def test_cleanup_spares_a_session_its_shard_claims_keep_alive(tmp_path):
 def test_a_clone_that_never_saw_the_conversion_claims_on_the_shard(tmp_path):
     team = Team(tmp_path)
     a, b = team.clone("a"), team.clone("b")
-    assert b("register", "s1", "--provider", "Codex").returncode == 0
+    with single_branch(b.cwd) as old:  # the single branch of an older version
+        old.register("s1", provider="Codex")
     assert a("shard", "--count", str(COUNT)).returncode == 0  # b has not fetched since
     proc = b("lock", "acquire", "src/auth/x.py", "--session", "s1")
     assert proc.returncode == 0, proc.stderr
@@ -256,8 +265,8 @@ def test_a_clone_that_never_saw_the_conversion_claims_on_the_shard(tmp_path):
 def test_a_missing_shard_ref_refuses_rather_than_reading_no_locks(tmp_path):
     repo = make_repo(tmp_path / "repo")
     run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("init", "--shards", "4").returncode == 0
     assert run("register", "k1", "--provider", "Codex").returncode == 0
-    assert run("shard", "--count", "4").returncode == 0
     target = "src/auth/x.py"
     assert run("lock", "acquire", target, "--session", "k1").returncode == 0
     git(repo, "update-ref", "-d", S.shard_ref(BRANCH, S.lock_shards(target, 4)[0]))
@@ -274,9 +283,9 @@ def test_a_missing_shard_ref_refuses_rather_than_reading_no_locks(tmp_path):
 def test_end_releases_the_shard_locks_like_finish(tmp_path):
     repo = make_repo(tmp_path / "repo")
     run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("init", "--shards", "4").returncode == 0
     assert run("register", "e1", "--provider", "Codex").returncode == 0
     assert run("register", "e2", "--provider", "Codex").returncode == 0
-    assert run("shard", "--count", "4").returncode == 0
     assert run("lock", "acquire", "src/auth/x.py", "docs/", "--session", "e1").returncode == 0
     proc = run("--json", "end", "e1", "--router", "auth tokens", "--what", "done")
     assert proc.returncode == 0, proc.stderr
@@ -288,8 +297,8 @@ def test_end_releases_the_shard_locks_like_finish(tmp_path):
 def test_a_registry_sharded_before_it_had_a_remote_pushes_its_shards_with_it(tmp_path):
     repo = make_repo(tmp_path / "repo")
     run = lambda *args: subprocess.run([CLI, *args], cwd=repo, capture_output=True, text=True)
+    assert run("init", "--shards", "4").returncode == 0
     assert run("register", "r1", "--provider", "Codex").returncode == 0
-    assert run("shard", "--count", "4").returncode == 0
     assert run("lock", "acquire", "src/auth/x.py", "--session", "r1").returncode == 0
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
@@ -307,14 +316,22 @@ def test_a_registry_sharded_before_it_had_a_remote_pushes_its_shards_with_it(tmp
 @pytest.mark.parametrize("rounds", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_claims_racing_the_conversion_all_land_in_the_shards(tmp_path, rounds):
     for round_ in range(rounds):
+        # each claim is its clone's first write on the single branch: it converts by
+        # itself, racing `shard` and the other claims (all asking for COUNT shards)
         team = Team(tmp_path / f"round{round_}")
         clones = [team.clone(f"c{i}") for i in range(4)]
-        for i, clone in enumerate(clones[1:], start=1):
-            assert clone("register", f"s{i}", "--provider", "Codex").returncode == 0
-        assert clones[0]("sync").returncode == 0
+        for i, clone in enumerate(clones):
+            with single_branch(clone.cwd) as old:
+                if i:
+                    old.register(f"s{i}", provider="Codex")
+            git(clone.cwd, "config", "agent-registry.shards", str(COUNT))
         results = _race(clones, lambda i: f"exec {CLI} shard --count {COUNT}" if i == 0 else
                         f"exec {CLI} lock acquire src/m{i}/x.py docs/d{i}/ --session s{i}")
         assert [p.returncode for p in results] == [0, 0, 0, 0], [p.stderr for p in results]
+        added = git(team.bare, "log", "--format=%H", "--diff-filter=A", BRANCH, "--",
+                    S.LAYOUT).split()
+        assert len(added) == 1, round_  # one conversion landed
+        assert json.loads(git(team.bare, "show", f"{BRANCH}:{S.LAYOUT}"))["shards"] == COUNT
         fence = [p for p in S.fence_files(0) if p.startswith("locks/")]
         assert git(team.bare, "ls-tree", "-r", "--name-only", BRANCH, "locks/").split() == fence
         held = sorted((l["path"], l["owner"]) for l in fresh_locks(team))

@@ -10,7 +10,7 @@ import json
 import subprocess
 
 import pytest
-from helpers import git
+from helpers import git, single_branch
 
 from agent_registry.branch import paths as P
 from agent_registry.branch import shards as S
@@ -198,6 +198,16 @@ def test_shard_branches_live_beside_the_registry_branch(tmp_path):
     assert blocked.returncode != 0
 
 
+@pytest.fixture
+def one_branch(repo, clock):
+    """A registry in the single-branch layout (format 1) that the conversion splits,
+    built through the core (no face writes it: their first write converts it)."""
+    registry = single_branch(repo, clock=clock)
+    assert registry.repo.read_blob(f"{registry.tip()}:{S.LAYOUT}") is None
+    yield registry
+    registry.close()
+
+
 def tree_files(registry) -> dict[str, bytes]:
     """Every file of the registry branch's tip tree, by path."""
     tip = registry.repo.read_ref(registry.ref)
@@ -265,13 +275,14 @@ def check_split(files: dict[str, bytes], main: dict[str, bytes], parts: list[dic
             "held": sum(1 for part in parts for p in part if p.startswith(S.HELD_DIR + "/"))}
 
 
-def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry):
+def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(one_branch):
     """A real single-branch registry (sessions, diaries, file, directory and glob locks, a
     shared lock, an ended session with its wiki entry, and a message and acknowledgement
     of the layout before messages had a ref of their own) split for 16 shards in layout
     format 2: every file but the lock records stays on the main branch, the live
     sessions' held lists move to the shards of their targets, each lock is in every shard
     of its target, so in the shard of each path it covers."""
+    registry = one_branch
     for sid in ("kimi-1", "codex-2", "gemini-3"):
         registry.register(sid, provider="test", working_on=f"work of {sid}")
         registry.context_log(sid, f"diary of {sid}")
@@ -315,7 +326,8 @@ def test_the_conversion_loses_nothing_and_puts_everything_in_its_place(registry)
         assert any(P.covers(t, path) for t in holders), path
 
 
-def test_a_broad_lock_is_held_in_every_shard(registry):
+def test_a_broad_lock_is_held_in_every_shard(one_branch):
+    registry = one_branch
     registry.register("wide-1", provider="test")
     registry.claim("wide-1", ["src/"])
     main, parts = S.split(tree_files(registry), 4, 1_790_000_000.0)

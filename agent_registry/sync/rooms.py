@@ -261,12 +261,15 @@ def where_is(registry: Registry, mid: str, sid: str | None = None) -> Registry |
         return registry
     box = mailbox(registry)
     if box is not registry and box.remote:  # sent from another clone since we looked
-        try:
-            sync(box)
-        except Unconfirmed:
-            pass  # offline: this clone's copy answers
-        if find(views(registry), mid) is not None:
-            return registry
+        # the messages branch, then the registry branch, whose fetch brings the clone
+        # refs (layout format 3: where another clone's sends are), as core.messages.ack
+        for branch in (box, registry):
+            try:
+                sync(branch)
+            except Unconfirmed:
+                pass  # offline: this clone's copy answers
+            if find(views(registry), mid) is not None:
+                return registry
     if not hub_url(registry) or (sid is not None and not in_shared_room(registry, sid)):
         return None
     hub = open_hub(registry)
