@@ -117,7 +117,8 @@ def single_branch(repo: Path | str, **kwargs):
     from agent_registry.store.git import Repo, discover
     registry = CoreRegistry(Repo(discover(str(repo))), **kwargs)
     if registry.remote:
-        import agent_registry.sync.remote  # noqa: F401  (hands the core its committer)
+        from agent_registry.sync.remote import COMMITTER
+        registry.committer = COMMITTER
     registry.init()
     return registry
 

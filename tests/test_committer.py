@@ -32,8 +32,8 @@ def test_a_registry_with_a_remote_and_no_committer_refuses(repo, tmp_path):
     git(tmp_path, "init", "-q", "--bare", "remote.git")
     git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
     out = fresh_python(repo, SCRIPT)
-    assert out.startswith("refused: this clone syncs with 'origin' but the sync module is "
-                          "not loaded"), out
+    assert out.startswith("refused: this clone syncs with 'origin' but no remote committer "
+                          "was handed in"), out
     assert git(repo, "branch", "--list", "agent-registry") == ""  # nothing committed
 
 

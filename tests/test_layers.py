@@ -236,6 +236,6 @@ def test_the_operation_table_is_explicit():
                 "agent_registry.core.diary"}
     core = {name for name, handler in OPERATIONS.items() if handler.__module__ in families}
     assert core == {"init", "register", "update", "finish", "handoff", "cleanup", "claim",
-                    "release", "heartbeat", "force-release", "context-log"}
+                    "release", "heartbeat", "force-release", "context-log", "refresh-page"}
     assert all(name in SHAPES for name in OPERATIONS)
     assert not [name for name in vars(Registry) if name.startswith("_op_")]

@@ -286,8 +286,8 @@ def test_nothing_in_the_package_probes_a_process_with_a_signal():
     # the two signals `kill` sends to a vouched-for owner; pid_exists on Windows only; and
     # spawn's SIGKILL to its own child run past a network timeout (posix_spawn: POSIX only)
     assert sorted(calls) == [
-        ("core/registry.py", "os.kill(pid, getattr(signal, 'SIGKILL', signal.SIGTERM))"),
-        ("core/registry.py", "os.kill(pid, signal.SIGTERM)"),
+        ("core/kill.py", "os.kill(pid, getattr(signal, 'SIGKILL', signal.SIGTERM))"),
+        ("core/kill.py", "os.kill(pid, signal.SIGTERM)"),
         ("store/procbackends.py", "psutil.pid_exists(pid)"),
         ("store/spawn.py", "os.kill(pid, _signal.SIGKILL)")], calls
     source = (root / "store" / "procbackends.py").read_text()
@@ -358,7 +358,7 @@ def _psutil_for_borrowed_tests(request, monkeypatch, hermetic_seal):
 
 HOLDER = '''
 import os, sys, time
-from agent_registry.core.registry import file_lock
+from agent_registry.store.flock import file_lock
 path, log, me, hold, go = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 if go:  # a barrier: every racer is started before any takes the lock
     open(go[0] + "." + me, "w").close()

@@ -311,8 +311,8 @@ def test_a_tip_that_already_helped_every_intent_is_kept_not_rebuilt(team):
     again on a copy of it (which, once the first push lands, would leave b on a fork
     carrying its operations twice), and what is pushed then applies a's operations once."""
     from agent_registry import Registry
-    from agent_registry.core.registry import file_lock
     from agent_registry.core.sharded import shards_of
+    from agent_registry.store.flock import file_lock
     from agent_registry.sync.remote import _rebase, fetch
     a, b = team.clone("a"), team.clone("b")
     ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_registry.core.registry import file_lock
+from agent_registry.store.flock import file_lock
 from agent_registry.wiki.index import WikiIndex
 from helpers import CLI, wait_for
 from test_wiki_support import fixture_files, put_files

@@ -292,3 +292,19 @@ def require_writable(raw: bytes | None) -> None:
         raise NewerFormat(f"this registry uses layout format {layout['format']}, which this "
                           f"agent-registry does not write: install agent-registry >= "
                           f"{needed or 'the newest release'}")
+
+
+def newest_layout(repo, tips) -> dict:
+    """The layout of the registry whose main branch this clone has at *tips* (its own
+    tip, the remote-tracking one: another clone may have converted it since): the
+    newest marker among them, ``{"format": 1}`` when none has one.  A layout this
+    version does not write refuses (require_writable).  The one layout detection the
+    core and the guard share."""
+    found = {"format": 1}
+    for tip in dict.fromkeys(t for t in tips if t):
+        raw = repo.read_blob(f"{tip}:{LAYOUT}")
+        require_writable(raw)
+        marker = layout_of(raw)
+        if marker["format"] > found["format"]:
+            found = marker
+    return found

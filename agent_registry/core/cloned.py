@@ -1,8 +1,9 @@
 """This clone's own ref (layout format 3, branch/clones.py): the registry that takes its
 sessions' heartbeats and diary lines.
 
-It is the main registry's class on ``<branch>-clones/<clone>``, so with a remote it
-syncs exactly like the main branch (fetch, replay, fast-forward push), and its fetch
+It is a registry of the main registry's class and committer on ``<branch>-clones/<clone>``
+with a part of its own (:class:`CloneRef`), so with a remote it syncs exactly like the
+main branch (fetch, replay, fast-forward push), and its fetch
 brings the main branch along, so a heartbeat of a session another clone stopped is
 refused as before.  Only this clone pushes that ref: its pushes wait for no other
 clone's.
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 _NAME_CHARS = ALNUM | frozenset("._-")
-_CLASSES: dict[type, type] = {}
 
 
 def clone_name(registry: Registry, create: bool = True) -> str | None:
@@ -62,22 +62,40 @@ def clone_registry(registry: Registry, create: bool = True) -> Registry | None:
         name = clone_name(registry, create)
         if name is None:
             return None
-        base = type(registry)
-        cls = _CLASSES.get(base)
-        if cls is None:
-            cls = _CLASSES[base] = type("CloneRegistry", (base,), {
-                "is_clone": True, "view_at": _view_at, "pages": _pages,
-                "fetch_also": property(_fetch_also), "close": lambda self: None,
-                "__doc__": "The registry of this clone's own ref (core/cloned.py)."})
-        made = cls(registry.repo, branch=clone_branch(registry.branch, name),
-                   clock=registry.clock, host=registry.host, config=registry.config)
-        made.main = registry
-        registry._clone = made
+        made = registry.__dict__["_clone"] = registry.derived(
+            clone_branch(registry.branch, name), CloneRef(registry))
     return made
 
 
-def _view_at(clone: Registry, tip: str | None) -> View:
-    return CloneView(clone.repo, tip, main_views(clone.main))
+class CloneRef:
+    """The part of this clone's own ref (core/refs.py): its views overlay the main
+    branch's sessions, its fetch brings the main branch along (a heartbeat is checked
+    against the session's record as the remote has it: stopped by another clone's
+    cleanup?), and nothing decided on it stands alone (it holds no lock, and its
+    heartbeats are judged against the main branch)."""
+
+    kind = "clone"
+    routes = False
+    keeps_messages = False
+
+    def __init__(self, main: Registry) -> None:
+        self.main = main
+
+    def view_at(self, clone: Registry, tip: str | None) -> View:
+        return CloneView(clone.repo, tip, main_views(self.main))
+
+    def decides_alone(self, clone: Registry, tip: str, op: dict) -> bool:
+        return False
+
+    def fetch_also(self, clone: Registry) -> tuple[str, ...]:
+        main = self.main
+        return (f"+{main.ref}:{main.tracking_ref}",) if main.tracking_ref else ()
+
+    def pages(self, clone: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+        from ..branch.render import fill, registry_md  # not for a recent heartbeat
+        return {"registry.md": registry_md(view, at, subject),
+                "README.md": fill("clone-README.md", branch=clone.branch,
+                                  registry=self.main.branch).encode()}
 
 
 def main_views(registry: Registry) -> list[View]:
@@ -88,17 +106,3 @@ def main_views(registry: Registry) -> list[View]:
             registry.repo.read_ref(registry.ref)]
     clones = Clones(registry.repo, registry.branch, registry.remote)
     return [MainView(registry.repo, tip, clones) for tip in dict.fromkeys(t for t in tips if t)]
-
-
-def _fetch_also(clone: Registry) -> tuple[str, ...]:
-    """Its fetch brings the main branch along: a heartbeat is checked against the
-    session's record as the remote has it (stopped by another clone's cleanup?)."""
-    main = clone.main
-    return (f"+{main.ref}:{main.tracking_ref}",) if main.tracking_ref else ()
-
-
-def _pages(clone: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
-    from ..branch.render import fill, registry_md  # not for a recent heartbeat
-    return {"registry.md": registry_md(view, at, subject),
-            "README.md": fill("clone-README.md", branch=clone.branch,
-                              registry=clone.main.branch).encode()}

@@ -1,8 +1,10 @@
 """The diary operation (``context log``): its shape and its handler."""
 from __future__ import annotations
 
+from ..branch import paths as P
 from ..branch.records import iso
 from ..branch.view import View, context_path
+from ..errors import BadInput, NotFound
 from .operations import Outcome, operation
 from .shapes import TEXT
 
@@ -27,3 +29,29 @@ def apply_context_log(registry: Registry, view: View, op: dict) -> Outcome:
     view.write(path, diary + line.encode())
     return Outcome({"session": sid, "path": path, "line": line.rstrip("\n")},
                    f"context log {sid}")
+
+
+class DiaryCalls:
+    """The diary part of the Registry API (core/registry.py mixes it in)."""
+
+    def context_log(self, sid: str, text: str) -> dict:
+        P.validate_session_id(sid)
+        P.validate_text("diary text", text, allow_newlines=True)
+        if not text.strip():
+            raise BadInput("empty diary text")
+        return self.apply(self.new_op("context-log", session=sid, text=text))
+
+
+    def diary(self, sid: str) -> dict:
+        """``{"session", "path", "diary"}``: the diary ``context log`` wrote, as on the
+        branch (the predecessor's verify step reads it back); NotFound for an unknown
+        session or one that logged nothing yet."""
+        P.validate_session_id(sid)
+        view = self.view()
+        path = context_path(sid)
+        raw = view.read(path)
+        if raw is None:
+            if view.session(sid, strict=False) is None and view.done_session(sid) is None:
+                raise self.unknown(view, sid)
+            raise NotFound(f"session {sid} has no diary yet (`agent-registry context log`)")
+        return {"session": sid, "path": path, "diary": raw.decode("utf-8", errors="replace")}

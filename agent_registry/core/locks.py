@@ -3,15 +3,23 @@ its shape, checked before it is applied or replayed, and the handler that decide
 against a view of the branch and writes what changes."""
 from __future__ import annotations
 
+import os
+import time
+
 from ..branch import paths as P
-from ..branch.records import SHORTEST_TTL, Holder, Lock, iso
+from ..branch.records import SHORTEST_TTL, Holder, Lock, Session, iso, parse_iso
+from ..branch.staleness import DEFAULT_TTL, stale_reason
 from ..branch.view import View
-from ..errors import NotFound, Refused
+from ..errors import BadInput, NotFound, Refused, RegistryError
+from ..store.procinfo import is_alive
+from . import sharded
 from .operations import Outcome, operation
 from .shapes import AMOUNT, COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from .registry import Registry
 
 
@@ -159,3 +167,219 @@ def describe_conflicts(conflicts: list[dict]) -> str:
         parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}")
     asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
     return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
+
+
+class LockCalls:
+    """The lock half of the Registry API (core/registry.py mixes it in): each call
+    validates its arguments and applies one operation of this module."""
+
+    def targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
+        """The stored targets *raw* names.  Globs are checked only for *new* targets: a
+        bad glob already on the branch can still be checked, released and force-released."""
+        info, rule = self.repo.info, self.repo.path_rule
+        out = []
+        for item in P.csv_items(raw) if isinstance(raw, str) else raw:
+            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new,
+                              rule=rule)
+            if target not in out:
+                out.append(target)
+        return self.spelled(out) if rule.ignorecase else out
+
+    def spelled(self, targets: list[str]) -> list[str]:
+        """*targets* spelled as the index spells them, else as a live claim does, else
+        as the disk does (normalize's spelling): on a filesystem that ignores case, one
+        file's claims land on one record (and shard) whatever spelling each agent typed."""
+        rule = self.repo.path_rule
+        names = [P.plain(t) for t in targets if not P.is_glob(t)]
+        tracked = self.repo.index_names(names)
+        held = [t for s in self.view().live_sessions() for t in s.locks]
+        return list(dict.fromkeys(rule.respell(rule.respell(t, held), tracked)
+                                  for t in targets))
+
+    def claim(self, sid: str, paths: Iterable[str], *, ttl: int = DEFAULT_TTL,
+              shared: bool = False, generations: Iterable[str] = ()) -> dict:
+        """Claim every target or none.  Returns per target whether it was acquired,
+        renewed (already ours) or taken over (from a stale holder).  *generations*: the
+        tokens of the claims being renewed, one per path in order; refused when one is no
+        longer the claim held (taken over since)."""
+        P.validate_session_id(sid)
+        targets = self.targets(paths)
+        if not targets:
+            raise BadInput("no path to lock")
+        if not 1 <= ttl <= 7 * 86400:
+            raise BadInput(f"--ttl {ttl}: between 1 and 604800 seconds")
+        expect = _expected(targets, generations)
+        fresh = {t: os.urandom(8).hex() for t in targets}
+        return self.apply(self.new_op("claim", session=sid, paths=targets, ttl=ttl,
+                                   mode="shared" if shared else "exclusive",
+                                   generations=fresh, **({"expect": expect} if expect else {})))
+
+    def judge(self, view: View, holder: Holder, at: float) -> str | None:
+        """Why *holder* no longer counts, or None while it does."""
+        session = view.session(holder.session, strict=False)
+        if session is None and holder.session in view.unreadable:
+            return None  # an unreadable session file keeps its locks held
+        return stale_reason(holder, session, at, self.host, self.seen,
+                            ended=None if session is not None else _ended(view, holder.session))
+
+    def conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
+        out = []
+        for lock in view.covering(target):
+            for holder in lock.holders:
+                if holder.session == sid or (lock.mode == "shared" and mode == "shared"):
+                    continue
+                if self.judge(view, holder, at) is None:
+                    owner = view.session(holder.session, strict=False)
+                    out.append({"path": target, "target": lock.path, "owner": holder.session,
+                                "working_on": owner.working_on if owner else "",
+                                "since": holder.acquired_at, "mode": lock.mode,
+                                "reach": f"agent-registry send --to {holder.session} TEXT"})
+        return out
+
+    def forget(self, view: View, sid: str, target: str) -> None:
+        """Drop *target* from the held list of session *sid* (its lock is gone)."""
+        session = view.session(sid, strict=False)
+        if session is not None and target in session.locks:
+            session.locks.remove(target)
+            view.put_session(session)
+
+    def release(self, sid: str, paths: Iterable[str], generations: Iterable[str] = ()) -> dict:
+        """Release every target; *generations* as for :meth:`claim`."""
+        P.validate_session_id(sid)
+        targets = self.targets(paths, new=False)
+        if not targets:
+            raise BadInput("no path to release")
+        expect = _expected(targets, generations)
+        return self.apply(self.new_op("release", session=sid, paths=targets,
+                                      **({"expect": expect} if expect else {})))
+
+    def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
+        """Per target: free, locked (by a live session), locked-by-me, or stale."""
+        if sid:
+            P.validate_session_id(sid)
+        targets = self.targets(paths, new=False)
+        if not targets:
+            raise BadInput("no path to check")
+        view, at = self.view(), self.clock()
+        unconfirmed = self.unconfirmed_claims()
+        out = []
+        for target in targets:
+            states = []
+            for lock in view.covering(target):
+                for holder in lock.holders:
+                    reason = self.judge(view, holder, at)
+                    owner = view.session(holder.session, strict=False)
+                    state = ("locked-by-me" if holder.session == sid and reason is None
+                             else "stale" if reason else "locked")
+                    states.append({"path": target, "state": state, "target": lock.path,
+                                   "owner": holder.session, "mode": lock.mode,
+                                   "working_on": owner.working_on if owner else "",
+                                   "since": holder.acquired_at,
+                                   "age_seconds": _age(holder.acquired_at, at),
+                                   "stale_reason": reason,
+                                   "confirmed": (holder.session, lock.path) not in unconfirmed})
+            rank = {"locked": 0, "locked-by-me": 1, "stale": 2}
+            states.sort(key=lambda s: rank[s["state"]])
+            out.append(states[0] if states else {"path": target, "state": "free"})
+        self.warnings = view.warnings
+        return out
+
+    def locks(self) -> list[dict]:
+        """Every lock held by a live session, with its state."""
+        view, at = self.view(), self.clock()
+        unconfirmed = self.unconfirmed_claims()
+        out = []
+        for session in view.live_sessions():
+            for target in session.locks:
+                lock = view.lock(target)
+                holder = lock.holder(session.id) if lock else None
+                if holder is None:
+                    continue
+                out.append({"path": target, "owner": session.id, "mode": lock.mode,
+                            "working_on": session.working_on, "since": holder.acquired_at,
+                            "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
+                            "generation": holder.generation,
+                            "stale_reason": stale_reason(holder, session, at, self.host,
+                                                         self.seen),
+                            "confirmed": (session.id, target) not in unconfirmed})
+        self.warnings = view.warnings
+        return sorted(out, key=lambda l: l["path"])
+
+    def unconfirmed_claims(self) -> set[tuple[str, str]]:
+        """(session, path) of claims this clone made that its remote has not seen yet."""
+        if not self.remote:
+            return set()
+        shards = sharded.shards_of(self)
+        if shards:
+            return sharded.unconfirmed(self, shards)
+        return self.synced().unconfirmed(self)
+
+    def heartbeat(self, sid: str, paths: Iterable[str] = ()) -> dict:
+        """Renew the session and every lock it holds.  With *paths* (the predecessor's
+        ``lock heartbeat PATH SID``) it is refused unless the session holds each one."""
+        P.validate_session_id(sid)
+        targets = {"paths": self.targets(paths, new=False)} if paths else {}
+        return self.apply(self.new_op("heartbeat", session=sid, **targets))
+
+    def heartbeat_loop(self, sid: str, interval: float, *, stop: Callable[[], bool] = lambda: False,
+                       sleep: Callable[[float], None] = time.sleep,
+                       paths: Iterable[str] = (),
+                       started: Callable[[], None] = lambda: None) -> str:
+        """Heartbeat every *interval* seconds until the session ends or, on this host,
+        its process dies (so a dead agent's locks go stale instead of living forever);
+        with *paths*, also once the session no longer holds one of them (released).
+        *started* runs after the first heartbeat: the loop is then known to work."""
+        beats = 0
+        while not stop():
+            session = self.session(sid)
+            if not session.live:
+                return f"session {sid} is {session.status}"
+            if session.host == self.host and session.vouched and \
+                    not is_alive(session.pid, session.pid_start):
+                return f"the process {session.pid} of session {sid} is gone"
+            try:
+                self.heartbeat(sid, paths)
+            except NotFound as exc:
+                if not beats:  # never held: an error, as for `lock heartbeat PATH SID`
+                    raise
+                return exc.message
+            beats += 1
+            if beats == 1:
+                started()
+            sleep(interval)
+        return "stopped"
+
+    def force_release(self, path: str, *, reason: str, by: str, force: bool = False) -> dict:
+        target = self.targets([path], new=False)[0]
+        P.validate_text("reason", reason)
+        if not reason.strip():
+            raise BadInput("--reason is required: say why the lock is freed")
+        P.validate_text("author", by)
+        return self.apply(self.new_op("force-release", path=target, reason=reason, by=by,
+                                   force=force))
+
+
+def _ended(view: View, sid: str) -> Session | None:
+    """*sid*'s ended record, for saying why its locks no longer count (None: none, or
+    unreadable: then "not registered" is said, as before)."""
+    try:
+        return view.done_session(sid)
+    except RegistryError:
+        return None
+
+
+def _age(since: str, at: float) -> int | None:
+    ts = parse_iso(since)
+    return None if ts is None else max(0, int(at - ts))
+
+
+def _expected(targets: list[str], generations: Iterable[str]) -> dict[str, str]:
+    """{target: generation} for the tokens given one per target, in order."""
+    tokens = list(generations)
+    if tokens and len(tokens) != len(targets):
+        raise BadInput(f"--generation given {len(tokens)} time(s) for {len(targets)} path(s): "
+                       "one per path, in order")
+    for token in tokens:
+        if not (isinstance(token, str) and 0 < len(token) <= 64 and token.isalnum()):
+            raise BadInput(f"--generation {token!r}: a token as `lock acquire` printed it")
+    return dict(zip(targets, tokens))

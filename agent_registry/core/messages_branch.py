@@ -11,37 +11,38 @@ from ..branch.mailbox import branch_of, pages
 from ..branch.view import View
 from ..errors import Unconfirmed
 from .cloned import clone_registry
+from .refs import RegistryBranch
 from .registry import Registry
 
-_CLASSES: dict[type, type] = {}
-
-
 def mailbox(registry: Registry) -> Registry:
-    """The registry of *registry*'s messages branch: the same class (so with a remote it
-    commits through sync like the registry branch), the same repository, clock, host,
-    config and flock, the branch ``<branch>-messages``, and pages of its own.  Made once
-    per registry and closed with it.  A registry that keeps its messages itself (a hub:
-    sync/rooms.py; the messages branch's own) is its own mailbox."""
-    if getattr(registry, "keeps_messages", False):
+    """The registry of *registry*'s messages branch (``<branch>-messages``): the same
+    class and committer (so with a remote it commits through sync like the registry
+    branch), repository, clock, host, config and flock, with a part of its own
+    (:class:`MessagesBranch`).  Made once per registry and closed with it.  A registry
+    whose part keeps its messages itself (a hub: sync/rooms.py; the messages branch's
+    own) is its own mailbox."""
+    if registry.part.keeps_messages:
         return registry
     box = registry.__dict__.get("_mailbox")
     if box is None:
-        base = type(registry)
-        cls = _CLASSES.get(base)
-        if cls is None:
-            cls = _CLASSES[base] = type("Mailbox", (base,), {
-                "keeps_messages": True, "pages": _pages,
-                "close": lambda self: None,  # the repository is the registry's
-                "__doc__": "The registry of a messages branch (core/messages_branch.py)."})
-        box = cls(registry.repo, branch=branch_of(registry.branch), clock=registry.clock,
-                  host=registry.host, config=registry.config)
-        box.registry_branch = registry.branch
-        registry.__dict__["_mailbox"] = box
+        box = registry.__dict__["_mailbox"] = registry.derived(
+            branch_of(registry.branch), MessagesBranch(registry))
     return box
 
 
-def _pages(box: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
-    return pages(box.branch, getattr(box, "registry_branch", box.branch), at, subject)
+class MessagesBranch(RegistryBranch):
+    """The part of a messages branch (core/refs.py): read and fetched as a registry
+    branch is, its own pages, no layout routing there."""
+
+    kind = "messages"
+    routes = False
+    keeps_messages = True
+
+    def __init__(self, owner: Registry) -> None:
+        self.main, self.registry_branch = owner, owner.branch
+
+    def pages(self, box: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+        return pages(box.branch, self.registry_branch, at, subject)
 
 
 def writer(registry: Registry, main: View) -> Registry:
@@ -80,7 +81,7 @@ def fresh_view(registry: Registry) -> View:
     clone's copy decides and a warning says so."""
     if registry.remote:
         try:
-            registry._remote_committer().refresh(registry)
+            registry.synced().refresh(registry)
         except Unconfirmed as exc:
             registry.warnings.append(f"{exc.message} (deciding on this clone's copy)")
     return registry.view()

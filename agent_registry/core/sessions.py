@@ -3,14 +3,22 @@ the branch's init and page refresh): each with its shape, checked before it is a
 the handler that decides it against a view of the branch and writes what changes."""
 from __future__ import annotations
 
-from ..branch.records import LIVE, Session, iso
-from ..branch.view import View
-from ..errors import Refused
+import os
+
+from ..branch import paths as P
+from ..branch.records import (LIVE, Session, UnreadableRecord, iso, load_session, parse_iso,
+                              select_sessions, status_named)
+from ..branch.staleness import DEFAULT_TTL, ahead_by, session_stale_reason
+from ..branch.view import View, done_path, live_path
+from ..errors import BadInput, Refused
+from ..store.procinfo import choose_owner
 from .operations import Outcome, operation
 from .shapes import AMOUNT, FLAG, MAPPING, TEXT, one_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every claim
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .registry import Registry
 
 
@@ -139,3 +147,194 @@ def apply_cleanup(registry: Registry, view: View, op: dict) -> Outcome:
         stopped.append({"session": session.id, "reason": reason, "released": released})
     subject = f"cleanup: stop {', '.join(s['session'] for s in stopped)}" if stopped else None
     return Outcome({"stopped": stopped}, subject)
+
+
+class SessionCalls:
+    """The session half of the Registry API (core/registry.py mixes it in): each call
+    validates its arguments and applies one operation of this module."""
+
+    def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
+                 space: Iterable[str] = (), todo_present: Iterable[str] = (),
+                 pid: int | None = None, pid_from: str = "--pid",
+                 notify_started: str = "", tags: Iterable[str] = (),
+                 resume: bool = False) -> Session:
+        """Register (or re-register) session *sid*.  Its owner process is *pid* (given
+        by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
+        runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why.
+        A live *sid* is refused (Refused) unless this owner is its vouched-for owner
+        already, that owner has exited on this host, or *resume* takes it over."""
+        P.validate_session_id(sid)
+        for label, value in (("provider", provider), ("ai-version", ai_version),
+                             ("working-on", working_on), ("notify-started", notify_started)):
+            P.validate_text(label, value)
+        if not provider:
+            raise BadInput("--provider is required")
+        for tag in tags:
+            P.validate_tag(tag)
+        try:
+            owner = choose_owner(pid, pid_from)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        info = self.repo.info
+        fields = {
+            "provider": provider, "ai_version": ai_version, "working_on": working_on,
+            "space": self.targets(space), "todo_present": P.csv_items(todo_present),
+            "project": info.toplevel or info.git_dir, "repo": repo_name(self),
+            "git_branch": _current_branch(info.git_dir), "host": self.host,
+            "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
+            "cmdline": owner.cmdline,
+            # only when given: a re-register keeps the text the first one stored
+            **({"notify_started": notify_started} if notify_started else {}),
+            **({"tags": list(dict.fromkeys(tags))} if tags else {}),
+        }
+        self.bound = owner.to_dict()
+        extra = {"resume": True} if resume else {}
+        return Session.from_dict(self.apply(self.new_op("register", session=sid, fields=fields,
+                                                        **extra))["session"])
+
+    def update(self, sid: str, **changes) -> Session:
+        P.validate_session_id(sid)
+        fields = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key in ("todo_past", "todo_present", "todo_future"):
+                value = P.csv_items(value)
+            elif key == "space":
+                value = self.targets(value)
+            elif key == "status":
+                value = status_named(value)
+            elif key in ("working_on", "issues"):
+                P.validate_text(key.replace("_", "-"), value)
+            else:
+                raise BadInput(f"unknown session field {key!r}")
+            fields[key] = value
+        if not fields:
+            raise BadInput("nothing to update: pass at least one field")
+        return Session.from_dict(self.apply(self.new_op("update", session=sid, fields=fields))["session"])
+
+    def finish(self, sid: str, status: str = "Finished", notify_executed: str = "") -> dict:
+        P.validate_session_id(sid)
+        P.validate_text("notify-executed", notify_executed)
+        extra = {"notify_executed": notify_executed} if notify_executed else {}
+        return self.apply(self.new_op("finish", session=sid, status=status, **extra))
+
+    def close_session(self, view: View, session: Session, status: str, at: float) -> list[str]:
+        """End *session* in *view* (for an operation's handler): release what it holds
+        and move it among the ended."""
+        released = []
+        for target in session.locks:
+            lock = view.lock(target)
+            if lock and lock.holder(session.id):
+                lock.holders = [h for h in lock.holders if h.session != session.id]
+                view.put_lock(lock)
+                released.append(target)
+        session.locks, session.status, session.finished_at = [], status, iso(at)
+        view.put_session(session)
+        return released
+
+    def handoff(self, sid: str, path: str) -> Session:
+        P.validate_session_id(sid)
+        P.validate_text("handoff path", path)
+        if not path:
+            raise BadInput("empty handoff path")
+        return Session.from_dict(self.apply(self.new_op("handoff", session=sid, path=path))["session"])
+
+    def session_names(self, names: Iterable[str]) -> set[str]:
+        """Which of *names* are registered sessions, live or ended (direct lookups)."""
+        candidates = [n for n in names if P.is_session_id(n)]
+        if not candidates:
+            return set()
+        view = self.view()
+        return {n for n in candidates
+                if view.read(live_path(n)) is not None or view.read(done_path(n)) is not None}
+
+    def session(self, sid: str) -> Session:
+        P.validate_session_id(sid)
+        view = self.view()
+        found = view.session(sid) or view.done_session(sid)
+        if found is None:
+            raise self.unknown(view, sid)
+        return found
+
+    def sessions(self, *, include_ended: bool = False) -> list[Session]:
+        view = self.view()
+        out = view.live_sessions()
+        if include_ended and view.tree:
+            files = {f"sessions/done/{shard}/{name}": oid
+                     for shard in view.names("sessions/done")
+                     for name, oid in view.entries(f"sessions/done/{shard}").items()}
+            for path, raw in zip(files, self.repo.read_blobs(list(files.values()))):
+                try:
+                    out.append(load_session(raw or b""))
+                except UnreadableRecord as exc:  # reported by name; the rest lists
+                    view.warnings.append(f"{path} is unreadable: {exc}")
+        self.warnings = view.warnings
+        return sorted(out, key=lambda s: s.registered_at)
+
+    def status(self, *, include_ended: bool = False, status: str | None = None,
+               provider: str | None = None, project: str | None = None) -> dict:
+        """What ``status --json`` prints, and the MCP status tool and resource: the
+        sessions (live ones, or all), filtered as records.select_sessions says, the sync
+        state, and the sessions whose heartbeat is dated in the future."""
+        wanted = status_named(status) if status else None
+        sessions = select_sessions(
+            self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
+            status=wanted, provider=provider, project=project)
+        return {"sessions": [s.to_dict() for s in sessions], "sync": self.sync_state(),
+                "clock": self.clocks_ahead(sessions)}
+
+    def clocks_ahead(self, sessions: Iterable[Session]) -> list[dict]:
+        """Live sessions whose heartbeat is dated beyond the clock-skew margin in the
+        future (their host's clock runs ahead), and since when this clone ages it."""
+        now = self.clock()
+        return [{"session": s.id, "host": s.host, "heartbeat_at": s.heartbeat_at,
+                 "ahead_seconds": int(ahead),
+                 "first_seen": iso(self.seen.since(s.id, s.heartbeat_ts(), now))}
+                for s in sessions if s.live and (ahead := ahead_by(s, now))]
+
+    def cleanup(self, *, by: str | None = None, reason: str | None = None) -> dict:
+        """Stop zombie sessions; *by* and *reason* (who asked, and why) go in the commit."""
+        for label, value in (("author", by or ""), ("reason", reason or "")):
+            P.validate_text(label, value)
+        return self.apply(self.new_op("cleanup", by=by or self.host,
+                                   **({"reason": reason} if reason else {})))
+
+    def zombies(self, view: View | None = None, at: float | None = None,
+                shards: dict | None = None) -> list[tuple[Session, str]]:
+        """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too).
+        *shards* (sid -> {heartbeat_at, ttl}) is what the lock shards said of each session
+        when the cleanup was asked for: its claims there renew it too."""
+        view, at = view or self.view(), self.clock() if at is None else at
+        out = []
+        for session in view.live_sessions():
+            ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
+                    if h.session == session.id]
+            seen = (shards or {}).get(session.id)
+            if isinstance(seen, dict):
+                ttls += [seen["ttl"]] if isinstance(seen.get("ttl"), int) else []
+                beat = parse_iso(seen.get("heartbeat_at")) if isinstance(
+                    seen.get("heartbeat_at"), str) else None
+                if beat and beat > session.heartbeat_ts():
+                    session = Session.from_dict({**session.to_dict(),
+                                                 "heartbeat_at": seen["heartbeat_at"]})
+            reason = session_stale_reason(session, at, max(ttls, default=DEFAULT_TTL),
+                                          self.host, self.seen)
+            if reason:
+                out.append((session, reason))
+        return out
+
+
+def repo_name(registry: Registry) -> str:
+    common = registry.repo.info.common_dir.rstrip("/")
+    base = os.path.basename(common)
+    return os.path.basename(os.path.dirname(common)) if base == ".git" else base.removesuffix(".git")
+
+
+def _current_branch(git_dir: str) -> str:
+    try:
+        with open(os.path.join(git_dir, "HEAD")) as f:
+            head = f.read().strip()
+    except OSError:
+        return ""
+    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else ""

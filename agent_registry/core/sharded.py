@@ -1,58 +1,30 @@
-"""Lock operations on a registry in the lock-shard layout (format 2, docs/shards.md).
+"""The lock shards (docs/shards.md): the layout's marker, each shard's part and
+registry, and the views and pages that read them.
 
-Each shard ``<branch>-shards/NN`` is a registry of its own (the main registry's class,
-so with a remote it syncs exactly like the main branch: fetch, replay, fast-forward push,
-helping), whose views read the sessions from the main branch (branch/shardview.py).  A
-lock operation is split by shard (branch/shards.py ``lock_shards``) and applied to each
-shard in ascending order: a file claim writes one ref.  A claim refused in one shard
-releases what it took in the shards before it, so it still takes every target or none;
-two claims meet first on the lowest shard they share, and that ref's compare-and-swap
-decides, so there is no deadlock and exactly one of two conflicting claims wins.
+Each shard ``<branch>-shards/NN`` is a registry of its own (the main registry's class and
+committer with the part :class:`LockShard`, so with a remote it syncs exactly like the
+main branch: fetch, replay, fast-forward push, helping), whose views read the sessions
+from the main branch (branch/shardview.py).  Which shards an operation writes is the
+router's (core/routing.py).
 """
 from __future__ import annotations
 
-from ..branch import paths as P
 from ..branch import shards as S
 from ..branch.shardview import ShardView, WholeView, open_whole, shard_tip
 from ..branch.view import View
-from ..errors import NotFound, Refused, RegistryError, Unconfirmed
-from .cloned import clone_registry, main_views
+from .cloned import main_views
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .registry import Registry
 
-# what a shard records and decides; in format 3 heartbeats and diary lines go to the
-# clone's own ref (core/cloned.py); a session's other operations stay on the main branch
-LOCK_OPS = ("claim", "release", "force-release")
-ROUTED = LOCK_OPS + ("heartbeat", "context-log", "finish", "end", "cleanup")
-_CLASSES: dict[type, type] = {}
-
-
-class Resharded(Refused):
-    """A lock operation met a main branch that was converted to shards (by another clone,
-    after this one decided where to write): it is applied to the shards instead, or, when
-    it was pending from before, refused so its agent claims again.  Its details say so,
-    also when a replay reports it as a plain refusal (sync/replay.py)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, details={"resharded": True})
-
-
 def layout(registry: Registry) -> dict:
     """The layout of *registry*: its marker on the local tip, or on the remote's when
-    that is newer (another clone converted it)."""
-    found = {"format": 1}
-    for tip in dict.fromkeys((registry.repo.read_ref(registry.ref),
-                              registry.repo.read_ref(registry.tracking_ref)
-                              if registry.tracking_ref else None)):
-        if tip:
-            raw = registry.repo.read_blob(f"{tip}:{S.LAYOUT}")
-            S.require_writable(raw)
-            marker = S.layout_of(raw)
-            if marker["format"] > found["format"]:
-                found = marker
-    return found
+    that is newer (another clone converted it): branch/shards.py ``newest_layout``, the
+    one detection the guard shares."""
+    return S.newest_layout(registry.repo, (registry.repo.read_ref(registry.ref),
+                                           registry.repo.read_ref(registry.tracking_ref)
+                                           if registry.tracking_ref else None))
 
 
 def count_of(marker: dict) -> int:
@@ -62,43 +34,59 @@ def count_of(marker: dict) -> int:
     return count
 
 
+class LockShard:
+    """The part of lock shard *index* of *count* of the registry *main* (core/refs.py):
+    its views read the sessions from the main branch (branch/shardview.py), its fetch
+    brings the main branch and every shard, and its pages list its own locks."""
+
+    kind = "shard"
+    routes = False
+    keeps_messages = False
+
+    def __init__(self, main: Registry, index: int, count: int) -> None:
+        self.main, self.index, self.count = main, index, count
+
+    def view_at(self, shard: Registry, tip: str | None) -> View:
+        return ShardView(shard.repo, tip, main_views(self.main))
+
+    def decides_alone(self, shard: Registry, tip: str, op: dict) -> bool:
+        """As :func:`judges_no_holder` on the shard's lock records at *tip*: the main
+        branch (whose heartbeats a fetch would refresh) plays no part."""
+        return judges_no_holder(ShardView(shard.repo, tip, []), op)
+
+    def fetch_also(self, shard: Registry) -> tuple[str, ...]:
+        """What the main branch's fetch brings (one connection): the main branch, so the
+        sessions a claim judges its holders by are no older than the shard it decides
+        on, and every shard with its intents, so this clone's next claims on other
+        shards need no fetch of their own within sync/remote.py's FRESH."""
+        main = self.main
+        return (f"+{main.ref}:{main.tracking_ref}", *main.fetch_also) if main.tracking_ref \
+            else ()
+
+    def pages(self, shard: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
+        return shard_pages(self.main.branch, self.index, self.count, view, at, subject)
+
+
 def shard_registry(registry: Registry, index: int, count: int) -> Registry:
     """The registry of shard *index*: made once per registry, closed with it."""
     made = registry.__dict__.setdefault("_shards", {})
     if (index, count) not in made:
-        base = type(registry)
-        cls = _CLASSES.get(base)
-        if cls is None:
-            cls = _CLASSES[base] = type("ShardRegistry", (base,), {
-                "is_shard": True, "view_at": _view_at, "pages": _pages,
-                "decides_alone": _decides_alone,
-                "fetch_also": property(_fetch_also), "close": lambda self: None,
-                "__doc__": "The registry of one lock shard (core/sharded.py)."})
-        shard = cls(registry.repo, branch=S.shard_branch(registry.branch, index),
-                    clock=registry.clock, host=registry.host, config=registry.config)
-        shard.main, shard.index, shard.count = registry, index, count
-        made[(index, count)] = shard
+        made[(index, count)] = registry.derived(S.shard_branch(registry.branch, index),
+                                                LockShard(registry, index, count))
     return made[(index, count)]
 
 
 def shards_of(registry: Registry) -> list[Registry]:
-    """The registries of *registry*'s lock shards, in order; none in the single-branch
-    layout (what `sync`, `gc` and `status` go over besides the main branch)."""
+    """The registries of *registry*'s lock shards, in order; none for a registry the
+    layout does not route (a shard's own, a clone ref's) or one in the old single
+    branch (what `sync`, `gc` and `status` go over besides the main branch)."""
+    if not registry.part.routes:
+        return []
     marker = layout(registry)
-    if marker["format"] == 1 or registry.is_shard or registry.is_clone:
+    if marker["format"] == 1:
         return []
     count = count_of(marker)
     return [shard_registry(registry, index, count) for index in range(count)]
-
-
-def _view_at(shard: Registry, tip: str | None) -> View:
-    return ShardView(shard.repo, tip, main_views(shard.main))
-
-
-def _decides_alone(shard: Registry, tip: str, op: dict) -> bool:
-    """As :func:`judges_no_holder` on the shard's lock records at *tip*: the main branch
-    (whose heartbeats a fetch would refresh) plays no part."""
-    return judges_no_holder(ShardView(shard.repo, tip, []), op)
 
 
 def judges_no_holder(view: View, op: dict) -> bool:
@@ -115,19 +103,6 @@ def judges_no_holder(view: View, op: dict) -> bool:
                    for lock in view.covering(target) for holder in lock.holders)
 
 
-def _fetch_also(shard: Registry) -> tuple[str, ...]:
-    """A shard's fetch brings what the main branch's brings (one connection): the main
-    branch, so the sessions a claim judges its holders by are no older than the shard it
-    decides on, and every shard with its intents, so this clone's next claims on other
-    shards need no fetch of their own within sync/remote.py's FRESH."""
-    main = shard.main
-    return (f"+{main.ref}:{main.tracking_ref}", *main.fetch_also) if main.tracking_ref else ()
-
-
-def _pages(shard: Registry, view: View, at: float, subject: str) -> dict[str, bytes]:
-    return shard_pages(shard.main.branch, shard.index, shard.count, view, at, subject)
-
-
 def shard_pages(registry_branch: str, index: int, count: int, view: View, at: float,
                 subject: str) -> dict[str, bytes]:
     """registry.md and README.md of shard *index* of *registry_branch*: the sessions
@@ -137,6 +112,15 @@ def shard_pages(registry_branch: str, index: int, count: int, view: View, at: fl
             "README.md": fill("shard-README.md", branch=S.shard_branch(registry_branch, index),
                               index=f"{index:02d}", count=str(count),
                               registry=registry_branch).encode()}
+
+
+def main_pages(branch: str, view: View, at: float, subject: str,
+               locks: View | None) -> dict[str, bytes]:
+    """registry.md and README.md of the registry *branch*, its sessions and locks read
+    from *locks* (locks_view; a conversion passes the tree it converts)."""
+    from ..branch.render import branch_readme, registry_md  # not for a recent heartbeat
+    return {"registry.md": registry_md(view, at, subject, branch, locks),
+            "README.md": branch_readme(branch)}
 
 
 def locks_view(registry: Registry, view: View) -> View | None:
@@ -162,232 +146,6 @@ def locks_view(registry: Registry, view: View) -> View | None:
 
 def whole_view(registry: Registry, count: int) -> WholeView:
     return open_whole(registry.repo, registry.branch, registry.remote, registry.tip(), count)
-
-
-# -- applying -----------------------------------------------------------------------
-
-def route(registry: Registry, op: dict) -> dict:
-    """Apply *op* where the layout puts it (the main registry calls this for ROUTED)."""
-    registry.unpushed = {}  # what this operation's refs say, not an earlier operation's
-    marker = layout(registry)
-    if marker["format"] == 1 or (op["op"] == "context-log" and marker["format"] < 3):
-        return registry.apply_main(op)
-    count = count_of(marker)
-    if op["op"] == "heartbeat":
-        return refresh_page(registry, _heartbeat(registry, op, count, marker["format"] >= 3))
-    if op["op"] == "context-log":
-        return refresh_page(registry, _on_clone(registry, op))
-    if op["op"] == "cleanup":
-        whole = whole_view(registry, count)
-        result = registry.apply_main(dict(op, shards=_renewals(whole)))
-        for stopped in result["stopped"]:
-            stopped["released"] = _free_stopped(registry, whole, stopped["session"], op, count)
-        return result
-    if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
-        released = _release_all(registry, op, count)
-        result = registry.apply_main(dict(op, released_in_shards=len(released)) if released
-                                     else op)
-        result["released"] = released + [t for t in result.get("released", []) if t not in released]
-        return result
-    return refresh_page(registry, _apply_lock_op(registry, op, count))
-
-
-def refresh_page(registry: Registry, result: dict) -> dict:
-    """After a write on the shards or this clone's ref, which the main branch's
-    registry.md does not show until it is rendered again: render it (the refresh-page
-    operation, core/sessions.py) when it is PAGE_REFRESH old or older, so the page a
-    forge shows is at most a minute behind the last write of any clone.  The write's
-    own outcome is what the caller reads: a page that could not be pushed goes with
-    this clone's next sync, and one that could not be committed is a warning."""
-    tip = registry.tip()
-    if tip is None or registry.page_is_recent(View(registry.repo, tip), registry.clock()):
-        return result
-    unpushed = registry.unpushed
-    try:
-        registry.apply_main(registry.new_op("refresh-page"))
-    except Unconfirmed:
-        pass  # committed here; pushed by the next sync like any pending operation
-    except RegistryError as exc:
-        registry.warnings.append(f"registry.md was not rendered again: {exc.message}")
-    finally:
-        registry.unpushed = unpushed
-    return result
-
-
-def _targets(op: dict) -> list[str]:
-    return [op["path"]] if op["op"] == "force-release" else list(op["paths"])
-
-
-def _by_shard(registry: Registry, targets: list[str], count: int) -> dict[int, list[str]]:
-    """*targets* grouped by the shards recording them (with their folded key's shard
-    where names fold here: branch/shards.lock_shards)."""
-    rule = registry.repo.path_rule
-    fold = rule.key if rule is not None and rule.folds else None
-    by_shard: dict[int, list[str]] = {}
-    for target in targets:
-        for index in S.lock_shards(target, count, fold):
-            by_shard.setdefault(index, []).append(target)
-    return by_shard
-
-
-def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
-    by_shard = _by_shard(registry, _targets(op), count)
-    done: list[tuple[int, dict]] = []
-    missing = offline = None
-    for index in sorted(by_shard):
-        part = dict(op)
-        if op["op"] != "force-release":
-            part["paths"] = by_shard[index]
-        if op["op"] == "claim":
-            part["generations"] = {t: op["generations"][t] for t in by_shard[index]}
-        if op.get("expect"):
-            part["expect"] = {t: g for t, g in op["expect"].items() if t in by_shard[index]}
-        shard = shard_registry(registry, index, count)
-        try:
-            done.append((index, shard.apply(part)))
-        except NotFound as exc:  # force-release: a broad lock some shard never got
-            missing = exc
-        except Unconfirmed as exc:  # committed here, not pushed: the other shards too
-            offline = exc
-            done.append((index, {k: exc.details[k] for k in ("session", "locks")}))
-        except Refused:
-            if op["op"] == "claim":
-                _undo_claim(registry, op, done, count)
-            raise
-        finally:
-            _carry(registry, shard)
-    if not done and missing is not None:
-        raise missing
-    merged = _merge(op, [result for _, result in done])
-    if offline is not None:  # a claim exits 3 naming every target it holds only here
-        raise Unconfirmed(offline.message, details={**offline.details, **merged})
-    return merged
-
-
-def _undo_claim(registry: Registry, op: dict, done: list[tuple[int, dict]], count: int) -> None:
-    """Release what a refused claim took in the shards before the one that refused it
-    (what it only renewed was held before, and stays)."""
-    release = registry.new_op("release", session=op["session"], paths=[])
-    for index, result in done:
-        taken = [r["path"] for r in result["locks"] if r["status"] != "renewed"]
-        if not taken:
-            continue
-        shard = shard_registry(registry, index, count)
-        try:
-            shard.apply(dict(release, paths=taken))
-        except Exception as exc:  # noqa: BLE001 — the refusal is what the caller must see
-            registry.warnings.append(f"could not release {', '.join(taken)} after the claim "
-                                     f"was refused: {exc}; run `agent-registry lock release`")
-        _carry(registry, shard)
-
-
-def _merge(op: dict, results: list[dict]) -> dict:
-    """One result from the shards' (a broad target answers in every shard it is in)."""
-    if op["op"] == "force-release":
-        first = dict(results[0])
-        first["previous"] = list(dict.fromkeys(p for r in results for p in r["previous"]))
-        first["was_fresh"] = any(r["was_fresh"] for r in results)
-        return first
-    rank = {"taken-over": 0, "acquired": 1, "released": 1, "renewed": 2, "not-locked": 3}
-    per_target: dict[str, dict] = {}
-    for result in results:
-        for entry in result["locks"]:
-            known = per_target.get(entry["path"])
-            if known is None or rank.get(entry["status"], 9) < rank.get(known["status"], 9):
-                per_target[entry["path"]] = entry
-    return {"session": op["session"], "locks": [per_target[t] for t in _targets(op)
-                                                if t in per_target]}
-
-
-def _heartbeat(registry: Registry, op: dict, count: int, cloned: bool) -> dict:
-    """A heartbeat writes the session's beat on this clone's ref (*cloned*, format 3) or
-    its record on the main branch (format 2); the paths it names are checked against
-    what the session holds in the shards."""
-    session = whole_view(registry, count).session(op["session"], strict=False)
-    held = session.locks if session else []
-    if op.get("paths"):
-        missing = [t for t in op["paths"]
-                   if not any(h == t or P.covers(h, t.rstrip("/")) for h in held)]
-        if missing:
-            raise NotFound(f"{op['session']} holds no lock on {', '.join(missing)}",
-                           details={"paths": missing})
-    op = {**{k: v for k, v in op.items() if k != "paths"}, "held": len(held)}
-    return _on_clone(registry, op) if cloned else registry.apply_main(op)
-
-
-def _on_clone(registry: Registry, op: dict) -> dict:
-    clone = clone_registry(registry)
-    try:
-        return clone.apply(op)
-    finally:
-        _carry(registry, clone)
-
-
-def _renewals(view: WholeView) -> dict[str, dict]:
-    """sid -> {heartbeat_at, ttl} of every live session holding locks in the shards: its
-    newest heartbeat (a claim renews it on the shard alone) and its longest lock TTL, so
-    cleanup on the main branch stops no session its claims keep alive."""
-    out = {}
-    for session in view.live_sessions():
-        ttls = [h.ttl for t in session.locks if (lock := view.lock(t)) for h in lock.holders
-                if h.session == session.id]
-        if ttls:
-            out[session.id] = {"heartbeat_at": session.heartbeat_at, "ttl": max(ttls)}
-    return out
-
-
-def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
-    """Before a session ends on the main branch, release what it holds in the shards (a
-    session ended some other way, by cleanup, leaves its locks stale until taken).  What
-    it holds is read after a fetch of the main branch, which brings every shard: from a
-    clone that never saw its claims, they would read as none and stay behind."""
-    registry.catch_up()
-    session = whole_view(registry, count).session(op["session"], strict=False)
-    if session is None or not session.locks:
-        return []
-    released: list[str] = []
-    by_shard = _by_shard(registry, session.locks, count)
-    release = registry.new_op("release", session=op["session"], paths=[])
-    for index in sorted(by_shard):  # one operation id over the shards, as lock operations
-        shard = shard_registry(registry, index, count)
-        try:
-            result = shard.apply(dict(release, paths=by_shard[index]))
-            released += [r["path"] for r in result["locks"]
-                         if r["status"] == "released" and r["path"] not in released]
-        except Refused as exc:  # taken over meanwhile: not ours to release
-            registry.warnings.append(exc.message)
-        _carry(registry, shard)
-    return released
-
-
-def _free_stopped(registry: Registry, whole: WholeView, sid: str, op: dict,
-                  count: int) -> list[str]:
-    """Free in the shards what *sid*, just stopped by cleanup on the main branch, held
-    there (*whole*: read before the cleanup), as the single branch's cleanup did in the
-    same commit: each target by a force-release without force, which the shard refuses
-    when a holder there is still fresh (a shared lock's other holder), and a refusal is a
-    warning.  Their commits name the cleanup."""
-    session = whole.session(sid, strict=False)
-    freed: list[str] = []
-    for target in session.locks if session else []:
-        release = registry.new_op("force-release", path=target, force=False,
-                                  by=op.get("by") or registry.host,
-                                  reason=f"cleanup stopped {sid}")
-        try:
-            _apply_lock_op(registry, release, count)
-        except (Refused, NotFound) as exc:
-            registry.warnings.append(f"{target} was not freed: {exc.message}")
-        else:
-            freed.append(target)
-    return freed
-
-
-def _carry(registry: Registry, shard: Registry) -> None:
-    """A shard's sync outcome and warnings, as the registry's (the faces print those)."""
-    if shard.unpushed:
-        registry.unpushed = dict(shard.unpushed)
-    registry.warnings.extend(w for w in shard.warnings if w not in registry.warnings)
-    shard.warnings = []
 
 
 def moved(registry: Registry, shards: list[Registry]) -> list[Registry]:

@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from .. import __version__
-from ..sync import remote as sync
 from ..errors import BadInput, NotFound, RegistryError, Unconfirmed
 from ..store.git import GitError, Repo, read_config
 from ..sync import Registry

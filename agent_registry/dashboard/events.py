@@ -80,7 +80,7 @@ def _shard_refs(registry: Registry, mains: tuple) -> tuple:
     """The shard branches' and the clone refs' refs (format 3: heartbeats and diary
     lines), local and remote-tracking, as sorted (refname, commit) pairs: one ``git
     for-each-ref`` over those folders, whatever the count (not the intent refs)."""
-    if registry.is_shard or not _is_sharded(registry, mains):
+    if not registry.part.routes or not _is_sharded(registry, mains):
         return ()
     proc = registry.repo.git("for-each-ref", "--format=%(refname) %(objectname)",
                              *shard_patterns(registry.branch, registry.remote),

@@ -171,16 +171,15 @@ class LockLookup:
             # the lock shards, also when only the remote's copy was converted yet (the
             # claims since then are there); a layout it does not know refuses
             tracking = f"refs/remotes/{self.remote}/{self.branch}" if self.remote else None
-            marker = view.read("layout.json")
-            if marker is None and tracking and (fetched := self.repo.read_ref(tracking)):
-                marker = self.repo.read_blob(f"{fetched}:layout.json")  # by object name:
-                # a missing object is then damage, not absence (store/git.py)
-            if marker is not None:
-                from ..branch import shards
+            # the core's layout detection, as claims read it (each marker by object name:
+            # a missing object is then damage, not absence: store/git.py)
+            from ..branch import shards
+            layout = shards.newest_layout(self.repo, (
+                self.tip, self.repo.read_ref(tracking) if tracking else None))
+            if layout["format"] > 1:
                 from ..branch.shardview import open_whole
-                shards.require_writable(marker)
                 view = open_whole(self.repo, self.branch, self.remote, self.tip,
-                                  shards.layout_of(marker)["shards"])
+                                  layout["shards"])
             self._view = view
         return self._view
 

@@ -7,8 +7,8 @@ from ..core.registry import Registry as CoreRegistry
 
 class Registry(CoreRegistry):
     """The Registry the faces and the public API open (``from agent_registry import
-    Registry``): when its config names a remote, it commits through sync's remote
-    committer, which sync.remote hands to the core on import; a registry without a
+    Registry``): when its config names a remote, it hands the core sync's remote
+    committer (sync/remote.py ``COMMITTER``, core/committer.py); a registry without a
     remote never pays for importing it.  The first operation of a process converts a
     single-branch registry, or upgrades lock shards of layout format 2 to 3, first
     (sync/convert.py; never from a shard's or a clone ref's registry): the layout
@@ -17,8 +17,9 @@ class Registry(CoreRegistry):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if self.remote:
-            from . import remote  # noqa: F401  (hands the remote committer to the core)
+        if self.remote and self.committer is None:
+            from .remote import COMMITTER
+            self.committer = COMMITTER
 
     def init(self, *args, **kwargs) -> dict:
         result = super().init(*args, **kwargs)
@@ -55,11 +56,10 @@ class Registry(CoreRegistry):
             self.warnings.extend(w for w in said if w not in self.warnings)
 
     def apply(self, op: dict) -> dict:
-        if op["op"] != "init" and self.tip() is None and not self.is_shard \
-                and not self.is_clone and not getattr(self, "keeps_messages", False):
+        if op["op"] != "init" and self.tip() is None and self.part.routes:
             self.init()  # the first write where there is no registry: as init makes it
         warnings: list[str] = []
-        if not self.is_shard and not getattr(self, "keeps_messages", False):
+        if self.part.routes:
             from .convert import auto_convert
             warnings = auto_convert(self)
         try:

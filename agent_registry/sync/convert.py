@@ -57,8 +57,9 @@ from ..branch.records import UnreadableRecord, dump_session, iso, load_session
 from ..branch.shardview import ShardView
 from ..branch.trailers import trailers
 from ..branch.view import View
-from ..core.registry import Registry, file_lock
-from ..core.sharded import count_of, shard_pages
+from ..core.registry import Registry
+from ..store.flock import file_lock
+from ..core.sharded import count_of, main_pages, shard_pages
 from ..errors import BadInput, NotFound, RegistryError
 from ..store.git import CasFailed
 
@@ -108,7 +109,7 @@ def auto_convert(registry: Registry) -> list[str]:
     used leaves the registry as it is (one branch, or format 2), converted or upgraded by
     a later operation.  Only the main branch converts: a registry of this class on a
     shard or on this clone's own ref (core/cloned.py) has no ``layout.json`` of its own."""
-    if registry.is_shard or getattr(registry, "is_clone", False):
+    if not registry.part.routes:
         return []
     key = (registry.repo.info.common_dir, registry.branch)
     if key in _CHECKED:
@@ -233,7 +234,8 @@ def _build(registry: Registry, tip: str, count: int, new: bool = False) -> dict:
     for path, data in main_files.items():
         if files.get(path) != data:
             view.write(path, data)
-    for path, data in registry.pages(view, at, subject).items():
+    # the page lists the locks the conversion moves: they are in the tree it converts
+    for path, data in main_pages(registry.branch, view, at, subject, View(repo, tip)).items():
         view.write(path, data)
     note = (f"{len(records)} lock record(s) and {held} held list(s) move to "
             f"{S.shard_ref(registry.branch, 0)} … {S.shard_ref(registry.branch, count - 1)}; "

@@ -14,7 +14,8 @@ from ..errors import BadInput, RegistryError, Unconfirmed
 from ..branch.records import iso
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.trailers import trailers
-from ..core.registry import Registry, file_lock
+from ..core.registry import Registry
+from ..store.flock import file_lock
 from ..wiki.progress import Progress
 
 GC_OP = "gc"

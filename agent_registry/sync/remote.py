@@ -53,7 +53,8 @@ from ..branch.records import Holder, Lock, Session, iso
 from ..branch.trailers import parse_op
 from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
-from ..core.registry import Registry, file_lock, use_remote_committer
+from ..core.registry import Registry
+from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, fetch_refspec, help_others, intent_ref, new_clone_id, \
     own_ops, settle_own, settled, unsettled, wrap
@@ -202,14 +203,15 @@ def _mark_fetched(registry: Registry) -> None:
     (``fetch_also``), which one more mark says for all of them."""
     common = registry.repo.info.common_dir
     freshness.mark(common, registry.branch)
-    if not registry.is_clone:
+    if registry.part.kind != "clone":
         freshness.mark(common, _all_shards(registry))
 
 
 def _all_shards(registry: Registry) -> str:
     """The name of the mark of a fetch that brought every lock shard of *registry*'s
     main branch (in the single-branch layout, no shard: the mark is never read)."""
-    return (registry.main.branch if registry.is_shard else registry.branch) + "-shards"
+    return (registry.part.main.branch if registry.part.kind == "shard" else registry.branch) \
+        + "-shards"
 
 
 def push(registry: Registry, commit: str) -> PushResult:
@@ -564,7 +566,7 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
     (also when it would be refused here: the remote may know better)."""
     # a shard fetched with the others (the main branch's fetch, another shard's) may
     # skip its own fetch too, unless an intent to carry was published on it (FRESH)
-    if not (_fetched_within(registry, registry.branch) or registry.is_shard
+    if not (_fetched_within(registry, registry.branch) or registry.part.kind == "shard"
             and _fetched_within(registry, _all_shards(registry)) and not any_fetched(registry)):
         return None
     with file_lock(registry.lock_file):
@@ -932,4 +934,4 @@ class RemoteCommitter:
     catch_up = staticmethod(catch_up)  # fetch and replay, no push: before acting or reading
 
 
-use_remote_committer(RemoteCommitter())
+COMMITTER = RemoteCommitter()  # what sync.Registry hands every registry with a remote

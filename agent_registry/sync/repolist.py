@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.registry import file_lock
+from ..store.flock import file_lock
 from ..errors import NotFound
 from ..store.atomic import replace_file
 

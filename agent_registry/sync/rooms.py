@@ -23,10 +23,12 @@ from ..branch.mailbox import find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
 from ..core.messages_branch import mailbox, views
-from ..core.registry import Registry, repo_name
+from ..core.refs import HubBranch
+from ..core.registry import Registry
+from ..core.sessions import repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
-from .remote import sync
+from .remote import COMMITTER, sync
 from .state import redact
 
 HUB_KEY = "agent-registry.hub"
@@ -151,7 +153,7 @@ def validate_room(room: str) -> str:
 
 
 def repo_room(registry: Registry) -> str:
-    return REPO + repo_name(registry.repo.info.common_dir)
+    return REPO + repo_name(registry)
 
 
 def hub_url(registry: Registry) -> str | None:
@@ -171,10 +173,11 @@ def open_hub(registry: Registry, *, fetch: bool = True) -> Registry:
         os.makedirs(path, exist_ok=True)
         run_git(["init", "-q", "--bare", path])
     run_git(["--git-dir", path, "config", "remote.origin.url", url])
-    hub = Registry(Repo(discover(path)), clock=registry.clock, host=registry.host)
-    hub.keeps_messages = True  # on the hub's registry branch, as before (see above)
+    # on the hub's registry branch, as before (see above): its part keeps the messages
+    hub = Registry(Repo(discover(path)), clock=registry.clock, host=registry.host,
+                   part=HubBranch(), committer=COMMITTER)
     hub.hub_url = url
-    hub.member_repo = repo_name(registry.repo.info.common_dir)  # member_id()
+    hub.member_repo = repo_name(registry)  # member_id()
     timeout = registry.config.get("agent-registry.networktimeout")
     if timeout:  # the repository's setting, not the cache clone's (which has none)
         hub.config["agent-registry.networktimeout"] = timeout

@@ -48,7 +48,7 @@ def own_clone(registry: Registry) -> Registry | None:
     format 3; None before it, and for a shard's or a clone ref's registry.  Only this
     clone writes that ref, so only this clone pushes and squashes it: the other clones'
     refs are theirs."""
-    if registry.is_shard or registry.is_clone or layout(registry)["format"] < CLONES_FORMAT:
+    if not registry.part.routes or layout(registry)["format"] < CLONES_FORMAT:
         return None
     return clone_registry(registry, create=False)  # a clone that never wrote has no ref
 

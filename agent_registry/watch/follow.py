@@ -41,7 +41,8 @@ from ..branch.clones import Clones, MainView, clone_patterns
 from ..branch.records import LIVE, iso
 from ..branch.shards import internal  # the registry's own sessions: never announced
 from ..branch.trailers import parse_op
-from ..core.registry import Registry, file_lock
+from ..core.registry import Registry
+from ..store.flock import file_lock
 from ..branch.view import View
 
 STATE_FILE = "watch.json"

@@ -24,7 +24,8 @@ import os
 from collections import namedtuple
 
 from ..branch.records import UnreadableRecord
-from ..core.registry import Registry, file_lock
+from ..core.registry import Registry
+from ..store.flock import file_lock
 from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
 from .progress import Progress
 from .whoosh_shim import imported as load_whoosh
