@@ -5,6 +5,7 @@ benchmarks keep their own marked sections in the same file.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 TARGET_CLAIM_MS, TARGET_API_MS = 55.0, 15.0
@@ -15,7 +16,9 @@ INTRO = """# Benchmarks
 
 Numbers measured by the scripts in `bench/` (`make bench`). They are benchmarks, not
 tests: nothing in `tests/` asserts a time. Each part of the project writes its own section
-below, between its own markers, and leaves the others alone.
+below, between its own markers, and leaves the others alone. A run writes this file only
+when asked (`make bench-docs`, or `BENCH_WRITE_DOCS=1` before a script); any other run
+(`make bench`, a `--quick` trial) writes `bench/results/benchmarks.md`, which git ignores.
 
 """
 DESCRIPTIONS = {
@@ -27,8 +30,23 @@ DESCRIPTIONS = {
 }
 
 
+TRACKED = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "benchmarks.md"  # ignored by git
+WRITE_DOCS = "BENCH_WRITE_DOCS"
+
+
 def write_section(doc: Path, section: str, name: str = "core") -> None:
-    """Replace the section *name* of *doc* (create the file or the markers if missing)."""
+    """Replace the section *name* of *doc* (create the file or the markers if missing).
+    The tracked docs/benchmarks.md is written only when asked (``BENCH_WRITE_DOCS=1``, as
+    ``make bench-docs`` sets it): any other run, a ``--quick`` one above all, writes
+    bench/results/benchmarks.md instead and says so, so trying a benchmark never
+    rewrites the figures the project publishes (issue 37)."""
+    if doc.resolve() == TRACKED and os.environ.get(WRITE_DOCS) != "1":
+        if not RESULTS.exists() and TRACKED.exists():
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS.write_text(TRACKED.read_text())  # the other sections, to compare with
+        print(f"section {name!r} written to {RESULTS} ({WRITE_DOCS}=1 writes {TRACKED})")
+        doc = RESULTS
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     block = f"{start}\n{section.rstrip()}\n{end}"
     text = doc.read_text() if doc.exists() else INTRO

@@ -142,7 +142,9 @@ class WholeView(View):
             self.warnings = mains[0].warnings
         for main in self.mains:
             main.warnings = self.warnings
-        self.shards = [ShardView(repo, t, self.mains, self.warnings) for t in shard_tips]
+        self.shards = [ShardView(repo, t, self.mains, self.warnings) if not isinstance(t, tuple)
+                       else EitherShard([ShardView(repo, one, self.mains, self.warnings)
+                                         for one in t]) for t in shard_tips]
 
     def session(self, sid: str, *, strict: bool = True) -> Session | None:
         if sid not in self._sessions:
@@ -235,19 +237,72 @@ def _ended(sid: str, mains: list[View]) -> bool:
     return False
 
 
-def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | None:
-    """What this clone reads of one shard: its own tip, unless the remote's has moved
-    past it (other clones' claims, brought by a sync) and it has nothing pending there."""
+class EitherShard:
+    """A lock shard whose local tip and the remote's have diverged, read as both: what
+    either records is held (a lock's holders on both are its holders).  Diverged is this
+    clone's commits the remote has not taken yet beside other clones' claims it fetched,
+    or a fetched history another clone's ``gc`` squashed: either tip alone would read a
+    lock the other holds as free (fail closed, issue 37); the next sync makes them one
+    again.  The reads a whole view asks of a shard, nothing else."""
+
+    def __init__(self, views: list[ShardView]) -> None:
+        self.views = views
+
+    def held(self, sid: str) -> tuple[list[str], str] | None:
+        helds = [held for view in self.views if (held := view.held(sid))]
+        if not helds:
+            return None
+        beats = [beat for _, beat in helds if parse_iso(beat)]
+        return (list(dict.fromkeys(t for targets, _ in helds for t in targets)),
+                max(beats, key=lambda beat: parse_iso(beat) or 0.0, default=""))
+
+    def lock(self, target: str) -> Lock | None:
+        return _joined([lock for view in self.views if (lock := view.lock(target))])
+
+    def covering(self, target: str) -> list[Lock]:
+        return _joined_all([view.covering(target) for view in self.views])
+
+    def pattern_locks(self) -> list[Lock]:
+        return _joined_all([view.pattern_locks() for view in self.views])
+
+
+def _joined(locks: list[Lock]) -> Lock | None:
+    """One lock of the records of one target on both tips: every holder of either (the
+    local record's where a session holds it on both)."""
+    if not locks:
+        return None
+    holders: dict[str, object] = {}
+    for lock in locks:
+        for holder in lock.holders:
+            holders.setdefault(holder.session, holder)
+    return Lock(locks[0].path, locks[0].mode, list(holders.values()))  # type: ignore[arg-type]
+
+
+def _joined_all(lists: list[list[Lock]]) -> list[Lock]:
+    by_path: dict[str, list[Lock]] = {}
+    for locks in lists:
+        for lock in locks:
+            by_path.setdefault(lock.path, []).append(lock)
+    return [_joined(locks) for locks in by_path.values()]  # type: ignore[misc]
+
+
+def shard_tip(repo: Repo, ref: str, tracking: str | None) -> str | tuple[str, str] | None:
+    """What this clone reads of one shard: its own tip, or the remote's when that has
+    moved past it (other clones' claims, brought by a sync) and it has nothing pending
+    there; both (EitherShard) when they have diverged."""
     local = repo.read_ref(ref)
     remote = repo.read_ref(tracking) if tracking else None
     if local is None or remote is None or local == remote:
         return local or remote
-    is_ancestor = repo.git("merge-base", "--is-ancestor", local, remote, check=False)
-    if is_ancestor.returncode not in (0, 1):  # git could not walk them: damage, not "behind"
-        said = is_ancestor.stderr.decode(errors="replace").strip().splitlines() or ["?"]
-        raise Unreadable(f"{ref} or {tracking} cannot be read (git merge-base: {said[-1]}); "
-                         f"{OBJECT_REPAIR}", details={"ref": ref})
-    return remote if is_ancestor.returncode == 0 else local
+    for newer, older, answer in ((remote, local, remote), (local, remote, local)):
+        is_ancestor = repo.git("merge-base", "--is-ancestor", older, newer, check=False)
+        if is_ancestor.returncode not in (0, 1):  # git could not walk them: damage, not "behind"
+            said = is_ancestor.stderr.decode(errors="replace").strip().splitlines() or ["?"]
+            raise Unreadable(f"{ref} or {tracking} cannot be read (git merge-base: {said[-1]}); "
+                             f"{OBJECT_REPAIR}", details={"ref": ref})
+        if is_ancestor.returncode == 0:
+            return answer  # the remote moved past this clone, or this clone's on top of it
+    return local, remote
 
 
 def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,

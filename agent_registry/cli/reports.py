@@ -90,7 +90,8 @@ def status_report(registry, *, show_all: bool = False, status_filter: str | None
         if clone is not None:
             doc["sync"]["clone"] = clone
     now = registry.clock()
-    rows = [[s["id"], s["provider"], s["project"], s["working_on"], s["status"],
+    rows = [[s["id"], s["provider"], s["project"], s["working_on"],
+             "zombie" if s.get("zombie") else s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in doc["sessions"]]
     from .table import render_table, status_color  # status only, not a heartbeat
     text = (render_table(["SESSION", "PROVIDER", "PROJECT", "WORKING ON", "STATUS", "AGE"], rows,
@@ -100,4 +101,6 @@ def status_report(registry, *, show_all: bool = False, status_filter: str | None
                     f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
                     for c in doc["clock"])
+    text += "".join(f"\nzombie: {s['id']}: {s['zombie']} (`agent-registry cleanup` stops it)"
+                    for s in doc["sessions"] if s.get("zombie"))
     return doc, text

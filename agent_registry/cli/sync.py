@@ -119,12 +119,15 @@ def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = Fa
     from ..sync.shardsync import own_clone
     from ..wiki.progress import Progress
     if not dry_run and not assume_yes and sys.stdin.isatty() and not out.json:
-        plan = run_gc(out.registry, keep_days, dry_run=True)
-        where = f" and push the rewrite to {out.registry.remote}" if out.registry.remote else ""
-        if not plan["squashed"]:
-            pass  # nothing older to squash on the registry branch: nothing to ask
-        elif not click.confirm(f"gc: squash {plan['squashed']} commit(s) of {out.registry.branch} "
-                               f"older than {keep_days} day(s) into one{where}?", err=True):
+        # every ref gc would rewrite (and force-push), not only the registry branch's
+        plans = [(each.branch, run_gc(each, keep_days, dry_run=True)["squashed"])
+                 for each in _rewritten(out.registry)]
+        plans = [(branch, count) for branch, count in plans if count]
+        where = f" and push the rewrites to {out.registry.remote}" if out.registry.remote else ""
+        if plans and not click.confirm(
+                "gc: squash " + ", ".join(f"{count} commit(s) of {branch}" for branch, count
+                                          in plans)
+                + f" older than {keep_days} day(s) into one each{where}?", err=True):
             raise Refused("gc: not confirmed; nothing changed (--yes skips the question)")
     result = run_gc(out.registry, keep_days, None if out.json else Progress.on_terminal(),
                     dry_run=dry_run)
@@ -170,3 +173,15 @@ def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = Fa
         raise RegistryError(f"gc of {len(failed)} branch(es) failed: {'; '.join(failed)}",
                             details=result)
     out.emit(result, "\n".join(lines))
+
+
+def _rewritten(registry) -> list:
+    """The registries of every ref `gc` rewrites: the registry branch, each lock shard,
+    this clone's own ref and the messages branch, where they exist here."""
+    from ..core.messages_branch import mailbox
+    from ..core.sharded import shards_of
+    from ..sync.shardsync import own_clone
+    clone, box = own_clone(registry), mailbox(registry)
+    return [registry, *shards_of(registry),
+            *([clone] if clone is not None and clone.tip() is not None else []),
+            *([box] if box is not registry and box.tip() is not None else [])]

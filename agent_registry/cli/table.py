@@ -29,7 +29,8 @@ def render_table(headers: list[str], rows: list[list], max_width: int = 40,
 
 def status_color(column: int, cell: str) -> str | None:
     """A sessions table on a terminal (the status in column 4): a live session green, a
-    stopped or killed one red."""
+    zombie, a stopped or killed one red."""
     if column != 4:
         return None
-    return {"OnWorking": "green", "Stop": "red", "Killed": "red"}.get(cell, "yellow")
+    return {"OnWorking": "green", "zombie": "red", "Stop": "red", "Killed": "red"}.get(cell,
+                                                                                    "yellow")

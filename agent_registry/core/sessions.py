@@ -281,8 +281,24 @@ class SessionCalls:
         sessions = select_sessions(
             self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
             status=wanted, provider=provider, project=project)
-        return {"sessions": [s.to_dict() for s in sessions], "sync": self.sync_state(),
-                "clock": self.clocks_ahead(sessions)}
+        return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
+                             for s, why in zip(sessions, self.zombie_reasons(sessions))],
+                "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
+
+    def zombie_reasons(self, sessions: list[Session]) -> list[str | None]:
+        """Why each of *sessions* is a zombie ``cleanup`` would stop (its process gone,
+        no heartbeat past its TTL), or None: a live session is never shown as working
+        when it no longer counts (issue 37).  Judged by the default TTL first; only a
+        session past it that holds locks (whose own TTL may be longer) is judged as
+        cleanup judges it, from the lock records."""
+        now = self.clock()
+        out = [session_stale_reason(s, now, DEFAULT_TTL, self.host, self.seen) if s.live
+               else None for s in sessions]
+        if any(why and s.locks for s, why in zip(sessions, out)):
+            judged = {s.id: why for s, why in self.zombies(at=now)}
+            out = [judged.get(s.id) if why and s.locks else why
+                   for s, why in zip(sessions, out)]
+        return out
 
     def clocks_ahead(self, sessions: Iterable[Session]) -> list[dict]:
         """Live sessions whose heartbeat is dated beyond the clock-skew margin in the
@@ -325,7 +341,19 @@ class SessionCalls:
         return out
 
 
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
 def repo_name(registry: Registry) -> str:
+    """The repository's name, the same in every clone of it (its ``repo:`` room and the
+    ``repo`` of its sessions, issue 37): the last part of its registry remote's URL
+    without ``.git``, else the name of its folder."""
+    if registry.remote:
+        url = registry.repo.git("config", "--get", f"remote.{registry.remote}.url",
+                                check=False).stdout.decode(errors="replace").strip()
+        name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+        if name and all(c in _NAME_CHARS for c in name):
+            return name
     common = registry.repo.info.common_dir.rstrip("/")
     base = os.path.basename(common)
     return os.path.basename(os.path.dirname(common)) if base == ".git" else base.removesuffix(".git")

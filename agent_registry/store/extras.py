@@ -9,6 +9,8 @@ another interpreter (a hook's, a harness entry's) with :func:`probe_code`.
 """
 from __future__ import annotations
 
+import os
+
 from ..errors import RegistryError
 
 # extra -> (what needs it, the top-level modules it installs that the code imports)
@@ -35,9 +37,10 @@ def missing(extra: str) -> list[str]:
 
 
 def install_command(extra: str) -> str:
-    """The pip line that adds *extra* to this install: from the folder it was installed
-    from (a clone: the package is not on PyPI, and a project of the same name there
-    would be another program), else by name."""
+    """The line that adds *extra* to this install, in the installer's own words (pipx
+    and uv keep a tool in a venv of their own, where pip would not reach: issue 37):
+    from the folder it was installed from (a clone: the package is not on PyPI, and a
+    project of the same name there would be another program), else by name."""
     source = "agent-registry"
     try:
         import json
@@ -48,6 +51,12 @@ def install_command(extra: str) -> str:
             source = unquote(urlparse(url["url"]).path)
     except Exception:  # no metadata (run from a source tree): the name is all we know
         pass
+    import sys
+    parts = os.path.normpath(sys.prefix).split(os.sep)
+    if len(parts) > 2 and parts[-2] == "venvs" and "pipx" in parts[-3]:  # ~/.local/share/pipx
+        return f"pipx inject {parts[-1]} '{source}[{extra}]'"
+    if len(parts) > 2 and parts[-2] == "tools" and parts[-3] == "uv":  # ~/.local/share/uv
+        return f"uv tool install '{source}' --with '{source}[{extra}]'"
     return f"pip install '{source}[{extra}]'"
 
 

@@ -41,7 +41,9 @@ def gc(registry: Registry, keep_days: int, progress: Progress | None = None,
     # the rewrite and its push hold the flock throughout: no commit of this clone may
     # land on the history being replaced (gc is rare; claims wait for it)
     with file_lock(registry.lock_file):
-        tip = registry.repo.read_ref(registry.ref)
+        # a dry run reads the branch as this clone has it: its own tip, else (a fresh
+        # clone never wrote a shard) the remote's copy, which the real run syncs to
+        tip = registry.tip() if dry_run else registry.repo.read_ref(registry.ref)
         if registry.remote and not dry_run:
             from .remote import drop_carried
             tip = drop_carried(registry)

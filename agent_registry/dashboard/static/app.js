@@ -152,7 +152,9 @@ async function loadSessions() {
       kill.addEventListener("click", () => confirmKill(s));
       actions.append(kill);
     }
-    const status = el("span", { class: "state " + s.status }, s.status);
+    // a live session past its TTL (or whose process is gone) is no green OnWorking
+    const shown = s.stale_reason ? "zombie" : s.status;
+    const status = el("span", { class: "state " + shown }, shown);
     if (s.stale_reason) status.setAttribute("title", s.stale_reason);
     rows.push(el("tr", { "data-session": s.id, "data-repository": s.repository },
       repositoryCell(s),
@@ -160,7 +162,7 @@ async function loadSessions() {
       el("td", {}, s.provider, s.ai_version ? " " + s.ai_version : ""),
       el("td", { class: "mono wrap" }, s.project),
       el("td", { class: "wrap" }, s.working_on),
-      el("td", {}, status, s.stale_reason ? el("div", { class: "muted" }, "zombie: " + s.stale_reason) : null),
+      el("td", {}, status, s.stale_reason ? el("div", { class: "muted" }, s.stale_reason) : null),
       el("td", {}, formatTime(s.registered_at)),
       el("td", {}, s.status === "OnWorking" ? age(s.heartbeat_age_seconds) + " ago" : formatTime(s.finished_at)),
       el("td", {}, String((s.locks || []).length)),

@@ -1,0 +1,216 @@
+"""What a new team meets with a bare remote and clones of it (issue 37), each through
+the real CLI, the guard and Claude's edit gate as they run:
+
+- a `gc` in one clone rewrites the shard histories on the remote (a squash): another
+  clone that fetched them, with its own older copy of a shard as its local tip, reads the
+  fetched tip as the truth, never as "nothing held"; so does a shard where this clone's
+  unpushed commits sit beside other clones' fetched claims;
+- `repo:NAME` is the repository's room, named the same in every clone;
+- a session past its TTL is shown as a zombie, not as working.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from helpers import CLI, git
+from test_sync import Team
+
+FILE = "src/auth.py"
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
+    return proc
+
+
+def claude_edit(clone, sid: str, path: str) -> str | None:
+    """The deny reason Claude Code's edit gate gives for a Write of *path*, or None."""
+    event = {"session_id": sid, "transcript_path": "/tmp/t.jsonl", "cwd": str(clone.cwd),
+             "hook_event_name": "PreToolUse", "tool_name": "Write",
+             "tool_input": {"file_path": str(clone.cwd / path), "content": "x"}}
+    proc = subprocess.run([CLI, "harness", "hook", "claude", "pre-tool-use"], cwd=clone.cwd,
+                          input=json.dumps(event), capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "AGENT_REGISTRY_SESSION": sid})
+    assert proc.returncode == 0, proc.stderr
+    if not proc.stdout.strip():
+        return None
+    out = json.loads(proc.stdout).get("hookSpecificOutput", {})
+    return out.get("permissionDecisionReason") if out.get("permissionDecision") == "deny" else None
+
+
+def reads_held_by(clone, holder: str, me: str, path: str = FILE) -> None:
+    """Every reader in *clone* says *path* is held by *holder*."""
+    check = clone("--json", "lock", "check", path)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert holder in check.stdout
+    guard = clone("guard", path, env={"AGENT_REGISTRY_SESSION": me})
+    assert guard.returncode == 1 and holder in guard.stderr + guard.stdout, guard.stderr
+    listed = json.loads(ok(clone("--json", "lock", "list")).stdout)["locks"]
+    assert [(lock["path"], lock["owner"]) for lock in listed
+            if lock["path"] == path] == [(path, holder)], listed
+    reason = claude_edit(clone, me, path)
+    assert reason is not None and holder in reason, reason
+
+
+@pytest.mark.parametrize("fetched_by", ["git fetch", "the read itself"])
+def test_a_gc_in_another_clone_leaves_held_locks_held(tmp_path, fetched_by, monkeypatch):
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x, y, z = team.clone("x"), team.clone("y"), team.clone("z")
+    for clone, sid in ((x, "x1"), (y, "y1"), (z, "z1")):
+        ok(clone("register", sid, "--provider", "Codex", "--working-on", "auth"))
+    # y once held the file: its shard of FILE has a local tip of y's own
+    ok(y("lock", "acquire", FILE, "--session", "y1"))
+    ok(y("lock", "release", FILE, "--session", "y1"))
+    ok(x("lock", "acquire", FILE, "--session", "x1"))
+    ok(z("sync"))
+    ok(z("gc", "--keep-days", "0", "--yes"))
+    if fetched_by == "git fetch":
+        git(y.cwd, "fetch", "-q", "origin")
+    else:  # a read older than readFreshness fetches first
+        git(y.cwd, "config", "agent-registry.readFreshness", "0")
+    reads_held_by(y, "x1", "y1")
+    # a claim is refused, as it was before
+    assert y("lock", "acquire", FILE, "--session", "y1").returncode == 1
+
+
+def test_an_unpushed_release_beside_a_fetched_claim_reads_both(tmp_path, monkeypatch):
+    """y's shard tip holds a commit the remote has not taken (a release made offline),
+    beside x's claim, fetched from the remote, of another file of the same shard (both
+    under lib/core: one key): neither tip alone tells the truth; read as both, x's file is
+    held by x."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x, y = team.clone("x"), team.clone("y")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    ok(y("register", "y1", "--provider", "Codex", "--working-on", "auth"))
+    mine, theirs = "lib/core/mine.py", "lib/core/theirs.py"
+    ok(y("lock", "acquire", mine, "--session", "y1"))
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:  # offline: committed in y, not pushed
+        released = y("lock", "release", mine, "--session", "y1")
+        assert released.returncode == 0 and "kept in this clone" in released.stderr
+    finally:
+        hidden.rename(team.bare)
+    ok(x("lock", "acquire", theirs, "--session", "x1"))
+    git(y.cwd, "fetch", "-q", "origin")
+    reads_held_by(y, "x1", "y1", theirs)
+
+
+def test_a_repository_room_is_named_the_same_in_every_clone(tmp_path, monkeypatch):
+    """`repo:NAME` is the repository's room, not the clone folder's (issue 37): two clones
+    of one remote in folders A and B are both in repo:remote, and a message sent there
+    from A reaches the session working in B."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    a, b = team.clone("A"), team.clone("B")
+    ok(a("register", "a1", "--provider", "Codex", "--working-on", "api"))
+    ok(b("register", "b1", "--provider", "Claude", "--working-on", "web"))
+    repos = {(s["id"], s["repo"]) for clone in (a, b)
+             for s in json.loads(ok(clone("--json", "status")).stdout)["sessions"]}
+    assert repos == {("a1", "remote"), ("b1", "remote")}  # remote.git's name, not A or B
+    sent = json.loads(ok(a("--json", "send", "--from", "a1", "--room", "repo:remote",
+                           "schema v2 is in")).stdout)
+    assert sent["recipients"] == ["b1"], sent
+    inbox = json.loads(ok(b("--json", "inbox", "b1")).stdout)["messages"]
+    assert [m["id"] for m in inbox] == [sent["id"]]
+
+
+def test_a_zombie_is_shown_as_one(repo, run, clock):
+    """A session 40 minutes past its TTL is no working session (issue 37): `status`
+    shows it as a zombie with the reason, in text and JSON; a fresh one stays OnWorking."""
+    from agent_registry import Registry
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.register("old-1", provider="Codex", pid=None)
+        registry.claim("old-1", ["src/auth.py"])
+        clock.advance(40 * 60)
+        registry.register("new-1", provider="Claude", pid=None)
+        doc = registry.status()
+    zombies = {s["id"]: s["zombie"] for s in doc["sessions"]}
+    assert zombies["new-1"] is None
+    assert zombies["old-1"] and "heartbeat" in zombies["old-1"], zombies
+    text = ok(run("status", env={"AGENT_REGISTRY_PID": "none"})).stdout
+    row = next(line for line in text.splitlines() if line.startswith("old-1"))
+    assert "zombie" in row and "OnWorking" not in row, text
+    assert any(line.startswith("zombie: old-1:") for line in text.splitlines()), text
+
+
+def test_an_ack_of_a_message_from_another_clone_fetches_first(tmp_path, monkeypatch):
+    """b registered before a sent: b's copy has never seen the message, and `ack` fetches
+    as a read does instead of answering "unknown message id" (issue 37)."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "a1", "--provider", "Codex", "--working-on", "api"))
+    ok(b("register", "b1", "--provider", "Claude", "--working-on", "web"))
+    for text in ("first", "second"):  # the second: b's copy of a's clone ref is stale
+        sent = json.loads(ok(a("--json", "send", "--from", "a1", "--to", "b1", text)).stdout)
+        acked = json.loads(ok(b("--json", "ack", sent["id"], "--session", "b1")).stdout)
+        assert acked["acked"] == [sent["id"]], acked
+    assert b("ack", "0123456789abcdef", "--session", "b1").returncode == 2  # still unknown
+
+
+def test_gc_dry_run_in_a_fresh_clone_counts_what_the_real_run_squashes(tmp_path, monkeypatch):
+    """A fresh clone has the shards only as the remote's copies: the dry run reads those,
+    as the real run (which syncs first) squashes them (issue 37)."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    for n in range(3):
+        ok(x("lock", "acquire", f"src/f{n}.py", "--session", "x1"))
+        ok(x("lock", "release", f"src/f{n}.py", "--session", "x1"))
+    fresh = team.clone("fresh")
+    dry = json.loads(ok(fresh("--json", "gc", "--keep-days", "0", "--dry-run")).stdout)
+    would = {part["branch"]: part["squashed"] for part in dry["shards"]}
+    real = json.loads(ok(fresh("--json", "gc", "--keep-days", "0", "--yes")).stdout)
+    done = {part["branch"]: part["squashed"] for part in real["shards"]}
+    assert any(would.values()), would
+    assert would == done, (would, done)
+
+
+def test_gc_on_a_terminal_asks_about_every_ref_it_rewrites(tmp_path, monkeypatch):
+    """The question names the shards gc would rewrite and force-push, not only the
+    registry branch; answered no, nothing changes (issue 37)."""
+    import pty
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    ok(x("lock", "acquire", FILE, "--session", "x1"))
+    ok(x("lock", "release", FILE, "--session", "x1"))
+    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    main, follower = pty.openpty()
+    os.write(main, b"n\n")
+    proc = subprocess.run([CLI, "gc", "--keep-days", "0"], cwd=x.cwd, stdin=follower,
+                          capture_output=True, text=True, timeout=120)
+    os.close(follower)
+    os.close(main)
+    assert proc.returncode == 1 and "not confirmed" in proc.stderr, proc.stderr
+    assert "agent-registry-shards/" in proc.stderr, proc.stderr  # the shard is asked about
+    assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") == before
+
+
+@pytest.mark.parametrize("home, expected", [
+    ("pipx/venvs/agent-registry", "pipx inject agent-registry '{src}[web]'"),
+    ("uv/tools/agent-registry", "uv tool install '{src}' --with '{src}[web]'"),
+    ("plain-venv", "pip install '{src}[web]'")])
+def test_the_missing_extra_hint_speaks_the_installers_words(tmp_path, home, expected):
+    """pipx and uv keep the tool in a venv of their own, where `pip install` does not
+    reach: the hint names `pipx inject` or `uv tool install --with` there (issue 37).
+    A real venv at the place each installer makes one, with this checkout on its path."""
+    import sys
+    from helpers import ROOT
+    venv = tmp_path / home
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "checkout.pth").write_text(f"{ROOT}\n")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c",
+                          "from agent_registry.store.extras import install_command\n"
+                          "print(install_command('web'))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == expected.format(src="agent-registry"), out
