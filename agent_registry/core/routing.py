@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..branch import paths as P
 from ..branch import shards as S
+from ..branch.records import LIVE
 from ..branch.shardview import WholeView
 from ..branch.view import View
 from ..errors import NotFound, Refused, RegistryError, Unconfirmed
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 # what a shard records and decides; in format 3 heartbeats and diary lines go to the
 # clone's own ref (core/cloned.py); a session's other operations stay on the main branch
 LOCK_OPS = ("claim", "release", "force-release")
-ROUTED = LOCK_OPS + ("heartbeat", "context-log", "finish", "end", "cleanup")
+ROUTED = LOCK_OPS + ("heartbeat", "context-log", "finish", "end", "cleanup", "update")
 
 
 class Resharded(Refused):
@@ -59,10 +60,14 @@ def route(registry: Registry, op: dict) -> dict:
         for stopped in result["stopped"]:
             stopped["released"] = _free_stopped(registry, whole, stopped["session"], op, count)
         return result
-    if op["op"] in ("finish", "end"):  # end: finish with a wiki entry (wiki/ops.py)
+    if op["op"] == "update" and op["fields"].get("status", LIVE) == LIVE:
+        return registry.apply_main(op)
+    if op["op"] in ("finish", "end", "update"):  # end: with a wiki entry (wiki/ops.py);
+        # update: to an ending status, which ends the session as finish does
         released = _release_all(registry, op, count)
-        result = registry.apply_main(dict(op, released_in_shards=len(released)) if released
-                                     else op)
+        counted = dict(op, released_in_shards=len(released)) if released and \
+            op["op"] != "update" else op
+        result = registry.apply_main(counted)
         result["released"] = released + [t for t in result.get("released", []) if t not in released]
         return result
     return refresh_page(registry, _apply_lock_op(registry, op, count))
