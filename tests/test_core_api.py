@@ -188,11 +188,6 @@ def test_update_finish_and_the_ended_session(registry, repo, clock):
         registry.session("nobody")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug in lock shards: update --status Stop ends the session on the main branch "
-    "(core/sessions.py apply_update -> close_session on the main view, which has no lock "
-    "records) but the op is not routed (core/sharded.py ROUTED has finish/end, not update), "
-    "so the session's locks stay in their shards (stale) and the result says released: []"))
 def test_update_with_an_ending_status_releases_locks(registry, repo):
     reg(registry, "s1")
     registry.claim("s1", ["src/auth.py"])
