@@ -15,12 +15,6 @@ from test_sync import Team  # noqa: E402
 from test_sync_failclosed import SilentServer  # noqa: E402
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: the first write in a clone whose remote accepts connections and never "
-    "answers crashes (internal error, exit 70) instead of making the registry as one "
-    "branch with a warning: sync/convert._fetch_all wraps a failed fetch in "
-    "RemoteUnusable, but git_net's timeout raises remote.Offline, which escapes "
-    "_create_remote (and convert/auto_convert, which catch RemoteUnusable only)"))
 def test_a_heartbeat_stuck_on_the_remote_does_not_hold_the_tools(tmp_path):
     team = Team(tmp_path)
     a = team.clone("a")

@@ -214,12 +214,6 @@ def test_tables_stay_narrow_and_long_lists_are_capped(registry, repo):
     assert "… and 5 more (see agent-registry lock list)" in page.paragraphs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug in lock shards: a claim's shorter --ttl is kept in the session's "
-    "shortest_lock_ttl (core/locks.py, the session's extra), which a shard's held list "
-    "(shards.held_bytes: session, locks, heartbeat_at) drops, so render.stale_locks takes "
-    "a session within the default TTL to hold every lock and the page says 'held' for a "
-    "lock whose own TTL expired, where `lock list` says stale"))
 def test_a_lock_with_its_own_short_ttl_is_marked_when_the_cli_calls_it_stale(registry, repo, clock):
     reg(registry, "quick", pid=None)
     registry.claim("quick", ["src/quick.py"], ttl=60)

@@ -268,12 +268,7 @@ def test_the_first_write_converts_to_16_shards_saying_so_once(repo, run):
     ["lock", "acquire", "src/new.py", "--session", "kimi-1"],
     ["context", "log", "kimi-1", "a line after the split"],
     ["lock", "heartbeat", "--session", "kimi-1"],
-    pytest.param(["send", "--from", "kimi-1", "--to", "codex-2", "after the split"],
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "product bug: a send on a single-branch registry writes the messages "
-                     "branch (core/messages._send applies on mailbox(), never on the main "
-                     "registry whose apply converts), so the old layout is written and "
-                     "nothing is converted"))),
+    ["send", "--from", "kimi-1", "--to", "codex-2", "after the split"],
     ["finish", "gemini-3"],
 ])
 def test_any_first_write_converts(repo, run, first):

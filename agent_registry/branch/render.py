@@ -99,15 +99,19 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def stale_locks(view: View, session, at: float, shown: int) -> tuple[bool, set[str]]:
+def stale_locks(view: View, session, at: float, shown: int,
+                every: bool = False) -> tuple[bool, set[str]]:
     """Whether *session* is stale at *at*, and which of its first *shown* locks (the rows
     the page lists) are, each judged by its own TTL as the CLI judges it.  A session
     within the shortest TTL it ever claimed with (the default for nearly all) holds its
     locks.  Only for one past it (rare: a zombie, or a short ``--ttl``) are those few lock
     records read; the session is stale when it is past the default TTL and none of them
     counts, as ``cleanup`` judges it.  (A zombie whose locks are past the page's cap is
-    judged by the default TTL alone: the reads stay bounded by the rows shown.)"""
-    if session_stale_reason(session, at, session.shortest_lock_ttl, _NO_HOST) is None:
+    judged by the default TTL alone: the reads stay bounded by the rows shown.)  *every*:
+    each shown record is judged whatever the session's shortest TTL says (the main
+    page of lock shards reads them anyway, and a shard's held list keeps no TTL)."""
+    if not every and session_stale_reason(session, at, session.shortest_lock_ttl,
+                                          _NO_HOST) is None:
         return False, set()
     paths = session.locks[:shown]
     stale = set()
@@ -184,7 +188,7 @@ def registry_md(view: View, at: float, operation: str, branch: str | None = None
     session_rows, lock_rows, held, stale_count = [], [], 0, 0
     for s, count in sessions:
         shown = min(MAX_LOCKS_PER_SESSION, MAX_LOCK_ROWS - len(lock_rows)) if listed else 0
-        stale, stale_paths = stale_locks(held_view, s, at, shown)
+        stale, stale_paths = stale_locks(held_view, s, at, shown, every=locks is not None)
         stale_count += stale
         held += count
         if len(session_rows) < MAX_SESSION_ROWS:

@@ -227,6 +227,7 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
     the audience reaches, the thread it answers), committed on the messages branch."""
     P.validate_session_id(sender)
     validate(message)
+    registry.settle_layout()  # an older layout is converted first: sends go by the new one
     box = mailbox(registry)
     if box is registry:  # a registry that keeps its messages itself (a hub)
         if message["reply_to"] and find(registry.view(), message["reply_to"]) is None:
@@ -276,6 +277,7 @@ def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
     if not ids:
         raise BadInput("no message id to acknowledge")
     ids = list(dict.fromkeys(ids))
+    registry.settle_layout()  # as a send: an ack goes where the one layout puts it
     box = mailbox(registry)
     main = registry.view()
     read = views(registry, main)

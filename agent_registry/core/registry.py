@@ -282,6 +282,13 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
             raise missing(self)
         return self.committer
 
+    def settle_layout(self) -> list[str]:
+        """Bring the registry to the layout this version writes before an operation
+        decides where it goes (the messages' calls, which commit on another ref than
+        this one); the core writes whatever it meets, ``sync.Registry`` converts an
+        older layout.  Returns what to tell the caller."""
+        return []
+
     def new_op(self, kind: str, **fields) -> dict:
         """A new operation *kind* with *fields*, stamped with the time and a unique id
         (what apply() takes; core/operations.py finds the handler that applies it)."""

@@ -56,13 +56,23 @@ class Registry(CoreRegistry):
             self.warnings.extend(w for w in said if w not in self.warnings)
 
     def apply(self, op: dict) -> dict:
-        if op["op"] != "init" and self.tip() is None and self.part.routes:
-            self.init()  # the first write where there is no registry: as init makes it
-        warnings: list[str] = []
-        if self.part.routes:
-            from .convert import auto_convert
-            warnings = auto_convert(self)
+        # the first write where there is no registry makes it as init does (a cleanup,
+        # which has nothing to stop there, makes none)
+        if op["op"] not in ("init", "cleanup") and self.tip() is None and self.part.routes:
+            self.init()
+        warnings = self.settle_layout()
         try:
             return super().apply(op)
         finally:
             self.warnings.extend(w for w in warnings if w not in self.warnings)
+
+    def settle_layout(self) -> list[str]:
+        """Convert a single-branch registry, or upgrade format 2, before an operation
+        (sync/convert.py ``auto_convert``: once per process); only the registry branch's
+        registry converts, never a shard's, a clone ref's or the messages branch's."""
+        if not self.part.routes:
+            return []
+        from .convert import auto_convert
+        said = auto_convert(self)
+        self.warnings.extend(w for w in said if w not in self.warnings)
+        return said

@@ -308,9 +308,12 @@ def _fetch_all(registry: Registry) -> str | None:
     """Fetch the remote's main branch and every shard ref in one fetch; the remote main
     tip, or None when it has no registry branch."""
     from .remote import Offline, git_net
-    proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                   "--no-auto-maintenance", registry.remote,
-                   *S.fetch_refspecs(registry.remote, registry.branch))
+    try:
+        proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                       "--no-auto-maintenance", registry.remote,
+                       *S.fetch_refspecs(registry.remote, registry.branch))
+    except Offline as exc:  # a remote that never answers: its timeout, in one line
+        raise _unusable(registry, exc) from None
     if proc.returncode != 0:
         err = proc.stderr.decode(errors="replace")
         if "couldn't find remote ref" in err:
