@@ -214,3 +214,29 @@ def test_the_missing_extra_hint_speaks_the_installers_words(tmp_path, home, expe
                           "print(install_command('web'))"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == expected.format(src="agent-registry"), out
+
+
+@pytest.mark.parametrize("args", [["status"], ["--json", "status"], ["lock", "list"]])
+def test_a_reader_that_stops_early_is_no_error(repo, run, args):
+    """`status | head` with many sessions: the reader closes the pipe; the command ends
+    with exit 0 and says nothing, never 'system error: Broken pipe' exit 1 (issue 36)."""
+    from agent_registry import Registry
+    with Registry.open(str(repo)) as registry:
+        for n in range(60):
+            registry.register(f"s{n}", provider="Codex", working_on="w" * 60, pid=None)
+            registry.claim(f"s{n}", [f"src/f{n}.py"])
+    proc = subprocess.run(f"'{CLI}' {' '.join(args)} | head -c 10; exit ${{PIPESTATUS[0]}}",
+                          shell=True, executable="/bin/bash", cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", (proc.returncode, proc.stderr)
+
+
+def test_the_predecessors_variables_are_named_not_ignored(repo, run):
+    """AGENT_REGISTRY_PATH and AGENT_REGISTRY_LOCK_DIR point the predecessor at its
+    files; here they name nothing, and a user who set them is told so (issue 36)."""
+    ok(run("init"))
+    for name in ("AGENT_REGISTRY_PATH", "AGENT_REGISTRY_LOCK_DIR"):
+        for args in (["status"], ["lock", "list"]):  # the click-free route and click's
+            proc = ok(run(*args, env={name: "/home/me/.agent-registry/registry.md"}))
+            assert f"${name}" in proc.stderr and "ignored" in proc.stderr, (args, proc.stderr)
+    assert "ignored" not in ok(run("status")).stderr

@@ -173,9 +173,24 @@ def serve(opts: dict, command) -> int:
     finally:
         if registry is not None:
             if not opts["quiet"]:
-                for message in registry.warnings:
+                for message in registry.warnings + ignored_variables():
                     print(f"agent-registry: warning: {message}", file=sys.stderr)
             registry.close()
+
+
+# the predecessor's variables for where its files lived: this registry is the repository
+# itself, so they name nothing here, and a user who set them is told rather than ignored
+PREDECESSOR_VARIABLES = {
+    "AGENT_REGISTRY_PATH": "the predecessor's registry.md",
+    "AGENT_REGISTRY_LOCK_DIR": "the predecessor's lock folder"}
+
+
+def ignored_variables() -> list[str]:
+    """One line for each of the predecessor's variables set in the environment."""
+    return [f"${name} ({what}) is ignored: the registry is this repository's "
+            f"agent-registry branch; unset it (`agent-registry import-home` brings the "
+            f"predecessor's records in)" for name, what in PREDECESSOR_VARIABLES.items()
+            if os.environ.get(name)]
 
 
 def report(exc: Exception, json_mode: bool, say) -> int:
@@ -185,6 +200,8 @@ def report(exc: Exception, json_mode: bool, say) -> int:
     returns its exit code."""
     from . import output
     from ..errors import RegistryError, os_failure
+    if isinstance(exc, BrokenPipeError):  # `status | head`: the reader has what it wanted
+        return 0
     error = exc if isinstance(exc, RegistryError) else os_failure(exc)
     if json_mode:
         say(output.error_json(error), False)

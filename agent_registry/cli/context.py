@@ -42,7 +42,8 @@ class Output:
 
     def close(self) -> None:
         if self._registry is not None:
-            for message in self._registry.warnings:
+            from .console import ignored_variables
+            for message in self._registry.warnings + ignored_variables():
                 self.warn(message)
             self._registry.close()
 

@@ -139,8 +139,8 @@ def run() -> None:
             code = main(argv)
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:  # the reader stopped early (`status --json | head`): no traceback
-        code = 1
+    except BrokenPipeError:  # the reader stopped early (`status --json | head`): it has
+        code = 0  # what it asked for; no traceback, and no "refused" (1)
     except Exception as exc:  # noqa: BLE001 — a bug, on either route: exit 70, trace in a file
         from .console import crashed
         code = crashed(exc, argv)

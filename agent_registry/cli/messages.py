@@ -118,16 +118,11 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
 def ack(out: Output, ids, sid) -> None:
     """Acknowledge messages (recipient only: exit 1 for anyone else; repeatable)."""
     from ..core.messages import ack as ack_messages
-    from ..sync.rooms import refresh, where_is
+    from ..sync.rooms import where_is
     sid = resolve_session(sid)
     places: dict[int, tuple] = {}
-    fetched = False
     for mid in dict.fromkeys(ids):  # each id acknowledged where it lives: here or the hub
         target = where_is(out.registry, mid, sid) if MESSAGE_ID.fullmatch(mid) else None
-        if target is None and MESSAGE_ID.fullmatch(mid) and not fetched:
-            refresh(out.registry)  # sent from another clone since this one last read
-            fetched = True
-            target = where_is(out.registry, mid, sid)
         if target is None:
             raise BadInput(f"unknown message id {mid}")
         places.setdefault(id(target), (target, []))[1].append(mid)

@@ -218,8 +218,8 @@ def _renewals(view: WholeView) -> dict[str, dict]:
 
 
 def _release_all(registry: Registry, op: dict, count: int) -> list[str]:
-    """Before a session ends on the main branch, release what it holds in the shards (a
-    session ended some other way, by cleanup, leaves its locks stale until taken).  What
+    """Before a session ends on the main branch (finish, end, an ending update), release
+    what it holds in the shards (cleanup frees a stopped session's: _free_stopped).  What
     it holds is read after a fetch of the main branch, which brings every shard: from a
     clone that never saw its claims, they would read as none and stay behind."""
     registry.catch_up()

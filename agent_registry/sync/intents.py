@@ -147,7 +147,10 @@ def any_fetched(registry: Registry) -> bool:
 
 def _any_under(registry: Registry, prefix: str) -> bool:
     """Whether any ref may exist under *prefix*, without a process: its loose folder, or
-    a mention in packed-refs (most rebases, with no intent out, stop here)."""
+    a mention in packed-refs (most rebases, with no intent out, stop here).  A repository
+    whose refs are not files (reftable) is asked through git."""
+    if registry.repo.ref_format != "files":
+        return bool(registry.repo.refs_in(prefix))
     common = registry.repo.info.common_dir
     if os.path.isdir(os.path.join(common, prefix)):
         return True
