@@ -240,3 +240,19 @@ def test_the_predecessors_variables_are_named_not_ignored(repo, run):
             proc = ok(run(*args, env={name: "/home/me/.agent-registry/registry.md"}))
             assert f"${name}" in proc.stderr and "ignored" in proc.stderr, (args, proc.stderr)
     assert "ignored" not in ok(run("status")).stderr
+
+
+def test_a_refused_commit_names_the_message_that_asks_the_owner(guarded, run, monkeypatch):
+    """The guard's advice names `send` to the holder and the override, not only "ask the
+    owner" (issue 37): a real `git commit` through the installed hook."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    ok(run("register", "o1", "--provider", "Codex", "--working-on", "auth"))
+    ok(run("lock", "acquire", "src/auth.py", "--session", "o1"))
+    ok(run("register", "me", "--provider", "Claude"))
+    (guarded / "src" / "auth.py").write_text("auth = 2\n")
+    git(guarded, "add", "src/auth.py")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "t"], cwd=guarded, capture_output=True,
+                          text=True, env={**os.environ, "AGENT_REGISTRY_SESSION": "me"})
+    assert proc.returncode != 0
+    assert "agent-registry send --to o1 'please release src/auth.py'" in proc.stderr, proc.stderr
+    assert "AGENT_REGISTRY_ALLOW=1 git commit" in proc.stderr

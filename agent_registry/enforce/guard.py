@@ -413,8 +413,14 @@ def describe(conflict: Conflict) -> str:
     return f"{conflict.path}: locked by {conflict.owner}{where}{via} since {conflict.since}{what}"
 
 
-def how_to_proceed(action: str) -> str:
-    return (f"agent-registry: ask the owner to release it (agent-registry lock release PATH), "
+def how_to_proceed(action: str, conflicts: list[Conflict] = ()) -> str:  # type: ignore[assignment]
+    """The way on after a refusal: the message that asks each owner, then the override."""
+    owners = list(dict.fromkeys(c.owner for c in conflicts))
+    asks = "; ".join(f"agent-registry send --to {owner} 'please release "
+                     f"{', '.join(c.path for c in conflicts if c.owner == owner)}'"
+                     for owner in owners[:3])
+    return (f"agent-registry: ask the owner to release it ({asks or 'agent-registry send --to OWNER'}"
+            f"; they run agent-registry lock release PATH), "
             f"or override deliberately: {ALLOW_ENV}=1 git {action} ... (recorded on the "
             f"registry branch) or git {action} --no-verify (not recorded"
             + ("; the pre-push guard still checks it)" if action != "push" else ")"))
@@ -441,7 +447,7 @@ def refusal_text(report: Report, action: str) -> str:
     lines = [f"agent-registry: {action} refused: {len(report.conflicts)} path(s) locked by "
              f"another live session (committing as {who}):"]
     lines += ["  " + describe(c) for c in report.conflicts]
-    lines.append(how_to_proceed(action))
+    lines.append(how_to_proceed(action, report.conflicts))
     return "\n".join(lines + [line for line in (view_text(report),) if line])
 
 
