@@ -49,28 +49,8 @@ def commit_count(repo: Path) -> int:
 
 
 def put_on_branch(repo: Path, files: dict[str, bytes | None], message: str = "hand edit") -> None:
-    """Commit *files* onto the registry branch with plumbing, as a person editing the
-    branch by hand (or another tool) would: a scratch index, never the user's."""
-    index = repo / ".git" / "hand-edit-index"
-    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
-
-    def g(*args: str, data: bytes | None = None) -> str:
-        proc = subprocess.run(["git", *args], cwd=repo, env=env, input=data, capture_output=True)
-        assert proc.returncode == 0, proc.stderr.decode()
-        return proc.stdout.decode().strip()
-
-    old = git(repo, "rev-parse", f"refs/heads/{BRANCH}").strip()
-    g("read-tree", old)
-    for path, data in files.items():
-        if data is None:
-            g("update-index", "--force-remove", path)
-        else:
-            blob = g("hash-object", "-w", "--stdin", data=data)
-            g("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
-    tree = g("write-tree")
-    new = g("commit-tree", tree, "-p", old, "-m", message)
-    g("update-ref", f"refs/heads/{BRANCH}", new, old)
-    index.unlink()
+    """Commit *files* onto the registry branch by hand, as a person or another tool would."""
+    put_on_ref(repo, f"refs/heads/{BRANCH}", files, message)
 
 
 def edit_session(repo: Path, sid: str, **changes) -> None:
