@@ -50,6 +50,10 @@ HOOK_DIRS = {"copilot": ".github/hooks"}  # where a harness's hooks are, when no
 MCP_LISTED = ("claude", "gemini", "opencode", "copilot")
 # Qwen Code defers MCP tools behind its tool_search tool too, and names them in the request
 MCP_ANNOUNCED = ("qwen",)  # Codex defers MCP tools behind its tool_search tool
+# the harnesses with an after-tool event, where the backstop puts back a held file a shell
+# command changed in a form the gate cannot read before it runs
+BACKSTOPPED = ("claude", "codex", "gemini", "copilot", "qwen")
+SNEAK = "python3 -c \"open('src/auth.py', 'a').write('SNEAK = 1\\n')\""
 HOLDER = "holder-alice"
 HOLDER_WORK = "the auth rewrite"
 RUN_TIMEOUT = 150
@@ -457,6 +461,9 @@ class MainRun:
         free = driver.edit("src/free.py", "VALUE = 1", "VALUE = 2")
         held = driver.edit("src/auth.py", "TOKEN = 'a'", "TOKEN = 'b'")
         shell = driver.shell("echo x >> src/auth.py")
+        # no gate reads inside python -c: the backstop's case, where there is one (OpenCode's
+        # plugin has no after-tool check yet, and the write would stay: issue 33)
+        sneak = [driver.shell(SNEAK)] if harness in BACKSTOPPED else []
 
         def first(req: Request):
             """The model's first request: the session is registered by now. Look at it,
@@ -481,9 +488,9 @@ class MainRun:
             return free[0]
 
         # which output index belongs to which step (each protocol resends the history)
-        steps = [first, *free[1:], *held, shell]
+        steps = [first, *free[1:], *held, shell, *sneak]
         self.index = {"free": len(free) - 1, "held": len(free) + len(held) - 1,
-                      "shell": len(free) + len(held)}
+                      "shell": len(free) + len(held), "sneak": len(free) + len(held) + 1}
         self.model.script = steps + [Text("I am done with this turn."),
                                      Text("Read the message; done.")]
         with self.model:
@@ -552,6 +559,23 @@ def test_shell_write_to_a_held_file_is_refused(runs, harness):
     run = runs(harness)
     assert "x" not in run.setup.read("src/auth.py").splitlines(), run.explain()
     assert HOLDER in run.output("shell"), run.explain()
+
+
+@pytest.mark.parametrize("harness", BACKSTOPPED)
+def test_a_held_file_changed_by_an_unreadable_shell_write_is_put_back_and_told(runs, harness):
+    """The gate lets `python3 -c ...` run (it cannot read inside it); the write lands on
+    the held file, and the after-tool backstop puts the holder's content back at once
+    and tells the model who holds it (issue 33)."""
+    run = runs(harness)
+    assert "SNEAK" not in run.setup.read("src/auth.py"), run.explain()
+    assert run.setup.read("src/auth.py") == "TOKEN = 'a'\n", run.explain()
+    main = run.model.main_requests
+    shown = next((i for i, r in enumerate(main) if len(r.tool_outputs()) > run.index["sneak"]),
+                 None)  # the first request that carries the sneak's result
+    assert shown is not None, run.explain()
+    # the backstop's answer names the agent's version kept (git show BLOB) and the holder
+    assert run.model.saw("git show", after=shown), run.explain()
+    assert any(HOLDER in r.text and "git show" in r.text for r in main[shown:]), run.explain()
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
