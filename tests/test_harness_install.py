@@ -602,8 +602,9 @@ def test_codex_itself_lists_the_trusted_hooks_as_trusted(repo, env):
             for value in node:
                 walk(value)
     walk(answer)
-    assert sorted(found) == sorted((event, "trusted") for event in (
-        "sessionStart", "preToolUse", "userPromptSubmit", "stop", "sessionEnd")), answer
+    assert sorted(found) == sorted((event, "trusted") for event in (  # postToolUse: the
+        "sessionStart", "preToolUse", "postToolUse", "userPromptSubmit", "stop",  # backstop
+        "sessionEnd")), answer
 
 
 def test_a_linked_worktree_keeps_a_record_of_its_own(repo, env, tmp_path):
