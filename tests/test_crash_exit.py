@@ -43,6 +43,8 @@ class Breaker:
                 owner = getattr(owner, part)
 
             def broken(*args, **kwargs):
+                if os.environ.get("CRASH_WITH") == "BrokenPipeError":
+                    raise BrokenPipeError(32, "Broken pipe")
                 raise RuntimeError("injected failure")
             setattr(owner, last, broken)
         spec.loader.exec_module = exec_module
@@ -149,3 +151,16 @@ def test_a_crash_in_the_pre_commit_hook_still_refuses_the_commit(repo, breaking)
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "injected failure" in done.stderr, done.stderr
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_a_broken_pipe_to_git_is_a_failure_not_a_reader_that_stopped(repo, breaking):
+    """Only a closed standard output is a reader that has what it wanted (exit 0): a
+    broken pipe under a claim (git's) is one line and exit 1, and nothing is held."""
+    env = {**breaking("agent_registry.store.git:Repo.update_ref"), "CRASH_WITH": "BrokenPipeError"}
+    proc = subprocess.run([CLI, "lock", "acquire", "src/other.py", "--session", "s1"], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Broken pipe" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    check = subprocess.run([CLI, "lock", "check", "src/other.py"], cwd=repo,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "free" in check.stdout, check.stdout

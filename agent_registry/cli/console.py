@@ -178,6 +178,19 @@ def serve(opts: dict, command) -> int:
             registry.close()
 
 
+def reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it: only then is a
+    BrokenPipeError the reader's choice (`status | head`), not a git pipe that broke
+    under a command, which must never read as done.  Asked on the error path only."""
+    try:
+        import select
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 # the predecessor's variables for where its files lived: this registry is the repository
 # itself, so they name nothing here, and a user who set them is told rather than ignored
 PREDECESSOR_VARIABLES = {
@@ -200,8 +213,8 @@ def report(exc: Exception, json_mode: bool, say) -> int:
     returns its exit code."""
     from . import output
     from ..errors import RegistryError, os_failure
-    if isinstance(exc, BrokenPipeError):  # `status | head`: the reader has what it wanted
-        return 0
+    if isinstance(exc, BrokenPipeError) and reader_gone():  # `status | head`: the reader
+        return 0  # has what it wanted (a broken pipe to git is a failure, said below)
     error = exc if isinstance(exc, RegistryError) else os_failure(exc)
     if json_mode:
         say(output.error_json(error), False)

@@ -139,8 +139,9 @@ def run() -> None:
             code = main(argv)
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:  # the reader stopped early (`status --json | head`): it has
-        code = 0  # what it asked for; no traceback, and no "refused" (1)
+    except BrokenPipeError as exc:  # the reader stopped early (`status --json | head`): it
+        from .console import report  # has what it asked for, exit 0; any other broken pipe
+        code = report(exc, "--json" in argv, lambda text, err: None)  # is a failure
     except Exception as exc:  # noqa: BLE001 — a bug, on either route: exit 70, trace in a file
         from .console import crashed
         code = crashed(exc, argv)
