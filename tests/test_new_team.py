@@ -256,3 +256,35 @@ def test_a_refused_commit_names_the_message_that_asks_the_owner(guarded, run, mo
     assert proc.returncode != 0
     assert "agent-registry send --to o1 'please release src/auth.py'" in proc.stderr, proc.stderr
     assert "AGENT_REGISTRY_ALLOW=1 git commit" in proc.stderr
+
+
+def claude_start(clone, native: str) -> str:
+    """The context Claude Code's session-start hook gives the agent in *clone*."""
+    event = {"session_id": native, "transcript_path": "/tmp/t.jsonl", "cwd": str(clone.cwd),
+             "hook_event_name": "SessionStart", "source": "startup"}
+    proc = subprocess.run([CLI, "harness", "hook", "claude", "session-start"], cwd=clone.cwd,
+                          input=json.dumps(event), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_start_hook_does_not_call_stale_locks_held(tmp_path, monkeypatch):
+    """A session whose heartbeat is long past its TTL (registered on another clone with a
+    clock months back) still lists its locks; the start hook in another clone says they
+    are stale and free to claim, and "holds" only what a live session holds (issue 37)."""
+    from agent_registry import Registry
+    from helpers import FakeClock
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x, y = team.clone("x"), team.clone("y")
+    with Registry.open(str(x.cwd), clock=FakeClock()) as registry:
+        registry.register("old-1", provider="Codex", working_on="auth", pid=None)
+        registry.claim("old-1", [FILE])
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "docs"))
+    ok(x("lock", "acquire", "README.md", "--session", "x1"))
+    lines = claude_start(y, "c0ffee").splitlines()
+    old = next(line for line in lines if line.startswith("- old-1 "))
+    assert "holds" not in old and "stale" in old and FILE in old, lines
+    live = next(line for line in lines if line.startswith("- x1 "))
+    assert "holds README.md" in live and "stale" not in live, lines
+    assert ok(y("lock", "acquire", FILE, "--session", "claude-c0ffee")).returncode == 0

@@ -146,6 +146,8 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
         _remember(info, ctx, sid)
         _wakes_file(info, ctx).unlink(missing_ok=True)
         others = [s for s in registry.sessions() if s.id != sid]
+        stale = {(lock["owner"], lock["path"]): lock["stale_reason"]
+                 for lock in registry.locks() if lock["stale_reason"]}
         from ..sync.rooms import refresh_messages
         refresh_messages(registry)  # register synced the registry branch, not the messages'
         news = _unseen(registry, info, ctx, sid)
@@ -157,9 +159,21 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
              "another live session holds is denied. Ask a session with "
              f"agent-registry send --to SID --from {sid} 'TEXT'."]
     for other in others[:10]:
-        held = f"; holds {', '.join(other.locks[:5])}" if other.locks else ""
-        lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}{held}")
+        lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}"
+                     f"{_holdings(other, stale)}")
     return sid, lines + news
+
+
+def _holdings(other, stale: dict) -> str:
+    """What *other* holds, its stale locks apart: a lock past its TTL holds nothing (a
+    claim takes it over), and an agent told it is held would wait for nobody."""
+    held = [p for p in other.locks if (other.id, p) not in stale]
+    gone = [p for p in other.locks if (other.id, p) in stale]
+    text = f"; holds {', '.join(held[:5])}" if held else ""
+    if gone:
+        text += (f"; stale, held by nobody ({stale[other.id, gone[0]]}; a claim takes them "
+                 f"over): {', '.join(gone[:5])}")
+    return text
 
 
 def new_turn(ctx: Ctx) -> None:
