@@ -177,6 +177,30 @@ def test_a_refused_claim_is_a_tool_error_naming_the_holder(repo, run):
     assert git(repo, "rev-list", f"{before}..agent-registry", "--count").strip() == "1"
 
 
+def test_mcp_help_names_every_tool_and_resource_the_server_has(repo):
+    """The command's help lists what the server offers, read from the server itself, so
+    a tool added later cannot be left out of it (issue 36)."""
+    async def script(session):
+        return (await session.list_tools()).tools, (await session.list_resources()).resources
+    tools, resources = talk(repo, script)
+    helped = " ".join(subprocess.run([CLI, "mcp", "--help"], capture_output=True, text=True,
+                                     check=True).stdout.split())
+    words = {w.rstrip(".") for w in helped.replace(",", " ").replace(";", " ").split()}
+    for name in [t.name for t in tools] + [str(r.uri) for r in resources]:
+        assert name in words, name
+
+
+def test_a_mistyped_id_is_answered_with_the_nearest_live_one_not_the_servers(repo, run):
+    """The server's own session is named first only among equally like ids: a typo of
+    another live session's id suggests that one (issue 36)."""
+    async def script(session):
+        await register(session, session_id="mcp-2")
+        assert run("register", "cli-1", "--provider", "Codex").returncode == 0
+        return await call(session, "lock_acquire", paths=["src/a.py"], session_id="cli-l")
+    error, text, _ = talk(repo, script)
+    assert error and "Did you mean cli-1?" in text, text
+
+
 def test_an_unknown_session_id_lists_the_live_ones(repo, run):
     assert run("register", "kimi-7", "--provider", "Kimi").returncode == 0
 

@@ -26,21 +26,23 @@ def looks_like_session_id(text: str) -> bool:
 
 def closest(sid: str, live: Iterable[str], prefer: Iterable[str] = (),
             n: int = SHOWN) -> list[str]:
-    """The live ids likeliest meant by *sid*, best first: among *prefer* (an MCP server's
-    own sessions) the one close to *sid*, or the only one; then the others by likeness
-    (difflib's ratio, raised for the same leading word: ``kimi-typo`` means a
-    ``kimi-…`` id), leaving out those too unlike to be meant."""
+    """The live ids likeliest meant by *sid*, best first, by likeness (difflib's ratio,
+    raised for the same leading word: ``kimi-typo`` means a ``kimi-…`` id), leaving out
+    those too unlike to be meant; among equally like ids, *prefer*'s (an MCP server's
+    own sessions) first.  Never the preferred one over a nearer id: ``cli-2`` typed
+    beside a live ``cli-1`` means ``cli-1``, not the server's ``mcp-2``."""
     from difflib import SequenceMatcher
     live = list(dict.fromkeys(live))
+    mine = set(prefer)
 
     def score(other: str) -> float:
         same_word = other.split("-", 1)[0].lower() == sid.split("-", 1)[0].lower()
         return SequenceMatcher(None, sid, other).ratio() + (0.25 if same_word else 0.0)
 
-    ranked = sorted((s for s in live if score(s) >= 0.5), key=score, reverse=True)
-    mine = [s for s in dict.fromkeys(prefer) if s in live]
-    first = [s for s in mine if s in ranked][:1] or (mine if len(mine) == 1 else [])
-    return list(dict.fromkeys(first + ranked))[:n]
+    scored = {s: score(s) for s in live}
+    ranked = sorted((s for s in live if scored[s] >= 0.5),
+                    key=lambda s: (scored[s], s in mine), reverse=True)
+    return ranked[:n]
 
 
 def suggestion(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:

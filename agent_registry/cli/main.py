@@ -665,7 +665,8 @@ def mcp(out: Output, interval: float) -> None:
     """Serve this repository's registry over MCP on stdin/stdout, for an agent harness.
 
     Tools: register, status, show, lock_acquire, lock_release, lock_check, heartbeat,
-    context_log, finish, end, wiki_query, wiki_show; resources registry://status,
+    context_log, send, room_who, inbox, ack, thread, finish, end, wiki_query, wiki_show;
+    resources registry://status,
     registry://locks, registry://registry.md. Sessions it registers are bound to its
     parent (the harness) and heartbeated while it runs. Needs the mcp extra:
     pip install '.[mcp]' from a clone (docs/mcp.md)."""
