@@ -335,6 +335,25 @@ def test_init_remote_url_that_does_not_answer_changes_nothing(run, repo, tmp_pat
     assert run("init", "--remote", "-oops://x").returncode == 2
 
 
+def test_init_remote_url_that_never_answers_says_its_timeout_in_one_line(run, repo):
+    """A server that accepts the connection and never says a word (issue 34): the
+    check gives up after agent-registry.networkTimeout and says so in one line, exit 1,
+    nothing changed (a traceback before)."""
+    from test_sync_failclosed import SilentServer
+    git(repo, "config", "agent-registry.networkTimeout", "2")
+    server = SilentServer()
+    try:
+        url = f"git://127.0.0.1:{server.port}/team.git"
+        proc = run("init", "--remote", url)
+    finally:
+        server.close()
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"agent-registry: {url} is unreachable: no answer within 2 s (git ls-remote); "
+        "nothing changed"], proc.stderr
+    assert git(repo, "remote") == "" and registry_refs(repo) == {}
+
+
 class Served:
     """A bare repository served over plain (dumb) HTTP on 127.0.0.1 with no credentials:
     what a publicly readable forge answers to an anonymous ls-remote."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 from ..core.registry import Registry
 from ..errors import BadInput, RegistryError
 from ..store.git import clean_env, run_git
+from ..store.spawn import Completed, TimedOut
 from .remote import NETWORK_TIMEOUT, Offline, network_timeout, sync
 from .state import redact
 
@@ -33,12 +33,14 @@ def looks_like_url(text: str) -> bool:
     return "://" in text or bool(_SCP.match(text)) or os.path.isdir(text)
 
 
-def _ls_remote(url: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+def _ls_remote(url: str, env: dict[str, str], timeout: float) -> Completed:
+    """``git ls-remote`` of *url*; a server that never answers is a failed one whose
+    stderr says so, as git_net says it (run_git raises spawn.TimedOut, the child killed)."""
     try:
         return run_git(["ls-remote", "--heads", "--", url], env=env, check=False,
                        timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess([], 128, b"", f"no answer within {timeout:g} s".encode())
+    except TimedOut:
+        return Completed([], 128, b"", f"no answer within {timeout:g} s (git ls-remote)".encode())
 
 
 def publicly_readable(url: str, timeout: float = NETWORK_TIMEOUT) -> bool:
