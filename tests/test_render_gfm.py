@@ -318,3 +318,31 @@ def test_the_main_branch_page_lists_every_lock_of_every_shard(repo, clock):
     assert sorted(listed_sessions) == ["codex-2", "gone", "kimi-1"]  # no fence
     assert S.FENCE_SESSION not in markdown
     assert "**" not in {row[0] for row in rows[1:]}
+
+
+def test_every_pages_front_matter_carries_no_markup_from_agent_text(run, repo):
+    """The same for every page the registry renders (issue 34): the main branch's, each
+    lock shard's and each clone ref's registry.md.  A planted markdown image, link and
+    autolinks (in what a session works on, and in a path it claims, which a shard's
+    last operation names) render as text under cmark-gfm, front matter and all."""
+    image = "![img](https://e.com/i.png) [l](http://x.io) www.e.com https://e.com/x a@b.co"
+    assert run("register", "k-1", "--provider", "Kimi", "--working-on", image).returncode == 0
+    claimed = run("lock", "acquire", "--session", "k-1", ":(literal)src/x/![a](http:/e.com/i.png)")
+    assert claimed.returncode == 0, claimed.stderr
+    assert run("lock", "heartbeat", "--session", "k-1").returncode == 0  # the clone ref's page
+    refs = [ref for ref in git(repo, "for-each-ref", "--format=%(refname)",
+                               "refs/heads/").split() if ref.startswith(f"refs/heads/{BRANCH}")]
+    pages = {ref: git(repo, "show", f"{ref}:registry.md") for ref in refs}
+    assert {ref.split("/")[2] for ref in refs} >= {BRANCH, f"{BRANCH}-shards", f"{BRANCH}-clones"}
+    operations = set()
+    for ref, markdown in pages.items():
+        if not markdown.startswith("---\n"):
+            continue  # the messages branch's page has no front matter
+        html = subprocess.run([CMARK, "--unsafe", "-e", "table", "-e", "autolink"],
+                              input=markdown, text=True, capture_output=True, check=True).stdout
+        elements = Page(html).elements
+        assert not {tag for tag, _ in elements} & {"img", "script"}, (ref, html)
+        assert [a for tag, a in elements if tag == "a"] == [{"href": "README.md"}], (ref, html)
+        operations.add(frontmatter(markdown)["last_operation"])  # still the text, as YAML
+    assert f"register k-1 (Kimi): {image}" in operations
+    assert "claim :(literal)src/x/![a](http:/e.com/i.png) by k-1" in operations

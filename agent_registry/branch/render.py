@@ -163,11 +163,16 @@ def shard_note(branch: str | None, count: int, cloned: bool = False) -> str:
 
 
 def front_value(value) -> str:
-    """A front-matter value as JSON (valid YAML) with ``<``, ``>`` and ``&`` as ``\\u``
+    """A front-matter value as JSON (valid YAML) with what GFM would read as markup
+    (what :func:`cell` escapes: links and images, autolinks, emphasis, HTML…) as ``\\u``
     escapes: a renderer that does not know front matter (cmark-gfm) reads those lines
-    as Markdown, and the commit subject there is agent text."""
+    as Markdown, and the commit subject there is agent text (a path a shard's claim
+    names, what a session works on).  JSON's own backslashes are left as they are."""
     text = jsontext.dumps(value, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    if _MARKUP_CHARS.isdisjoint(text) and "www." not in text.lower():
+        return text
+    return _MARKUP.sub(lambda m: m.group(0) if m.group(0) == "\\"
+                       else f"\\u{ord(m.group(0)):04x}", text)
 
 
 def registry_md(view: View, at: float, operation: str, branch: str | None = None,
