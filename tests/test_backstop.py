@@ -16,9 +16,11 @@ from helpers import CLI, git
 from test_guard import agents, hold, open_registry  # noqa: F401  (fixture)
 from test_harness_hooks import NATIVE, base, hook, shell, verdict
 
-BACKSTOP = ("claude", "codex", "gemini")  # the harnesses with before- and after-tool events
+# harnesses with before- and after-tool events (OpenCode's through its plugin)
+BACKSTOP = ("claude", "codex", "gemini", "opencode")
 HOLDERS_WORK = "auth = 2  # kimi-1's uncommitted work\n"
-POST = {"claude": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool"}
+POST = {"claude": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool",
+        "opencode": None}  # OpenCode's plugin names no event
 
 
 @pytest.fixture
@@ -37,9 +39,11 @@ def held(repo, run, agents):
 
 def call(harness: str, repo: Path, command: str, call_id: str = "call-1") -> dict:
     """The harness's shell tool event for *command* (Gemini has no call id: the tool
-    and its input name the call)."""
+    and its input name the call; OpenCode's plugin sends its callID)."""
     event = shell(harness, repo, command)
-    if harness != "gemini":
+    if harness == "opencode":
+        event["callID"] = call_id
+    elif harness != "gemini":
         event["tool_use_id"] = call_id
     return event
 
@@ -51,10 +55,13 @@ def around(harness: str, repo: Path, command: str, *, event: str | None = None,
     before = call(harness, repo, command)
     if cwd is not None:
         before["cwd"] = str(cwd)
-    assert verdict(harness, hook(repo, harness, "pre-tool-use", before, cwd=cwd)) is None
+    gate = hook(repo, harness, "pre-tool-use", before, cwd=cwd)
+    assert verdict(harness, gate) is None
+    if harness == "opencode":  # the plugin runs the after-tool hook when the gate says so
+        assert json.loads(gate.stdout) == {"deny": False, "after": True}
     subprocess.run(["bash", "-c", command], cwd=cwd or repo, capture_output=True)
     after = {**before, "hook_event_name": event or POST[harness],
-             "tool_response": {"stdout": "", "exit_code": 0}}
+             "tool_response": {"stdout": "", "exit_code": 0}} if POST[harness] else before
     proc = hook(repo, harness, "post-tool-use", after, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return told(harness, proc)
@@ -65,6 +72,8 @@ def told(harness: str, proc: subprocess.CompletedProcess) -> str | None:
     if not proc.stdout.strip():
         return None
     answer = json.loads(proc.stdout)
+    if harness == "opencode":  # the plugin appends it to the tool's output
+        return answer.get("context")
     if harness == "gemini":
         out = answer["hookSpecificOutput"]
         assert out["hookEventName"] == "AfterTool"

@@ -95,7 +95,7 @@ class Adapter:
         """The tool call in a few words, for the holders' message."""
         args = event.get(self.input_key)
         args = args if isinstance(args, dict) else {}
-        shown = next((args[k] for k in (*self.shell_fields, "file_path", "path")
+        shown = next((args[k] for k in (*self.shell_fields, "file_path", "filePath", "path")
                       if args.get(k)), "")
         return f"{event.get(self.tool_key)}: " + (shown if isinstance(shown, str) else repr(shown))
 
@@ -150,6 +150,11 @@ class Adapter:
         """No decision: the harness's normal permission flow goes on (an explicit
         "allow" would skip the person's own approval)."""
         return self.empty()
+
+    def allow_noted(self) -> dict | None:
+        """The allowing answer of a call the backstop took a note for, which its
+        after-tool hook is to check."""
+        return self.allow()
 
     def empty(self) -> dict | None:
         """The answer that says nothing (None: no output at all)."""

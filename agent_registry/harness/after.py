@@ -55,6 +55,10 @@ def blob_id(data: bytes, object_format: str) -> str:
 
 
 PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")  # where a harness started
+# (session id, tool, tool input) keys of an after-tool event, as the adapters read them
+# (harness/adapter.py, opencode_hook.py), without importing them
+CLAUDE_KEYS = ("session_id", "tool_name", "tool_input")
+EVENT_KEYS = {"opencode": ("sessionID", "tool", "args")}
 
 
 def quick(harness: str, raw: str, env: dict) -> bool:
@@ -67,7 +71,8 @@ def quick(harness: str, raw: str, env: dict) -> bool:
         event = loads(raw)
     except (ValueError, RecursionError):
         return False
-    native, cwd = (event.get("session_id"), event.get("cwd")) if isinstance(event, dict) \
+    id_key, tool_key, input_key = EVENT_KEYS.get(harness, CLAUDE_KEYS)
+    native, cwd = (event.get(id_key), event.get("cwd")) if isinstance(event, dict) \
         else (None, None)
     if not isinstance(native, str) or not native or not isinstance(cwd, str) or not cwd:
         return False
@@ -80,8 +85,7 @@ def quick(harness: str, raw: str, env: dict) -> bool:
                 info.toplevel.rstrip(os.sep) + os.sep) for name in PROJECT_ENVS):
         return False
     where = folder(info.git_dir)
-    mine = os.path.join(where, note_name(harness, native, call_key(event, "tool_name",
-                                                                      "tool_input")))
+    mine = os.path.join(where, note_name(harness, native, call_key(event, tool_key, input_key)))
     try:
         entries = list(os.scandir(where))
     except FileNotFoundError:

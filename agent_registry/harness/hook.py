@@ -148,7 +148,7 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
         notices = [verdict.notice, note(ctx, a.call_key(event_json))]
-        return _answer(a.allow(), "\n".join(n for n in notices if n))
+        return _answer(a.allow_noted(), "\n".join(n for n in notices if n))
     if event == "post-tool-use":
         from .backstop import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))

@@ -22,9 +22,10 @@ def safe(native_id: str) -> str:
 
 
 def call_key(event: dict, tool_key: str, input_key: str) -> str:
-    """The harness's tool call id (``tool_use_id``, ``tool_call_id``), else a digest of
-    the tool and its input, which both events of one call carry."""
-    given = event.get("tool_use_id") or event.get("tool_call_id")
+    """The harness's tool call id (``tool_use_id``, ``tool_call_id``, OpenCode's
+    ``callID``), else a digest of the tool and its input, which both events of one call
+    carry."""
+    given = event.get("tool_use_id") or event.get("tool_call_id") or event.get("callID")
     if isinstance(given, str) and given:
         return given
     shown = dumps([event.get(tool_key), event.get(input_key)], sort_keys=True, default=str)

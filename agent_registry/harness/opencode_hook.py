@@ -1,6 +1,9 @@
 """OpenCode, through the plugin ``harness install opencode`` writes: its
-``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "cwd",
-"project"}`` on stdin and throws when the answer is ``{"deny": true, "reason": …}``.
+``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "callID",
+"cwd", "project"}`` on stdin and throws when the answer is ``{"deny": true, "reason": …}``;
+an answer with ``"after": true`` (the backstop noted the held files) makes its
+``tool.execute.after`` run the after-tool hook with the same fields, whose
+``{"context": …}`` it appends to the tool's output, which the model reads.
 Files are written by ``write``/``edit``/``multiedit`` (``args.filePath``),
 ``patch``/``apply_patch`` (a patch envelope or a unified diff in ``args.patchText``) and
 ``bash`` (``args.command``, run in ``args.workdir`` when given).  ``cwd`` is OpenCode's
@@ -21,8 +24,6 @@ FILE_FIELDS = ("filePath", "file_path", "path")
 
 class OpenCode(Adapter):
     name = "opencode"
-    # its plugin runs no after-tool hook: the backstop takes no note it would never check
-    after_tool = False
     id_keys = ("sessionID", "session_id")
     tool_key, input_key = "tool", "args"
     edit_tools = {name: FILE_FIELDS for name in ("write", "edit", "multiedit")}
@@ -53,6 +54,12 @@ class OpenCode(Adapter):
 
     def allow(self) -> dict | None:
         return {"deny": False}
+
+    def allow_noted(self) -> dict | None:
+        return {"deny": False, "after": True}  # the plugin runs post-tool-use only then
+
+    def after(self, event: dict, text: str) -> dict:
+        return {"context": text}
 
     def empty(self) -> dict | None:
         return {}  # the plugin parses every answer as JSON

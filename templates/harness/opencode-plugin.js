@@ -4,6 +4,10 @@
 // - tool.execute.before runs this installation's hook with the call as JSON on stdin and throws
 //   when the hook denies, so the tool does not run and the agent sees why. When the hook cannot
 //   run at all, the call is refused too (AGENT_REGISTRY_ALLOW=1 lets it through).
+// - When the hook's answer says it noted the held files (the backstop: "after": true),
+//   tool.execute.after runs the after-tool hook for that call: a held file the call changed
+//   is put back, and what the hook says (who holds it, the agent's version as a blob) is
+//   appended to the tool's output, which the model reads.
 // - The session is registered at the first event that names it (session.created, or any hook of
 //   a session resumed with `opencode run -s ID`, which fires no session.created), bound to this
 //   OpenCode process; it is finished when OpenCode disposes of the plugin or exits (`opencode run`
@@ -83,6 +87,7 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
   const cwd = where === HERE || where.startsWith(HERE + sep) ? where : HERE;
   const base = (sessionID) => ({ sessionID, cwd, project: HERE });
   const started = new Map();  // sessionID -> the promise of its session-start
+  const noted = new Set();    // callIDs the backstop took a note for
   const ended = new Set();
   const told = new Map();     // sessionID -> what the hooks said, for the model
   const tell = (sessionID, text) => {
@@ -135,11 +140,13 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
     "tool.execute.before": async (input, output) => {
       await start(input.sessionID);
       const run = await runHook("pre-tool-use", {
-        tool: input.tool, args: output.args, sessionID: input.sessionID, cwd, project: HERE,
+        tool: input.tool, args: output.args, sessionID: input.sessionID, callID: input.callID,
+        cwd, project: HERE,
       }, GATE_ARGS);
       if (run.status === 0) {
         const reason = denial(run.stdout);
         if (reason) throw new Error(reason);
+        if (answer(run.stdout).after === true && input.callID) noted.add(input.callID);
         return;
       }
       if (process.env.AGENT_REGISTRY_ALLOW === "1") return;
@@ -147,6 +154,17 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
       throw new Error("agent-registry: the edit gate could not run (" + EXE[0] + ", " +
         (run.error ? run.error.code || run.error.message : "exit " + run.status) +
         "); repair: agent-registry harness install opencode, or AGENT_REGISTRY_ALLOW=1");
+    },
+    // the backstop's check of a call it noted: what it did is told in the tool's output
+    "tool.execute.after": async (input, output) => {
+      if (!input || !noted.delete(input.callID)) return;
+      const run = await runHook("post-tool-use", {
+        tool: input.tool, args: input.args, sessionID: input.sessionID, callID: input.callID,
+        cwd, project: HERE,
+      });
+      if (run.status !== 0 && run.stderr) console.error(run.stderr.trim());
+      const text = answer(run.stdout).context;
+      if (text && output) output.output = (output.output ? output.output + "\n\n" : "") + text;
     },
     // a prompt of the person: a new turn, and what waits for the session
     "chat.message": async (input, output) => {

@@ -50,9 +50,6 @@ HOOK_DIRS = {"copilot": ".github/hooks"}  # where a harness's hooks are, when no
 MCP_LISTED = ("claude", "gemini", "opencode", "copilot")
 # Qwen Code defers MCP tools behind its tool_search tool too, and names them in the request
 MCP_ANNOUNCED = ("qwen",)  # Codex defers MCP tools behind its tool_search tool
-# the harnesses with an after-tool event, where the backstop puts back a held file a shell
-# command changed in a form the gate cannot read before it runs
-BACKSTOPPED = ("claude", "codex", "gemini", "copilot", "qwen")
 SNEAK = "python3 -c \"open('src/auth.py', 'a').write('SNEAK = 1\\n')\""
 HOLDER = "holder-alice"
 HOLDER_WORK = "the auth rewrite"
@@ -461,9 +458,8 @@ class MainRun:
         free = driver.edit("src/free.py", "VALUE = 1", "VALUE = 2")
         held = driver.edit("src/auth.py", "TOKEN = 'a'", "TOKEN = 'b'")
         shell = driver.shell("echo x >> src/auth.py")
-        # no gate reads inside python -c: the backstop's case, where there is one (OpenCode's
-        # plugin has no after-tool check yet, and the write would stay: issue 33)
-        sneak = [driver.shell(SNEAK)] if harness in BACKSTOPPED else []
+        # no gate reads inside python -c: the backstop's case
+        sneak = [driver.shell(SNEAK)]
 
         def first(req: Request):
             """The model's first request: the session is registered by now. Look at it,
@@ -561,7 +557,7 @@ def test_shell_write_to_a_held_file_is_refused(runs, harness):
     assert HOLDER in run.output("shell"), run.explain()
 
 
-@pytest.mark.parametrize("harness", BACKSTOPPED)
+@pytest.mark.parametrize("harness", HARNESSES)
 def test_a_held_file_changed_by_an_unreadable_shell_write_is_put_back_and_told(runs, harness):
     """The gate lets `python3 -c ...` run (it cannot read inside it); the write lands on
     the held file, and the after-tool backstop puts the holder's content back at once
