@@ -74,6 +74,25 @@ def test_two_spellings_of_one_file_are_one_claim_spelled_as_the_index_has_it(rep
     assert held(repo) == {}
 
 
+def test_a_worktree_config_git_ignores_decides_nothing(repo):
+    """config.worktree counts only where the repository's config turns on
+    extensions.worktreeConfig, as git reads it (issue 34): left there without it, its
+    core.ignorecase folds nothing; with it, names fold as git then says."""
+    (repo / ".git" / "config.worktree").write_text("[core]\n\tignorecase = true\n")
+    assert git(repo, "config", "--get", "core.ignorecase", check=False) == ""
+    assert cli(repo, "init").returncode == 0
+    register(repo, "kimi-1", "codex-2")
+    assert cli(repo, "lock", "acquire", "src/auth.py", sid="kimi-1").returncode == 0
+    other = cli(repo, "lock", "acquire", "SRC/Auth.py", sid="codex-2")
+    assert other.returncode == 0, other.stderr  # two names, as git has them here
+    assert held(repo) == {"src/auth.py": ["kimi-1"], "SRC/Auth.py": ["codex-2"]}
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    assert git(repo, "config", "--get", "core.ignorecase").strip() == "true"
+    assert cli(repo, "lock", "acquire", "README.md", sid="kimi-1").returncode == 0
+    lost = cli(repo, "lock", "acquire", "readme.MD", sid="codex-2")
+    assert lost.returncode == 1 and "README.md is locked by kimi-1" in lost.stderr
+
+
 def test_a_directory_lock_covers_every_spelling_of_what_is_below_it(repo):
     folding(repo)
     register(repo, "kimi-1", "codex-2")

@@ -866,16 +866,28 @@ def _config_from_files(git_dir: str) -> dict[str, str] | None:
         return None
     has_origin, found = False, {}
     local, worktree, *rest = _config_files(git_dir)
+    texts = {}
     for name in [*reversed(rest), local, worktree]:  # git's order: the last value wins
         try:
             with open(name, "rb") as f:
-                text = f.read().lower()
+                texts[name] = f.read().lower()
         except OSError:
             continue
+    # git reads config.worktree only where the repository's own config turns on
+    # extensions.worktreeConfig; a file left there otherwise decides nothing
+    if worktree in texts and b"worktreeconfig" not in texts.get(local, b""):
+        del texts[worktree]
+    elif worktree in texts:
+        extension = _plain_flags(texts[local], b"[extensions]", (b"worktreeconfig",))
+        if extension is None:
+            return None
+        if extension.get("extensions.worktreeconfig") != "true":
+            del texts[worktree]
+    for text in texts.values():
         if b"agent-registry" in text or b"[include" in text or b"[remote." in text:
             return None
         if b"ignorecase" in text or b"precomposeunicode" in text:
-            flags = _core_flags(text)
+            flags = _plain_flags(text, b"[core]", (b"ignorecase", b"precomposeunicode"))
             if flags is None:
                 return None
             found.update(flags)
@@ -887,22 +899,21 @@ _BOOLEANS = {b"": "true", b"true": "true", b"yes": "true", b"on": "true", b"1": 
              b"false": "false", b"no": "false", b"off": "false", b"0": "false"}
 
 
-def _core_flags(text: bytes) -> dict[str, str] | None:
-    """``core.ignorecase`` and ``core.precomposeunicode`` of one config file's lower-cased
-    *text*, when each line naming them is ``key = BOOLEAN`` (or the bare key) in a plain
-    ``[core]`` section; None for anything else (a comment, a quote, a continuation, another
-    section: git reads those)."""
-    out, section = {}, b""
+def _plain_flags(text: bytes, section: bytes, keys: tuple[bytes, ...]) -> dict[str, str] | None:
+    """The boolean *keys* of *section* (``[core]``) in one config file's lower-cased
+    *text* (``core.ignorecase`` -> ``"true"``), when each line naming one is ``key =
+    BOOLEAN`` (or the bare key) in a plain *section*; None for anything else (a comment, a
+    quote, a continuation, another section: git reads those)."""
+    out, current = {}, b""
     for raw in text.splitlines():
         line = raw.strip()
-        if b"ignorecase" not in line and b"precomposeunicode" not in line:
-            section = line if line.startswith(b"[") else section
+        if not any(key in line for key in keys):
+            current = line if line.startswith(b"[") else current
             continue
         key, eq, value = (part.strip() for part in line.partition(b"="))
-        if section != b"[core]" or key not in (b"ignorecase", b"precomposeunicode") or \
-                (eq and value not in _BOOLEANS):
+        if current != section or key not in keys or (eq and value not in _BOOLEANS):
             return None
-        out["core." + key.decode()] = _BOOLEANS[value] if eq else "true"
+        out[f"{section[1:-1].decode()}.{key.decode()}"] = _BOOLEANS[value] if eq else "true"
     return out
 
 
