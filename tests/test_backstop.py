@@ -223,13 +223,22 @@ READ_WRITES = [
     "echo x > >(tee src/auth.py)", "echo $(echo x > src/auth.py)", "echo `touch src/auth.py`",
     "bash -o pipefail -c 'echo x > src/auth.py'", "pushd src && echo x > auth.py",
     "diff <(cat README.md) <(cat README.md) > src/auth.py",
+    "cat <(ls); echo x > src/auth.py", "pushd src; echo x > auth.py", "git restore -- .",
+    "x=`echo x > src/auth.py`", "echo x > src/{auth,other}.py",
+    "bash -eo pipefail -c 'echo x > src/auth.py'", "bash -euxo pipefail -c 'touch src/auth.py'",
+    "echo x > $'src/\\141uth.py'", "echo x > $'src/auth.py\\0tail'",
 ]
 
 
-@pytest.mark.parametrize("command", READ_WRITES)
-def test_the_forms_the_parser_reads_are_refused_before_they_run(held, command):
-    reason = verdict("claude", hook(held, "claude", "pre-tool-use", call("claude", held, command)))
-    assert reason and "src/auth.py" in reason and "kimi-1" in reason, command
+def test_the_forms_the_parser_reads_are_refused_before_they_run(held):
+    # one holder for every form: its setup costs more than a form's hook (~0.15 s)
+    let_through = []
+    for command in READ_WRITES:
+        reason = verdict("claude", hook(held, "claude", "pre-tool-use",
+                                        call("claude", held, command)))
+        if not (reason and "src/auth.py" in reason and "kimi-1" in reason):
+            let_through.append(command)
+    assert let_through == []
 
 
 def test_a_patch_is_refused_by_the_files_it_names(held):

@@ -152,6 +152,9 @@ def _expansion(text: str, i: int, out: list[str], subs: list[str]) -> int:
     return end
 
 
+_OCTAL = "01234567"
+
+
 def _ansi_c(text: str, i: int) -> tuple[str, int]:
     """The text of the ``$'…'`` string whose body starts at *i*, escapes decoded."""
     out: list[str] = []
@@ -168,14 +171,22 @@ def _ansi_c(text: str, i: int) -> tuple[str, int]:
         i += 2
         if e in _ANSI:
             out.append(_ANSI[e])
-        elif e in "xuU0":
-            width = {"x": 2, "u": 4, "U": 8, "0": 3}[e]
-            digits = "01234567" if e == "0" else "0123456789abcdefABCDEF"
-            j = i
-            while j < n and j - i < width and text[j] in digits:
+        elif e in "xuU" or e in _OCTAL:
+            start = i - 1 if e in _OCTAL else i  # an octal escape's first digit is *e*
+            width, digits = (3, _OCTAL) if e in _OCTAL else (
+                {"x": 2, "u": 4, "U": 8}[e], "0123456789abcdefABCDEF")
+            j = start
+            while j < n and j - start < width and text[j] in digits:
                 j += 1
-            out.append(chr(int(text[i:j], 8 if e == "0" else 16)) if j > i else "")
+            code = int(text[start:j], 8 if e in _OCTAL else 16) if j > start else None
             i = j
+            if code == 0:  # bash ends the string at a NUL: `$'src/auth.py\0x'` is src/auth.py
+                end = _ansi_c(text, i)[1]
+                return "".join(out), end
+            out.append(chr(code) if code is not None else "")
+        elif e == "c" and i < n:  # \cX: control-X
+            out.append(chr(ord(text[i]) & 0x1F))
+            i += 1
         else:
             out.append("\\" + e)
     raise Unparsable("unclosed $'")

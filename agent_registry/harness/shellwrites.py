@@ -117,7 +117,10 @@ class _Walker:
                 found += self.inner(target, here)
                 if tok.text in _WRITING and not (tok.text == ">&" and
                                                   (target.text.isdigit() or target.text == "-")):
-                    found += self.place(target, here)
+                    # bash calls a brace form here ambiguous, zsh writes each name,
+                    # dash the name as written: all of them
+                    for name in self.expanded([target]) + ([target] if target.brace else []):
+                        found += self.place(name, here)
                 elif tok.text in ("<", "<>"):
                     stdin = target
                 i += 2
@@ -335,19 +338,21 @@ def _unwrap(words: list[Word]) -> list[Word]:
 
 def _shell_script(args: list[Word]) -> Word | None:
     """The script of ``sh -c SCRIPT`` (options may be grouped: ``-lc``, ``-ec``; ``-o
-    NAME`` and ``-O NAME`` take a name)."""
-    i = 0
+    NAME`` and ``-O NAME`` take a name, grouped too: ``-eo pipefail -c``, ``-euxo
+    pipefail``)."""
+    i, script = 0, False
     while i < len(args):
         text = args[i].text
         i += 1
-        if text in ("-o", "+o", "-O", "+O"):
-            i += 1
-        elif text.startswith("-") and len(text) > 1 and not text.startswith("--"):
-            if "c" in text[1:]:
-                rest = [a for a in args[i:] if not a.text.startswith("-")]
-                return rest[0] if rest else None
-        elif text.startswith("--") or text.startswith("+"):
-            continue
-        else:
-            return None  # sh FILE: a script we do not read
-    return None
+        if text in ("--", "-"):
+            break
+        if (text.startswith("-") or text.startswith("+")) and not text.startswith("--"):
+            letters = text[1:]
+            i += sum(letters.count(c) for c in "oO")  # each o/O takes the next word
+            script = script or "c" in letters
+        elif not text.startswith("--"):
+            i -= 1
+            break  # the first operand
+    if not script:
+        return None  # sh FILE, or a shell reading its standard input: not read here
+    return args[i] if i < len(args) else None
