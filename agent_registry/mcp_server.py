@@ -382,17 +382,24 @@ def build(service: Service) -> MCPServer:
         subject: Annotated[str | None, Field(description="A one-line subject.")] = None,
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
-        """Send a durable message (exactly one of to, to_path, to_tag, room, all); returns its id."""
+        """Send a durable message (exactly one of to, to_path, to_tag, room, all; none with
+        reply_to: to the original's sender); returns its id."""
         from .core import messages
         sid = service.default_sid(session_id)
 
         def run() -> dict:
-            to_sel = messages.selector(to, [to_path] if to_path else [], to_tag, room, all)
-            if room is None:
+            to_sel = messages.selector(to, [to_path] if to_path else [], to_tag, room, all,
+                                       required=reply_to is None)
+            from .sync.rooms import registry_for, reply_audience
+            if to_sel is None:  # a reply naming no audience: to the original's sender
+                target, to_sel = reply_audience(reg, reply_to, sid)
+            elif room is None:
+                target = reg
+            else:
+                target = registry_for(reg, room)  # the hub for room:<name>, as `send --room`
+            if target is reg:
                 return messages.send(reg, sid, to_sel, body, subject=subject, key=key,
                                      reply_to=reply_to)
-            from .sync.rooms import registry_for
-            target = registry_for(reg, room)  # the hub for room:<name>, as `send --room`
             try:
                 from .sync.rooms import member_id  # on the hub: this repository's member
                 result = messages.send(target, member_id(target, sid), to_sel, body,

@@ -268,12 +268,16 @@ def test_rooms_over_mcp_register_send_room_who_and_inbox(tmp_path):
     async def read(session):
         await call(session, "register", provider="Codex", session_id="api-1b",
                    rooms=["room:contract"])
+        # a reply naming no audience goes back to its sender, through the room (issue 37)
+        answer = await call(session, "send", reply_to=reply["id"], body="ok",
+                            session_id="api-1")
         beat = await call(session, "heartbeat", session_id="api-1")
         assert not beat[0], beat[1]
-        return await call(session, "inbox", session_id="api-1")
-    error, text, result = anyio.run(lambda: _run_on(api, read))
+        return await call(session, "inbox", session_id="api-1"), answer
+    (error, text, result), answer = anyio.run(lambda: _run_on(api, read))
     assert not error, text
     assert [m["id"] for m in result["messages"]] == [reply["id"]]
+    assert not answer[0] and answer[2]["recipients"] == ["web-1@web"], answer[1]
     # presence follows: the heartbeat was carried over to the hub
     assert git(hub, "log", "-1", "--format=%s", "agent-registry").startswith("heartbeat api-1")
 

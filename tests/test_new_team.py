@@ -288,3 +288,41 @@ def test_the_start_hook_does_not_call_stale_locks_held(tmp_path, monkeypatch):
     live = next(line for line in lines if line.startswith("- x1 "))
     assert "holds README.md" in live and "stale" not in live, lines
     assert ok(y("lock", "acquire", FILE, "--session", "claude-c0ffee")).returncode == 0
+
+
+def test_a_reply_goes_to_the_sender_without_to(tmp_path, monkeypatch):
+    """`send --reply-to ID` names no audience: the reply goes to the original's sender,
+    across clones (issue 37); a reply to one's own message must name its audience."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "a1", "--provider", "Codex", "--working-on", "api"))
+    ok(b("register", "b1", "--provider", "Claude", "--working-on", "web"))
+    asked = json.loads(ok(a("--json", "send", "--from", "a1", "--to", "b1", "may I?")).stdout)
+    reply = json.loads(ok(b("--json", "send", "--from", "b1", "--reply-to", asked["id"],
+                            "yes")).stdout)
+    assert reply["recipients"] == ["a1"], reply
+    inbox = json.loads(ok(a("--json", "inbox", "a1")).stdout)["messages"]
+    assert [(m["id"], m["reply_to"]) for m in inbox] == [(reply["id"], asked["id"])]
+    own = a("send", "--from", "a1", "--reply-to", asked["id"], "again?")
+    assert own.returncode == 2 and "--to" in own.stderr, own.stderr
+    assert len(own.stderr.strip().splitlines()) == 1
+
+
+def test_a_reply_to_a_room_message_goes_back_through_the_room(tmp_path):
+    """A message that came through a shared room (the hub) is answered there, to its
+    sender in the other repository, with only --reply-to (issue 37)."""
+    from test_rooms import js
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    team = Team(tmp_path)
+    api, web = team.clone("api"), team.clone("web")
+    for clone in (api, web):
+        git(clone.cwd, "config", "agent-registry.hub", str(hub))
+    for clone, sid in ((api, "api-1"), (web, "web-1")):
+        js(clone("--json", "register", sid, "--provider", "Codex", "--room", "room:contract",
+                 env={"AGENT_REGISTRY_PID": "none"}))
+    sent = js(api("--json", "send", "--from", "api-1", "--room", "room:contract", "paged"))
+    reply = js(web("--json", "send", "--from", "web-1", "--reply-to", sent["id"], "adapting"))
+    assert reply["recipients"] == [sent["message"]["from"]], (reply, sent)
+    assert [m["id"] for m in js(api("--json", "inbox", "api-1"))["messages"]] == [reply["id"]]

@@ -54,7 +54,9 @@ def selector_options(command):
 @click.option("--key", metavar="KEY",
               help="Idempotency key: a retry with the same key and content returns the same "
                    "id and sends nothing; the same key with other content is refused.")
-@click.option("--reply-to", metavar="MSGID", help="The message this one answers (a thread).")
+@click.option("--reply-to", metavar="MSGID",
+              help="The message this one answers (a thread); without --to, --room or the "
+                   "like, the reply goes to its sender, through the room it came through.")
 @click.option("--subject", metavar="TEXT", help="A one-line subject.")
 @pass_out
 def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, reply_to,
@@ -65,9 +67,12 @@ def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, re
     into the void), 2 for bad input.
     """
     from ..core.messages import send as send_message
-    selector = audience(to, to_path, to_tag, room, everyone)
+    selector = audience(to, to_path, to_tag, room, everyone, required=reply_to is None)
     target = out.registry
-    if room is not None:
+    if selector is None:  # a reply naming no audience: to the original's sender
+        from ..sync.rooms import reply_audience
+        target, selector = reply_audience(out.registry, reply_to, resolve_session(sender))
+    elif room is not None:
         from ..sync.rooms import registry_for
         target = registry_for(out.registry, room)
     try:

@@ -19,7 +19,7 @@ import os
 import re
 import time
 
-from ..branch.mailbox import find, in_room, pending_for
+from ..branch.mailbox import MESSAGE_ID, find, in_room, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
 from ..core.messages_branch import mailbox, views
@@ -280,6 +280,22 @@ def where_is(registry: Registry, mid: str, sid: str | None = None) -> Registry |
         return hub
     hub.close()
     return None
+
+
+def reply_audience(registry: Registry, mid: str, sid: str) -> tuple[Registry, dict]:
+    """Where a reply of *sid* to message *mid* goes when it names no audience, and to
+    whom: the original's sender, through the registry that holds the original (this one,
+    or the hub of the room it came through; the caller closes a hub).  A reply to one's
+    own message names its audience: it is bad input here."""
+    target = where_is(registry, mid, sid) if MESSAGE_ID.fullmatch(mid) else None
+    if target is None:
+        raise BadInput(f"unknown message id {mid}")
+    original = find(views(target) if target is registry else target.view(), mid)
+    if original is None or original["from"] == member_id(target, sid):
+        if target is not registry:
+            target.close()
+        raise BadInput(f"{mid} is {sid}'s own message: name whom the reply is for (--to SID)")
+    return target, {"session": original["from"]}
 
 
 def mirror(registry: Registry, sid: str, action: str) -> None:
