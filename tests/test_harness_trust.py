@@ -157,10 +157,13 @@ def test_aider_install_writes_the_git_hooks_and_status_says_the_commit_holds_it(
     code, states = status(repo, env)
     aider = states["aider"]
     assert code == 0 and aider["git_hooks"] == "installed" and aider["gate"] is None
-    assert aider["enforced_by"] == "the pre-commit guard at its commits only (no edit gate)"
+    assert aider["enforced_by"] == ("the pre-commit guard at its commits; run through harness "
+                                    "run aider: its session and the backstop after each edit "
+                                    "(no edit gate)")
     text = cli(repo, env, "harness", "status").stdout
     assert "aider: protocol current, config current" in text
-    assert "enforced by the pre-commit guard at its commits only" in text
+    assert "enforced by the pre-commit guard at its commits; run through harness run aider" \
+        in text
     # the hook removed: Aider's only gate is gone
     assert cli(repo, env, "hooks", "uninstall").returncode == 0
     code, states = status(repo, env)

@@ -216,3 +216,37 @@ def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str
     if outcome.stderr:
         click.echo(outcome.stderr, err=True)
     sys.exit(outcome.code)
+
+
+@harness.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("harness_name", metavar="HARNESS", type=click.Choice(["aider"]))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--executable", "program", metavar="PATH", default="aider", show_default=True,
+              help="The harness's command.")
+@pass_out
+def harness_run(out: Output, harness_name: str, args: tuple[str, ...], program: str) -> None:
+    """Run a harness that starts nothing of ours (Aider) as a registered session: the
+    session is registered, exported to it as AGENT_REGISTRY_SESSION and finished when it
+    exits; after each of its edits the backstop puts back a held file it changed and
+    tells the model (Aider's lint command). ARGS go to the harness (after `--`); its exit
+    code is this command's."""
+    import os
+    from ..harness.aider_run import run
+    from ..harness.command import executable
+    code = run([program, *args], os.path.abspath(out.directory or "."), dict(os.environ),
+               executable())
+    click.get_current_context().exit(code)
+
+
+@harness.command("after-edit", hidden=True)
+@click.argument("files", nargs=-1)
+@pass_out
+def harness_after_edit(out: Output, files: tuple[str, ...]) -> None:
+    """Run by Aider after each edit (the lint command `harness run aider` gives it): a
+    held file the edit changed is put back and the model told; exit 1 when it was."""
+    import os
+    from ..harness.aider_run import after_edit
+    told = after_edit(list(files), os.path.abspath(out.directory or "."), dict(os.environ))
+    if told:
+        click.echo(told)
+        click.get_current_context().exit(1)

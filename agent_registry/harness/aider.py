@@ -1,7 +1,8 @@
 """Installing Aider: ``.aider.conf.yml`` with ``git-commit-verify: true`` and AGENTS.md in
 ``read``, the protocol in AGENTS.md, and the git hooks (as ``hooks install``).
 
-Aider has no hooks of ours and no MCP: it cannot be stopped before an edit.  What holds it
+Aider has no hooks of ours and no MCP: it cannot be stopped before an edit (``harness run
+aider``, harness/aider_run.py, gives a run a session and the backstop after each edit).  What holds it
 is the git guard at its commit: Aider commits with ``--no-verify`` unless
 ``git-commit-verify`` is on, which would skip the pre-commit hook; with it on, its
 auto-commit of a path another session holds is refused (the edit stays in the working
@@ -80,13 +81,15 @@ def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
     add_texts(plan, NAME)
     if options.mcp:  # with --all: named alone, --mcp is refused before this
         plan.notes.append("Aider has no MCP client: --mcp does nothing for it")
-    plan.notes.append("Aider runs nothing of ours when it starts or ends, so no session is "
-                      "registered for it: its commits count as a person's, or as the "
-                      "session of the agent whose shell started it")
+    plan.notes.append("Aider runs nothing of ours when it starts or ends: run it as "
+                      "`agent-registry harness run aider -- ARGS` for a session of its own "
+                      "and the backstop after each edit; a plain `aider` has no session, "
+                      "and its commits count as a person's")
     return plan
 
 
-ENFORCED_BY = "the pre-commit guard at its commits only (no edit gate)"
+ENFORCED_BY = ("the pre-commit guard at its commits; run through harness run aider: its "
+               "session and the backstop after each edit (no edit gate)")
 
 
 def _hooks(toplevel: str):
@@ -138,7 +141,8 @@ def after_install(toplevel: str) -> list[str]:
     result = hooks.install(info)
     chained = [h["hook"] for h in result["hooks"] if h["chained"]]
     return [f"installed the git hooks in {result['hooks_dir']}: Aider is held by the "
-            "pre-commit guard at its commits only" +
+            "pre-commit guard at its commits (and, run through `harness run aider`, the "
+            "backstop after each edit)" +
             (f" (chaining the existing {', '.join(chained)})" if chained else "")]
 
 

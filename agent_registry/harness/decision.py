@@ -34,7 +34,8 @@ ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
 HARNESSES = {"claude": ("Claude", "Claude Code"), "codex": ("Codex", "Codex"),
              "gemini": ("Gemini", "Gemini CLI"), "cursor": ("Cursor", "Cursor"),
              "opencode": ("OpenCode", "OpenCode"),
-             "copilot": ("Copilot", "Copilot CLI"), "qwen": ("Qwen", "Qwen Code")}
+             "copilot": ("Copilot", "Copilot CLI"), "qwen": ("Qwen", "Qwen Code"),
+             "aider": ("Aider", "Aider")}
 DEFAULT_WAKES = 3
 
 

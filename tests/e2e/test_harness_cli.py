@@ -757,17 +757,20 @@ def test_opencode_resumed_run_is_registered_bound_to_its_process_and_finished(tm
 AIDER = os.environ.get("AGENT_REGISTRY_AIDER") or shutil.which("aider")
 
 
-def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
-    """`harness install aider` (git-commit-verify, the git hooks): Aider applies the edit the
-    mock model sends (whole-file format over Chat Completions) and auto-commits it; the
-    pre-commit guard refuses that commit, naming the holder, and Aider says so. The edit
-    stays in the working tree, uncommitted: the commit is all that holds Aider."""
+def need_aider() -> None:
     if not AIDER or not os.access(AIDER, os.X_OK):
         pytest.skip("aider not found (set AGENT_REGISTRY_AIDER to its executable, or put it "
                     "on PATH; .ci/run installs aider-chat into .venv-aider)")
-    setup = Setup("aider", tmp_path)
-    # the holder: a process that is no ancestor of Aider's commit (this test process is, and
-    # holder-alice is bound to it: the guard would take the commit for hers)
+    if not AGENT_REGISTRY:
+        pytest.skip("agent-registry console script not found next to this python")
+
+
+def run_aider(setup: Setup, model: MockModel, command: list[str],
+              holder_work: str | None = None) -> subprocess.CompletedProcess:
+    """Run *command* (Aider, or the wrapper that starts it, then Aider's arguments) on
+    the mock model, asked to rotate the token in src/auth.py, which holder-bob (a live
+    session bound to a process that is no ancestor of Aider's: the guard would take a
+    commit for its own) holds, with *holder_work* uncommitted in it when given."""
     holder = subprocess.Popen(["sleep", str(RUN_TIMEOUT + 60)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
@@ -775,15 +778,15 @@ def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
         setup.ar("register", "holder-bob", "--provider", "human", "--ai-version", "none",
                  "--working-on", "the token rotation", "--pid", str(holder.pid))
         setup.ar("lock", "acquire", "src/auth.py", "--session", "holder-bob")
+        if holder_work is not None:
+            (setup.repo / "src" / "auth.py").write_text(holder_work)
         assert (setup.repo / ".git" / "hooks" / "pre-commit").is_file(), setup.install_out
-        model = MockModel([Text("src/auth.py\n```python\nTOKEN = 'b'\n```\n"),
-                           Text("fix: rotate the token")])
         model.untooled_main = True  # Aider sends no tools: its edits are in the answer
         env = dict(setup.env, OPENAI_API_KEY="dummy-key", LITELLM_LOCAL_MODEL_COST_MAP="True")
         with model:
             env["OPENAI_API_BASE"] = f"{model.url}/v1"
-            result = subprocess.run(
-                [AIDER, "--model", "openai/mock", "--edit-format", "whole", "--yes-always",
+            return subprocess.run(
+                [*command, "--model", "openai/mock", "--edit-format", "whole", "--yes-always",
                  "--no-check-update", "--analytics-disable", "--no-show-model-warnings",
                  "--no-pretty", "--no-fancy-input", "--map-tokens", "0", "--no-gitignore",
                  "--no-stream", "--message", "Rotate the token.", "src/auth.py"],
@@ -792,6 +795,18 @@ def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
+    """`harness install aider` (git-commit-verify, the git hooks): Aider applies the edit the
+    mock model sends (whole-file format over Chat Completions) and auto-commits it; the
+    pre-commit guard refuses that commit, naming the holder, and Aider says so. The edit
+    stays in the working tree, uncommitted: the commit is all that holds Aider."""
+    need_aider()
+    setup = Setup("aider", tmp_path)
+    model = MockModel([Text("src/auth.py\n```python\nTOKEN = 'b'\n```\n"),
+                       Text("fix: rotate the token")])
+    result = run_aider(setup, model, [AIDER])
     explain = f"exit {result.returncode}\nstdout {result.stdout[-4000:]}\nstderr {result.stderr[-2000:]}"
     assert model.main_requests and "agent-registry" in model.main_requests[0].text, explain
     assert "Applied edit to src/auth.py" in result.stdout, explain  # Aider has no edit gate
@@ -799,3 +814,41 @@ def test_aider_auto_commit_of_a_held_file_is_refused_by_the_guard(tmp_path):
     log = git(setup.repo, "log", "--format=%s", "main", env=setup.env).splitlines()
     assert log == ["initial"], log  # nothing of Aider's was committed
     assert git(setup.repo, "show", "HEAD:src/auth.py", env=setup.env) == "TOKEN = 'a'\n"
+
+
+def test_aider_run_is_a_session_and_its_edit_of_a_held_file_is_put_back_and_told(tmp_path):
+    """`agent-registry harness run aider -- ARGS`: the run is a session of its own while
+    Aider works (registered before it starts, finished when it exits), and after Aider's
+    edit of the held file (Aider has no edit gate) its lint command, the backstop, puts
+    the holder's uncommitted work back, keeps Aider's version as a blob, and the model is
+    told who holds it (Aider hands a failing lint's output to the model); the holder gets
+    a message."""
+    need_aider()
+    setup = Setup("aider", tmp_path)
+    seen: dict = {}
+
+    def edit(req: Request):
+        seen["sessions"] = setup.ours()
+        return Text("src/auth.py\n```python\nTOKEN = 'b'\n```\n")
+
+    model = MockModel([edit, Text("fix: rotate the token"), Text("I leave src/auth.py alone."),
+                       Text("done")])
+    holders = "TOKEN = 'a'\nROTATED = True  # holder-bob's work\n"
+    result = run_aider(setup, model, [AGENT_REGISTRY, "harness", "run", "aider",
+                                      "--executable", AIDER, "--"], holder_work=holders)
+    explain = (f"exit {result.returncode}\nstdout {result.stdout[-4000:]}\n"
+               f"stderr {result.stderr[-2000:]}\nrequests {model.dump()[-3000:]}")
+    assert result.returncode == 0, explain
+    [session] = seen["sessions"]  # registered while Aider ran, as the model was asked
+    assert session["status"] == "OnWorking" and session["provider"] == "Aider", session
+    assert session["id"] in model.main_requests[0].text, explain  # the model knows its id
+    assert "Applied edit to src/auth.py" in result.stdout, explain
+    assert setup.read("src/auth.py") == holders, explain  # put back at once
+    told = [r.text for r in model.main_requests if "git show" in r.text and "holder-bob" in r.text]
+    assert told, explain  # the lint output reached the model
+    kept = told[0].split("git show ")[1].split(".")[0].split()[0]
+    assert git(setup.repo, "show", kept, env=setup.env) == "TOKEN = 'b'\n"
+    inbox = json.loads(setup.ar("--json", "inbox", "holder-bob"))["messages"]
+    assert any(m.get("subject") == "backstop" and session["id"] in m["body"] for m in inbox)
+    [after] = [s for s in setup.ours(every=True) if s["id"] == session["id"]]
+    assert after["status"] != "OnWorking", after  # finished when Aider exited
