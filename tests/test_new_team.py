@@ -326,3 +326,26 @@ def test_a_reply_to_a_room_message_goes_back_through_the_room(tmp_path):
     reply = js(web("--json", "send", "--from", "web-1", "--reply-to", sent["id"], "adapting"))
     assert reply["recipients"] == [sent["message"]["from"]], (reply, sent)
     assert [m["id"] for m in js(api("--json", "inbox", "api-1"))["messages"]] == [reply["id"]]
+
+
+def test_an_offline_register_says_one_true_thing(tmp_path, monkeypatch):
+    """With its remote out of reach, `register` says in one line that the session is
+    registered in this clone only and what shares it; no second line about the messages
+    branch ("0 operation(s) wait") contradicts it (issue 37).  Then `sync` shares it."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("init"))
+    y = team.clone("y")
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:
+        proc = ok(y("register", "y1", "--provider", "Codex", "--working-on", "auth"))
+    finally:
+        hidden.rename(team.bare)
+    said = [line for line in proc.stderr.splitlines() if "bound to" not in line]
+    assert len(said) == 1, proc.stderr
+    assert "y1 is registered in this clone only" in said[0], said
+    assert "agent-registry sync" in said[0], said
+    ok(y("sync"))
+    assert [s["id"] for s in json.loads(ok(x("--json", "status")).stdout)["sessions"]] == ["y1"]

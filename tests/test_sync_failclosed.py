@@ -256,7 +256,8 @@ def test_register_and_context_log_that_cannot_be_pushed_say_so(tmp_path):
     try:
         reg = a("--json", "register", "a1", "--provider", "Kimi", "--working-on", "auth")
         assert reg.returncode == 0, reg.stderr  # done here: the session works in this clone
-        assert "not pushed to origin" in reg.stderr and "agent-registry sync" in reg.stderr
+        assert "a1 is registered in this clone only" in reg.stderr
+        assert "agent-registry sync" in reg.stderr
         body = json.loads(reg.stdout)
         assert body["confirmed"] is False and body["remote_error"]["kind"] == "not-found"
         log = a("--json", "context", "log", "a1", "offline line")

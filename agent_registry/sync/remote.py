@@ -612,13 +612,16 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
     error, advice = failure.to_dict(), failure.advice
+    remote = redact(registry.remote)
     if op["op"] != "claim":
         registry.unpushed = {"confirmed": False, "remote_error": error}
-        registry.warnings.append(f"not pushed to {redact(registry.remote)} "
-                                 f"({error['message']}): kept in this clone; {advice}")
+        registry.warnings.append(
+            f"{op['session']} is registered in this clone only, not yet shared with other "
+            f"clones: {error['message']}; {advice}" if op["op"] == "register" else
+            f"not pushed to {remote} ({error['message']}): kept in this clone; {advice}")
         return result
     raise Unconfirmed(
-        f"claimed locally, not confirmed by {redact(registry.remote)} ({error['message']}); "
+        f"claimed locally, not confirmed by {remote} ({error['message']}); "
         f"{advice}: it confirms or refuses the claim. Until then another machine may hold "
         f"the same path.", details={"confirmed": False, "remote_error": error, **result})
 

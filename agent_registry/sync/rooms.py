@@ -32,6 +32,8 @@ from .remote import COMMITTER, sync
 from .state import redact
 
 HUB_KEY = "agent-registry.hub"
+# the remote_error kinds (sync/remote.py Offline) of a remote no branch of it gets past
+UNUSABLE = ("unreachable", "not-found", "credentials")
 SHARED, REPO = "room:", "repo:"
 # hubs this process found unreachable (url -> (when, why)): not contacted again for
 # DOWN_FOR seconds, so a hung hub costs a command one network timeout, not one per step;
@@ -137,6 +139,9 @@ def refresh_messages(registry: Registry) -> None:
     """Bring only the messages branch up to date (after a mutation that already synced
     the registry branch, e.g. ``register`` before it lists what waits)."""
     box = mailbox(registry)
+    failed = (registry.unpushed.get("remote_error") or {}).get("kind")
+    if failed in UNUSABLE:
+        return  # the remote failed this command already, and its line says so: no retry
     if box is not registry and box.remote:
         try:
             sync(box)
