@@ -93,6 +93,29 @@ def test_a_malformed_record_is_skipped_with_a_warning_naming_it(tmp_path, sharde
         assert thread.status_code == 200 and [m["id"] for m in thread.json()["messages"]] == [good]
 
 
+@pytest.mark.parametrize("planted", ["not json\n", '{"id": "%s", "session": "s0"}\n'])
+def test_a_malformed_ack_file_is_reported_and_acknowledges_nothing(run, repo, planted):
+    """A file at acks/<recipient>/<id>.json that is not an ack record (issue 34): the
+    message still waits in the inbox, the file is named in a warning, thread lists no
+    acknowledgement, and the recipient's own ack writes a real one over it."""
+    assert run("register", "s0", "--provider", "Codex").returncode == 0
+    assert run("register", "s1", "--provider", "Codex").returncode == 0
+    mid = js(run("--json", "send", "--from", "s0", "--to", "s1", "look at this"))["id"]
+    [ref] = [r for r in git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/")
+             .split() if git(repo, "ls-tree", "-r", "--name-only", r).count(f"/{mid}.json")]
+    _commit_on(repo, ref, {f"acks/s1/{mid}.json": planted.replace("%s", mid)}, "a stray file")
+    inbox = run("--json", "inbox", "s1")
+    assert [m["id"] for m in js(inbox)["messages"]] == [mid]
+    [line] = [l for l in inbox.stderr.splitlines() if f"acks/s1/{mid}.json" in l]
+    assert f"{ref}:acks/s1/{mid}.json is not counted" in line, line
+    thread = run("--json", "thread", mid)
+    assert js(thread)["messages"][0]["acked_by"] == [] and f"acks/s1/{mid}.json" in thread.stderr
+    assert js(run("--json", "ack", mid, "--session", "s1"))["acked"] == [mid]
+    inbox = run("--json", "inbox", "s1")
+    assert js(inbox)["messages"] == [] and inbox.stderr == ""
+    assert js(run("--json", "thread", mid))["messages"][0]["acked_by"] == ["s1"]
+
+
 # -- C1 and bidi controls ---------------------------------------------------------------
 
 @pytest.mark.parametrize("char", ["\u202e", "\u0085", "\u009b", "\u2066", "\u200f", "\u061c"])

@@ -215,17 +215,23 @@ def _earlier(a: dict, b: dict) -> bool:
     return (order(a), json.dumps(a, sort_keys=True)) < (order(b), json.dumps(b, sort_keys=True))
 
 
-def _messages_of(view: View) -> list[dict]:
-    if not view.tree:
-        return []
-    files = {f"{MESSAGES}/{s}/{n}": oid for s in view.names(MESSAGES)
-             for n, oid in view.entries(f"{MESSAGES}/{s}").items() if n.endswith(".json")}
+def _files_of(view: View, folder: str) -> dict[str, bytes | None]:
+    """Path -> content of every ``<folder>/<name>/<file>.json`` of *view*, read in one
+    pipelined batch (a file written in this operation and not yet stored: from *view*)."""
+    files = {f"{folder}/{s}/{n}": oid for s in view.names(folder)
+             for n, oid in view.entries(f"{folder}/{s}").items() if n.endswith(".json")}
     pending = [p for p, oid in files.items() if oid is None]
     raws = dict(zip([p for p in files if files[p]],
                     view.repo.read_blobs([oid for oid in files.values() if oid])))
     raws.update({p: view.read(p) for p in pending})
+    return raws
+
+
+def _messages_of(view: View) -> list[dict]:
+    if not view.tree:
+        return []
     out = []
-    for path, raw in raws.items():
+    for path, raw in _files_of(view, MESSAGES).items():
         message = read_message(view, path, raw)
         if message is not None:
             out.append(message)
@@ -240,20 +246,38 @@ def order(message: dict) -> tuple:
 
 
 def acks(views) -> dict[str, set[str]]:
-    """Message id -> the sessions that acknowledged it (folder listings only)."""
+    """Message id -> the sessions that acknowledged it: each view's ack files read in one
+    batch, a malformed one reported and not counted (:func:`read_ack`)."""
     out: dict[str, set[str]] = {}
     for view in _each(views):
         if not view.tree:
             continue
-        for sid in view.names(ACKS):
-            for name in view.names(f"{ACKS}/{sid}"):
+        for path, raw in _files_of(view, ACKS).items():
+            _, sid, name = path.split("/")
+            if read_ack(view, sid, name.removesuffix(".json"), raw):
                 out.setdefault(name.removesuffix(".json"), set()).add(sid)
     return out
 
 
 def acked(views, sid: str, mid: str) -> bool:
     """Has *sid* acknowledged *mid* (on any of *views*)."""
-    return any(v.read(ack_path(sid, mid)) is not None for v in _each(views) if v.tree or v.writes)
+    return any(read_ack(v, sid, mid, v.read(ack_path(sid, mid)))
+               for v in _each(views) if v.tree or v.writes)
+
+
+def read_ack(view: View, sid: str, mid: str, raw: bytes | None) -> bool:
+    """Does the ack file of *sid* for *mid* (read as *raw*) acknowledge it?  Only an
+    ack's own record does (a JSON object naming *mid*, and *sid* when it names a
+    session); anything else at that path is reported on *view* and acknowledges
+    nothing: a stray file must not make a message vanish from an inbox in silence."""
+    if raw is None:
+        return False
+    record = load(raw)
+    if record is not None and record["id"] == mid and record.get("session", sid) == sid:
+        return True
+    view.warn(f"{where(view)}:{ack_path(sid, mid)} is not counted as an acknowledgement: "
+              "not an ack record (a JSON object with this message's id)")
+    return False
 
 
 def warnings(views) -> list[str]:

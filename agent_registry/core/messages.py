@@ -108,7 +108,7 @@ def _op_ack(registry: Registry, view: View, op: dict) -> Outcome:
             if not addressed_to(message, session, registry.repo.path_rule):
                 raise Refused(f"{me} is not a recipient of message {mid}",
                               details={"id": mid, "recipients": message["recipients"]})
-        if view.read(ack_path(me, mid)) is not None:
+        if acked(view, me, mid):  # a malformed file there is written over
             already.append(mid)
             continue
         view.write(ack_path(me, mid), (json.dumps(
