@@ -49,6 +49,21 @@ def test_serves_the_api_and_reuses_itself_on_the_same_port(run, repo):
         assert "already serves this repository's dashboard" in again.stderr
 
 
+def test_the_page_has_an_icon_and_favicon_ico_is_no_404(repo):
+    """The icon the page names and the /favicon.ico every browser asks for are served
+    (issue 37: the dashboard's favicon was a 404 in every browser console)."""
+    import re
+    with served(repo) as info:
+        with urllib.request.urlopen(info["url"], timeout=10) as response:
+            page = response.read().decode()
+        icon = re.search(r'<link rel="icon" href="([^"]+)"', page)
+        assert icon, page[:400]
+        for path in (icon.group(1), "/favicon.ico"):
+            with urllib.request.urlopen(info["url"] + path.lstrip("/"), timeout=10) as got:
+                assert got.status == 200 and got.headers["content-type"] == "image/svg+xml"
+                assert got.read().startswith(b"<svg")
+
+
 def test_a_port_taken_by_something_else_is_skipped(run, repo):
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
@@ -185,6 +185,12 @@ def create_app(repo: str | Registry, token: str | None = None, *,
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
             return response
         return HTMLResponse(page)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # browsers and tools ask for /favicon.ico whatever the page's <link rel="icon">
+        # names: the same small SVG, so no request of the page ends in a 404
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/api/health", summary="Which repository this dashboard serves")
     def health(request: Request) -> dict:
