@@ -15,8 +15,16 @@ def _info(out: Output):
 
 @click.command()
 @click.argument("paths", nargs=-1)
+@click.option("--range", "span", metavar="BASE..HEAD",
+              help="Check every path the commits of BASE..HEAD change (a pull request's "
+                   "check: docs/server.md), naming the commits that change a held one.")
+@click.option("--branch", metavar="NAME",
+              help="With --range: the branch the commits are on; a session working on "
+                   "it is the one changing what it holds.")
+@click.option("--session", "sid", metavar="SID",
+              help="With --range: the session that made the commits.")
 @pass_out
-def guard(out: Output, paths) -> None:
+def guard(out: Output, paths, span: str | None, branch: str | None, sid: str | None) -> None:
     """Check PATHs (default: the staged paths) as the pre-commit hook does.
 
     Exit 1 when one is locked by another live session (named with what it works on),
@@ -27,6 +35,10 @@ def guard(out: Output, paths) -> None:
     from ..errors import BadInput, Refused
     from ..branch.paths import normalize, plain
     info = _info(out)
+    if span is not None or branch is not None or sid is not None:
+        if span is None or paths:
+            raise BadInput("--branch and --session go with --range, and --range takes no PATHs")
+        return _guard_range(out, info, span, branch, sid)
     checker = Guard(info)
     try:
         if paths:
@@ -57,6 +69,41 @@ def guard(out: Output, paths) -> None:
                       details=report.to_dict())
     out.emit(report.to_dict(),
              f"ok: {len(report.checked)} path(s), none locked by another live session")
+
+
+def _guard_range(out: Output, info, span: str, branch: str | None, sid: str | None) -> None:
+    """guard --range: every commit of BASE..HEAD against the locks."""
+    from ..enforce.guard import PERSON, Guard, describe
+    from ..enforce.pushcheck import judge, range_changes, reach
+    from ..errors import Refused
+    checker = Guard(info)
+    checker.my_pids = set()  # the commits were made elsewhere: this process proves nothing
+    try:
+        changes = range_changes(checker, span)
+        report, changed_by = judge(checker, changes, sid, branch)
+    finally:
+        checker.close()
+    result = {**report.to_dict(), "range": span, "branch": branch, "commits": len(changes),
+              "changed_by": changed_by}
+    for warning in report.warnings:
+        out.warn(warning)
+    if report.mode.startswith("off"):
+        out.warn(f"guard {report.mode}: nothing checked")
+    if report.unreadable:
+        raise Refused(report.mode, details=result)
+    if report.blocked:
+        if not out.json:
+            for conflict in report.conflicts:
+                click.echo(f"  {describe(conflict)}; changed by "
+                           + ", ".join(changed_by.get(conflict.path, [])), err=True)
+            for line in reach(report.conflicts):
+                click.echo("  " + line, err=True)
+        owners = ", ".join(sorted({c.owner for c in report.conflicts}))
+        raise Refused(f"{len(report.conflicts)} path(s) changed in {span} locked by another "
+                      f"live session ({owners}); changed by {sid or PERSON}"
+                      + (f" on {branch}" if branch else ""), details=result)
+    out.emit(result, f"ok: {len(report.checked)} path(s) changed by {len(changes)} commit(s) "
+             f"in {span}, none locked by another live session")
 
 
 @click.group()

@@ -35,6 +35,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "shard": "agent_registry.cli.shard:shard",
     "guard": "agent_registry.cli.guard:guard",
     "hooks": "agent_registry.cli.guard:hooks",
+    "server": "agent_registry.cli.server:server",
+    "ci": "agent_registry.cli.server:ci",
     "harness": "agent_registry.cli.harness:harness",
     "end": "agent_registry.wiki.cli:end",
     "wiki": "agent_registry.wiki.cli:wiki",

@@ -375,20 +375,9 @@ class Guard:
             return {}
         known = {old for _, _, _, old in updates
                  if set(old) != {"0"} and self.repo.reader.read(old) is not None}
-        changed: dict[str, list[str]] = {}
         commits = self.repo.git("rev-list", *[u[1] for u in updates], *[f"^{o}" for o in known],
                                 "--not", f"--remotes={remote}", "--").stdout.decode().split()
-        if commits:
-            out = self.repo.git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z",
-                                "--no-renames", "--always", "--diff-merges=first-parent",
-                                input="\n".join(commits).encode() + b"\n").stdout
-            pushed = set(commits)  # a big push lists many commits: no list scan per path
-            current: list[str] | None = None
-            for item in _names(out):
-                if item in pushed:
-                    current = changed.setdefault(f"commit {item[:12]}", [])
-                elif current is not None:
-                    current.append(item)
+        changed = commit_changes(self.repo.git, commits)
         for _, local, ref, old in updates:
             if old in known and old != local:
                 names = _names(self.repo.git("diff-tree", "-r", "--name-only", "-z",
@@ -396,6 +385,27 @@ class Guard:
                 if names:
                     changed[f"the update of {ref} ({old[:12]}..{local[:12]})"] = names
         return changed
+
+
+def commit_changes(git, commits: list[str]) -> dict[str, list[str]]:
+    """``"commit <12 hex>"`` -> the paths each of *commits* changes (a merge against its
+    first parent: what it brings into that line), in one ``diff-tree --stdin``; *git*
+    runs git (``Repo.git``'s signature).  The pre-push guard, the server's pre-receive
+    hook and ``guard --range`` share it (enforce/pushcheck.py)."""
+    changed: dict[str, list[str]] = {}
+    if not commits:
+        return changed
+    out = git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z", "--no-renames",
+              "--always", "--diff-merges=first-parent",
+              input="\n".join(commits).encode() + b"\n").stdout
+    listed = set(commits)  # a big push lists many commits: no list scan per path
+    current: list[str] | None = None
+    for item in _names(out):
+        if item in listed:
+            current = changed.setdefault(f"commit {item[:12]}", [])
+        elif current is not None:
+            current.append(item)
+    return changed
 
 
 def _names(out: bytes) -> list[str]:

@@ -61,46 +61,53 @@ def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+def place(directory: Path, name: str, data: bytes) -> dict:
+    """Write our hook *name* (*data*) into *directory*, an existing hook of someone
+    else's renamed to ``<name>.agent-registry-chained`` first (our hook runs it)."""
+    target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
+    state = "installed"
+    if _exists(target) and not is_ours(target):
+        if _exists(chained):
+            raise Refused(f"{target} is not ours and {chained.name} already exists: "
+                          "move one of them away, then install again")
+        os.rename(target, chained)
+        state = "installed, chaining the existing hook"
+    elif _exists(target):
+        state = "updated"
+    tmp = directory / f".{name}.agent-registry-tmp"
+    tmp.write_bytes(data)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)
+    return {"hook": name, "path": str(target), "state": state,
+            "chained": str(chained) if _exists(chained) else None}
+
+
+def remove(directory: Path, name: str) -> dict:
+    """Take our hook *name* out of *directory*, putting back the hook it chained."""
+    target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
+    if not is_ours(target):
+        state = "not installed" if not _exists(target) else "left alone (not ours)"
+    elif _exists(chained):
+        os.replace(chained, target)
+        state = "removed, chained hook restored"
+    else:
+        target.unlink()
+        state = "removed"
+    return {"hook": name, "path": str(target), "state": state}
+
+
 def install(info: RepoInfo) -> dict:
     directory = hooks_dir(info)
     directory.mkdir(parents=True, exist_ok=True)
-    results = []
-    for name in HOOK_NAMES:
-        target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
-        state = "installed"
-        if _exists(target) and not is_ours(target):
-            if _exists(chained):
-                raise Refused(f"{target} is not ours and {chained.name} already exists: "
-                              "move one of them away, then install again")
-            os.rename(target, chained)
-            state = "installed, chaining the existing hook"
-        elif _exists(target):
-            state = "updated"
-        tmp = directory / f".{name}.agent-registry-tmp"
-        # LF whatever the platform: sh reads a CR as part of the word before it
-        tmp.write_text(hook_text(name), encoding="utf-8", newline="\n")
-        tmp.chmod(0o755)
-        os.replace(tmp, target)
-        results.append({"hook": name, "path": str(target), "state": state,
-                        "chained": str(chained) if _exists(chained) else None})
+    # LF whatever the platform: sh reads a CR as part of the word before it
+    results = [place(directory, name, hook_text(name).encode()) for name in HOOK_NAMES]
     return {"hooks_dir": str(directory), "hooks": results}
 
 
 def uninstall(info: RepoInfo) -> dict:
     directory = hooks_dir(info)
-    results = []
-    for name in HOOK_NAMES:
-        target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
-        if not is_ours(target):
-            state = "not installed" if not _exists(target) else "left alone (not ours)"
-        elif _exists(chained):
-            os.replace(chained, target)
-            state = "removed, chained hook restored"
-        else:
-            target.unlink()
-            state = "removed"
-        results.append({"hook": name, "path": str(target), "state": state})
-    return {"hooks_dir": str(directory), "hooks": results}
+    return {"hooks_dir": str(directory), "hooks": [remove(directory, name)
+                                                   for name in HOOK_NAMES]}
 
 
 def status(info: RepoInfo) -> dict:
