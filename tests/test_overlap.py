@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,54 @@ def test_a_branch_pushed_to_a_remote_whose_name_has_a_slash_is_found(tmp_path, r
         git(repo, "fetch", "-q", "origin")
         expected = "team/origin" if registry_remote == "team/origin" else "origin"
         assert pushed(registry.repo, "feat", names) == f"refs/remotes/{expected}/feat"
+
+
+BRANCH_NAMES = ["feat", "feat/x", "a@b", "ü/ß", "x.lock.y", "a{b}", "@", "@@", "a/@/b",
+                "", "-x", "HEAD", "a b", "a..b", "a/.b", ".a", "a.lock", "a/b.lock/c",
+                "a.", "/a", "a/", "a//b", "@{x", "a@{1}", "a\\b", "a\tb", "a\x7fb", "a~1",
+                "a^", "a:b", "a?", "a*", "a[b", "../../../../src/payload", "a/..", "."]
+
+
+def test_branch_names_are_judged_as_git_judges_them(tmp_path):
+    """store/refname.branch_problem against `git check-ref-format --branch` (run
+    outside any repository, where git reads the name as it is)."""
+    from agent_registry.store.refname import branch_problem
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    for name in BRANCH_NAMES:
+        proc = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=tmp_path,
+                              env=env, capture_output=True)
+        assert (branch_problem(name) is None) == (proc.returncode == 0), (name, proc.stderr)
+
+
+def test_a_record_naming_a_branch_git_refuses_is_skipped_in_every_clone(team, repo, run,
+                                                                      tmp_path):
+    """A session record planted with `git_branch: ../../../../src/payload` (issue 34):
+    made into refs/remotes/origin/<branch>, it named src/payload of the worktree, read as
+    a ref (`overlap` exit 1 in every clone).  It is skipped, saying why, and the others'
+    forecast stands, here and in another clone."""
+    from test_core_api import edit_session
+    (repo / "src" / "payload").write_text("not a commit\n")
+    commit_all(repo, "payload")
+    edit(team["a"] / "src/billing.py", "return 4\n", "return 40\n")
+    commit_all(team["a"], "a")
+    edit(team["b"] / "src/billing.py", "return 4\n", "return 400\n")
+    commit_all(team["b"], "b")
+    with open_at(repo) as registry:
+        registry.register("x1", provider="Kimi", working_on="planted")
+    edit_session(repo, "x1", git_branch="../../../../src/payload", host="elsewhere")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main", "feat-a", "feat-b")
+    assert run("sync").returncode == 0
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    assert run("sync", cwd=other).returncode == 0
+    why = ("its branch '../../../../src/payload' is not a name git allows: it holds '..'")
+    for where in (repo, other):
+        proc = run("--json", "overlap", cwd=where)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["skipped"] == [{"session": "x1", "reason": why}], report["skipped"]
+        assert [o["sessions"] for o in report["overlaps"]] == [["a1", "b1"]]
+        assert paths_of(report) == {"src/billing.py": "conflict"}

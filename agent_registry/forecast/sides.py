@@ -10,7 +10,8 @@ give the same commit and the pair cache (merges.py) still hits.
 
 A session of another clone (another host, or a checkout that is not ours) is read through
 its pushed branch: ``refs/remotes/<remote>/<branch>``, the registry's remote first.  One
-that pushed nothing is skipped, saying why.
+that pushed nothing, or whose record names a branch git would refuse, is skipped, saying
+why.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import os
 from collections import namedtuple
 
 from ..store.git import GitError, Repo, clean_env, run_git
+from ..store.refname import branch_problem
 from ..store.spawn import TimedOut
 
 # key: what makes two sessions work on the same thing (the same worktree, or the same
@@ -84,6 +86,10 @@ def committed(repo: Repo, session, trees: dict[str, str], remote_names: list[str
         if tip is None:
             return "its worktree has no commit yet"
         return Side(("worktree", project), branch, project, host, tip, tip, False, "worktree")
+    if session.git_branch and (why := branch_problem(session.git_branch)):
+        # any clone writes session records: a name git refuses is never made into a ref
+        # (``../../src/x`` would read a file outside refs/ as one)
+        return f"its branch {session.git_branch!r} is not a name git allows: {why}"
     local = session.host == host and not os.path.isdir(project)  # a worktree removed since
     ref = (f"refs/heads/{session.git_branch}" if local and session.git_branch
            and repo.read_ref(f"refs/heads/{session.git_branch}") else None) \

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..branch.shards import shard_patterns
 from ..branch.trailers import parse_op
+from ..store.refname import branch_problem
 from ..core import sharded
 from ..core.registry import Registry
 from ..errors import RegistryError
@@ -25,8 +26,9 @@ def _log(registry: Registry, *args: str) -> str:
 def branch_files(registry: Registry, branch: str, since: str) -> list[str]:
     """Files changed by the commits on *branch* (first-parent line, merges left out, so a
     merge of main does not count as this session's work) since *since*."""
-    if not branch or not since or not registry.repo.read_ref(f"refs/heads/{branch}"):
-        return []
+    if not branch or not since or branch_problem(branch) or \
+            not registry.repo.read_ref(f"refs/heads/{branch}"):
+        return []  # a name from a session record git would refuse is no ref to read
     out = _log(registry, "--first-parent", "--no-merges", f"--since={since}", "-z",
                "--name-only", "--format=", f"refs/heads/{branch}", "--")
     files = dict.fromkeys(out.replace("\n", "\0").split("\0"))
