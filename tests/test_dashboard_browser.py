@@ -223,6 +223,21 @@ def test_cleanup_and_sync_buttons(page, snap, agents, repo, tmp_path):
     assert "Registry-Reason: end of day" in git(repo, "log", "-1", "--format=%B", "agent-registry")
 
 
+def test_the_sync_card_shows_recent_refusals_only(page, snap, tmp_path, monkeypatch):
+    """A claim the remote refused just now is on the Sync card with when; one refused
+    months ago has aged out (issue 37)."""
+    from test_new_team import refused_months_ago_and_now
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    y = refused_months_ago_and_now(tmp_path)
+    with served(y.cwd) as info:
+        open_dashboard(page, info)
+        card = page.locator("#sync")
+        expect(card).to_contain_text("claim src/new.py by y1")
+        expect(card).not_to_contain_text("src/old.py")
+        assert re.search(r"src/new\.py by y1: .*\(\d{4}-\d\d-\d\d \d\d:\d\d", card.inner_text())
+        snap()
+
+
 def test_the_printed_link_opens_a_token_guarded_dashboard(page, snap, agents, repo):
     agents.register("gone-1", "Codex", "crashed")
     agents.die("gone-1")

@@ -349,3 +349,51 @@ def test_an_offline_register_says_one_true_thing(tmp_path, monkeypatch):
     assert "agent-registry sync" in said[0], said
     ok(y("sync"))
     assert [s["id"] for s in json.loads(ok(x("--json", "status")).stdout)["sessions"]] == ["y1"]
+
+
+def claim_offline_then_refused(team, x, y, path: str, sync_y) -> None:
+    """y claims *path* with the remote out of reach (exit 3, kept in y), x claims it
+    online, and y's sync (*sync_y*) has the remote refuse y's claim."""
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:
+        assert y("lock", "acquire", path, "--session", "y1").returncode == 3
+    finally:
+        hidden.rename(team.bare)
+    ok(x("lock", "acquire", path, "--session", "x1"))
+    sync_y()
+
+
+def refused_months_ago_and_now(tmp_path):
+    """Clone y of a team whose remote refused two of y's claims: src/old.py at a sync run
+    with a clock months back (its refusal is dated then), src/new.py just now."""
+    from agent_registry import Registry
+    from agent_registry.sync.shardsync import sync_all
+    from helpers import FakeClock
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("init"))
+    y = team.clone("y")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    ok(y("register", "y1", "--provider", "Claude", "--working-on", "auth"))
+
+    def sync_months_ago() -> None:
+        with Registry.open(str(y.cwd), clock=FakeClock()) as registry:
+            sync_all(registry)
+    claim_offline_then_refused(team, x, y, "src/old.py", sync_months_ago)
+    claim_offline_then_refused(team, x, y, "src/new.py", lambda: y("sync"))
+    return y
+
+
+def test_the_sync_card_lets_old_refusals_go(tmp_path, monkeypatch):
+    """The dashboard's Sync card (GET /api/sync, from the dashboard the CLI serves) shows
+    the claims the remote refused in the last hour, not one refused months ago (issue 37;
+    tests/test_dashboard_browser.py reads the card as drawn)."""
+    import urllib.request
+    from test_dashboard_support import served
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    y = refused_months_ago_and_now(tmp_path)
+    with served(y.cwd) as info:
+        with urllib.request.urlopen(info["url"] + "api/sync", timeout=30) as response:
+            card = json.loads(response.read())
+    assert [r["paths"] for r in card["refused"]] == [["src/new.py"]], card["refused"]

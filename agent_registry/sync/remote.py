@@ -49,7 +49,7 @@ from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store import freshness
 from ..store.git import CasFailed, run_git
 from ..store.spawn import Completed, TimedOut
-from ..branch.records import Holder, Lock, Session, iso
+from ..branch.records import Holder, Lock, Session, iso, parse_iso
 from ..branch.trailers import parse_op
 from ..core.locks import describe_conflicts
 from ..core.operations import Outcome, operation
@@ -68,6 +68,9 @@ LOSSES = 3  # lost pushes in a row before a clone asks the others to help (sync/
 BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
 MASS_DELETION = 0.5  # a remote keeping less than this share of our sessions is suspect
 MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
+# how long a refusal the remote gave this clone is shown (status, the dashboard's Sync
+# card): the refused session was told then; an hour later it is history, not news
+REFUSED_SHOWN_FOR = 3600
 RESTORE_OP = "restore"
 
 
@@ -859,7 +862,15 @@ def sync_state(registry: Registry) -> dict:
             "behind": behind, "last_fetch": iso(fetched) if fetched else None,
             "last_success": state.get("last_success"),
             "last_error": state.get("last_error"), "last_error_kind": state.get("last_error_kind"),
-            "refused": state.get("refused", [])[-5:], "rewind": state.get("last_rewind")}
+            "refused": _recent(state.get("refused", []), registry.clock())[-5:],
+            "rewind": state.get("last_rewind")}
+
+
+def _recent(refused: list, now: float) -> list[dict]:
+    """The refusals of the last REFUSED_SHOWN_FOR seconds (one with no readable time is
+    as old as it can be)."""
+    return [r for r in refused if isinstance(r, dict) and isinstance(r.get("at"), str)
+            and now - (parse_iso(r["at"]) or 0.0) <= REFUSED_SHOWN_FOR]
 
 
 def unconfirmed_claims(registry: Registry) -> set[tuple[str, str]]:

@@ -443,7 +443,8 @@ async function loadSync() {
   }
   for (const refused of data.refused || []) {
     items.push(el("dt", {}, "refused"), el("dd", { class: "mono" },
-      `${refused.op || ""} ${(refused.paths || []).join(", ")} by ${refused.session || "?"}: ${refused.reason || ""}`));
+      `${refused.op || ""} ${(refused.paths || []).join(", ")} by ${refused.session || "?"}: ` +
+      `${refused.reason || ""} (${formatTime(refused.at)})`));
   }
   list.replaceChildren(...items);
   $("sync-now").hidden = !data.enabled;
