@@ -7,7 +7,11 @@ to another process (an owner nobody vouched for proves nothing by exiting).
 A heartbeat read from another machine's clock gets a margin for clock skew, so a lock
 only just past its TTL is never taken over.  A heartbeat dated further than that margin
 in the future (a clock running ahead) is aged from when this clone first saw it, so it
-cannot keep a lock alive for as long as the clock is ahead.
+cannot keep a lock alive for as long as the clock is ahead.  One from another machine
+dated past the TTL (a clock running behind reads so at once: issue 34) counts until
+this clone has itself watched it go unrenewed for the TTL: another machine's stamp alone
+never hands a lock over.  Without a first-seen file (the page, the dashboard) stamps
+are taken as they read.
 """
 from __future__ import annotations
 
@@ -106,12 +110,38 @@ def stale_reason(holder: Holder, session: Session | None, now: float,
                     f"it (TTL {holder.ttl} s); it is dated {int(beat - now)} s in the "
                     f"future: the clock of {session.host or 'its host'} runs ahead")
         return None
-    # a claim renews the heartbeat too; one dated in the future without it proves nothing
+    last = last_sign(holder, session, now)
+    if now - last <= holder.ttl + margin:
+        return None
+    if margin and seen is not None and now - seen.since(session.id, last, now) <= \
+            holder.ttl + margin:
+        return None  # another machine's stamp, not yet watched for a TTL here (behind_note)
+    return f"no heartbeat for {int(now - last)} s (TTL {holder.ttl} s)"
+
+
+def last_sign(holder: Holder, session: Session, now: float) -> float:
+    """The holder's last sign of life as its machine dated it: its heartbeat, or its claim
+    (a claim renews the heartbeat too; one dated in the future without it proves nothing)."""
     acquired = parse_iso(holder.acquired_at) or 0.0
-    last = max(beat, acquired if acquired - now <= CLOCK_SKEW else 0.0)
-    if now - last > holder.ttl + margin:
-        return f"no heartbeat for {int(now - last)} s (TTL {holder.ttl} s)"
-    return None
+    return max(session.heartbeat_ts(), acquired if acquired - now <= CLOCK_SKEW else 0.0)
+
+
+def behind_note(path: str, holder: Holder, session: Session | None, now: float,
+                this_host: str | None, seen: FirstSeen) -> str | None:
+    """Why a holder whose stamp reads past its TTL by this clock still counts, for the
+    refusal to say in its line (None when the stamp does not read so): its machine's
+    clock may be behind ours, so this clone counts from when it first saw the stamp."""
+    if session is None or not session.live or session.host == (this_host or hostname()):
+        return None
+    last = last_sign(holder, session, now)
+    if now - last <= holder.ttl + CLOCK_SKEW or ahead_by(session, now):
+        return None
+    watched = int(now - seen.since(session.id, last, now))
+    return (f"its heartbeat reads {int(now - last)} s old by this clock, but this clone "
+            f"first saw it {watched} s ago: the clock of {session.host or 'its host'} may "
+            f"be behind, so it counts until it goes {holder.ttl + int(CLOCK_SKEW)} s "
+            f"unrenewed here (agent-registry lock force-release {path} --force --reason WHY "
+            f"frees it now)")
 
 
 def session_stale_reason(session: Session, now: float, ttl: int = DEFAULT_TTL,

@@ -8,7 +8,7 @@ import time
 
 from ..branch import paths as P
 from ..branch.records import SHORTEST_TTL, Holder, Lock, Session, iso, parse_iso
-from ..branch.staleness import DEFAULT_TTL, stale_reason
+from ..branch.staleness import DEFAULT_TTL, behind_note, stale_reason
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.procinfo import is_alive
@@ -164,7 +164,8 @@ def describe_conflicts(conflicts: list[dict]) -> str:
     for c in conflicts:
         via = f" (via {c['target']})" if c["target"] != c["path"] else ""
         what = f", working on: {c['working_on']}" if c["working_on"] else ""
-        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}")
+        clock = f" ({c['clock']})" if c.get("clock") else ""
+        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}{clock}")
     asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
     return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
 
@@ -230,10 +231,12 @@ class LockCalls:
                     continue
                 if self.judge(view, holder, at) is None:
                     owner = view.session(holder.session, strict=False)
+                    clock = behind_note(lock.path, holder, owner, at, self.host, self.seen)
                     out.append({"path": target, "target": lock.path, "owner": holder.session,
                                 "working_on": owner.working_on if owner else "",
                                 "since": holder.acquired_at, "mode": lock.mode,
-                                "reach": f"agent-registry send --to {holder.session} TEXT"})
+                                "reach": f"agent-registry send --to {holder.session} TEXT",
+                                **({"clock": clock} if clock else {})})
         return out
 
     def forget(self, view: View, sid: str, target: str) -> None:
