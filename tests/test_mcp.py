@@ -298,6 +298,34 @@ def test_bad_arguments_are_tool_errors(repo):
         assert error and text
 
 
+def test_a_path_too_long_for_any_file_is_refused_by_mcp_as_by_the_cli(repo, run):
+    """One check of a path, in the library every face calls (issue 34): MCP claimed a
+    1,000,000-character path.  MCP, the CLI and the library refuse a path over 4096
+    bytes (PATH_MAX) in one line, nothing claimed; one of 4096 is still a path."""
+    huge, over, most = "a" * 1_000_000, "src/" + "b/" * 2047, "src/" + "é" * 2046
+    assert len(over.encode()) == 4098 and len(most.encode()) == 4096
+
+    async def script(session):
+        await register(session, session_id="claude-long")
+        return [await call(session, tool, paths=[path])
+                for tool in ("lock_acquire", "lock_check") for path in (huge, over)]
+    for error, text, _ in talk(repo, script):
+        assert error and "is over 4096 bytes" in text and len(text) < 300, text[:300]
+    with Registry.open(str(repo)) as registry:
+        assert registry.locks() == []
+    before = git(repo, "for-each-ref")
+    for args in (("lock", "acquire", "--session", "claude-long", over),
+                 ("lock", "check", over)):
+        proc = run(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[:300]
+        assert "is over 4096 bytes" in proc.stderr
+    from agent_registry.errors import BadInput
+    with Registry.open(str(repo)) as registry, pytest.raises(BadInput, match="over 4096"):
+        registry.claim("claude-long", [over])
+    assert git(repo, "for-each-ref") == before
+    assert run("lock", "acquire", "--session", "claude-long", most).returncode == 0
+
+
 def test_wiki_query_and_show_and_the_resources(repo):
     async def script(session):
         sid = await register(session, session_id="claude-wiki", working_on="auth")

@@ -49,6 +49,11 @@ def validate_session_id(sid: str | None) -> str:
 MAX_TEXT = 64 * 1024  # bytes of UTF-8
 
 
+# the longest path any face takes (CLI, MCP, hooks, the library): PATH_MAX on Linux, so no
+# file of a longer name can be written; the dashboard's forms cap at the same length
+MAX_PATH = 4096  # bytes of UTF-8
+
+
 def has_control(text: str) -> bool:
     """Whether *text* holds a control or bidi character.  Printable ASCII, the usual
     text, is told without the pattern, whose wide Unicode class costs a one-shot command
@@ -90,7 +95,8 @@ def normalize(raw: str, *, toplevel: str | None, prefix: str = "", rule=None,
     Symlinks inside the repository (the path's own and its folders') are resolved, as
     the predecessor resolved real paths, so a link and its target are one lock; a
     symlink that leads outside the repository is refused.  Refuses empty and blank
-    paths, NUL and control characters, and anything outside the repo.
+    paths, NUL and control characters, paths over MAX_PATH bytes, and anything outside
+    the repo.
 
     On Windows (*windows*, by default ``os.sep``) a backslash separates folders and a
     drive letter (``C:\\repo\\a.py``, ``C:/repo/a.py``, Git Bash's ``/c/repo/a.py``)
@@ -101,6 +107,9 @@ def normalize(raw: str, *, toplevel: str | None, prefix: str = "", rule=None,
     """
     if not raw.strip():
         raise BadInput(f"blank path {raw!r}" if raw else "empty path")
+    if len(raw) > MAX_PATH // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH:
+        raise BadInput(f"path {raw[:40]!r}… is over {MAX_PATH} bytes ({len(raw)} characters): "
+                       "longer than any file's path can be")
     if has_control(raw):
         raise BadInput(f"path {raw!r} contains a control character")
     windows = os.sep == "\\" if windows is None else windows
