@@ -4,7 +4,8 @@ Reads of loose and packed objects read their files (store/loose.py, store/packs.
 the rest go through one persistent ``git cat-file --batch``.  Writes create loose objects
 directly (the format is git's own: zlib of ``"<type> <size>\\0" + data``, named by its
 hash), which saves a ``hash-object``/``mktree``/``commit-tree`` process per object, and
-then move the branch with ``git update-ref -m REASON REF NEW OLD``: the compare-and-swap.
+then move the branch with ``update-ref REF NEW OLD``, the compare-and-swap (through a kept
+``git update-ref --stdin``, store/refupdates.py).
 Only the trees on the paths that change are rewritten, so a write costs what it changes.
 
 Every git process runs with a clean environment (no GIT_DIR/GIT_INDEX_FILE leaking in
@@ -25,6 +26,7 @@ from . import spawn
 from .tuples import named
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
+from .refupdates import RefUpdates
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
@@ -400,6 +402,7 @@ class Repo:
         self._objects = os.path.join(info.common_dir, "objects")
         self.reader = ObjectReader(info.git_dir, self.env,
                                    LooseObjects(self._objects, 2 * self.oid_len))
+        self.updates = RefUpdates(self.env)  # the compare-and-swaps' kept git processes
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None
@@ -435,6 +438,7 @@ class Repo:
 
     def close(self) -> None:
         self.reader.close()
+        self.updates.close()
 
     # -- refs ------------------------------------------------------------------------
     def read_ref(self, ref: str) -> str | None:
@@ -552,7 +556,12 @@ class Repo:
         return found
 
     def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> None:
-        """Compare-and-swap: move *ref* to *new* only if it still points at *old*."""
+        """Compare-and-swap: move *ref* to *new* only if it still points at *old*.
+        Through a kept ``update-ref --stdin`` (store/refupdates.py); when that does not
+        go through, the one-shot ``update-ref`` decides and says why."""
+        moved = self.updates.update(ref, new, old or self.zero_oid, reason)
+        if moved or (moved is None and self.read_ref(ref) == new):
+            return
         for attempt in range(2):
             proc = self.git("update-ref", "-m", reason, ref, new, old or self.zero_oid,
                             check=False)

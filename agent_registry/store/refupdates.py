@@ -1,0 +1,79 @@
+"""Ref compare-and-swaps through ``git update-ref --stdin`` processes kept running.
+
+A long-lived process (the MCP server, the dashboard, a heartbeat thread) moves its refs
+many times: one ``git update-ref`` process each is 2-3 ms of start-up, most of what a
+claim costs there once its reads are warm.  ``update-ref --stdin`` takes transactions
+one after another (``start`` / ``update REF NEW OLD`` / ``prepare`` / ``commit``, each
+answered ``<command>: ok``), with git's own locking and reflog, so one process serves
+them all.  Its reflog message is fixed when it starts: one process per reason
+(``agent-registry: claim`` …), the few most recent kept.
+
+Only the plain success is handled here.  A transaction git refuses (the ref moved: the
+lost compare-and-swap; a stale ``.lock``; a folder that cannot be written) ends the
+process (git dies on a failed ``prepare``), and the caller runs the one-shot
+``update-ref``, which says why and clears what is stale (store/git.py): this module
+never decides that a swap was lost.
+"""
+from __future__ import annotations
+
+from . import spawn
+
+KEPT = 4  # processes kept at once, one per reflog reason, the least recently used ended
+
+
+class RefUpdates:
+    """The ``update-ref --stdin`` processes of one repository (its environment's
+    GIT_DIR), started on first need."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._env = env
+        self._procs: dict[str, spawn.Piped] = {}  # reason -> its process, oldest first
+        self._unsupported = False  # a git without transactions on stdin (before 2.27)
+
+    def update(self, ref: str, new: str, old: str, reason: str) -> bool | None:
+        """Move *ref* from *old* to *new* (*old* all zeros: it must not exist yet).
+        True when git committed it; False when it did not go through here (nothing
+        changed: ask the one-shot update-ref); None when git died after it had locked
+        the ref, so the caller must read where the ref is."""
+        if self._unsupported:
+            return False
+        proc = self._procs.pop(reason, None)
+        fresh = proc is None
+        if proc is None:
+            proc = self._start(reason)
+        answers = []
+        try:
+            proc.stdin.write(f"start\nupdate {ref} {new} {old}\nprepare\ncommit\n".encode())
+            proc.stdin.flush()
+            for expected in (b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"):
+                line = proc.stdout.readline()
+                if line != expected:
+                    break
+                answers.append(line)
+        except (BrokenPipeError, OSError):
+            pass
+        if len(answers) == 3:
+            self._procs[reason] = proc  # the most recently used last
+            return True
+        self._end(proc)
+        if not answers:  # a new one not taking "start": this git has no transactions
+            self._unsupported = fresh
+            return False
+        return None if len(answers) == 2 else False
+
+    def _start(self, reason: str) -> spawn.Piped:
+        while len(self._procs) >= KEPT:
+            self._end(self._procs.pop(next(iter(self._procs))))
+        return spawn.Piped(["git", "update-ref", "-m", reason, "--stdin"], self._env)
+
+    @staticmethod
+    def _end(proc: spawn.Piped) -> None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass  # it died: reaped all the same
+        proc.wait()
+
+    def close(self) -> None:
+        while self._procs:
+            self._end(self._procs.popitem()[1])
