@@ -391,11 +391,15 @@ def select_sessions(sessions: list[Session], *, status: str | None = None,
 
 
 class Holder:
-    """One session's claim on a lock: who, its generation token, when, for how long."""
+    """One session's claim on a lock: who, its generation token, when, for how long, and
+    why (``lock acquire --reason``; written only when given, so other records keep their
+    bytes)."""
 
-    def __init__(self, session: str, generation: str, acquired_at: str, ttl: int) -> None:
+    def __init__(self, session: str, generation: str, acquired_at: str, ttl: int,
+                 reason: str = "") -> None:
         self.session, self.generation, self.acquired_at, self.ttl = \
             session, generation, acquired_at, ttl
+        self.reason = reason
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Holder) and self.to_dict() == other.to_dict()
@@ -405,7 +409,8 @@ class Holder:
 
     def to_dict(self) -> dict:
         return {"session": self.session, "generation": self.generation,
-                "acquired_at": self.acquired_at, "ttl": self.ttl}
+                "acquired_at": self.acquired_at, "ttl": self.ttl,
+                **({"reason": self.reason} if self.reason else {})}
 
 
 class Lock:
@@ -433,7 +438,8 @@ class Lock:
             body = jsontext.loads(raw)
             return cls(body["path"], body.get("mode", "exclusive"),
                        [Holder(h["session"], h.get("generation", ""),
-                               h.get("acquired_at", ""), int(h.get("ttl", 600)))
+                               h.get("acquired_at", ""), int(h.get("ttl", 600)),
+                               str(h.get("reason") or ""))
                         for h in body.get("holders", [])])
         except (ValueError, KeyError, TypeError) as exc:
             raise UnreadableRecord(f"lock record: {exc}") from None

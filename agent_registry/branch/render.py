@@ -237,7 +237,8 @@ def _holding(view: View, session, path: str, at: float) -> tuple[str, str]:
     every shard's locks, the main branch's, which claims do not render)."""
     lock = view.lock(path)
     holder = lock.holder(session.id) if lock else None
-    return (cell(clip(session.working_on, WORKING_ON_WIDTH)),
+    why = f" (because: {holder.reason})" if holder and holder.reason else ""
+    return (cell(clip(session.working_on + why, WORKING_ON_WIDTH)),
             ago(at, parse_iso(holder.acquired_at)) if holder else "?")
 
 

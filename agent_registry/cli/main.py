@@ -491,8 +491,12 @@ def lock() -> None:
 @click.option("--generation", "generations", multiple=True, metavar="TOKEN",
               help="Renew only the claim of this generation (as acquire printed it; one per "
                    "PATH, in order): refused when the lock was taken over since.")
+@click.option("--reason", metavar="TEXT",
+              help="Why you hold it: stored with the claim, shown by lock list, on "
+                   "registry.md and to whoever meets the lock.")
 @pass_out
-def lock_acquire(out: Output, paths, sid, ttl, shared, generations=()) -> None:
+def lock_acquire(out: Output, paths, sid, ttl, shared, generations=(),
+                 reason: str | None = None) -> None:
     """Claim every PATH, or none of them (exit 1 naming the owner).
 
     A last argument naming a registered session is the session (the predecessor's
@@ -500,7 +504,8 @@ def lock_acquire(out: Output, paths, sid, ttl, shared, generations=()) -> None:
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
     sid = resolve_session(sid)
-    result = out.registry.claim(sid, paths, ttl=ttl, shared=shared, generations=generations)
+    result = out.registry.claim(sid, paths, ttl=ttl, shared=shared, generations=generations,
+                                reason=reason)
     out.notice(output.takeover_lines(result) + changed_elsewhere(out.registry, sid, result))
     out.emit(result, output.claim_text(result))
 
@@ -551,9 +556,9 @@ def lock_list(out: Output, every_repo: bool = False) -> None:
     locks = out.registry.locks()
     rows = [[l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
              ("stale" if l["stale_reason"] else "fresh")
-             + ("" if l["confirmed"] else ", unconfirmed")] for l in locks]
-    out.emit({"locks": locks}, render_table(["PATH", "MODE", "OWNER", "AGE", "STATE"], rows)
-             if rows else "no locks")
+             + ("" if l["confirmed"] else ", unconfirmed"), l["reason"]] for l in locks]
+    out.emit({"locks": locks}, render_table(["PATH", "MODE", "OWNER", "AGE", "STATE", "REASON"],
+                                            rows) if rows else "no locks")
 
 
 @lock.command("heartbeat")

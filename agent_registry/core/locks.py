@@ -63,8 +63,10 @@ def apply_claim(registry: Registry, view: View, op: dict) -> Outcome:
         mine = lock.holder(sid)
         if mine:
             mine.acquired_at, mine.ttl, state = iso(at), op["ttl"], "renewed"
+            mine.reason = op.get("reason") or mine.reason  # a renewal keeps the claim's why
         else:
-            mine = Holder(sid, op["generations"][target], iso(at), op["ttl"])
+            mine = Holder(sid, op["generations"][target], iso(at), op["ttl"],
+                          op.get("reason") or "")
             lock.holders.append(mine)
             state = "taken-over" if dropped else "acquired"
         lock.mode = mode
@@ -165,7 +167,9 @@ def describe_conflicts(conflicts: list[dict]) -> str:
         via = f" (via {c['target']})" if c["target"] != c["path"] else ""
         what = f", working on: {c['working_on']}" if c["working_on"] else ""
         clock = f" ({c['clock']})" if c.get("clock") else ""
-        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}{clock}")
+        why = f", because: {c['reason']}" if c.get("reason") else ""
+        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}{why}"
+                     f"{clock}")
     asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
     return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
 
@@ -198,12 +202,16 @@ class LockCalls:
                                   for t in targets))
 
     def claim(self, sid: str, paths: Iterable[str], *, ttl: int = DEFAULT_TTL,
-              shared: bool = False, generations: Iterable[str] = ()) -> dict:
+              shared: bool = False, generations: Iterable[str] = (),
+              reason: str | None = None) -> dict:
         """Claim every target or none.  Returns per target whether it was acquired,
         renewed (already ours) or taken over (from a stale holder).  *generations*: the
         tokens of the claims being renewed, one per path in order; refused when one is no
-        longer the claim held (taken over since)."""
+        longer the claim held (taken over since).  *reason*: why, stored with the claim
+        and shown to whoever meets it."""
         P.validate_session_id(sid)
+        if reason:
+            P.validate_text("reason", reason)
         targets = self.targets(paths)
         if not targets:
             raise BadInput("no path to lock")
@@ -213,7 +221,8 @@ class LockCalls:
         fresh = {t: os.urandom(8).hex() for t in targets}
         return self.apply(self.new_op("claim", session=sid, paths=targets, ttl=ttl,
                                    mode="shared" if shared else "exclusive",
-                                   generations=fresh, **({"expect": expect} if expect else {})))
+                                   generations=fresh, **({"expect": expect} if expect else {}),
+                                   **({"reason": reason} if reason else {})))
 
     def judge(self, view: View, holder: Holder, at: float) -> str | None:
         """Why *holder* no longer counts, or None while it does."""
@@ -235,6 +244,7 @@ class LockCalls:
                     out.append({"path": target, "target": lock.path, "owner": holder.session,
                                 "working_on": owner.working_on if owner else "",
                                 "since": holder.acquired_at, "mode": lock.mode,
+                                "reason": holder.reason,
                                 "reach": f"agent-registry send --to {holder.session} TEXT",
                                 **({"clock": clock} if clock else {})})
         return out
@@ -301,7 +311,7 @@ class LockCalls:
                 out.append({"path": target, "owner": session.id, "mode": lock.mode,
                             "working_on": session.working_on, "since": holder.acquired_at,
                             "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
-                            "generation": holder.generation,
+                            "generation": holder.generation, "reason": holder.reason,
                             "stale_reason": stale_reason(holder, session, at, self.host,
                                                          self.seen),
                             "confirmed": (session.id, target) not in unconfirmed})
