@@ -397,3 +397,48 @@ def test_the_sync_card_lets_old_refusals_go(tmp_path, monkeypatch):
         with urllib.request.urlopen(info["url"] + "api/sync", timeout=30) as response:
             card = json.loads(response.read())
     assert [r["paths"] for r in card["refused"]] == [["src/new.py"]], card["refused"]
+
+
+def test_one_collision_is_one_message_per_session_and_one_row(tmp_path, monkeypatch):
+    """Three sessions in one worktree and one in another change one function: one
+    overlap (one dashboard row), one message to each session, b1 told once, not once per
+    session over there; a fourth session joining that worktree is told, b1 is not told
+    again (issue 37)."""
+    import urllib.request
+    from test_dashboard_support import served
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("init"))
+    billing = x.cwd / "src" / "billing.py"
+    billing.write_text("".join(f"def f{i}():\n    return {i}\n\n" for i in range(12)))
+    git(x.cwd, "add", "-A")
+    git(x.cwd, "commit", "-q", "-m", "billing")
+    trees = {}
+    for name in ("a", "b"):
+        trees[name] = tmp_path / f"wt-{name}"
+        git(x.cwd, "worktree", "add", "-q", "-b", f"feat-{name}", str(trees[name]))
+        code = trees[name] / "src" / "billing.py"
+        code.write_text(code.read_text().replace("return 3\n", f"return 3{name}\n"))
+        git(trees[name], "commit", "-q", "-am", name)
+    for sid, name in (("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")):
+        ok(x("register", sid, "--provider", "Codex", "--working-on", f"task {name}",
+             cwd=trees[name]))
+
+    def notify() -> dict:
+        return json.loads(ok(x("--json", "overlap", "--notify")).stdout)
+    report = notify()
+    assert [o["sessions"] for o in report["overlaps"]] == [["a1", "a2", "a3", "b1"]]
+    told = sorted(n["to"] for n in report["notified"] if n["created"])
+    assert told == ["a1", "a2", "a3", "b1"], report["notified"]
+    assert {n["from"] for n in report["notified"] if n["to"] != "b1"} == {"b1"}
+    ok(x("register", "a4", "--provider", "Codex", "--working-on", "task a", cwd=trees["a"]))
+    again = notify()
+    assert [n["to"] for n in again["notified"] if n["created"]] == ["a4"], again["notified"]
+    inbox = json.loads(ok(x("--json", "inbox", "b1")).stdout)["messages"]
+    assert len(inbox) == 1 and "a3 (and 2 more sessions there)" in inbox[0]["body"], inbox
+    with served(x.cwd) as info:
+        with urllib.request.urlopen(info["url"] + "api/overlaps", timeout=60) as response:
+            rows = json.loads(response.read())["overlaps"]
+    assert [[s["sessions"] for s in row["sides"]] for row in rows] == \
+        [[["a1", "a2", "a3", "a4"], ["b1"]]], rows

@@ -11,8 +11,9 @@ def overlap_text(report: dict) -> str:
     lines = []
     for o in report["overlaps"]:
         a, b = o["sides"]
-        lines.append(f"{a['session']} ({a['branch'] or 'detached'}) and {b['session']} "
-                     f"({b['branch'] or 'detached'}), since {local_time(o['since'])}:")
+        lines.append(f"{', '.join(a['sessions'])} ({a['branch'] or 'detached'}) and "
+                     f"{', '.join(b['sessions'])} ({b['branch'] or 'detached'}), since "
+                     f"{local_time(o['since'])}:")
         for p in o["paths"]:
             held = f", held by {', '.join(p['held_by'])}" if p["held_by"] else ""
             lines.append(f"  {p['kind']:<13} {p['path']}{held}")
@@ -26,8 +27,9 @@ def overlap_text(report: dict) -> str:
 
 @click.command()
 @click.option("--notify", is_flag=True,
-              help="Send each session of an overlapping pair one message naming the other, "
-                   "its work, the paths and the kind (once per pair, paths and kinds).")
+              help="Send each session of an overlap one message naming the other side's "
+                   "session, its work, the paths and the kind (once per overlap, paths and "
+                   "kinds, however many sessions work on a side).")
 @pass_out
 def overlap(out: Output, notify: bool) -> None:
     """Forecast merge conflicts: for every pair of live sessions on different branches or

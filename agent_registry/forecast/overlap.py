@@ -1,8 +1,9 @@
 """The conflict forecast's library calls: ``overlaps`` (``agent-registry overlap``, the
 dashboard's pane, ``watch``) and ``changed_elsewhere`` (a claim's warning).
 
-For every pair of live sessions working on two sides (two worktrees here, or another
-clone's pushed branch), the paths both changed since their merge base, each of one kind:
+For every pair of sides (two worktrees here, or another clone's pushed branch) with live
+sessions, one overlap however many sessions work on each, the paths both changed since
+their merge base, each of one kind:
 
 - ``conflict``: ``git merge-tree`` finds a textual conflict there;
 - ``both-changed``: both sides changed the file and it merges cleanly;
@@ -77,10 +78,18 @@ def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict,
     return found, skipped
 
 
-def _pairs(found: dict) -> list[tuple[str, str]]:
-    ids = sorted(found)
-    return [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]
-            if found[a].key != found[b].key]
+def _groups(found: dict) -> list[list[str]]:
+    """The sessions of each side (one worktree, or one pushed ref), each list sorted, the
+    sides in the order of their first session: a side is one party to a collision, however
+    many sessions work there (issue 37: nine sessions of one worktree were nine pairs)."""
+    by_side: dict = {}
+    for sid in sorted(found):
+        by_side.setdefault(found[sid].key, []).append(sid)
+    return list(by_side.values())
+
+
+def _pairs(groups: list[list[str]]) -> list[tuple[list[str], list[str]]]:
+    return [(a, b) for i, a in enumerate(groups) for b in groups[i + 1:]]
 
 
 def _held(registry) -> dict[str, list[str]]:
@@ -92,21 +101,26 @@ def _held(registry) -> dict[str, list[str]]:
     return held
 
 
-def _paths(a: str, b: str, tips: tuple[str, str], entry: dict, held: dict) -> list[dict]:
-    """The overlapping paths of sessions *a* and *b* (at *tips*) from a pair's entry."""
-    changed = {a: set(entry.get(tips[0], ())), b: set(entry.get(tips[1], ()))}
+def _paths(sides: tuple[list[str], list[str]], tips: tuple[str, str], entry: dict,
+           held: dict) -> list[dict]:
+    """The overlapping paths of two sides (their sessions, at *tips*) from a pair's entry."""
+    changed = (set(entry.get(tips[0], ())), set(entry.get(tips[1], ())))
+
+    def holds(sid: str, path: str) -> bool:
+        return any(P.covers(t, path) for t in held.get(sid, ()))
     out = {}
     for path in entry["conflicts"]:
         out[path] = "conflict"
     for path in entry["both"]:
         out.setdefault(path, "both-changed")
-    for holder, other in ((a, b), (b, a)):
-        for path in changed[other]:
-            if any(P.covers(t, path) for t in held.get(holder, ())):
+    for n in (0, 1):  # one side holds it, the other changed it
+        for path in changed[1 - n]:
+            if any(holds(sid, path) for sid in sides[n]):
                 out.setdefault(path, "held-changed")
     return [{"path": path, "kind": kind,
-             "held_by": [s for s in (a, b) if any(P.covers(t, path) for t in held.get(s, ()))],
-             "changed_by": [s for s in (a, b) if path in changed[s] or kind != "held-changed"]}
+             "held_by": [sid for side in sides for sid in side if holds(sid, path)],
+             "changed_by": [sid for n, side in enumerate(sides) for sid in side
+                            if path in changed[n] or kind != "held-changed"]}
             for path, kind in sorted(out.items())]
 
 
@@ -121,9 +135,16 @@ def _kept(cache: dict, used: dict) -> dict:
     return kept
 
 
+def side_name(side: dict) -> str:
+    """A side as every clone names it: its branch (else its worktree) and host, never its
+    sessions, so a session joining a side changes no overlap's key."""
+    return f"{side['branch'] or side['worktree'] or 'detached'}@{side['host']}"
+
+
 def overlap_key(pair: list[str], paths: list[dict]) -> str:
-    """What a notification is deduplicated by: the pair and its paths with their kinds
-    (a new commit on the same paths tells nothing new; a new path or a worse kind does)."""
+    """What a notification is deduplicated by: the pair of sides (:func:`side_name`) and
+    its paths with their kinds (a new commit on the same paths tells nothing new; a new
+    path or a worse kind does)."""
     import hashlib  # here: a claim's forecast never needs it
     text = json.dumps([pair, [[p["path"], p["kind"]] for p in paths]])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -133,6 +154,13 @@ def _side_dict(sid: str, side: Side, session) -> dict:
     return {"session": sid, "branch": side.branch, "worktree": side.worktree,
             "host": side.host, "tip": side.tip, "dirty": side.dirty, "source": side.source,
             "working_on": session.working_on}
+
+
+def _party(sids: list[str], side: Side, sessions: dict) -> dict:
+    """One side of an overlap: its sessions, and the newest of them (registered last, the
+    likeliest at work there) as ``session``: whom the other side's message comes from."""
+    newest = max(sids, key=lambda sid: (sessions[sid].registered_at, sid))
+    return {**_side_dict(newest, side, sessions[newest]), "sessions": sids}
 
 
 def overlaps(registry) -> dict:
@@ -148,28 +176,27 @@ def overlaps(registry) -> dict:
     found, skipped = _sides(registry, list(sessions.values()), memo=memo)
     state["worktrees"] = {k: v for k, v in memo.items()
                           if any(side.worktree == k for side in found.values())}
-    pairs = _pairs(found)
+    pairs = _pairs(_groups(found))
     cache = state.get("pairs") if isinstance(state.get("pairs"), dict) else {}
-    entries, method = merges.changes(registry.repo, [(found[a].tip, found[b].tip)
+    entries, method = merges.changes(registry.repo, [(found[a[0]].tip, found[b[0]].tip)
                                                       for a, b in pairs], cache)
     held = _held(registry) if pairs else {}
     since = state.get("since") if isinstance(state.get("since"), dict) else {}
     now, out = iso(registry.clock()), []
     for a, b in pairs:
-        tips = (found[a].tip, found[b].tip)
-        paths = _paths(a, b, tips, entries.get(merges.pair_key(*tips), {"conflicts": [],
-                                                                        "both": []}), held)
+        tips = (found[a[0]].tip, found[b[0]].tip)
+        paths = _paths((a, b), tips, entries.get(merges.pair_key(*tips), {"conflicts": [],
+                                                                          "both": []}), held)
         if not paths:
             continue
-        name = f"{a} {b}"
+        sides = [_party(a, found[a[0]], sessions), _party(b, found[b[0]], sessions)]
+        name = " ".join(side_name(side) for side in sides)
         since[name] = since.get(name, now)
-        out.append({"sessions": [a, b],
-                    "sides": [_side_dict(a, found[a], sessions[a]),
-                              _side_dict(b, found[b], sessions[b])],
-                    "paths": paths,
+        out.append({"sessions": a + b, "sides": sides, "paths": paths,
                     "kinds": [k for k in KINDS if any(p["kind"] == k for p in paths)],
-                    "since": since[name], "key": overlap_key([a, b], paths)})
-    names = {" ".join(o["sessions"]) for o in out}
+                    "since": since[name],
+                    "key": overlap_key([side_name(side) for side in sides], paths)})
+    names = {" ".join(side_name(side) for side in o["sides"]) for o in out}
     state["since"] = {k: v for k, v in since.items() if k in names}
     state["pairs"] = _kept(cache, entries)
     state.setdefault("sent", {})

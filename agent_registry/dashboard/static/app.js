@@ -402,7 +402,7 @@ async function loadOverlaps() {
   $("overlap-method").textContent = data.note || "";
   const rows = data.overlaps.map((o) => el("tr", { "data-pair": o.sessions.join(" ") },
     el("td", {}, ...o.sides.map((side, i) => el("div", {},
-      i ? "and " : "", sessionLink(side.session), " ",
+      i ? "and " : "", ...side.sessions.flatMap((sid, n) => n ? [", ", sessionLink(sid)] : [sessionLink(sid)]), " ",
       el("span", { class: "muted" }, [side.branch, side.working_on].filter(Boolean).join(" · "))))),
     el("td", {}, ...o.kinds.map((kind) => el("span", { class: "state overlap " + kind }, kind))),
     el("td", {}, el("ul", { class: "paths" }, ...o.paths.map((p) => el("li", { class: "mono" },
