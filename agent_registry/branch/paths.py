@@ -192,9 +192,17 @@ def record_name(target: str) -> str:
 
 
 def lookup_keys(path: str) -> list[str]:
-    """The targets that would cover the file *path* with no pattern: its own and each
-    ancestor directory's (in their stored form: see :func:`literal`)."""
-    return [literal(key) for key in [path, *ancestors(path)]]
+    """The targets that would cover or meet *path* (a file, or a directory ending in
+    ``/``) with no pattern: its own, its twin of the other kind (``src/gen`` and
+    ``src/gen/`` name one thing: :func:`covers`), and each ancestor directory's (in their
+    stored form: see :func:`literal`)."""
+    return [literal(key) for key in [path, twin(path), *ancestors(path)]]
+
+
+def twin(path: str) -> str:
+    """The other kind of the same name: the folder ``src/gen/`` of the file ``src/gen``,
+    and the other way round."""
+    return path[:-1] if path.endswith("/") else path + "/"
 
 
 def ancestors(path: str) -> list[str]:
@@ -380,12 +388,14 @@ def _glob_covers(pattern: str, path: str) -> bool:
 def covers(target: str, path: str) -> bool:
     """Does a lock on *target* cover the file *path*?  The one matching function: the
     guard calls it for each path a commit changes, and claims and ``lock check`` reach
-    it through :func:`overlaps` for every file target."""
+    it through :func:`overlaps` for every file target.  A folder lock covers a file of
+    its own name too (``src/gen/`` covers ``src/gen``): one name is a file or a folder,
+    never both, so a file lock and a folder lock on it meet."""
     if is_glob(target):
         return _glob_covers(target, path)
     name = plain(target)
     if is_dir(name):
-        return path.startswith(name)
+        return path.startswith(name) or path == name[:-1]
     return path == name
 
 
