@@ -1,6 +1,7 @@
-"""The dashboard's overlap pane in Chromium (issue 27 item 3): two sessions in two
-worktrees on two branches editing one function show as a pair, live, with the paths, the
-kind and since when, each session a link to its row and timeline."""
+"""The dashboard's overlap pane in Chromium (issue 27 item 3): sessions in two worktrees
+on two branches editing one function show as one row (issue 37: two sessions on one side
+are still one collision), live, with the paths, the kind and since when, each session a
+link to its row and timeline."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,13 +46,19 @@ def worktrees(repo, tmp_path, monkeypatch):
 def test_the_overlap_pane_shows_the_pair_live_and_links_each_session(page, snap, worktrees,
                                                                        repo):
     change(worktrees["a"], "return 3\n", "return 30\n")  # only one side moved: no pair yet
+    from agent_registry import Registry
+    with Registry.open(str(worktrees["a"])) as registry:  # a second session on side a
+        registry.register("a2", provider="Kimi", working_on="task a, too")
     with served(repo) as info:
         page.goto(info["url"])
         expect(page.locator("#live")).to_have_text("live")
         expect(page.locator("#overlaps-empty")).to_be_visible()
         change(worktrees["b"], "return 3\n", "return 300\n")  # the same function: a conflict
-        pair = page.locator("#overlaps tbody tr[data-pair='a1 b1']")
+        # one collision, one row, however many sessions work on a side (issue 37)
+        pair = page.locator("#overlaps tbody tr[data-pair='a1 a2 b1']")
         expect(pair).to_have_count(1, timeout=20_000)
+        expect(page.locator("#overlaps tbody tr")).to_have_count(1)
+        expect(pair.locator("a.session-link")).to_have_text(["a1", "a2", "b1"])
         expect(pair).to_contain_text("feat-a")
         expect(pair).to_contain_text("feat-b")
         expect(pair.locator(".state.conflict")).to_have_text("conflict")
