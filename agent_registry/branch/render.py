@@ -41,6 +41,7 @@ _MARKUP = LazyPattern(r"[\\`*~\[\]|$<>&]|(?<![^\W_])_|_(?![^\W_])|(?i:(?<=www)\.
                      r"|:(?=//)|(?i:(?:(?<=mailto)|(?<=xmpp)):)|(?<=[\w.+-])@(?=[\w-])")
 _HTML = {"<": "&lt;", "&": "&amp;", ">": "&gt;"}
 _MARKUP_CHARS = frozenset("\\`*~[]|$<>&_:@\r\n")  # a text without these (nor www.) is left as it is
+_FRONT_MARKUP = frozenset("\\`*~[]|$<>&_@")  # the single characters _MARKUP may match
 _LINE_BREAK = LazyPattern(r"\r\n|\r|\n")
 
 
@@ -169,7 +170,11 @@ def front_value(value) -> str:
     as Markdown, and the commit subject there is agent text (a path a shard's claim
     names, what a session works on).  JSON's own backslashes are left as they are."""
     text = jsontext.dumps(value, ensure_ascii=False)
-    if _MARKUP_CHARS.isdisjoint(text) and "www." not in text.lower():
+    low = text.lower()
+    # nothing _MARKUP can match (a time's ':' is no autolink): no pattern compiled, as
+    # every write renders these lines
+    if _FRONT_MARKUP.isdisjoint(text) and not any(
+            word in low for word in ("://", "www.", "mailto:", "xmpp:")):
         return text
     return _MARKUP.sub(lambda m: m.group(0) if m.group(0) == "\\"
                        else f"\\u{ord(m.group(0)):04x}", text)
