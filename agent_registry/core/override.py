@@ -22,7 +22,8 @@ def _op_override(registry: Registry, view: View, op: dict) -> Outcome:
     at = iso(op["at"])
     name = f"overrides/{at[:7]}/{at.replace('-', '').replace(':', '')}-{op['token']}.json"
     record = {"at": at, "action": op["action"], "by": op["by"], "paths": op["paths"],
-              "owners": op["owners"], "host": registry.host}
+              "owners": op["owners"], "host": registry.host,
+              **{key: op[key] for key in ("tree", "parent") if key in op}}
     view.write(name, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
     owners = sorted({o for held in op["owners"].values() for o in held})
     more = f" and {len(op['paths']) - 1} more" if len(op["paths"]) > 1 else ""
@@ -31,10 +32,12 @@ def _op_override(registry: Registry, view: View, op: dict) -> Outcome:
                    f"(held by {', '.join(owners)}) on {op['action']}")
 
 
-def record_override(registry: Registry, report, action: str, *, by: str, switch: str) -> dict:
+def record_override(registry: Registry, report, action: str, *, by: str, switch: str,
+                    commit: dict | None = None) -> dict:
     """Commit the override described by a guard *report* on the registry branch: *by*
     overrode with the environment variable *switch* (the guard's names, passed down so
-    this module never imports the guard back)."""
+    this module never imports the guard back).  *commit*: ``{"tree", "parent"}`` of the
+    commit let through, by which the pre-push guard knows it (enforce/overridden.py)."""
     owners: dict[str, list[str]] = {}
     for conflict in report.conflicts:
         held = owners.setdefault(conflict.path, [])
@@ -44,5 +47,5 @@ def record_override(registry: Registry, report, action: str, *, by: str, switch:
     return registry.apply({
         "op": "override", "at": time.time(), "action": action,
         "by": by, "paths": sorted(owners), "owners": owners,
-        "token": secrets.token_hex(3),
+        "token": secrets.token_hex(3), **(commit or {}),
         "reason": f"{action} with {switch}=1 over locks of {holders}"})
