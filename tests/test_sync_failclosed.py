@@ -373,3 +373,30 @@ def test_processes_of_two_clones_racing_through_a_remote_agree_on_one_winner(tmp
     assert all(p.returncode == 0 for p in results), [p.stderr for p in results if p.returncode]
     for sid in sids:
         assert lock_owner_on_remote(team, f"own/{sid}.py") == [sid]
+
+
+def test_a_lock_lost_to_a_rewound_shard_is_named_by_sync_whichever_command_met_it(tmp_path):
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    before = snapshot(team)
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0  # confirmed
+    [shard] = [ref for ref, tip in snapshot(team).items() if before[ref] != tip]
+    git(team.bare, "update-ref", shard, before[shard])  # the shard alone goes back
+    c = team.clone("c")
+    assert c("register", "c1", "--provider", "Claude").returncode == 0
+    assert c("lock", "acquire", "src/auth.py", "--session", "c1").returncode == 0  # first
+    # another command of this clone meets the rewind first: its answer is its own
+    assert a("register", "a2", "--provider", "Kimi").returncode == 0
+    assert a("lock", "acquire", "src/auth.py", "--session", "a2").returncode == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["c1"]
+
+    synced = a("--json", "sync")
+    assert synced.returncode == 1, synced.stdout
+    [lost] = json.loads(synced.stdout)["error"]["lost"]
+    assert (lost["session"], lost["path"], lost["owner"], lost["branch"], lost["told"]) == \
+        ("a1", "src/auth.py", "c1", shard.removeprefix("refs/heads/"), True)
+    told = json.loads(a("--json", "inbox", "a1").stdout)["messages"]
+    assert [m["subject"] for m in told] == ["lock lost to a rewind"]
+    assert "src/auth.py" in told[0]["body"] and "c1" in told[0]["body"]
+    assert a("sync").returncode == 0  # named once

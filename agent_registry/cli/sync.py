@@ -16,7 +16,9 @@ def sync(out: Output, timeout: float) -> None:
     Each claim made while offline is confirmed or refused, as the remote decides. When
     the remote went back in time (force-pushed to an older state), this clone's live
     sessions and locks are re-applied, each refused only where another session took the
-    path meanwhile. Exit 1 when a pending operation or a re-applied lock was refused,
+    path meanwhile; such a lost lock is named (also when another command met the rewind
+    first) and its session is sent a message. Exit 1 when a pending operation or a
+    re-applied lock was refused,
     3 when the remote could not be used (unreachable, credentials refused, branch denied).
     In the lock-shard layout, each shard branch holding operations the remote has not
     seen (a claim made offline) is synced the same way after the registry branch, and
@@ -71,8 +73,9 @@ def sync(out: Output, timeout: float) -> None:
         [r for part in branches for r in part["refused"]]
     pushed = report["pushed"] and report.get("messages", {}).get("pushed", True) and \
         all(part["pushed"] for part in branches)
-    lost = (report["rewind"] or {}).get("refused", []) + \
-        [r for part in branches for r in (part.get("rewind") or {}).get("refused", [])]
+    from ..sync.lost import lost_line, take_lost
+    lost = report["lost"] = take_lost(out.registry)  # met by this sync or any command since
+    lines += [lost_line(r) for r in lost]
     if not refused and not lost and pushed:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:

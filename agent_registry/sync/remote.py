@@ -60,6 +60,7 @@ from .intents import any_fetched, fetch_refspec, help_others, intent_ref, new_cl
     own_ops, settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
+from .lost import record_lost
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -484,6 +485,7 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     onto, rewind = remote, None
     if _rewound(registry, confirmed, remote):
         onto, rewind = _reapply(registry, confirmed, remote)  # type: ignore[arg-type]
+        record_lost(registry, rewind["refused"])
     # other clones' published operations first (they waited longest), then ours, skipping
     # those a helper already applied for us
     own = settled(View(registry.repo, onto), load_state(registry).get("clone_id") or "") \
