@@ -51,6 +51,16 @@ def test_a_clock_behind_does_not_lose_a_fresh_lock(tmp_path):
     assert fast("lock", "check", "src/auth.py").stdout.startswith("locked: src/auth.py by s-slow")
     assert fast("cleanup").returncode == 0  # nor is it a zombie there
     assert fast("lock", "check", "src/auth.py").stdout.startswith("locked: src/auth.py by s-slow")
+    # the guard agrees: a commit of the held file through the installed hook is refused
+    assert fast("init", "--hooks").returncode == 0
+    (clones["fast"] / "src" / "auth.py").write_text("auth = 'fast'\n")
+    git(clones["fast"], "add", "src/auth.py")
+    refused = subprocess.run(["git", "commit", "-q", "-m", "over a slow clock"],
+                             cwd=clones["fast"], capture_output=True, text=True,
+                             env={**os.environ, "AGENT_REGISTRY_SESSION": "s-fast",
+                                  "AGENT_REGISTRY_HOST": "fast-host"})
+    assert refused.returncode != 0 and "s-slow" in refused.stderr, refused.stderr
+    git(clones["fast"], "reset", "-q", "--hard")
 
     assert ahead("register", "s-ahead", "--provider", "Codex").returncode == 0
     far = ahead("lock", "acquire", "src/auth.py", "--session", "s-ahead")
