@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -286,7 +286,8 @@ def build(service: Service) -> MCPServer:
             result = {"session": session.to_dict(), "bound_to": reg.bound}
             if rooms:
                 result["rooms"] = R.join(reg, sid, list(dict.fromkeys(rooms)))
-            return result
+            R.refresh_messages(reg)  # what other clones sent it meanwhile, as the CLI
+            return {**result, "waiting": R.waiting(reg, session)}
         return await service.run(run, sid)
 
     @tool(annotations=READ_ONLY)
@@ -380,6 +381,10 @@ def build(service: Service) -> MCPServer:
             "Idempotency key: a retry with the same key and content sends nothing."))] = None,
         reply_to: Annotated[str | None, Field(description="The message id this answers.")] = None,
         subject: Annotated[str | None, Field(description="A one-line subject.")] = None,
+        importance: Annotated[Literal["high", "normal", "low"], Field(description=(
+            "high: told at the recipient's next tool call, not only its next prompt."))] = "normal",
+        ack_required: Annotated[bool, Field(description=(
+            "Ask the recipients to acknowledge it."))] = False,
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
         """Send a durable message (exactly one of to, to_path, to_tag, room, all; none with
@@ -399,11 +404,13 @@ def build(service: Service) -> MCPServer:
                 target = registry_for(reg, room)  # the hub for room:<name>, as `send --room`
             if target is reg:
                 return messages.send(reg, sid, to_sel, body, subject=subject, key=key,
-                                     reply_to=reply_to)
+                                     reply_to=reply_to, importance=importance,
+                                     ack_required=ack_required)
             try:
                 from .sync.rooms import member_id  # on the hub: this repository's member
                 result = messages.send(target, member_id(target, sid), to_sel, body,
-                                       subject=subject, key=key, reply_to=reply_to)
+                                       subject=subject, key=key, reply_to=reply_to,
+                                       importance=importance, ack_required=ack_required)
                 return {**result, **(target.unpushed if target is not reg else {})}
             finally:
                 if target is not reg:
@@ -431,7 +438,7 @@ def build(service: Service) -> MCPServer:
         sid = service.default_sid(session_id)
 
         def run() -> dict:
-            hub = HubInbox(reg, sid, all)  # what its rooms sent it (a session in a room)
+            hub = HubInbox(reg, sid, True)  # what its rooms sent it (inbox drops the acked)
             try:
                 return messages.inbox(reg, sid, include_acked=all, refresh=lambda: refresh(reg),
                                       more=hub)

@@ -382,3 +382,37 @@ def test_opencode_patch_tools_are_read_as_envelopes_or_unified_diffs(held):
     assert "kimi-1" in gate(patch("*** Update File: src/auth.py", "@@", "-a", "+b"))
     assert "kimi-1" in gate("--- a/src/auth.py\n+++ b/src/auth.py\n@@ -1 +1 @@\n-a\n+b\n")
     assert gate("--- /dev/null\n+++ b/src/new.py\n@@ -0,0 +1 @@\n+x\n") is None
+
+
+def test_a_persons_high_message_is_told_at_the_next_tool_call_once(repo, run):
+    """A person's high-importance message reaches a Claude Code session in the answer to
+    its next tool call (PreToolUse additionalContext), once; a normal one waits for the
+    prompt (issue 36)."""
+    sid = f"claude-{NATIVE}"
+    assert hook(repo, "claude", "session-start", base("claude", repo, "SessionStart"),
+                "--pid", str(os.getpid())).returncode == 0
+
+    def tool_call() -> str:
+        proc = hook(repo, "claude", "pre-tool-use", shell("claude", repo, "ls"))
+        assert proc.returncode == 0, proc.stderr
+        if not proc.stdout.strip():
+            return ""
+        out = json.loads(proc.stdout)["hookSpecificOutput"]
+        assert out["hookEventName"] == "PreToolUse" and "permissionDecision" not in out
+        return out["additionalContext"]
+
+    assert tool_call() == ""
+    normal = json.loads(run("--json", "send", "--from", "alice", "--to", sid, "lunch at 1?",
+                            check_untouched=False).stdout)["id"]
+    assert tool_call() == ""  # a normal message waits for the prompt
+    high = json.loads(run("--json", "send", "--from", "alice", "--to", sid, "--importance",
+                          "high", "--ack-required", "stop: the API changed",
+                          check_untouched=False).stdout)["id"]
+    told = tool_call()
+    assert f"{high} HIGH message from alice (a person): stop: the API changed" in told
+    assert f"agent-registry ack {high}" in told and normal not in told
+    assert tool_call() == ""  # told once
+    prompt = {**base("claude", repo, "UserPromptSubmit"), "prompt": "go on"}
+    later = context_of("claude", hook(repo, "claude", "user-prompt-submit", prompt),
+                       "user-prompt-submit")
+    assert normal in later and high not in later

@@ -553,3 +553,37 @@ def test_to_path_reaches_a_later_holder_spelled_otherwise_where_case_is_ignored(
     assert team("lock", "acquire", "notes/plan.md", "--session", "e1").returncode == 0
     assert [m["id"] for m in js(team("--json", "inbox", "e1"))["messages"]] == [sent["id"]]
     assert js(team("--json", "ack", sent["id"], "--session", "e1"))["acked"] == [sent["id"]]
+
+
+def test_a_person_sends_high_and_asks_for_an_acknowledgement(team, repo):
+    """A person (a name, no session) sends; importance and ack-required are stored and
+    shown by inbox, thread and --json (issue 36)."""
+    sent = js(team("--json", "send", "--from", "alice", "--to", "a1", "--importance", "high",
+                   "--ack-required", "stop: the API changed"))
+    record = sent["message"]
+    assert record["from"] == "alice" and record["sender"] == "person"
+    assert record["importance"] == "high" and record["ack_required"] is True
+    plain = js(send(team, "--from", "c1", "--to", "a1", "lunch?"))["message"]
+    assert (plain["sender"], plain["importance"], plain["ack_required"]) == \
+        ("session", "normal", False)
+    text = team("inbox", "a1").stdout
+    assert f"{sent['id']}" in text and "HIGH message from alice (a person)" in text
+    assert "ack required" in text and "message from c1" in text
+    listed = {m["id"]: m for m in js(team("--json", "inbox", "a1"))["messages"]}
+    assert listed[sent["id"]]["importance"] == "high" and listed[sent["id"]]["ack_required"]
+    js(team("--json", "ack", sent["id"], "--session", "a1"))
+    thread = js(team("--json", "thread", sent["id"]))["messages"][0]
+    assert thread["acked_by"] == ["a1"] and thread["sender"] == "person"
+    assert "ack required (acked by a1)" in team("thread", sent["id"]).stdout
+
+
+@pytest.mark.parametrize("args, code", [
+    (("--from", "c2", "--to", "a1", "hi"), 1),         # a typo of c1: not a person
+    (("--from", "zed-1", "--to", "a1", "hi"), 1),      # shaped like a session id
+    (("--from", "alice", "--to", "a1", "--importance", "urgent", "hi"), 2),
+])
+def test_a_name_like_a_session_is_never_taken_for_a_person(team, repo, args, code):
+    before = tips(repo)
+    proc = team("send", *args)
+    assert proc.returncode == code and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert tips(repo) == before

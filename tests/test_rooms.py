@@ -4,6 +4,7 @@ each repository's own room is `repo:<name>`."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -126,3 +127,62 @@ def test_presence_follows_heartbeats_and_endings(world):
     assert web("finish", "web-1").returncode == 0
     who = js(api("--json", "status", "--room", "room:contract"))
     assert [s["id"] for s in who["sessions"]] == ["api-1"]
+
+
+def test_room_messages_reach_a_harness_session_once_naming_the_room(world):
+    """A message to a shared room reaches a Claude Code session through its prompt hook
+    and its end-of-turn hook (--wake, --hold), once each, naming the room; its empty
+    inbox then says why (issue 36)."""
+    from test_harness_hooks import NATIVE, base, context_of, hook, kept_going
+    _, api, web = world
+    sid = f"claude-{NATIVE}"
+    assert hook(web.cwd, "claude", "session-start", base("claude", web.cwd, "SessionStart"),
+                "--pid", str(os.getpid())).returncode == 0
+    js(web("--json", "register", sid, "--resume", "--provider", "Claude",
+           "--room", "room:contract"))
+    js(api("--json", "register", "api-1", "--provider", "Codex", "--room", "room:contract"))
+
+    def send(text: str) -> str:
+        return js(api("--json", "send", "--from", "api-1", "--room", "room:contract", text))["id"]
+
+    first = send("the /users endpoint now pages")
+    prompt = {**base("claude", web.cwd, "UserPromptSubmit"), "prompt": "go on"}
+    told = context_of("claude", hook(web.cwd, "claude", "user-prompt-submit", prompt),
+                      "user-prompt-submit")
+    assert f"{first} message from api-1@api to room room:contract: the /users endpoint" in told
+    again = hook(web.cwd, "claude", "user-prompt-submit", prompt)
+    assert first not in context_of("claude", again, "user-prompt-submit")
+
+    stop = {**base("claude", web.cwd, "Stop"), "stop_hook_active": False}
+    second = send("and /orders too")
+    woken = kept_going("claude", hook(web.cwd, "claude", "stop", stop, "--wake"))
+    assert second in woken and "room room:contract" in woken and first not in woken
+    assert kept_going("claude", hook(web.cwd, "claude", "stop", stop, "--wake")) is None
+    third = send("v2 ships friday")
+    held = kept_going("claude", hook(web.cwd, "claude", "stop", stop, "--hold", "5"))
+    assert third in held and "room room:contract" in held
+
+    js(web("--json", "ack", first, second, third, "--session", sid))
+    empty = web("inbox", sid)
+    assert empty.returncode == 0, empty.stderr
+    assert f"no messages for {sid}: caught up (3 acknowledged); it is in repo:web, " \
+           "room:contract" in empty.stdout
+    fresh = js(web("--json", "register", "web-9", "--provider", "Claude"))["session"]["id"]
+    assert "nothing sent to it yet; it is in repo:web " in web("inbox", fresh).stdout
+
+
+def test_mcp_register_returns_what_waits_in_its_rooms(world):
+    """MCP register answers with what waits, as the CLI prints it (issue 36)."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from test_mcp import call, talk
+    _, api, web = world
+    js(api("--json", "register", "api-1", "--provider", "Codex", "--room", "room:contract"))
+    js(web("--json", "register", "web-1", "--provider", "Claude", "--room", "room:contract"))
+    mid = js(api("--json", "send", "--from", "api-1", "--room", "room:contract", "v2"))["id"]
+
+    async def script(session):
+        return await call(session, "register", provider="Claude", session_id="web-2",
+                          rooms=["room:contract"])
+    error, text, result = talk(web.cwd, script)
+    assert not error, text
+    assert [m["id"] for m in result["waiting"]] == [mid]

@@ -38,7 +38,18 @@ SELECTORS = ("session", "paths", "tag", "room", "all")
 MESSAGE_ID = re.compile(r"[0-9a-f]{16}")
 BRANCH_SUFFIX = "-messages"  # agent-registry -> agent-registry-messages: a sibling ref
 # the fields that make a message what it is: a retry with the same key must match them
-CONTENT = ("kind", "to", "subject", "body", "reply_to", "document")
+CONTENT = ("kind", "to", "subject", "body", "reply_to", "document", "importance",
+           "ack_required", "sender")
+IMPORTANCE = ("high", "normal", "low")
+SENDERS = ("session", "person")  # who wrote it: an agent's session, or a person by name
+# what a record written before these fields existed reads as
+DEFAULTS = {"importance": "normal", "ack_required": False, "sender": "session"}
+
+
+def field(message: dict, name: str):
+    """*name* of *message*, or what a record written without it means."""
+    value = message.get(name)
+    return DEFAULTS[name] if value is None else value
 
 
 def message_path(sender: str, mid: str) -> str:
@@ -87,6 +98,13 @@ def validate(message: dict) -> None:
     reply = message.get("reply_to")
     if reply is not None and (not isinstance(reply, str) or not MESSAGE_ID.fullmatch(reply)):
         raise BadInput(f"invalid message id {reply!r}")
+    if field(message, "importance") not in IMPORTANCE:
+        raise BadInput(f"importance is one of {', '.join(IMPORTANCE)}, "
+                       f"not {message.get('importance')!r}")
+    if not isinstance(field(message, "ack_required"), bool):
+        raise BadInput("ack_required must be true or false")
+    if field(message, "sender") not in SENDERS:
+        raise BadInput(f"sender is one of {', '.join(SENDERS)}")
 
 
 def problem(record: object) -> str | None:
@@ -139,6 +157,19 @@ def in_room(session: Session, room: str) -> bool:
     if room.startswith("repo:"):
         return session.repo == room[len("repo:"):]
     return room in session.tags
+
+
+def rooms_of(session: Session) -> list[str]:
+    """The rooms *session* is in: its repository's own, and the shared ones it joined."""
+    own = [f"repo:{session.repo}"] if session.repo else []
+    return own + [tag for tag in session.tags if tag.startswith("room:")]
+
+
+def describe(to: dict) -> str:
+    """The audience *to* in a few words: ``kimi-1``, ``room room:contract`` …"""
+    kind, value = next(iter(to.items()))
+    return {"session": str(value), "paths": f"holders of {', '.join(value) if isinstance(value, list) else value}",
+            "tag": f"tag {value}", "room": f"room {value}", "all": "everyone"}[kind]
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -332,10 +363,26 @@ def waiting_text(messages: list[dict]) -> list[str]:
     lines = [f"agent-registry: {len(messages)} message(s) waiting (read: agent-registry "
              "inbox; done: agent-registry ack ID):"]
     for m in messages:
-        lines.append(f"  {m['id']} {m['kind']} from {m['from']}: "
+        to = m.get("to") or {}
+        via = f" to {describe(to)}" if to and "session" not in to else ""  # its room, tag…
+        lines.append(f"  {m['id']} {marks(m)}{m['kind']} from {sender(m)}{via}: "
                      + (f"[{m['subject']}] " if m.get("subject") else "")
-                     + " ".join(m["body"].split())[:200])
+                     + " ".join(m["body"].split())[:200]
+                     + (f" (acknowledge it: agent-registry ack {m['id']})"
+                        if field(m, "ack_required") else ""))
     return lines
+
+
+def sender(message: dict) -> str:
+    """Who sent *message*, as a reader is told: a person is said to be one."""
+    person = field(message, "sender") == "person"
+    return f"{message['from']} (a person)" if person else str(message["from"])
+
+
+def marks(message: dict) -> str:
+    """``HIGH `` / ``low `` before a message's kind (nothing for a normal one)."""
+    importance = field(message, "importance")
+    return {"high": "HIGH ", "low": "low "}.get(importance, "")
 
 
 # -- the messages branch's own pages -------------------------------------------------------

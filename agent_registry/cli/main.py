@@ -258,7 +258,7 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     a live session is refused (exit 1) unless this is its vouched-for owner (--pid the
     same process) or --resume is given. Which process the session is bound to, and why,
     is said on stderr, followed by the messages and handoffs waiting for it (sent to it,
-    its tags, or paths in its --space).
+    its tags, its rooms, or paths in its --space).
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
@@ -290,20 +290,13 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                                      notify_started=notify_started,
                                      tags=list(tags) + list(rooms), resume=resume)
     bound = out.registry.bound
-    from ..branch.mailbox import pending_for, waiting_text
-    from ..core.messages_branch import views
-    from ..sync.rooms import refresh_messages
+    from ..branch.mailbox import waiting_text
+    from ..sync.rooms import join, refresh_messages, waiting
     refresh_messages(out.registry)  # what other clones sent it meanwhile
-    waiting = pending_for(views(out.registry), session)
-    joined = {}
-    if rooms:
-        from ..sync.rooms import hub_pending, join, open_hub
-        joined = join(out.registry, session.id, list(rooms))
-        hub = open_hub(out.registry)
-        waiting += hub_pending(hub, session.id, False)
-        hub.close()
-    out.notice([f"agent-registry: {owner_line(bound)}"] + waiting_text(waiting))
-    out.emit({"session": session.to_dict(), "bound_to": bound, "waiting": waiting,
+    joined = join(out.registry, session.id, list(rooms)) if rooms else {}
+    waits = waiting(out.registry, session)  # its rooms' too, on the hub
+    out.notice([f"agent-registry: {owner_line(bound)}"] + waiting_text(waits))
+    out.emit({"session": session.to_dict(), "bound_to": bound, "waiting": waits,
               **({"rooms": joined} if joined else {}), **out.registry.unpushed}, session.id)
 
 

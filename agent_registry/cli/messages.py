@@ -22,9 +22,12 @@ def audience(to: str | None, to_path: tuple, to_tag: str | None, room: str | Non
 
 
 def message_text(m: dict) -> str:
-    head = f"{m['id']}  {local_time(m['at'])}  {m['kind']} from {m['from']}"
+    from ..branch.mailbox import field, marks, sender
+    head = f"{m['id']}  {local_time(m['at'])}  {marks(m)}{m['kind']} from {sender(m)}"
     if m.get("reply_to"):
         head += f", reply to {m['reply_to']}"
+    if field(m, "ack_required"):
+        head += ", ack required"
     if m.get("acked") or m.get("acked_by"):
         head += " (acked" + (f" by {', '.join(m['acked_by'])})" if m.get("acked_by") else ")")
     lines = [head] + ([f"  subject: {m['subject']}"] if m.get("subject") else [])
@@ -46,7 +49,9 @@ def selector_options(command):
 
 @click.command()
 @click.argument("body")
-@click.option("--from", "sender", metavar="SID", help="The sending session (default: $AGENT_REGISTRY_SESSION).")
+@click.option("--from", "sender", metavar="SID|NAME",
+              help="The sending session (default: $AGENT_REGISTRY_SESSION), or a person's "
+                   "NAME (a name no session has): recorded as a person.")
 @selector_options
 @click.option("--to-tag", metavar="TAG", help="Every live session registered with --tag TAG.")
 @click.option("--room", metavar="ROOM", help="Everyone in ROOM (room:<name> or repo:<name>).")
@@ -58,27 +63,37 @@ def selector_options(command):
               help="The message this one answers (a thread); without --to, --room or the "
                    "like, the reply goes to its sender, through the room it came through.")
 @click.option("--subject", metavar="TEXT", help="A one-line subject.")
+@click.option("--importance", type=click.Choice(["high", "normal", "low"]), default="normal",
+              show_default=True,
+              help="high: told at the agent's next tool call, not only its next prompt.")
+@click.option("--ack-required", is_flag=True,
+              help="Ask the recipients to acknowledge it (agent-registry ack ID).")
 @pass_out
 def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, reply_to,
-         subject) -> None:
-    """Send BODY (at most 64 KiB) to sessions; prints the message id.
+         subject, importance, ack_required) -> None:
+    """Send BODY (at most 64 KiB) to sessions; prints the message id. A person sends
+    with --from NAME, a name unlike every session's id.
 
     Exit 1 when the session is unknown or nobody is reached (a message is never sent
     into the void), 2 for bad input.
     """
     from ..core.messages import send as send_message
+    from ..core.persons import person_or_session
+    sender = resolve_session(sender)
+    person = person_or_session(out.registry, sender)
     selector = audience(to, to_path, to_tag, room, everyone, required=reply_to is None)
     target = out.registry
     if selector is None:  # a reply naming no audience: to the original's sender
         from ..sync.rooms import reply_audience
-        target, selector = reply_audience(out.registry, reply_to, resolve_session(sender))
+        target, selector = reply_audience(out.registry, reply_to, sender)
     elif room is not None:
         from ..sync.rooms import registry_for
         target = registry_for(out.registry, room)
     try:
         from ..sync.rooms import member_id  # on the hub: this repository's member
-        result = send_message(target, member_id(target, resolve_session(sender)), selector,
-                              body, subject=subject, key=key, reply_to=reply_to)
+        result = send_message(target, member_id(target, sender), selector, body,
+                              subject=subject, key=key, reply_to=reply_to,
+                              importance=importance, ack_required=ack_required, person=person)
     finally:
         release(out, target)
     out.emit({**result, **target.unpushed}, result["id"])
@@ -104,16 +119,25 @@ def inbox(out: Output, sid, include_acked, wait) -> None:
     from ..core.messages import inbox as read_inbox
     from ..sync.rooms import HubInbox, refresh
     sid = resolve_session(sid)
-    hub = HubInbox(out.registry, sid, include_acked)  # the hub only for a session in a room
+    hub = HubInbox(out.registry, sid, True)  # a session in a room: acked ones counted
     try:
         result = read_inbox(out.registry, sid, include_acked=include_acked, wait=wait,
                             refresh=lambda: refresh(out.registry), more=hub)
     finally:
         hub.close()
-    text = "\n".join(message_text(m) for m in result["messages"]) or \
-        f"no messages for {result['session']}"
+    text = "\n".join(message_text(m) for m in result["messages"]) or empty_text(result)
     from ..sync.fresh import said
     out.emit({**result, **said(out.registry)}, text)
+
+
+def empty_text(result: dict) -> str:
+    """Why nothing waits: all read and acknowledged, or nothing sent to it yet, and the
+    rooms it hears (a message to another room never reaches it)."""
+    done = result["acknowledged"]
+    why = f"caught up ({done} acknowledged)" if done else "nothing sent to it yet"
+    rooms = ", ".join(result["rooms"]) or "no room"
+    return (f"no messages for {result['session']}: {why}; it is in {rooms} "
+            "(join a shared room: register --resume --room room:NAME)")
 
 
 @click.command()

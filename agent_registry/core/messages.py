@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 
 from ..branch import paths as P
-from ..branch.mailbox import (CONTENT, MESSAGE_ID, ack_path, acked, acks, addressed_to,
-                              every_message, find, in_room, load, message_id, message_path,
-                              order, pending_for, validate, warnings)
+from ..branch.mailbox import (CONTENT, DEFAULTS, MESSAGE_ID, ack_path, acked, acks,
+                              addressed_to, describe, every_message, field, find, in_room,
+                              load, message_id, message_path, order, pending_for, rooms_of,
+                              validate, warnings)
 from ..branch.records import iso
 from ..branch.view import View
 from ..errors import BadInput, Refused
@@ -42,12 +43,14 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
         raise Refused(f"malformed message: {exc.message}") from None
     resolved = "recipients" in op  # decided against the registry branch when sent
     if resolved:
-        sender_id = _sender_id(op)
+        sender, sender_id = None, _sender_id(op)
         recipients, thread = op["recipients"], op.get("thread")
         if not isinstance(recipients, list) or not all(
                 isinstance(r, str) and P.is_session_id(r) for r in recipients) or \
                 not isinstance(thread, str) or not MESSAGE_ID.fullmatch(thread):
             raise Refused("malformed send: recipients and thread must be session and message ids")
+    elif field(message, "sender") == "person":  # a person: no session to be live
+        sender, sender_id = None, _sender_id(op)
     else:  # an operation of the single-branch layout, replayed on the registry branch
         sender = _session(registry, view, op)
         sender_id = sender.id
@@ -69,9 +72,10 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
     record = {**{k: message.get(k) for k in ("id", "kind")}, "from": sender_id,
               "to": message["to"], "recipients": recipients,
               **{k: message.get(k) for k in ("subject", "body", "key", "reply_to", "document")},
+              **{k: field(message, k) for k in ("importance", "ack_required", "sender")},
               "thread": thread, "at": iso(op["at"]), "ts": round(op["at"], 3)}
     view.write(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
-    if message.get("document") and not resolved:  # kept on the session: same branch here
+    if message.get("document") and sender is not None:  # kept on the session: same branch
         sender.handoff = message["document"]
         view.put_session(sender)
     what = "handoff" if message["kind"] == "handoff" else "message"
@@ -83,7 +87,8 @@ def _op_send(registry: Registry, view: View, op: dict) -> Outcome:
 def _again(existing: dict, message: dict, sender: str) -> Outcome:
     """A message with this id is already there: the same one (a retry: nothing sent
     again), or the key was used for another message (refused)."""
-    if all(existing.get(k) == message.get(k) for k in CONTENT):
+    if all(field(existing, k) == field(message, k) if k in DEFAULTS else
+           existing.get(k) == message.get(k) for k in CONTENT):
         return Outcome({"id": existing["id"], "created": False,
                         "recipients": existing["recipients"], "message": existing}, None)
     raise Refused(f"key {message.get('key')!r} was already used by {sender} for "
@@ -173,23 +178,21 @@ def selector(to: str | None, to_paths: list[str], to_tag: str | None, room: str 
     return given[0] if given else None
 
 
-def describe(to: dict) -> str:
-    kind, value = next(iter(to.items()))
-    return {"session": str(value), "paths": f"holders of {', '.join(value) if isinstance(value, list) else value}",
-            "tag": f"tag {value}", "room": f"room {value}", "all": "everyone"}[kind]
-
-
 # -- the library calls the commands make ----------------------------------------------
 
 def send(registry: Registry, sender: str, to: dict, body: str, *, subject: str | None = None,
-         key: str | None = None, reply_to: str | None = None) -> dict:
+         key: str | None = None, reply_to: str | None = None, importance: str = "normal",
+         ack_required: bool = False, person: bool = False) -> dict:
     """Send a message; returns ``{"id", "created", "recipients", "message"}``.  Bad input
-    raises BadInput before anything is written; an empty audience is refused."""
+    raises BadInput before anything is written; an empty audience is refused.  A
+    *person* (a name, no session) sends as well as a live session does."""
     if "paths" in to:  # as the command line names them: relative to where it runs
         to = {"paths": registry.targets(to["paths"], new=False)}
     return _send(registry, sender, {"id": message_id(sender, key), "kind": "message",
                                     "to": to, "subject": subject or None, "body": body,
-                                    "key": key, "reply_to": reply_to, "document": None})
+                                    "key": key, "reply_to": reply_to, "document": None,
+                                    "importance": importance, "ack_required": ack_required,
+                                    "sender": "person" if person else "session"})
 
 
 def handoff(registry: Registry, sid: str, *, text: str | None, document: str | None = None,
@@ -248,7 +251,8 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
         if replied is None:
             raise BadInput(f"unknown message id {message['reply_to']}")
         thread = replied.get("thread") or replied["id"]
-    registry.live_session(main, sender)
+    if field(message, "sender") == "session":
+        registry.live_session(main, sender)
     for view in read:  # a retry of a message already sent (on either branch)
         existing = load(view.read(message_path(sender, message["id"])))
         if existing is not None:
@@ -265,9 +269,13 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
                       details={"to": message["to"]})
     op["recipients"] = recipients
     try:
-        return box.apply(op)
+        result = box.apply(op)
     finally:
         _carry(registry, box)
+    if field(message, "importance") == "high" and result["created"]:
+        from .urgent import mark  # told at each recipient's next tool call, here
+        mark(registry.repo.info.common_dir, recipients, message["id"])
+    return result
 
 
 def ack(registry: Registry, sid: str, ids: list[str]) -> dict:
@@ -333,11 +341,12 @@ def inbox(registry: Registry, sid: str, *, include_acked: bool = False, wait: fl
         if session is None:
             raise registry.unknown(view, sid)
         read = views(registry, view)
-        messages = sorted(pending_for(read, session, include_acked=include_acked) + more(),
-                          key=order)
+        every = pending_for(read, session, include_acked=True) + more()
+        messages = sorted((m for m in every if include_acked or not m["acked"]), key=order)
         registry.warnings = warnings(read)
-        if messages or time.monotonic() >= deadline:
-            return {"session": sid, "messages": messages}
+        if messages or time.monotonic() >= deadline:  # an empty one says why (the CLI)
+            return {"session": sid, "messages": messages, "rooms": rooms_of(session),
+                    "acknowledged": sum(1 for m in every if m["acked"])}
         sleep(min(2.0 if registry.remote else 0.25, max(0.0, deadline - time.monotonic())))
 
 

@@ -156,6 +156,18 @@ class Adapter:
         after-tool hook is to check."""
         return self.allow()
 
+    # whether a pre-tool answer can add to the agent's context (Claude Code's
+    # PreToolUse additionalContext, read in its 2.1 schema): where it cannot, a person's
+    # high message waits for the next prompt or end of turn, and is not taken here
+    tells_before_tool = False
+
+    def allow_telling(self, text: str) -> dict | None:
+        """No decision, and *text* (a person's urgent message) added to the agent's
+        context before the tool runs: PreToolUse's ``additionalContext``."""
+        if not text:
+            return self.allow()
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": text}}
+
     def empty(self) -> dict | None:
         """The answer that says nothing (None: no output at all)."""
         return None

@@ -20,6 +20,7 @@ REFUSAL = "refused on purpose (the hook worked; the edit was not made): "
 
 class Claude(Adapter):
     name = "claude"
+    tells_before_tool = True  # a person's high message, at the next tool call
 
     def deny(self, reason: str) -> dict:
         return super().deny(REFUSAL + reason)

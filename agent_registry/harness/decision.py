@@ -238,12 +238,32 @@ def _wakes_file(info: RepoInfo, ctx: Ctx) -> Path:
     return state.with_name(state.name + ".wakes")
 
 
-def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str) -> list[str]:
+def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str, keep=None) -> list[str]:
     """What waits for *sid* that this conversation was not told yet (the ids told are
-    kept beside its session id)."""
+    kept beside its session id); *keep*, when given, picks which to tell now."""
     from .messages import unseen
     state = state_file(info, ctx)
-    return unseen(registry, sid, state.with_name(state.name + ".shown"))
+    return unseen(registry, sid, state.with_name(state.name + ".shown"), keep)
+
+
+def urgent(ctx: Ctx) -> list[str]:
+    """The high-importance messages waiting for the session, told before its next tool
+    call (core/urgent.py); [] at the cost of one folder listing when none is marked.
+    Never raises: the edit gate's answer must not depend on it (what is not told here
+    is told at the next prompt)."""
+    from ..core.urgent import marked, take
+    from ..store.git import plain_layout
+    try:
+        info = plain_layout(ctx.cwd or ".") or repo_of(ctx)
+        if not marked(info.common_dir) or session_for(info, ctx) not in marked(info.common_dir):
+            return []
+        from ..branch.mailbox import field
+        with _opened(ctx) as (info, registry, sid):
+            take(info.common_dir, sid)
+            return _unseen(registry, info, ctx, sid,
+                           keep=lambda m: field(m, "importance") == "high")
+    except Exception:  # noqa: BLE001 - see above
+        return []
 
 
 # -- the decision before a write ------------------------------------------------------

@@ -137,18 +137,22 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     event_json = a.parse(raw)
     ctx = a.ctx(event_json, env)
     if event == "pre-tool-use":
+        # a person's high message, told now where the harness's answer can carry it
+        news = "\n".join(decision.urgent(ctx)) if a.tells_before_tool else ""
         targets = a.targets(event_json, ctx)
         if targets is None:
-            return _answer(a.allow())
+            return _answer(a.allow_telling(news))
         verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid)
         if not verdict.allow:
-            return _answer(a.deny(verdict.reason), verdict.notice)
+            return _answer(a.deny(verdict.reason + (f"\n{news}" if news else "")),
+                           verdict.notice)
         if not a.after_tool:
-            return _answer(a.allow(), verdict.notice)
+            return _answer(a.allow_telling(news), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
         notices = [verdict.notice, note(ctx, a.call_key(event_json))]
-        return _answer(a.allow_noted(), "\n".join(n for n in notices if n))
+        return _answer(a.allow_telling(news) if news else a.allow_noted(),
+                       "\n".join(n for n in notices if n))
     if event == "post-tool-use":
         from .backstop import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))

@@ -19,7 +19,7 @@ import os
 import re
 import time
 
-from ..branch.mailbox import MESSAGE_ID, find, in_room, pending_for
+from ..branch.mailbox import MESSAGE_ID, find, in_room, order, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
 from ..core.messages_branch import mailbox, views
@@ -327,6 +327,18 @@ def mirror(registry: Registry, sid: str, action: str) -> None:
     finally:
         registry.warnings.extend(_named(hub, w) for w in hub.warnings)
         hub.close()
+
+
+def waiting(registry: Registry, session) -> list[dict]:
+    """What waits for *session*, oldest first: on this repository's branches and, once
+    it joined a shared room, on the hub (``register``'s list, each hook's news)."""
+    found = pending_for(views(registry), session)
+    hub = HubInbox(registry, session.id, False)
+    try:
+        found += hub()
+    finally:
+        hub.close()
+    return sorted(found, key=order)
 
 
 class HubInbox:

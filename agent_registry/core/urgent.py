@@ -1,0 +1,53 @@
+"""A high-importance message is told at the agent's next tool call, not only at its next
+prompt (docs/messages.md, "Importance").
+
+The check runs before every tool call, so it must cost nothing when nothing is urgent:
+a send of a high message leaves a mark per recipient in this clone's local state folder
+(``<common dir>/agent-registry/urgent/<session>``: the message ids, one a line), and the
+pre-tool hook lists that folder (one ``scandir`` of a folder that is usually missing)
+before it does anything else.  Only a mark for its own session makes it open the
+registry and tell what waits.  A mark is taken by renaming it away first, so a send
+that marks meanwhile leaves a new one, never lost.
+"""
+from __future__ import annotations
+
+import os
+
+FOLDER = "urgent"
+
+
+def folder(common_dir: str) -> str:
+    return os.path.join(common_dir, "agent-registry", FOLDER)
+
+
+def mark(common_dir: str, sessions: list[str], mid: str) -> None:
+    """Note that *mid* is urgent for each of *sessions* (best effort: the message is on
+    the branch whatever happens here, told at the next prompt at the latest)."""
+    where = folder(common_dir)
+    try:
+        os.makedirs(where, exist_ok=True)
+        for sid in sessions:
+            with open(os.path.join(where, sid), "a", encoding="utf-8") as f:
+                f.write(mid + "\n")
+    except OSError:
+        pass
+
+
+def marked(common_dir: str) -> set[str]:
+    """The sessions something urgent waits for (the cheap look, before each tool call)."""
+    try:
+        return {e.name for e in os.scandir(folder(common_dir)) if not e.name.startswith(".")}
+    except OSError:
+        return set()
+
+
+def take(common_dir: str, sid: str) -> bool:
+    """Take *sid*'s mark (it is being told now); whether there was one."""
+    path = os.path.join(folder(common_dir), sid)
+    taken = os.path.join(folder(common_dir), f".{sid}.{os.getpid()}")
+    try:
+        os.replace(path, taken)
+        os.unlink(taken)
+    except OSError:
+        return False
+    return True
