@@ -575,15 +575,28 @@ def test_a_person_sends_high_and_asks_for_an_acknowledgement(team, repo):
     thread = js(team("--json", "thread", sent["id"]))["messages"][0]
     assert thread["acked_by"] == ["a1"] and thread["sender"] == "person"
     assert "ack required (acked by a1)" in team("thread", sent["id"]).stdout
-
-
-@pytest.mark.parametrize("args, code", [
-    (("--from", "c2", "--to", "a1", "hi"), 1),         # a typo of c1: not a person
-    (("--from", "zed-1", "--to", "a1", "hi"), 1),      # shaped like a session id
-    (("--from", "alice", "--to", "a1", "--importance", "urgent", "hi"), 2),
-])
-def test_a_name_like_a_session_is_never_taken_for_a_person(team, repo, args, code):
+    # a name like a session's is never taken for a person; nothing written
     before = tips(repo)
-    proc = team("send", *args)
-    assert proc.returncode == code and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    for args, code in ((("--from", "c2", "--to", "a1", "hi"), 1),  # a typo of c1
+                       (("--from", "zed-1", "--to", "a1", "hi"), 1),  # shaped like an id
+                       (("--from", "alice", "--to", "a1", "--importance", "urgent", "hi"), 2)):
+        proc = team("send", *args)
+        assert proc.returncode == code and len(proc.stderr.strip().splitlines()) == 1, \
+            proc.stderr
     assert tips(repo) == before
+
+
+def test_a_force_release_tells_the_holder_who_took_it_and_why(team):
+    """The holder of a force-released lock gets a high message naming who and why
+    (issue 36); its inbox was empty before."""
+    freed = js(team("--json", "lock", "force-release", "README.md", "--force", "--by", "alice",
+                    "--reason", "b1 looks stuck; I am fixing the README"))
+    assert freed["previous"] == ["b1"] and [t["session"] for t in freed["told"]] == ["b1"]
+    (message,) = js(team("--json", "inbox", "b1"))["messages"]
+    assert message["id"] == freed["told"][0]["id"] and message["importance"] == "high"
+    assert message["from"] == "alice" and message["sender"] == "person"
+    assert "README.md was taken by alice while you were live: b1 looks stuck" in message["body"]
+    text = team("lock", "force-release", "src/", "--force", "--by", "c1", "--reason", "mine now")
+    assert text.returncode == 0 and "told a1" in text.stdout
+    inbox = team("inbox", "a1").stdout
+    assert "HIGH message from c1\n  your lock on src/ was taken by c1" in inbox

@@ -602,10 +602,14 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
 @click.option("--by", default=None, help="Who frees it (default: $AGENT_REGISTRY_SESSION or $USER).")
 @pass_out
 def lock_force_release(out: Output, path, force, reason, by) -> None:
-    """Free another session's lock (a fresh one only with --force), recording who and why."""
+    """Free another session's lock (a fresh one only with --force), recording who and why;
+    each holder still live gets a high-importance message naming who took it and why."""
     author = by or os.environ.get(SESSION_ENV) or os.environ.get("USER") or "a person"
-    result = out.registry.force_release(path, reason=reason, by=author, force=force)
-    out.emit(result, f"freed {result['path']} (held by {', '.join(result['previous'])})")
+    from ..core.takeover import tell_holders  # the holder hears who took it and why
+    result = tell_holders(out.registry, out.registry.force_release(
+        path, reason=reason, by=author, force=force))
+    told = "".join(f"; told {t['session']} ({t['id']})" for t in result["told"])
+    out.emit(result, f"freed {result['path']} (held by {', '.join(result['previous'])}){told}")
 
 
 # -- watch ----------------------------------------------------------------------------

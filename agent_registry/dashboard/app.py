@@ -347,9 +347,10 @@ def create_app(repo: str | Registry, token: str | None = None, *,
 
     @app.post("/api/locks/force-release", summary="Free a lock: at once if stale, with force if fresh")
     def force_release(action: ForceReleaseRequest) -> dict:
+        from ..core.takeover import tell_holders  # the holder hears who took it and why
         with pool.borrow() as registry:
-            return registry.force_release(action.path, reason=action.reason,
-                                          by=action.by or author, force=action.force)
+            return tell_holders(registry, registry.force_release(
+                action.path, reason=action.reason, by=action.by or author, force=action.force))
 
     @app.post("/api/cleanup", summary="Stop zombie sessions and free their locks")
     def cleanup(action: Action) -> dict:
