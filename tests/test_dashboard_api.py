@@ -378,3 +378,31 @@ def test_hand_made_session_files_are_listed_not_fatal(dashboard, agents, repo):
     assert sorted(ids) == ["kimi-1", "odd id"]
     assert dashboard.get("/api/sessions/odd id").json()["session"]["provider"] == "Hand"
     assert json.loads(dashboard.get("/api/sessions/odd id/timeline").text)["events"] == []
+
+
+def test_a_message_is_written_only_with_the_token(agents, repo):
+    """POST /api/messages on the real server: without the page's token (or from another
+    origin) nothing is sent; with it, a person's message reaches the session (issue 36)."""
+    import re
+    import urllib.error
+    import urllib.request
+    agents.register("kimi-1")
+    with served(repo) as info:
+        page = urllib.request.urlopen(info["url"]).read().decode()
+        token = re.search(r'name="agent-registry-token" content="([^"]+)"', page).group(1)
+        body = json.dumps({"to": "kimi-1", "body": "please stop", "importance": "high",
+                           "by": "alice"}).encode()
+
+        def post(headers: dict) -> int:
+            request = urllib.request.Request(info["url"].rstrip("/") + "/api/messages", body,
+                                             {"Content-Type": "application/json", **headers})
+            try:
+                return urllib.request.urlopen(request).status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+        assert post({}) == 403
+        assert post({"X-Agent-Registry-Token": token, "Origin": "http://evil.example"}) == 403
+        assert json.loads(agents.cli("--json", "inbox", "kimi-1").stdout)["messages"] == []
+        assert post({"X-Agent-Registry-Token": token}) == 200
+    (message,) = json.loads(agents.cli("--json", "inbox", "kimi-1").stdout)["messages"]
+    assert (message["from"], message["sender"], message["importance"]) == ("alice", "person", "high")

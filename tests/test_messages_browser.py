@@ -67,3 +67,32 @@ def test_the_inbox_pane_follows_messages_and_opens_a_thread(page, agents, repo):
         page.click("#room-form button")
         expect(page.locator("#room tbody tr")).to_have_count(2)
         expect(page.locator("#room")).to_contain_text("present")
+
+
+def test_a_person_writes_to_a_session_from_the_dashboard(page, agents, repo):
+    """The inbox pane's form sends as a person (POST /api/messages, with the page's
+    token); the message shows HIGH, ack required, then acknowledged (issue 36)."""
+    agents.register("kimi-1", "Kimi", "auth")
+    with served(repo) as info:
+        page.goto(info["url"])
+        expect(page.locator("#live")).to_have_text("live")
+        row = page.locator("#sessions tbody tr").filter(
+            has=page.locator("td:first-child", has_text=re.compile("^kimi-1$")))
+        row.get_by_role("button", name="timeline").click()
+        pane = page.locator("#session-detail details.inbox")
+        pane.locator("summary").click()
+        page.fill("#author", "alice")
+        form = pane.locator("form.write")
+        form.locator("textarea").fill("stop: the API changed")
+        form.locator("select").select_option("high")
+        form.locator("input[type=checkbox]").check()
+        form.get_by_role("button", name="send").click()
+        item = pane.locator("li", has_text="stop: the API changed")
+        expect(item).to_contain_text("HIGH message from alice (a person)", timeout=LIVE_UPDATE_MS)
+        expect(item).to_contain_text("ack required")
+        inbox = agents.cli("--json", "inbox", "kimi-1").stdout
+        assert '"sender": "person"' in inbox and '"importance": "high"' in inbox
+        mid = item.get_attribute("data-message")
+        agents.cli("ack", mid, "--session", "kimi-1")
+        expect(pane.locator(f'li[data-message="{mid}"]')).to_contain_text(
+            "(acknowledged)", timeout=LIVE_UPDATE_MS)

@@ -15,7 +15,7 @@ import os
 import secrets
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
@@ -108,6 +108,16 @@ class RemoteRequest(BaseModel):
 class ForceReleaseRequest(Action):
     path: str = Field(..., min_length=1, max_length=4096, description="The locked path or pattern.")
     force: bool = Field(False, description="Required to free a lock whose owner is alive.")
+
+
+class MessageRequest(BaseModel):
+    to: str = Field(..., min_length=1, max_length=128, description="The session to write to.")
+    body: str = Field(..., min_length=1, max_length=64 * 1024, description="The message.")
+    importance: Literal["high", "normal", "low"] = Field(
+        "normal", description="high: told at the agent's next tool call.")
+    ack_required: bool = Field(False, description="Ask the session to acknowledge it.")
+    by: str | None = Field(None, pattern=AUTHOR_PATTERN,
+                           description="Who writes (default: the user running the dashboard).")
 
 
 def repo_id(common_dir: str) -> str:
@@ -351,6 +361,17 @@ def create_app(repo: str | Registry, token: str | None = None, *,
         with pool.borrow() as registry:
             return tell_holders(registry, registry.force_release(
                 action.path, reason=action.reason, by=action.by or author, force=action.force))
+
+    @app.post("/api/messages", summary="Write to a session, as a person (send --from NAME)")
+    def write(action: MessageRequest) -> dict:
+        from ..core.messages import send
+        from ..core.persons import person_or_session
+        with pool.borrow() as registry:
+            sender = action.by or author
+            result = send(registry, sender, {"session": action.to}, action.body,
+                          importance=action.importance, ack_required=action.ack_required,
+                          person=person_or_session(registry, sender))
+            return {**result, **registry.unpushed}
 
     @app.post("/api/cleanup", summary="Stop zombie sessions and free their locks")
     def cleanup(action: Action) -> dict:

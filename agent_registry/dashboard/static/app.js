@@ -225,7 +225,7 @@ async function loadSessionDetail(sid, repository) {
 // a live update redraws the pane: what the reader opened (the pane, threads) stays open
 // (choice: the reader's fold or unfold, null to follow the default: unfolded while
 // something waits; a new waiting message brings the default back)
-const inboxView = { sid: null, choice: null, waiting: 0, threads: new Set() };
+const inboxView = { sid: null, choice: null, waiting: 0, threads: new Set(), draft: "" };
 
 async function inboxPane(sid) {
   let data;
@@ -242,8 +242,11 @@ async function inboxPane(sid) {
     const open = el("button", { type: "button", class: "link" }, "thread");
     const item = el("li", { "data-message": m.id, class: m.acked ? "acked" : "unread" },
       el("span", { class: "muted" }, formatTime(m.at) + " "),
+      m.importance === "high" ? el("strong", { class: "high" }, "HIGH ") : "",
       el("strong", {}, m.kind === "handoff" ? "handoff" : "message"), " from ",
-      el("span", { class: "mono" }, m.from), m.subject ? " · " + m.subject : "",
+      el("span", { class: "mono" }, m.from), m.sender === "person" ? " (a person)" : "",
+      m.subject ? " · " + m.subject : "",
+      m.ack_required ? el("span", { class: "muted" }, " · ack required") : "",
       m.acked ? el("span", { class: "muted" }, " (acknowledged) ") : " ", open,
       el("pre", { class: "message" }, m.body));
     open.addEventListener("click", () => {
@@ -252,7 +255,7 @@ async function inboxPane(sid) {
     });
     return item;
   });
-  if (inboxView.sid !== sid) Object.assign(inboxView, { sid, choice: null, waiting: 0, threads: new Set() });
+  if (inboxView.sid !== sid) Object.assign(inboxView, { sid, choice: null, waiting: 0, threads: new Set(), draft: "" });
   await Promise.all(items.filter((item) => inboxView.threads.has(item.dataset.message))
     .map((item) => showThread(item, item.dataset.message)));
   if (waiting > inboxView.waiting) inboxView.choice = null;
@@ -264,7 +267,31 @@ async function inboxPane(sid) {
   pane.addEventListener("toggle", () => {
     inboxView.choice = pane.open === unfolded ? null : pane.open;
   });
+  pane.append(writeForm(sid));
   return pane;
+}
+
+// a person writes to the session (POST /api/messages: the token rule of every change)
+function writeForm(sid) {
+  // a live update redraws the pane: what the person is typing is kept
+  const body = el("textarea", { name: "body", rows: "2", required: "", placeholder: "write to " + sid });
+  body.value = inboxView.draft;
+  body.addEventListener("input", () => { inboxView.draft = body.value; });
+  const importance = el("select", { name: "importance" },
+    ...["normal", "high", "low"].map((v) => el("option", { value: v }, v)));
+  const ack = el("input", { type: "checkbox", name: "ack_required" });
+  const form = el("form", { class: "write" }, body, " ",
+    el("label", {}, "importance ", importance), " ",
+    el("label", {}, ack, " ack required"), " ",
+    el("button", { type: "submit" }, "send"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    inboxView.draft = "";
+    act("/api/messages", { to: sid, body: body.value, importance: importance.value,
+                           ack_required: ack.checked, by: author() },
+        (r) => `sent ${r.id} to ${r.recipients.join(", ")}`);
+  });
+  return form;
 }
 
 async function showThread(item, mid) {
