@@ -113,11 +113,9 @@ class ForceReleaseRequest(Action):
 class MessageRequest(BaseModel):
     to: str = Field(..., min_length=1, max_length=128, description="The session to write to.")
     body: str = Field(..., min_length=1, max_length=64 * 1024, description="The message.")
-    importance: Literal["high", "normal", "low"] = Field(
-        "normal", description="high: told at the agent's next tool call.")
+    importance: Literal["high", "normal", "low"] = Field("normal", description="high: told now.")
     ack_required: bool = Field(False, description="Ask the session to acknowledge it.")
-    by: str | None = Field(None, pattern=AUTHOR_PATTERN,
-                           description="Who writes (default: the user running the dashboard).")
+    by: str | None = Field(None, pattern=AUTHOR_PATTERN, description="Who writes (default: you).")
 
 
 def repo_id(common_dir: str) -> str:
