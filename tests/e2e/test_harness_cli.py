@@ -452,6 +452,7 @@ class MainRun:
         self.seen: dict = {}
         self.errors: list[str] = []
         self.message = f"MSG-{harness}-please-call-me-back"
+        self.urgent = f"URGENT-{harness}-a-person-says-stop"  # Claude Code's: issue 36
         box: dict = {}
         self.model = MockModel([])
         driver = DRIVERS[harness](self.setup, self.model)
@@ -474,6 +475,9 @@ class MainRun:
                 sid = self.seen["sessions"][0]["id"] if self.seen["sessions"] else None
                 if sid:
                     self.setup.ar("send", "--from", HOLDER, "--to", sid, self.message)
+                    if harness == "claude":  # a person's high message, told at a tool call
+                        self.setup.ar("send", "--from", "boss", "--to", sid,
+                                      "--importance", "high", self.urgent)
                     self.seen["sent_at"] = len(self.model.main_requests)
                 # the MCP server starts beside the first request (Claude Code does not wait
                 # for it): give it time to start, so a later request lists its tools
@@ -648,6 +652,19 @@ def test_a_message_sent_while_it_works_reaches_the_model(runs, harness):
     run = runs(harness)
     assert "sent_at" in run.seen, run.explain()
     assert run.model.saw(run.message, after=run.seen["sent_at"]), run.explain()
+
+
+def test_a_persons_high_message_reaches_claude_within_one_tool_call(runs):
+    """Sent while the model works on its first request (a Read, which the gate's matcher
+    leaves alone), a person's high message is in the request right after the next
+    edit or shell call (PreToolUse's context), not only after the turn (issue 36)."""
+    run = runs("claude")
+    at = run.seen.get("sent_at")
+    texts = [r.text for r in run.model.main_requests]
+    assert at is not None and len(texts) > at + 1, run.explain()
+    assert run.urgent not in texts[at] and run.urgent in texts[at + 1], run.explain()
+    assert "boss (a person)" in texts[at + 1], run.explain()
+    assert run.message not in texts[at + 1]  # a normal one waits for the turn's end
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
