@@ -379,7 +379,8 @@ def build(service: Service) -> MCPServer:
         all: Annotated[bool, Field(description="Every other live session.")] = False,
         key: Annotated[str | None, Field(description=(
             "Idempotency key: a retry with the same key and content sends nothing."))] = None,
-        reply_to: Annotated[str | None, Field(description="The message id this answers.")] = None,
+        reply_to: Annotated[str | None, Field(description=(
+            "The message id this answers; with no audience, the reply goes to its sender."))] = None,
         subject: Annotated[str | None, Field(description="A one-line subject.")] = None,
         importance: Annotated[Literal["high", "normal", "low"], Field(description=(
             "high: told at the recipient's next tool call, not only its next prompt."))] = "normal",
@@ -387,8 +388,7 @@ def build(service: Service) -> MCPServer:
             "Ask the recipients to acknowledge it."))] = False,
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
-        """Send a durable message (exactly one of to, to_path, to_tag, room, all; none with
-        reply_to: to the original's sender); returns its id."""
+        """Send a durable message (to one of to, to_path, to_tag, room, all; or a reply)."""
         from .core import messages
         sid = service.default_sid(session_id)
 
