@@ -100,7 +100,7 @@ SESSION_FIELDS: dict = {
     "notify_started": "", "notify_executed": "",
     "tags": list,  # `register --tag`: how `send --to-tag` reaches the session
 }
-_LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks", "tags")
+LIST_FIELDS = ("todo_past", "todo_present", "todo_future", "space", "locks", "tags")
 
 
 def as_list(value) -> list[str]:
@@ -156,7 +156,7 @@ class Session:
     def from_dict(cls, data: dict) -> "Session":
         known = SESSION_FIELDS
         kwargs = {k: v for k, v in data.items() if k in known}
-        for name in _LIST_FIELDS:
+        for name in LIST_FIELDS:
             kwargs[name] = as_list(kwargs.get(name))
         for name in ("pid", "pid_start"):
             if kwargs.get(name) is not None:

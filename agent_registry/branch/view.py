@@ -17,8 +17,8 @@ from ..errors import RegistryError
 from ..store.git import Repo
 from .paths import (glob_error, is_dir, is_glob, literal_prefix, lookup_keys, overlaps,
                     record_name, sha1_hex)
-from .records import (Holder, Lock, Session, UnreadableRecord, dump_session, load_session,
-                      plain_scalar)
+from .records import (LIST_FIELDS, Holder, Lock, Session, UnreadableRecord, dump_session,
+                      load_session, plain_scalar)
 from .staleness import DEFAULT_TTL
 
 LIVE_DIR = "sessions/live"
@@ -128,7 +128,7 @@ class View:
 
     def _parse_live(self, sid: str, raw: bytes | None) -> None:
         try:
-            self._sessions[sid] = load_session(raw) if raw is not None else None
+            self._sessions[sid] = parsed_session(raw) if raw is not None else None
         except UnreadableRecord as exc:
             self._sessions[sid] = None
             self.unreadable.add(sid)
@@ -319,14 +319,30 @@ def _held_block(raw: bytes) -> tuple[int, int] | None:
 # operations in a row (a replay, helping another clone) renders registry.md for each,
 # over mostly the same session files
 _SUMMARIES: dict[tuple[str, int], tuple[Session, int]] = {}
+# a live session file's bytes -> what they parse to: a long-lived process (the MCP
+# server, the dashboard) reads the claiming session's unchanged file on every call
+_PARSED: dict[bytes, Session] = {}
+PARSED_KEPT = 256
+
+
+def parsed_session(raw: bytes) -> Session:
+    """``load_session(raw)``, kept by the file's bytes (the same bytes parse the same:
+    nothing else decides it), returned as a copy the caller may change."""
+    session = _PARSED.get(raw)
+    if session is None:
+        session = load_session(raw)
+        if len(_PARSED) >= PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[raw] = session
+    return _copy(session)
 
 
 def _copy(session: Session) -> Session:
     """A copy a caller may change without changing the cached one (not copy.copy: the
     guard and a warm wiki query must not import the copy module)."""
     twin = Session.__new__(Session)
-    twin.__dict__.update(session.__dict__, locks=list(session.locks),
-                         extra=dict(session.extra))
+    twin.__dict__.update(session.__dict__, extra=dict(session.extra),
+                         **{name: list(getattr(session, name)) for name in LIST_FIELDS})
     return twin
 
 

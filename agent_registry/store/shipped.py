@@ -14,6 +14,7 @@ import os
 # "templates" -> where that folder is on disk, or None when only importlib.resources can
 # read it (a zip import); a command reads a template once per commit, so look once
 _FOLDERS: dict[str, str | None] = {}
+_TEXTS: dict[tuple[str, str], str] = {}  # (folder, file) -> its text: the files ship, unchanged
 
 
 def folder(name: str):
@@ -29,13 +30,20 @@ def folder(name: str):
 
 
 def read_text(folder_name: str, file_name: str) -> str:
-    """A shipped file's text."""
-    found = _on_disk(folder_name)
-    if found is not None:
-        # text mode, as importlib.resources reads: a checkout's CRLF (core.autocrlf) is LF
-        with open(os.path.join(found, file_name), encoding="utf-8") as f:
-            return f.read()
-    return folder(folder_name).joinpath(file_name).read_text(encoding="utf-8")
+    """A shipped file's text, read once per process: every commit renders two
+    templates, and a long-lived server (MCP, the dashboard) commits many times."""
+    key = (folder_name, file_name)
+    text = _TEXTS.get(key)
+    if text is None:
+        found = _on_disk(folder_name)
+        if found is not None:
+            # text mode, as importlib.resources reads: a checkout's CRLF (core.autocrlf) is LF
+            with open(os.path.join(found, file_name), encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = folder(folder_name).joinpath(file_name).read_text(encoding="utf-8")
+        _TEXTS[key] = text
+    return text
 
 
 def _on_disk(name: str) -> str | None:
