@@ -255,7 +255,8 @@ def urgent(ctx: Ctx) -> list[str]:
     from ..store.git import plain_layout
     try:
         info = plain_layout(ctx.cwd or ".") or repo_of(ctx)
-        if not marked(info.common_dir) or session_for(info, ctx) not in marked(info.common_dir):
+        waiting = marked(info.common_dir)  # one listing: usually no folder at all
+        if not waiting or session_for(info, ctx) not in waiting:
             return []
         from ..branch.mailbox import field
         with _opened(ctx) as (info, registry, sid):
