@@ -262,6 +262,9 @@ def build(service: Service) -> MCPServer:
             "Take over the live session session_id (an agent restarted into its own "
             "session); without it a live session registered by another process is "
             "refused."))] = False,
+        memory: Annotated[bool, Field(description=(
+            "Return the few past sessions' wiki entries most relevant to working_on and "
+            "space, with their ids (wiki_show ID reads one in full)."))] = True,
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
         from .cli.console import new_session_id
@@ -286,6 +289,11 @@ def build(service: Service) -> MCPServer:
             result = {"session": session.to_dict(), "bound_to": reg.bound}
             if rooms:
                 result["rooms"] = R.join(reg, sid, list(dict.fromkeys(rooms)))
+            if memory:
+                from .wiki.api import recall
+                result["memory"] = [{k: e[k] for k in ("id", "session_id", "what", "router",
+                                                       "bugs", "why")}
+                                    for e in recall(reg, working_on, list(space))]
             R.refresh_messages(reg)  # what other clones sent it meanwhile, as the CLI
             return {**result, "waiting": R.waiting(reg, session)}
         return await service.run(run, sid)

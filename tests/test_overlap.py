@@ -238,8 +238,9 @@ def test_a_claim_of_a_path_changed_elsewhere_says_so(team, run, tmp_path):
     for code, out, err in both(team["a"], "--json", "lock", "acquire", "src/auth.py",
                                "src/billing.py", "--session", "a1"):  # click-free, click
         assert code == 0, err
-        assert json.loads(out)["changed_elsewhere"] == [
-            {"session": "b1", "branch": "feat-b", "path": "src/auth.py", "kind": "changed"}]
+        (found,) = json.loads(out)["changed_elsewhere"]
+        assert found == {"session": "b1", "branch": "feat-b", "host": found["host"],
+                         "path": "src/auth.py", "where": "committed", "kind": "changed"}
         assert "src/auth.py was already changed by b1 on branch feat-b" in err
     proc = run("--json", "lock", "acquire", "README.md", "--session", "a1", cwd=team["a"],
                env={"GIT_TRACE": str(tmp_path / "trace")})

@@ -71,24 +71,27 @@ def lock_arguments(registry, args, sid: str | None, *,
 
 
 def changed_elsewhere(registry, sid: str, result: dict) -> list[str]:
-    """After a claim: the paths it covers that another live session, on another branch
-    or worktree, already changed there (forecast/overlap.py; no process unless another
-    live session works elsewhere and that pair of tips is new).  Put into *result* as
-    ``changed_elsewhere``; the lines for stderr returned.  The claim stands either way."""
+    """After a claim: the paths it covers that another live session, on another branch,
+    worktree or clone, already changed there, committed or not (forecast/edits.py; no
+    process unless another live session works elsewhere and that pair of tips is new or
+    its worktree's reading is old).  Put into *result* as ``changed_elsewhere``; the
+    lines for stderr returned.  The claim stands either way."""
     from ..forecast.gate import elsewhere
     try:
         if not elsewhere(registry, sid):  # the usual case: the forecast is not imported
             return []
-        from ..forecast.overlap import changed_elsewhere as find
-        found = find(registry, sid, [lock["path"] for lock in result.get("locks", [])])
+        from ..forecast.edits import changed_elsewhere as find
+        from ..forecast.edits import described
+        found = find(registry.repo, registry.tip(), sid,
+                     [lock["path"] for lock in result.get("locks", [])],
+                     host=registry.host, remote=registry.remote, now=registry.clock())
     except Exception as exc:  # noqa: BLE001 — advice after a claim that stands: never its exit
         return [f"agent-registry: warning: could not look for changes elsewhere: {exc}"]
     if found:
         result["changed_elsewhere"] = found
-    return [f"agent-registry: {f['path']} was already changed by {f['session']} on branch "
-            f"{f['branch'] or '(detached)'} ({f['kind']}): this claim will not prevent that "
-            "merge conflict; agree with it first (agent-registry send --to "
-            f"{f['session']} TEXT)" for f in found]
+    return [f"agent-registry: {described(f)}: this claim will not prevent that merge "
+            f"conflict; agree with it first (agent-registry send --to {f['session']} TEXT)"
+            for f in found]
 
 
 def hoist_globals(argv: list[str]) -> list[str]:

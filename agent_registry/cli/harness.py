@@ -65,12 +65,19 @@ def _names(name: str | None, every: bool, pick) -> list[str]:
 @click.option("--auto-claim", is_flag=True,
               help="The edit gate claims a free path before the edit (default: it only "
                    "denies paths others hold).")
+@click.option("--deny-overlap", is_flag=True,
+              help="The edit gate refuses a file another live session has changed (on its "
+                   "branch, uncommitted in its worktree, or pushed from another clone); "
+                   "default: it warns the agent, naming that session, and lets the edit on.")
+@click.option("--no-memory", is_flag=True,
+              help="The session-start hook hands the agent no wiki entries (default: the "
+                   "few most relevant to its work and the paths it holds).")
 @click.option("--file", "file_name", metavar="NAME",
               help="generic: the instructions file (default AGENTS.md).")
 @pass_out
 def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, grant: bool,
                     wake: int | None, hold: int | None, auto_claim: bool,
-                    file_name: str | None) -> None:
+                    deny_overlap: bool, no_memory: bool, file_name: str | None) -> None:
     """Install the harness integration NAME (or --all) in this repository: the native
     hooks (session start registers, the edit gate denies edits and common shell writes
     of paths another session holds, prompts bring waiting messages, the end of a turn
@@ -89,7 +96,8 @@ def harness_install(out: Output, name: str | None, every: bool, with_mcp: bool, 
     info = _repo(out)
     names = _names(name, every, lambda: found(info.toplevel, info.git_dir))
     result = install_many(info.toplevel, info.git_dir, names,
-                          Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake, hold=hold),
+                          Options(mcp=with_mcp, auto_claim=auto_claim, wake=wake, hold=hold,
+                                  deny_overlap=deny_overlap, no_memory=no_memory),
                           grant=grant, file_name=file_name)
     if with_mcp:  # the entries start this installation's server: it needs the extra
         from ..store.extras import missing, needed
@@ -184,6 +192,10 @@ def harness_status(out: Output) -> None:
 @click.argument("event", type=click.Choice(["session-start", "pre-tool-use", "post-tool-use",
                                                    "user-prompt-submit", "stop", "session-end"]))
 @click.option("--auto-claim", is_flag=True, help="pre-tool-use: claim the path when it is free.")
+@click.option("--deny-overlap", is_flag=True,
+              help="pre-tool-use: refuse a file another live session has changed.")
+@click.option("--no-memory", is_flag=True,
+              help="session-start: hand the agent no wiki entries.")
 @click.option("--pid", "agent_pid", metavar="PID",
               help="The harness's own pid (the hook passes $PPID); left unexpanded or "
                    "empty, the owner is found as for `register`.")
@@ -193,8 +205,8 @@ def harness_status(out: Output) -> None:
 @click.option("--hold", type=click.IntRange(min=0), default=0, metavar="SECONDS",
               help="stop: with nothing waiting, listen up to SECONDS for a message to the "
                    "session and keep the agent going with it.")
-def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str | None,
-                 wake: int, hold: int) -> None:
+def harness_hook(harness_name: str, event: str, auto_claim: bool, deny_overlap: bool,
+                 no_memory: bool, agent_pid: str | None, wake: int, hold: int) -> None:
     """Run by a harness: reads the hook's JSON on stdin, prints the answer in that
     harness's format (harness/hook.py).
 
@@ -210,7 +222,8 @@ def harness_hook(harness_name: str, event: str, auto_claim: bool, agent_pid: str
     except (OSError, UnicodeDecodeError) as exc:
         raw = f"\0unreadable stdin: {exc}"  # not JSON: the hook answers as for bad input
     outcome = run(harness_name, event, raw, dict(os.environ), pid=parse_pid(agent_pid),
-                  auto_claim=auto_claim, wake=wake, hold=hold)
+                  auto_claim=auto_claim, wake=wake, hold=hold, deny_overlap=deny_overlap,
+                  no_memory=no_memory)
     if outcome.stdout:
         click.echo(outcome.stdout)
     if outcome.stderr:

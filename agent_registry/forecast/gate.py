@@ -22,9 +22,14 @@ def elsewhere(registry, sid: str) -> bool:
     If not, there is nothing to forecast."""
     # the session files of the registry branch alone, in one batched read: not the lock
     # shards nor the clone refs' heartbeats (a stale session only costs the forecast)
-    view = View(registry.repo, registry.tip())
+    return bool(sessions_elsewhere(View(registry.repo, registry.tip()), sid)[1])
+
+
+def sessions_elsewhere(view, sid: str) -> tuple:
+    """(*sid*'s session or None, the other live sessions on another worktree, branch or
+    host) in *view*."""
     me = view.session(sid, strict=False)
     if me is None:
-        return False
-    return any(s.project != me.project or s.git_branch != me.git_branch or s.host != me.host
-               for s in view.live_sessions() if s.id != sid and not internal(s))
+        return None, []
+    return me, [s for s in view.live_sessions() if s.id != sid and not internal(s) and
+                (s.project != me.project or s.git_branch != me.git_branch or s.host != me.host)]

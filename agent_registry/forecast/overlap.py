@@ -1,5 +1,5 @@
-"""The conflict forecast's library calls: ``overlaps`` (``agent-registry overlap``, the
-dashboard's pane, ``watch``) and ``changed_elsewhere`` (a claim's warning).
+"""The conflict forecast's library call ``overlaps`` (``agent-registry overlap``, the
+dashboard's pane, ``watch``); a claim's and an edit's warning is edits.py's.
 
 For every pair of sides (two worktrees here, or another clone's pushed branch) with live
 sessions, one overlap however many sessions work on each, the paths both changed since
@@ -35,17 +35,28 @@ def state_path(registry) -> str:
     return registry.repo.state_path(STATE_FILE)
 
 
-def load(registry) -> dict:
+def read_state(path: str) -> dict:
+    """A local state file's JSON object; {} when missing or broken (a cache: it is
+    rebuilt; never half-written, since it is replaced atomically)."""
     try:
-        with open(state_path(registry), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             state = json.load(f)
         return state if isinstance(state, dict) else {}
     except (OSError, ValueError):
-        return {}  # a cache: lost or broken, it is rebuilt (never half-written: atomic)
+        return {}
+
+
+def write_state(path: str, state: dict) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    replace_file(path, json.dumps(state, sort_keys=True), prefix=os.path.basename(path) + ".")
+
+
+def load(registry) -> dict:
+    return read_state(state_path(registry))
 
 
 def save(registry, state: dict) -> None:
-    replace_file(state_path(registry), json.dumps(state, sort_keys=True), prefix="overlap.")
+    write_state(state_path(registry), state)
 
 
 def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict, list]:
@@ -124,7 +135,7 @@ def _paths(sides: tuple[list[str], list[str]], tips: tuple[str, str], entry: dic
             for path, kind in sorted(out.items())]
 
 
-def _kept(cache: dict, used: dict) -> dict:
+def kept_pairs(cache: dict, used: dict) -> dict:
     """The cache entries to keep: those used now, then older ones up to KEEP (a claim's
     pairs of committed tips beside the forecast's, which has uncommitted ones)."""
     kept = {k: cache[k] for k in used}
@@ -198,7 +209,7 @@ def overlaps(registry) -> dict:
                     "key": overlap_key([side_name(side) for side in sides], paths)})
     names = {" ".join(side_name(side) for side in o["sides"]) for o in out}
     state["since"] = {k: v for k, v in since.items() if k in names}
-    state["pairs"] = _kept(cache, entries)
+    state["pairs"] = kept_pairs(cache, entries)
     state.setdefault("sent", {})
     if json.dumps(state, sort_keys=True) != loaded:  # unchanged: no write (the dashboard's
         save(registry, state)                         # stream reads the state folder's mtime)
@@ -209,43 +220,3 @@ def overlaps(registry) -> dict:
                 sid, side, sessions[sid]).items() if k not in ("session", "working_on")}}
                 for sid, side in sorted(found.items())],
             "skipped": skipped, "overlaps": out}
-
-
-def changed_elsewhere(registry, sid: str, targets: list[str]) -> list[dict]:
-    """What a claim of *targets* by *sid* should know: live sessions on other sides whose
-    committed work (since the merge base with *sid*'s) changed a path a target covers.
-    No process when no other live session works on another side, or when the pairs of
-    tips are cached; else one merge-tree for all of them.  Uncommitted changes of other
-    worktrees are left out here (``overlap`` reads them).  The caller asks
-    :func:`gate.elsewhere` first, without importing this module (cli/console.py)."""
-    view = registry.view()
-    me = view.session(sid, strict=False)
-    if me is None:
-        return []
-    others = [s for s in live(registry, view) if s.id != sid]
-    found, _ = _sides(registry, [me] + others)
-    mine = found.get(sid)
-    if mine is None:
-        return []
-    others = [s for s in others if s.id in found and found[s.id].key != mine.key]
-    state = load(registry)
-    cache = state.get("pairs") if isinstance(state.get("pairs"), dict) else {}
-    known = len(cache)
-    entries, _ = merges.changes(registry.repo, [(mine.tip, found[s.id].tip) for s in others],
-                                cache)
-    if len(cache) != known:
-        state["pairs"] = _kept(cache, entries)
-        save(registry, state)
-    out = []
-    for session in others:
-        tip = found[session.id].tip
-        entry = entries.get(merges.pair_key(mine.tip, tip))
-        if not entry:
-            continue
-        for path in entry.get(tip, ()):
-            if any(P.covers(t, path) for t in targets):
-                kind = ("conflict" if path in entry["conflicts"] else
-                        "both-changed" if path in entry["both"] else "changed")
-                out.append({"session": session.id, "branch": found[session.id].branch,
-                            "path": path, "kind": kind})
-    return out

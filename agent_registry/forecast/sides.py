@@ -112,10 +112,8 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict)
     changes are new."""
     if side.source != "worktree":
         return side
-    env = clean_env()
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # --no-optional-locks: no index refresh written there
-    status = _in_worktree(["status", "--porcelain", "-z", "--untracked-files=all",
-                           "--ignore-submodules"], side, env)
+    env = _read_only_env()
+    status = worktree_status(side)
     if not status:
         memo.pop(side.worktree, None)
         return side
@@ -140,6 +138,29 @@ def with_changes(repo: Repo, side: Side, git_dir: str, scratch: str, memo: dict)
                               "agent-registry <agent-registry@localhost>", when)
     memo[side.worktree] = {"head": side.head, "stamp": stamp, "tip": commit}
     return side._replace(tip=commit, dirty=True)
+
+
+def _read_only_env() -> dict[str, str]:
+    env = clean_env()
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # --no-optional-locks: no index refresh written there
+    return env
+
+
+def worktree_status(side: Side) -> bytes:
+    """``git status --porcelain -z`` of *side*'s worktree (untracked files each named),
+    read without writing its index."""
+    return _in_worktree(["status", "--porcelain", "-z", "--untracked-files=all",
+                         "--ignore-submodules"], side, _read_only_env())
+
+
+def status_paths(status: bytes) -> list[str]:
+    """The paths a ``git status --porcelain -z`` output names (a rename's both)."""
+    fields, out, second = status.split(b"\0"), [], False
+    for field in fields:
+        if field:
+            out.append(os.fsdecode(field if second else field[3:]))
+        second = not second and field[:1] in (b"R", b"C")
+    return out
 
 
 def _in_worktree(args: list[str], side: Side, env: dict[str, str]) -> bytes:
@@ -169,13 +190,8 @@ def _stamp(worktree: str, git_dir: str, status: bytes) -> str:
     the size and modification time of each path on it and of the index file."""
     import hashlib  # here: a claim's forecast never needs it
     digest = hashlib.sha1(status)
-    fields = status.split(b"\0")
-    names = [os.path.join(git_dir, "index")]
-    skip = False
-    for field in fields:
-        if field and not skip:
-            names.append(os.path.join(worktree, os.fsdecode(field[3:])))
-        skip = not skip and field[:1] in (b"R", b"C")  # a rename's second field: its source
+    names = [os.path.join(git_dir, "index")] + \
+        [os.path.join(worktree, path) for path in status_paths(status)]
     for name in names:
         try:
             info = os.lstat(name)

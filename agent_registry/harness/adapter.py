@@ -164,9 +164,13 @@ class Adapter:
     def allow_telling(self, text: str) -> dict | None:
         """No decision, and *text* (a person's urgent message) added to the agent's
         context before the tool runs: PreToolUse's ``additionalContext``."""
-        if not text:
-            return self.allow()
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": text}}
+        return self.warn(text) if text else self.allow()
+
+    def warn(self, text: str, noted: bool = False) -> dict | None:
+        """Let the tool call go on (the normal permission flow) and hand the model *text*
+        (PreToolUse's ``additionalContext``); *noted*: as :meth:`allow_noted`."""
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                       "additionalContext": text}}
 
     def empty(self) -> dict | None:
         """The answer that says nothing (None: no output at all)."""

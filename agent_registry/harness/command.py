@@ -36,7 +36,8 @@ def executable() -> list[str]:
 
 def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
                  pid: bool = False, auto_claim: bool = False, wake: int | None = None,
-                 windows: bool | None = None, hold: int | None = None) -> str:
+                 windows: bool | None = None, hold: int | None = None,
+                 deny_overlap: bool = False, no_memory: bool = False) -> str:
     """The command a harness runs for *event*, in the dialect of its shell on Windows
     (*windows*) or on this platform; the gate (pre-tool-use) fails closed."""
     exe = exe or executable()
@@ -44,6 +45,10 @@ def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
     words = [*exe, "harness", "hook", harness, event]
     if auto_claim and event == "pre-tool-use":
         words.append("--auto-claim")
+    if deny_overlap and event == "pre-tool-use":
+        words.append("--deny-overlap")
+    if no_memory and event == "session-start":
+        words.append("--no-memory")
     if wake and event == "stop":
         words += ["--wake", str(wake)]
     if hold and event == "stop":

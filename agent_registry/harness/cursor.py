@@ -43,6 +43,9 @@ class Cursor(Adapter):
     def deny(self, reason: str) -> dict:
         return {"permission": "deny", "agent_message": reason, "user_message": reason}
 
+    def warn(self, text: str, noted: bool = False) -> dict:
+        return {"agent_message": text}  # no permission: Cursor's own flow goes on
+
     def context(self, event: str, text: str) -> dict | None:
         return {"additional_context": text} if event == "session-start" else {"continue": True}
 

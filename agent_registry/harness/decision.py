@@ -69,6 +69,7 @@ class Decision:
     allow: bool
     reason: str = ""   # why denied (for the agent)
     notice: str = ""   # said on stderr when let through unchecked
+    warning: str = ""  # told the agent while the edit goes on (changed elsewhere)
 
 
 # -- the session a native id stands for -----------------------------------------------
@@ -131,10 +132,12 @@ def unknown(registry, sid: str, exc: RegistryError) -> str:
 
 # -- the life cycle -------------------------------------------------------------------
 
-def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
+def start(ctx: Ctx, pid: int | None, *, export=None,
+          memory: bool = True) -> tuple[str, list[str]]:
     """Register the harness's session; (its id, the lines for the agent's context).
     *export(sid)* makes the id the default of the agent's shell where the harness lets
-    a hook do that (Claude Code's env file), and says whether it did."""
+    a hook do that (Claude Code's env file), and says whether it did.  With *memory*,
+    the few wiki entries most relevant to its work come last (harness/memory.py)."""
     with _opened(ctx) as (info, registry, sid):
         fields = dict(provider=ctx.provider, ai_version=ctx.model, pid=pid, pid_from=pid_from(ctx))
         try:
@@ -146,12 +149,19 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
             registry.register(sid, working_on=f"{ctx.product} session (resumed)", **fields)
         _remember(info, ctx, sid)
         _wakes_file(info, ctx).unlink(missing_ok=True)
-        others = [s for s in registry.sessions() if s.id != sid]
+        live = registry.sessions()
+        others = [s for s in live if s.id != sid]
         stale = {(lock["owner"], lock["path"]): lock["stale_reason"]
                  for lock in registry.locks() if lock["stale_reason"]}
         from ..sync.rooms import refresh_messages
         refresh_messages(registry)  # register synced the registry branch, not the messages'
         news = _unseen(registry, info, ctx, sid)
+        me = next((s for s in live if s.id == sid), None)
+        if memory and me:
+            from .memory import recalled as recall
+            recalled = recall(registry, ctx.product, me)
+        else:
+            recalled = []
     exported = bool(export(sid)) if export else False
     how = "exported as AGENT_REGISTRY_SESSION" if exported else \
         f"pass --session {sid} to agent-registry commands"
@@ -162,7 +172,7 @@ def start(ctx: Ctx, pid: int | None, *, export=None) -> tuple[str, list[str]]:
     for other in others[:10]:
         lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}"
                      f"{_holdings(other, stale)}")
-    return sid, lines + news
+    return sid, lines + news + recalled
 
 
 def _holdings(other, stale: dict) -> str:
@@ -278,13 +288,14 @@ def _undecided(ctx: Ctx, allowed: str, why: str, refusal: str) -> Decision:
 
 
 def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
-              pid: int | None = None) -> Decision:
+              pid: int | None = None, deny_overlap: bool = False) -> Decision:
     """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied
     when another live session holds one, or when the registry exists but cannot be
     read; paths outside the repository are not ours to guard.  A folder (the root
     included: ``git restore .``, TOP) covers every held file below it; a command whose
     writes could not all be followed (``targets.unfollowed``) is denied while anything
-    here is held."""
+    here is held.  A file another live session has changed (forecast/edits.py) is let
+    through with a warning naming it, or with *deny_overlap* denied."""
     unfollowed = getattr(targets, "unfollowed", [])
     if not targets and not unfollowed:
         return Decision(True)  # most shell commands write nothing: no repository needed
@@ -316,6 +327,9 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
             return Decision(True)
         # the write is made by this harness session, whatever the env of the hook says
         report = guard.check(paths, committer=sid)
+        from .elsewhere import changed_elsewhere
+        elsewhere = [] if report.unreadable or report.conflicts else \
+            changed_elsewhere(guard, sid, paths)
     finally:
         guard.close()
     shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
@@ -326,6 +340,14 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
             f"until the registry branch is repaired (git fsck; agent-registry sync), or the "
             f"user sets {ALLOW_ENV}=1."))
     conflicts = report.conflicts
+    if isinstance(elsewhere, str) and deny_overlap:  # cannot tell: --deny-overlap fails closed
+        return _undecided(ctx, f"{shown} allowed unchecked for changes elsewhere", elsewhere, (
+            f"agent-registry: cannot tell whether another session changed {shown}: "
+            f"{elsewhere}. Do not edit it until `agent-registry overlap` works, or the user "
+            f"sets {ALLOW_ENV}=1."))
+    from .elsewhere import elsewhere_text
+    if elsewhere and not isinstance(elsewhere, str) and deny_overlap:
+        return Decision(False, elsewhere_text(sid, elsewhere, denied=True))
     if not conflicts and auto_claim:
         try:
             conflicts = _claim(info, ctx, sid, paths, pid)
@@ -337,9 +359,12 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
                 f"agent-registry: could not claim {shown} before the edit: {why}. Do not "
                 f"edit it until `agent-registry lock acquire --session {sid} {paths[0]}` "
                 f"works."))
-    if not conflicts:
-        return Decision(True)
-    return Decision(False, _held_text(sid, conflicts, describe))
+    if conflicts:
+        return Decision(False, _held_text(sid, conflicts, describe))
+    if isinstance(elsewhere, str):
+        return Decision(True, notice="agent-registry: warning: could not look for changes "
+                                     f"elsewhere: {elsewhere}")
+    return Decision(True, warning=elsewhere_text(sid, elsewhere) if elsewhere else "")
 
 
 def _unfollowed_text(sid: str, unfollowed: list[str], held: dict, describe) -> str:

@@ -54,6 +54,10 @@ def reinstall_command(harness: str, options, *, trust: bool) -> str:
         words.append("--mcp")
     if options.auto_claim:
         words.append("--auto-claim")
+    if getattr(options, "deny_overlap", False):
+        words.append("--deny-overlap")
+    if getattr(options, "no_memory", False):
+        words.append("--no-memory")
     if options.wake:
         words += ["--wake", str(options.wake)]
     if getattr(options, "hold", None):

@@ -31,6 +31,9 @@ class Gemini(Adapter):
     def deny(self, reason: str) -> dict:
         return {"decision": "deny", "reason": reason}
 
+    def warn(self, text: str, noted: bool = False) -> dict:
+        return {"hookSpecificOutput": {"hookEventName": "BeforeTool", "additionalContext": text}}
+
     def after(self, event: dict, text: str) -> dict:
         # AfterTool appends additionalContext to the tool's result the model reads
         return {"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": text}}

@@ -35,13 +35,17 @@ def adapter(harness: str):
 
 
 def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None,
-        auto_claim: bool = False, wake: int = 0, hold: float = 0) -> Outcome:
+        auto_claim: bool = False, wake: int = 0, hold: float = 0,
+        deny_overlap: bool = False, no_memory: bool = False) -> Outcome:
     """Run hook *event* of *harness* on the JSON *raw*; never raises.  *hold*: at the end
     of a turn with nothing waiting, listen that many seconds for a message to the session
-    and keep the agent going with it (a tool cannot start a turn in an idle chat)."""
+    and keep the agent going with it (a tool cannot start a turn in an idle chat).
+    *deny_overlap*: the gate refuses a file another session changed (else it warns);
+    *no_memory*: the session start hands over no wiki entries."""
     from . import decision
     try:
-        return _run(adapter(harness), event, raw, env, pid, auto_claim, wake, hold)
+        return _run(adapter(harness), event, raw, env, pid, auto_claim, wake, hold,
+                    deny_overlap=deny_overlap, no_memory=no_memory)
     except Exception as exc:  # noqa: BLE001 - a hook must answer, whatever went wrong
         why = _why(exc)
         if event != "pre-tool-use":
@@ -56,12 +60,14 @@ def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None
 
 
 def main(args: list[str]) -> int | None:
-    """``harness hook HARNESS EVENT [--pid PID] [--auto-claim] [--wake [N]]`` run without
+    """``harness hook HARNESS EVENT [--pid PID] [--auto-claim] [--deny-overlap]
+    [--no-memory] [--wake [N]] [--hold N]`` run without
     click (importing it and building the command tree cost a hook more than the backstop
     does); None when the arguments are anything else, for click to answer."""
     if len(args) < 2 or args[1] not in EVENTS or args[0] not in HARNESSES:
         return None
-    options = {"pid": None, "auto_claim": False, "wake": 0, "hold": 0}
+    options = {"pid": None, "auto_claim": False, "wake": 0, "hold": 0,
+               "deny_overlap": False, "no_memory": False}
     rest = args[2:]
     while rest:
         item = rest.pop(0)
@@ -69,8 +75,8 @@ def main(args: list[str]) -> int | None:
         if name == "--pid" and (eq or rest):
             from .decision import agent_pid
             options["pid"] = agent_pid(value if eq else rest.pop(0))
-        elif item == "--auto-claim":
-            options["auto_claim"] = True
+        elif item in ("--auto-claim", "--deny-overlap", "--no-memory"):
+            options[item[2:].replace("-", "_")] = True
         elif name == "--hold" and (eq or rest):
             value = value if eq else rest.pop(0)
             if not value.isdigit():
@@ -132,7 +138,8 @@ def hold_for(ctx, seconds: float, sleep=None) -> list[str]:
 
 
 def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
-         wake: int, hold: float = 0) -> Outcome:
+         wake: int, hold: float = 0, *, deny_overlap: bool = False,
+         no_memory: bool = False) -> Outcome:
     from . import decision
     event_json = a.parse(raw)
     ctx = a.ctx(event_json, env)
@@ -142,23 +149,27 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         targets = a.targets(event_json, ctx)
         if targets is None:
             return _answer(a.allow_telling(news))
-        verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid)
+        verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
+                                     deny_overlap=deny_overlap)
         if not verdict.allow:
             return _answer(a.deny(verdict.reason + (f"\n{news}" if news else "")),
                            verdict.notice)
+        # what another session changed of these files (the edit goes on), and the news
+        told = "\n".join(t for t in (verdict.warning, news) if t)
         if not a.after_tool:
-            return _answer(a.allow_telling(news), verdict.notice)
+            return _answer(a.allow_telling(told), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
         notices = [verdict.notice, note(ctx, a.call_key(event_json))]
-        return _answer(a.allow_telling(news) if news else a.allow_noted(),
+        return _answer(a.warn(told, noted=True) if told else a.allow_noted(),
                        "\n".join(n for n in notices if n))
     if event == "post-tool-use":
         from .backstop import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))
         return _answer(a.after(event_json, told) if told else a.empty())
     if event == "session-start":
-        _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env))
+        _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env),
+                                  memory=not no_memory)
         return _answer(a.context(event, "\n".join(lines)))
     if event == "user-prompt-submit":
         # a prompt a wake made (Gemini CLI submits it again), or a check in the middle of a

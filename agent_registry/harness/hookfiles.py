@@ -136,7 +136,9 @@ def grouped(harness: str, events: dict[str, tuple], options) -> dict[str, dict]:
     for event, (ours, matcher, pid) in events.items():
         command = hook_command(harness, ours, exe=options.exe, pid=pid,
                                auto_claim=options.auto_claim, wake=options.wake,
-                               hold=getattr(options, "hold", None))
+                               hold=getattr(options, "hold", None),
+                               deny_overlap=getattr(options, "deny_overlap", False),
+                               no_memory=getattr(options, "no_memory", False))
         group: dict = {"matcher": matcher} if matcher else {}
         group["hooks"] = [{"type": "command", "command": command}]
         out[event] = group

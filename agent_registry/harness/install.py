@@ -43,6 +43,8 @@ class Options:
     wake: int | None = None
     exe: list[str] = field(default_factory=executable)
     hold: int | None = None  # the end-of-turn hook listens this long for a message
+    deny_overlap: bool = False  # the edit gate refuses a file another session changed
+    no_memory: bool = False  # the session start hands over no wiki entries
 
 
 def module(harness: str):
@@ -123,7 +125,8 @@ def options_of(commands: list[str]) -> Options:
     joined = " ".join(commands)
     wake, hold = _WAKE.search(joined), _HOLD.search(joined)
     return Options(auto_claim="--auto-claim" in joined, wake=int(wake.group(1)) if wake else None,
-                   hold=int(hold.group(1)) if hold else None)
+                   hold=int(hold.group(1)) if hold else None,
+                   deny_overlap="--deny-overlap" in joined, no_memory="--no-memory" in joined)
 
 
 def _part(toplevel: str, rel: str, expected: str) -> str:

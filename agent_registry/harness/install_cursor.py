@@ -35,7 +35,9 @@ def _entry(command: str, ours: str) -> dict:
 def handlers(options) -> dict[str, dict]:
     return {event: _entry(hook_command(NAME, ours, exe=options.exe,
                                        auto_claim=options.auto_claim,
-                                       wake=options.wake, hold=options.hold), ours)
+                                       wake=options.wake, hold=options.hold,
+                                       deny_overlap=options.deny_overlap,
+                                       no_memory=options.no_memory), ours)
             for event, ours in EVENTS.items()}
 
 

@@ -28,15 +28,19 @@ NAME = "opencode"
 HOOK_FILE = ".opencode/plugin/agent-registry.js"
 _EXE = re.compile(r"^const EXE = (.*);$", re.M)
 _STOP = re.compile(r"^const STOP_ARGS = (.*);$", re.M)
+_GATE = re.compile(r"^const GATE_ARGS = (.*);$", re.M)
 
 
 def plugin_text(options) -> str:
     text = read_text("templates", "harness/opencode-plugin.js")
-    gate = ["--auto-claim"] if options.auto_claim else []
+    gate = (["--auto-claim"] if options.auto_claim else []) + \
+        (["--deny-overlap"] if getattr(options, "deny_overlap", False) else [])
+    start = ["--no-memory"] if getattr(options, "no_memory", False) else []
     stop = (["--wake", str(options.wake)] if options.wake else []) + \
         (["--hold", str(options.hold)] if getattr(options, "hold", None) else [])
     return text.replace("__EXE__", json.dumps(options.exe)) \
-        .replace("__GATE_ARGS__", json.dumps(gate)).replace("__STOP_ARGS__", json.dumps(stop))
+        .replace("__GATE_ARGS__", json.dumps(gate)).replace("__STOP_ARGS__", json.dumps(stop)) \
+        .replace("__START_ARGS__", json.dumps(start))
 
 
 def plan(toplevel: str, options, file_name: str | None = None) -> Plan:
@@ -65,7 +69,13 @@ def installed_commands(toplevel: str) -> list[str]:
     if not exe:
         return []
     import shlex
-    claim = " --auto-claim" if '["--auto-claim"]' in text else ""
+    gate = _GATE.search(text)
+    try:
+        gate_args = json.loads(gate.group(1)) if gate else []
+    except ValueError:
+        gate_args = []
+    claim = "".join(f" {w}" for w in gate_args if w in ("--auto-claim", "--deny-overlap"))
+    memory = " --no-memory" if '["--no-memory"]' in text else ""
     head = " ".join(shlex.quote(w) for w in exe) + f" harness hook {NAME}"
     stop = _STOP.search(text)
     try:
@@ -73,4 +83,4 @@ def installed_commands(toplevel: str) -> list[str]:
     except ValueError:
         stop_args = []
     tail = "".join(f" {shlex.quote(str(w))}" for w in stop_args if isinstance(w, (str, int)))
-    return [f"{head} pre-tool-use{claim}", f"{head} stop{tail}"]
+    return [f"{head} session-start{memory}", f"{head} pre-tool-use{claim}", f"{head} stop{tail}"]

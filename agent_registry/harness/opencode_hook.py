@@ -61,6 +61,10 @@ class OpenCode(Adapter):
     def after(self, event: dict, text: str) -> dict:
         return {"context": text}
 
+    def warn(self, text: str, noted: bool = False) -> dict | None:
+        # the plugin tells the model at its next step
+        return {**(self.allow_noted() if noted else self.allow()), "context": text}
+
     def empty(self) -> dict | None:
         return {}  # the plugin parses every answer as JSON
 

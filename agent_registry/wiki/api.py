@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from .llm import LLMConfig
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
+MEMORY = 3  # entries handed to a session as it starts
+MEMORY_WHAT = 160  # characters of each entry's "what" a starting session is told
 
 
 def search(registry: Registry, text: str, limit: int = 10,
@@ -57,6 +59,31 @@ def search(registry: Registry, text: str, limit: int = 10,
     answer["results"] = [{**by_id[r["id"]], "description": r["description"], "why": r["why"]}
                          for r in ranked][:limit]
     return answer
+
+
+def recall(registry: Registry, about: str, paths: list[str], limit: int = MEMORY) -> list[dict]:
+    """The few entries most relevant to what a session works on (*about*) and the *paths*
+    it holds or expects to touch, as :func:`search` ranks them with Whoosh alone: never
+    the LLM, since a starting session must not wait on the network.  [] when there is
+    nothing to ask about."""
+    text = " ".join([about, *paths]).strip()
+    if not text:
+        return []
+    from .index import WikiIndex, search_index
+    return search_index(WikiIndex(registry).open(), text, limit)[:limit]
+
+
+def memory_lines(found: list[dict]) -> list[str]:
+    """What a starting session is told of the entries :func:`recall` found."""
+    if not found:
+        return []
+    lines = ["agent-registry: past sessions on this work (agent-registry wiki show ID):"]
+    for entry in found:
+        what = " ".join((entry["what"] or entry["router"] or entry["excerpt"]).split())
+        what = what if len(what) <= MEMORY_WHAT else what[:MEMORY_WHAT - 1] + "…"
+        bugs = f"; bugs: {'; '.join(entry['bugs'][:2])}" if entry["bugs"] else ""
+        lines.append(f"- {entry['id']} ({entry['session_id']}): {what}{bugs}")
+    return lines
 
 
 def latest(ix, limit: int) -> list[dict]:

@@ -31,11 +31,12 @@ from .progress import Progress
 from .whoosh_shim import imported as load_whoosh
 
 META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
-SEARCH_FIELDS = ("router", "what", "bugs", "body")
-DISTILLED_FIELDS = SEARCH_FIELDS[:3]  # what the agent (or the LLM) wrote: searched first
-FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "body": 1.0}
+# files: the entry's files_touched, so a session is told of the entries of the paths it holds
+SEARCH_FIELDS = ("router", "what", "bugs", "files", "body")
+DISTILLED_FIELDS = SEARCH_FIELDS[:4]  # what the agent (or the LLM) wrote: searched first
+FIELD_BOOSTS = {"router": 3.0, "what": 2.0, "bugs": 1.5, "files": 1.5, "body": 1.0}
 EMPTY = "-"  # the indexed commit of an index built while the branch did not exist
-VERSION = 3  # of the schema and documents: an index of another version is rebuilt
+VERSION = 4  # of the schema and documents: an index of another version is rebuilt
 # Segments are written as separate files, not one compound file: Whoosh reads a compound
 # segment by copying it into memory (27.8 MB at 10,000 entries: the peak of a query, and
 # 31 ms of opening it), separate files are read where they lie (docs/benchmarks.md).
@@ -53,7 +54,7 @@ def schema():
     # index size and build time
     text = lambda stored: TEXT(analyzer=StemmingAnalyzer(), stored=stored, phrase=False)
     return Schema(key=ID(stored=True, unique=True), id=ID(stored=True), router=text(True),
-                  what=text(True), bugs=text(True), body=text(False),
+                  what=text(True), bugs=text(True), files=text(False), body=text(False),
                   provider=STORED, date=STORED, pending=ID(stored=True), commit=STORED,
                   version=STORED, excerpt=STORED)
 
@@ -67,7 +68,8 @@ def document(sid: str, raw: bytes) -> dict | None:
     clean = lambda v: "" if v.strip().lower() == NOT_DOCUMENTED else v
     body = entry["body"]
     return {"key": sid, "id": entry_id(sid), "router": clean(entry["router"]),
-            "what": clean(entry["what"]), "bugs": "\n".join(entry["bugs"]), "body": body,
+            "what": clean(entry["what"]), "bugs": "\n".join(entry["bugs"]),
+            "files": "\n".join(entry["files_touched"]), "body": body,
             "provider": entry["provider"], "date": entry["date"],
             "pending": "1" if entry["pending_ingest"] else "0",
             "excerpt": " ".join(body.split())[-600:]}

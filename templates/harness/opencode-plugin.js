@@ -25,6 +25,7 @@ import { fileURLToPath } from "node:url";
 const EXE = __EXE__;
 const GATE_ARGS = __GATE_ARGS__;
 const STOP_ARGS = __STOP_ARGS__;
+const START_ARGS = __START_ARGS__;
 const WAKES = STOP_ARGS.includes("--wake");
 // --hold listens at the session's idle only, never at each text of a turn
 const TEXT_ARGS = STOP_ARGS.filter((a, i) => a !== "--hold" && STOP_ARGS[i - 1] !== "--hold");
@@ -101,7 +102,7 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
     if (!started.has(sessionID)) {
       ended.delete(sessionID);
       started.set(sessionID, runHook("session-start", base(sessionID),
-        ["--pid", String(process.pid)]).then((run) => tell(sessionID, answer(run.stdout).context)));
+        ["--pid", String(process.pid), ...START_ARGS]).then((run) => tell(sessionID, answer(run.stdout).context)));
     }
     return started.get(sessionID);
   };
@@ -147,6 +148,7 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
         const reason = denial(run.stdout);
         if (reason) throw new Error(reason);
         if (answer(run.stdout).after === true && input.callID) noted.add(input.callID);
+        tell(input.sessionID, answer(run.stdout).context);  // a warning: the edit goes on
         return;
       }
       if (process.env.AGENT_REGISTRY_ALLOW === "1") return;
