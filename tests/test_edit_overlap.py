@@ -10,7 +10,7 @@ import subprocess
 from helpers import git
 from test_guard import agents  # noqa: F401  (fixture)
 from test_harness_hooks import NATIVE, base, edit, hook
-from test_overlap import commit_all, open_at, team  # noqa: F401  (fixture)
+from test_overlap import clone_on_feat_c, commit_all, open_at, team  # noqa: F401  (fixture)
 
 SID = f"claude-{NATIVE}"
 
@@ -118,18 +118,7 @@ def test_an_agents_own_edit_is_seen_by_the_others_gate_at_once(team, agents):
 
 
 def test_a_branch_pushed_from_another_clone_is_told(team, repo, tmp_path, agents, run):
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "origin", "main", "agent-registry")
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(remote), str(other))
-    git(other, "checkout", "-q", "-b", "feat-c")
-    (other / "src/auth.py").write_text("auth = 3\n")
-    commit_all(other, "c")
-    git(other, "push", "-q", "origin", "feat-c")
-    with open_at(other) as registry:
-        registry.register("c1", provider="Kimi", working_on="task c")
+    clone_on_feat_c(repo, tmp_path, lambda where: (where / "src/auth.py").write_text("a = 3\n"))
     assert run("sync").returncode == 0
     git(repo, "fetch", "-q", "origin")
     started(team["a"], agents)

@@ -139,8 +139,9 @@ def test_a_repeat_run_reuses_the_merges_and_the_snapshots(team, tmp_path, monkey
     assert forecast(team["a"])["overlaps"] == []
 
 
-def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tmp_path,
-                                                                    run):
+def clone_on_feat_c(repo: Path, tmp_path: Path, change) -> Path:
+    """A second clone of *repo* (through a bare remote, origin) where session c1 works on
+    branch feat-c, pushed after *change(clone)* was committed on it."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(repo, "remote", "add", "origin", str(remote))
@@ -148,11 +149,18 @@ def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tm
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
     git(other, "checkout", "-q", "-b", "feat-c")
-    edit(other / "src/billing.py", "return 7\n", "return 70\n")
+    change(other)
     commit_all(other, "c")
     git(other, "push", "-q", "origin", "feat-c")
     with open_at(other) as registry:
         registry.register("c1", provider="Kimi", working_on="task c")
+    return other
+
+
+def test_another_clones_session_is_read_through_its_pushed_branch(team, repo, tmp_path,
+                                                                    run):
+    other = clone_on_feat_c(repo, tmp_path, lambda where: edit(
+        where / "src/billing.py", "return 7\n", "return 70\n"))
     edit(team["a"] / "src/billing.py", "return 7\n", "return 77\n")
     commit_all(team["a"], "a")
     assert run("sync").returncode == 0
