@@ -327,7 +327,7 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
             return Decision(True)
         # the write is made by this harness session, whatever the env of the hook says
         report = guard.check(paths, committer=sid)
-        from .elsewhere import changed_elsewhere
+        from .elsewhere import changed_elsewhere, elsewhere_text, told, unsure_text
         elsewhere = [] if report.unreadable or report.conflicts else \
             changed_elsewhere(guard, sid, paths)
     finally:
@@ -340,13 +340,10 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
             f"until the registry branch is repaired (git fsck; agent-registry sync), or the "
             f"user sets {ALLOW_ENV}=1."))
     conflicts = report.conflicts
-    if isinstance(elsewhere, str) and deny_overlap:  # cannot tell: --deny-overlap fails closed
-        return _undecided(ctx, f"{shown} allowed unchecked for changes elsewhere", elsewhere, (
-            f"agent-registry: cannot tell whether another session changed {shown}: "
-            f"{elsewhere}. Do not edit it until `agent-registry overlap` works, or the user "
-            f"sets {ALLOW_ENV}=1."))
-    from .elsewhere import elsewhere_text
-    if elsewhere and not isinstance(elsewhere, str) and deny_overlap:
+    if deny_overlap and isinstance(elsewhere, str):  # cannot tell: refused, as for locks
+        return _undecided(ctx, f"{shown} allowed unchecked", elsewhere,
+                          unsure_text(shown, elsewhere))
+    if deny_overlap and elsewhere:  # refused before anything is claimed
         return Decision(False, elsewhere_text(sid, elsewhere, denied=True))
     if not conflicts and auto_claim:
         try:
@@ -361,10 +358,7 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
                 f"works."))
     if conflicts:
         return Decision(False, _held_text(sid, conflicts, describe))
-    if isinstance(elsewhere, str):
-        return Decision(True, notice="agent-registry: warning: could not look for changes "
-                                     f"elsewhere: {elsewhere}")
-    return Decision(True, warning=elsewhere_text(sid, elsewhere) if elsewhere else "")
+    return Decision(True, **told(sid, elsewhere))
 
 
 def _unfollowed_text(sid: str, unfollowed: list[str], held: dict, describe) -> str:

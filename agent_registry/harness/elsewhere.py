@@ -41,3 +41,19 @@ def elsewhere_text(sid: str, found: list[dict], *, denied: bool = False) -> str:
             "The edit goes on; agree with them who changes what, or your branches will "
             "need merging by hand")
     return f"agent-registry: {what}. {then} ({ask})."
+
+
+def unsure_text(shown: str, why: str) -> str:
+    """Why ``--deny-overlap`` refuses an edit when it cannot tell."""
+    return (f"agent-registry: cannot tell whether another session changed {shown}: {why}. "
+            "Do not edit it until `agent-registry overlap` works, or the user sets "
+            "AGENT_REGISTRY_ALLOW=1.")
+
+
+def told(sid: str, found: list[dict] | str) -> dict:
+    """What an allowed edit says: the warning for the model, or (when the question could
+    not be answered) a notice on stderr."""
+    if isinstance(found, str):
+        return {"notice": "agent-registry: warning: could not look for changes elsewhere: "
+                          + found}
+    return {"warning": elsewhere_text(sid, found)} if found else {}
