@@ -156,12 +156,8 @@ def start(ctx: Ctx, pid: int | None, *, export=None,
         from ..sync.rooms import refresh_messages
         refresh_messages(registry)  # register synced the registry branch, not the messages'
         news = _unseen(registry, info, ctx, sid)
-        me = next((s for s in live if s.id == sid), None)
-        if memory and me:
-            from .memory import recalled as recall
-            recalled = recall(registry, ctx.product, me)
-        else:
-            recalled = []
+        from .memory import recalled
+        told = recalled(registry, ctx.product, live, sid) if memory else []
     exported = bool(export(sid)) if export else False
     how = "exported as AGENT_REGISTRY_SESSION" if exported else \
         f"pass --session {sid} to agent-registry commands"
@@ -172,7 +168,7 @@ def start(ctx: Ctx, pid: int | None, *, export=None,
     for other in others[:10]:
         lines.append(f"- {other.id} ({other.provider}) works on {other.working_on!r}"
                      f"{_holdings(other, stale)}")
-    return sid, lines + news + recalled
+    return sid, lines + news + told
 
 
 def _holdings(other, stale: dict) -> str:
@@ -321,13 +317,15 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
                     f"repaired (git fsck; agent-registry sync), or the user sets "
                     f"{ALLOW_ENV}=1."))
             if unfollowed and held:
-                return Decision(False, _unfollowed_text(sid, unfollowed, held, describe))
+                from .gatetexts import unfollowed_text
+                return Decision(False, unfollowed_text(sid, unfollowed, held))
             paths += [p for p in held if any(p.startswith(f) for f in folders)]
         if not paths:
             return Decision(True)
         # the write is made by this harness session, whatever the env of the hook says
         report = guard.check(paths, committer=sid)
         from .elsewhere import changed_elsewhere, elsewhere_text, told, unsure_text
+        from .gatetexts import held_text
         elsewhere = [] if report.unreadable or report.conflicts else \
             changed_elsewhere(guard, sid, paths)
     finally:
@@ -357,33 +355,8 @@ def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
                 f"edit it until `agent-registry lock acquire --session {sid} {paths[0]}` "
                 f"works."))
     if conflicts:
-        return Decision(False, _held_text(sid, conflicts, describe))
+        return Decision(False, held_text(sid, conflicts, describe))
     return Decision(True, **told(sid, elsewhere))
-
-
-def _unfollowed_text(sid: str, unfollowed: list[str], held: dict, describe) -> str:
-    """Why a command whose writes cannot all be read is refused while files are held."""
-    conflicts = [c for cs in held.values() for c in cs]
-    owners = ", ".join(dict.fromkeys(c.owner for c in conflicts))
-    files = ", ".join(list(held)[:5]) + (f" (and {len(held) - 5} more)" if len(held) > 5 else "")
-    ask = " or ".join(f"agent-registry send --to {h} --from {sid} 'TEXT'"
-                      for h in dict.fromkeys(c.owner for c in conflicts))
-    return (f"agent-registry: this command writes files the gate cannot name "
-            f"({'; '.join(unfollowed[:3])}), and {owners} (another live session) holds "
-            f"{files} here. Run the write with the files named plainly (no variables, "
-            f"xargs or find -exec), so the gate can check them, or ask {owners} ({ask}).")
-
-
-def _held_text(sid: str, conflicts: list, describe) -> str:
-    """Who holds what, what they work on, and how to reach them."""
-    held = list(dict.fromkeys(c.path for c in conflicts))
-    holders = list(dict.fromkeys(c.owner for c in conflicts))
-    owners = ", ".join(holders)
-    reasons = "; ".join(describe(c) for c in conflicts)
-    ask = " or ".join(f"agent-registry send --to {h} --from {sid} 'TEXT'" for h in holders)
-    return (f"agent-registry: {', '.join(held)} is locked by {owners}, another live session "
-            f"({reasons}). Do not edit it: work on something else, ask {owners} "
-            f"({ask}; the answer comes to your inbox), or ask the user to coordinate.")
 
 
 def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None) -> list:

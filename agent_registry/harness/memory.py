@@ -5,10 +5,13 @@ from __future__ import annotations
 from ..errors import RegistryError, os_failure
 
 
-def recalled(registry, product: str, session) -> list[str]:
-    """The wiki entries most relevant to what *session* works on (its own words, else the
-    words of its branch's name) and to the paths it holds, for the agent's context; a
-    wiki that cannot be read is one line, never a failed start."""
+def recalled(registry, product: str, live: list, sid: str) -> list[str]:
+    """The wiki entries most relevant to what session *sid* (one of *live*) works on (its
+    own words, else the words of its branch's name) and to the paths it holds, for the
+    agent's context; a wiki that cannot be read is one line, never a failed start."""
+    session = next((s for s in live if s.id == sid), None)
+    if session is None:
+        return []
     from ..wiki.api import memory_lines, recall
     about = "" if session.working_on.startswith(f"{product} session") else \
         session.working_on
