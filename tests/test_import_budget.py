@@ -191,3 +191,38 @@ def test_only_the_one_shot_commands_run_without_the_garbage_collector(repo, args
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
                           text=True, timeout=120)
     assert proc.stdout.strip() == collecting, proc.stderr
+
+
+HOOK_EVENTS = {
+    "claude": '{"session_id": "native-1", "cwd": "%s", "hook_event_name": "PreToolUse", '
+              '"tool_name": "Bash", "tool_use_id": "call-1", "tool_input": {"command": "ls"}}',
+    "opencode": '{"sessionID": "native-1", "cwd": "%s", "project": "%s", "tool": "bash", '
+                '"callID": "call-1", "args": {"command": "ls"}}'}
+
+
+@pytest.mark.parametrize("harness, event", [("claude", "pre-tool-use"),
+                                            ("opencode", "post-tool-use")])
+def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclasses(
+        repo, harness, event):
+    """Every shell call of an agent runs the gate before it and the backstop after it
+    (issue 35: a hook that only says "allowed" at its floor): with a file held by another
+    session, the gate and the note of a command that writes nothing, and the after-tool
+    check (OpenCode's too), import neither json, re nor collections, nor dataclasses or
+    pathlib, nor the other harnesses' adapters."""
+    raw = HOOK_EVENTS[harness].replace("%s", str(repo))
+    args = ["harness", "hook", harness, event]
+    warm = subprocess.run([CLI, "harness", "hook", harness, "pre-tool-use"], cwd=repo,
+                          input=raw, capture_output=True, text=True, timeout=120)
+    assert warm.returncode == 0, warm.stderr  # what is held is read once, and kept
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, *args],
+                          cwd=repo, input=raw, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.harness.hook" in names  # it did run the hook
+    heavy = sorted(n for n in names if n in NOR | NEVER or n.split(".")[0] in NEVER)
+    assert heavy == [], f"harness hook {harness} {event} imported {heavy}"
+    others = sorted(n for n in names if n.rsplit(".", 1)[-1] in (
+        "claude", "codex", "gemini", "cursor", "opencode_hook", "copilot", "qwen")
+        and not n.endswith(harness))
+    assert others == [], f"harness hook {harness} {event} imported {others}"

@@ -6,21 +6,21 @@ where the session id is, which tools write which fields, and the answer's shape.
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 
 from ..errors import BadInput
+from ..store.jsontext import loads
+from ..store.lazyre import LazyPattern
 from .decision import Ctx
 from .ids import call_key
 from .shellwrites import Targets, read_writes
 
 # Codex accepts the envelope's headers indented, so they are read indented too
-_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$",
-                         re.MULTILINE)
+_PATCH_FILE = LazyPattern(
+    r"(?m)^[ \t]*\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$")
 MAX_INPUT = 16 * 1024 * 1024  # characters of hook input read; more is refused
 PATCH_START = "*** Begin Patch"
-_DIFF_FILE = re.compile(r"^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$", re.MULTILINE)
+_DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$")
 
 
 def patch_targets(text: str) -> list[str]:
@@ -71,7 +71,7 @@ class Adapter:
         if len(raw or "") > MAX_INPUT:
             raise BadInput(f"hook input is over {MAX_INPUT} characters")
         try:
-            event = json.loads(raw or "{}")
+            event = loads(raw or "{}")
         except (ValueError, RecursionError) as exc:
             raise BadInput(f"hook input is not JSON: {exc}") from None
         if not isinstance(event, dict) or not self.native_id(event):

@@ -29,12 +29,12 @@ not undone, and the commit guard refuses to commit it.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from ..errors import BadInput, RegistryError
 from ..store.git import Repo, RepoInfo
+from ..store.jsontext import dumps, loads
 from .after import LEFTOVER, MODES, blob_id, folder, note_name, prefix, state_of
 from .decision import Ctx, repo_of, session_for
 
@@ -146,7 +146,7 @@ def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
 def _write_json(path: str, data: dict) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f)
+        f.write(dumps(data))
     os.replace(tmp, path)
 
 
@@ -160,7 +160,7 @@ def _take(path: str) -> dict | None:
         return None
     try:
         with open(taken, encoding="utf-8") as f:
-            data = json.load(f)
+            data = loads(f.read())
     except (OSError, ValueError):
         data = None
     finally:

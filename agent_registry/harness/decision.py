@@ -21,12 +21,11 @@ ended gets a fresh id once and keeps it.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+import os
 
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from ..store.git import RepoInfo, discover
+from ..store.tuples import named
 from .ids import safe
 
 ALLOW_ENV = "AGENT_REGISTRY_ALLOW"
@@ -39,16 +38,20 @@ HARNESSES = {"claude": ("Claude", "Claude Code"), "codex": ("Codex", "Codex"),
 DEFAULT_WAKES = 3
 
 
-@dataclass(frozen=True)
 class Ctx:
-    """One hook call: which harness, its own session id, where the agent works."""
-    harness: str
-    native_id: str
-    cwd: str
-    model: str = ""
-    source: str = ""
-    env: dict = field(default_factory=dict, compare=False, repr=False)
-    project: str = ""  # the project the harness was started in, when it says (env)
+    """One hook call: which harness, its own session id, where the agent works.  (A
+    plain class, as Decision is a plain tuple: dataclasses costs every hook call more
+    than its whole decision when nothing is written, issue 35.)"""
+    __slots__ = ("harness", "native_id", "cwd", "model", "source", "env", "project")
+
+    def __init__(self, harness: str, native_id: str, cwd: str, model: str = "",
+                 source: str = "", env: dict | None = None, project: str = "") -> None:
+        self.harness, self.native_id, self.cwd = harness, native_id, cwd
+        self.model, self.source, self.env = model, source, {} if env is None else env
+        self.project = project  # the project the harness was started in, when it says (env)
+
+    def __repr__(self) -> str:
+        return f"Ctx({self.harness!r}, {self.native_id!r}, {self.cwd!r})"
 
     @property
     def provider(self) -> str:
@@ -64,25 +67,29 @@ class Ctx:
         return self.env.get(ALLOW_ENV) == "1"
 
 
-@dataclass(frozen=True)
-class Decision:
-    allow: bool
-    reason: str = ""   # why denied (for the agent)
-    notice: str = ""   # said on stderr when let through unchecked
-    warning: str = ""  # told the agent while the edit goes on (changed elsewhere)
+# allow; reason: why denied (for the agent); notice: said on stderr when let through
+# unchecked; warning: told the agent while the edit goes on (changed elsewhere)
+Decision = named("Decision", "allow reason notice warning", ("", "", ""))
 
 
 # -- the session a native id stands for -----------------------------------------------
 
-def state_file(info: RepoInfo, ctx: Ctx) -> Path:
-    return Path(info.common_dir, "agent-registry", ctx.harness, safe(ctx.native_id))
+def state_file(info: RepoInfo, ctx: Ctx):
+    """The file (a pathlib.Path) that remembers the session id of this native one."""
+    from pathlib import Path
+    return Path(state_path(info, ctx))
+
+
+def state_path(info: RepoInfo, ctx: Ctx) -> str:
+    return os.path.join(info.common_dir, "agent-registry", ctx.harness, safe(ctx.native_id))
 
 
 def session_for(info: RepoInfo, ctx: Ctx) -> str:
     """Our session id for the native one: remembered locally, else derived."""
     try:
-        return state_file(info, ctx).read_text().strip()
-    except OSError:
+        with open(state_path(info, ctx), encoding="utf-8") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
         return f"{ctx.harness}-{safe(ctx.native_id)}"
 
 
@@ -107,13 +114,25 @@ def pid_from(ctx: Ctx) -> str:
     return f"the {ctx.product} hook ($PPID of its shell: {ctx.product} itself)"
 
 
-@contextmanager
-def _opened(ctx: Ctx):
-    """(repository, registry, session id) for a hook acting on its session, closed after."""
-    from ..sync import Registry
-    info = repo_of(ctx)
-    with Registry.open(info.toplevel or info.git_dir) as registry:
-        yield info, registry, session_for(info, ctx)
+class _opened:
+    """(repository, registry, session id) for a hook acting on its session, closed after
+    (a class: contextlib is one more import for every hook)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+
+    def __enter__(self):
+        from ..sync import Registry
+        info = repo_of(self.ctx)
+        self.registry = Registry.open(info.toplevel or info.git_dir)
+        try:
+            return info, self.registry.__enter__(), session_for(info, self.ctx)
+        except BaseException:
+            self.registry.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.registry.__exit__(*exc)
 
 
 def unknown(registry, sid: str, exc: RegistryError) -> str:
@@ -239,7 +258,7 @@ def end(ctx: Ctx) -> dict:
         return result
 
 
-def _wakes_file(info: RepoInfo, ctx: Ctx) -> Path:
+def _wakes_file(info: RepoInfo, ctx: Ctx):
     state = state_file(info, ctx)
     return state.with_name(state.name + ".wakes")
 

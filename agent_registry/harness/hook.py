@@ -27,11 +27,14 @@ class Outcome:
         self.stdout, self.stderr, self.code = stdout, stderr, code
 
 
+MODULES = {"claude": "claude", "codex": "codex", "gemini": "gemini", "cursor": "cursor",
+           "opencode": "opencode_hook", "copilot": "copilot", "qwen": "qwen"}
+
+
 def adapter(harness: str):
-    from . import claude, codex, copilot, cursor, gemini, opencode_hook, qwen
-    modules = {"claude": claude, "codex": codex, "gemini": gemini, "cursor": cursor,
-               "opencode": opencode_hook, "copilot": copilot, "qwen": qwen}
-    return modules[harness].ADAPTER
+    """The adapter of *harness*, its module alone imported (a hook runs one harness's)."""
+    from importlib import import_module
+    return import_module(f"{__package__}.{MODULES[harness]}").ADAPTER
 
 
 def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None,
@@ -118,8 +121,8 @@ def _why(exc: Exception) -> str:
 
 
 def _answer(value: dict | None, notice: str = "") -> Outcome:
-    import json
-    return Outcome(json.dumps(value) if value is not None else "", notice)
+    from ..store.jsontext import dumps
+    return Outcome(dumps(value) if value is not None else "", notice)
 
 
 def hold_for(ctx, seconds: float, sleep=None) -> list[str]:

@@ -6,12 +6,13 @@ every held path.
 from __future__ import annotations
 
 import posixpath
-import re
+
+from ..store.lazyre import LazyPattern
 from .shelltokens import Word
 
 TOP = ":/"
-_DIFF_FILE = re.compile(r"^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$", re.MULTILINE)
-_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$", re.MULTILINE)
+_DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$")
+_GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")
 
 
 class Place:

@@ -19,11 +19,10 @@ really changed.  Standard library only; no shell is ever run.
 """
 from __future__ import annotations
 
-import glob
 import os
 import posixpath
-import re
 
+from ..store.lazyre import LazyPattern
 from .shellops import TOP
 from .shellrules import targets_of
 from .shelltokens import Op, Unparsable, Word, expand_braces, tokenize
@@ -36,9 +35,11 @@ MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it n
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _DEVICES = ("/dev/", "/proc/self/fd/")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
-_NAME_VALUE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
-_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# compiled when first used: a command with no assignment nor variable (most) needs no re,
+# which the gate of every shell call would import (issue 35)
+_ASSIGNMENT = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_NAME_VALUE = LazyPattern(r"(?s)([A-Za-z_][A-Za-z0-9_]*)=(.*)")
+_VARIABLE = LazyPattern(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 # words that only precede the command they run (with the options each takes an argument for)
@@ -180,7 +181,7 @@ class _Walker:
         were only that."""
         rest = words[1:] if words and words[0].text in _DECLARE else words
         named = [w for w in rest if not w.text.startswith("-")]
-        pairs = [_NAME_VALUE.fullmatch(w.text) for w in named]
+        pairs = [_NAME_VALUE.fullmatch(w.text) if "=" in w.text else None for w in named]
         if not named or not all(pairs):
             return False
         for match, w in zip(pairs, named):
@@ -197,7 +198,7 @@ class _Walker:
             return Word(os.path.expanduser(word.text), False, word.pattern)
         unknown = []
 
-        def value(match: re.Match) -> str:
+        def value(match) -> str:  # an re.Match
             found = self.vars.get(match.group(1) or match.group(2))
             if found is None:
                 unknown.append(match.group(0))
@@ -268,6 +269,7 @@ class _Walker:
         if plain.pattern:
             if not self.cwd and not posixpath.isabs(path):
                 return []  # nowhere to expand it
+            import glob
             return sorted(glob.glob(path))
         return [path]
 
@@ -315,7 +317,7 @@ def _unwrap(words: list[Word]) -> list[Word]:
     i = 0
     while i < len(words):
         w = words[i]
-        if _ASSIGNMENT.match(w.text) and not w.text.startswith("="):
+        if "=" in w.text and _ASSIGNMENT.match(w.text) and not w.text.startswith("="):
             i += 1
         elif w.text in _WRAPPERS and not w.dynamic:
             takes = _WRAPPERS[w.text]
