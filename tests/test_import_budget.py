@@ -226,3 +226,23 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         "claude", "codex", "gemini", "cursor", "opencode_hook", "copilot", "qwen")
         and not n.endswith(harness))
     assert others == [], f"harness hook {harness} {event} imported {others}"
+
+
+def test_agents_sharing_a_working_tree_each_keep_what_is_held(repo):
+    """What is held by others is remembered per session (harness/heldcache.py): two
+    agents' calls in one working tree, alternating, read the registry once each, not
+    again at every call of the other (the note then needs no guard, no view)."""
+    events = {n: HOOK_EVENTS["claude"].replace("%s", str(repo)).replace("native-1", n)
+              for n in ("agent-a", "agent-b")}
+    for native in ("agent-a", "agent-b"):
+        warm = subprocess.run([CLI, "harness", "hook", "claude", "pre-tool-use"], cwd=repo,
+                              input=events[native], capture_output=True, text=True, timeout=120)
+        assert warm.returncode == 0, warm.stderr
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
+                           "hook", "claude", "pre-tool-use"], cwd=repo, input=events["agent-a"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.harness.backstop" in names  # the note was taken
+    assert "agent_registry.enforce.guard" not in names  # from what agent-a's call kept

@@ -61,23 +61,27 @@ def note(ctx: Ctx, call: str) -> str:
         remember(info, sid, sign, targets)
     if not targets:
         return ""
-    held: dict[str, list[dict]] = {}
-    for target, holders in targets.items():
+    held: dict[str, list[str]] = {}  # path -> the lock targets that hold it
+    for target in targets:
         # a held folder or glob is noted as itself too: where a file created is new
         names = expand([target], info.toplevel) + [target] if is_area(target) else \
             expand([target], info.toplevel)
         for name in names:
-            held.setdefault(name, []).extend(h for h in holders if h not in held.get(name, []))
+            locks = held.setdefault(name, [])
+            if target not in locks:
+                locks.append(target)
     repo = Repo(info)
     try:
         paths = {path: {**({"area": True} if is_area(path) else _snapshot(
                             repo, os.path.join(info.toplevel, path), write=True)),
-                        "holders": holders} for path, holders in held.items()}
+                        "locks": locks} for path, locks in held.items()}
     finally:
         repo.close()
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
-    record = {"session": sid, "call": call, "at": time.time(), "paths": paths}
+    # the holders once per lock, not per file: a note of many files is written at once
+    record = {"session": sid, "call": call, "at": time.time(), "holders": targets,
+              "paths": paths}
     _write_json(os.path.join(where, note_name(ctx.harness, ctx.native_id, call)), record)
     return ""
 
@@ -240,11 +244,13 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             if (now["blob"], now["mode"]) == (entry.get("blob"), entry.get("mode")):
                 continue
             theirs = _snapshot(repo, full, write=True)["blob"] if now["blob"] else None
-            here = any(h.get("here", True) for h in entry.get("holders", [{}]))
+            holders = _holders(record, entry)
+            # put back unless every holder works elsewhere (none known: put back)
+            here = not holders or any(h.get("here", True) for h in holders)
             problem = _restore(repo, full, entry) if here else ""
             changes.append({"path": rel, "before": entry.get("blob"), "after": theirs,
                             "restored": here and not problem, "problem": problem,
-                            "holders": entry.get("holders", [])})
+                            "holders": holders})
     finally:
         repo.close()
     if not changes:
@@ -262,8 +268,18 @@ def _with_created(noted: dict, toplevel: str) -> list[tuple[str, dict]]:
     out = [(rel, entry) for rel, entry in noted.items() if not entry.get("area")]
     for area, entry in noted.items():
         if entry.get("area"):
-            out += [(rel, {"blob": None, "mode": None, "holders": entry.get("holders", [])})
+            out += [(rel, {"blob": None, "mode": None, "locks": entry.get("locks", [])})
                     for rel in expand([area], toplevel) if rel not in noted]
+    return out
+
+
+def _holders(record: dict, entry: dict) -> list[dict]:
+    """The holders of a noted file: those of each lock that holds it (the note keeps
+    them once per lock)."""
+    kept = record.get("holders") if isinstance(record.get("holders"), dict) else {}
+    out: list[dict] = []
+    for lock in entry.get("locks") or []:
+        out += [h for h in kept.get(lock) or [] if isinstance(h, dict) and h not in out]
     return out
 
 

@@ -5,7 +5,9 @@ registry's reader (the guard, the view: most of a note's time).  What it found d
 only on the registry's refs and on time (a lock goes stale); so the held targets and
 their holders are kept in ``<git dir>/agent-registry/backstop-held.json`` with a
 signature of every registry ref (its loose ref files, and packed-refs' size and time)
-and reused while the signature is the same, for at most MAX_AGE seconds.  A claim, a
+and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
+session (what is held by others differs with who asks), so that several agents in one
+working tree do not read again for each other's calls.  A claim, a
 release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
 within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
 holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
@@ -69,33 +71,44 @@ def _remotes(common_dir: str) -> list[str]:
         return []
 
 
-def recall(info, sid: str, sign: str | None) -> dict[str, list[dict]] | None:
-    """{held target: its holders} remembered for *sid* under *sign*, or None."""
-    if sign is None:
-        return None
+def _kept(info, sign: str) -> dict:
+    """The sessions' answers remembered under *sign* ({} when none, or under another)."""
     try:
         with open(_path(info.git_dir), "rb") as f:
             kept = loads(f.read())
     except (OSError, ValueError):
-        return None
+        return {}
     if not isinstance(kept, dict) or kept.get("signature") != sign or \
-            kept.get("session") != sid or not isinstance(kept.get("at"), (int, float)) or \
-            not 0 <= time.time() - kept["at"] <= MAX_AGE or \
-            not isinstance(kept.get("targets"), dict):
+            not isinstance(kept.get("sessions"), dict):
+        return {}
+    return kept["sessions"]
+
+
+def recall(info, sid: str, sign: str | None) -> dict[str, list[dict]] | None:
+    """{held target: its holders} remembered for *sid* under *sign*, or None."""
+    if sign is None:
         return None
-    return kept["targets"]
+    mine = _kept(info, sign).get(sid)
+    if not isinstance(mine, dict) or not isinstance(mine.get("at"), (int, float)) or \
+            not 0 <= time.time() - mine["at"] <= MAX_AGE or \
+            not isinstance(mine.get("targets"), dict):
+        return None
+    return mine["targets"]
 
 
 def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]]) -> None:
     if sign is None:
         return
+    now = time.time()
+    sessions = {s: kept for s, kept in _kept(info, sign).items() if isinstance(kept, dict)
+                and isinstance(kept.get("at"), (int, float)) and 0 <= now - kept["at"] <= MAX_AGE}
+    sessions[sid] = {"at": now, "targets": targets}
     path = _path(info.git_dir)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(dumps({"signature": sign, "session": sid, "at": time.time(),
-                           "targets": targets}))
+            f.write(dumps({"signature": sign, "sessions": sessions}))
         os.replace(tmp, path)
     except OSError:
         pass  # remembering is only a saving

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Benchmark of the hooks a harness runs around every tool call (issue 35, item 2): the
+installed ``agent-registry harness hook <harness> pre-tool-use`` (the edit gate, and the
+backstop's note) and ``post-tool-use`` (the backstop's check), whole processes fed each
+harness's own event JSON on stdin, for a shell command that writes nothing (``ls -la
+src``: the gate only has to say "allowed"), with 0, 10 and 1,000 files held by another
+live session, against a bare interpreter (``python -c pass``, the same Python).  Target:
+each hook within 1.5x the bare interpreter.
+
+Every process is timed in one loop, alternating over harnesses, events and states, so
+that other load on the machine hits all alike; CPU time (the process's and its git
+children's) is the figure least disturbed by it, wall time is reported beside it.
+Cursor runs no after-tool hook (its adapter takes no note), so it has no post column.
+Results go to the section of docs/benchmarks.md between ``<!-- hooks:start -->`` and
+``<!-- hooks:end -->`` (bench/report.py: bench/results/ unless BENCH_WRITE_DOCS=1).
+
+    .venv/bin/python bench/hook_bench.py [--reps N] [--no-doc]
+
+A benchmark, not a test: it asserts nothing about time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import report  # noqa: E402
+import states  # noqa: E402
+from run import stats  # noqa: E402  (the core benchmark's own)
+
+CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
+TARGET_RATIO = 1.5
+HELD = (0, 10, 1000)
+COMMAND = "ls -la src"
+NATIVE = "bench-session"
+# harness -> (its shell tool, the event names of its before- and after-tool hooks)
+SHELL = {"claude": ("Bash", "PreToolUse", "PostToolUse"),
+         "codex": ("Bash", "PreToolUse", "PostToolUse"),
+         "copilot": ("Bash", "PreToolUse", "PostToolUse"),
+         "gemini": ("run_shell_command", "BeforeTool", "AfterTool"),
+         "qwen": ("run_shell_command", "PreToolUse", "PostToolUse"),
+         "opencode": ("bash", None, None), "cursor": ("Shell", None, None)}
+HARNESSES = tuple(SHELL)
+
+
+def event(harness: str, repo: Path, when: str) -> bytes:
+    """*harness*'s own event for its shell tool running COMMAND, before or after it."""
+    tool, pre, post = SHELL[harness]
+    if harness == "opencode":  # its plugin's payload (templates/harness/opencode-plugin.js)
+        body = {"tool": tool, "args": {"command": COMMAND}, "sessionID": NATIVE,
+                "callID": "call-1", "cwd": str(repo), "project": str(repo)}
+    elif harness == "cursor":
+        body = {"conversation_id": NATIVE, "generation_id": "g", "hook_event_name": "preToolUse",
+                "tool_name": tool, "tool_input": {"command": COMMAND},
+                "workspace_roots": [str(repo)], "cwd": str(repo)}
+    else:
+        body = {"session_id": NATIVE, "cwd": str(repo), "transcript_path": "/tmp/t.jsonl",
+                "hook_event_name": pre if when == "pre" else post, "tool_name": tool,
+                "tool_input": {"command": COMMAND}}
+        if harness != "gemini":  # Gemini CLI sends no call id: the call is its digest
+            body["tool_use_id"] = "call-1"
+    return json.dumps(body).encode()
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one process fed *stdin*; it must allow (exit 0, no deny)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode or b"deny" in proc.stdout.replace(b'"deny": false', b""):
+        raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}, {proc.stdout!r} "
+                         f"{proc.stderr.decode().strip()}")
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return elapsed, cpu
+
+
+class State:
+    """A repository where another live session holds *held* files (each with
+    uncommitted work in it), and each harness's session is registered."""
+
+    def __init__(self, held: int, root: Path) -> None:
+        self.env = states.hermetic_env(root)
+        self.repo = repo = root / "repo"
+        repo.mkdir(parents=True)
+        for args in (("git", "init", "-q"), (CLI, "init")):
+            subprocess.run(args, cwd=repo, env=self.env, check=True, capture_output=True)
+        (repo / "src").mkdir()
+        paths = [f"src/held_{i}.py" for i in range(held)]
+        for path in paths + ["src/free.py"]:
+            (repo / path).write_text("x = 1\n" * 200)
+        self.holder = subprocess.Popen(["sleep", "3600"])
+        subprocess.run([CLI, "register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
+                        "--working-on", "bench", "--pid", str(self.holder.pid)],
+                       cwd=repo, env=self.env, check=True, capture_output=True)
+        if paths:
+            subprocess.run([CLI, "lock", "acquire", "--session", "holder-1", *paths],
+                           cwd=repo, env=self.env, check=True, capture_output=True)
+        self.runs: dict[tuple[str, str], tuple[list[str], bytes]] = {
+            ("floor", ""): ([sys.executable, "-c", "pass"], b"")}
+        for harness in HARNESSES:
+            start = {"session_id": NATIVE, "sessionID": NATIVE, "conversation_id": NATIVE,
+                     "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup",
+                     "workspace_roots": [str(repo)]}
+            subprocess.run([CLI, "harness", "hook", harness, "session-start"], cwd=repo,
+                           env=self.env, input=json.dumps(start).encode(), check=True,
+                           capture_output=True)
+            for when in ("pre", "post") if harness != "cursor" else ("pre",):
+                name = "pre-tool-use" if when == "pre" else "post-tool-use"
+                self.runs[(harness, when)] = ([CLI, "harness", "hook", harness, name],
+                                              event(harness, repo, when))
+        self.times: dict[tuple[str, str], list[tuple[float, float]]] = \
+            {key: [] for key in self.runs}
+        self.round(keep=False)  # warm up: bytecode, page cache, the held targets read once
+
+    def round(self, keep: bool = True) -> None:
+        for key, (args, stdin) in self.runs.items():  # each post right after its pre
+            result = timed(args, self.repo, self.env, stdin)
+            if keep:
+                self.times[key].append(result)
+
+    def close(self) -> None:
+        self.holder.kill()
+        self.holder.wait()
+
+
+def render(results: dict[int, dict], reps: int) -> str:
+    load = os.getloadavg()
+    lines = ["## The hooks around every tool call", "",
+             f"`bench/hook_bench.py`, {reps} runs of each, alternating over harnesses, "
+             f"events and states; {platform.python_implementation()} "
+             f"{platform.python_version()}, {os.cpu_count()} cores, load average "
+             f"{load[0]:.1f} at the end. Whole processes, `agent-registry harness hook "
+             "<harness> pre-tool-use|post-tool-use` fed each harness's own event for its "
+             f"shell tool running `{COMMAND}` (a command that writes nothing: the gate only "
+             "has to say \"allowed\"; the backstop notes the held files before it and "
+             "compares them after), with 0, 10 and 1,000 files held by another live "
+             "session. Each cell: median CPU ms (the process's and its git children's, the "
+             "figure least disturbed by other load) and, in brackets, its ratio to the bare "
+             "interpreter (`python -c pass`, the same Python) of the same run; wall "
+             f"medians below. Target: each hook within {TARGET_RATIO}x the bare "
+             "interpreter. Cursor runs no after-tool hook.", ""]
+    header = "| harness | " + " | ".join(f"{held:,} held: pre | {held:,} held: post"
+                                         for held in results) + " |"
+    lines += [header, "|---|" + "---|" * (2 * len(results))]
+    worst: list[tuple[float, str]] = []
+    walls = []
+    for harness in HARNESSES:
+        cells, wall_cells = [], []
+        for held, times in results.items():
+            floor = stats([c for _, c in times[("floor", "")]])["median"]
+            floor_wall = stats([w for w, _ in times[("floor", "")]])["median"]
+            for when in ("pre", "post"):
+                got = times.get((harness, when))
+                if not got:
+                    cells.append("—")
+                    wall_cells.append("—")
+                    continue
+                cpu = stats([c for _, c in got])["median"]
+                wall = stats([w for w, _ in got])["median"]
+                cells.append(f"{cpu:.1f} ({cpu / floor:.2f}x)")
+                wall_cells.append(f"{wall:.1f} ({wall / floor_wall:.2f}x)")
+                worst.append((cpu / floor, f"{harness} {when}, {held:,} held"))
+        lines.append(f"| {harness} | " + " | ".join(cells) + " |")
+        walls.append(f"| {harness} | " + " | ".join(wall_cells) + " |")
+    floors = ", ".join(
+        f"{held:,} held: {stats([c for _, c in t[('floor', '')]])['median']:.1f} ms CPU, "
+        f"{stats([w for w, _ in t[('floor', '')]])['median']:.1f} ms wall"
+        for held, t in results.items())
+    over = [name for ratio, name in sorted(worst, reverse=True) if ratio > TARGET_RATIO]
+    ratio, name = max(worst)
+    lines += ["", f"Bare interpreter, medians: {floors}.", "",
+              "Wall ms (ratio to the bare interpreter's wall):", "", header,
+              "|---|" + "---|" * (2 * len(results)), *walls, "",
+              f"Highest ratio: {ratio:.2f}x ({name}). " +
+              (f"Over the {TARGET_RATIO}x target: {', '.join(over)}." if over else
+               f"Every hook is within the {TARGET_RATIO}x target.")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="hook-bench-") as tmp:
+        built = {held: State(held, Path(tmp, f"held-{held}")) for held in HELD}
+        try:
+            for _ in range(args.reps):
+                for state in built.values():
+                    state.round()
+        finally:
+            for state in built.values():
+                state.close()
+        results = {held: state.times for held, state in built.items()}
+    section = render(results, args.reps)
+    print(section)
+    if not args.no_doc:
+        report.write_section(ROOT / "docs" / "benchmarks.md", section, "hooks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
