@@ -77,6 +77,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/messages_bench.py
 	$(BIN)/python bench/scale_bench.py
 	$(BIN)/python bench/backstop_bench.py
+	$(BIN)/python bench/hook_bench.py
 
 # the same runs, writing the figures into the tracked docs/benchmarks.md (make bench
 # writes bench/results/benchmarks.md, which git ignores: bench/report.py)
