@@ -51,19 +51,40 @@ COLUMNS = ("floor", "gate", "before", "after")
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes) -> tuple[float, float]:
-    """(wall ms, CPU ms) of one process fed *stdin*; CPU is the process's and its git
-    children's, the figure least disturbed by other load on a shared machine."""
+    """(wall ms, CPU ms) of one process fed *stdin*, which must allow (exit 0, no deny);
+    CPU is the process's and its git children's, the figure least disturbed by other
+    load on a shared machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
     elapsed = (time.perf_counter() - start) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode or proc.stdout.strip() not in (b"", b"{}"):
+    if proc.returncode or b"deny" in proc.stdout.replace(b'"deny": false', b""):
         raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}, {proc.stdout!r} "
                          f"{proc.stderr.decode().strip()}")
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     return elapsed, cpu
+
+
+def held_repository(held: int, root: Path) -> tuple[dict[str, str], Path, subprocess.Popen]:
+    """(env, repository, the holder's process): a repository under *root* where a live
+    session holds *held* files of src/ (src/free.py is free)."""
+    env = states.hermetic_env(root)
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    for args in (("git", "init", "-q"), (CLI, "init")):
+        subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
+    (repo / "src").mkdir()
+    paths = [f"src/held_{i}.py" for i in range(held)]
+    for path in paths + ["src/free.py"]:
+        (repo / path).write_text("x = 1\n" * 200)
+    holder = subprocess.Popen(["sleep", "3600"])
+    for args in (("register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
+                  "--working-on", "bench", "--pid", str(holder.pid)),
+                 *((("lock", "acquire", "--session", "holder-1", *paths),) if held else ())):
+        subprocess.run([CLI, *args], cwd=repo, env=env, check=True, capture_output=True)
+    return env, repo, holder
 
 
 class State:
@@ -71,23 +92,8 @@ class State:
     uncommitted work in it), and the agent's session is registered."""
 
     def __init__(self, held: int, root: Path) -> None:
-        self.env = states.hermetic_env(root)
-        self.repo = repo = root / "repo"
-        repo.mkdir(parents=True)
-        run = [("git", "init", "-q"), (CLI, "init")]
-        for args in run:
-            subprocess.run(args, cwd=repo, env=self.env, check=True, capture_output=True)
-        (repo / "src").mkdir()
-        paths = [f"src/held_{i}.py" for i in range(held)] + ["src/free.py"]
-        for path in paths:
-            (repo / path).write_text("x = 1\n" * 200)
-        self.holder = subprocess.Popen(["sleep", "3600"])
-        for args in (("register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
-                      "--working-on", "bench", "--pid", str(self.holder.pid)),
-                     *((("lock", "acquire", "--session", "holder-1", *paths[:-1]),) if held
-                       else ())):
-            subprocess.run([CLI, *args], cwd=repo, env=self.env, check=True,
-                           capture_output=True)
+        self.env, self.repo, self.holder = held_repository(held, root)
+        repo = self.repo
         base = {"session_id": NATIVE, "cwd": str(repo), "transcript_path": "/tmp/t.jsonl"}
         start = json.dumps({**base, "hook_event_name": "SessionStart", "source": "startup"})
         subprocess.run([CLI, "harness", "hook", "claude", "session-start"], cwd=repo,
@@ -167,27 +173,33 @@ def render(results: dict[int, dict[str, list[tuple[float, float]]]], reps: int) 
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=30)
+def bench(state, held: tuple[int, ...], name: str, render, default_reps: int,
+          argv: list[str] | None) -> int:
+    """Build a *state* per number of held paths, time *reps* rounds of each, alternating,
+    and write the section *name* that *render* makes of the times (both benches' main)."""
+    parser = argparse.ArgumentParser(description=f"bench/{name}_bench.py")
+    parser.add_argument("--reps", type=int, default=default_reps)
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
     args = parser.parse_args(argv)
-    results = {}
-    with tempfile.TemporaryDirectory(prefix="backstop-bench-") as tmp:
-        built = {held: State(held, Path(tmp, f"held-{held}")) for held in HELD}
+    with tempfile.TemporaryDirectory(prefix=f"{name}-bench-") as tmp:
+        built = {n: state(n, Path(tmp, f"held-{n}")) for n in held}
         try:
             for _ in range(args.reps):
-                for state in built.values():
-                    state.round()
+                for one in built.values():
+                    one.round()
         finally:
-            for state in built.values():
-                state.close()
-        results = {held: state.times for held, state in built.items()}
+            for one in built.values():
+                one.close()
+        results = {n: one.times for n, one in built.items()}
     section = render(results, args.reps)
     print(section)
     if not args.no_doc:
-        report.write_section(ROOT / "docs" / "benchmarks.md", section, "backstop")
+        report.write_section(ROOT / "docs" / "benchmarks.md", section, name)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return bench(State, HELD, "backstop", render, 30, argv)
 
 
 if __name__ == "__main__":

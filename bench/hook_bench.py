@@ -20,27 +20,20 @@ A benchmark, not a test: it asserts nothing about time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import resource
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-import report  # noqa: E402
-import states  # noqa: E402
+from backstop_bench import CLI, bench, held_repository, timed  # noqa: E402  (the same repository)
 from run import stats  # noqa: E402  (the core benchmark's own)
 
-CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
 TARGET_RATIO = 1.5
 HELD = (0, 10, 1000)
 COMMAND = "ls -la src"
@@ -74,42 +67,13 @@ def event(harness: str, repo: Path, when: str) -> bytes:
     return json.dumps(body).encode()
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes) -> tuple[float, float]:
-    """(wall ms, CPU ms) of one process fed *stdin*; it must allow (exit 0, no deny)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, input=stdin, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE)
-    elapsed = (time.perf_counter() - start) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode or b"deny" in proc.stdout.replace(b'"deny": false', b""):
-        raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}, {proc.stdout!r} "
-                         f"{proc.stderr.decode().strip()}")
-    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
-    return elapsed, cpu
-
-
 class State:
     """A repository where another live session holds *held* files (each with
     uncommitted work in it), and each harness's session is registered."""
 
     def __init__(self, held: int, root: Path) -> None:
-        self.env = states.hermetic_env(root)
-        self.repo = repo = root / "repo"
-        repo.mkdir(parents=True)
-        for args in (("git", "init", "-q"), (CLI, "init")):
-            subprocess.run(args, cwd=repo, env=self.env, check=True, capture_output=True)
-        (repo / "src").mkdir()
-        paths = [f"src/held_{i}.py" for i in range(held)]
-        for path in paths + ["src/free.py"]:
-            (repo / path).write_text("x = 1\n" * 200)
-        self.holder = subprocess.Popen(["sleep", "3600"])
-        subprocess.run([CLI, "register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
-                        "--working-on", "bench", "--pid", str(self.holder.pid)],
-                       cwd=repo, env=self.env, check=True, capture_output=True)
-        if paths:
-            subprocess.run([CLI, "lock", "acquire", "--session", "holder-1", *paths],
-                           cwd=repo, env=self.env, check=True, capture_output=True)
+        self.env, self.repo, self.holder = held_repository(held, root)
+        repo = self.repo
         self.runs: dict[tuple[str, str], tuple[list[str], bytes]] = {
             ("floor", ""): ([sys.executable, "-c", "pass"], b"")}
         for harness in HARNESSES:
@@ -193,25 +157,7 @@ def render(results: dict[int, dict], reps: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="hook-bench-") as tmp:
-        built = {held: State(held, Path(tmp, f"held-{held}")) for held in HELD}
-        try:
-            for _ in range(args.reps):
-                for state in built.values():
-                    state.round()
-        finally:
-            for state in built.values():
-                state.close()
-        results = {held: state.times for held, state in built.items()}
-    section = render(results, args.reps)
-    print(section)
-    if not args.no_doc:
-        report.write_section(ROOT / "docs" / "benchmarks.md", section, "hooks")
-    return 0
+    return bench(State, HELD, "hooks", render, 20, argv)
 
 
 if __name__ == "__main__":
