@@ -402,7 +402,8 @@ class Repo:
         self._objects = os.path.join(info.common_dir, "objects")
         self.reader = ObjectReader(info.git_dir, self.env,
                                    LooseObjects(self._objects, 2 * self.oid_len))
-        self.updates = RefUpdates(self.env)  # the compare-and-swaps' kept git processes
+        self.updates = RefUpdates(lambda reason: spawn.Piped(
+            ["git", "update-ref", "-m", reason, "--stdin"], self.env))  # the compare-and-swaps' kept git processes
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None

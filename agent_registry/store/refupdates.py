@@ -18,15 +18,19 @@ from __future__ import annotations
 
 from . import spawn
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only, as in store/flock.py
+    from collections.abc import Callable
+
 KEPT = 4  # processes kept at once, one per reflog reason, the least recently used ended
 
 
 class RefUpdates:
-    """The ``update-ref --stdin`` processes of one repository (its environment's
-    GIT_DIR), started on first need."""
+    """The ``update-ref --stdin`` processes of one repository, started on first need by
+    *start* (store/git.py owns the command line, as it owns every git process)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self._env = env
+    def __init__(self, start: Callable[[str], spawn.Piped]) -> None:
+        self._start_one = start  # reason -> a new ``update-ref -m REASON --stdin`` (store/git.py)
         self._procs: dict[str, spawn.Piped] = {}  # reason -> its process, oldest first
         self._unsupported = False  # a git without transactions on stdin (before 2.27)
 
@@ -64,7 +68,7 @@ class RefUpdates:
     def _start(self, reason: str) -> spawn.Piped:
         while len(self._procs) >= KEPT:
             self._end(self._procs.pop(next(iter(self._procs))))
-        return spawn.Piped(["git", "update-ref", "-m", reason, "--stdin"], self._env)
+        return self._start_one(reason)
 
     @staticmethod
     def _end(proc: spawn.Piped) -> None:
