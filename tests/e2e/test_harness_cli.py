@@ -53,7 +53,7 @@ MCP_ANNOUNCED = ("qwen",)  # Codex defers MCP tools behind its tool_search tool
 SNEAK = "python3 -c \"open('src/auth.py', 'a').write('SNEAK = 1\\n')\""
 HOLDER = "holder-alice"
 HOLDER_WORK = "the auth rewrite"
-RUN_TIMEOUT = 150
+RUN_TIMEOUT = 300  # an OpenCode run takes ~110 s on a loaded 2-core machine
 VENV_BIN = Path(sys.executable).parent
 AGENT_REGISTRY = shutil.which("agent-registry", path=str(VENV_BIN)) or \
     shutil.which("agent-registry")
