@@ -273,7 +273,7 @@ def _send(registry: Registry, sender: str, message: dict) -> dict:
     finally:
         _carry(registry, box)
     if field(message, "importance") == "high" and result["created"]:
-        from .urgent import mark  # told at each recipient's next tool call, here
+        from ..store.urgent import mark  # told at each recipient's next tool call, here
         mark(registry.repo.info.common_dir, recipients, message["id"])
     return result
 

@@ -158,8 +158,11 @@ class Adapter:
 
     # whether a pre-tool answer can add to the agent's context (Claude Code's
     # PreToolUse additionalContext, read in its 2.1 schema): where it cannot, a person's
-    # high message waits for the next prompt or end of turn, and is not taken here
+    # high message is not taken there, but told by the after-tool hook (the answer
+    # :meth:`after` makes, as the backstop's) where *tells_after_tool*, else at the next
+    # prompt or end of turn
     tells_before_tool = False
+    tells_after_tool = True
 
     def allow_telling(self, text: str) -> dict | None:
         """No decision, and *text* (a person's urgent message) added to the agent's

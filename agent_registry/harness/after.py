@@ -7,7 +7,8 @@ each noted file with its note by hashing it in-process (store/digest: git's blob
 git process).  When this call took no note, or none of its files changed, it is done;
 anything else (a change, a held folder to list again, a leftover note, an event or a
 repository it cannot read this way) goes to the whole hook (harness/hook.py), which
-decides and answers as for any event.
+decides and answers as for any event.  So does a person's high message marked for the
+session (store/urgent.py: one more folder listing), which the whole hook tells.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import os
 import time
 
 from ..store.digest import hexdigest
-from .ids import call_key, safe
+from .ids import call_key, safe, urgent_waits
 
 LEFTOVER = 600  # seconds after which a note no after-tool event took is checked anyway
 MODES = {"file": "100644", "exec": "100755", "link": "120000"}
@@ -84,6 +85,8 @@ def quick(harness: str, raw: str, env: dict) -> bool:
             env.get(name) and not (os.path.realpath(env[name]) + os.sep).startswith(
                 info.toplevel.rstrip(os.sep) + os.sep) for name in PROJECT_ENVS):
         return False
+    if urgent_waits(info.common_dir, harness, native):
+        return False  # a person's high message: the whole hook tells it now
     where = folder(info.git_dir)
     mine = os.path.join(where, note_name(harness, native, call_key(event, tool_key, input_key)))
     try:

@@ -26,6 +26,8 @@ from .decision import Ctx
 
 class Copilot(Adapter):
     name = "copilot"
+    # PostToolUse's block replaces the tool's result: a message told there would hide it
+    tells_after_tool = False
 
     def targets(self, event: dict, ctx: Ctx) -> list[str] | None:
         args = event.get(self.input_key)

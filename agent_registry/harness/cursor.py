@@ -20,6 +20,7 @@ class Cursor(Adapter):
     name = "cursor"
     # no after-tool hook is installed: the backstop takes no note it would never check
     after_tool = False
+    tells_after_tool = False
     id_keys = ("conversation_id", "session_id")
     edit_tools = {name: FILE_FIELDS for name in (
         "Write", "Edit", "MultiEdit", "StrReplace", "Delete", "edit_file", "write",

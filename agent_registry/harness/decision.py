@@ -26,7 +26,7 @@ import os
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from ..store.git import RepoInfo, discover
 from .ctx import ALLOW_ENV, HARNESSES, Ctx, Decision  # noqa: F401  (the adapters' names)
-from .ids import safe
+from . import ids
 
 DEFAULT_WAKES = 3
 
@@ -40,16 +40,12 @@ def state_file(info: RepoInfo, ctx: Ctx):
 
 
 def state_path(info: RepoInfo, ctx: Ctx) -> str:
-    return os.path.join(info.common_dir, "agent-registry", ctx.harness, safe(ctx.native_id))
+    return ids.state_path(info.common_dir, ctx.harness, ctx.native_id)
 
 
 def session_for(info: RepoInfo, ctx: Ctx) -> str:
     """Our session id for the native one: remembered locally, else derived."""
-    try:
-        with open(state_path(info, ctx), encoding="utf-8") as f:
-            return f.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return f"{ctx.harness}-{safe(ctx.native_id)}"
+    return ids.session_of(info.common_dir, ctx.harness, ctx.native_id)
 
 
 def _remember(info: RepoInfo, ctx: Ctx, sid: str) -> None:
@@ -230,19 +226,27 @@ def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str, keep=None) -> list[str
     return unseen(registry, sid, state.with_name(state.name + ".shown"), keep)
 
 
-def urgent(ctx: Ctx) -> list[str]:
-    """The high-importance messages waiting for the session, told before its next tool
-    call (core/urgent.py); [] at the cost of one folder listing when none is marked.
-    Never raises: the edit gate's answer must not depend on it (what is not told here
-    is told at the next prompt)."""
-    from ..core.urgent import marked, take
+def urgent_waits(ctx: Ctx) -> bool:
+    """Whether a high-importance message is marked for the session (store/urgent.py): one
+    folder listing, usually of no folder at all.  Never raises (False)."""
     from ..store.git import plain_layout
     try:
         info = plain_layout(ctx.cwd or ".") or repo_of(ctx)
-        waiting = marked(info.common_dir)  # one listing: usually no folder at all
-        if not waiting or session_for(info, ctx) not in waiting:
-            return []
-        from ..branch.mailbox import field
+        return ids.urgent_waits(info.common_dir, ctx.harness, ctx.native_id)
+    except Exception:  # noqa: BLE001 - the hooks' answers must not depend on it
+        return False
+
+
+def urgent(ctx: Ctx) -> list[str]:
+    """The high-importance messages waiting for the session, told at its next tool call,
+    before it or after it (store/urgent.py); [] at the cost of one folder listing when
+    none is marked.  Never raises: the hook's answer must not depend on it (what is not
+    told here is told at the next prompt)."""
+    if not urgent_waits(ctx):
+        return []
+    from ..branch.mailbox import field
+    from ..store.urgent import take
+    try:
         with _opened(ctx) as (info, registry, sid):
             take(info.common_dir, sid)
             return _unseen(registry, info, ctx, sid,

@@ -6,7 +6,8 @@ repository, an error) it blocks with one stderr line and exit 2, the blocking ex
 code of Claude Code, Codex, Gemini CLI and Cursor, unless ``AGENT_REGISTRY_ALLOW=1``.
 The other events never block: a failure is one stderr line and exit 1.  Around a shell
 or edit tool call the backstop (harness/backstop.py) notes the held files before
-(pre-tool-use) and puts back what changed after (post-tool-use).
+(pre-tool-use) and puts back what changed after (post-tool-use); a person's high message
+is told at the first of the two whose answer can carry it (store/urgent.py).
 """
 from __future__ import annotations
 
@@ -149,9 +150,11 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     if event == "pre-tool-use":
         # a person's high message, told now where the harness's answer can carry it
         news = "\n".join(decision.urgent(ctx)) if a.tells_before_tool else ""
+        # else told by the after-tool hook, which OpenCode's plugin runs only when asked
+        after = not a.tells_before_tool and a.tells_after_tool and decision.urgent_waits(ctx)
         targets = a.targets(event_json, ctx)
         if targets is None:
-            return _answer(a.allow_telling(news))
+            return _answer(a.allow_noted() if after else a.allow_telling(news))
         verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
                                      deny_overlap=deny_overlap)
         if not verdict.allow:
@@ -169,6 +172,9 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     if event == "post-tool-use":
         from .backstop import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))
+        # and a person's high message, where this answer reaches the model
+        news = decision.urgent(ctx) if a.tells_after_tool else []
+        told = "\n".join(t for t in (told, *news) if t)
         return _answer(a.after(event_json, told) if told else a.empty())
     if event == "session-start":
         _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env),

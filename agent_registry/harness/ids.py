@@ -1,8 +1,11 @@
 """Names the hooks derive from what a harness sends, with the standard library's cheapest
 parts only (no re, json or hashlib: the after-tool hook, harness/after.py, runs on every
 tool call): a native session id or tool call id as it may appear in a file name, and the
-key that names one tool call in both its before- and after-tool events."""
+key that names one tool call in both its before- and after-tool events, the session id a
+native one stands for, and whether a person's high message waits for it."""
 from __future__ import annotations
+
+import os
 
 from ..store.digest import hexdigest
 from ..store.jsontext import dumps
@@ -30,3 +33,25 @@ def call_key(event: dict, tool_key: str, input_key: str) -> str:
         return given
     shown = dumps([event.get(tool_key), event.get(input_key)], sort_keys=True, default=str)
     return hexdigest("sha1", shown.encode("utf-8", "surrogatepass"))[:20]
+
+
+def state_path(common_dir: str, harness: str, native_id: str) -> str:
+    """The file that remembers the session id of *harness*'s native session."""
+    return os.path.join(common_dir, "agent-registry", harness, safe(native_id))
+
+
+def session_of(common_dir: str, harness: str, native_id: str) -> str:
+    """Our session id for the native one: remembered locally, else derived."""
+    try:
+        with open(state_path(common_dir, harness, native_id), encoding="utf-8") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return f"{harness}-{safe(native_id)}"
+
+
+def urgent_waits(common_dir: str, harness: str, native_id: str) -> bool:
+    """Whether a high message is marked for the native session (store/urgent.py): one
+    folder listing; its session id is read only when something is marked."""
+    from ..store.urgent import marked
+    waiting = marked(common_dir)
+    return bool(waiting) and session_of(common_dir, harness, native_id) in waiting

@@ -1,7 +1,8 @@
 """OpenCode, through the plugin ``harness install opencode`` writes: its
 ``tool.execute.before`` runs the hook with ``{"tool", "args", "sessionID", "callID",
 "cwd", "project"}`` on stdin and throws when the answer is ``{"deny": true, "reason": …}``;
-an answer with ``"after": true`` (the backstop noted the held files) makes its
+an answer with ``"after": true`` (the backstop noted the held files, or a person's high
+message waits for the session) makes its
 ``tool.execute.after`` run the after-tool hook with the same fields, whose
 ``{"context": …}`` it appends to the tool's output, which the model reads.
 Files are written by ``write``/``edit``/``multiedit`` (``args.filePath``),

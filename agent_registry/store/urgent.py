@@ -4,8 +4,9 @@ prompt (docs/messages.md, "Importance").
 The check runs before every tool call, so it must cost nothing when nothing is urgent:
 a send of a high message leaves a mark per recipient in this clone's local state folder
 (``<common dir>/agent-registry/urgent/<session>``: the message ids, one a line), and the
-pre-tool hook lists that folder (one ``scandir`` of a folder that is usually missing)
-before it does anything else.  Only a mark for its own session makes it open the
+pre- and after-tool hooks list that folder (one ``scandir`` of a folder that is usually
+missing) before they do anything else.  (Here, below the core, so that the after-tool
+hook's quick path, harness/after.py, looks without importing the core.)  Only a mark for its own session makes it open the
 registry and tell what waits.  A mark is taken by renaming it away first, so a send
 that marks meanwhile leaves a new one, never lost.
 """
