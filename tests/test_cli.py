@@ -198,6 +198,8 @@ def test_lock_commands_and_their_json(run, repo):
     assert "--force" in line
     out = as_json(ok(run("--json", "lock", "force-release", "src/oauth/", "--force",
                          "--reason", "agent a hung", "--by", "alice")))
+    [told] = out.pop("told")  # the holder a, still live, is sent a message
+    assert told["session"] == "a" and told["id"]
     assert out == {"path": "src/oauth/", "previous": ["a"], "was_fresh": True, "by": "alice",
                    "reason": "agent a hung"}
     [(_, message)] = registry_ops(repo, "force-release")  # src/oauth/: one shard's record

@@ -42,7 +42,8 @@ def closest(sid: str, live: Iterable[str], prefer: Iterable[str] = (),
     scored = {s: score(s) for s in live}
     ranked = sorted((s for s in live if scored[s] >= 0.5),
                     key=lambda s: (scored[s], s in mine), reverse=True)
-    return ranked[:n]
+    # an id like none of them: the caller's own sessions are the likeliest meant
+    return (ranked or [s for s in live if s in mine])[:n]
 
 
 def suggestion(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:
