@@ -33,16 +33,21 @@ def page():
     assert errors == [], f"JavaScript errors on the page: {errors}"
 
 
+def inbox_pane(page, url: str, sid: str):
+    """The dashboard at *url*, live, with *sid*'s timeline open: its inbox pane."""
+    page.goto(url)
+    expect(page.locator("#live")).to_have_text("live")
+    row = page.locator("#sessions tbody tr").filter(
+        has=page.locator("td:first-child", has_text=re.compile(f"^{re.escape(sid)}$")))
+    row.get_by_role("button", name="timeline").click()
+    return page.locator("#session-detail details.inbox")
+
+
 def test_the_inbox_pane_follows_messages_and_opens_a_thread(page, agents, repo):
     agents.register("kimi-1", "Kimi", "auth")
     agents.register("codex-1", "Codex", "tests")
     with served(repo) as info:
-        page.goto(info["url"])
-        expect(page.locator("#live")).to_have_text("live")
-        row = page.locator("#sessions tbody tr").filter(
-            has=page.locator("td:first-child", has_text=re.compile("^kimi-1$")))
-        row.get_by_role("button", name="timeline").click()
-        pane = page.locator("#session-detail details.inbox")
+        pane = inbox_pane(page, info["url"], "kimi-1")
         expect(pane.locator("summary")).to_contain_text("0 waiting")
         mid = agents.cli("send", "--from", "codex-1", "--to", "kimi-1",
                          "may I touch src/auth.py?").stdout.strip()
@@ -74,12 +79,7 @@ def test_a_person_writes_to_a_session_from_the_dashboard(page, agents, repo):
     token); the message shows HIGH, ack required, then acknowledged (issue 36)."""
     agents.register("kimi-1", "Kimi", "auth")
     with served(repo) as info:
-        page.goto(info["url"])
-        expect(page.locator("#live")).to_have_text("live")
-        row = page.locator("#sessions tbody tr").filter(
-            has=page.locator("td:first-child", has_text=re.compile("^kimi-1$")))
-        row.get_by_role("button", name="timeline").click()
-        pane = page.locator("#session-detail details.inbox")
+        pane = inbox_pane(page, info["url"], "kimi-1")
         pane.locator("summary").click()
         page.fill("#author", "alice")
         form = pane.locator("form.write")
