@@ -226,6 +226,10 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         "claude", "codex", "gemini", "cursor", "opencode_hook", "copilot", "qwen")
         and not n.endswith(harness))
     assert others == [], f"harness hook {harness} {event} imported {others}"
+    if event == "post-tool-use":  # nothing changed: the quick path finds the repository
+        # from its files without the git module and its object writers (store/layout.py)
+        git = sorted(names & {"agent_registry.store.git", "zlib", "agent_registry.store.spawn"})
+        assert git == [], f"harness hook {harness} {event} imported {git}"
 
 
 def test_agents_sharing_a_working_tree_each_keep_what_is_held(repo):

@@ -2,7 +2,7 @@
 nothing changed, which is almost always, with the cheapest parts of the standard library.
 
 It runs after every shell and edit tool call, so it reads the event with store/jsontext
-(not json), finds the repository from its files (store/git.plain_layout), and compares
+(not json), finds the repository from its files (store/layout.plain_layout), and compares
 each noted file with its note by hashing it in-process (store/digest: git's blob id, no
 git process).  When this call took no note, or none of its files changed, it is done;
 anything else (a change, a held folder to list again, a leftover note, an event or a
@@ -66,7 +66,7 @@ def quick(harness: str, raw: str, env: dict) -> bool:
     """Settle the after-tool event *raw* of *harness* if nothing needs doing; False
     leaves it to the whole hook (also when the harness's project is another worktree
     than the event's cwd: the command may have moved it, and the note is there)."""
-    from ..store.git import plain_layout
+    from ..store.layout import plain_layout
     from ..store.jsontext import loads
     try:
         event = loads(raw)

@@ -23,10 +23,10 @@ if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 
 
 from ..errors import BadInput, RegistryError, Unreadable, os_failure
 from . import spawn
-from .tuples import named
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
 from .refupdates import RefUpdates
+from .layout import RepoInfo, plain_layout
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
@@ -113,17 +113,6 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
     return proc
 
 
-# A named tuple, not a dataclass: importing dataclasses (inspect, ast, ...) would cost the
-# guard, which runs on every commit, several milliseconds.
-RepoInfo = named("RepoInfo", "git_dir common_dir toplevel prefix object_format ref_format",
-                 ("",))
-RepoInfo.__doc__ = """Where a repository lives.  git_dir: this worktree's git dir;
-common_dir: shared by all worktrees (refs, objects, our local state); toplevel: the
-worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or
-"sub/dir/"); object_format: "sha1" or "sha256"; ref_format: "files", "reftable", or ""
-(not read yet: the Repo reads it, ref_storage)."""
-
-
 def ref_storage(common_dir: str) -> str:
     """How the repository stores its refs: "files" (loose files and packed-refs, which
     the registry reads itself), or what ``extensions.refStorage`` names ("reftable":
@@ -166,62 +155,6 @@ def discover(path: str = ".") -> RepoInfo:
         for _ in range(depth):
             toplevel = os.path.dirname(toplevel)
     return RepoInfo(git_dir, common, toplevel, prefix, fmt or "sha1", ref_storage(common))
-
-
-# any of these set, git's discovery is not the plain walk up the directories
-_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                  "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG",
-                  "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
-
-
-def plain_layout(path: str) -> RepoInfo | None:
-    """The repository of *path* read from the files, without a ``git rev-parse`` process
-    (a sixth of a one-shot `lock check`'s processes and their start-up): only the plain
-    layout, a worktree whose ``.git`` (a folder, or a file naming a linked worktree's)
-    is found walking up within one filesystem, owned by this user, sha1, not bare, no
-    core.worktree or include in its config, nothing in the environment that moves it.
-    None for anything else: then git says."""
-    if os.sep != "/" or any(os.environ.get(name) for name in _DISCOVERY_ENV):
-        return None
-    here = os.path.realpath(path)
-    if "/.git/" in here + "/":
-        return None  # inside a git directory: git's answer differs
-    try:
-        device = os.stat(here).st_dev
-        top = here
-        while not os.path.lexists(os.path.join(top, ".git")):
-            if all(os.path.exists(os.path.join(top, n)) for n in ("HEAD", "objects", "refs")):
-                return None  # a bare repository (or a git directory) on the way up
-            parent = os.path.dirname(top)
-            if parent == top or os.stat(parent).st_dev != device:
-                return None
-            top = parent
-        git_dir = os.path.join(top, ".git")
-        if os.path.isfile(git_dir):
-            with open(git_dir) as f:
-                line = f.readline().strip()
-            if not line.startswith("gitdir: "):
-                return None
-            git_dir = os.path.join(top, line[8:])
-        git_dir = os.path.realpath(git_dir)
-        common = git_dir
-        if os.path.exists(os.path.join(git_dir, "commondir")):
-            with open(os.path.join(git_dir, "commondir")) as f:
-                common = os.path.realpath(os.path.join(git_dir, f.read().strip()))
-        if not os.path.isfile(os.path.join(git_dir, "HEAD")) or any(
-                os.stat(d).st_uid != os.geteuid() for d in (top, git_dir, common)):
-            return None  # not a repository, or git's ownership check has a say
-        with open(os.path.join(common, "config"), "rb") as f:
-            config = f.read().lower()
-    except OSError:
-        return None
-    if any(word in config.replace(b"bare = false", b"") for word in (
-            b"objectformat", b"worktree", b"bare", b"include", b"[extensions")):
-        # sha256, core.worktree, bare (in any spelling: true, 1, yes), includes, any
-        # extension (reftable, per-worktree config): let git say
-        return None
-    prefix = "" if here == top else os.path.relpath(here, top) + "/"
-    return RepoInfo(git_dir, common, top, prefix, "sha1", "files")  # no extension: files
 
 
 class ObjectReader:

@@ -1,0 +1,79 @@
+"""Where a repository lives (:data:`RepoInfo`), and :func:`plain_layout`: finding it from
+its files, without a ``git rev-parse`` process.
+
+Apart from store/git.py (which re-exports both) so that what runs after every tool call
+(the after-tool hook's quick path, harness/after.py) finds the repository without
+importing the git module and what it imports (zlib, the object and ref writers): about
+1 ms of a process that is mostly the interpreter starting (docs/benchmarks.md).
+"""
+from __future__ import annotations
+
+import os
+
+from .tuples import named
+
+# A named tuple, not a dataclass: importing dataclasses (inspect, ast, ...) would cost the
+# guard, which runs on every commit, several milliseconds.
+RepoInfo = named("RepoInfo", "git_dir common_dir toplevel prefix object_format ref_format",
+                 ("",))
+RepoInfo.__doc__ = """Where a repository lives.  git_dir: this worktree's git dir;
+common_dir: shared by all worktrees (refs, objects, our local state); toplevel: the
+worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or
+"sub/dir/"); object_format: "sha1" or "sha256"; ref_format: "files", "reftable", or ""
+(not read yet: the Repo reads it, ref_storage)."""
+
+
+# any of these set, git's discovery is not the plain walk up the directories
+_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                  "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG",
+                  "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
+
+
+def plain_layout(path: str) -> RepoInfo | None:
+    """The repository of *path* read from the files, without a ``git rev-parse`` process
+    (a sixth of a one-shot `lock check`'s processes and their start-up): only the plain
+    layout, a worktree whose ``.git`` (a folder, or a file naming a linked worktree's)
+    is found walking up within one filesystem, owned by this user, sha1, not bare, no
+    core.worktree or include in its config, nothing in the environment that moves it.
+    None for anything else: then git says."""
+    if os.sep != "/" or any(os.environ.get(name) for name in _DISCOVERY_ENV):
+        return None
+    here = os.path.realpath(path)
+    if "/.git/" in here + "/":
+        return None  # inside a git directory: git's answer differs
+    try:
+        device = os.stat(here).st_dev
+        top = here
+        while not os.path.lexists(os.path.join(top, ".git")):
+            if all(os.path.exists(os.path.join(top, n)) for n in ("HEAD", "objects", "refs")):
+                return None  # a bare repository (or a git directory) on the way up
+            parent = os.path.dirname(top)
+            if parent == top or os.stat(parent).st_dev != device:
+                return None
+            top = parent
+        git_dir = os.path.join(top, ".git")
+        if os.path.isfile(git_dir):
+            with open(git_dir) as f:
+                line = f.readline().strip()
+            if not line.startswith("gitdir: "):
+                return None
+            git_dir = os.path.join(top, line[8:])
+        git_dir = os.path.realpath(git_dir)
+        common = git_dir
+        if os.path.exists(os.path.join(git_dir, "commondir")):
+            with open(os.path.join(git_dir, "commondir")) as f:
+                common = os.path.realpath(os.path.join(git_dir, f.read().strip()))
+        if not os.path.isfile(os.path.join(git_dir, "HEAD")) or any(
+                os.stat(d).st_uid != os.geteuid() for d in (top, git_dir, common)):
+            return None  # not a repository, or git's ownership check has a say
+        with open(os.path.join(common, "config"), "rb") as f:
+            config = f.read().lower()
+    except OSError:
+        return None
+    if any(word in config.replace(b"bare = false", b"") for word in (
+            b"objectformat", b"worktree", b"bare", b"include", b"[extensions")):
+        # sha256, core.worktree, bare (in any spelling: true, 1, yes), includes, any
+        # extension (reftable, per-worktree config): let git say
+        return None
+    prefix = "" if here == top else os.path.relpath(here, top) + "/"
+    return RepoInfo(git_dir, common, top, prefix, "sha1", "files")  # no extension: files
