@@ -467,3 +467,29 @@ def test_a_persons_high_message_is_told_at_the_next_tool_call_once(repo, run, ha
     later = json.loads(proc.stdout)["additionalContext"] if harness == "copilot" else \
         context_of(harness, proc, "user-prompt-submit")
     assert normal in later and (high in later) == (harness == "copilot")
+
+
+@pytest.mark.parametrize("fetching", [("sync",), ("inbox", "s0")])
+def test_a_high_message_from_another_clone_is_told_at_the_next_tool_call_once(
+        tmp_path, fetching):
+    """A person's high message sent from clone B is marked in clone A by the first
+    command there that fetches it (``sync``, another session's ``inbox``), so Claude
+    Code's PreToolUse hook in A, which never fetches, tells it before the next tool
+    call, once (issue 36)."""
+    from test_messages import clones
+    a, b = clones(tmp_path, 2)
+    repo = a.cwd
+    sid = f"claude-{NATIVE}"
+    start = hook(repo, "claude", "session-start", base("claude", repo, "SessionStart"),
+                 "--pid", str(os.getpid()))
+    assert start.returncode == 0, start.stderr
+    assert a("sync").returncode == 0
+    high = json.loads(b("--json", "send", "--from", "alice", "--to", sid, "--importance",
+                        "high", "stop: the API changed").stdout)["id"]
+    assert next_tool_call("claude", repo) == ("", "")  # not fetched yet: no hook fetches
+    assert a(*fetching).returncode == 0
+    before, after = next_tool_call("claude", repo)
+    assert f"{high} HIGH message from alice (a person): stop: the API changed" in before
+    assert after == ""
+    assert a(*fetching).returncode == 0  # fetched again: not marked twice
+    assert next_tool_call("claude", repo) == ("", "")

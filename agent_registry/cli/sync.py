@@ -69,6 +69,8 @@ def sync(out: Output, timeout: float) -> None:
             lines.append(f"messages ({box.branch}): {pushed_line(mail, mail['remote'])}")
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
                   for r in mail["refused"]]
+    from ..sync.rooms import mark_arrived
+    mark_arrived(out.registry)  # a high message fetched now: told at the next tool call
     refused = report["refused"] + report.get("messages", {}).get("refused", []) + \
         [r for part in branches for r in part["refused"]]
     pushed = report["pushed"] and report.get("messages", {}).get("pushed", True) and \

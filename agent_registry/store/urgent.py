@@ -9,12 +9,18 @@ missing) before they do anything else.  (Here, below the core, so that the after
 hook's quick path, harness/after.py, looks without importing the core.)  Only a mark for its own session makes it open the
 registry and tell what waits.  A mark is taken by renaming it away first, so a send
 that marks meanwhile leaves a new one, never lost.
+
+A high message sent from another clone is marked here by the fetch that brings it
+(sync/rooms.py ``mark_arrived``).  Each (session, message) marked is recorded (``.marked``: one
+``session id`` a line), so a message is marked once, whether the send or a later fetch
+saw it first, and never again once told.
 """
 from __future__ import annotations
 
 import os
 
 FOLDER = "urgent"
+RECORD = ".marked"  # hidden: marked() lists sessions, not this
 
 
 def folder(common_dir: str) -> str:
@@ -22,16 +28,31 @@ def folder(common_dir: str) -> str:
 
 
 def mark(common_dir: str, sessions: list[str], mid: str) -> None:
-    """Note that *mid* is urgent for each of *sessions* (best effort: the message is on
-    the branch whatever happens here, told at the next prompt at the latest)."""
+    """Note that *mid* is urgent for each of *sessions* not marked for it before (best
+    effort: the message is on the branch whatever happens here, told at the next prompt
+    at the latest)."""
     where = folder(common_dir)
     try:
+        before = set(_recorded(where))
+        new = [sid for sid in sessions if f"{sid} {mid}" not in before]
+        if not new:
+            return
         os.makedirs(where, exist_ok=True)
-        for sid in sessions:
+        for sid in new:
             with open(os.path.join(where, sid), "a", encoding="utf-8") as f:
                 f.write(mid + "\n")
+        with open(os.path.join(where, RECORD), "a", encoding="utf-8") as f:
+            f.write("".join(f"{sid} {mid}\n" for sid in new))
     except OSError:
         pass
+
+
+def _recorded(where: str) -> list[str]:
+    try:
+        with open(os.path.join(where, RECORD), encoding="utf-8") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
 
 
 def marked(common_dir: str) -> set[str]:

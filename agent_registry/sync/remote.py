@@ -333,6 +333,14 @@ def _rewound(registry: Registry, confirmed: str | None, remote: str) -> bool:
                 and not _gc_explains(registry, confirmed, remote))
 
 
+def local_sessions(registry: Registry, view: View) -> list:
+    """The live sessions of *view* that live in this clone (this host, one of its
+    worktrees)."""
+    ours = _our_worktrees(registry)
+    return [s for s in view.live_sessions() if s.host == registry.host
+            and os.path.realpath(s.project or "/") in ours]
+
+
 def _our_worktrees(registry: Registry) -> set[str]:
     """Where sessions of this clone live (their ``project``): each worktree, or the
     git dir of a bare repository."""
@@ -348,11 +356,9 @@ def restore_ops(registry: Registry, confirmed: str) -> list[dict]:
     registry's operations read that tip: a lock shard's sessions are those its held
     lists name, with their records from the main branch (a plain view of a shard's tree
     has no session, and would re-apply none of its locks)."""
-    view, ours = registry.view_at(confirmed), _our_worktrees(registry)
+    view = registry.view_at(confirmed)
     ops = []
-    for session in view.live_sessions():
-        if session.host != registry.host or os.path.realpath(session.project or "/") not in ours:
-            continue
+    for session in local_sessions(registry, view):
         locks = []
         for target in session.locks:
             lock = view.lock(target)

@@ -28,7 +28,7 @@ from ..core.registry import Registry
 from ..core.sessions import repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
-from .remote import COMMITTER, sync
+from .remote import COMMITTER, local_sessions, sync
 from .state import redact
 
 HUB_KEY = "agent-registry.hub"
@@ -133,6 +133,7 @@ def refresh(registry: Registry) -> None:
                 "kind": "error", "message": exc.message})
             return
     fresh_after_sync(registry)
+    mark_arrived(registry)
 
 
 def refresh_messages(registry: Registry) -> None:
@@ -147,6 +148,8 @@ def refresh_messages(registry: Registry) -> None:
             sync(box)
         except Unconfirmed as exc:
             registry.warnings.append(f"{exc.message} (showing this clone's copy)")
+            return
+        mark_arrived(registry)
 
 
 def validate_room(room: str) -> str:
@@ -339,6 +342,24 @@ def waiting(registry: Registry, session) -> list[dict]:
     finally:
         hub.close()
     return sorted(found, key=order)
+
+
+def mark_arrived(registry: Registry) -> None:
+    """After a fetch that may have brought messages (``refresh``, ``refresh_messages``,
+    ``sync``): mark the waiting high messages of this clone's live sessions, on this
+    repository's branches and on their rooms' hub, as a send from this clone marks them
+    (store/urgent.py, which marks each once), so the tool hooks, which never fetch, tell
+    a high message sent from another clone at the next tool call.  Never raises: what
+    is not marked is told at the next prompt."""
+    from ..branch.mailbox import field
+    from ..store.urgent import mark
+    try:
+        for session in local_sessions(registry, registry.view()):
+            for message in waiting(registry, session):
+                if field(message, "importance") == "high":
+                    mark(registry.repo.info.common_dir, [session.id], message["id"])
+    except Exception:  # noqa: BLE001 - a best effort beside the command's own answer
+        pass
 
 
 class HubInbox:
