@@ -323,11 +323,15 @@ def build(service: Service) -> MCPServer:
         generations: Annotated[list[str], Field(description=(
             "Optional, to renew: the generation of each path's claim (as returned), in "
             "order; an error when the lock was taken over since."))] = [],
+        reason: Annotated[str | None, Field(description=(
+            "Optional: why you claim it, shown to whoever meets the lock (lock list, "
+            "status, lock check, a refused claim)."))] = None,
     ) -> dict[str, Any]:
         """Claim every path before editing it, or none (an error names the holder)."""
         sid = service.default_sid(session_id)
         return await service.run(lambda: reg.claim(sid, paths, ttl=ttl, shared=shared,
-                                                   generations=generations), sid,
+                                                   generations=generations, reason=reason),
+                                 sid,
                                  then=lambda: service.renewed(sid, ttl))
 
     @tool(annotations=WRITES)

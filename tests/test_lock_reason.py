@@ -33,6 +33,21 @@ def test_a_claim_s_reason_is_shown_to_everyone_who_meets_the_lock(run):
     assert listed["reason"] == "migrating the token format"
 
 
+def test_status_and_lock_check_show_the_reason(run):
+    ok(run("init"))
+    ok(run("register", "a1", "--provider", "Claude"))
+    ok(run("register", "b1", "--provider", "Codex"))
+    ok(run("lock", "acquire", "src/auth.py", "--session", "a1",
+           "--reason", "migrating the token format"))
+    ok(run("lock", "acquire", "src/other.py", "--session", "b1"))
+    assert "reason: a1 holds src/auth.py: migrating the token format" in ok(run("status")).stdout
+    assert json.loads(ok(run("--json", "status")).stdout)["reasons"] == [
+        {"path": "src/auth.py", "owner": "a1", "reason": "migrating the token format"}]
+    checked = json.loads(run("--json", "lock", "check", "src/auth.py", "src/other.py",
+                             "--session", "b1").stdout)["paths"]
+    assert [c["reason"] for c in checked] == ["migrating the token format", ""]
+
+
 def test_the_page_shows_the_reason(repo, registry, clock):
     registry.register("a1", provider="Claude", working_on="auth")
     registry.claim("a1", ["src/auth.py"], reason="migrating the token format")

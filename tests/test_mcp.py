@@ -79,9 +79,29 @@ def test_lists_every_tool_with_a_schema_and_every_resource(repo):
         for name, prop in tool.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     acquire = next(t for t in tools if t.name == "lock_acquire").input_schema
-    assert set(acquire["properties"]) == {"paths", "session_id", "ttl", "shared", "generations"}
+    assert set(acquire["properties"]) == {"paths", "session_id", "ttl", "shared", "generations",
+                                          "reason"}
     assert acquire["required"] == ["paths"]
     assert {str(r.uri) for r in resources} == RESOURCES
+
+
+def test_a_claim_through_mcp_carries_its_reason(repo):
+    """lock_acquire's reason is stored with the claim, as `lock acquire --reason` stores
+    it: lock_check, status and the CLI's `lock list` show it (issue 36)."""
+    async def script(session):
+        sid = await register(session, session_id="claude-mcp-1")
+        claimed = await call(session, "lock_acquire", paths=["src/auth.py"],
+                             reason="migrating the token format")
+        checked = await call(session, "lock_check", paths=["src/auth.py"], session_id=sid)
+        status = await call(session, "status")
+        return claimed, checked, status
+    claimed, checked, status = talk(repo, script)
+    assert not claimed[0], claimed[1]
+    assert checked[2]["paths"][0]["reason"] == "migrating the token format"
+    assert status[2]["reasons"] == [{"path": "src/auth.py", "owner": "claude-mcp-1",
+                                     "reason": "migrating the token format"}]
+    with Registry.open(str(repo)) as registry:
+        assert registry.locks()[0]["reason"] == "migrating the token format"
 
 
 def test_register_claim_check_release_finish(repo):

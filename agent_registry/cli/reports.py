@@ -101,6 +101,8 @@ def status_report(registry, *, show_all: bool = False, status_filter: str | None
                     f"the future: the clock of {c['host'] or 'its host'} runs ahead; its locks "
                     f"age from when this clone first saw it ({local_time(c['first_seen'])})"
                     for c in doc["clock"])
+    text += "".join(f"\nreason: {r['owner']} holds {r['path']}: {r['reason']}"
+                    for r in doc["reasons"])
     text += "".join(f"\nzombie: {s['id']}: {s['zombie']} (`agent-registry cleanup` stops it)"
                     for s in doc["sessions"] if s.get("zombie"))
     return doc, text

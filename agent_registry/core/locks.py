@@ -289,7 +289,7 @@ class LockCalls:
                                    "working_on": owner.working_on if owner else "",
                                    "since": holder.acquired_at,
                                    "age_seconds": _age(holder.acquired_at, at),
-                                   "stale_reason": reason,
+                                   "reason": holder.reason, "stale_reason": reason,
                                    "confirmed": (holder.session, lock.path) not in unconfirmed})
             rank = {"locked": 0, "locked-by-me": 1, "stale": 2}
             states.sort(key=lambda s: rank[s["state"]])

@@ -275,14 +275,19 @@ class SessionCalls:
     def status(self, *, include_ended: bool = False, status: str | None = None,
                provider: str | None = None, project: str | None = None) -> dict:
         """What ``status --json`` prints, and the MCP status tool and resource: the
-        sessions (live ones, or all), filtered as records.select_sessions says, the sync
-        state, and the sessions whose heartbeat is dated in the future."""
+        sessions (live ones, or all), filtered as records.select_sessions says, why each
+        of their locks was claimed (when a reason was given), the sync state, and the
+        sessions whose heartbeat is dated in the future."""
         wanted = status_named(status) if status else None
         sessions = select_sessions(
             self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
             status=wanted, provider=provider, project=project)
+        shown = {s.id for s in sessions}
         return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
                              for s, why in zip(sessions, self.zombie_reasons(sessions))],
+                "reasons": [{"path": lock["path"], "owner": lock["owner"],
+                             "reason": lock["reason"]} for lock in self.locks()
+                            if lock["reason"] and lock["owner"] in shown],
                 "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
 
     def zombie_reasons(self, sessions: list[Session]) -> list[str | None]:
