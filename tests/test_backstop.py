@@ -121,6 +121,40 @@ def test_a_held_file_changed_by_any_command_is_put_back_and_both_are_told(held, 
     assert not list((held / ".git" / "agent-registry" / "backstop").iterdir())  # note taken
 
 
+SAME_SIZE_SAME_TIMES = (  # rewrites src/auth.py in place, same size, its times set back
+    "python3 -c \"import os; st = os.stat('src/auth.py'); f = open('src/auth.py', 'r+'); "
+    "f.write('mine'); f.close(); os.utime('src/auth.py', ns=(st.st_atime_ns, st.st_mtime_ns))\"")
+
+
+@pytest.mark.parametrize("old", [True, False], ids=["written-long-ago", "written-this-second"])
+def test_a_same_size_rewrite_that_keeps_the_times_is_caught(held, old):
+    """The check trusts a held file's stat as git's index does (after.as_noted): a
+    rewrite of the same size whose mtime is set back still changes its ctime, and one in
+    the second the note was taken is read whatever its stat says."""
+    auth = held / "src" / "auth.py"
+    if old:
+        os.utime(auth, (1_600_000_000, 1_600_000_000))
+    text = around("claude", held, SAME_SIZE_SAME_TIMES)
+    assert auth.read_text() == HOLDERS_WORK
+    assert text and "src/auth.py" in text and "kimi-1" in text
+
+
+def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path):
+    """git's racy-timestamp rule: a rewrite within one tick of the clock keeps size,
+    mtime, inode and ctime, so a stat that matches is trusted only for a file last
+    changed before the second the note was taken."""
+    import time
+
+    from agent_registry.harness.after import as_noted, blob_id, state_of
+    full = str(tmp_path / "f.py")
+    Path(full).write_text("x = 1\n")
+    _, mode, stat = state_of(full)
+    # the note's blob is other content with this very stat: what a same-tick rewrite leaves
+    noted = {"blob": blob_id(b"x = 2\n", "sha1"), "mode": mode, "stat": stat}
+    assert not as_noted(full, noted, time.time(), "sha1")  # same second: read, differs
+    assert as_noted(full, noted, time.time() + 2, "sha1")  # later: the stat is trusted
+
+
 @pytest.mark.parametrize("harness", BACKSTOP)
 def test_a_held_file_deleted_is_restored_and_one_created_is_moved_aside(held, harness):
     text = around(harness, held, "python3 -c \"import os; os.remove('src/auth.py')\"")

@@ -3,17 +3,19 @@ nothing changed, which is almost always, with the cheapest parts of the standard
 
 It runs after every shell and edit tool call, so it reads the event with store/jsontext
 (not json), finds the repository from its files (store/layout.plain_layout), and compares
-each noted file with its note by hashing it in-process (store/digest: git's blob id, no
-git process).  When this call took no note, or none of its files changed, it is done;
-anything else (a change, a held folder to list again, a leftover note, an event or a
-repository it cannot read this way) goes to the whole hook (harness/hook.py), which
-decides and answers as for any event.  So does a person's high message marked for the
+each noted file with its note: by its stat where git's index would trust it (as_noted),
+else by hashing it in-process (store/digest: git's blob id, no git process).  When
+this call took no note, or none of its files changed, it is done; anything else (a
+change, a held folder to list again, a leftover note, an event or a repository it cannot
+read this way) goes to the whole hook (harness/hook.py), which decides and answers as
+for any event.  So does a person's high message marked for the
 session (store/urgent.py: one more folder listing), which the whole hook tells.
 """
 from __future__ import annotations
 
 import os
 import time
+from stat import S_ISREG
 
 from ..store.digest import hexdigest
 from .ids import call_key, safe, urgent_waits
@@ -35,20 +37,51 @@ def note_name(harness: str, native_id: str, call: str) -> str:
     return f"{prefix(harness, native_id)}{safe(call)}.json"
 
 
-def state_of(full: str) -> tuple[bytes | None, str | None]:
-    """(the bytes git would store, the mode) of the file at *full*: a symbolic link is
-    its target; (None, None) when nothing is there, (None, "dir") for a folder."""
+def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
+    """(the bytes git would store, the mode, the stat git's index keeps: size, mtime,
+    inode, ctime) of the file at *full*, the stat taken before the bytes are read: a
+    symbolic link is its target; (None, None, None) when nothing is there, (None, "dir",
+    None) for a folder."""
     try:
         st = os.lstat(full)
     except FileNotFoundError:
-        return None, None
+        return None, None, None
     if os.path.islink(full):
-        return os.fsencode(os.readlink(full)), MODES["link"]
+        return os.fsencode(os.readlink(full)), MODES["link"], None
     if os.path.isdir(full):
-        return None, "dir"
+        return None, "dir", None
     with open(full, "rb") as f:
         data = f.read()
-    return data, MODES["exec"] if st.st_mode & 0o111 else MODES["file"]
+    return data, _mode(st), _stat(st)
+
+
+def _mode(st: os.stat_result) -> str:
+    return MODES["exec"] if st.st_mode & 0o111 else MODES["file"]
+
+
+def _stat(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def as_noted(full: str, entry: dict, at: object, object_format: str) -> bool:
+    """Is the file at *full* as *entry* of a note taken at *at* (seconds) has it?  A
+    regular file whose size, mtime, inode and ctime are the noted ones is, as git's index
+    trusts them (a write changes ctime, which nothing sets back), unless it was changed
+    in the second the note was taken or later: a rewrite within one tick of the clock
+    keeps them all (git's racy-timestamp rule), so that file is read and hashed."""
+    noted = entry.get("stat")
+    if isinstance(noted, list) and isinstance(at, (int, float)) and \
+            entry.get("mode") in (MODES["file"], MODES["exec"]):
+        try:
+            st = os.lstat(full)
+        except OSError:
+            st = None
+        if st is not None and S_ISREG(st.st_mode) and _mode(st) == entry["mode"] and \
+                _stat(st) == noted and max(st.st_mtime_ns, st.st_ctime_ns) < int(at) * 10**9:
+            return True
+    data, mode, _ = state_of(full)
+    now = blob_id(data, object_format) if data is not None else None
+    return (now, mode) == (entry.get("blob"), entry.get("mode"))
 
 
 def blob_id(data: bytes, object_format: str) -> str:
@@ -119,9 +152,8 @@ def _unchanged(path: str, info) -> bool:
     for rel, entry in noted.items():
         if not isinstance(entry, dict) or entry.get("area"):
             return False  # a held folder: what is new in it needs the whole check
-        data, mode = state_of(os.path.join(info.toplevel, rel))
-        now = blob_id(data, info.object_format) if data is not None else None
-        if (now, mode) != (entry.get("blob"), entry.get("mode")):
+        if not as_noted(os.path.join(info.toplevel, rel), entry, record.get("at"),
+                        info.object_format):
             return False
     try:
         os.unlink(path)

@@ -9,7 +9,8 @@ shell and edit tool call of a harness with before- and after-tool events:
   hash-object -w --no-filters`` does, through the store's object writer: the exact bytes,
   which is what a restore must put back), and a small note under this worktree's git dir
   names them, one per tool call (``agent-registry/backstop/<harness>-<session>-<call>``);
-- :func:`check` (after): each held file is compared with its note.  One that changed,
+- :func:`check` (after): each held file is compared with its note (its stat trusted as
+  git's index trusts it, racy timestamps read again: after.as_noted).  One that changed,
   was deleted or was created is put back at once to what its holder had (a created one is
   removed: nothing was there), the agent's version kept as a blob it can get back (``git
   show BLOB``); the agent is told who holds the path and how to reach them, and each
@@ -35,7 +36,7 @@ import time
 from ..errors import BadInput, RegistryError
 from ..store.git import Repo, RepoInfo
 from ..store.jsontext import dumps, loads
-from .after import LEFTOVER, MODES, blob_id, folder, note_name, prefix, state_of
+from .after import LEFTOVER, MODES, as_noted, folder, note_name, prefix, state_of
 from .decision import Ctx, repo_of, session_for
 
 
@@ -73,7 +74,7 @@ def note(ctx: Ctx, call: str) -> str:
     repo = Repo(info)
     try:
         paths = {path: {**({"area": True} if is_area(path) else _snapshot(
-                            repo, os.path.join(info.toplevel, path), write=True)),
+                            repo, os.path.join(info.toplevel, path))),
                         "locks": locks} for path, locks in held.items()}
     finally:
         repo.close()
@@ -174,15 +175,15 @@ def _take(path: str) -> dict | None:
 
 # -- a file's state -------------------------------------------------------------------
 
-def _snapshot(repo: Repo, full: str, *, write: bool) -> dict:
-    """{"blob", "mode"} of the file at *full* as git would store it (a symbolic link:
-    its target), the blob written when *write*; both None when nothing is there."""
-    data, mode = state_of(full)
+def _snapshot(repo: Repo, full: str) -> dict:
+    """{"blob", "mode", "stat"} of the file at *full* as git would store it (a symbolic
+    link: its target; the stat: after.as_noted), the blob written; blob and mode None
+    when nothing is there."""
+    data, mode, stat = state_of(full)
     if data is None:
         return {"blob": None, "mode": mode}
-    if write:
-        return {"blob": repo.write_object("blob", data), "mode": mode}
-    return {"blob": blob_id(data, repo.info.object_format), "mode": mode}
+    return {"blob": repo.write_object("blob", data), "mode": mode,
+            **({"stat": stat} if stat else {})}
 
 
 def _holder(guard, conflict, info: RepoInfo) -> dict:
@@ -240,10 +241,9 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     try:
         for rel, entry in _with_created(record["paths"], info.toplevel or ""):
             full = os.path.join(info.toplevel, rel)
-            now = _snapshot(repo, full, write=False)
-            if (now["blob"], now["mode"]) == (entry.get("blob"), entry.get("mode")):
+            if as_noted(full, entry, record.get("at"), info.object_format):
                 continue
-            theirs = _snapshot(repo, full, write=True)["blob"] if now["blob"] else None
+            theirs = _snapshot(repo, full)["blob"]
             holders = _holders(record, entry)
             # put back unless every holder works elsewhere (none known: put back)
             here = not holders or any(h.get("here", True) for h in holders)
