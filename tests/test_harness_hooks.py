@@ -425,11 +425,12 @@ def next_tool_call(harness: str, repo: Path) -> tuple[str, str]:
     answer = json.loads(after.stdout)
     if harness == "opencode":
         return before, answer["context"]  # appended to the tool's output
-    if harness in ("claude", "codex"):  # the reason handed to the model
+    if harness == "claude":  # the reason handed to the model
         assert answer["decision"] == "block" and "hookSpecificOutput" not in answer
         return before, answer["reason"]
-    assert harness in ("gemini", "qwen") and "decision" not in answer, answer
-    out = answer["hookSpecificOutput"]  # appended to the tool's result
+    # Codex's decision: block would replace the tool's output: context goes beside it
+    assert harness in ("codex", "gemini", "qwen") and "decision" not in answer, answer
+    out = answer["hookSpecificOutput"]  # beside, or appended to, the tool's result
     assert out["hookEventName"] == post
     return before, out["additionalContext"]
 

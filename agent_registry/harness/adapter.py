@@ -184,12 +184,15 @@ class Adapter:
         return {"hookSpecificOutput": {"hookEventName": self.event_names[event],
                                        "additionalContext": text}}
 
+    blocks_after = True  # whether PostToolUse's decision: block tells the model (see after)
+
     def after(self, event: dict, text: str) -> dict:
         """The after-tool answer that tells the agent *text* (what the backstop did):
         PostToolUse's ``decision: block`` hands the reason to the model; a failed tool's
-        event (PostToolUseFailure) takes only context."""
+        event (PostToolUseFailure), and a harness whose block would replace the tool's
+        output (``blocks_after`` False), take context."""
         name = str(event.get("hook_event_name") or "PostToolUse")
-        if name == "PostToolUse":
+        if name == "PostToolUse" and self.blocks_after:
             return {"decision": "block", "reason": text}
         return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 

@@ -4,7 +4,7 @@
 P`` / ``*** Move to: P``, paths relative to ``cwd``), and by the shell tools
 (``exec_command``, ``shell``, … whose ``command`` is a string or an argv list; Codex may
 name them ``Bash`` in hooks).  Answers as Claude Code's: ``hookSpecificOutput`` deny and
-``additionalContext``, Stop ``{"decision": "block", "reason": …}``."""
+``additionalContext`` (also after a tool), Stop ``{"decision": "block", "reason": …}``."""
 from __future__ import annotations
 
 import os
@@ -20,6 +20,9 @@ class Codex(Adapter):
     name = "codex"
     shell_tools = SHELLS
     shell_fields = ("command", "cmd")
+    # its PostToolUse decision: block replaces the tool's output with the reason (seen
+    # with Codex 0.171 against a mock model); additionalContext goes beside the output
+    blocks_after = False
 
     def other_targets(self, tool: str, args: dict, ctx: Ctx) -> list[str] | None:
         # apply_patch, or any tool whose input carries a patch envelope

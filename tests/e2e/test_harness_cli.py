@@ -666,8 +666,9 @@ def test_a_persons_high_message_reaches_the_model_within_one_tool_call(runs, har
     """Sent while the model works on its first request, a person's high message is in the
     request right after the next edit or shell call, not only after the turn (issue 36):
     Claude Code's PreToolUse context (its first call is a Read, which the gate's matcher
-    leaves alone: the Edit after it tells), Codex's PostToolUse reason and Gemini CLI's
-    AfterTool context of that first edit."""
+    leaves alone: the Edit after it tells), Codex's PostToolUse and Gemini CLI's
+    AfterTool context of that first edit (Codex's PostToolUse context: a message beside
+    the edit's output, which stays)."""
     run = runs(harness)
     at = run.seen.get("sent_at")
     texts = [r.text for r in run.model.main_requests]
@@ -676,6 +677,10 @@ def test_a_persons_high_message_reaches_the_model_within_one_tool_call(runs, har
     assert not any(run.urgent in t for t in texts[:told]), run.explain()
     assert run.urgent in texts[told] and "boss (a person)" in texts[told], run.explain()
     assert run.message not in texts[told]  # a normal one waits for the turn's end
+    # the edit's own result reaches the model too (Codex's PostToolUse decision: block
+    # replaced it with the message; its additionalContext goes beside it)
+    edited = run.model.main_requests[told].tool_outputs()[run.index["free"]]
+    assert "free.py" in edited, run.explain()
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
