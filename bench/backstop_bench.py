@@ -168,7 +168,8 @@ def render(results: dict[int, dict[str, list[tuple[float, float]]]], reps: int) 
               f"process of its own: {cpu['floor']:.1f} ms of it is the interpreter starting "
               f"(python -c pass), {cpu['after'] - cpu['floor']:.1f} ms its imports and the "
               "comparison (its quick path, harness/after.py: no json, no registry, no git "
-              "process). The interpreter's start is the floor of any hook the harness runs; "
+              "module or process, a held file whose stat is as noted not read). The "
+              "interpreter's start is the floor of any hook the harness runs; "
               "what is ours is the rest."]
     return "\n".join(lines)
 
