@@ -171,6 +171,28 @@ def test_room_messages_reach_a_harness_session_once_naming_the_room(world):
     assert "nothing sent to it yet; it is in repo:web " in web("inbox", fresh).stdout
 
 
+def test_a_high_room_message_is_told_at_the_next_tool_call_once(world):
+    """A person's high message to a shared room, sent from another repository, is marked
+    for the session here by the first command that reads the hub (its ``inbox``), so
+    Claude Code's PreToolUse hook, which never fetches, tells it once (issue 36)."""
+    from test_harness_hooks import NATIVE, base, hook, next_tool_call
+    _, api, web = world
+    sid = f"claude-{NATIVE}"
+    assert hook(web.cwd, "claude", "session-start", base("claude", web.cwd, "SessionStart"),
+                "--pid", str(os.getpid())).returncode == 0
+    js(web("--json", "register", sid, "--resume", "--provider", "Claude",
+           "--room", "room:contract"))
+    js(api("--json", "register", "api-1", "--provider", "Codex", "--room", "room:contract"))
+    high = js(api("--json", "send", "--from", "boss", "--room", "room:contract",
+                  "--importance", "high", "freeze the contract"))["id"]
+    assert next_tool_call("claude", web.cwd) == ("", "")  # the hook reads no hub
+    assert web("inbox", sid).returncode == 0
+    before, _ = next_tool_call("claude", web.cwd)
+    assert high in before and "freeze the contract" in before
+    assert web("inbox", sid).returncode == 0
+    assert next_tool_call("claude", web.cwd) == ("", "")
+
+
 def test_mcp_register_returns_what_waits_in_its_rooms(world):
     """MCP register answers with what waits, as the CLI prints it (issue 36)."""
     pytest.importorskip("mcp", reason="the mcp extra is not installed")

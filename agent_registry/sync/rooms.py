@@ -120,8 +120,10 @@ def unpushed(hub: Registry) -> dict:
 def refresh(registry: Registry) -> None:
     """Before a read that must see what other clones wrote (an inbox): sync the registry
     branch and the messages branch when there is a remote; offline, this clone's copy
-    answers and a warning says so."""
+    answers and a warning says so.  Then what arrived is marked (mark_arrived)."""
     if not registry.remote:
+        if hub_url(registry):
+            mark_arrived(registry)  # the hub's rooms may have brought something
         return
     from .fresh import fresh_after_sync, stale_after_sync
     box = mailbox(registry)
@@ -349,17 +351,28 @@ def mark_arrived(registry: Registry) -> None:
     ``sync``): mark the waiting high messages of this clone's live sessions, on this
     repository's branches and on their rooms' hub, as a send from this clone marks them
     (store/urgent.py, which marks each once), so the tool hooks, which never fetch, tell
-    a high message sent from another clone at the next tool call.  Never raises: what
+    a high message sent from another clone at the next tool call.  The branches are read
+    once and the hub fetched once, whatever the number of sessions.  Never raises: what
     is not marked is told at the next prompt."""
     from ..branch.mailbox import field
     from ..store.urgent import mark
+    hub = None
     try:
+        read = views(registry)
         for session in local_sessions(registry, registry.view()):
-            for message in waiting(registry, session):
+            found = pending_for(read, session)
+            if in_shared_room(registry, session.id):
+                hub = hub or open_hub(registry)
+                on_hub = hub.view().session(member_id(hub, session.id), strict=False)
+                found += pending_for(hub.view(), on_hub) if on_hub else []
+            for message in found:
                 if field(message, "importance") == "high":
                     mark(registry.repo.info.common_dir, [session.id], message["id"])
     except Exception:  # noqa: BLE001 - a best effort beside the command's own answer
         pass
+    finally:
+        if hub is not None:
+            hub.close()
 
 
 class HubInbox:
