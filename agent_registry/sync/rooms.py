@@ -93,8 +93,12 @@ def _offline(hub: Registry) -> None:
 
 def refresh_hub(hub: Registry) -> None:
     """Bring the hub's cache up to date (fetch, replay, push) within the network
-    timeout; a hub that does not answer is a warning naming it, once per process."""
+    timeout; a hub that does not answer is contacted once per process, and each read
+    of its cache then says why (the line of that one try)."""
     if getattr(hub, "down", None):
+        line = f"{hub.down} (showing this clone's copy of the hub)"
+        if line not in hub.warnings:
+            hub.warnings.append(line)
         return
     try:
         sync(hub)
