@@ -297,6 +297,18 @@ class LockCalls:
         self.warnings = view.warnings
         return out
 
+    def claim_reasons(self, sessions: Iterable[Session]) -> list[dict]:
+        """Why each lock of *sessions* was claimed, where the claim gave a reason (read
+        from the view alone: ``status`` pays no more git processes for it)."""
+        view, out = self.view(), []
+        for session in sessions:
+            for target in session.locks:
+                lock = view.lock(target)
+                holder = lock.holder(session.id) if lock else None
+                if holder is not None and holder.reason:
+                    out.append({"path": target, "owner": session.id, "reason": holder.reason})
+        return sorted(out, key=lambda r: (r["path"], r["owner"]))
+
     def locks(self) -> list[dict]:
         """Every lock held by a live session, with its state."""
         view, at = self.view(), self.clock()

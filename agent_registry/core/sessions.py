@@ -282,12 +282,9 @@ class SessionCalls:
         sessions = select_sessions(
             self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
             status=wanted, provider=provider, project=project)
-        shown = {s.id for s in sessions}
         return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
                              for s, why in zip(sessions, self.zombie_reasons(sessions))],
-                "reasons": [{"path": lock["path"], "owner": lock["owner"],
-                             "reason": lock["reason"]} for lock in self.locks()
-                            if lock["reason"] and lock["owner"] in shown],
+                "reasons": self.claim_reasons(s for s in sessions if s.live),
                 "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
 
     def zombie_reasons(self, sessions: list[Session]) -> list[str | None]:
