@@ -407,7 +407,8 @@ def build(service: Service) -> MCPServer:
         def run() -> dict:
             to_sel = messages.selector(to, [to_path] if to_path else [], to_tag, room, all,
                                        required=reply_to is None)
-            from .sync.rooms import registry_for, reply_audience
+            from .sync.rooms import registry_for
+            from .sync.whereis import reply_audience
             if to_sel is None:  # a reply naming no audience: to the original's sender
                 target, to_sel = reply_audience(reg, reply_to, sid)
             elif room is None:

@@ -84,7 +84,7 @@ def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, re
     selector = audience(to, to_path, to_tag, room, everyone, required=reply_to is None)
     target = out.registry
     if selector is None:  # a reply naming no audience: to the original's sender
-        from ..sync.rooms import reply_audience
+        from ..sync.whereis import reply_audience
         target, selector = reply_audience(out.registry, reply_to, sender)
     elif room is not None:
         from ..sync.rooms import registry_for
@@ -147,7 +147,7 @@ def empty_text(result: dict) -> str:
 def ack(out: Output, ids, sid) -> None:
     """Acknowledge messages (recipient only: exit 1 for anyone else; repeatable)."""
     from ..core.messages import ack as ack_messages
-    from ..sync.rooms import where_is
+    from ..sync.whereis import where_is
     sid = resolve_session(sid)
     places: dict[int, tuple] = {}
     for mid in dict.fromkeys(ids):  # each id acknowledged where it lives: here or the hub
@@ -177,7 +177,8 @@ def ack(out: Output, ids, sid) -> None:
 def thread(out: Output, mid) -> None:
     """A conversation: the message MSGID, what it answers and every reply, oldest first."""
     from ..core.messages import thread as read_thread
-    from ..sync.rooms import refresh, where_is
+    from ..sync.rooms import refresh
+    from ..sync.whereis import where_is
     refresh(out.registry)
     target = where_is(out.registry, mid) if MESSAGE_ID.fullmatch(mid) else None
     if target is None:

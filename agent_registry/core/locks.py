@@ -13,6 +13,7 @@ from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.procinfo import is_alive
 from . import sharded
+from .conflicts import describe_conflicts
 from .operations import Outcome, operation
 from .shapes import AMOUNT, COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
 
@@ -159,19 +160,6 @@ def apply_force_release(registry: Registry, view: View, op: dict) -> Outcome:
                     "by": op["by"], "reason": op["reason"]},
                    f"force-release {target} (held by {', '.join(previous)}) "
                    f"by {op['by']}: {op['reason']}")
-
-
-def describe_conflicts(conflicts: list[dict]) -> str:
-    parts = []
-    for c in conflicts:
-        via = f" (via {c['target']})" if c["target"] != c["path"] else ""
-        what = f", working on: {c['working_on']}" if c["working_on"] else ""
-        clock = f" ({c['clock']})" if c.get("clock") else ""
-        why = f", because: {c['reason']}" if c.get("reason") else ""
-        parts.append(f"{c['path']} is locked by {c['owner']}{via} since {c['since']}{what}{why}"
-                     f"{clock}")
-    asked = dict.fromkeys(c["reach"] for c in conflicts if c.get("reach"))
-    return "; ".join(parts) + "".join(f"; ask: {reach}" for reach in asked)
 
 
 class LockCalls:

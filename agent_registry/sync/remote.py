@@ -51,7 +51,7 @@ from ..store.git import CasFailed, run_git
 from ..store.spawn import Completed, TimedOut
 from ..branch.records import Holder, Lock, Session, iso, parse_iso
 from ..branch.trailers import parse_op
-from ..core.locks import describe_conflicts
+from ..core.conflicts import describe_conflicts
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..store.flock import file_lock

@@ -19,7 +19,7 @@ import os
 import re
 import time
 
-from ..branch.mailbox import MESSAGE_ID, find, in_room, order, pending_for
+from ..branch.mailbox import in_room, order, pending_for
 from ..branch.paths import validate_tag
 from ..branch.staleness import DEFAULT_TTL
 from ..core.messages_branch import mailbox, views
@@ -268,48 +268,6 @@ def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
     found = pending_for(view, session, include_acked=include_acked) if session else []
     hub.warnings.extend(w for w in view.warnings if w not in hub.warnings)
     return found
-
-
-def where_is(registry: Registry, mid: str, sid: str | None = None) -> Registry | None:
-    """The registry holding message *mid*: this one, else the hub (opened; the caller
-    closes it), else None.  For session *sid* (an ack) the hub is asked only when it
-    joined a room there."""
-    if find(views(registry), mid) is not None:
-        return registry
-    box = mailbox(registry)
-    if box is not registry and box.remote:  # sent from another clone since we looked
-        # the messages branch, then the registry branch, whose fetch brings the clone
-        # refs (layout format 3: where another clone's sends are), as core.messages.ack
-        for branch in (box, registry):
-            try:
-                sync(branch)
-            except Unconfirmed:
-                pass  # offline: this clone's copy answers
-            if find(views(registry), mid) is not None:
-                return registry
-    if not hub_url(registry) or (sid is not None and not in_shared_room(registry, sid)):
-        return None
-    hub = open_hub(registry)
-    if find(hub.view(), mid) is not None:
-        return hub
-    hub.close()
-    return None
-
-
-def reply_audience(registry: Registry, mid: str, sid: str) -> tuple[Registry, dict]:
-    """Where a reply of *sid* to message *mid* goes when it names no audience, and to
-    whom: the original's sender, through the registry that holds the original (this one,
-    or the hub of the room it came through; the caller closes a hub).  A reply to one's
-    own message names its audience: it is bad input here."""
-    target = where_is(registry, mid, sid) if MESSAGE_ID.fullmatch(mid) else None
-    if target is None:
-        raise BadInput(f"unknown message id {mid}")
-    original = find(views(target) if target is registry else target.view(), mid)
-    if original is None or original["from"] == member_id(target, sid):
-        if target is not registry:
-            target.close()
-        raise BadInput(f"{mid} is {sid}'s own message: name whom the reply is for (--to SID)")
-    return target, {"session": original["from"]}
 
 
 def mirror(registry: Registry, sid: str, action: str) -> None:
