@@ -129,18 +129,26 @@ def test_presence_follows_heartbeats_and_endings(world):
     assert [s["id"] for s in who["sessions"]] == ["api-1"]
 
 
-def test_room_messages_reach_a_harness_session_once_naming_the_room(world):
-    """A message to a shared room reaches a Claude Code session through its prompt hook
-    and its end-of-turn hook (--wake, --hold), once each, naming the room; its empty
-    inbox then says why (issue 36)."""
-    from test_harness_hooks import NATIVE, base, context_of, hook, kept_going
-    _, api, web = world
+def claude_in_the_room(api, web) -> str:
+    """A Claude Code session started in *web* (its session-start hook), registered in
+    room:contract beside *api*'s api-1: its id."""
+    from test_harness_hooks import NATIVE, base, hook
     sid = f"claude-{NATIVE}"
     assert hook(web.cwd, "claude", "session-start", base("claude", web.cwd, "SessionStart"),
                 "--pid", str(os.getpid())).returncode == 0
     js(web("--json", "register", sid, "--resume", "--provider", "Claude",
            "--room", "room:contract"))
     js(api("--json", "register", "api-1", "--provider", "Codex", "--room", "room:contract"))
+    return sid
+
+
+def test_room_messages_reach_a_harness_session_once_naming_the_room(world):
+    """A message to a shared room reaches a Claude Code session through its prompt hook
+    and its end-of-turn hook (--wake, --hold), once each, naming the room; its empty
+    inbox then says why (issue 36)."""
+    from test_harness_hooks import base, context_of, hook, kept_going
+    _, api, web = world
+    sid = claude_in_the_room(api, web)
 
     def send(text: str) -> str:
         return js(api("--json", "send", "--from", "api-1", "--room", "room:contract", text))["id"]
@@ -175,14 +183,9 @@ def test_a_high_room_message_is_told_at_the_next_tool_call_once(world):
     """A person's high message to a shared room, sent from another repository, is marked
     for the session here by the first command that reads the hub (its ``inbox``), so
     Claude Code's PreToolUse hook, which never fetches, tells it once (issue 36)."""
-    from test_harness_hooks import NATIVE, base, hook, next_tool_call
+    from test_harness_hooks import next_tool_call
     _, api, web = world
-    sid = f"claude-{NATIVE}"
-    assert hook(web.cwd, "claude", "session-start", base("claude", web.cwd, "SessionStart"),
-                "--pid", str(os.getpid())).returncode == 0
-    js(web("--json", "register", sid, "--resume", "--provider", "Claude",
-           "--room", "room:contract"))
-    js(api("--json", "register", "api-1", "--provider", "Codex", "--room", "room:contract"))
+    sid = claude_in_the_room(api, web)
     high = js(api("--json", "send", "--from", "boss", "--room", "room:contract",
                   "--importance", "high", "freeze the contract"))["id"]
     assert next_tool_call("claude", web.cwd) == ("", "")  # the hook reads no hub
