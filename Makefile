@@ -68,7 +68,11 @@ test-harness-latest: $(STAMP)
 	AGENT_REGISTRY_HARNESS_BIN="$(CURDIR)/$(HARNESS_LATEST)/node_modules/.bin" \
 	  $(BIN)/python -m pytest -q -m harness_e2e tests/e2e
 
+# every benchmark measures a wheel of the checkout installed in a fresh venv, as users
+# install it (bench/install.py: built once, kept under bench/results/ while the sources
+# are unchanged); --checkout on a benchmark measures the editable .venv instead
 bench: $(STAMP)
+	$(BIN)/python bench/install.py
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/guard_bench.py
 	$(BIN)/python bench/wiki_bench.py

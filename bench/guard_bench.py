@@ -14,7 +14,10 @@ States are built by bench/states.py through the library's own writes.  Results g
 the section of docs/benchmarks.md between ``<!-- guard:start -->`` and
 ``<!-- guard:end -->``; the rest of the file is left as it is.
 
-    .venv/bin/python bench/guard_bench.py [--reps N] [--no-doc]
+    .venv/bin/python bench/guard_bench.py [--reps N] [--no-doc] [--checkout]
+
+It measures a wheel of this checkout installed in a fresh venv (bench/install.py), as
+users install it; ``--checkout`` measures the project's .venv (editable) instead.
 
 A benchmark, not a test: it asserts nothing about time.
 """
@@ -32,6 +35,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import install  # noqa: E402
 import report  # noqa: E402
 import states  # noqa: E402
 from run import stats, timed  # noqa: E402  (the core benchmark's own)
@@ -61,20 +65,23 @@ def stage(repo: Path, env: dict[str, str], locked: bool) -> None:
 class State:
     """One benchmark state: a built repository and the runs to time in it."""
 
-    def __init__(self, shape: Shape, root: Path) -> None:
-        self.env = states.hermetic_env(root)
+    def __init__(self, shape: Shape, root: Path, tool: install.Install) -> None:
+        self.env = tool.env(states.hermetic_env(root))
         os.environ.update({k: self.env[k] for k in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
                                                     "GIT_CONFIG_NOSYSTEM", "TZ")})
         self.repo = states.build_ours(root / "repo", shape, self.env)
         # the holders' pid is this process, an ancestor of the guard: commit as the claimer
         self.env["AGENT_REGISTRY_SESSION"] = states.CLAIMER
         self.env["GIT_INDEX_FILE"] = ".git/index"  # as git exports it to a pre-commit hook
-        from agent_registry.enforce.hooks import install
-        from agent_registry.store.git import discover
-        hook = Path(install(discover(str(self.repo)))["hooks_dir"]) / "pre-commit"
-        guard = [sys.executable, "-m", "agent_registry.guard", "pre-commit"]
-        self.runs = {"floor": ([sys.executable, "-c", "pass"], 0, False),
-                     "imports": ([sys.executable, "-c", "import agent_registry.enforce.guard"], 0, False),
+        # the installation's own `hooks install`: the hook runs that venv's interpreter
+        subprocess.run([tool.cli, "hooks", "install"], cwd=self.repo, env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)
+        hook = self.repo / subprocess.run(["git", "rev-parse", "--git-path", "hooks/pre-commit"],
+                                          cwd=self.repo, env=self.env, check=True, text=True,
+                                          capture_output=True).stdout.strip()
+        guard = [tool.python, "-m", "agent_registry.guard", "pre-commit"]
+        self.runs = {"floor": ([tool.python, "-c", "pass"], 0, False),
+                     "imports": ([tool.python, "-c", "import agent_registry.enforce.guard"], 0, False),
                      "guard-pass": (guard, 0, False), "hook": ([str(hook)], 0, False),
                      "guard-refuse": (guard, 1, True)}
         self.times: dict[str, list[tuple[float, float]]] = {name: [] for name in self.runs}
@@ -90,7 +97,8 @@ class State:
                     self.times[name].append(timed(args, self.repo, self.env, expect))
 
 
-def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int) -> str:
+def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int,
+           tool: install.Install) -> str:
     load = os.getloadavg()
     wall = {state: {k: stats([w for w, _ in v]) for k, v in times.items()}
             for state, times in results.items()}
@@ -98,7 +106,12 @@ def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int) 
            for state, times in results.items()}
     columns = ("floor", "imports", "guard-pass", "guard-refuse", "hook")
     lines = ["## The pre-commit guard", "",
-             f"`bench/guard_bench.py`, {reps} runs of each, alternating; "
+             f"`bench/guard_bench.py{' --checkout' if tool.kind == 'checkout' else ''}`, on "
+             + ("the project's `.venv` (the checkout, editable); " if tool.kind == "checkout" else
+                "a plain install (a wheel of this checkout in a fresh venv with its "
+                "dependencies, `bench/install.py`: what `pip install .`, pipx and `uv tool` "
+                "give); ")
+             + f"{reps} runs of each, alternating; "
              f"{platform.python_implementation()} {platform.python_version()}, "
              f"{os.cpu_count()} cores, load average {load[0]:.1f} at the end (the machine "
              "is shared by several developers, so wall times swing with their work; CPU "
@@ -139,9 +152,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--no-doc", action="store_true", help="print, do not write docs/benchmarks.md")
+    install.add_option(parser)
     args = parser.parse_args()
+    tool = install.chosen(args)
     with tempfile.TemporaryDirectory(prefix="guard-bench-") as tmp:
-        built = {shape.name: State(shape, Path(tmp, shape.name)) for shape in SHAPES}
+        built = {shape.name: State(shape, Path(tmp, shape.name), tool) for shape in SHAPES}
         for _ in range(args.reps):  # the states take turns, so load hits them alike
             for state in built.values():
                 state.round()
@@ -151,7 +166,7 @@ def main() -> int:
             f"{k} {stats([w for w, _ in v])['median']:.1f} ms wall, "
             f"{stats([c for _, c in v])['median']:.1f} ms CPU" for k, v in times.items()),
             flush=True)
-    section = render(results, args.reps)
+    section = render(results, args.reps, tool)
     if args.no_doc:
         print(section)
     else:

@@ -34,12 +34,12 @@ RUNNER = Path(__file__).resolve().parent / "claim_runner.py"
 
 # -- the outer measurements ---------------------------------------------------------
 
-def _run_inner(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
+def _run_inner(argv: list[str], cwd: Path, env: dict[str, str], python: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         report_file = Path(tmp, "report.json")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.time()
-        proc = subprocess.run([sys.executable, str(RUNNER), str(report_file), *argv],
+        proc = subprocess.run([python, str(RUNNER), str(report_file), *argv],
                               cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ended = time.time()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -53,12 +53,13 @@ def _run_inner(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
     return report
 
 
-def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int) -> dict:
+def phase_table(claim_argv, cwd: Path, env: dict[str, str], release, reps: int,
+                python: str = sys.executable) -> dict:
     """Median (wall ms, CPU ms) of each phase over *reps* instrumented claims (*release*
-    undoes each)."""
+    undoes each), run by *python* (the interpreter of the installation measured)."""
     runs = []
     for i in range(reps):
-        runs.append(_run_inner(claim_argv(i), cwd, env))
+        runs.append(_run_inner(claim_argv(i), cwd, env, python))
         release(i)
     med = lambda pairs: (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
     rows = [("interpreter start (python, site, .pth files)", *med([r["startup"] for r in runs]), 1),
@@ -82,13 +83,14 @@ WATCHED = ("click", "secrets", "socket", "tempfile", "subprocess", "importlib.re
            "dataclasses", "json", "datetime", "zlib", "ruamel.yaml", "yaml", "filelock")
 
 
-def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 7) -> list[tuple[str, float]]:
+def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 7,
+                 python: str = sys.executable) -> list[tuple[str, float]]:
     """Import costs (ms) of the real console script from ``-X importtime``: the smallest
     of *reps* runs, the figure least disturbed by other load."""
-    script = Path(sys.executable).parent / "agent-registry"
+    script = Path(python).parent / "agent-registry"
     groups: dict[str, list[float]] = defaultdict(list)
     for _ in range(reps):
-        proc = subprocess.run([sys.executable, "-X", "importtime", str(script), *argv], cwd=cwd,
+        proc = subprocess.run([python, "-X", "importtime", str(script), *argv], cwd=cwd,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         seen: dict[str, float] = defaultdict(float)
         for line in proc.stderr.splitlines():
@@ -111,11 +113,12 @@ def import_table(argv: list[str], cwd: Path, env: dict[str, str], reps: int = 7)
     return [(key, min(values)) for key, values in groups.items()]
 
 
-def strace_summary(argv: list[str], cwd: Path, env: dict[str, str]) -> dict | None:
+def strace_summary(argv: list[str], cwd: Path, env: dict[str, str],
+                   python: str = sys.executable) -> dict | None:
     """Processes executed and syscall counts of one run, or None without strace."""
     if not shutil.which("strace"):
         return None
-    script = Path(sys.executable).parent / "agent-registry"
+    script = Path(python).parent / "agent-registry"
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp, "execve")
         proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace),
@@ -152,13 +155,14 @@ PROFILED_MAIN = ("import cProfile, sys\nprofile = cProfile.Profile()\nprofile.en
                  "profile.dump_stats(sys.argv[1])\n")
 
 
-def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8) -> list[tuple]:
+def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8,
+                 python: str = sys.executable) -> list[tuple]:
     """(function, calls, own ms, cumulative ms) by own time, from one cProfile run of the
     command's imports and the click-free path (the console script leaves by os._exit, which
     would skip cProfile's own output)."""
     with tempfile.TemporaryDirectory() as tmp:
         stats_file = Path(tmp, "claim.prof")
-        proc = subprocess.run([sys.executable, "-c", PROFILED_MAIN, str(stats_file), *argv],
+        proc = subprocess.run([python, "-c", PROFILED_MAIN, str(stats_file), *argv],
                               cwd=cwd, env=env, capture_output=True)
         if proc.returncode != 0 or not stats_file.exists():
             raise RuntimeError(f"cProfile run failed: {proc.stderr.decode()}")
@@ -171,14 +175,14 @@ def cprofile_top(argv: list[str], cwd: Path, env: dict[str, str], limit: int = 8
     return sorted(rows, key=lambda r: -r[2])[:limit]
 
 
-def interpreter_floor(reps: int = 9) -> dict[str, tuple[float, float]]:
+def interpreter_floor(reps: int = 9, python: str = sys.executable) -> dict[str, tuple[float, float]]:
     """Median (wall ms, CPU ms) of a bare interpreter, with this venv's site (.pth
     files) and without, and of one small git process."""
     import resource
     out = {}
-    for label, argv in (("python -c pass", [sys.executable, "-c", "pass"]),
-                        ("python -S -c pass", [sys.executable, "-S", "-c", "pass"]),
-                        ("python -I -c pass", [sys.executable, "-I", "-c", "pass"]),
+    for label, argv in (("python -c pass", [python, "-c", "pass"]),
+                        ("python -S -c pass", [python, "-S", "-c", "pass"]),
+                        ("python -I -c pass", [python, "-I", "-c", "pass"]),
                         ("git rev-parse --git-dir", ["git", "rev-parse", "--git-dir"])):
         walls, cpus = [], []
         for _ in range(reps):

@@ -79,6 +79,14 @@ def state_summary(result, stats) -> str:
             + f"; API claim {claim:.1f} ms")
 
 
+# what "ours" is, by bench/install.py's kind of installation
+INSTALLS = {"plain install": "a wheel of this checkout installed with its dependencies in a "
+                             "fresh venv (`bench/install.py`), as `pip install .`, pipx and "
+                             "`uv tool` install it: its ",
+            "checkout": "the project's `.venv`, the checkout installed editable (compat "
+                        "mode, `--checkout`): its "}
+
+
 def render(run: dict, results: list, profile: dict | None, stats) -> str:
     facts = run["facts"]
     by_name = {r.shape.name: r for r in results}
@@ -99,8 +107,10 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
         "absolute numbers move with what else runs; the ratios, measured alternately under "
         "the same load, are steadier.",
         "",
-        "**What is compared.** *Ours*: the installed `agent-registry` console script, run by "
-        "the benchmark's interpreter as an agent runs it (`lock acquire PATH --session S`, "
+        "**What is compared.** *Ours*: "
+        + INSTALLS.get(facts.get("install", "checkout"), "") +
+        "`agent-registry` console script, run by its venv's interpreter as an agent runs "
+        "it (`lock acquire PATH --session S`, "
         "`lock check PATH --session S`, `lock heartbeat PATH --session S`, `status`), in a "
         "repository whose registry holds the state, in the layout its row names: one branch "
         "(layout format 1), or, for `small-16`, the layout `init` gives a new registry (16 "
@@ -110,8 +120,8 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
            if run.get("before") else "")
         + "*Predecessor*: its own scripts (`../shared/predecessors/code/`: `lock_manager.py "
         "acquire PATH SID`, `lock_manager.py check PATH --session-id SID`, `lock_manager.py "
-        "heartbeat PATH SID`, `registry_manager.py status`), by the same interpreter (PyYAML "
-        "installed in it), on a home directory holding the same sessions and locks, built "
+        "heartbeat PATH SID`, `registry_manager.py status`), by the benchmark's own "
+        "interpreter (the project's .venv, PyYAML installed in it), on a home directory holding the same sessions and locks, built "
         "with their own functions (`bench/predecessor.py`). Each timed acquire claims a new "
         "path; the claim is undone in process between runs, outside the timed window. "
         "Bytecode is cached, as for an installed package (the predecessor's main script is "
@@ -201,11 +211,16 @@ def _profile_lines(profile: dict) -> list[str]:
                    f"{calls.get('total', 0):,} syscalls in all, most: "
                    + ", ".join(f"{n} {c}" for n, c in top) + ".")
     nobc = profile["no_bytecode_cache"]
-    compiled = ("the checkout had an `agent_registry/__pycache__`, so little was compiled"
-                if profile.get("project_pycache") else "so every run compiles the project's modules")
-    out.append(f"Run as this sandbox's shells run it (`PYTHONDONTWRITEBYTECODE=1`, and the "
-               f"project installed editable: {compiled}) the same claim takes "
-               f"{_ms(nobc['median'])} ms (median of {nobc['n']}).")
+    if profile.get("install") == "plain install":
+        out.append("Run with the bytecode pip compiled when it installed the wheel (no "
+                   "`PYTHONPYCACHEPREFIX`, `PYTHONDONTWRITEBYTECODE=1`), the same claim takes "
+                   f"{_ms(nobc['median'])} ms (median of {nobc['n']}).")
+    else:
+        compiled = ("the checkout had an `agent_registry/__pycache__`, so little was compiled"
+                    if profile.get("project_pycache") else "so every run compiles the project's modules")
+        out.append(f"Run as this sandbox's shells run it (`PYTHONDONTWRITEBYTECODE=1`, and the "
+                   f"project installed editable: {compiled}) the same claim takes "
+                   f"{_ms(nobc['median'])} ms (median of {nobc['n']}).")
     layer = profile.get("cli_layer")
     if layer:
         (cw, cc), (bw, bc) = layer["cli"], layer["bare"]

@@ -45,6 +45,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import install  # noqa: E402
 import predecessor  # noqa: E402
 import profile_claim  # noqa: E402
 import report  # noqa: E402
@@ -60,7 +61,7 @@ SHAPES = [
 ]
 QUICK_SKIPS = {"sessions-100"}
 COMMANDS = report.COMMANDS
-OURS = str(Path(sys.executable).parent / "agent-registry")
+OURS = install.checkout().cli  # the checkout's console script (run.py measures tool.cli)
 PREDECESSOR = predecessor.code_dir()
 
 
@@ -102,8 +103,10 @@ class Pair:
     given with --before, same console script, its code on PYTHONPATH) and
     ``predecessor`` (its own scripts, on a home holding the same sessions and locks)."""
 
-    def __init__(self, repo: Path, home: Path, registry, result: StateResult) -> None:
+    def __init__(self, repo: Path, home: Path, registry, result: StateResult,
+                 tool: install.Install) -> None:
         self.repo, self.home, self.registry, self.result = repo, home, registry, result
+        self.tool = tool  # the installation whose console script is measured
         self.held = states.held_path(0, 0)
 
     def argv(self, tool: str, command: str, rep: int) -> list[str]:
@@ -112,7 +115,7 @@ class Pair:
             path = {"acquire": claim, "check": self.held, "heartbeat": HEARTBEAT_PATH}.get(command, "")
             return predecessor.argv(PREDECESSOR, command, path, CLAIMER)
         # the console script run by the interpreter: `before` puts its code first on the path
-        return [sys.executable, OURS] + {
+        return [self.tool.python, self.tool.cli] + {
             "acquire": ["lock", "acquire", claim, "--session", CLAIMER, "--ttl", str(TTL)],
             "check": ["lock", "check", self.held, "--session", CLAIMER],
             "heartbeat": ["lock", "heartbeat", HEARTBEAT_PATH, "--session", CLAIMER],
@@ -121,6 +124,7 @@ class Pair:
     def env(self, tool: str, env: dict[str, str], before: Path | None) -> dict[str, str]:
         if tool == "predecessor":
             return {**env, "AGENT_REGISTRY_HOME": str(self.home)}
+        env = self.tool.env(env)
         return {**env, "PYTHONPATH": str(before)} if tool == "before" else env
 
     def prepare(self, tool: str, command: str) -> None:
@@ -235,7 +239,7 @@ def bench_env(root: Path) -> dict[str, str]:
     return env
 
 
-def machine_facts() -> dict[str, str]:
+def machine_facts(tool: install.Install) -> dict[str, str]:
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     cpu = ""
     try:
@@ -245,12 +249,12 @@ def machine_facts() -> dict[str, str]:
                 break
     except OSError:
         pass
-    script = Path(OURS).read_text(errors="replace")
+    script = Path(tool.cli).read_text(errors="replace")
     pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True,
                          text=True).stdout.split()
     return {"pip": pip[1] if len(pip) > 1 else "?",
             "launcher": "it imports re" if "import re" in script else "it does not import re",
-            "nproc": str(os.cpu_count()), "cpu": cpu or platform.processor(),
+            "install": tool.kind, "nproc": str(os.cpu_count()), "cpu": cpu or platform.processor(),
             "python": platform.python_version(), "git": git.removeprefix("git version "),
             "os": f"{platform.system()} {platform.release()}"}
 
@@ -258,22 +262,24 @@ def machine_facts() -> dict[str, str]:
 def run_profile(pair: Pair, env: dict[str, str], reps: int) -> dict:
     argv = lambda i: ["lock", "acquire", f"src/prof/claim{i:04d}.py", "--session", CLAIMER]
     release = lambda i: pair.registry.release(CLAIMER, [f"src/prof/claim{i:04d}.py"])
-    out = {"phases": profile_claim.phase_table(argv, pair.repo, env, release, reps),
-           "imports": profile_claim.import_table(argv(9000), pair.repo, env),
-           "floor": profile_claim.interpreter_floor()}
+    python, env = pair.tool.python, pair.tool.env(env)
+    out = {"phases": profile_claim.phase_table(argv, pair.repo, env, release, reps, python),
+           "imports": profile_claim.import_table(argv(9000), pair.repo, env, python=python),
+           "floor": profile_claim.interpreter_floor(python=python)}
     release(9000)
-    out["strace"] = profile_claim.strace_summary(argv(9001), pair.repo, env)
+    out["strace"] = profile_claim.strace_summary(argv(9001), pair.repo, env, python)
     release(9001)
-    out["cprofile"] = profile_claim.cprofile_top(argv(9002), pair.repo, env)
+    out["cprofile"] = profile_claim.cprofile_top(argv(9002), pair.repo, env, python=python)
     release(9002)
-    # as this sandbox's shells run it: no bytecode written, and none cached for the
-    # project's own (editable) modules, so each run compiles them
+    # as this sandbox's shells run it: no bytecode written; none cached for the project's
+    # own modules if editable (each run compiles them), pip's if a plain install
+    out["install"] = pair.tool.kind
     cold_env = {k: v for k, v in env.items() if k != "PYTHONPYCACHEPREFIX"}
     cold_env["PYTHONDONTWRITEBYTECODE"] = "1"
     out["project_pycache"] = (ROOT / "agent_registry" / "__pycache__").is_dir()
     cold = []
     for i in range(max(3, reps // 2)):
-        cold.append(timed([OURS, *argv(9100 + i)], pair.repo, cold_env)[0])
+        cold.append(timed([pair.tool.cli, *argv(9100 + i)], pair.repo, cold_env)[0])
         release(9100 + i)
     out["no_bytecode_cache"] = stats(cold)
     out["cli_layer"] = cli_layer(pair, env, reps)
@@ -293,8 +299,9 @@ def cli_layer(pair: Pair, env: dict[str, str], reps: int) -> dict:
     out: dict[str, list[tuple[float, float]]] = {"cli": [], "bare": []}
     for i in range(reps):
         path = f"src/layer/claim{i:04d}.py"
-        runs = [("cli", [OURS, "lock", "acquire", path, "--session", CLAIMER, "--ttl", str(TTL)]),
-                ("bare", [sys.executable, "-c", BARE_CLAIM, CLAIMER, path])]
+        runs = [("cli", [pair.tool.cli, "lock", "acquire", path, "--session", CLAIMER,
+                         "--ttl", str(TTL)]),
+                ("bare", [pair.tool.python, "-c", BARE_CLAIM, CLAIMER, path])]
         for kind, argv in (runs if i % 2 == 0 else runs[::-1]):
             out[kind].append(timed(argv, pair.repo, env))
             pair.registry.release(CLAIMER, [path])
@@ -313,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-profile", action="store_true", help="skip the profile of one claim")
     parser.add_argument("--keep", action="store_true", help="keep the temporary repositories")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
+    install.add_option(parser)
     args = parser.parse_args(argv)
     reps = args.reps or (10 if args.quick else 30)
     api_reps = 20 if args.quick else 30
@@ -329,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         import yaml  # noqa: F401  (the predecessor's scripts need PyYAML)
     except ImportError:
         parser.error(f"the predecessor's scripts need PyYAML: {sys.executable} -m pip install pyyaml")
+    tool = install.chosen(args)
     root = Path(tempfile.mkdtemp(prefix="agent-registry-bench-"))
     env = bench_env(root)
     tools: tuple[str, ...] = ("ours", "predecessor")
@@ -360,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                                      holders, CLAIMER, [HEARTBEAT_PATH])
             result = StateResult(shape, states.commit_count(repo, env), build_seconds=time.time() - t0,
                                  layout=states.layout(repo))
-            pairs.append(Pair(repo, home, Registry.open(str(repo)), result))
+            pairs.append(Pair(repo, home, Registry.open(str(repo)), result, tool))
             print(f"[{shape.name}] built in {result.build_seconds:.0f} s ({result.commits:,} commits)",
                   flush=True)
         print(f"timing {reps} rounds x {len(pairs)} states x {len(COMMANDS)} commands x "
@@ -388,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [pair.result for pair in pairs]
     run = {"quick": args.quick, "reps": reps, "tools": tools,
            "before": f"{revision} ({args.before})" if args.before else None, "api_reps": api_reps, "seconds": time.time() - started,
-           "load": (load_before, os.getloadavg()), "facts": machine_facts(),
+           "load": (load_before, os.getloadavg()), "facts": machine_facts(tool),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     run["imports"] = imports
     section = report.render(run, results, profile, stats)
