@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Benchmark of the pre-commit guard: the whole process git runs on every commit
-(``python -m agent_registry.guard pre-commit``), on a commit of 10 staged files, with
-10 and with 10,000 locks on the registry branch (DESIGN.md target: under 35 ms).
+"""Benchmark of the pre-commit guard: the whole process git runs on every commit (the
+installed hook's own Python line, ``from agent_registry.enforce.guard import main``), on a
+commit of 10 staged files, with 10 and with 10,000 locks on the registry branch (issue
+35's target: at most 2.5x a bare interpreter at 10,000 locks).
 
 Measured, alternating in one run so that load on the machine hits all alike:
 
@@ -29,6 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -43,7 +45,9 @@ from states import Shape  # noqa: E402
 
 SHAPES = [Shape("locks-10", sessions=10, locks_each=1, history=30),
           Shape("locks-10k", sessions=10, locks_each=1000, history=30)]
-TARGET_MS = 35.0
+TARGET_RATIO = 2.5  # issue 35: the guard at 10,000 locks, against `python -c pass`
+# what the installed hook execs (hooks/pre-commit), without its sh and its chained hook
+GUARD = "import sys; from agent_registry.enforce.guard import main; sys.exit(main(['pre-commit']))"
 STAGED = 10
 
 
@@ -79,7 +83,7 @@ class State:
         hook = self.repo / subprocess.run(["git", "rev-parse", "--git-path", "hooks/pre-commit"],
                                           cwd=self.repo, env=self.env, check=True, text=True,
                                           capture_output=True).stdout.strip()
-        guard = [tool.python, "-m", "agent_registry.guard", "pre-commit"]
+        guard = [tool.python, "-c", GUARD]
         self.runs = {"floor": ([tool.python, "-c", "pass"], 0, False),
                      "imports": ([tool.python, "-c", "import agent_registry.enforce.guard"], 0, False),
                      "guard-pass": (guard, 0, False), "hook": ([str(hook)], 0, False),
@@ -97,8 +101,18 @@ class State:
                     self.times[name].append(timed(args, self.repo, self.env, expect))
 
 
+def imported(state: "State") -> list[str]:
+    """The modules a passing guard imports (``-X importtime``), in the 10,000-lock state."""
+    stage(state.repo, state.env, False)
+    proc = subprocess.run([state.runs["guard-pass"][0][0], "-X", "importtime",
+                           *state.runs["guard-pass"][0][1:]], cwd=state.repo, env=state.env,
+                          capture_output=True, text=True)
+    return sorted({line.split("|")[2].strip() for line in proc.stderr.splitlines()
+                   if line.startswith("import time:") and "self [us]" not in line})
+
+
 def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int,
-           tool: install.Install) -> str:
+           tool: install.Install, modules: list[str]) -> str:
     load = os.getloadavg()
     wall = {state: {k: stats([w for w, _ in v]) for k, v in times.items()}
             for state, times in results.items()}
@@ -106,18 +120,21 @@ def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int,
            for state, times in results.items()}
     columns = ("floor", "imports", "guard-pass", "guard-refuse", "hook")
     lines = ["## The pre-commit guard", "",
-             f"`bench/guard_bench.py{' --checkout' if tool.kind == 'checkout' else ''}`, on "
+             f"`bench/guard_bench.py{' --checkout' if tool.kind == 'checkout' else ''}"
+             f"{f' --reps {reps}' if reps != 30 else ''}`, on "
              + ("the project's `.venv` (the checkout, editable); " if tool.kind == "checkout" else
                 "a plain install (a wheel of this checkout in a fresh venv with its "
                 "dependencies, `bench/install.py`: what `pip install .`, pipx and `uv tool` "
                 "give); ")
-             + f"{reps} runs of each, alternating; "
-             f"{platform.python_implementation()} {platform.python_version()}, "
+             + f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {reps} runs of each, "
+             f"alternating; {platform.python_implementation()} {platform.python_version()}, "
              f"{os.cpu_count()} cores, load average {load[0]:.1f} at the end (the machine "
              "is shared by several developers, so wall times swing with their work; CPU "
-             "time, the process's and its git children's, somewhat less; the minimum is the "
+             "time, the process's and its git children's, much less; the minimum is the "
              "closest to an idle machine). Each cell: median (min–p90). A commit of "
-             f"{STAGED} staged files; target under {TARGET_MS:.0f} ms whole process.", "",
+             f"{STAGED} staged files. *guard*: the interpreter running the installed hook's "
+             "own line (`from agent_registry.enforce.guard import main`); *installed hook*: "
+             "the hook file `hooks install` wrote, as git runs it (its `sh` included).", "",
              "| state | measure | python -c pass | imports only | guard, passes | guard, refuses | installed hook, passes |",
              "|---|---|---|---|---|---|---|"]
     for state in results:
@@ -125,26 +142,35 @@ def render(results: dict[str, dict[str, list[tuple[float, float]]]], reps: int,
             lines.append(f"| {state} | {label} | " + " | ".join(
                 f"{table[state][k]['median']:.1f} ({table[state][k]['min']:.1f}–"
                 f"{table[state][k]['p90']:.1f})" for k in columns) + " |")
-    small, large = (cpu[state] for state in results)
+    first, last = list(results)[0], list(results)[-1]
     work = {name: c["guard-pass"]["median"] - c["imports"]["median"] for name, c in cpu.items()}
-    fastest = min(wall[state]["guard-pass"]["min"] for state in results)
-    lines += ["", "The guard's work beyond its imports (two git processes and the lookups: "
+    ratio = {(label, k): table[last][k]["median"] / table[last]["floor"]["median"]
+             for label, table in (("CPU", cpu), ("wall", wall)) for k in ("guard-pass", "hook")}
+    ours = [m for m in modules if m.startswith("agent_registry")]
+    met = lambda r: "met" if r <= TARGET_RATIO else "not met"
+    lines += ["", f"**Against a bare interpreter, 10,000 locks** (issue 35: at most "
+              f"{TARGET_RATIO}x): the guard {ratio[('CPU', 'guard-pass')]:.2f}x by CPU "
+              f"({met(ratio[('CPU', 'guard-pass')])}), {ratio[('wall', 'guard-pass')]:.2f}x "
+              f"by wall; the installed hook, `sh` and all, {ratio[('CPU', 'hook')]:.2f}x by "
+              f"CPU ({met(ratio[('CPU', 'hook')])}), {ratio[('wall', 'hook')]:.2f}x by wall.",
+              "", "The guard's work beyond its imports (two git processes and the lookups: "
               "guard minus imports only, CPU medians) is "
-              f"{work[list(results)[0]]:.1f} ms with 10 locks and {work[list(results)[-1]]:.1f} ms "
-              "with 10,000: it reads only the staged paths' records (each path and its "
-              "ancestor directories) and the glob locks, never the whole lock set. Its "
-              f"imports cost {large['imports']['median'] - large['floor']['median']:.1f} ms over "
-              "the bare interpreter (re, json, subprocess and hashlib; no dataclasses, no "
-              "click). Whole process, the median is "
-              f"{'within' if large['guard-pass']['median'] < TARGET_MS else 'over'} the "
-              f"{TARGET_MS:.0f} ms target on this shared machine; the fastest run took "
-              f"{fastest:.1f} ms wall. In a hook it starts two git processes, "
-              "`git diff --cached` and one `git cat-file --batch` (it reads the repository "
-              "layout from the files, and runs `git config` only when a config file "
-              "mentions agent-registry); the installed hook adds a `sh` process. The first "
-              "lookup imports the registry's own reader (view, records, staleness: the code "
-              "claims use, so both agree on every record), counted in the work above; a "
-              "refusal costs more: it reads the holders' sessions."]
+              f"{work[first]:.1f} ms with 10 locks and {work[last]:.1f} ms with 10,000: it "
+              "reads only the staged paths' records (each path and its ancestor "
+              "directories) and the glob locks, never the whole lock set. Its imports cost "
+              f"{cpu[last]['imports']['median'] - cpu[last]['floor']['median']:.1f} ms of CPU "
+              f"over the bare interpreter. A passing commit imports {len(modules)} modules in "
+              f"all, the interpreter's own start-up included, {len(ours)} of them "
+              "agent_registry's: no subprocess (git runs through `store/spawn.py`), re, "
+              "json, enum, collections, hashlib, dataclasses or click "
+              "(tests/test_import_budget.py holds it there). It starts two git processes, "
+              "`git diff --cached` and one `git cat-file --batch`, and reads the glob locks "
+              "while the first runs (it reads the repository layout from the files, and "
+              "runs `git config` only when a config file mentions agent-registry); the "
+              "installed hook adds a `sh` process. The first lookup imports the registry's "
+              "own reader (view, records, staleness: the code claims use, so both agree on "
+              "every record), counted in the work above; a refusal costs more: it reads the "
+              "holders' sessions."]
     return "\n".join(lines)
 
 
@@ -160,13 +186,14 @@ def main() -> int:
         for _ in range(args.reps):  # the states take turns, so load hits them alike
             for state in built.values():
                 state.round()
+        modules = imported(list(built.values())[-1])
     results = {name: state.times for name, state in built.items()}
     for name, times in results.items():
         print(f"[{name}] " + ", ".join(
             f"{k} {stats([w for w, _ in v])['median']:.1f} ms wall, "
             f"{stats([c for _, c in v])['median']:.1f} ms CPU" for k, v in times.items()),
             flush=True)
-    section = render(results, args.reps, tool)
+    section = render(results, args.reps, tool, modules)
     if args.no_doc:
         print(section)
     else:

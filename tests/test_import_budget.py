@@ -250,3 +250,26 @@ def test_agents_sharing_a_working_tree_each_keep_what_is_held(repo):
              if line.startswith("import time:") and "|" in line}
     assert "agent_registry.harness.backstop" in names  # the note was taken
     assert "agent_registry.enforce.guard" not in names  # from what agent-a's call kept
+
+
+@pytest.mark.parametrize("staged, refused", [("src/free.py", False), ("src/auth.py", True)])
+def test_a_commit_through_the_pre_commit_hook_imports_only_what_the_guard_runs(
+        tmp_path, staged, refused):
+    """Every commit runs the guard (issue 35: at most 2.5x a bare interpreter at 10,000
+    locks): it lists the staged paths through store/spawn.py, not subprocess (which brings
+    locale, re, enum, functools, threading and signal: some 10 ms), and reads records
+    without json, re or collections, whether it lets the commit through or refuses it."""
+    repo = made(tmp_path / "repo")
+    done = Runner(repo)("hooks", "install")
+    assert done.returncode == 0, done.stderr
+    (repo / staged).write_text("changed = 1\n")
+    subprocess.run(["git", "add", staged], cwd=repo, check=True)
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "AGENT_REGISTRY_SESSION": "s1"}
+    proc = subprocess.run(["git", "commit", "-q", "-m", "edit"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == (1 if refused else 0), proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line} - {"cumulative"}
+    assert "agent_registry.branch.view" in names  # it did look the paths up
+    heavy = sorted(n for n in names if n in NEVER | NOR or n.split(".")[0] in NEVER)
+    assert heavy == [], f"the pre-commit guard imported {heavy}"

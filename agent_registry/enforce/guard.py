@@ -25,13 +25,13 @@ made with --no-verify, cherry-pick, revert, rebase, am, a fast-forward) is caugh
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
 from ..branch import paths as P
 from ..branch.pathcase import rule_of
 from ..errors import Unreadable
+from ..store import spawn
 from ..store.git import (GitError, Repo, RepoInfo, branch_name, clean_env, discover, read_config,
                          remote_name)
 from ..store.procinfo import ancestors, hostname, start_time
@@ -346,10 +346,11 @@ class Guard:
         """Paths the commit being made changes, read with the hook's own environment
         (git may point GIT_INDEX_FILE at a temporary index).  Without rename detection
         a rename is a deletion plus an addition, so both sides are checked."""
-        diff = subprocess.Popen(
-            ["git", "diff", "--cached", "--name-only", "-z", "--no-renames", "--no-color",
-             "--no-ext-diff", "--ignore-submodules=none"],
-            cwd=self.info.toplevel, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # through store/spawn.py, not subprocess (which with locale, re, enum, threading
+        # and signal cost every commit some 10 ms of imports: tests/test_import_budget.py)
+        diff = spawn.Running(
+            ["git", "-C", self.info.toplevel or ".", "diff", "--cached", "--name-only", "-z",
+             "--no-renames", "--no-color", "--no-ext-diff", "--ignore-submodules=none"])
         if self.lookup is not None:
             # while git diffs: start cat-file and read the glob locks, which every path
             # needs; a failure here is met again, and reported, by check()
@@ -357,10 +358,10 @@ class Guard:
                 self.lookup.open().pattern_locks()
             except Exception:
                 pass
-        out, err = diff.communicate()
-        if diff.returncode != 0:
-            raise RuntimeError(err.decode(errors="replace").strip())
-        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+        done = diff.finish()
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.decode(errors="replace").strip())
+        return [p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def pushed_changes(self, remote: str, updates: list[tuple[str, str, str, str]]
                        ) -> dict[str, list[str]]:
@@ -536,6 +537,7 @@ def _decide(guard: Guard, report: Report, action: str, details: list[str] = ()) 
 def _sync_call(info: RepoInfo) -> dict:
     """`agent-registry sync` as a child of a hook: marked, so that its own push of the
     registry branch does not run the pre-push guard again."""
+    import subprocess
     return {"args": [sys.executable, "-m", "agent_registry", "--quiet", "sync"],
             "cwd": info.toplevel or info.git_dir, "env": {**clean_env(), IN_HOOK_ENV: "1"},
             "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
@@ -544,6 +546,7 @@ def _sync_call(info: RepoInfo) -> dict:
 def sync_registry(info: RepoInfo) -> str | None:
     """Bring the registry branch up to date from the remote; None when done, else why
     not (the guard then uses local state)."""
+    import subprocess  # a push, or a merge's background sync: not on the commit's path
     try:
         proc = subprocess.run(**_sync_call(info), stderr=subprocess.PIPE, timeout=SYNC_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -593,6 +596,7 @@ def pre_push(guard: Guard, remote: str, stdin_text: str) -> int:
 
 def background_sync(info: RepoInfo) -> None:
     """Start a sync detached from this process, so the user's command never waits."""
+    import subprocess
     subprocess.Popen(**_sync_call(info), stderr=subprocess.DEVNULL, start_new_session=True)
 
 

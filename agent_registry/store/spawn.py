@@ -52,7 +52,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None, input: bytes | No
     """Run *argv* to its end, stdout and stderr captured, *input* (if any) on stdin;
     TimedOut (the child killed) when it runs past *timeout* seconds.  In another
     directory (*cwd*), through subprocess: posix_spawn has no portable chdir."""
-    if _SPAWN is None or cwd is not None:
+    if cwd is not None:
         import subprocess
         try:
             proc = subprocess.run(argv, env=env, input=input, stdout=subprocess.PIPE,
@@ -60,35 +60,65 @@ def run(argv: list[str], *, env: dict[str, str] | None = None, input: bytes | No
         except subprocess.TimeoutExpired:
             raise TimedOut(argv, timeout) from None
         return Completed(argv, proc.returncode, proc.stdout, proc.stderr)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    in_r = in_w = None
-    actions = [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
-    if input is not None:
-        in_r, in_w = os.pipe()
-        actions.append((os.POSIX_SPAWN_DUP2, in_r, 0))
-    try:
-        pid = _start(argv, env, actions)
-    except BaseException:
-        for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+    return Running(argv, env, input).finish(timeout)
+
+
+class Running:
+    """A child started with its stdout and stderr captured (and *input*, if any, for its
+    stdin), finished by ``finish()``: the caller works while it runs (the pre-commit
+    guard reads the glob locks while `git diff --cached` lists the staged paths)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None,
+                 input: bytes | None = None) -> None:
+        self.argv, self.input, self._popen = argv, input, None
+        if _SPAWN is None:
+            import subprocess
+            self._popen = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, stdin=None if input is None
+                                           else subprocess.PIPE)
+            return
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        in_r = self.in_w = None
+        actions = [(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
+        if input is not None:
+            in_r, self.in_w = os.pipe()
+            actions.append((os.POSIX_SPAWN_DUP2, in_r, 0))
+        try:
+            self.pid = _start(argv, env, actions)
+        except BaseException:
+            for fd in (self.out_r, out_w, self.err_r, err_w, in_r, self.in_w):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        for fd in (out_w, err_w, in_r):
             if fd is not None:
                 os.close(fd)
-        raise
-    for fd in (out_w, err_w, in_r):
-        if fd is not None:
-            os.close(fd)
-    try:
-        chunks = _communicate(out_r, err_r, in_w, input or b"", timeout)
-    except TimedOut:
-        _kill(pid)
-        os.waitpid(pid, 0)
-        raise TimedOut(argv, timeout) from None
-    except BaseException:  # interrupted: its pipes are closed (git ends on EOF or
-        os.waitpid(pid, 0)   # SIGPIPE), and it is reaped, not left behind
-        raise
-    _, status = os.waitpid(pid, 0)
-    return Completed(argv, os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
-                     b"".join(chunks[err_r]))
+
+    def finish(self, timeout: float | None = None) -> Completed:
+        """Its output and exit code once it has ended; TimedOut (the child killed) when
+        that takes more than *timeout* seconds."""
+        if self._popen is not None:
+            import subprocess
+            try:
+                out, err = self._popen.communicate(self.input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._popen.kill()
+                self._popen.wait()
+                raise TimedOut(self.argv, timeout) from None
+            return Completed(self.argv, self._popen.returncode, out, err)
+        try:
+            chunks = _communicate(self.out_r, self.err_r, self.in_w, self.input or b"", timeout)
+        except TimedOut:
+            _kill(self.pid)
+            os.waitpid(self.pid, 0)
+            raise TimedOut(self.argv, timeout) from None
+        except BaseException:  # interrupted: its pipes are closed (git ends on EOF or
+            os.waitpid(self.pid, 0)   # SIGPIPE), and it is reaped, not left behind
+            raise
+        _, status = os.waitpid(self.pid, 0)
+        return Completed(self.argv, os.waitstatus_to_exitcode(status),
+                         b"".join(chunks[self.out_r]), b"".join(chunks[self.err_r]))
 
 
 def _kill(pid: int) -> None:
