@@ -25,7 +25,7 @@ ROOMS: dict[str, int] = {
     "core": CORE,
     "sync": SERVICES, "watch": SERVICES, "wiki": SERVICES, "forecast": SERVICES,
     "__init__": FACES, "__main__": FACES, "guard": FACES, "cli": FACES, "enforce": FACES,
-    "harness": FACES, "mcp_server": FACES, "dashboard": FACES, "wiki.cli": FACES,
+    "harness": FACES, "mcp": FACES, "dashboard": FACES, "wiki.cli": FACES,
     "doctor": FACES,
     "wiki.fastpath": FACES,
 }

@@ -677,7 +677,7 @@ def mcp(out: Output, interval: float) -> None:
     from ..store.extras import needed, require
     try:
         require("mcp")  # every module of the extra: one missing is one line, no traceback
-        from ..mcp_server import serve
+        from ..mcp.server import serve
     except ImportError as exc:
         raise needed("mcp", exc) from None
     serve(out.registry, interval)

@@ -32,15 +32,16 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from . import __version__
-from .errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
-from .cli.output import age, check_code, to_json
-from .store.procinfo import is_alive
-from .branch.records import parse_iso
-from .branch.sessionids import closest
-from .core.registry import Registry
-from .store.git import Repo
-from .branch.staleness import DEFAULT_TTL
+from .. import __version__
+from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
+from ..cli.output import age, check_code, to_json
+from ..store.procinfo import is_alive
+from ..branch.records import parse_iso
+from ..branch.sessionids import closest
+from ..core.registry import Registry
+from ..store.git import Repo
+from ..branch.staleness import DEFAULT_TTL
+from . import stdio
 
 HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
 PID_FROM = "the MCP server's parent (the harness that started it)"
@@ -234,7 +235,7 @@ def build(service: Service) -> MCPServer:
         """*read*, after a fetch when this clone's view is older than readFreshness (as
         the CLI's reads): its answer says how old the view is when it could not fetch."""
         def run() -> dict:
-            from .sync.fresh import freshen, said
+            from ..sync.fresh import freshen, said
             freshen(reg)
             answer = read()
             return {**answer, **said(reg)}
@@ -267,11 +268,11 @@ def build(service: Service) -> MCPServer:
             "space, with their ids (wiki_show ID reads one in full)."))] = True,
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
-        from .cli.console import new_session_id
+        from ..cli.console import new_session_id
         sid = session_id or new_session_id(provider)
 
         def run() -> dict:
-            from .sync import rooms as R
+            from ..sync import rooms as R
             for room in rooms:  # checked before anything is written, as `register --room`
                 if not R.validate_room(room).startswith(R.SHARED):
                     raise BadInput(f"{room}: a repository's room is joined by working in "
@@ -290,7 +291,7 @@ def build(service: Service) -> MCPServer:
             if rooms:
                 result["rooms"] = R.join(reg, sid, list(dict.fromkeys(rooms)))
             if memory:
-                from .wiki.api import recall
+                from ..wiki.api import recall
                 result["memory"] = [{k: e[k] for k in ("id", "session_id", "what", "router",
                                                        "bugs", "why")}
                                     for e in recall(reg, working_on, list(space))]
@@ -401,14 +402,14 @@ def build(service: Service) -> MCPServer:
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
         """Send a durable message (to one of to, to_path, to_tag, room, all; or a reply)."""
-        from .core import messages
+        from ..core import messages
         sid = service.default_sid(session_id)
 
         def run() -> dict:
             to_sel = messages.selector(to, [to_path] if to_path else [], to_tag, room, all,
                                        required=reply_to is None)
-            from .sync.rooms import registry_for
-            from .sync.whereis import reply_audience
+            from ..sync.rooms import registry_for
+            from ..sync.whereis import reply_audience
             if to_sel is None:  # a reply naming no audience: to the original's sender
                 target, to_sel = reply_audience(reg, reply_to, sid)
             elif room is None:
@@ -420,7 +421,7 @@ def build(service: Service) -> MCPServer:
                                      reply_to=reply_to, importance=importance,
                                      ack_required=ack_required)
             try:
-                from .sync.rooms import member_id  # on the hub: this repository's member
+                from ..sync.rooms import member_id  # on the hub: this repository's member
                 result = messages.send(target, member_id(target, sid), to_sel, body,
                                        subject=subject, key=key, reply_to=reply_to,
                                        importance=importance, ack_required=ack_required)
@@ -437,7 +438,7 @@ def build(service: Service) -> MCPServer:
             "room:<name> (shared through the hub) or repo:<name> (this repository's own)."))],
     ) -> dict[str, Any]:
         """Who is in a room: each live session, its repository, and whether it is present."""
-        from .sync.rooms import presence
+        from ..sync.rooms import presence
         return await service.run(lambda: presence(reg, room))
 
     @tool(annotations=READ_ONLY)
@@ -446,8 +447,8 @@ def build(service: Service) -> MCPServer:
         all: Annotated[bool, Field(description="Also the acknowledged ones.")] = False,
     ) -> dict[str, Any]:
         """Messages and handoffs waiting for the session (sync first with a remote)."""
-        from .core import messages
-        from .sync.rooms import HubInbox, refresh
+        from ..core import messages
+        from ..sync.rooms import HubInbox, refresh
         sid = service.default_sid(session_id)
 
         def run() -> dict:
@@ -466,7 +467,7 @@ def build(service: Service) -> MCPServer:
         session_id: MaybeSession = None,
     ) -> dict[str, Any]:
         """Acknowledge messages you received and handled (recipients only)."""
-        from .core import messages
+        from ..core import messages
         sid = service.default_sid(session_id)
         return await service.run(lambda: messages.ack(reg, sid, message_ids), sid)
 
@@ -475,7 +476,7 @@ def build(service: Service) -> MCPServer:
         message_id: Annotated[str, Field(description="Any message of the conversation.")],
     ) -> dict[str, Any]:
         """A conversation, oldest first, with who acknowledged each message."""
-        from .core import messages
+        from ..core import messages
         return await service.run(lambda: messages.thread(reg, message_id))
 
     @tool(annotations=WRITES)
@@ -502,7 +503,7 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """End the session with a wiki entry (wiki/<sid>.md), Finished, locks released."""
         sid = service.default_sid(session_id)
-        from .wiki.ops import end_session
+        from ..wiki.ops import end_session
         return await service.run(
             lambda: mirrored(reg, sid, "finish", end_session(
                 reg, sid, router=router, what=what, how=how, solved=solved, bugs=bugs,
@@ -515,7 +516,7 @@ def build(service: Service) -> MCPServer:
         limit: Annotated[int, Field(ge=1, description="Most results.")] = 10,
     ) -> dict[str, Any]:
         """Has this been done before? Past sessions ranked for text, best first."""
-        from .wiki import api
+        from ..wiki import api
         return await service.run(fresh(lambda: api.search(reg, text, limit)))
 
     @tool(annotations=READ_ONLY)
@@ -524,7 +525,7 @@ def build(service: Service) -> MCPServer:
             description="Entry id (or a unique prefix of 6+) or session id.")],
     ) -> dict[str, Any]:
         """One wiki entry in full: fields and the session's diary."""
-        from .wiki import api
+        from ..wiki import api
         return await service.run(lambda: api.get_entry(reg, id))
 
     add_resources(server, service)
@@ -575,7 +576,7 @@ def beat(registry: Registry, sid: str) -> None:
 def mirrored(registry: Registry, sid: str, action: str, result: dict) -> dict:
     """*result*, after carrying the heartbeat or finish of *sid* over to its presence
     in the rooms it joined on the hub (as the CLI does; a no-op without rooms)."""
-    from .sync.rooms import mirror
+    from ..sync.rooms import mirror
     mirror(registry, sid, action)
     return result
 
@@ -587,7 +588,7 @@ def serve(registry: Registry, interval: float = HEARTBEAT) -> None:
     beats = threading.Thread(target=service.beat_loop, name="heartbeat", daemon=True)
     beats.start()
     try:
-        server.run("stdio")
+        stdio.serve(server)
     finally:
         service.stop()
         beats.join()
