@@ -158,27 +158,39 @@ def serve(opts: dict, command) -> int:
     its JSON document, its text and its exit code) and print the answer as ``--json`` or
     ``--quiet`` ask; an error is one line on stderr and its exit code, and the
     registry's warnings follow, as :func:`agent_registry.cli.main.main` reports them."""
-    from . import output
     from ..errors import RegistryError
     from ..sync import Registry
     registry = None
     try:
         registry = Registry.open(opts["directory"])
         data, text, code = command(registry)
-        if opts["json"]:
-            print(output.to_json(data))
-        elif not opts["quiet"]:
-            print(text)
+        answer(opts, data, text)
         return code
     except (RegistryError, OSError) as exc:
         return report(exc, opts["json"], lambda text, err: print(
             text, file=sys.stderr if err else sys.stdout))
     finally:
         if registry is not None:
-            if not opts["quiet"]:
-                for message in registry.warnings + ignored_variables():
-                    print(f"agent-registry: warning: {message}", file=sys.stderr)
+            warn(opts, registry.warnings)
             registry.close()
+
+
+def answer(opts: dict, data, text: str) -> None:
+    """A command's answer on stdout: its JSON document with ``--json``, its text unless
+    ``--quiet``."""
+    if opts["json"]:
+        from . import output
+        print(output.to_json(data))
+    elif not opts["quiet"]:
+        print(text)
+
+
+def warn(opts: dict, warnings: list[str]) -> None:
+    """The registry's *warnings* and the predecessor's variables set, on stderr, unless
+    ``--quiet``."""
+    if not opts["quiet"]:
+        for message in warnings + ignored_variables():
+            print(f"agent-registry: warning: {message}", file=sys.stderr)
 
 
 def reader_gone() -> bool:

@@ -33,6 +33,26 @@ def bound(config: dict[str, str]) -> float:
     return value if value >= 0 else DEFAULT_FRESHNESS
 
 
+def view_doc(last: float | None, now: float, failure: dict | None) -> dict:
+    """A read's view freshness for ``--json``: ``as_of`` (its last fetch), ``stale_view``
+    and, when the fetch it tried failed (*failure*), the view's age and why."""
+    doc = {"as_of": iso(last) if last else None, "stale_view": failure is not None}
+    if failure is not None:
+        doc["view_age_seconds"] = int(now - last) if last else None
+        doc["remote_error"] = failure
+    return doc
+
+
+def fresh_view(common_dir: str, branch: str, config: dict[str, str], now: float) -> dict | None:
+    """The view's freshness when this clone's last fetch of *branch* is within the bound,
+    so a read answers from the clone at once; None when a read fetches first."""
+    last = last_fetch(common_dir, branch)
+    limit = bound(config)
+    if last is not None and limit > 0 and now - last < limit:
+        return view_doc(last, now, None)
+    return None
+
+
 def mark_path(common_dir: str, branch: str) -> str:
     """The file whose mtime says when *branch* was last fetched."""
     return os.path.join(common_dir, "agent-registry", "fetched", branch.replace("/", "%2F"))

@@ -26,7 +26,8 @@ from . import spawn
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
 from .refupdates import RefUpdates
-from .layout import RepoInfo, plain_layout
+from .layout import RepoInfo, packed_oid, plain_layout, state_path
+from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
 SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
@@ -347,7 +348,7 @@ class Repo:
     def state_path(self, *names: str) -> str:
         """A path in the local-only state folder shared by every worktree of this clone
         (never committed); os.path, since the claim path avoids importing pathlib."""
-        return os.path.join(self.info.common_dir, "agent-registry", *names)
+        return state_path(self.info.common_dir, *names)
 
     @property
     def state_dir(self) -> "pathlib.Path":  # noqa: F821 (imported when called)
@@ -439,11 +440,10 @@ class Repo:
         return packed
 
     def _packed_ref(self, ref: str) -> str | None:
-        packed = self._packed_refs()
-        end = packed.find(b" " + ref.encode() + b"\n")  # the line "<oid> <ref>"
-        if end < 0:
+        raw = packed_oid(self._packed_refs(), ref)
+        if raw is None:
             return None
-        oid = packed[packed.rfind(b"\n", 0, end) + 1:end].decode("ascii", "replace")
+        oid = raw.decode("ascii", "replace")
         if not self._is_oid(oid):
             raise self._broken_ref(ref, f"packed-refs holds {oid[:60]!r} for it")
         return oid
@@ -759,114 +759,13 @@ class Repo:
         return True
 
 
-DEFAULT_BRANCH = "agent-registry"
-
-
-def branch_name(config: dict[str, str]) -> str:
-    """The registry branch named by ``git config agent-registry.branch``, or the default."""
-    return config.get("agent-registry.branch") or DEFAULT_BRANCH
-
-
-def remote_name(config: dict[str, str]) -> str | None:
-    """The remote the registry syncs with: ``agent-registry.remote``, else ``origin``
-    when it exists; ``none`` (or empty, or ``false``) turns sync off.  The registry and
-    the guard both ask this, so they judge by the same tracking ref."""
-    name = config.get("agent-registry.remote")
-    if name is None:
-        return "origin" if "remote.origin.url" in config else None
-    return None if name.lower() in ("", "none", "false") else name
-
-
-def _config_files(git_dir: str) -> list[str]:
-    """The files git reads its config from for *git_dir*, by git's own rules (no
-    includes, no ``-c``: :func:`_config_from_files` sends those to git)."""
-    common = git_dir
-    try:  # a linked worktree's git dir names the shared one
-        with open(os.path.join(git_dir, "commondir")) as f:
-            common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
-    except OSError:
-        pass
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    files = [os.path.join(common, "config"), os.path.join(git_dir, "config.worktree"),
-             os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"),
-             os.path.join(xdg, "git", "config")]
-    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
-        files.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
-    return files
-
-
-def _config_from_files(git_dir: str) -> dict[str, str] | None:
-    """read_config's answer without a process, in the usual case where no config file
-    mentions agent-registry: then only whether ``origin`` exists matters, and the files
-    say that (its url is not read: "(set)"), and ``core.ignorecase`` /
-    ``core.precomposeunicode`` as git writes them on macOS and Windows (plain lines of a
-    ``[core]`` section).  None (ask git) whenever a file mentions us, includes another,
-    spells a remote the old way, writes those two keys any other way, or the
-    environment adds settings."""
-    if any(os.environ.get(name) for name in
-           ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")):
-        return None
-    has_origin, found = False, {}
-    local, worktree, *rest = _config_files(git_dir)
-    texts = {}
-    for name in [*reversed(rest), local, worktree]:  # git's order: the last value wins
-        try:
-            with open(name, "rb") as f:
-                texts[name] = f.read().lower()
-        except OSError:
-            continue
-    # git reads config.worktree only where the repository's own config turns on
-    # extensions.worktreeConfig; a file left there otherwise decides nothing
-    if worktree in texts and b"worktreeconfig" not in texts.get(local, b""):
-        del texts[worktree]
-    elif worktree in texts:
-        extension = _plain_flags(texts[local], b"[extensions]", (b"worktreeconfig",))
-        if extension is None:
-            return None
-        if extension.get("extensions.worktreeconfig") != "true":
-            del texts[worktree]
-    for text in texts.values():
-        if b"agent-registry" in text or b"[include" in text or b"[remote." in text:
-            return None
-        if b"ignorecase" in text or b"precomposeunicode" in text:
-            flags = _plain_flags(text, b"[core]", (b"ignorecase", b"precomposeunicode"))
-            if flags is None:
-                return None
-            found.update(flags)
-        has_origin = has_origin or b'[remote "origin"]' in text
-    return {**found, **({"remote.origin.url": "(set)"} if has_origin else {})}
-
-
-_BOOLEANS = {b"": "true", b"true": "true", b"yes": "true", b"on": "true", b"1": "true",
-             b"false": "false", b"no": "false", b"off": "false", b"0": "false"}
-
-
-def _plain_flags(text: bytes, section: bytes, keys: tuple[bytes, ...]) -> dict[str, str] | None:
-    """The boolean *keys* of *section* (``[core]``) in one config file's lower-cased
-    *text* (``core.ignorecase`` -> ``"true"``), when each line naming one is ``key =
-    BOOLEAN`` (or the bare key) in a plain *section*; None for anything else (a comment, a
-    quote, a continuation, another section: git reads those)."""
-    out, current = {}, b""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not any(key in line for key in keys):
-            current = line if line.startswith(b"[") else current
-            continue
-        key, eq, value = (part.strip() for part in line.partition(b"="))
-        if current != section or key not in keys or (eq and value not in _BOOLEANS):
-            return None
-        out[f"{section[1:-1].decode()}.{key.decode()}"] = _BOOLEANS[value] if eq else "true"
-    return out
-
-
 def read_config(git_dir: str) -> dict[str, str]:
     """``agent-registry.*`` keys of git config (lower-cased names), ``remote.origin.url``
     (whether sync has a default remote), ``core.ignorecase`` and
     ``core.precomposeunicode`` (how names compare: branch/pathcase): from the files when none
     mentions us (a ``git config`` process is a millisecond or two of every command),
     else from git, in one process."""
-    known = _config_from_files(git_dir)
+    known = config_from_files(git_dir)
     if known is not None:
         return known
     proc = spawn.run(["git", "config", "-z", "--get-regexp",

@@ -1,5 +1,6 @@
 """Where a repository lives (:data:`RepoInfo`), and :func:`plain_layout`: finding it from
-its files, without a ``git rev-parse`` process.
+its files, without a ``git rev-parse`` process; :func:`ref_from_files`: a ref's commit from
+its files, without the Repo.
 
 Apart from store/git.py (which re-exports both) so that what runs after every tool call
 (the after-tool hook's quick path, harness/after.py) finds the repository without
@@ -77,3 +78,45 @@ def plain_layout(path: str) -> RepoInfo | None:
         return None
     prefix = "" if here == top else os.path.relpath(here, top) + "/"
     return RepoInfo(git_dir, common, top, prefix, "sha1", "files")  # no extension: files
+
+
+
+def state_path(common_dir: str, *names: str) -> str:
+    """A path in the local-only state folder shared by every worktree of a clone."""
+    return os.path.join(common_dir, "agent-registry", *names)
+
+
+def packed_oid(packed: bytes, ref: str) -> bytes | None:
+    """The object id field of *ref*'s line in the bytes of packed-refs (``<oid> <ref>``),
+    None when it has no such line."""
+    end = packed.find(b" " + ref.encode() + b"\n")
+    return None if end < 0 else packed[packed.rfind(b"\n", 0, end) + 1:end]
+
+
+def ref_from_files(common_dir: str, ref: str) -> str | None:
+    """*ref*'s commit read from the files as git reads it (its loose file, else its line in
+    packed-refs), None when it has neither; ValueError for anything else (a symbolic
+    ref, a damaged or unreadable file): the Repo reads it then, and says what is wrong."""
+    try:
+        with open(os.path.join(common_dir, ref), "rb") as f:
+            raw: bytes | None = f.read().rstrip(b"\n")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raw = None
+    except OSError as exc:
+        raise ValueError(f"{ref}: {exc}") from None
+    if raw is None:
+        try:
+            with open(os.path.join(common_dir, "packed-refs"), "rb") as f:
+                packed = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ValueError(f"packed-refs: {exc}") from None
+        if packed and not packed.endswith(b"\n"):
+            raise ValueError("packed-refs is cut short")
+        raw = packed_oid(packed, ref)
+        if raw is None:
+            return None
+    if len(raw) == 40 and not raw.strip(b"0123456789abcdef"):
+        return raw.decode()
+    raise ValueError(f"{ref} holds {raw[:60]!r}")

@@ -21,14 +21,7 @@ from __future__ import annotations
 import time
 
 from ..store import freshness
-
-
-def _doc(last: float | None, now: float, failure: dict | None) -> dict:
-    doc = {"as_of": freshness.iso(last) if last else None, "stale_view": failure is not None}
-    if failure is not None:
-        doc["view_age_seconds"] = int(now - last) if last else None
-        doc["remote_error"] = failure
-    return doc
+from ..store.freshness import view_doc
 
 
 def stale_line(doc: dict, now: float | None = None) -> str:
@@ -49,23 +42,23 @@ def freshen(registry, *, force: bool = False) -> dict:
     if not registry.remote:
         return {}
     common, branch = registry.repo.info.common_dir, registry.branch
-    limit = freshness.bound(registry.config)
     now = time.time()
+    if not force and (doc := freshness.fresh_view(common, branch, registry.config, now)):
+        return _set(registry, doc)
+    limit = freshness.bound(registry.config)
     last = freshness.last_fetch(common, branch)
-    if not force and last is not None and limit > 0 and now - last < limit:
-        return _set(registry, _doc(last, now, None))
     recent = freshness.last_failure(common, branch)
     if not force and recent is not None and limit > 0 and now - recent[0] < limit \
             and (last is None or recent[0] > last):
-        return _set(registry, _doc(last, now, recent[1]))  # tried just now: no second wait
+        return _set(registry, view_doc(last, now, recent[1]))  # tried just now: no second wait
     from .remote import catch_up
     failure = catch_up(registry)
     now = time.time()
     if failure is None:
-        return _set(registry, _doc(freshness.last_fetch(common, branch) or now, now, None))
+        return _set(registry, view_doc(freshness.last_fetch(common, branch) or now, now, None))
     error = failure.to_dict()
     freshness.failed(common, branch, error["kind"], error["message"])
-    return _set(registry, _doc(last, now, error))
+    return _set(registry, view_doc(last, now, error))
 
 
 def _set(registry, doc: dict) -> dict:
@@ -89,13 +82,13 @@ def stale_after_sync(registry, error: dict) -> dict:
     look): said as a stale read says it."""
     common, branch = registry.repo.info.common_dir, registry.branch
     freshness.failed(common, branch, error.get("kind", "error"), error.get("message", ""))
-    return _set(registry, _doc(freshness.last_fetch(common, branch), time.time(), error))
+    return _set(registry, view_doc(freshness.last_fetch(common, branch), time.time(), error))
 
 
 def fresh_after_sync(registry) -> dict:
     """The view's freshness after a sync that fetched."""
     last = freshness.last_fetch(registry.repo.info.common_dir, registry.branch)
-    return _set(registry, _doc(last or time.time(), time.time(), None))
+    return _set(registry, view_doc(last or time.time(), time.time(), None))
 
 
 def view_state(registry) -> dict:
@@ -113,10 +106,9 @@ def freshen_at(info) -> dict:
     config = read_config(info.git_dir)
     if not remote_name(config):
         return {}
-    last = freshness.last_fetch(info.common_dir, branch_name(config))
-    limit = freshness.bound(config)
-    if last is not None and limit > 0 and time.time() - last < limit:
-        return _doc(last, time.time(), None)
+    doc = freshness.fresh_view(info.common_dir, branch_name(config), config, time.time())
+    if doc:
+        return doc
     from . import Registry
     try:
         with Registry.open(info.toplevel or info.git_dir) as registry:

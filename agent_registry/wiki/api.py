@@ -4,12 +4,11 @@ operations (ops) before it needs to: a query pays for the index only."""
 from __future__ import annotations
 
 from ..errors import BadInput, RegistryError
-from ..core.registry import Registry
-from .entry import entry_id, missing, read_entry, resolve
 from .progress import Progress
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~2 ms of a query)
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a warm query's quick path (wiki/fastpath.py) imports no registry core
+    from ..core.registry import Registry
     from .llm import LLMConfig
 
 CANDIDATES = 10  # Whoosh candidates handed to the LLM
@@ -25,39 +24,52 @@ def search(registry: Registry, text: str, limit: int = 10,
     the Whoosh ranking stands); without one ``llm_off`` says why.  No candidate: no LLM
     call.  An empty *text* lists the latest entries (ranker "latest").  *progress*
     reports index work (a terminal)."""
-    from .index import WikiIndex, search_index
+    from .index import WikiIndex
     if limit < 1:
         raise BadInput("--limit must be at least 1")
-    text = (text or "").strip()
     index = WikiIndex(registry, progress)
-    find = (lambda ix: search_index(ix, text, max(limit, CANDIDATES))) if text else \
-        (lambda ix: latest(ix, limit))
     try:
-        candidates = find(index.open())
+        found = candidates(index.open(), text, limit)
     except RegistryError:
         raise
     except Exception:  # another process replaced the segments we were opening: once more
-        candidates = find(index.open())
-    answer: dict = {"ranker": "whoosh" if text else "latest", "results": candidates[:limit],
-                    "index": index.status}
+        found = candidates(index.open(), text, limit)
+    return ranked(text, limit, found, index.status)
+
+
+def candidates(ix, text: str, limit: int) -> list[dict]:
+    """What :func:`search` ranks, from the Whoosh index *ix*: the Whoosh hits (at least
+    CANDIDATES, for the LLM), or the latest entries for an empty *text*."""
+    from .index import search_index
+    text = (text or "").strip()
+    return search_index(ix, text, max(limit, CANDIDATES)) if text else latest(ix, limit)
+
+
+def ranked(text: str, limit: int, found: list[dict], status: dict) -> dict:
+    """:func:`search`'s answer from its *found* candidates: the LLM's rerank when one is
+    configured (and answers), else Whoosh's order; *status*: what the index took."""
+    text = (text or "").strip()
+    answer: dict = {"ranker": "whoosh" if text else "latest", "results": found[:limit],
+                    "index": status}
     if not text:
         return answer
-    from . import llm
-    cfg, off = llm.resolve()
+    from .llmconfig import resolve
+    cfg, off = resolve()
     if cfg is None:
         answer["llm_off"] = off
         return answer
-    if not candidates:
+    if not found:
         return answer
+    from . import llm
     try:
-        ranked = llm.rerank(cfg, text, candidates)
+        reranked = llm.rerank(cfg, text, found)
     except llm.LLMError as exc:
         answer["llm_error"] = exc.message
         return answer
-    by_id = {c["id"]: c for c in candidates}
+    by_id = {c["id"]: c for c in found}
     answer["ranker"], answer["model"] = "llm", cfg.model
     answer["results"] = [{**by_id[r["id"]], "description": r["description"], "why": r["why"]}
-                         for r in ranked][:limit]
+                         for r in reranked][:limit]
     return answer
 
 
@@ -102,6 +114,7 @@ def latest(ix, limit: int) -> list[dict]:
 
 def get_entry(registry: Registry, id_or_sid: str) -> dict:
     """Every frontmatter field of one entry, plus ``body``; NotFound when absent."""
+    from .entry import read_entry, resolve
     view = registry.view()
     entry = read_entry(view, resolve(view, id_or_sid))  # resolve raises NotFound
     assert entry is not None
@@ -118,8 +131,8 @@ def rebuild(registry: Registry, progress: Progress | None = None) -> dict:
 
 
 def _required_config() -> LLMConfig:
-    from . import llm
-    cfg, off = llm.resolve()
+    from .llmconfig import resolve
+    cfg, off = resolve()
     if cfg is None:
         raise RegistryError(off)
     return cfg
@@ -129,6 +142,7 @@ def ingest(registry: Registry, sid: str, cfg: LLMConfig | None = None) -> dict:
     """Let the LLM fill what entry *sid* left undocumented, and a router line.  On any
     failure the entry is left exactly as it was (still pending) and LLMError is raised."""
     from . import llm
+    from .entry import missing
     from .ops import apply_ingest, entry_summary
     cfg = cfg or _required_config()
     entry = get_entry(registry, sid)
@@ -142,6 +156,7 @@ def ingest(registry: Registry, sid: str, cfg: LLMConfig | None = None) -> dict:
 def ingest_pending(registry: Registry, progress: Progress | None = None) -> dict:
     """Ingest every pending entry; one failure does not stop the others.  *progress*
     shows the entries done so far (a terminal: each is an LLM call)."""
+    from .entry import entry_id
     from .index import WikiIndex, pending_sids
     cfg = _required_config()
     done, failed = [], []

@@ -23,13 +23,15 @@ import contextlib
 import os
 from collections import namedtuple
 
-from ..branch.records import UnreadableRecord
-from ..core.registry import Registry
 from ..store.flock import file_lock
-from .entry import NOT_DOCUMENTED, WIKI_DIR, entry_id, parse_entry, sid_of
 from .progress import Progress
 from .whoosh_shim import imported as load_whoosh
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:  # a warm query's quick path (wiki/fastpath.py) imports no registry core
+    from ..core.registry import Registry
+
+INDEX_DIR = "wiki-index"  # in the clone's state folder (store/layout.state_path)
 META_KEY = "__meta__"  # cannot be a session id: those start with a letter or digit
 # files: the entry's files_touched, so a session is told of the entries of the paths it holds
 SEARCH_FIELDS = ("router", "what", "bugs", "files", "body")
@@ -61,6 +63,8 @@ def schema():
 
 def document(sid: str, raw: bytes) -> dict | None:
     """The index document of one entry file, or None for an unreadable one."""
+    from ..branch.records import UnreadableRecord
+    from .entry import NOT_DOCUMENTED, entry_id, parse_entry
     try:
         entry = parse_entry(raw, sid)
     except UnreadableRecord:
@@ -79,46 +83,61 @@ def _updating(folder: str) -> bool:
     return os.path.exists(os.path.join(folder, "UPDATING"))
 
 
+def up_to_date(entries: int) -> dict:
+    """The ``index`` of a query's answer when its index was up to date."""
+    return {"built": False, "updated": 0, "waited": False, "entries": entries}
+
+
+def current_dir(root: str) -> str | None:
+    """The live index directory under *root* (``wiki-index``), None when none is named."""
+    try:
+        with open(os.path.join(root, "CURRENT")) as pointer:
+            name = pointer.read().strip()
+    except OSError:
+        return None
+    return os.path.join(root, name) if name.startswith("ix-") else None
+
+
+def open_current(root: str) -> Opened | None:
+    """The current index under *root*, or None when missing, half-updated, unreadable or
+    of another version: whoever holds the lock rebuilds it then, never trusts it."""
+    load_whoosh()
+    from whoosh import index as windex
+    folder = current_dir(root)
+    if folder is None or not os.path.isdir(folder) or _updating(folder):
+        return None
+    try:
+        ix = windex.open_dir(folder)
+        with ix.reader() as reader:
+            meta = reader.stored_fields(reader.first_id("key", META_KEY))
+            generation = reader.generation()
+            entries = reader.doc_count() - 1  # the __meta__ document
+    except Exception:  # any Whoosh failure to read means: rebuild
+        return None
+    if not meta or not meta.get("commit") or meta.get("version") != VERSION:
+        return None
+    return Opened(ix, meta["commit"], folder, generation, entries)
+
+
 class WikiIndex:
     def __init__(self, registry: Registry, progress: Progress | None = None) -> None:
         self.registry = registry
         self.repo = registry.repo
         # os.path, not pathlib: pathlib's import (urllib.parse, ipaddress) would be a
         # twentieth of a whole-process query
-        self.root = registry.repo.state_path("wiki-index")
+        self.root = registry.repo.state_path(INDEX_DIR)
         self.lock_file = registry.repo.state_path("wiki-index.lock")
         self.progress = progress or Progress(None)
         # what bringing the index up to date took (the "index" of `wiki query --json`);
         # "reason" is added when it was built
-        self.status: dict = {"built": False, "updated": 0, "waited": False, "entries": 0}
+        self.status: dict = up_to_date(0)
 
     # -- opening ---------------------------------------------------------------------
     def _current_dir(self) -> str | None:
-        try:
-            with open(os.path.join(self.root, "CURRENT")) as pointer:
-                name = pointer.read().strip()
-        except OSError:
-            return None
-        return os.path.join(self.root, name) if name.startswith("ix-") else None
+        return current_dir(self.root)
 
     def _open(self) -> Opened | None:
-        """The current index, or None when missing, half-updated or unreadable."""
-        load_whoosh()
-        from whoosh import index as windex
-        folder = self._current_dir()
-        if folder is None or not os.path.isdir(folder) or _updating(folder):
-            return None
-        try:
-            ix = windex.open_dir(folder)
-            with ix.reader() as reader:
-                meta = reader.stored_fields(reader.first_id("key", META_KEY))
-                generation = reader.generation()
-                entries = reader.doc_count() - 1  # the __meta__ document
-        except Exception:  # any Whoosh failure to read means: rebuild
-            return None
-        if not meta or not meta.get("commit") or meta.get("version") != VERSION:
-            return None
-        return Opened(ix, meta["commit"], folder, generation, entries)
+        return open_current(self.root)
 
     def _waiting(self) -> None:
         self.status["waited"] = True
@@ -175,6 +194,7 @@ class WikiIndex:
         None if unknown."""
         if old == EMPTY or new == EMPTY:
             return None
+        from .entry import WIKI_DIR, sid_of
         proc = self.repo.git("diff-tree", "-r", "-z", "--no-renames", "--name-only",
                              old, new, "--", WIKI_DIR + "/", check=False)
         if proc.returncode != 0:
@@ -187,6 +207,7 @@ class WikiIndex:
         return out
 
     def _update(self, opened: Opened, tip: str, changes: list[str]):
+        from .entry import WIKI_DIR
         marker = os.path.join(opened.folder, "UPDATING")
         with open(marker, "w") as out:
             out.write(f"{os.getpid()}\n")
@@ -216,6 +237,7 @@ class WikiIndex:
 
     def _rebuild(self, tip: str, why: str):
         import shutil  # here: a query that finds its index up to date never needs it
+        from .entry import WIKI_DIR, sid_of
         load_whoosh()
         from whoosh import index as windex
         os.makedirs(self.root, exist_ok=True)

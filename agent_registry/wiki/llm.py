@@ -20,73 +20,19 @@ failure raises LLMError, and the caller keeps its non-LLM answer.
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections import namedtuple
 
 from ..errors import RegistryError
 from .entry import LIST_FIELDS, NOT_DOCUMENTED, ROUTER_MAX, TEXT_FIELDS
+from .llmconfig import MOONSHOT_URL, LLMConfig, resolve  # noqa: F401 (re-exported)
 
 ATTEMPTS = 3
-DEFAULT_TIMEOUT = 30.0
 DIARY_LIMIT = 24_000  # characters of diary sent for distillation (the end matters most)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
 class LLMError(RegistryError):
     """The LLM did not give a usable answer (unreachable, timeout, HTTP error, bad JSON)."""
-
-
-# a named tuple, not a dataclass: importing dataclasses (inspect, ...) would cost every
-# `wiki query` several ms just to learn that no LLM is configured
-LLMConfig = namedtuple("LLMConfig", "base_url model api_key timeout temperature")
-
-MOONSHOT_URL = "https://api.moonshot.ai/v1"  # the predecessor's default endpoint
-KIMI_DEFAULT_MODEL = "kimi-k2.5"
-KIMI_KEYS = ("KIMI_API_KEY", "MOONSHOT_API_KEY")
-OURS = ("AGENT_REGISTRY_LLM_BASE_URL", "AGENT_REGISTRY_LLM_MODEL", "AGENT_REGISTRY_LLM_API_KEY")
-
-
-def _first(env, *names: str) -> str:
-    return next((env[n].strip() for n in names if env.get(n, "").strip()), "")
-
-
-def _number(text: str, default: float) -> float:
-    try:
-        return float(text) if text else default
-    except ValueError:
-        return default
-
-
-def resolve(env: dict[str, str] | None = None) -> tuple[LLMConfig | None, str]:
-    """(the configured endpoint, "") or (None, one line saying why the LLM is off)."""
-    env = os.environ if env is None else env
-    kimi = bool(_first(env, *KIMI_KEYS))  # the predecessor's setup: Moonshot by default
-    key = _first(env, "AGENT_REGISTRY_LLM_API_KEY", *KIMI_KEYS, "OPENAI_API_KEY")
-    base_url = _first(env, "AGENT_REGISTRY_LLM_BASE_URL", "KIMI_BASE_URL") or \
-        (MOONSHOT_URL if kimi else "")
-    model = _first(env, "AGENT_REGISTRY_LLM_MODEL", "KIMI_MODEL") or \
-        (KIMI_DEFAULT_MODEL if kimi else "")
-    if not (base_url or model or key):
-        return None, ("no LLM configured (set AGENT_REGISTRY_LLM_BASE_URL, "
-                      "AGENT_REGISTRY_LLM_MODEL and AGENT_REGISTRY_LLM_API_KEY, or KIMI_API_KEY)")
-    unset = [name for name, value in zip(OURS, (base_url, model, key)) if not value]
-    if unset:
-        return None, f"the LLM is not fully configured: {', '.join(unset)} not set"
-    import importlib.util
-    if importlib.util.find_spec("langchain_openai") is None:
-        from ..store.extras import install_command
-        return None, f"langchain-openai is not installed ({install_command('llm')})"
-    timeout = _number(env.get("AGENT_REGISTRY_LLM_TIMEOUT", ""), DEFAULT_TIMEOUT)
-    temperature = _number(_first(env, "AGENT_REGISTRY_LLM_TEMPERATURE", "KIMI_TEMPERATURE"),
-                          1.0 if model.startswith("kimi-k2") else 0.0)
-    return LLMConfig(base_url, model, key, timeout if timeout > 0 else DEFAULT_TIMEOUT,
-                     temperature), ""
-
-
-def config(env: dict[str, str] | None = None) -> LLMConfig | None:
-    """The configured endpoint, or None when the LLM is off (:func:`resolve` says why)."""
-    return resolve(env)[0]
 
 
 def _client(cfg: LLMConfig):
