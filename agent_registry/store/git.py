@@ -178,6 +178,7 @@ class ObjectReader:
         # object -> the ref it was reached from (a tip, its root tree), set by read_ref
         # and commit_info: an unreadable object is named with the ref a person repairs
         self.sources: dict[str, str] = {}
+        self.commits: dict[str, tuple[str, tuple[str, ...], str]] = {}  # oid -> parsed
 
     def _start(self) -> spawn.Piped:
         if self._proc is None:
@@ -249,8 +250,22 @@ class ObjectReader:
             self.sources.clear()
         self.sources.setdefault(oid, ref)
 
+    def keep_commit(self, oid: str, parsed: tuple[str, tuple[str, ...], str]
+                    ) -> tuple[str, tuple[str, ...], str]:
+        """Keep commit *oid* parsed (store/git.py ``commit_info``): a long-lived process
+        opens a view of each of the 16 shard tips per read, and a name's content never
+        changes, so each commit is parsed once."""
+        if len(self.commits) >= CACHED:
+            self.commits.clear()
+        self.commits[oid] = parsed
+        return parsed
+
     def forget(self, oid: str | None) -> None:
         self._loose.forget(oid)
+        if oid is None:
+            self.commits.clear()
+        else:
+            self.commits.pop(oid, None)
 
     def broken(self, oid: str, rev: str, why: str) -> Unreadable:
         """The error for object *oid*, met reading *rev*: the ref it came from, the
@@ -618,19 +633,23 @@ class Repo:
         """(tree, parents, message) of a commit, which a ref or another commit names:
         Unreadable when it is missing or damaged (cut short: no whole tree line, no
         committer), never an empty tree that would read as an empty registry."""
-        found = self.reader.read(oid)
-        if found is None:
-            raise self.reader.broken(oid, oid, "is missing or damaged")
-        if found[0] != "commit":
-            raise GitError(f"not a commit: {oid}")
-        head, _, message = found[1].decode(errors="replace").partition("\n\n")
-        tree = tree_of_commit(found[1], len(self.zero_oid))
-        if tree is None or "\ncommitter " not in head:
-            raise self.reader.broken(oid, oid, "is a damaged commit (cut short)")
-        parents = [line[7:] for line in head.splitlines() if line.startswith("parent ")]
+        known = self.reader.commits.get(oid)
+        if known is None:
+            found = self.reader.read(oid)
+            if found is None:
+                raise self.reader.broken(oid, oid, "is missing or damaged")
+            if found[0] != "commit":
+                raise GitError(f"not a commit: {oid}")
+            head, _, message = found[1].decode(errors="replace").partition("\n\n")
+            tree = tree_of_commit(found[1], len(self.zero_oid))
+            if tree is None or "\ncommitter " not in head:
+                raise self.reader.broken(oid, oid, "is a damaged commit (cut short)")
+            parents = [line[7:] for line in head.splitlines() if line.startswith("parent ")]
+            known = self.reader.keep_commit(oid, (tree, tuple(parents), message))
+        tree, parents, message = known
         if oid in self.reader.sources:
             self.reader.remember(tree, self.reader.sources[oid])
-        return tree, parents, message
+        return tree, list(parents), message
 
     def edit_tree(self, base_tree: str | None, changes: dict[str, bytes | None]) -> str:
         """A new root tree: *base_tree* with each path set to a blob (bytes) or removed
