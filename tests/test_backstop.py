@@ -155,6 +155,58 @@ def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path):
     assert as_noted(full, noted, time.time() + 2, "sha1")  # later: the stat is trusted
 
 
+def test_a_note_keeps_the_blob_of_a_held_file_whose_stat_is_unchanged(held):
+    """A note reuses the last note's blob for a held file whose stat is the one that note
+    found (after.same_stat, git's racy rule), reading and hashing no file: the pre hook
+    at 1,000 held files does not hash them all at every call.  Seen from outside: the
+    second note names the same blob and imports no git module, which a hash and its blob
+    write would need."""
+    import sys
+    import time
+
+    from test_import_budget import LAUNCHER
+    time.sleep(1.1)  # past the second src/auth.py was written in: its stat is trusted
+    assert around("claude", held, "true") is None  # the first note reads and hashes it
+    event = json.dumps(call("claude", held, "true", "call-2"))
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
+                           "hook", "claude", "pre-tool-use"], cwd=held, input=event,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and verdict("claude", proc) is None, proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.harness.backstop" in names  # a note was taken
+    assert "agent_registry.store.git" not in names
+    [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
+    noted = json.loads(note.read_text())["paths"]["src/auth.py"]
+    assert noted["blob"] == git(held, "hash-object", "src/auth.py").strip()
+
+
+def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
+    """The holder's own rewrite between two tool calls of the agent (same size, its
+    times set back: only ctime moves) is read by the next note, not taken for the last
+    note's blob: the agent's next command, which writes nothing, leaves it as it is."""
+    import time
+    auth = held / "src" / "auth.py"
+    time.sleep(1.1)
+    assert around("claude", held, "true") is None
+    subprocess.run(["bash", "-c", SAME_SIZE_SAME_TIMES], cwd=held, check=True)
+    assert around("claude", held, "true") is None
+    assert auth.read_text().startswith("mine")
+
+
+def test_a_blob_gone_from_the_object_store_is_written_again_by_the_next_note(held):
+    """A blob the last note wrote and a ``git gc`` pruned since is not reused: the next
+    note writes it again, so the restore still has the holder's bytes."""
+    import time
+    time.sleep(1.1)
+    assert around("claude", held, "true") is None
+    oid = git(held, "hash-object", "src/auth.py").strip()
+    os.remove(held / ".git" / "objects" / oid[:2] / oid[2:])
+    text = around("claude", held, UNREADABLE_WRITES[0])
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert text and "src/auth.py" in text and "could not" not in text
+
+
 @pytest.mark.parametrize("harness", BACKSTOP)
 def test_a_held_file_deleted_is_restored_and_one_created_is_moved_aside(held, harness):
     text = around(harness, held, "python3 -c \"import os; os.remove('src/auth.py')\"")
@@ -227,6 +279,42 @@ def test_nothing_held_nothing_noted_nothing_said(repo, run):
     assert around("claude", repo, "python3 -c \"open('src/auth.py', 'a').write('x')\"") is None
     assert (repo / "src" / "auth.py").read_text().endswith("x")
     assert not (repo / ".git" / "agent-registry" / "backstop").exists()
+
+
+def imports_of_pre_hook(repo: Path, harness: str, command: str) -> set[str]:
+    """The modules the pre-tool-use hook of *harness* imports for the shell *command*."""
+    import sys
+
+    from test_import_budget import LAUNCHER
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
+                           "hook", harness, "pre-tool-use"], cwd=repo,
+                          input=json.dumps(call(harness, repo, command)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and verdict(harness, proc) is None, proc.stderr[-2000:]
+    return {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+@pytest.mark.parametrize("harness", ["claude", "cursor"])
+def test_with_nothing_held_the_pre_hook_imports_no_git_module_nor_path_rules(repo, run,
+                                                                             harness):
+    """Issue 35's hook target: the gate of a command that writes nothing, and the note
+    when nothing is held (what is held remembered: harness/heldcache.py), find the
+    repository and the registry's refs from their files: no git module (zlib, the object
+    writers), no path rules (branch/paths.py), no importlib; ~2.5 ms of a 13 ms hook."""
+    assert run("init").returncode == 0
+    run("register", "kimi-1", "--provider", "Kimi")
+    started = hook(repo, "claude", "session-start",
+                   {**base("claude", repo, "SessionStart"), "source": "startup"})
+    assert started.returncode == 0, started.stderr
+    imports_of_pre_hook(repo, harness, "ls")  # what is held is read once, and kept
+    names = imports_of_pre_hook(repo, harness, "ls")
+    assert "agent_registry.harness.hook" in names
+    if harness == "claude":
+        assert "agent_registry.harness.heldcache" in names  # the note looked
+    heavy = sorted(names & {"agent_registry.store.git", "zlib", "agent_registry.branch.paths",
+                            "importlib", "agent_registry.harness.held"})
+    assert heavy == [], f"harness hook {harness} pre-tool-use imported {heavy}"
 
 
 def test_own_files_and_free_files_are_left_alone(held, run):

@@ -278,14 +278,14 @@ def test_the_config_files_answer_as_git_does_or_ask_it(tmp_path, lines, section)
     """``core.ignorecase`` / ``core.precomposeunicode`` read from the files equal what
     `git config` says, for the lines git writes and for others (which go to git); a bad
     value is git's error to give, so the files never answer it."""
-    from agent_registry.store.git import _config_from_files, read_config
+    from agent_registry.store.git import config_from_files, read_config
     from agent_registry.branch.pathcase import rule_of
     repo = make_repo(tmp_path / "repo")
     config = repo / ".git" / "config"
     config.write_text(config.read_text() + f"{section}\n{lines}")
     git_dir = str(repo / ".git")
     listed = subprocess.run(["git", "config", "-l"], cwd=repo, capture_output=True, text=True)
-    from_files = _config_from_files(git_dir)
+    from_files = config_from_files(git_dir)
     if listed.returncode != 0 or "maybe" in lines:
         assert from_files is None  # git refuses the file, or the value: git says so
         return

@@ -63,22 +63,30 @@ def _stat(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
-def as_noted(full: str, entry: dict, at: object, object_format: str) -> bool:
-    """Is the file at *full* as *entry* of a note taken at *at* (seconds) has it?  A
-    regular file whose size, mtime, inode and ctime are the noted ones is, as git's index
-    trusts them (a write changes ctime, which nothing sets back), unless it was changed
-    in the second the note was taken or later: a rewrite within one tick of the clock
-    keeps them all (git's racy-timestamp rule), so that file is read and hashed."""
+def same_stat(full: str, entry: dict, at: object) -> bool:
+    """Does the file at *full* still hold what *entry* (its blob, mode and stat) says,
+    taken at *at* (seconds), by its stat alone?  A regular file whose size, mtime, inode
+    and ctime are the noted ones does, as git's index trusts them (a write changes ctime,
+    which nothing sets back), unless it was changed in the second the entry was taken or
+    later: a rewrite within one tick of the clock keeps them all (git's racy-timestamp
+    rule), so False: that file is to be read and hashed."""
     noted = entry.get("stat")
-    if isinstance(noted, list) and isinstance(at, (int, float)) and \
-            entry.get("mode") in (MODES["file"], MODES["exec"]):
-        try:
-            st = os.lstat(full)
-        except OSError:
-            st = None
-        if st is not None and S_ISREG(st.st_mode) and _mode(st) == entry["mode"] and \
-                _stat(st) == noted and max(st.st_mtime_ns, st.st_ctime_ns) < int(at) * 10**9:
-            return True
+    if not (isinstance(noted, list) and isinstance(at, (int, float)) and
+            entry.get("mode") in (MODES["file"], MODES["exec"])):
+        return False
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return False
+    return S_ISREG(st.st_mode) and _mode(st) == entry["mode"] and _stat(st) == noted and \
+        max(st.st_mtime_ns, st.st_ctime_ns) < int(at) * 10**9
+
+
+def as_noted(full: str, entry: dict, at: object, object_format: str) -> bool:
+    """Is the file at *full* as *entry* of a note taken at *at* (seconds) has it?  By its
+    stat where that says so (:func:`same_stat`), else read and hashed."""
+    if same_stat(full, entry, at):
+        return True
     data, mode, _ = state_of(full)
     now = blob_id(data, object_format) if data is not None else None
     return (now, mode) == (entry.get("blob"), entry.get("mode"))

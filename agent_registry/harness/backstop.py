@@ -34,16 +34,16 @@ import os
 import time
 
 from ..errors import BadInput, RegistryError
-from ..store.git import Repo, RepoInfo
 from ..store.jsontext import dumps, loads
-from .after import LEFTOVER, MODES, as_noted, folder, note_name, prefix, state_of
+from ..store.layout import RepoInfo
+from .after import (LEFTOVER, MODES, as_noted, folder, note_name, prefix, same_stat,
+                    state_of)
 from .decision import Ctx, repo_of, session_for
 
 
 def note(ctx: Ctx, call: str) -> str:
     """Before a tool call: note the held files of this working tree; a notice for
     stderr when that could not be done ("" when done, or nothing is held)."""
-    from .held import Unreadable, expand, is_area
     from .heldcache import recall, remember, signature
     try:
         info = repo_of(ctx)
@@ -55,13 +55,15 @@ def note(ctx: Ctx, call: str) -> str:
     sign = signature(info)
     targets = recall(info, sid, sign)
     if targets is None:
+        from .held import Unreadable
         try:
             targets = _held_targets(info, sid)
         except Unreadable as exc:
             return f"agent-registry: backstop off for this call: {exc.message}"
         remember(info, sid, sign, targets)
     if not targets:
-        return ""
+        return ""  # the usual case: no held file, nothing more to import or read
+    from .held import expand, is_area
     held: dict[str, list[str]] = {}  # path -> the lock targets that hold it
     for target in targets:
         # a held folder or glob is noted as itself too: where a file created is new
@@ -71,20 +73,73 @@ def note(ctx: Ctx, call: str) -> str:
             locks = held.setdefault(name, [])
             if target not in locks:
                 locks.append(target)
-    repo = Repo(info)
+    states = _States(info)
     try:
-        paths = {path: {**({"area": True} if is_area(path) else _snapshot(
-                            repo, os.path.join(info.toplevel, path))),
+        paths = {path: {**({"area": True} if is_area(path) else states.of(path)),
                         "locks": locks} for path, locks in held.items()}
     finally:
-        repo.close()
+        at = time.time()  # after every file was read: git's racy rule counts from here
+        states.close(at)
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
     # the holders once per lock, not per file: a note of many files is written at once
-    record = {"session": sid, "call": call, "at": time.time(), "holders": targets,
-              "paths": paths}
+    record = {"session": sid, "call": call, "at": at, "holders": targets, "paths": paths}
     _write_json(os.path.join(where, note_name(ctx.harness, ctx.native_id, call)), record)
     return ""
+
+
+class _States:
+    """The held files' states for a note.  A file whose stat is the one the last note
+    found (after.same_stat, git's racy rule included) and whose blob is still in the
+    object store keeps that blob, unread (a note at 1,000 held files does not hash them
+    all again); any other is read, hashed and its blob written (the git module imported
+    only then).  What each file was is kept in ``<git dir>/agent-registry/
+    backstop-blobs.json`` for the next note."""
+
+    def __init__(self, info: RepoInfo) -> None:
+        self.info, self.repo = info, None
+        self.path = os.path.join(info.git_dir, "agent-registry", "backstop-blobs.json")
+        try:
+            with open(self.path, "rb") as f:
+                last = loads(f.read())
+        except (OSError, ValueError):
+            last = {}
+        self.last = last if isinstance(last, dict) else {}
+        self.kept: dict[str, dict] = {}  # what goes to the file (new entries' at: close)
+
+    def of(self, rel: str) -> dict:
+        full = os.path.join(self.info.toplevel, rel)
+        last = self.last.get(rel)
+        if isinstance(last, dict) and same_stat(full, last, last.get("at")) and \
+                self._stored(last.get("blob")):
+            self.kept[rel] = last
+            return {"blob": last["blob"], "mode": last["mode"], "stat": last["stat"]}
+        if self.repo is None:
+            from ..store.git import Repo
+            self.repo = Repo(self.info)
+        entry = _snapshot(self.repo, full)
+        if entry.get("stat"):
+            self.kept[rel] = {**entry, "at": None}
+        return entry
+
+    def _stored(self, blob: object) -> bool:
+        """Is *blob* a loose object here (as the object writer checks: one pruned by a
+        ``git gc`` since is written again)?"""
+        return isinstance(blob, str) and len(blob) > 2 and os.path.exists(
+            os.path.join(self.info.common_dir, "objects", blob[:2], blob[2:]))
+
+    def close(self, at: float) -> None:
+        if self.repo is not None:
+            self.repo.close()
+        for entry in self.kept.values():
+            if entry["at"] is None:
+                entry["at"] = at
+        if self.kept != self.last:
+            try:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                _write_json(self.path, self.kept)
+            except OSError:
+                pass  # remembering is only a saving
 
 
 def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
@@ -175,7 +230,7 @@ def _take(path: str) -> dict | None:
 
 # -- a file's state -------------------------------------------------------------------
 
-def _snapshot(repo: Repo, full: str) -> dict:
+def _snapshot(repo, full: str) -> dict:
     """{"blob", "mode", "stat"} of the file at *full* as git would store it (a symbolic
     link: its target; the stat: after.as_noted), the blob written; blob and mode None
     when nothing is there."""
@@ -199,7 +254,7 @@ def _holder(guard, conflict, info: RepoInfo) -> dict:
             "where": session.project if session else ""}
 
 
-def _restore(repo: Repo, full: str, entry: dict) -> str:
+def _restore(repo, full: str, entry: dict) -> str:
     """Put the noted state back at *full*; why it could not be done ("" when done).
     The bytes go to a new file beside it that replaces whatever is there (a file, a
     link) in one rename: a reader sees the agent's version or the holder's, never half."""
@@ -236,6 +291,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     record = _take(path)
     if record is None:
         return ""
+    from ..store.git import Repo
     repo = Repo(info)
     changes = []
     try:

@@ -3,8 +3,9 @@ in the usual case (no config file mentions agent-registry): the registry branch'
 sync remote's names.
 
 Apart from store/git.py (which re-exports it) so that a warm ``wiki query``
-(wiki/fastpath.py) reads the config without importing the git module and what it imports
-(zlib, the object and ref writers).
+(wiki/fastpath.py) and the backstop's note before a shell tool call (harness/heldcache.py)
+read the config without importing the git module and what it imports (zlib, the object
+and ref writers).
 """
 from __future__ import annotations
 
