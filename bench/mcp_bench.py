@@ -2,8 +2,10 @@
 """MCP benchmark (issue 13): a claim round trip through ``agent-registry mcp`` against a
 whole-process ``agent-registry lock acquire``, in the same run, alternating.
 
-    .venv/bin/python bench/mcp_bench.py [--reps N] [--wiki SIZES] [--no-doc]
+    .venv/bin/python bench/mcp_bench.py [--reps N] [--wiki SIZES] [--no-doc] [--checkout]
 
+Both routes run the package as users install it (bench/install.py: a wheel in a fresh
+venv, with the ``mcp`` extra's SDK added; ``--checkout``: the project's .venv).
 One server is started (as a harness would) and kept; each MCP figure is one
 ``tools/call`` from the SDK's stdio client to its answer, JSON-RPC over pipes included.
 Each CLI figure is one process, start-up included.  Every claim is a fresh path, released
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,16 +38,18 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+import install  # noqa: E402
 import report  # noqa: E402
 import states  # noqa: E402
 from agent_registry.core.registry import Registry  # noqa: E402
-from run import OURS, bench_env, stats, timed  # noqa: E402  (the core benchmark's own)
+from run import bench_env, stats, timed  # noqa: E402  (the core benchmark's own)
 
 TICK = os.sysconf("SC_CLK_TCK")
 
 CLI_SID, MCP_SID, API_SID = "bench-cli", "bench-mcp", "bench-api"
 SIDS = {"cli": CLI_SID, "mcp": MCP_SID, "api": API_SID}
 TARGET = 0.12  # issue 35: the MCP claim at most 0.12 of the CLI claim
+MCP_EXTRA = "mcp>=2.3,<3"  # pyproject.toml's mcp extra
 
 
 def tree_cpu_ms(pid: int) -> float:
@@ -82,7 +87,18 @@ def server_pid() -> int:
     raise SystemExit("mcp bench: cannot find the server's process")
 
 
-async def measure(repo: Path, env: dict[str, str], registry: Registry, reps: int) -> dict:
+def with_sdk(tool: install.Install) -> install.Install:
+    """*tool*, with the MCP SDK (the ``mcp`` extra, pyproject.toml) installed in its venv
+    when missing, from pip's cache as a user's ``pip install 'agent-registry[mcp]'``."""
+    probe = subprocess.run([tool.python, "-c", "import mcp.server"], capture_output=True)
+    if probe.returncode:
+        install.run([sys.executable, "-m", "pip", "--python", tool.python, "install", "-q",
+                     MCP_EXTRA])
+    return tool
+
+
+async def measure(cli: str, repo: Path, env: dict[str, str], registry: Registry,
+                  reps: int) -> dict:
     """Wall ms per route and command, alternating which route goes first; and CPU ms
     (``cpu mcp …``: the server and its git processes; ``cpu cli …``: the whole process
     and the git it waited for)."""
@@ -90,7 +106,7 @@ async def measure(repo: Path, env: dict[str, str], registry: Registry, reps: int
                                      for command in ("acquire", "check")
                                      for route in ("mcp", "cli", "api") for kind in ("", "cpu ")
                                      if not (kind and route == "api")}
-    params = StdioServerParameters(command=OURS, args=["-C", str(repo), "mcp"], env=env)
+    params = StdioServerParameters(command=cli, args=["-C", str(repo), "mcp"], env=env)
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write):
             async with ClientSession(read, write) as session:
@@ -116,7 +132,7 @@ async def measure(repo: Path, env: dict[str, str], registry: Registry, reps: int
                     times[f"api {command}"].append((time.perf_counter() - start) * 1000)
 
                 def via_cli(command: str, path: str) -> None:
-                    argv = [OURS, "lock", command, path, "--session", CLI_SID]
+                    argv = [cli, "lock", command, path, "--session", CLI_SID]
                     wall, cpu = timed(argv, repo, env)
                     times[f"cli {command}"].append(wall)
                     times[f"cpu cli {command}"].append(cpu)
@@ -137,15 +153,16 @@ async def measure(repo: Path, env: dict[str, str], registry: Registry, reps: int
     return times
 
 
-async def measure_wiki(base: Path, count: int, reps: int) -> dict[str, list[float]]:
+async def measure_wiki(tool: install.Install, base: Path, count: int,
+                       reps: int) -> dict[str, list[float]]:
     """Wall ms of a ``wiki_query`` tool call, and of whole-process ``wiki query`` (ours
     and the predecessor's), alternating, on *count* generated entries."""
     import wiki_bench
     pair = wiki_bench.Pair(base, count)
     pair.prepare()  # both indexes built, so every query below is a warm one
     times: dict[str, list[float]] = {"mcp": [], "cli": [], "predecessor": []}
-    params = StdioServerParameters(command=OURS, args=["-C", str(pair.repo), "mcp"],
-                                   env=pair.env)
+    cli, env = tool.cli, tool.env(pair.env)
+    params = StdioServerParameters(command=cli, args=["-C", str(pair.repo), "mcp"], env=env)
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write):
             async with ClientSession(read, write) as session:
@@ -157,7 +174,7 @@ async def measure_wiki(base: Path, count: int, reps: int) -> dict[str, list[floa
                     mcp_ms = (time.perf_counter() - start) * 1000
                     if result.is_error:
                         raise SystemExit(f"mcp wiki_query: {result.content[0].text}")
-                    runs = [("cli", [OURS, "wiki", "query", q], pair.repo, pair.env),
+                    runs = [("cli", [cli, "wiki", "query", q], pair.repo, env),
                             ("predecessor", pair.their + ["query", q], pair.home,
                              pair.their_env)]
                     walls = {name: wiki_bench.Proc(argv, cwd, env).wall
@@ -189,14 +206,16 @@ def render_wiki(times: dict[str, list[float]], count: int, reps: int) -> str:
     return "\n".join(lines)
 
 
-def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float) -> str:
+def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float,
+           kind: str) -> str:
     s = {k: stats(v) for k, v in times.items()}
     ratio = s["mcp acquire"]["median"] / s["cli acquire"]["median"]
     lines = [
         "## MCP: a claim through `agent-registry mcp` against a CLI claim",
         "",
-        f"`bench/mcp_bench.py`, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; {reps} rounds after 2 warm-up rounds, MCP and CLI "
+        f"`bench/mcp_bench.py --reps {reps}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, the {kind} (server and "
+        f"CLI alike); {reps} rounds after 2 warm-up rounds, MCP and CLI "
         f"alternating which goes first, the in-process reference after them; load average "
         f"{load[0]:.1f} at the start and "
         f"{load[1]:.1f} at the end (a shared machine: absolute numbers are noisy, the ratio "
@@ -247,22 +266,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated generated wiki entries for the wiki_query part "
                              "(0: skip it)")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave the doc alone")
+    install.add_option(parser)
     args = parser.parse_args(argv)
+    tool = with_sdk(install.chosen(args))
     began, load_start = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         root = Path(tmp)
-        env = bench_env(root)
+        env = tool.env(bench_env(root))
         repo = root / "project"
         states.make_project(repo, env)
         os.environ.update({k: env[k] for k in ("HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")})
         with Registry.open(str(repo)) as registry:
             for sid in SIDS.values():
                 registry.register(sid, provider="bench", pid=os.getpid())
-            times = anyio.run(measure, repo, env, registry, args.reps)
+            times = anyio.run(measure, tool.cli, repo, env, registry, args.reps)
         sizes = [int(n) for n in args.wiki.split(",") if int(n)]
-        wiki = [(n, anyio.run(measure_wiki, root / f"wiki-{n}", n, args.reps)) for n in sizes]
+        wiki = [(n, anyio.run(measure_wiki, tool, root / f"wiki-{n}", n, args.reps))
+                for n in sizes]
     section = render(times, args.reps, (load_start, os.getloadavg()[0]),
-                     time.perf_counter() - began)
+                     time.perf_counter() - began, tool.kind)
     for count, wiki_times in wiki:
         section += "\n" + render_wiki(wiki_times, count, args.reps)
     if not args.no_doc:
