@@ -285,10 +285,11 @@ class LockCalls:
         self.warnings = view.warnings
         return out
 
-    def claim_reasons(self, sessions: Iterable[Session]) -> list[dict]:
+    def claim_reasons(self, sessions: Iterable[Session], view: View | None = None) -> list[dict]:
         """Why each lock of *sessions* was claimed, where the claim gave a reason (read
-        from the view alone: ``status`` pays no more git processes for it)."""
-        view, out = self.view(), []
+        from the view alone, *view* if given: ``status`` pays no more git processes for
+        it, nor a second reading of every lock record)."""
+        view, out = view or self.view(), []
         for session in sessions:
             for target in session.locks:
                 lock = view.lock(target)

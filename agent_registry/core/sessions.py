@@ -257,8 +257,8 @@ class SessionCalls:
             raise self.unknown(view, sid)
         return found
 
-    def sessions(self, *, include_ended: bool = False) -> list[Session]:
-        view = self.view()
+    def sessions(self, *, include_ended: bool = False, view: View | None = None) -> list[Session]:
+        view = view or self.view()
         out = view.live_sessions()
         if include_ended and view.tree:
             files = {f"sessions/done/{shard}/{name}": oid
@@ -279,15 +279,17 @@ class SessionCalls:
         of their locks was claimed (when a reason was given), the sync state, and the
         sessions whose heartbeat is dated in the future."""
         wanted = status_named(status) if status else None
+        view = self.view()  # one snapshot for all of it: at 10,000 locks each reads them all
         sessions = select_sessions(
-            self.sessions(include_ended=include_ended or wanted not in (None, LIVE)),
+            self.sessions(include_ended=include_ended or wanted not in (None, LIVE), view=view),
             status=wanted, provider=provider, project=project)
         return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
-                             for s, why in zip(sessions, self.zombie_reasons(sessions))],
-                "reasons": self.claim_reasons(s for s in sessions if s.live),
+                             for s, why in zip(sessions, self.zombie_reasons(sessions, view))],
+                "reasons": self.claim_reasons((s for s in sessions if s.live), view),
                 "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
 
-    def zombie_reasons(self, sessions: list[Session]) -> list[str | None]:
+    def zombie_reasons(self, sessions: list[Session], view: View | None = None
+                       ) -> list[str | None]:
         """Why each of *sessions* is a zombie ``cleanup`` would stop (its process gone,
         no heartbeat past its TTL), or None: a live session is never shown as working
         when it no longer counts (issue 37).  Judged by the default TTL first; only a
@@ -297,7 +299,7 @@ class SessionCalls:
         out = [session_stale_reason(s, now, DEFAULT_TTL, self.host, self.seen) if s.live
                else None for s in sessions]
         if any(why and s.locks for s, why in zip(sessions, out)):
-            judged = {s.id: why for s, why in self.zombies(at=now)}
+            judged = {s.id: why for s, why in self.zombies(view, at=now)}
             out = [judged.get(s.id) if why and s.locks else why
                    for s, why in zip(sessions, out)]
         return out
