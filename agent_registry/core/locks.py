@@ -285,17 +285,17 @@ class LockCalls:
         self.warnings = view.warnings
         return out
 
-    def claim_reasons(self, sessions: Iterable[Session], view: View | None = None) -> list[dict]:
+    def claim_reasons(self, sessions: Iterable[Session], view: View | None = None,
+                      held: dict[str, list[tuple[str, Holder]]] | None = None) -> list[dict]:
         """Why each lock of *sessions* was claimed, where the claim gave a reason (read
         from the view alone, *view* if given: ``status`` pays no more git processes for
-        it, nor a second reading of every lock record)."""
+        it; *held*: what sessions.holds already read of them, not read again)."""
+        from .sessions import holds
         view, out = view or self.view(), []
         for session in sessions:
-            for target in session.locks:
-                lock = view.lock(target)
-                holder = lock.holder(session.id) if lock else None
-                if holder is not None and holder.reason:
-                    out.append({"path": target, "owner": session.id, "reason": holder.reason})
+            mine = held[session.id] if held and session.id in held else holds(view, session)
+            out += [{"path": target, "owner": session.id, "reason": holder.reason}
+                    for target, holder in mine if holder.reason]
         return sorted(out, key=lambda r: (r["path"], r["owner"]))
 
     def locks(self) -> list[dict]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from ..branch import paths as P
-from ..branch.records import (LIVE, Session, UnreadableRecord, iso, load_session, parse_iso,
-                              select_sessions, status_named)
+from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso, load_session,
+                              parse_iso, select_sessions, status_named)
 from ..branch.staleness import DEFAULT_TTL, ahead_by, session_stale_reason
 from ..branch.view import View, done_path, live_path
 from ..errors import BadInput, Refused
@@ -68,6 +68,13 @@ def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
     session.status, session.heartbeat_at = LIVE, at
     view.put_session(session)
     return Outcome({"session": session.to_dict()}, subject)
+
+
+def holds(view: View, session: Session) -> list[tuple[str, Holder]]:
+    """(target, its holder record) of each lock *session* lists whose record names it a
+    holder: what ``status`` shows of its locks (reasons, TTLs), read once."""
+    return [(target, holder) for target in session.locks
+            if (lock := view.lock(target)) and (holder := lock.holder(session.id))]
 
 
 def held_by_another(session: Session, fields: dict, here: str) -> str | None:
@@ -283,12 +290,15 @@ class SessionCalls:
         sessions = select_sessions(
             self.sessions(include_ended=include_ended or wanted not in (None, LIVE), view=view),
             status=wanted, provider=provider, project=project)
+        # their lock records, read once: the reasons and a zombie's TTLs both come from them
+        held = {s.id: holds(view, s) for s in sessions if s.live}
         return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
-                             for s, why in zip(sessions, self.zombie_reasons(sessions, view))],
-                "reasons": self.claim_reasons((s for s in sessions if s.live), view),
+                             for s, why in zip(sessions, self.zombie_reasons(sessions, view, held))],
+                "reasons": self.claim_reasons((s for s in sessions if s.live), view, held),
                 "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
 
-    def zombie_reasons(self, sessions: list[Session], view: View | None = None
+    def zombie_reasons(self, sessions: list[Session], view: View | None = None,
+                       held: dict[str, list[tuple[str, Holder]]] | None = None
                        ) -> list[str | None]:
         """Why each of *sessions* is a zombie ``cleanup`` would stop (its process gone,
         no heartbeat past its TTL), or None: a live session is never shown as working
@@ -299,7 +309,7 @@ class SessionCalls:
         out = [session_stale_reason(s, now, DEFAULT_TTL, self.host, self.seen) if s.live
                else None for s in sessions]
         if any(why and s.locks for s, why in zip(sessions, out)):
-            judged = {s.id: why for s, why in self.zombies(view, at=now)}
+            judged = {s.id: why for s, why in self.zombies(view, at=now, held=held)}
             out = [judged.get(s.id) if why and s.locks else why
                    for s, why in zip(sessions, out)]
         return out
@@ -321,15 +331,17 @@ class SessionCalls:
                                    **({"reason": reason} if reason else {})))
 
     def zombies(self, view: View | None = None, at: float | None = None,
-                shards: dict | None = None) -> list[tuple[Session, str]]:
+                shards: dict | None = None, held: dict[str, list[tuple[str, Holder]]] | None = None
+                ) -> list[tuple[Session, str]]:
         """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too).
         *shards* (sid -> {heartbeat_at, ttl}) is what the lock shards said of each session
-        when the cleanup was asked for: its claims there renew it too."""
+        when the cleanup was asked for: its claims there renew it too.  *held*: what
+        :func:`holds` already read of some sessions from *view*."""
         view, at = view or self.view(), self.clock() if at is None else at
         out = []
         for session in view.live_sessions():
-            ttls = [h.ttl for t in session.locks if (l := view.lock(t)) for h in l.holders
-                    if h.session == session.id]
+            mine = held[session.id] if held and session.id in held else holds(view, session)
+            ttls = [holder.ttl for _, holder in mine]
             seen = (shards or {}).get(session.id)
             if isinstance(seen, dict):
                 ttls += [seen["ttl"]] if isinstance(seen.get("ttl"), int) else []
