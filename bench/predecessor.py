@@ -33,12 +33,12 @@ def code_dir() -> Path | None:
     return None
 
 
-def argv(code: Path, command: str, path: str, sid: str) -> list[str]:
+def argv(code: Path, command: str, path: str, sid: str, also: tuple[str, ...] = ()) -> list[str]:
     """Their command for *command* (acquire, check, status, heartbeat), run by this
-    interpreter."""
+    interpreter; a check checks *also* too (their batch form, exit 1 when one is held)."""
     lock, registry = str(code / "lock_manager.py"), str(code / "registry_manager.py")
     return {"acquire": [sys.executable, lock, "acquire", path, sid],
-            "check": [sys.executable, lock, "check", path, "--session-id", sid],
+            "check": [sys.executable, lock, "check", path, *also, "--session-id", sid],
             "heartbeat": [sys.executable, lock, "heartbeat", path, sid],
             "status": [sys.executable, registry, "status"]}[command]
 
