@@ -25,7 +25,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from helpers import CLI, git
-from test_import_budget import COMMANDS, LAUNCHER, NEVER, NOR, imported, made
+from test_import_budget import (COMMANDS, GUARD_PATH, HOT_PATH, LAUNCHER, NEVER, NOR,
+                                imported, made)
 from test_wheel import build_wheel
 
 # what importlib.resources brought into every commit of a wheel install
@@ -162,6 +163,9 @@ def test_installed_hot_command_keeps_the_checkouts_budget(installed, repos, who,
     assert not over, f"{said} {'; '.join(over)}"
     more = broke(names, proc.stderr, lambda n: n not in checkout)
     assert not more, f"{said}, and from the checkout did not: {'; '.join(more)}"
+    beyond = broke(names, proc.stderr, lambda n: n.startswith("agent_registry")
+                   and n not in HOT_PATH)
+    assert not beyond, f"{said} beyond HOT_PATH: {'; '.join(beyond)}"
     if command == "acquire":
         assert "agent_registry.branch.render" in names  # its commit rendered the templates
 
@@ -189,7 +193,8 @@ def test_installed_pre_commit_hook_imports_what_the_checkouts_does(installed, re
         imports[side] = names, proc.stderr
     names, stderr = imports["wheel"]
     said = "the pre-commit hook of a wheel install imported"
-    over = broke(names, stderr, lambda n: n in BUDGET or n.split(".")[0] in BUDGET)
+    over = broke(names, stderr, lambda n: n in BUDGET or n.split(".")[0] in BUDGET
+                 or n.startswith("agent_registry") and n not in GUARD_PATH)
     assert not over, f"{said} {'; '.join(over)}"
     more = broke(names, stderr, lambda n: n not in imports["checkout"][0])
     assert not more, f"{said}, and the checkout's did not: {'; '.join(more)}"
