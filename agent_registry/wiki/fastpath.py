@@ -45,6 +45,9 @@ def run(argv: list[str]) -> int | None:
     opts = parse(argv)
     if opts is None:
         return None
+    code = quick(opts)
+    if code is not None:
+        return code
     import gc
     # The imports below (Whoosh's sixty modules) allocate tens of thousands of objects
     # that live as long as the process: the collector would walk them again and again for
@@ -55,9 +58,6 @@ def run(argv: list[str]) -> int | None:
     load_whoosh()
     gc.freeze()
     gc.enable()
-    code = quick(opts)
-    if code is not None:
-        return code
     from ..cli.console import serve
     from . import api
     from .progress import Progress
@@ -73,13 +73,14 @@ def run(argv: list[str]) -> int | None:
 
 
 def quick(opts: dict) -> int | None:
-    """The usual query answered from the files, without the registry core (a quarter of
-    a warm query's CPU): the repository, its config, the view's freshness and the branch
-    tip read as the Registry reads them in the plain case, and the index's commit is
-    that tip.  None when any of it is not so (no plain layout, a config that mentions
-    agent-registry, a fetch due, a symbolic or damaged ref, no index or one behind the
-    tip, a search that failed): the whole path decides then, and brings the index up to
-    the tip; the answer is the same either way."""
+    """The usual query answered from the files, without the registry core or Whoosh's
+    reading modules (about half of a warm query's CPU): the repository, its config, the
+    view's freshness and the branch tip read as the Registry reads them in the plain
+    case, the index read by wiki/segfiles.py, and its commit is that tip.  None when any
+    of it is not so (no plain layout, a config that mentions agent-registry, a fetch due,
+    a symbolic or damaged ref, no index, one behind the tip or one segfiles does not
+    read, a search that failed): the whole path decides then, and brings the index up
+    to the tip; the answer is the same either way."""
     import os
     import time
     from ..cli.console import answer, warn
@@ -101,7 +102,7 @@ def quick(opts: dict) -> int | None:
             tip = ref_from_files(info.common_dir, f"refs/remotes/{remote}/{branch}")
     except ValueError:
         return None
-    opened = open_current(state_path(info.common_dir, INDEX_DIR))
+    opened = open_current(state_path(info.common_dir, INDEX_DIR), light=True)
     if tip is None or opened is None or opened.commit != tip:
         return None
     from . import api

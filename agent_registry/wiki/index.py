@@ -98,16 +98,22 @@ def current_dir(root: str) -> str | None:
     return os.path.join(root, name) if name.startswith("ix-") else None
 
 
-def open_current(root: str) -> Opened | None:
+def open_current(root: str, light: bool = False) -> Opened | None:
     """The current index under *root*, or None when missing, half-updated, unreadable or
-    of another version: whoever holds the lock rebuilds it then, never trusts it."""
-    load_whoosh()
-    from whoosh import index as windex
+    of another version: whoever holds the lock rebuilds it then, never trusts it.
+    *light*: read by wiki/segfiles.py (the quick path), not through Whoosh's modules;
+    None also for what it does not read as Whoosh would (Whoosh decides then)."""
     folder = current_dir(root)
     if folder is None or not os.path.isdir(folder) or _updating(folder):
         return None
     try:
-        ix = windex.open_dir(folder)
+        if light:
+            from .segfiles import Files
+            ix = Files(folder)
+        else:
+            load_whoosh()
+            from whoosh import index as windex
+            ix = windex.open_dir(folder)
         with ix.reader() as reader:
             meta = reader.stored_fields(reader.first_id("key", META_KEY))
             generation = reader.generation()
@@ -299,8 +305,8 @@ def search_index(ix, text: str, limit: int) -> list[dict]:
     fewer than *limit* hits: what an agent wrote about a session (router, what, bugs)
     is the better evidence that it answers the question, and a diary's words match
     thousands of entries.  Scored term at a time (:func:`.whoosh_shim.best`: Whoosh's
-    BM25F scores, several times faster than its document-at-a-time search)."""
-    load_whoosh()
+    BM25F scores, several times faster than its document-at-a-time search).  *ix*: a
+    Whoosh index, or the quick path's wiki/segfiles.Files, which reads the same files."""
     from .whoosh_shim import best
     # the words of the question by their stem, to say "matches" in the user's own words
     analyzer = ix.schema["router"].analyzer  # every text field has the same one

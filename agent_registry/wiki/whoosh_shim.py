@@ -200,16 +200,24 @@ def _blocks(matcher):
         matcher._next_block()
 
 
+def _term_blocks(reader, field: str, text: str):
+    """(ids, weights) of each posting block of a term in a segment's reader, deleted
+    documents too."""
+    matcher = reader.postings(field, text)
+    return _blocks(getattr(matcher, "child", matcher))  # unfiltered
+
+
 def _add_term(scores: dict[int, float], reader, score, field: str, text: str,
-              boost: float) -> list[int]:
+              boost: float, reads) -> list[int]:
     """Add one term's scores in one segment to *scores* (deleted documents too: the
-    caller drops them); the documents it matched.  *score(weight, length)*."""
-    lengths, length = _length_bytes(reader, field)
+    caller drops them); the documents it matched.  *score(weight, length)*; *reads*:
+    how the segment's length bytes and posting blocks are read."""
+    length_bytes, blocks = reads
+    lengths, length = length_bytes(reader, field)
     memo: dict[tuple[float, int], float] = {}  # (weight, length byte) -> score
     known, add = memo.get, scores.get  # bound once: this loop runs for every posting
-    matcher = reader.postings(field, text)
     found: list[int] = []
-    for ids, weights in _blocks(getattr(matcher, "child", matcher)):  # unfiltered
+    for ids, weights in blocks(reader, field, text):
         for key, doc in zip(zip(weights, map(lengths.__getitem__, ids)), ids):
             value = known(key)
             if value is None:
@@ -236,9 +244,12 @@ def best(reader, terms: list[tuple[str, str, float]],
     """The *limit* best documents of *reader* (an index's IndexReader) for any of *terms*
     ((field, text, boost)), scored as ``Searcher(reader).search(Or([Term(field, text,
     boost=boost), ...]))`` scores them: [(docnum, score, [(field, text) matched])], best
-    first, equal scores by docnum."""
-    if not _has_block_reads():
+    first, equal scores by docnum.  A reader of wiki/segfiles.py says how it reads
+    (``reads``); Whoosh's are read through W3LeafMatcher's blocks."""
+    reads = getattr(reader, "reads", None)
+    if reads is None and not _has_block_reads():
         return _whoosh_best(reader, terms, limit)
+    reads = reads or (_length_bytes, _term_blocks)
     from heapq import nlargest
     from operator import itemgetter
     scorers = {(f, t): _bm25f(reader, f, t) for f, t, _ in terms if (f, t) in reader}
@@ -248,7 +259,8 @@ def best(reader, terms: list[tuple[str, str, float]],
         here: dict[int, float] = {}
         for field, text, boost in terms:
             if (field, text) in segment:
-                docs = _add_term(here, segment, scorers[field, text], field, text, boost)
+                docs = _add_term(here, segment, scorers[field, text], field, text, boost,
+                                 reads)
                 found.setdefault((field, text), []).append((offset, docs))
         if segment.has_deletions():  # the postings still list deleted documents
             for doc in segment.deleted_docs_set.intersection(here):
