@@ -341,7 +341,7 @@ def check_harness(registry: Registry) -> Finding:
         name = state["harness"]
         for exe in state["executable"] or []:
             if exe["path"] not in problems:
-                problems[exe["path"]] = _exe_problem(exe["path"]) if exe["ok"] else "is gone"
+                problems[exe["path"]] = _exe_problem(exe["start"]) if exe["ok"] else "is gone"
         gone = [f"{name} hooks run {exe['path']}, which {problems[exe['path']]}"
                 for exe in state["executable"] or [] if problems[exe["path"]]]
         broken += gone
@@ -375,11 +375,12 @@ def check_harness(registry: Registry) -> Finding:
     return Finding("harness", "ok", f"current: {names}")
 
 
-def _exe_problem(path: str) -> str | None:
-    """Why the hook executable *path* cannot run our hooks (None: it can)."""
+def _exe_problem(start: list[str]) -> str | None:
+    """Why hooks that start with *start* (the program, its flags, the launcher) cannot
+    run (None: they can)."""
     import subprocess
     try:
-        proc = subprocess.run([path, "--version"], capture_output=True, timeout=60)
+        proc = subprocess.run([*start, "--version"], capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run ({exc})"
     if proc.returncode != 0:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark of the backstop (harness/backstop.py): what it adds to one shell tool call
 of a harness with before- and after-tool events, whole processes, as Claude Code runs
-them (the installed ``agent-registry harness hook claude …`` with the event JSON on
-stdin), with 0 and with 10 files held by another live session (DESIGN.md target: under
+them (the command ``harness install`` writes, ``PYTHON -I -S …/harness/launch.py harness
+hook claude …``, with the event JSON on stdin), with 0 and with 10 files held by another live session (DESIGN.md target: under
 15 ms added with 10 held paths).
 
 Measured, alternating in one run so that load on the machine hits all alike:
@@ -43,6 +43,10 @@ import states  # noqa: E402
 from run import stats  # noqa: E402  (the core benchmark's own)
 
 CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
+# the hooks as the harnesses run them: the command `harness install` writes (this
+# interpreter with -I -S and the package's harness/launch.py: harness/command.py)
+from agent_registry.harness.command import executable  # noqa: E402
+HOOK = [*executable(), "harness", "hook"]
 TARGET_MS = 15.0
 HELD = (0, 10)
 COMMAND = "ls -la src"  # a command the parser finds no write in: only the backstop sees it
@@ -96,14 +100,14 @@ class State:
         repo = self.repo
         base = {"session_id": NATIVE, "cwd": str(repo), "transcript_path": "/tmp/t.jsonl"}
         start = json.dumps({**base, "hook_event_name": "SessionStart", "source": "startup"})
-        subprocess.run([CLI, "harness", "hook", "claude", "session-start"], cwd=repo,
+        subprocess.run([*HOOK, "claude", "session-start"], cwd=repo,
                        env=self.env, input=start.encode(), check=True, capture_output=True)
         tool = {**base, "tool_name": "Bash", "tool_use_id": "call-1",
                 "tool_input": {"command": COMMAND}}
         cursor = {"conversation_id": NATIVE, "generation_id": "g", "command": COMMAND,
                   "cwd": str(repo), "hook_event_name": "beforeShellExecution",
                   "workspace_roots": [str(repo)]}
-        hook = [CLI, "harness", "hook"]
+        hook = HOOK
         self.runs = {
             "floor": ([sys.executable, "-c", "pass"], b""),
             "gate": ([*hook, "cursor", "pre-tool-use"], json.dumps(cursor).encode()),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark of the hooks a harness runs around every tool call (issue 35, item 2): the
-installed ``agent-registry harness hook <harness> pre-tool-use`` (the edit gate, and the
-backstop's note) and ``post-tool-use`` (the backstop's check), whole processes fed each
+installed ``harness hook <harness> pre-tool-use`` (the edit gate, and the backstop's
+note) and ``post-tool-use`` (the backstop's check), started as ``harness install`` writes
+them (``PYTHON -I -S …/harness/launch.py``), whole processes fed each
 harness's own event JSON on stdin, for a shell command that writes nothing (``ls -la
 src``: the gate only has to say "allowed"), with 0, 10 and 1,000 files held by another
 live session, against a bare interpreter (``python -c pass``, the same Python).  Target:
@@ -31,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from backstop_bench import CLI, bench, held_repository, timed  # noqa: E402  (the same repository)
+from backstop_bench import HOOK, bench, held_repository, timed  # noqa: E402  (the same repository)
 from run import stats  # noqa: E402  (the core benchmark's own)
 
 TARGET_RATIO = 1.5
@@ -80,12 +81,12 @@ class State:
             start = {"session_id": NATIVE, "sessionID": NATIVE, "conversation_id": NATIVE,
                      "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup",
                      "workspace_roots": [str(repo)]}
-            subprocess.run([CLI, "harness", "hook", harness, "session-start"], cwd=repo,
+            subprocess.run([*HOOK, harness, "session-start"], cwd=repo,
                            env=self.env, input=json.dumps(start).encode(), check=True,
                            capture_output=True)
             for when in ("pre", "post") if harness != "cursor" else ("pre",):
                 name = "pre-tool-use" if when == "pre" else "post-tool-use"
-                self.runs[(harness, when)] = ([CLI, "harness", "hook", harness, name],
+                self.runs[(harness, when)] = ([*HOOK, harness, name],
                                               event(harness, repo, when))
         self.times: dict[tuple[str, str], list[tuple[float, float]]] = \
             {key: [] for key in self.runs}
@@ -108,8 +109,9 @@ def render(results: dict[int, dict], reps: int) -> str:
              f"`bench/hook_bench.py`, {reps} runs of each, alternating over harnesses, "
              f"events and states; {platform.python_implementation()} "
              f"{platform.python_version()}, {os.cpu_count()} cores, load average "
-             f"{load[0]:.1f} at the end. Whole processes, `agent-registry harness hook "
-             "<harness> pre-tool-use|post-tool-use` fed each harness's own event for its "
+             f"{load[0]:.1f} at the end. Whole processes, `harness hook <harness> "
+             "pre-tool-use|post-tool-use` started as `harness install` writes them "
+             "(`PYTHON -I -S …/harness/launch.py`), fed each harness's own event for its "
              f"shell tool running `{COMMAND}` (a command that writes nothing: the gate only "
              "has to say \"allowed\"; the backstop notes the held files before it and "
              "compares them after), with 0, 10 and 1,000 files held by another live "

@@ -32,9 +32,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_registry.harness.command import LAUNCHER
 from helpers import CLI, git
 
 ALL = ("claude", "codex", "gemini", "cursor", "opencode", "aider")
+PYTHON = str(Path(CLI).absolute().parent / "python")  # what the hooks run: the venv's, as is
 
 
 def mcp(harness: str) -> list[str]:
@@ -272,7 +274,7 @@ def gate_command(repo: Path, harness: str) -> str:
 def test_hooks_call_this_installation_by_absolute_path_with_gate_matchers(repo, env):
     for harness in ("claude", "codex", "gemini", "cursor"):
         install(repo, env, harness)
-    exe = str(Path(CLI).absolute())
+    exe = f"{PYTHON} -I -S {LAUNCHER}"  # the interpreter without site, the launcher
     claude = json.loads((repo / ".claude/settings.json").read_text())["hooks"]
     assert claude["PreToolUse"][0]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit|Bash"
     assert claude["SessionStart"][0]["hooks"][0]["command"] == \
@@ -290,6 +292,17 @@ def test_hooks_call_this_installation_by_absolute_path_with_gate_matchers(repo, 
         command = gate_command(repo, harness)
         assert f"{exe} harness hook {harness} pre-tool-use" in command
         assert ("--pid $PPID" in command) == (harness != "cursor")
+    # from this editable install (the package in the checkout, click in the venv's
+    # site-packages, no site run): the gate answers, and a usage error reaches click
+    event = {"session_id": "s1", "cwd": str(repo), "tool_name": "Write",
+             "tool_input": {"file_path": str(repo / "src/free.py")}}
+    clean = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+    proc = subprocess.run(["sh", "-c", gate_command(repo, "claude")], input=json.dumps(event),
+                          capture_output=True, text=True, cwd=repo, env=clean, timeout=120)
+    assert proc.returncode == 0 and "deny" not in proc.stdout, proc.stderr
+    proc = subprocess.run([PYTHON, "-I", "-S", LAUNCHER, "harness", "hook", "claude",
+                           "no-such-event"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no-such-event" in proc.stderr, proc.stderr
 
 
 def test_options_reach_the_hooks(repo, env):
@@ -346,29 +359,42 @@ def test_aider_verifies_commits_and_reads_the_protocol(repo, env):
 @pytest.mark.parametrize("harness", ["claude", "codex", "gemini", "cursor"])
 def test_the_gate_blocks_with_one_repair_line_when_the_executable_is_gone(repo, env, tmp_path,
                                                                          harness):
+    """The installation renamed (its interpreter gone), its package removed (the
+    launcher gone), or an interpreter that cannot import it: the edit is blocked with
+    exit 2 and one line naming the command and the repair."""
     install(repo, env, harness)
-    gone = str(tmp_path / "venv-removed" / "bin" / "agent-registry")
-    command = gate_command(repo, harness).replace(str(Path(CLI).absolute()), gone)
     event = json.dumps({"session_id": "s1", "cwd": str(repo), "tool_name": "Write",
                         "tool_input": {"file_path": str(repo / "src/auth.py")}})
     clean = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+    gone = str(tmp_path / "venv-removed" / "bin" / "python")
+    launcher = tmp_path / "site-packages" / "agent_registry" / "harness" / "launch.py"
+    for python, script in ((gone, LAUNCHER), (PYTHON, str(launcher))):
+        command = gate_command(repo, harness).replace(PYTHON, python) \
+            .replace(LAUNCHER, script)
+        proc = subprocess.run(["sh", "-c", command], input=event, capture_output=True,
+                              text=True, cwd=repo, env=clean)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.splitlines() == [
+            f"agent-registry: the edit gate could not run ({python} {script}, exit 1); "
+            f"repair: agent-registry harness install {harness}, or AGENT_REGISTRY_ALLOW=1"]
+        allowed = subprocess.run(["sh", "-c", command], input=event, capture_output=True,
+                                 text=True, cwd=repo, env={**clean, "AGENT_REGISTRY_ALLOW": "1"})
+        assert allowed.returncode == 0
+    # a launcher whose package is not beside it any more (a copy left behind)
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(Path(LAUNCHER).read_text())
     proc = subprocess.run(["sh", "-c", command], input=event, capture_output=True, text=True,
                           cwd=repo, env=clean)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [
-        f"agent-registry: the edit gate could not run ({gone}, exit 1); repair: "
-        f"agent-registry harness install {harness}, or AGENT_REGISTRY_ALLOW=1"]
-    allowed = subprocess.run(["sh", "-c", command], input=event, capture_output=True,
-                             text=True, cwd=repo, env={**clean, "AGENT_REGISTRY_ALLOW": "1"})
-    assert allowed.returncode == 0
-    # an executable that runs but cannot import agent_registry blocks the same way
-    broken = tmp_path / "broken" / "agent-registry"
+    assert proc.returncode == 2 and "repair: agent-registry harness install" in proc.stderr
+    assert "ModuleNotFoundError: No module named 'agent_registry" in proc.stderr
+    # an interpreter that runs but cannot import agent_registry blocks the same way
+    broken = tmp_path / "broken" / "python"
     broken.parent.mkdir()
     broken.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named "
                       "'agent_registry'\" >&2\nexit 1\n")
     broken.chmod(0o755)
-    proc = subprocess.run(["sh", "-c", command.replace(gone, str(broken))], input=event,
-                          capture_output=True, text=True, cwd=repo, env=clean)
+    proc = subprocess.run(["sh", "-c", gate_command(repo, harness).replace(PYTHON, str(broken))],
+                          input=event, capture_output=True, text=True, cwd=repo, env=clean)
     assert proc.returncode == 2 and "repair: agent-registry harness install" in proc.stderr
 
 
@@ -376,8 +402,8 @@ def test_the_gate_blocks_with_one_repair_line_when_the_executable_is_gone(repo, 
 def test_the_opencode_plugin_throws_when_the_hook_is_gone(repo, env, tmp_path):
     install(repo, env, "opencode")
     plugin = repo / ".opencode/plugin/agent-registry.js"
-    gone = str(tmp_path / "gone" / "agent-registry")
-    plugin.write_text(plugin.read_text().replace(str(Path(CLI).absolute()), gone))
+    gone = str(tmp_path / "gone" / "python")
+    plugin.write_text(plugin.read_text().replace(PYTHON, gone))
     script = (f"import {{ AgentRegistry }} from {json.dumps(plugin.as_uri())};\n"
               "const hooks = await AgentRegistry({ directory: process.argv[1] });\n"
               "try {\n"
@@ -418,7 +444,7 @@ def test_status_and_trust_under_an_isolated_home(repo, env):
         assert (state["hooks"], state["mcp"], state["skill"], state["protocol"]) == \
             ("current",) * 4, state
         assert state["trusted"] is False and state["executable"] == [
-            {"path": str(Path(CLI).absolute()), "ok": True}]
+            {"path": PYTHON, "ok": True, "start": [PYTHON, "-I", "-S", LAUNCHER]}]
     text = cli(repo, env, "harness", "install", "gemini").stdout
     assert "to do: trust this folder when Gemini CLI asks" in text
 
@@ -453,6 +479,27 @@ def test_status_and_trust_under_an_isolated_home(repo, env):
     assert not (repo / ".claude").exists()
 
 
+def test_hooks_of_an_older_install_are_stale_and_a_reinstall_keeps_codex_trust(repo, env):
+    """Hooks an older install wrote (they started the console script, before the
+    interpreter ran harness/launch.py without site) still run, and status calls them
+    stale; reinstalled, they start the launcher, and the trust Codex had for the old ones
+    is granted to the new ones without --trust (else Codex would skip the gate)."""
+    from agent_registry.harness.install import Options, install_many
+    top = toplevel(repo)
+    script = str(Path(CLI).absolute())
+    install_many(top, str(repo / ".git"), ["codex"], Options(exe=[script]), grant=True)
+    old = status(repo, env)["codex"]
+    assert (old["hooks"], old["trusted"], old["gate"]) == ("stale", True, None), old
+    assert old["executable"] == [{"path": script, "ok": True, "start": [script]}]
+    again = install(repo, env, "codex")["harnesses"][0]
+    assert again["trusted"] is True and again["trust_step"] is None, again
+    new = status(repo, env)["codex"]
+    assert (new["hooks"], new["trusted"], new["gate"]) == ("current", True, None), new
+    assert new["executable"][0]["start"] == [PYTHON, "-I", "-S", LAUNCHER]
+    assert f"{PYTHON} -I -S {LAUNCHER} harness hook codex" in \
+        (repo / ".codex" / "hooks.json").read_text()
+
+
 def test_the_codex_trust_keeps_the_rest_of_the_config(repo, env):
     home = Path(os.environ["HOME"])
     (home / ".codex").mkdir()
@@ -483,13 +530,13 @@ def test_doctor_warns_untrusted_and_fails_when_a_hook_executable_is_gone(repo, e
                      "fix": None, "fixable": False}
     # the hooks were installed from an environment that is gone since
     settings = repo / ".gemini" / "settings.json"
-    gone = str(tmp_path / "old-venv" / "bin" / "agent-registry")
-    settings.write_text(settings.read_text().replace(str(Path(CLI).absolute()), gone))
+    gone = str(tmp_path / "old-venv" / "bin" / "python")
+    settings.write_text(settings.read_text().replace(PYTHON, gone))
     code, check = doctor_harness(repo, env)
     assert code == 1 and check["status"] == "fail"
     assert check["verdict"].startswith(f"gemini hooks run {gone}, which is gone")
     # one that runs but cannot import agent_registry
-    broken = tmp_path / "broken" / "agent-registry"
+    broken = tmp_path / "broken" / "python"
     broken.parent.mkdir()
     broken.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named "
                       "'agent_registry'\" >&2\nexit 1\n")

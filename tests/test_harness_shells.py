@@ -152,5 +152,5 @@ def test_cmd_and_powershell_quoting_reads_back_as_written(path):
     powershell = shells.DIALECTS["powershell"].command(words)
     assert powershell.startswith("& ")
     assert powershell_word(powershell[2:]) == (path, " harness hook codex stop")
-    assert shells.powershell_exe(powershell) == path
+    assert shells.executable_of(powershell) == path
     assert cmd_then_crt(shells.DIALECTS["cmd"].command(words)) == words

@@ -139,10 +139,14 @@ def test_a_gone_hook_executable_fails_status_with_the_reinstall(repo, env, tmp_p
     assert cli(repo, env, "init").returncode == 0
     install(repo, env, "claude", "--auto-claim")
     settings = repo / ".claude" / "settings.json"
-    gone = str(tmp_path / "old-venv" / "bin" / "agent-registry")
-    settings.write_text(settings.read_text().replace(str(Path(CLI).absolute()), gone))
+    # the package removed from under the interpreter: its launcher is gone
+    from agent_registry.harness.command import LAUNCHER
+    gone = str(tmp_path / "old-site" / "agent_registry" / "harness" / "launch.py")
+    settings.write_text(settings.read_text().replace(LAUNCHER, gone))
     code, states = status(repo, env)
     assert code == 1 and gone in states["claude"]["gate"]
+    assert states["claude"]["executable"][0] == {
+        "path": gone, "ok": False, "start": [str(Path(CLI).parent / "python"), "-I", "-S", gone]}
     assert states["claude"]["gate_fix"] == "agent-registry harness install claude --auto-claim"
 
 

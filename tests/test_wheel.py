@@ -132,3 +132,20 @@ def test_wheel_in_a_fresh_venv_claims_guards_and_serves_help(wheel, tmp_path):
     assert ok.returncode == 0, ok.stderr
     helped = ar("dashboard", "--help").stdout
     assert "--port" in helped
+    # the harness hooks start the venv's interpreter without site (-I -S) and the wheel's
+    # launcher: the installed gate runs from the settings file as Claude Code runs it
+    import json
+    ar("harness", "install", "claude")
+    hooks = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]
+    gate = hooks["PreToolUse"][0]["hooks"][0]["command"]
+    assert f"{bindir / 'python'} -I -S {venv}" in gate and "harness/launch.py" in gate
+    event = {"session_id": "codex-native", "cwd": str(repo), "tool_name": "Write",
+             "hook_event_name": "PreToolUse"}
+    for path, denied in (("src/auth.py", True), ("src/free.py", False)):
+        proc = subprocess.run(["sh", "-c", gate], cwd=repo, env=commit_env, text=True,
+                              input=json.dumps({**event, "tool_input": {"file_path": path}}),
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert ('"deny"' in proc.stdout and sid in proc.stdout) == denied, proc.stdout
+    assert json.loads(ar("--json", "harness", "status").stdout)["harnesses"][0]["hooks"] \
+        == "current"

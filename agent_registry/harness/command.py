@@ -1,20 +1,21 @@
 """The hook command written into each harness's configuration.
 
-``<this installation's executable, absolute> harness hook <harness> <event> [--pid $PPID]
-[--auto-claim] [--wake N]``: absolute, because a harness may run hooks with a PATH that
-lacks the venv, and a hook that cannot start (exit 127) does not block in Claude Code.
-It is written in the dialect of the shell the harness runs it in (:mod:`shells`: sh,
-and on Windows PowerShell or cmd for some).  The edit gate (pre-tool-use) is wrapped so
-that it fails closed: when the executable is gone or dies (cannot import agent_registry,
-a traceback), the edit is blocked with exit 2, the blocking code of Claude Code, Codex,
-Gemini CLI and Cursor, and one line saying how to repair it, unless
-``AGENT_REGISTRY_ALLOW=1``.  The hook's own exit 2 (it could not decide and said why)
-passes through as it is.
+``<this installation's interpreter> -I -S <its harness/launch.py> harness hook <harness>
+<event> [--pid $PPID] [--auto-claim] [--wake N]``: the interpreter started without
+``site`` (harness/launch.py puts the package's own folder on sys.path: about 1 ms less
+per hook than the console script, docs/benchmarks.md), both paths absolute, because a
+harness may run hooks with a PATH that lacks the venv, and a hook that cannot start
+(exit 127) does not block in Claude Code.  It is written in the dialect of the shell the
+harness runs it in (:mod:`shells`: sh, and on Windows PowerShell or cmd for some).  The
+edit gate (pre-tool-use) is wrapped so that it fails closed: when the interpreter or the
+launcher is gone or the hook dies (cannot import agent_registry, a traceback), the edit
+is blocked with exit 2, the blocking code of Claude Code, Codex, Gemini CLI and Cursor,
+and one line saying how to repair it, unless ``AGENT_REGISTRY_ALLOW=1``.  The hook's own
+exit 2 (it could not decide and said why) passes through as it is.
 """
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 from . import shells
@@ -22,16 +23,21 @@ from . import shells
 HOOK_MARK = "harness hook"  # how our entries are recognised in a harness's hook list
 
 
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+
+
 def executable() -> list[str]:
-    """This installation's ``agent-registry``: the script next to this interpreter (a
-    venv's bin/), else the one on PATH, else ``python -m agent_registry`` of this
-    interpreter; never resolved through symlinks (a venv's python links to the system
-    one, which lacks our packages)."""
-    script = shutil.which("agent-registry", path=os.path.dirname(sys.executable)) or \
-        shutil.which("agent-registry")
-    if script:
-        return [os.path.abspath(script)]
-    return [os.path.abspath(sys.executable), "-m", "agent_registry"]
+    """How a hook command starts this installation: this interpreter as it was started
+    (a venv's python, never resolved through symlinks: it links to the system one,
+    whose sys.executable would find no venv) with ``-I -S``, running harness/launch.py."""
+    return [os.path.abspath(sys.executable), "-I", "-S", LAUNCHER]
+
+
+def needs(start: list[str]) -> list[str]:
+    """The files a command that starts with *start* cannot run without: its program and
+    the script it runs, if any (the launcher; an older install's console script is one
+    file)."""
+    return [start[0], *(w for w in start[1:] if w.endswith(".py"))]
 
 
 def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
@@ -42,6 +48,8 @@ def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
     (*windows*) or on this platform; the gate (pre-tool-use) fails closed."""
     exe = exe or executable()
     dialect = shells.for_harness(harness, windows)
+    # the launcher's path as the program's is written (MSYS: with /)
+    exe = [exe[0], *(dialect.path(w) if w.endswith(".py") else w for w in exe[1:])]
     words = [*exe, "harness", "hook", harness, event]
     if auto_claim and event == "pre-tool-use":
         words.append("--auto-claim")
@@ -56,7 +64,7 @@ def hook_command(harness: str, event: str, *, exe: list[str] | None = None,
     run = dialect.command(words) + (f" --pid {dialect.ppid}" if pid and dialect.ppid else "")
     if event != "pre-tool-use":
         return run + dialect.end
-    return dialect.gate(run, dialect.path(exe[0]), harness)
+    return dialect.gate(run, [dialect.path(p) for p in needs(exe)], harness)
 
 
 def is_ours(command: object, harness: str) -> bool:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..errors import BadInput
 from . import files, hookfiles, mcp, texts
-from .command import executable
-from .shells import executable_of
+from .command import executable, needs
+from .shells import start_of
 from .unmerge import unmerge
 
 HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "aider", "copilot", "qwen")
@@ -141,7 +141,7 @@ def _part(toplevel: str, rel: str, expected: str) -> str:
 def status(toplevel: str, common_dir: str, harness: str) -> dict:
     """One harness: ``hooks``, ``mcp``, ``skill``, ``protocol`` (``current``, ``stale``,
     ``absent`` or None when the harness has none), ``executable`` (what the hooks run,
-    and whether it is there), ``trusted`` (True, False, None: nothing to grant) and
+    whether it is there, and the words they start with), ``trusted`` (True, False, None: nothing to grant) and
     ``trust_step``."""
     from . import trust
     mod = module(harness)
@@ -161,8 +161,8 @@ def status(toplevel: str, common_dir: str, harness: str) -> dict:
         out["hooks"] = "absent" if not commands else (
             "current" if plan and _part(toplevel, hook_file, plan.files[hook_file]) == "current"
             else "stale")
-        exes = sorted({e for c in commands if (e := executable_of(c))})
-        out["executable"] = [{"path": e, "ok": _runs(e)} for e in exes]
+        starts = sorted({tuple(start) for c in commands if (start := start_of(c))})
+        out["executable"] = [_start_state(list(start)) for start in starts]
     if harness in mcp.FILES:
         out["mcp"] = mcp.state(toplevel, harness)
     skill = texts.skill_file(harness)
@@ -190,8 +190,12 @@ def status(toplevel: str, common_dir: str, harness: str) -> dict:
     return out
 
 
-def _runs(exe: str) -> bool:
-    return os.path.isfile(exe) and os.access(exe, os.X_OK)
+def _start_state(start: list[str]) -> dict:
+    """{"path", "ok", "start"} of hooks that start with *start*: the program, or the
+    first file it needs that is gone (the launcher, with the package); its words."""
+    gone = [p for p in needs(start) if not os.path.isfile(p) or
+            (p == start[0] and not os.access(p, os.X_OK))]
+    return {"path": gone[0] if gone else start[0], "ok": not gone, "start": start}
 
 
 # -- several at once, as the CLI asks -----------------------------------------------------

@@ -38,8 +38,9 @@ REPAIR = ("agent-registry: the edit gate could not run ({why}); "
 class Dialect:
     name: str
     quote: Callable[[str], str]
-    # the gate: (the hook command, the executable, the harness) -> the wrapped command
-    gate: Callable[[str, str, str], str]
+    # the gate: (the hook command, the files it needs: the program first, the harness)
+    # -> the wrapped command
+    gate: Callable[[str, list[str], str], str]
     call: str = ""  # what runs a quoted executable
     end: str = ""  # what hands back its exit code
     ppid: str | None = None  # the shell's spelling of its parent's pid
@@ -54,23 +55,15 @@ class Dialect:
 
 # -- POSIX sh -------------------------------------------------------------------------------
 
-def _posix_gate(run: str, exe: str, harness: str) -> str:
-    shown = re.sub(r'(["\\$`])', r"\\\1", exe)  # inside echo's double quotes
+def _posix_gate(run: str, needs: list[str], harness: str) -> str:
+    # the repair line names the program and the launcher: which one is gone is not known
+    shown = re.sub(r'(["\\$`])', r"\\\1", " ".join(needs))  # inside echo's double quotes
     repair = REPAIR.format(why=f"{shown}, exit $rc", harness=harness)
-    return (f"{{ [ -x {shlex.quote(exe)} ] && {run}; }} || {{ rc=$?; "
+    tests = " && ".join([f"[ -x {shlex.quote(needs[0])} ]",
+                         *(f"[ -f {shlex.quote(p)} ]" for p in needs[1:])])
+    return (f"{{ {tests} && {run}; }} || {{ rc=$?; "
             f"[ \"$AGENT_REGISTRY_ALLOW\" = 1 ] && exit 0; "
             f"[ $rc -eq 2 ] || echo \"{repair}\" >&2; exit 2; }}")
-
-
-def posix_exe(command: str) -> str | None:
-    """The executable of a sh command: its first word, or the one the gate tests."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if words[:2] == ["{", "["] and len(words) > 3:
-        return words[3]
-    return words[0] if words else None
 
 
 # -- PowerShell -----------------------------------------------------------------------------
@@ -79,20 +72,23 @@ def _ps_quote(word: str) -> str:
     return word if _PLAIN.fullmatch(word) else "'" + word.replace("'", "''") + "'"
 
 
-def _ps_gate(run: str, exe: str, harness: str) -> str:
-    repair = _ps_quote(REPAIR.format(why=f"{exe}, exit RC", harness=harness)) \
+def _ps_gate(run: str, needs: list[str], harness: str) -> str:
+    repair = _ps_quote(REPAIR.format(why=f"{' '.join(needs)}, exit RC", harness=harness)) \
         .replace("RC", "' + $rc + '")
-    return (f"if (Test-Path -LiteralPath {_ps_quote(exe)}) {{ {run}; $rc = $LASTEXITCODE }} "
+    there = " -and ".join(f"(Test-Path -LiteralPath {_ps_quote(p)})" for p in needs[1:])
+    test = f"Test-Path -LiteralPath {_ps_quote(needs[0])}" + (f") -and {there}" if there
+                                                               else "")
+    return (f"if ({'(' if there else ''}{test}) {{ {run}; $rc = $LASTEXITCODE }} "
             f"else {{ $rc = 127 }}; if ($rc -eq 0) {{ exit 0 }}; "
             f"if ($env:AGENT_REGISTRY_ALLOW -eq '1') {{ exit 0 }}; "
             f"if ($rc -ne 2) {{ [Console]::Error.WriteLine({repair}) }}; exit 2")
 
 
-def powershell_exe(command: str) -> str | None:
-    """The executable of a PowerShell command: the one it calls, or the gate tests."""
-    match = re.match(r"(?:& |if \(Test-Path -LiteralPath )('(?:[^']|'')*'|[^\s)]+)", command)
-    word = match.group(1) if match else None
-    return word[1:-1].replace("''", "'") if word and word.startswith("'") else word
+def _ps_words(command: str) -> list[str]:
+    """The words of a PowerShell command as :func:`_ps_quote` writes them ('' is one
+    quote), its parentheses, braces and semicolons left out."""
+    return [w[1:-1].replace("''", "'") if w.startswith("'") else w
+            for w in re.findall(r"'(?:[^']|'')*'|[^\s;{}()]+", command)]
 
 
 # -- cmd ------------------------------------------------------------------------------------
@@ -105,7 +101,7 @@ def _cmd_quote(word: str) -> str:
     return quoted.replace("%", '"^%"')
 
 
-def _cmd_gate(run: str, exe: str, harness: str) -> str:
+def _cmd_gate(run: str, needs: list[str], harness: str) -> str:
     # inside the parentheses cmd has read the line already: no %ERRORLEVEL%, no path
     repair = REPAIR.format(why="it failed", harness=harness).replace("(", "^(") \
         .replace(")", "^)")
@@ -123,12 +119,29 @@ DIALECTS = {
 }
 
 
+def start_of(command: str) -> list[str] | None:
+    """The words a hook command starts with, before ``harness hook``: its program and
+    what it hands the program first (``-I -S`` and the launcher), whichever dialect it
+    is written in (a cmd command splits as sh's would, up to there)."""
+    if command.startswith(("& ", "if (")):
+        words = _ps_words(command)
+    else:
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return None
+    for end in range(len(words) - 1):
+        if words[end:end + 2] == ["harness", "hook"]:
+            begin = end
+            while begin > 0 and words[begin - 1] not in ("&&", "{", "&"):
+                begin -= 1  # back to the shell's own words (the gate's tests, the call)
+            return words[begin:end] or None
+    return None
+
+
 def executable_of(command: str) -> str | None:
-    """The executable a hook command runs, whichever dialect it is written in (a cmd
-    command splits as sh's would, up to its first word)."""
-    if command.startswith(("& ", "if (Test-Path")):
-        return powershell_exe(command)
-    return posix_exe(command)
+    """The program a hook command runs, whichever dialect it is written in."""
+    return (start_of(command) or [None])[0]
 
 
 def for_harness(harness: str, windows: bool | None = None) -> Dialect:

@@ -719,8 +719,11 @@ def test_edit_is_blocked_when_the_hook_executable_is_gone(tmp_path, harness):
     setup = Setup(harness, tmp_path, exe=exe)
     where = setup.repo / HOOK_DIRS.get(harness, f".{harness}")
     installed = "\n".join(p.read_text() for p in where.rglob("*") if p.is_file())
-    assert exe in installed, f"the hooks do not run the copy {exe}:\n{installed[:3000]}"
-    os.unlink(exe)
+    # the hooks start the copy's interpreter (-I -S, the package's launcher): it goes
+    python = str(Path(exe).parent / "python")
+    assert f"{python} -I -S " in installed or f'"{python}", "-I", "-S"' in installed, \
+        f"the hooks do not run the copy's {python}:\n{installed[:3000]}"
+    os.unlink(python)
     model = MockModel([])
     driver = DRIVERS[harness](setup, model)
     steps = driver.edit("src/free.py", "VALUE = 1", "VALUE = 3")
