@@ -333,3 +333,28 @@ def test_a_tip_that_already_helped_every_intent_is_kept_not_rebuilt(team):
     ok(b(*claim("codex-2", ON_HOT[1])))
     assert op_count(team, op_id) == 1
     assert holders(b, "src/auth.py") == ["kimi-1"]
+
+
+def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team):
+    """b claims back to back on its own tip, without a fetch (within FRESH of its last
+    one); a, losing the race there, has published an intent.  b's next push is told of
+    it by the remote, so the claim after that fetches first and carries a's claim: it is
+    on the remote, applied once, though a pushed nothing itself.  (Before, b fetched,
+    and helped, only once FRESH ran out.)"""
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    warm(a, "kimi-1", ON_HOT[0])
+    ok(b(*claim("codex-2", ON_HOT[1])))
+    offline_ops(a, claim("kimi-1", "src/auth.py"))
+    [op_id] = pending_ids(a)
+    publish(a)
+    assert intent_refs(team)
+    ok(b(*claim("codex-2", ON_HOT[2])))  # decided on b's tip: its push sees the intent
+    ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
+    assert op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+    assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:4]] == [["codex-2"]] * 3
+    ok(a("sync"))
+    assert op_count(team, op_id) == 1 and pending_ids(a) == []
+

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-from ..store import jsontext
+from ..store import freshness, jsontext
 from ..store.rawfile import read_bytes
 from ..branch.trailers import TRAILER, parse_op
 from ..branch.view import View
@@ -158,6 +158,69 @@ def _any_under(registry: Registry, prefix: str) -> bool:
         return prefix.encode() in read_bytes(os.path.join(common, "packed-refs"))
     except OSError:
         return False
+
+
+# -- the helpers learning of an intent --------------------------------------------------
+
+def push_trace(registry: Registry) -> str:
+    """Where a push writes git's packet trace (GIT_TRACE_PACKET): the refs the remote
+    advertised to it, read by ``note_advertised``."""
+    return os.path.join(registry.repo.info.common_dir, "agent-registry",
+                        f"push-{os.getpid()}-{os.urandom(4).hex()}.trace")
+
+
+def note_advertised(registry: Registry, trace: str) -> None:
+    """After a push: when the remote advertised an intent of another clone on this
+    branch that this clone's fetches have not brought (new, or republished), owe a
+    fetch, so the next claim fetches and carries it instead of deciding on its own tip
+    (sync/remote._decided_here).  Without this, a clone claiming back to back learns of
+    an intent only when FRESH runs out, and the clone that published it, losing the race
+    to those very claims, waits that long.  The trace is git's, read line by line; a
+    transport that does not trace the advertisement owes nothing (FRESH still bounds)."""
+    try:
+        with open(trace, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        os.unlink(trace)
+    except OSError:
+        return
+    prefix, tracking = f"refs/heads/{registry.branch}-intents/", tracking_prefix(registry)
+    own = None
+    for line in text.splitlines():
+        _, said, packet = line.partition(" push< ")  # the advertisement, as push read it
+        fields = packet.split("\0", 1)[0].split() if said else ()
+        if len(fields) != 2 or not fields[1].startswith(prefix):
+            continue
+        clone = fields[1][len(prefix):]
+        own = own or load_state(registry).get("clone_id") or ""
+        if clone != own and registry.repo.read_ref(tracking + clone) != fields[0]:
+            _touch(_owed(registry))
+            return
+
+
+def fetch_owed(registry: Registry) -> bool:
+    """Whether a push saw an intent to carry here that no fetch has brought since."""
+    return os.path.exists(_owed(registry))
+
+
+def fetch_paid(registry: Registry) -> None:
+    """A fetch of the branch landed: it brought every intent published before it."""
+    try:
+        os.unlink(_owed(registry))
+    except OSError:
+        pass
+
+
+def _owed(registry: Registry) -> str:
+    return freshness.mark_path(registry.repo.info.common_dir, registry.branch) + ".intent"
+
+
+def _touch(path: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w"):
+            pass
+    except OSError:
+        pass  # no mark: the claims fetch when FRESH runs out, as before
 
 
 # -- the helped clone ------------------------------------------------------------------

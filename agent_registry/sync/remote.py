@@ -56,8 +56,9 @@ from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
-from .intents import any_fetched, fetch_refspec, help_others, intent_ref, new_clone_id, \
-    own_ops, settle_own, settled, unsettled, wrap
+from .intents import any_fetched, fetch_owed, fetch_paid, fetch_refspec, help_others, \
+    intent_ref, new_clone_id, note_advertised, own_ops, push_trace, \
+    settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
 from .lost import record_lost
@@ -143,12 +144,12 @@ def network_timeout(registry: Registry) -> float:
     return value if value > 0 else NETWORK_TIMEOUT
 
 
-def git_net(registry: Registry, *args: str) -> Completed:
-    """git talking to the remote (fetch, push): the repository's environment, the
-    network timeout; no answer in time is Offline."""
+def git_net(registry: Registry, *args: str, env: dict[str, str] | None = None) -> Completed:
+    """git talking to the remote (fetch, push): the repository's environment (or *env*),
+    the network timeout; no answer in time is Offline."""
     timeout = network_timeout(registry)
     try:
-        return run_git(list(args), env=registry.repo.env, check=False, timeout=timeout)
+        return run_git(list(args), env=env or registry.repo.env, check=False, timeout=timeout)
     except TimedOut:
         raise Offline(registry.remote or "the remote", "unreachable",
                       f"no answer within {timeout:g} s (git {args[0]})") from None
@@ -207,6 +208,7 @@ def _mark_fetched(registry: Registry) -> None:
     (``fetch_also``), which one more mark says for all of them."""
     common = registry.repo.info.common_dir
     freshness.mark(common, registry.branch)
+    fetch_paid(registry)
     if registry.part.kind != "clone":
         freshness.mark(common, _all_shards(registry))
 
@@ -223,8 +225,11 @@ def push(registry: Registry, commit: str) -> PushResult:
     dst = f"refs/heads/{registry.branch}"
     # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
     # suite, the pre-commit framework) must not run, or fail, on every claim
+    # traced: the refs the remote advertises say whether a clone asks for help here
+    trace = push_trace(registry)
     proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", registry.remote,
-                    f"{commit}:{dst}")
+                   f"{commit}:{dst}", env={**registry.repo.env, "GIT_TRACE_PACKET": trace})
+    note_advertised(registry, trace)
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:
@@ -576,8 +581,10 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
     it there, re-decided (publish).  None: fetch first, as for every other operation
     (also when it would be refused here: the remote may know better)."""
     # a shard fetched with the others (the main branch's fetch, another shard's) may
-    # skip its own fetch too, unless an intent to carry was published on it (FRESH)
-    if not (_fetched_within(registry, registry.branch) or registry.part.kind == "shard"
+    # skip its own fetch too, unless an intent to carry was published on it (FRESH);
+    # none may when a push saw an intent here that no fetch brought yet
+    if fetch_owed(registry) or not (
+            _fetched_within(registry, registry.branch) or registry.part.kind == "shard"
             and _fetched_within(registry, _all_shards(registry)) and not any_fetched(registry)):
         return None
     with file_lock(registry.lock_file):
