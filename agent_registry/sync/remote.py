@@ -57,7 +57,7 @@ from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, fetch_owed, fetch_paid, fetch_refspec, help_others, \
-    intent_ref, new_clone_id, note_advertised, own_ops, push_trace, \
+    helpers_at_work, intent_ref, new_clone_id, note_advertised, own_ops, push_trace, \
     settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
@@ -699,13 +699,20 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         out = attempt >= LOSSES and publish_intent(registry)
         # full jitter: losers spread out instead of stampeding the remote together
         import random  # only when a push lost a race
-        time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt)))
+        # once our intent is out, the next fetch may show it carried: poll at the third
+        # loss's backoff, not one that keeps growing
+        grown = min(attempt, LOSSES) if out else attempt
+        time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** grown)))
         try:
             remote = fetch(registry)
         except Offline as exc:
             return _stop(registry, outcome, exc)
+        # ...and only while the remote moves by helpers' pushes: moved by writers that
+        # carry no one (a shard's few claimers, deciding without a fetch), waiting would
+        # last until one of them happened to fetch; so push again, the intent still out
         waiting = bool(out) and remote != previous and previous is not None \
-            and waited < LOSSES
+            and waited < LOSSES and remote is not None \
+            and helpers_at_work(registry, previous, remote)
         waited, previous = (waited + 1 if waiting else 0), remote
         try:
             with file_lock(registry.lock_file):
