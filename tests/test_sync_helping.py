@@ -387,3 +387,29 @@ def test_a_loser_waits_only_while_helpers_move_the_remote(team):
         helped = fetch(shard)
         assert helped != plain and helpers_at_work(shard, plain, helped)
         assert helpers_at_work(shard, start, helped)
+
+
+def test_a_clone_that_fetched_an_intent_while_waiting_carries_it_with_its_next_claim(team):
+    """b fetched a's intent while it was itself waiting to be carried (a rebase that
+    helps no one, as publish makes between polls): its next claim, though within FRESH
+    of that fetch, fetches again and carries a's claim instead of deciding on b's tip."""
+    from agent_registry import Registry
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.store.flock import file_lock
+    from agent_registry.sync.remote import _rebase, fetch
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "docs"))
+    warm(a, "kimi-1", ON_HOT[0])
+    ok(b(*claim("codex-2", ON_HOT[1])))
+    offline_ops(a, claim("kimi-1", "src/auth.py"))
+    [op_id] = pending_ids(a)
+    publish(a)
+    with Registry.open(str(b.cwd)) as main:
+        registry = shards_of(main)[HOT]
+        remote = fetch(registry)
+        with file_lock(registry.lock_file):
+            assert _rebase(registry, remote, help=False).tip == remote
+    ok(b(*claim("codex-2", ON_HOT[2])))
+    assert op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]

@@ -193,8 +193,18 @@ def note_advertised(registry: Registry, trace: str) -> None:
         clone = fields[1][len(prefix):]
         own = own or load_state(registry).get("clone_id") or ""
         if clone != own and registry.repo.read_ref(tracking + clone) != fields[0]:
-            _touch(_owed(registry))
+            owe_fetch(registry)
             return
+
+
+def owe_fetch(registry: Registry) -> None:
+    """Make the next claim on this branch fetch first (and carry what it finds): an
+    intent is out there that this clone knows of and did not carry."""
+    try:
+        with open(_owed(registry), "w"):
+            pass
+    except OSError:
+        pass  # no mark: the claims fetch when FRESH runs out, as before
 
 
 def fetch_owed(registry: Registry) -> bool:
@@ -212,15 +222,6 @@ def fetch_paid(registry: Registry) -> None:
 
 def _owed(registry: Registry) -> str:
     return freshness.mark_path(registry.repo.info.common_dir, registry.branch) + ".intent"
-
-
-def _touch(path: str) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w"):
-            pass
-    except OSError:
-        pass  # no mark: the claims fetch when FRESH runs out, as before
 
 
 # -- the helped clone ------------------------------------------------------------------

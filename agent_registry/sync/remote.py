@@ -57,8 +57,8 @@ from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, fetch_owed, fetch_paid, fetch_refspec, help_others, \
-    helpers_at_work, intent_ref, new_clone_id, note_advertised, own_ops, push_trace, \
-    settle_own, settled, unsettled, wrap
+    helpers_at_work, intent_ref, new_clone_id, note_advertised, owe_fetch, own_ops, \
+    push_trace, settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
 from .lost import record_lost
@@ -470,12 +470,17 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     moves the local ref and the confirmed tip.  *before*: the tracking ref before the
     fetch, the confirmed tip of a clone that has none recorded yet.  *help*: apply the
     other clones' intents first (sync/intents.py); a clone waiting to be carried does not,
-    since it will not push while others do."""
+    since it will not push while others do: its next claim fetches and carries them."""
     local = registry.repo.read_ref(registry.ref)
     confirmed = confirmed_tip(registry, before)
     if remote is None:
         return Replay(local)  # the remote branch is gone: the push recreates it
-    intents = unsettled(registry, remote) if help else []
+    intents = unsettled(registry, remote)
+    if intents and not help:
+        # carried by no one here: the next claim, which might decide on our tip within
+        # FRESH, fetches first instead, and carries them
+        owe_fetch(registry)
+        intents = []
     if local is None and not intents:
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
         confirm(registry, remote)
