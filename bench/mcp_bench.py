@@ -158,10 +158,10 @@ async def measure_wiki(tool: install.Install, base: Path, count: int,
     """Wall ms of a ``wiki_query`` tool call, and of whole-process ``wiki query`` (ours
     and the predecessor's), alternating, on *count* generated entries."""
     import wiki_bench
-    pair = wiki_bench.Pair(base, count)
+    pair = wiki_bench.Pair(base, count, tool)
     pair.prepare()  # both indexes built, so every query below is a warm one
     times: dict[str, list[float]] = {"mcp": [], "cli": [], "predecessor": []}
-    cli, env = tool.cli, tool.env(pair.env)
+    cli, env = tool.cli, pair.env
     params = StdioServerParameters(command=cli, args=["-C", str(pair.repo), "mcp"], env=env)
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write):
