@@ -3,6 +3,7 @@
 whole-process ``agent-registry lock acquire``, in the same run, alternating.
 
     .venv/bin/python bench/mcp_bench.py [--reps N] [--wiki SIZES] [--no-doc] [--checkout]
+    .venv/bin/python bench/mcp_bench.py --parts [--reps N]   # where a warm claim's time goes
 
 Both routes run the package as users install it (bench/install.py: a wheel in a fresh
 venv, with the ``mcp`` extra's SDK added; ``--checkout``: the project's .venv).
@@ -259,6 +260,74 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
     return "\n".join(lines)
 
 
+def timed_methods(names: tuple[str, ...]) -> dict[str, float]:
+    """Wrap the Repo methods *names* of this process with timers (nothing in the package
+    changes); returns the seconds spent in each, filled as they run."""
+    from agent_registry.store.git import Repo
+    spent = dict.fromkeys(names, 0.0)
+    for name in names:
+        def timed_call(*args, _inner=getattr(Repo, name), _name=name, **kwargs):
+            start = time.perf_counter()
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                spent[_name] += time.perf_counter() - start
+        setattr(Repo, name, timed_call)
+    return spent
+
+
+async def parts(tool: install.Install, root: Path, reps: int) -> str:
+    """Where a warm claim's time goes: *reps* in-process claims with timers around the
+    object writes and the ref's compare-and-swap; and through one server, a ping (the
+    SDK's round trip with no tool), a ``lock_check`` and a ``lock_acquire``, wall and the
+    server's CPU, in rounds."""
+    from agent_registry import Registry as Opened  # as the server opens it
+    env = tool.env(bench_env(root))
+    repo = root / "parts"
+    states.make_project(repo, env)
+    lines = []
+    with Opened.open(str(repo)) as registry:
+        registry.register(API_SID, provider="bench", pid=os.getpid())
+        registry.register(MCP_SID, provider="bench", pid=os.getpid())
+        for n in range(5):
+            registry.claim(API_SID, [f"src/warm/{n}.py"])
+        spent = timed_methods(("write_object", "update_ref"))
+        start = time.perf_counter()
+        for n in range(reps):
+            registry.claim(API_SID, [f"src/parts/{n}.py"])
+        wall = (time.perf_counter() - start) * 1000 / reps
+        inner = {name: seconds * 1000 / reps for name, seconds in spent.items()}
+        lines.append(f"in-process claim: {wall:.2f} ms wall; writing its objects "
+                     f"{inner['write_object']:.2f} ms, moving the shard ref (update-ref) "
+                     f"{inner['update_ref']:.2f} ms, the rest "
+                     f"{wall - sum(inner.values()):.2f} ms")
+    params = StdioServerParameters(command=tool.cli, args=["-C", str(repo), "mcp"], env=env)
+    times: dict[str, list[float]] = {}
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(params, errlog=quiet) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                server = server_pid()
+                for n in range(-2, reps):
+                    calls = (("ping", session.send_ping()),
+                             ("lock_check", session.call_tool(
+                                 "lock_check", {"paths": [f"src/p/{n}.py"], "session_id": MCP_SID})),
+                             ("lock_acquire", session.call_tool(
+                                 "lock_acquire", {"paths": [f"src/p/{n}.py"], "session_id": MCP_SID})))
+                    for name, call in calls:
+                        cpu, start = tree_cpu_ms(server), time.perf_counter()
+                        await call
+                        if n >= 0:
+                            times.setdefault(f"{name} wall", []).append(
+                                (time.perf_counter() - start) * 1000)
+                            times.setdefault(f"{name} cpu", []).append(tree_cpu_ms(server) - cpu)
+    for name in ("ping", "lock_check", "lock_acquire"):
+        wall, cpu = times[f"{name} wall"], times[f"{name} cpu"]
+        lines.append(f"{name} through the server: {stats(wall)['median']:.2f} ms wall "
+                     f"(median), server CPU {sum(cpu) / len(cpu):.2f} ms (mean)")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=30, help="timed rounds (default 30)")
@@ -266,9 +335,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated generated wiki entries for the wiki_query part "
                              "(0: skip it)")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave the doc alone")
+    parser.add_argument("--parts", action="store_true",
+                        help="print where a warm claim's time goes (--reps claims in process, "
+                             "and pings, checks and claims through one server) and stop")
     install.add_option(parser)
     args = parser.parse_args(argv)
     tool = with_sdk(install.chosen(args))
+    if args.parts:
+        with tempfile.TemporaryDirectory(prefix="mcp-parts-") as tmp:
+            os.environ.update({k: v for k, v in bench_env(Path(tmp)).items()
+                               if k in ("HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")})
+            print(anyio.run(parts, tool, Path(tmp), args.reps))
+        return 0
     began, load_start = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         root = Path(tmp)
