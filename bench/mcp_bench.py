@@ -251,12 +251,14 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
     layer = s["mcp check"]["median"] - s["api check"]["median"]
     lines += ["", f"The MCP claim takes {ratio:.2f} of the CLI claim's median (target at most "
               f"{TARGET:.2f}: {verdict}). The MCP layer costs about {layer:.1f} ms a call (the "
-              "`lock check` medians, MCP minus in-process); the rest is `Registry.claim` "
-              "itself: deciding on reads the server mostly has already (objects kept by "
-              "name, a session file parsed once per content, the templates read once), "
-              "writing the new objects, and one transaction through the `git update-ref "
-              "--stdin` the server keeps (store/refupdates.py), where a CLI claim starts a "
-              "process for it on top of its Python start-up and imports."]
+              "`lock check` medians, MCP minus in-process: the SDK's client and server and "
+              "the pipes between them); the rest is `Registry.claim` itself: deciding on "
+              "reads the server mostly has already (objects and parsed commits kept by name, "
+              "a session file parsed once per content, the templates read once), writing "
+              "the new objects (eight loose files: the commit, four trees, three blobs), and "
+              "one transaction through the `git update-ref --stdin` the server keeps "
+              "(store/refupdates.py), where a CLI claim starts a process for it on top of its "
+              "Python start-up and imports. `--parts` prints how those split."]
     return "\n".join(lines)
 
 
