@@ -63,12 +63,13 @@ def note(ctx: Ctx, call: str) -> str:
         remember(info, sid, sign, targets)
     if not targets:
         return ""  # the usual case: no held file, nothing more to import or read
+    from ..branch.paths import plain
     from .held import expand, is_area
     held: dict[str, list[str]] = {}  # path -> the lock targets that hold it
     for target in targets:
         # a held folder or glob is noted as itself too: where a file created is new
         names = expand([target], info.toplevel) + [target] if is_area(target) else \
-            expand([target], info.toplevel)
+            [plain(target)]  # a file: its name (what expand makes of it)
         for name in names:
             locks = held.setdefault(name, [])
             if target not in locks:
