@@ -81,7 +81,6 @@ def quick(opts: dict) -> int | None:
     a symbolic or damaged ref, no index, one behind the tip or one segfiles does not
     read, a search that failed): the whole path decides then, and brings the index up
     to the tip; the answer is the same either way."""
-    import os
     import time
     from ..cli.console import answer, warn
     from ..store.freshness import fresh_view
