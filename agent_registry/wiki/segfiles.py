@@ -127,8 +127,7 @@ class Analyzer:
             raise Unexpected("an analyzer with other settings")
         self.pattern, self.stops = tokenizer.expression, stop.stops
         self.min, self.max, self.ignore = stop.min, stop.max, stem.ignore
-        self.stem = stem.stemfn
-        self.cache: dict[str, str] = {}
+        self.stem, self.cache = stem.stemfn, {}  # the stems of this process's words
 
     def __call__(self, text: str, chars: bool = False):
         for match in self.pattern.finditer(text):
@@ -144,9 +143,13 @@ class Analyzer:
             yield Token(word, match.start(), match.end())
 
 
-def _read(folder: str, name: str) -> bytes:
+def _read(folder: str, name: str, mapped: bool = False):
+    """A file's bytes; *mapped*: mapped, as Whoosh reads it (over 10 MB at 10,000 entries)."""
     with open(os.path.join(folder, name), "rb") as f:
-        return f.read()
+        if not mapped or not os.fstat(f.fileno()).st_size:
+            return f.read()
+        import mmap
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class Terms:
@@ -207,7 +210,7 @@ class Segment:
         self.count = record._doccount
         self.deleted_docs_set = frozenset(record._deleted or ())
         self.lengths = dict(record._fieldlengths)
-        self.terms = Terms(_read(folder, self.prefix + ".trm"), unpickler)
+        self.terms = Terms(_read(folder, self.prefix + ".trm", mapped=True), unpickler)
         self._postings: bytes | None = None
         self._stored: tuple[bytes, list[int], list[int]] | None = None
 
@@ -240,19 +243,18 @@ class Segment:
         if where is None:
             return
         if self._postings is None:
-            self._postings = _read(self.folder, self.prefix + ".pst")
+            self._postings = _read(self.folder, self.prefix + ".pst", mapped=True)
         data, at = self._postings, self.terms.info(where)[1]
         if data[at:at + 4] != BLOCK_MAGIC:
             raise Unexpected("a posting list without its header")
         at += 4
-        stream = BytesIO(data)
         while True:
             length = INT.unpack_from(data, at)[0]
-            stream.seek(at + INT.size)
+            end = at + INT.size + abs(length)
+            stream = BytesIO(data[at + INT.size:end])  # the block: its info, then its data
             info = self.unpickler.loads(b"", stream)
             count, compression = info[0], info[3]
-            end = at + INT.size + abs(length)
-            raw = data[stream.tell():end]
+            raw = stream.read()
             ids, weights, _ = self.unpickler.loads(zlib.decompress(raw) if compression else raw)
             total, decoded = 0, []
             for gap in ids:  # the ids are stored as gaps (Whoosh's delta_decode)
@@ -279,7 +281,7 @@ class Segment:
         """Whoosh's VarBytesColumn layout: the values, then the lengths array, then the
         offsets array when written, then their typecodes (and "X" for offsets)."""
         from array import array
-        data = _read(self.folder, self.prefix + "._stored.col")
+        data = _read(self.folder, self.prefix + "._stored.col", mapped=True)
         last = len(data) - 1
         code, offsets = chr(data[last]), None
 
@@ -322,10 +324,8 @@ class Reader:
             base += segment.count
         self.reads = (Segment.length_bytes, Segment.blocks)  # for whoosh_shim.best
 
-    def __enter__(self) -> "Reader":  # nothing to close: the files are read whole
-        return self
-
-    __exit__ = lambda self, *exc: None
+    __enter__ = lambda self: self  # noqa: E731 (nothing to close: the maps go with it)
+    __exit__ = lambda self, *exc: None  # noqa: E731
 
     def generation(self) -> int:
         return self._generation
