@@ -57,10 +57,12 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
-import threading
+from _thread import allocate_lock
 from types import ModuleType
 
-_LOCK = threading.Lock()  # the dashboard's threads may search for the first time at once
+# the dashboard's threads may search for the first time at once (_thread's lock: the
+# threading module is a millisecond of a query that starts no thread)
+_LOCK = allocate_lock()
 # what a query uses (it reads through an IndexReader: whoosh.searching and the query
 # classes are a tenth of Whoosh's import), and what a Searcher adds
 MODULES = ("whoosh.index", "whoosh.fields", "whoosh.analysis", "whoosh.scoring",
