@@ -57,8 +57,8 @@ class LineReader:
 
 
 class LineWriter:
-    """Text written to pipe *fd*; ``flush`` waits while the pipe is full (the client
-    reads slowly), without holding the event loop."""
+    """Text written to pipe *fd*; ``flush`` waits, without holding the event loop, until
+    the whole answer is in the pipe (a client reading slowly fills it)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -69,6 +69,7 @@ class LineWriter:
             loop = asyncio.get_running_loop()
             transport, protocol = await loop.connect_write_pipe(
                 lambda: asyncio.streams.FlowControlMixin(), os.fdopen(self.fd, "wb", buffering=0))
+            transport.set_write_buffer_limits(high=0)  # flush: every answer is on the wire
             self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
         self.writer.write(text.encode("utf-8"))
 
