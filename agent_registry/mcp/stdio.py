@@ -23,6 +23,10 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
 LINE_LIMIT = 1 << 26  # bytes of one JSON-RPC line (asyncio's default, 64 KiB, is too few)
 
 
@@ -93,7 +97,7 @@ def streamable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def serve(server: Any) -> None:
+def serve(server: MCPServer) -> None:
     """Serve the MCPServer *server* on stdin/stdout until the client goes away."""
     lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK has no public way in
     if sys.platform == "win32" or lowlevel is None or not (streamable(0) and streamable(1)):
