@@ -253,6 +253,7 @@ class Distinct:
     confirmed: list[tuple[str, str]] = field(default_factory=list)  # (session, path)
     label: str = ""  # which tool measured it, with --before
     cpu: float = 0.0  # CPU seconds of the claim processes and their git (the clients' end)
+    remote_cpu: float = 0.0  # CPU seconds of git daemon and what it ran (the remote's end)
     elapsed: float = 0.0  # from the start until the last claim answered
     load: float = 0.0  # the machine's 1-minute load average at the end
 
@@ -270,7 +271,10 @@ def tool_claim(env: dict) -> Claim:
     return claim
 
 
-def distinct(clones: list[Path], claim: Claim, window: float, tag: str) -> Distinct:
+def distinct(clones: list[Path], claim: Claim, window: float, tag: str,
+             daemon: int = 0) -> Distinct:
+    """*daemon*: the pid of the `git daemon` serving the remote, whose CPU (with the
+    upload-pack and receive-pack it ran) is the remote's end."""
     out = Distinct(len(clones), window)
     lock = threading.Lock()
     barrier = threading.Barrier(len(clones) + 1)
@@ -302,13 +306,14 @@ def distinct(clones: list[Path], claim: Claim, window: float, tag: str) -> Disti
     threads = [threading.Thread(target=agent, args=(i, c)) for i, c in enumerate(clones)]
     for t in threads:
         t.start()
-    used = children_cpu()
+    used, served = children_cpu(), process_cpu(daemon)
     start = time.monotonic()
     end = start + window
     barrier.wait()
     for t in threads:
         t.join()
     out.cpu, out.elapsed = children_cpu() - used, time.monotonic() - start
+    out.remote_cpu = process_cpu(daemon) - served
     out.load = os.getloadavg()[0]
     return out
 
@@ -318,6 +323,24 @@ def children_cpu() -> float:
     import resource
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of process *pid* and its live descendants, each with the children it
+    reaped (`git daemon` runs git-daemon, which reaps each connection's process, which
+    waited for its upload-pack or receive-pack and their git): utime, stime, cutime and
+    cstime of /proc/<pid>/stat; 0 without a pid, or once it is gone."""
+    if not pid:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        return 0.0
+    own = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return own + sum(process_cpu(child) for child in children)
 
 
 @dataclass
@@ -537,7 +560,7 @@ def measure_writes(args: argparse.Namespace, tool: str, source: str | None,
                    shards: int) -> WritesRun:
     """One-writer writes on a fresh remote of *shards* lock shards (0: the single branch)."""
     kinds = WRITES[args.writes]
-    with served(args, source, shards) as (root, env, every):
+    with served(args, source, shards) as (root, env, every, _):
         fmt, _ = remote_layout(root, env)
         where = f"{shards} shards, format {fmt}" if shards else f"1 branch, format {fmt}"
         run = WritesRun(f"{tool}, {where}" if tool else where)
@@ -736,7 +759,7 @@ def distinct_row(d: Distinct) -> str:
             f"{max(d.times, default=float('nan')):.2f} | {statistics.mean(tries):.2f} | "
             f"{max(tries)} | {max(d.streaks, default=0)} | {len(d.failures)} | "
             f"{d.cpu / max(1, len(d.times)):.3f} | {d.cpu / max(d.elapsed, 1e-9):.2f} | "
-            f"{d.load:.1f} |")
+            f"{d.remote_cpu / max(1, len(d.times)):.3f} | {d.load:.1f} |")
 
 
 def contended_row(c: Contended) -> str:
@@ -785,7 +808,7 @@ def served(args: argparse.Namespace, source: str | None, shards: int, model: int
         try:
             if model:
                 seed_shards(root, env, model)
-            yield root, env, make_clones(root, env, max(counts))
+            yield root, env, make_clones(root, env, max(counts)), servers[0].pid
         finally:
             for proc in servers:
                 proc.terminate()
@@ -799,13 +822,13 @@ def measure(args: argparse.Namespace, label: str, source: str | None, spec: str 
     shards = 0 if label == "before" else args.shards  # --before: its own layout
     made = spec if spec in LAYOUTS or spec.startswith("new:") else ""
     shards = int(spec) if spec and not made else shards
-    with served(args, source, shards, args.model, made) as (root, env, every):
+    with served(args, source, shards, args.model, made) as (root, env, every, daemon):
         results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
         claim = (helping_claim(env, args.model, args.helping) if args.helping
                  else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
                  if args.model else tool_claim(env))
         for n in counts:
-            d = distinct(every[:n], claim, args.seconds, f"d{n}")
+            d = distinct(every[:n], claim, args.seconds, f"d{n}", daemon)
             d.label = label
             results.append(d)
             confirmed += d.confirmed
@@ -865,12 +888,14 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"Distinct paths, for {args.seconds:g} s (time to confirm in seconds; attempts = pushes "
         "per confirmed claim; streak = a clone's worst run of lost pushes; client CPU = the "
         "CPU seconds of the `lock acquire` processes and the git they ran, per confirmed "
-        "claim and per second of the window (cores busy), the remote's git not counted; "
-        "load = the machine's 1-minute load average at the end):",
+        "claim and per second of the window (cores busy); remote CPU = the CPU seconds of "
+        "`git daemon` and the upload-pack and receive-pack it ran, with their git, per "
+        "confirmed claim; load = the machine's 1-minute load average at the end):",
         "",
         f"| {tool}clones | confirmed claims/s | claims | p50 s | p90 s | max s | attempts mean | "
-        "attempts max | worst streak | failed | client CPU s per claim | client cores | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tool else ""),
+        "attempts max | worst streak | failed | client CPU s per claim | client cores | "
+        "remote CPU s per claim | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tool else ""),
         *[distinct_row(d) for d in results],
     ]
     if rounds:
