@@ -359,36 +359,6 @@ def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team
     assert op_count(team, op_id) == 1 and pending_ids(a) == []
 
 
-def test_a_loser_waits_only_while_helpers_move_the_remote(team):
-    """Whether a clone whose intent is out waits for the remote to carry it
-    (sync/intents.helpers_at_work, which publish asks after each poll): not while the
-    shard moves by claims that carry no one, since no one would carry it then (it pushes
-    again); yes once a push that carried an intent landed there."""
-    from agent_registry import Registry
-    from agent_registry.core.sharded import shards_of
-    from agent_registry.sync.intents import helpers_at_work
-    from agent_registry.sync.remote import fetch
-    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
-    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
-    ok(b("register", "codex-2", "Codex", "1", "x"))
-    ok(c("register", "gem-3", "Gemini", "1", "y"))
-    warm(a, "kimi-1", ON_HOT[0])
-    with Registry.open(str(c.cwd)) as main:
-        shard = shards_of(main)[HOT]
-        start = fetch(shard)
-        ok(b(*claim("codex-2", ON_HOT[1])))
-        ok(b(*claim("codex-2", ON_HOT[2])))
-        plain = fetch(shard)
-        assert plain != start and not helpers_at_work(shard, start, plain)
-        offline_ops(a, claim("kimi-1", "src/auth.py"))
-        publish(a)
-        ok(b(*claim("codex-2", ON_HOT[3])))  # its push sees the intent...
-        ok(b(*claim("codex-2", ON_HOT[4])))  # ...so this claim fetches it, and carries it
-        helped = fetch(shard)
-        assert helped != plain and helpers_at_work(shard, plain, helped)
-        assert helpers_at_work(shard, start, helped)
-
-
 def test_a_clone_that_fetched_an_intent_while_waiting_carries_it_with_its_next_claim(team):
     """b fetched a's intent while it was itself waiting to be carried (a rebase that
     helps no one, as publish makes between polls): its next claim, though within FRESH

@@ -33,8 +33,8 @@ from ..branch.view import View
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..core.shapes import COUNT, MAPPING, TEXT
-from .replay import (APPLIED, HELPED, Replay, commit_line, is_ancestor, landed_since,
-                     load_operation, own_commits, replay)
+from .replay import (APPLIED, HELPED, Replay, is_ancestor, landed_since, load_operation,
+                     own_commits, replay)
 from .state import load_state, save_state, state_key
 
 RECORDS = "intents/"  # intents/<clone>.json: the last intent of that clone settled, per op id
@@ -225,20 +225,6 @@ def _owed(registry: Registry) -> str:
 
 
 # -- the helped clone ------------------------------------------------------------------
-
-def helpers_at_work(registry: Registry, before: str, after: str) -> bool:
-    """Whether a commit made for another clone (``Registry-Helped``) landed between the
-    remote tips *before* and *after*: whether the writers moving this ref fetch intents
-    and carry them, so a clone whose intent is out has a reason to wait instead of
-    pushing.  On a lock shard a few clones claim without fetching (within FRESH of their
-    last fetch): the ref moves, and no one carries anything.  A history that is not one
-    line of commits, or longer than the walk reads, counts as helped (the single
-    branch's crowd, where waiting keeps losers from adding to the race they lose)."""
-    line = commit_line(registry, before, after)
-    if line is None:
-        return True
-    return any(f"\n{TRAILER}{HELPED}: " in registry.repo.commit_info(c)[2] for c in line)
-
 
 def own_ops(registry: Registry, base: str, tip: str) -> list[dict]:
     ops = [parse_op(registry.repo.commit_info(c)[2]) for c in own_commits(registry, base, tip)]

@@ -57,7 +57,7 @@ from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, fetch_owed, fetch_paid, fetch_refspec, help_others, \
-    helpers_at_work, intent_ref, new_clone_id, note_advertised, owe_fetch, own_ops, \
+    intent_ref, new_clone_id, note_advertised, owe_fetch, own_ops, \
     push_trace, settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
@@ -712,12 +712,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             remote = fetch(registry)
         except Offline as exc:
             return _stop(registry, outcome, exc)
-        # ...and only while the remote moves by helpers' pushes: moved by writers that
-        # carry no one (a shard's few claimers, deciding without a fetch), waiting would
-        # last until one of them happened to fetch; so push again, the intent still out
         waiting = bool(out) and remote != previous and previous is not None \
-            and waited < LOSSES and remote is not None \
-            and helpers_at_work(registry, previous, remote)
+            and waited < LOSSES
         waited, previous = (waited + 1 if waiting else 0), remote
         try:
             with file_lock(registry.lock_file):

@@ -41,7 +41,7 @@ def pending_commits(registry: Registry, upstream: str | None, tip: str | None,
     if tip is None or tip == upstream:
         return []
     if landed in (None, upstream) and upstream:
-        line = commit_line(registry, upstream, tip)
+        line = _line(registry, upstream, tip)
         if line is not None:
             return line
     spec = [tip, f"^{upstream}"] if upstream and commit_exists(registry, upstream) else [tip]
@@ -54,7 +54,7 @@ def pending_commits(registry: Registry, upstream: str | None, tip: str | None,
 WALK = 32  # commits a walk through the open cat-file follows before it asks git
 
 
-def commit_line(registry: Registry, upstream: str, tip: str) -> list[str] | None:
+def _line(registry: Registry, upstream: str, tip: str) -> list[str] | None:
     """*tip*'s commits after *upstream*, oldest first, when *tip* descends from it by a
     line of single-parent commits (a clone's own operations, which every claim checks
     for before it pushes): read through the open ``cat-file``, so no ``rev-list``
