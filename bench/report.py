@@ -96,7 +96,10 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
     lines = [
         "## Registry-branch core: `lock acquire`, `lock check`, `lock heartbeat`, `status`",
         "",
-        f"_Written by `bench/run.py`{' --quick' if run['quick'] else ''} on {run['date']}: "
+        f"_Written by `.venv/bin/python bench/run.py{' --quick' if run['quick'] else ''}"
+        f"{' --checkout' if facts.get('install') == 'checkout' else ''}` (the command "
+        f"that reproduces it; `make bench-docs` runs it with the others) on {run['date']}, "
+        f"on {'the checkout' if facts.get('install') == 'checkout' else 'a plain install'}: "
         f"{run['reps']} timed rounds (after 2 warm-up rounds); each round runs every command of "
         f"every tool, in turning order, in every state, so changes in the machine's load "
         f"fall on all of them alike; {run['api_reps']} rounds of API claims; the whole run took "
