@@ -61,7 +61,6 @@ SHAPES = [
 ]
 QUICK_SKIPS = {"sessions-100"}
 COMMANDS = report.COMMANDS
-OURS = install.checkout().cli  # the checkout's console script (run.py measures tool.cli)
 PREDECESSOR = predecessor.code_dir()
 FREE_PATH = "src/bench/free.py"  # a `lock check` checks two paths: a held one and this
 
