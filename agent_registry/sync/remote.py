@@ -227,9 +227,12 @@ def push(registry: Registry, commit: str) -> PushResult:
     # suite, the pre-commit framework) must not run, or fail, on every claim
     # traced: the refs the remote advertises say whether a clone asks for help here
     trace = push_trace(registry)
-    proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", registry.remote,
-                   f"{commit}:{dst}", env={**registry.repo.env, "GIT_TRACE_PACKET": trace})
-    note_advertised(registry, trace)
+    try:
+        proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
+                       registry.remote, f"{commit}:{dst}",
+                       env={**registry.repo.env, "GIT_TRACE_PACKET": trace})
+    finally:  # read and removed, whatever came of the push (a timeout leaves it behind)
+        note_advertised(registry, trace)
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:
