@@ -335,12 +335,10 @@ def test_a_tip_that_already_helped_every_intent_is_kept_not_rebuilt(team):
     assert holders(b, "src/auth.py") == ["kimi-1"]
 
 
-def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team):
-    """b claims back to back on its own tip, without a fetch (within FRESH of its last
-    one); a, losing the race there, has published an intent.  b's next push is told of
-    it by the remote, so the claim after that fetches first and carries a's claim: it is
-    on the remote, applied once, though a pushed nothing itself.  (Before, b fetched,
-    and helped, only once FRESH ran out.)"""
+def intent_beside_a_claimer(team: Team):
+    """a's claim of src/auth.py published as an intent on HOT (after its push there was
+    lost, say) just after b claimed on HOT, so b's next claims may decide on b's own tip
+    within FRESH: (a, b, the claim's operation id)."""
     a, b = team.clone("a"), team.clone("b")
     ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
     ok(b("register", "codex-2", "Codex", "1", "x"))
@@ -350,6 +348,16 @@ def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team
     [op_id] = pending_ids(a)
     publish(a)
     assert intent_refs(team)
+    return a, b, op_id
+
+
+def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team):
+    """b claims back to back on its own tip, without a fetch (within FRESH of its last
+    one); a, losing the race there, has published an intent.  b's next push is told of
+    it by the remote, so the claim after that fetches first and carries a's claim: it is
+    on the remote, applied once, though a pushed nothing itself.  (Before, b fetched,
+    and helped, only once FRESH ran out.)"""
+    a, b, op_id = intent_beside_a_claimer(team)
     ok(b(*claim("codex-2", ON_HOT[2])))  # decided on b's tip: its push sees the intent
     ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
     assert op_count(team, op_id) == 1
@@ -367,14 +375,7 @@ def test_a_clone_that_fetched_an_intent_while_waiting_carries_it_with_its_next_c
     from agent_registry.core.sharded import shards_of
     from agent_registry.store.flock import file_lock
     from agent_registry.sync.remote import _rebase, fetch
-    a, b = team.clone("a"), team.clone("b")
-    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
-    ok(b("register", "codex-2", "Codex", "1", "docs"))
-    warm(a, "kimi-1", ON_HOT[0])
-    ok(b(*claim("codex-2", ON_HOT[1])))
-    offline_ops(a, claim("kimi-1", "src/auth.py"))
-    [op_id] = pending_ids(a)
-    publish(a)
+    _, b, op_id = intent_beside_a_claimer(team)
     with Registry.open(str(b.cwd)) as main:
         registry = shards_of(main)[HOT]
         remote = fetch(registry)
