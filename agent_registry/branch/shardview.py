@@ -19,6 +19,10 @@ from .paths import record_name
 from .records import LIVE, Lock, Session, UnreadableRecord, parse_iso
 from .view import LIVE_DIR, PATTERNS_DIR, View, parse_lock
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on every command
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 LOCKS_DIR = "locks"
 
 
@@ -177,6 +181,21 @@ class WholeView(View):
     def lock(self, target: str) -> Lock | None:
         return self.shard_of(target).lock(target)
 
+    def by_shard(self, targets: list[str]) -> list[tuple[ShardView | EitherShard, list[str]]]:
+        """*targets* grouped by the shard that records them, for a batch of reads each."""
+        groups: dict[int, list[str]] = {}
+        for target in targets:
+            groups.setdefault(S.lock_shards(target, len(self.shards))[0], []).append(target)
+        return [(self.shards[index], mine) for index, mine in groups.items()]
+
+    def prefetch_locks(self, targets: Iterable[str]) -> None:
+        for shard, mine in self.by_shard(list(targets)):
+            shard.prefetch_locks(mine)
+
+    def may_give_reasons(self, targets: list[str]) -> list[str]:
+        maybe = {t for shard, mine in self.by_shard(targets) for t in shard.may_give_reasons(mine)}
+        return [t for t in targets if t in maybe]
+
     def covering(self, target: str) -> list[Lock]:
         found: dict[str, Lock] = {}
         # another spelling of the target may have another key, hence another shard
@@ -258,6 +277,15 @@ class EitherShard:
 
     def lock(self, target: str) -> Lock | None:
         return _joined([lock for view in self.views if (lock := view.lock(target))])
+
+    def prefetch_locks(self, targets: Iterable[str]) -> None:
+        targets = list(targets)
+        for view in self.views:
+            view.prefetch_locks(targets)
+
+    def may_give_reasons(self, targets: list[str]) -> list[str]:
+        maybe = {t for view in self.views for t in view.may_give_reasons(targets)}
+        return [t for t in targets if t in maybe]
 
     def covering(self, target: str) -> list[Lock]:
         return _joined_all([view.covering(target) for view in self.views])

@@ -70,11 +70,20 @@ def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
     return Outcome({"session": session.to_dict()}, subject)
 
 
-def holds(view: View, session: Session) -> list[tuple[str, Holder]]:
-    """(target, its holder record) of each lock *session* lists whose record names it a
-    holder: what ``status`` shows of its locks (reasons, TTLs), read once."""
-    return [(target, holder) for target in session.locks
-            if (lock := view.lock(target)) and (holder := lock.holder(session.id))]
+def holds(view: View, session: Session, targets: list[str] | None = None,
+          known: dict[tuple[str, str], Holder | None] | None = None) -> list[tuple[str, Holder]]:
+    """(target, its holder record) of each lock *session* lists (or of *targets* among
+    them) whose record names it a holder: what ``status`` shows of its locks (reasons,
+    TTLs).  The records not yet read are read in one batch; *known* keeps what was
+    parsed, by (session, target), so a second caller of one command parses none again."""
+    known = {} if known is None else known
+    targets = session.locks if targets is None else targets
+    unread = [t for t in targets if (session.id, t) not in known]
+    view.prefetch_locks(unread)
+    for target in unread:
+        lock = view.lock(target)
+        known[session.id, target] = lock.holder(session.id) if lock else None
+    return [(t, holder) for t in targets if (holder := known[session.id, t])]
 
 
 def held_by_another(session: Session, fields: dict, here: str) -> str | None:
@@ -290,26 +299,26 @@ class SessionCalls:
         sessions = select_sessions(
             self.sessions(include_ended=include_ended or wanted not in (None, LIVE), view=view),
             status=wanted, provider=provider, project=project)
-        # their lock records, read once: the reasons and a zombie's TTLs both come from them
-        held = {s.id: holds(view, s) for s in sessions if s.live}
+        live = [s for s in sessions if s.live]
+        known: dict[tuple[str, str], Holder | None] = {}  # lock records parsed, by both
         return {"sessions": [dict(s.to_dict(), zombie=why) if s.live else s.to_dict()
-                             for s, why in zip(sessions, self.zombie_reasons(sessions, view, held))],
-                "reasons": self.claim_reasons((s for s in sessions if s.live), view, held),
+                             for s, why in zip(sessions, self.zombie_reasons(sessions, view, known))],
+                "reasons": self.claim_reasons(live, view, known),
                 "sync": self.sync_state(), "clock": self.clocks_ahead(sessions)}
 
     def zombie_reasons(self, sessions: list[Session], view: View | None = None,
-                       held: dict[str, list[tuple[str, Holder]]] | None = None
+                       known: dict[tuple[str, str], Holder | None] | None = None
                        ) -> list[str | None]:
         """Why each of *sessions* is a zombie ``cleanup`` would stop (its process gone,
         no heartbeat past its TTL), or None: a live session is never shown as working
         when it no longer counts (issue 37).  Judged by the default TTL first; only a
         session past it that holds locks (whose own TTL may be longer) is judged as
-        cleanup judges it, from the lock records."""
+        cleanup judges it, from the lock records (*known*: as for :func:`holds`)."""
         now = self.clock()
         out = [session_stale_reason(s, now, DEFAULT_TTL, self.host, self.seen) if s.live
                else None for s in sessions]
         if any(why and s.locks for s, why in zip(sessions, out)):
-            judged = {s.id: why for s, why in self.zombies(view, at=now, held=held)}
+            judged = {s.id: why for s, why in self.zombies(view, at=now, known=known)}
             out = [judged.get(s.id) if why and s.locks else why
                    for s, why in zip(sessions, out)]
         return out
@@ -331,17 +340,17 @@ class SessionCalls:
                                    **({"reason": reason} if reason else {})))
 
     def zombies(self, view: View | None = None, at: float | None = None,
-                shards: dict | None = None, held: dict[str, list[tuple[str, Holder]]] | None = None
+                shards: dict | None = None,
+                known: dict[tuple[str, str], Holder | None] | None = None
                 ) -> list[tuple[Session, str]]:
         """The live sessions ``cleanup`` stops, each with why (``doctor`` asks too).
         *shards* (sid -> {heartbeat_at, ttl}) is what the lock shards said of each session
-        when the cleanup was asked for: its claims there renew it too.  *held*: what
-        :func:`holds` already read of some sessions from *view*."""
+        when the cleanup was asked for: its claims there renew it too.  *known*: what
+        :func:`holds` already parsed of some sessions' locks from *view*."""
         view, at = view or self.view(), self.clock() if at is None else at
         out = []
         for session in view.live_sessions():
-            mine = held[session.id] if held and session.id in held else holds(view, session)
-            ttls = [holder.ttl for _, holder in mine]
+            ttls = [holder.ttl for _, holder in holds(view, session, known=known)]
             seen = (shards or {}).get(session.id)
             if isinstance(seen, dict):
                 ttls += [seen["ttl"]] if isinstance(seen.get("ttl"), int) else []

@@ -1,0 +1,62 @@
+"""`status` at many locks (issue 35): the reasons of its sessions' locks come from their
+records read in one batch, and only the records whose bytes may hold a reason are parsed;
+what it shows is what reading and parsing every record one by one shows, in both layouts."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from agent_registry.core.registry import Registry
+from agent_registry.branch.records import DEFAULT_TTL
+
+
+def per_record_reasons(registry) -> list[dict]:
+    """Every lock of every live session, read and parsed one record at a time."""
+    view = registry.view()
+    out = []
+    for session in view.live_sessions():
+        for target in session.locks:
+            lock = view.lock(target)
+            holder = lock.holder(session.id) if lock else None
+            if holder is not None and holder.reason:
+                out.append({"path": target, "owner": session.id, "reason": holder.reason})
+    return sorted(out, key=lambda r: (r["path"], r["owner"]))
+
+
+@pytest.mark.parametrize("shards", [0, 4])
+def test_status_at_many_locks_shows_what_each_record_says(repo, clock, shards):
+    from agent_registry.sync import Registry as Sharding
+    gone = subprocess.Popen(["sleep", "60"])
+    kind = Sharding if shards else Registry
+    with kind.open(str(repo), clock=clock) as registry:
+        registry.init(shards=shards)
+        registry.register("s1", provider="test", pid=gone.pid)
+        registry.register("s2", provider="test")
+        registry.register("s3", provider="test")
+        gone.kill()
+        gone.wait()
+        # s1: 60 locks without a reason, 2 with; a path that says "reason" has none
+        registry.claim("s1", [f"src/a/f{i:03d}.py" for i in range(60)] + ["src/reasons.py"])
+        registry.claim("s1", ["src/a/why.py"], reason="fixing the login")
+        registry.claim("s1", ["src/a/f007.py"], reason='a "quoted" \\ reason')
+        # s2: bound to no process, past the default TTL, but one lock's TTL outlives it
+        registry.claim("s2", [f"src/b/f{i:03d}.py" for i in range(40)])
+        registry.claim("s2", ["src/b/long.py"], ttl=3 * DEFAULT_TTL, reason="a long job")
+        # s3: shares a folder with s2, with a reason of its own (s2 gave none)
+        registry.claim("s2", ["docs/"], shared=True)
+        registry.claim("s3", ["docs/"], shared=True, reason="docs pass")
+        registry.claim("s3", [f"src/c/f{i:03d}.py" for i in range(30)])
+        clock.advance(DEFAULT_TTL + 60)  # s1 and s2 past the default TTL
+        status = registry.status()
+        expected = per_record_reasons(registry)
+    assert status["reasons"] == expected
+    assert [(r["path"], r["owner"], r["reason"]) for r in expected] == [
+        ("docs/", "s3", "docs pass"),
+        ("src/a/f007.py", "s1", 'a "quoted" \\ reason'),
+        ("src/a/why.py", "s1", "fixing the login"),
+        ("src/b/long.py", "s2", "a long job")]
+    zombie = {s["id"]: s["zombie"] for s in status["sessions"]}
+    assert "gone" in zombie["s1"], zombie  # its process exited
+    assert zombie["s2"] is None, zombie  # judged by its long lock's TTL
+    assert "no heartbeat" in zombie["s3"], zombie  # bound to no process, past the TTL
