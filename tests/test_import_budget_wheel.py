@@ -25,8 +25,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from helpers import CLI, git
-from test_import_budget import (COMMANDS, GUARD_PATH, HOT_PATH, LAUNCHER, NEVER, NOR,
-                                imported, made)
+from test_import_budget import (COMMANDS, GUARD_PATH, LAUNCHER, NEVER, NOR, PATHS, imported,
+                                made)
 from test_wheel import build_wheel
 
 # what importlib.resources brought into every commit of a wheel install
@@ -164,8 +164,8 @@ def test_installed_hot_command_keeps_the_checkouts_budget(installed, repos, who,
     more = broke(names, proc.stderr, lambda n: n not in checkout)
     assert not more, f"{said}, and from the checkout did not: {'; '.join(more)}"
     beyond = broke(names, proc.stderr, lambda n: n.startswith("agent_registry")
-                   and n not in HOT_PATH)
-    assert not beyond, f"{said} beyond HOT_PATH: {'; '.join(beyond)}"
+                   and n not in PATHS[command])
+    assert not beyond, f"{said} beyond its PATHS: {'; '.join(beyond)}"
     if command == "acquire":
         assert "agent_registry.branch.render" in names  # its commit rendered the templates
 

@@ -13,7 +13,6 @@ from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.procinfo import is_alive
 from . import sharded
-from .conflicts import describe_conflicts
 from .operations import Outcome, operation
 from .shapes import AMOUNT, COUNT, FLAG, MAPPING, SOME_TEXTS, TEXT, TEXTS, one_of
 
@@ -51,6 +50,7 @@ def apply_claim(registry: Registry, view: View, op: dict) -> Outcome:
     check_generations(view, sid, op)
     conflicts = [c for t in op["paths"] for c in registry.conflicts(view, sid, t, mode, at)]
     if conflicts:
+        from .conflicts import describe_conflicts  # a refusal only: not on every claim
         raise Refused(describe_conflicts(conflicts), details={"conflicts": conflicts})
     results, taken = [], []
     for target in op["paths"]:

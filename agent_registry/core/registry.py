@@ -30,14 +30,15 @@ from ..branch.pathcase import rule_of
 from ..branch.records import Session, generated_at
 from ..branch.shards import LAYOUT, require_writable
 from ..branch.staleness import FirstSeen
-from ..branch.trailers import trailers
 from ..branch.view import View
 from ..errors import BadInput, NotFound, Refused, RegistryError
 from ..store.git import CasFailed, Repo, branch_name, discover, read_config, remote_name
 from ..store.lazyre import ALNUM, spelled_with
 from ..store.procinfo import hostname
-from . import routing, sharded
-from .committer import LOCAL, missing
+from . import sharded
+# write-path modules (routing, committer, flock, trailers) are imported where a write
+# needs them: `lock check` and `status` read only, and each module is a one-shot
+# command's stat, read and unmarshal (tests/test_import_budget.py: READ_PATH)
 from .diary import DiaryCalls
 from .kill import KillCalls
 from .locks import LockCalls
@@ -151,6 +152,7 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
         """Apply one operation and commit it; returns its result.  With a remote, the
         operation is also confirmed by a push (the remote committer).  In the sharded
         layout a lock operation goes to the shards of its targets (core/sharded.py)."""
+        from . import routing
         self._handler(op)  # an unknown operation fails before anything happens
         if op["op"] in routing.ROUTED and self.part.routes:
             return routing.route(self, op)
@@ -159,6 +161,8 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
     def apply_main(self, op: dict) -> dict:
         """Apply *op* to this registry's own ref, through its committer (with a remote,
         the flock is taken for the local commit only, never across the network)."""
+        from . import routing
+        from .committer import LOCAL
         self.unpushed = {}
         try:
             return (self.synced() if self.remote else LOCAL).apply(self, op)
@@ -206,6 +210,7 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
         ref).  Returns (commit or None when nothing changes, result); raises when the
         operation is refused.  *note* is appended to the message, and *extra* to its
         trailers (sync's replays, and its help for another clone)."""
+        from . import routing
         view = self.view_at(base)
         # a layout this version does not write (a newer one): refuse in one line naming
         # the version to install, before deciding anything on it
@@ -229,6 +234,7 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
                      extra: Iterable[str] = (), page_lasts: bool = False) -> str:
         """The commit of *op* on *view*, registry.md rendered again unless the operation
         leaves a recent page true (*page_lasts*, Outcome)."""
+        from ..branch.trailers import trailers
         at = op["at"]
         if not (page_lasts and self.page_is_recent(view, at)):
             for path, data in self.pages(view, at, subject).items():
@@ -279,6 +285,7 @@ class Registry(SessionCalls, LockCalls, DiaryCalls, KillCalls):
         """The committer through this registry's remote; refuses (fails closed) when none
         was handed in, rather than commit locally what the remote would never see."""
         if self.committer is None:
+            from .committer import missing
             raise missing(self)
         return self.committer
 

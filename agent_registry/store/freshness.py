@@ -14,7 +14,6 @@ import os
 import time
 
 from . import jsontext
-from .atomic import replace_file
 
 DEFAULT_FRESHNESS = 30.0  # seconds (git config agent-registry.readFreshness; 0: always fetch)
 FRESHNESS_KEY = "agent-registry.readfreshness"
@@ -84,6 +83,7 @@ def failed(common_dir: str, branch: str, kind: str, message: str) -> None:
     """Note a fetch of *branch* that could not be made now, and why."""
     path = mark_path(common_dir, branch) + ".failed"
     try:
+        from .atomic import replace_file  # a failed fetch only: not on every fresh read
         replace_file(path, jsontext.dumps({"kind": kind, "message": message}), prefix=".failed.")
     except OSError:
         pass
