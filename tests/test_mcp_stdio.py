@@ -31,15 +31,17 @@ def test_a_request_and_an_answer_longer_than_a_pipe_buffer_go_through(repo):
 def test_a_stdin_and_stdout_that_are_files_are_served_by_the_sdks_transport(repo, tmp_path):
     """asyncio has no transport for a regular file: requests read from a file, answers
     written to one (``agent-registry mcp < requests > answers``) go through the SDK's own
-    transport, and the server stops at the end of the file."""
+    transport, and the server stops at the end of the file.  Only the answer to
+    ``initialize`` is asserted: the SDK's session answers it as it reads it, while a
+    request still in flight when the input ends (a tools/list after it) is cancelled with the
+    session, so whether it is answered is a race (it failed once in a full run)."""
     from mcp.types import LATEST_PROTOCOL_VERSION
     requests = tmp_path / "requests.jsonl"
     requests.write_text("".join(json.dumps(message) + "\n" for message in (
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
                     "clientInfo": {"name": "a file", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})))
+        {"jsonrpc": "2.0", "method": "notifications/initialized"})))
     answers = tmp_path / "answers.jsonl"
     with open(requests) as stdin, open(answers, "w") as stdout:
         proc = subprocess.run([CLI, "-C", str(repo), "mcp"], stdin=stdin, stdout=stdout,
@@ -47,4 +49,3 @@ def test_a_stdin_and_stdout_that_are_files_are_served_by_the_sdks_transport(repo
     assert proc.returncode == 0, proc.stderr
     by_id = {answer["id"]: answer for answer in map(json.loads, answers.read_text().splitlines())}
     assert by_id[1]["result"]["serverInfo"]["name"] == "agent-registry"
-    assert "lock_acquire" in {tool["name"] for tool in by_id[2]["result"]["tools"]}
