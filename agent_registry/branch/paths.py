@@ -15,7 +15,6 @@ if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 
 
 from ..errors import BadInput
 from . import pathforms as W
-from .wildmatch import BadPattern, glob_error, wildmatch
 from ..store.lazyre import ALNUM, LazyPattern, spelled_with
 
 GLOB_CHARS = "*?["
@@ -258,6 +257,13 @@ def literal_prefix(target: str) -> str:
     return head[:head.rfind("/") + 1]
 
 
+def glob_error(pattern: str) -> str | None:
+    """Why the glob *pattern* cannot be compiled (branch/wildmatch.py), or None; that
+    module is imported on first need: most commands meet no glob."""
+    from .wildmatch import glob_error as problem
+    return problem(pattern)
+
+
 def _glob_covers(pattern: str, path: str) -> bool:
     """Does the glob *pattern* cover the file *path*: match it or one of its directories
     (a pattern ending in ``/`` matches directories only), or equal it literally, as git
@@ -266,6 +272,7 @@ def _glob_covers(pattern: str, path: str) -> bool:
     bare = pattern.rstrip("/")
     dirs = [folder[:-1] for folder in ancestors(path)]
     names = dirs if pattern.endswith("/") else [path, *dirs]
+    from .wildmatch import BadPattern, wildmatch
     try:
         return any(name == bare or wildmatch(bare, name) for name in names)
     except BadPattern:

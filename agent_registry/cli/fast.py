@@ -105,10 +105,14 @@ def execute(opts: dict) -> int:
                 for line in lines:
                     print(line, file=sys.stderr)
             return result, output.claim_text(result), 0
-        from ..sync.fresh import freshen, said
-        view = freshen(registry)  # fetched first when older than agent-registry.readFreshness
+        remote = registry.remote  # without one the clone is the registry: nothing to freshen
+        if remote:
+            from ..sync.fresh import freshen, said
+        # fetched first when older than agent-registry.readFreshness
+        view = freshen(registry) if remote else {}
         results = registry.check(paths, sid)
-        said(registry)
+        if remote:
+            said(registry)
         return {"paths": results, **view}, output.check_text(results), output.check_code(results)
 
     return serve(opts, command)

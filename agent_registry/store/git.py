@@ -25,7 +25,6 @@ from ..errors import BadInput, RegistryError, Unreadable, os_failure
 from . import spawn
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
-from .refupdates import RefUpdates
 from .layout import RepoInfo, packed_oid, plain_layout, state_path
 from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
@@ -351,8 +350,7 @@ class Repo:
         self._objects = os.path.join(info.common_dir, "objects")
         self.reader = ObjectReader(info.git_dir, self.env,
                                    LooseObjects(self._objects, 2 * self.oid_len))
-        self.updates = RefUpdates(lambda reason: spawn.Piped(
-            ["git", "update-ref", "-m", reason, "--stdin"], self.env))  # the compare-and-swaps' kept git processes
+        self._updates = None  # the compare-and-swaps' kept git processes: a write's, made by it
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None
@@ -386,9 +384,20 @@ class Repo:
                         check=False)
         return [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
 
+    @property
+    def updates(self):
+        """The kept ``update-ref --stdin`` of this repository's compare-and-swaps
+        (store/refupdates.py), made at the first: a read-only command imports none of it."""
+        if self._updates is None:
+            from .refupdates import RefUpdates
+            self._updates = RefUpdates(lambda reason: spawn.Piped(
+                ["git", "update-ref", "-m", reason, "--stdin"], self.env))
+        return self._updates
+
     def close(self) -> None:
         self.reader.close()
-        self.updates.close()
+        if self._updates is not None:
+            self._updates.close()
 
     # -- refs ------------------------------------------------------------------------
     def read_ref(self, ref: str) -> str | None:
