@@ -16,7 +16,7 @@ Measured, alternating in one run so that load on the machine hits all alike:
 The backstop adds ``before + after - gate``.  Results go to the section of
 docs/benchmarks.md between ``<!-- backstop:start -->`` and ``<!-- backstop:end -->``.
 
-    .venv/bin/python bench/backstop_bench.py [--reps N] [--no-doc]
+    .venv/bin/python bench/backstop_bench.py [--reps N] [--no-doc] [--checkout]
 
 A benchmark, not a test: it asserts nothing about time.
 """
@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,15 +37,21 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import install  # noqa: E402
 import report  # noqa: E402
 import states  # noqa: E402
 from run import stats  # noqa: E402  (the core benchmark's own)
 
-CLI = shutil.which("agent-registry", path=str(Path(sys.executable).parent)) or "agent-registry"
-# the hooks as the harnesses run them: the command `harness install` writes (this
-# interpreter with -I -S and the package's harness/launch.py: harness/command.py)
-from agent_registry.harness.command import executable  # noqa: E402
-HOOK = [*executable(), "harness", "hook"]
+
+
+def hook_start(tool: install.Install) -> list[str]:
+    """The hooks as the harnesses run them: the command `harness install` of *tool*
+    writes (its interpreter with -I -S and its package's harness/launch.py:
+    harness/command.py), then ``harness hook``."""
+    proc = subprocess.run([tool.python, "-c", "import json; from agent_registry.harness."
+                           "command import executable; print(json.dumps(executable()))"],
+                          capture_output=True, text=True, check=True, cwd="/")
+    return [*json.loads(proc.stdout), "harness", "hook"]
 TARGET_MS = 15.0
 HELD = (0, 10)
 COMMAND = "ls -la src"  # a command the parser finds no write in: only the backstop sees it
@@ -71,13 +76,15 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes) -> tupl
     return elapsed, cpu
 
 
-def held_repository(held: int, root: Path) -> tuple[dict[str, str], Path, subprocess.Popen]:
+def held_repository(held: int, root: Path, tool: install.Install
+                    ) -> tuple[dict[str, str], Path, subprocess.Popen]:
     """(env, repository, the holder's process): a repository under *root* where a live
-    session holds *held* files of src/ (src/free.py is free)."""
-    env = states.hermetic_env(root)
+    session holds *held* files of src/ (src/free.py is free), made by *tool*."""
+    env = tool.env(states.hermetic_env(root))
+    cli = tool.cli
     repo = root / "repo"
     repo.mkdir(parents=True)
-    for args in (("git", "init", "-q"), (CLI, "init")):
+    for args in (("git", "init", "-q"), (cli, "init")):
         subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
     (repo / "src").mkdir()
     paths = [f"src/held_{i}.py" for i in range(held)]
@@ -87,7 +94,7 @@ def held_repository(held: int, root: Path) -> tuple[dict[str, str], Path, subpro
     for args in (("register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
                   "--working-on", "bench", "--pid", str(holder.pid)),
                  *((("lock", "acquire", "--session", "holder-1", *paths),) if held else ())):
-        subprocess.run([CLI, *args], cwd=repo, env=env, check=True, capture_output=True)
+        subprocess.run([cli, *args], cwd=repo, env=env, check=True, capture_output=True)
     return env, repo, holder
 
 
@@ -95,26 +102,26 @@ class State:
     """A repository where another live session holds *held* files (each with
     uncommitted work in it), and the agent's session is registered."""
 
-    def __init__(self, held: int, root: Path) -> None:
-        self.env, self.repo, self.holder = held_repository(held, root)
+    def __init__(self, held: int, root: Path, tool: install.Install) -> None:
+        self.env, self.repo, self.holder = held_repository(held, root, tool)
         repo = self.repo
+        hook = hook_start(tool)
         base = {"session_id": NATIVE, "cwd": str(repo), "transcript_path": "/tmp/t.jsonl"}
         start = json.dumps({**base, "hook_event_name": "SessionStart", "source": "startup"})
-        subprocess.run([*HOOK, "claude", "session-start"], cwd=repo,
+        subprocess.run([*hook, "claude", "session-start"], cwd=repo,
                        env=self.env, input=start.encode(), check=True, capture_output=True)
-        tool = {**base, "tool_name": "Bash", "tool_use_id": "call-1",
+        call = {**base, "tool_name": "Bash", "tool_use_id": "call-1",
                 "tool_input": {"command": COMMAND}}
         cursor = {"conversation_id": NATIVE, "generation_id": "g", "command": COMMAND,
                   "cwd": str(repo), "hook_event_name": "beforeShellExecution",
                   "workspace_roots": [str(repo)]}
-        hook = HOOK
         self.runs = {
-            "floor": ([sys.executable, "-c", "pass"], b""),
+            "floor": ([tool.python, "-c", "pass"], b""),
             "gate": ([*hook, "cursor", "pre-tool-use"], json.dumps(cursor).encode()),
             "before": ([*hook, "claude", "pre-tool-use"],
-                       json.dumps({**tool, "hook_event_name": "PreToolUse"}).encode()),
+                       json.dumps({**call, "hook_event_name": "PreToolUse"}).encode()),
             "after": ([*hook, "claude", "post-tool-use"],
-                      json.dumps({**tool, "hook_event_name": "PostToolUse"}).encode())}
+                      json.dumps({**call, "hook_event_name": "PostToolUse"}).encode())}
         self.times: dict[str, list[tuple[float, float]]] = {name: [] for name in self.runs}
         self.round(keep=False)  # warm up: bytecode, page cache
 
@@ -129,14 +136,16 @@ class State:
         self.holder.wait()
 
 
-def render(results: dict[int, dict[str, list[tuple[float, float]]]], reps: int) -> str:
+def render(results: dict[int, dict[str, list[tuple[float, float]]]], reps: int,
+           tool: install.Install) -> str:
     load = os.getloadavg()
     table = {held: {k: (stats([w for w, _ in v]), stats([c for _, c in v]))
                     for k, v in times.items()} for held, times in results.items()}
     lines = ["## The backstop around a shell tool call", "",
              f"`bench/backstop_bench.py`, {reps} runs of each, alternating; "
              f"{platform.python_implementation()} {platform.python_version()}, "
-             f"{os.cpu_count()} cores, load average {load[0]:.1f} at the end (a shared "
+             f"{os.cpu_count()} cores, load average {load[0]:.1f} at the end, the {tool.kind} "
+             "(bench/install.py) (a shared "
              "machine: wall times swing with other work; CPU time, the process's and its "
              "git children's, less so). Each cell: median (min–p90) ms, whole processes "
              "fed the event JSON on stdin as Claude Code runs them. gate: the edit gate "
@@ -167,13 +176,14 @@ def render(results: dict[int, dict[str, list[tuple[float, float]]]], reps: int) 
               + ("within" if added < TARGET_MS else "over") + f" the {TARGET_MS:.0f} ms "
               f"target. Of it, {cpu['before'] - cpu['gate']:.1f} ms is the note (before − "
               f"gate: the held targets, remembered between calls while no registry ref moves "
-              f"(harness/heldcache.py), the held files hashed, a blob written only for content "
-              f"the object store lacks) and {cpu['after']:.1f} ms the after-tool hook, a "
-              f"process of its own: {cpu['floor']:.1f} ms of it is the interpreter starting "
-              f"(python -c pass), {cpu['after'] - cpu['floor']:.1f} ms its imports and the "
-              "comparison (its quick path, harness/after.py: no json, no registry, no git "
-              "module or process, a held file whose stat is as noted not read). The "
-              "interpreter's start is the floor of any hook the harness runs; "
+              f"(harness/heldcache.py); each held file's stat compared with the last note's, "
+              f"only a changed one read and hashed, its blob written when the object store "
+              f"lacks it) and {cpu['after']:.1f} ms the after-tool hook, a process of its own, "
+              f"against {cpu['floor']:.1f} ms for the bare interpreter (python -c pass, which "
+              "runs site; the hooks start with -I -S and harness/launch.py, without it): its "
+              "imports and the comparison (its quick path, harness/after.py: no json, no "
+              "registry, no git module or process, a held file whose stat is as noted not "
+              "read). The interpreter's start is the floor of any hook the harness runs; "
               "what is ours is the rest."]
     return "\n".join(lines)
 
@@ -185,9 +195,11 @@ def bench(state, held: tuple[int, ...], name: str, render, default_reps: int,
     parser = argparse.ArgumentParser(description=f"bench/{name}_bench.py")
     parser.add_argument("--reps", type=int, default=default_reps)
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    install.add_option(parser)
     args = parser.parse_args(argv)
+    tool = install.chosen(args)
     with tempfile.TemporaryDirectory(prefix=f"{name}-bench-") as tmp:
-        built = {n: state(n, Path(tmp, f"held-{n}")) for n in held}
+        built = {n: state(n, Path(tmp, f"held-{n}"), tool) for n in held}
         try:
             for _ in range(args.reps):
                 for one in built.values():
@@ -196,7 +208,7 @@ def bench(state, held: tuple[int, ...], name: str, render, default_reps: int,
             for one in built.values():
                 one.close()
         results = {n: one.times for n, one in built.items()}
-    section = render(results, args.reps)
+    section = render(results, args.reps, tool)
     print(section)
     if not args.no_doc:
         report.write_section(ROOT / "docs" / "benchmarks.md", section, name)

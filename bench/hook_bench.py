@@ -15,7 +15,7 @@ Cursor runs no after-tool hook (its adapter takes no note), so it has no post co
 Results go to the section of docs/benchmarks.md between ``<!-- hooks:start -->`` and
 ``<!-- hooks:end -->`` (bench/report.py: bench/results/ unless BENCH_WRITE_DOCS=1).
 
-    .venv/bin/python bench/hook_bench.py [--reps N] [--no-doc]
+    .venv/bin/python bench/hook_bench.py [--reps N] [--no-doc] [--checkout]
 
 A benchmark, not a test: it asserts nothing about time.
 """
@@ -32,7 +32,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from backstop_bench import HOOK, bench, held_repository, timed  # noqa: E402  (the same repository)
+import install  # noqa: E402
+from backstop_bench import bench, held_repository, hook_start, timed  # noqa: E402  (the same repository)
 from run import stats  # noqa: E402  (the core benchmark's own)
 
 TARGET_RATIO = 1.5
@@ -72,21 +73,22 @@ class State:
     """A repository where another live session holds *held* files (each with
     uncommitted work in it), and each harness's session is registered."""
 
-    def __init__(self, held: int, root: Path) -> None:
-        self.env, self.repo, self.holder = held_repository(held, root)
+    def __init__(self, held: int, root: Path, tool: install.Install) -> None:
+        self.env, self.repo, self.holder = held_repository(held, root, tool)
         repo = self.repo
+        hook = hook_start(tool)
         self.runs: dict[tuple[str, str], tuple[list[str], bytes]] = {
-            ("floor", ""): ([sys.executable, "-c", "pass"], b"")}
+            ("floor", ""): ([tool.python, "-c", "pass"], b"")}
         for harness in HARNESSES:
             start = {"session_id": NATIVE, "sessionID": NATIVE, "conversation_id": NATIVE,
                      "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup",
                      "workspace_roots": [str(repo)]}
-            subprocess.run([*HOOK, harness, "session-start"], cwd=repo,
+            subprocess.run([*hook, harness, "session-start"], cwd=repo,
                            env=self.env, input=json.dumps(start).encode(), check=True,
                            capture_output=True)
             for when in ("pre", "post") if harness != "cursor" else ("pre",):
                 name = "pre-tool-use" if when == "pre" else "post-tool-use"
-                self.runs[(harness, when)] = ([*HOOK, harness, name],
+                self.runs[(harness, when)] = ([*hook, harness, name],
                                               event(harness, repo, when))
         self.times: dict[tuple[str, str], list[tuple[float, float]]] = \
             {key: [] for key in self.runs}
@@ -103,13 +105,13 @@ class State:
         self.holder.wait()
 
 
-def render(results: dict[int, dict], reps: int) -> str:
+def render(results: dict[int, dict], reps: int, tool: install.Install) -> str:
     load = os.getloadavg()
     lines = ["## The hooks around every tool call", "",
              f"`bench/hook_bench.py`, {reps} runs of each, alternating over harnesses, "
              f"events and states; {platform.python_implementation()} "
              f"{platform.python_version()}, {os.cpu_count()} cores, load average "
-             f"{load[0]:.1f} at the end. Whole processes, `harness hook <harness> "
+             f"{load[0]:.1f} at the end, the {tool.kind} (bench/install.py). Whole processes, `harness hook <harness> "
              "pre-tool-use|post-tool-use` started as `harness install` writes them "
              "(`PYTHON -I -S …/harness/launch.py`), fed each harness's own event for its "
              f"shell tool running `{COMMAND}` (a command that writes nothing: the gate only "

@@ -181,6 +181,28 @@ def test_a_note_keeps_the_blob_of_a_held_file_whose_stat_is_unchanged(held):
     assert noted["blob"] == git(held, "hash-object", "src/auth.py").strip()
 
 
+def test_a_note_of_held_files_imports_no_path_rules_nor_git_module(repo, run, agents):
+    """Issue 35's hook target with files held: what each held target names is kept with
+    it (harness/heldcache.py), and an unchanged file keeps its blob, so the note of held
+    files (no folder or glob) needs neither the path rules (branch/paths.py) nor the git
+    module: a shell call's pre hook at 10 held stays near the gate's cost."""
+    import time
+    assert run("init").returncode == 0
+    hold(repo, "kimi-1", ["src/auth.py", "src/mine.py"], agents())
+    started = hook(repo, "claude", "session-start",
+                   {**base("claude", repo, "SessionStart"), "source": "startup"})
+    assert started.returncode == 0, started.stderr
+    time.sleep(1.1)  # past the files' second: their stat is trusted
+    assert around("claude", repo, "true") is None  # what is held read, the files hashed
+    names = imports_of_pre_hook(repo, "claude", "ls")
+    assert "agent_registry.harness.backstop" in names
+    heavy = sorted(names & {"agent_registry.store.git", "agent_registry.branch.paths",
+                            "agent_registry.harness.held"})
+    assert heavy == [], f"the note of held files imported {heavy}"
+    [note] = (repo / ".git" / "agent-registry" / "backstop").iterdir()
+    assert set(json.loads(note.read_text())["paths"]) == {"src/auth.py", "src/mine.py"}
+
+
 def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
     """The holder's own rewrite between two tool calls of the agent (same size, its
     times set back: only ctime moves) is read by the next note, not taken for the last

@@ -53,30 +53,34 @@ def note(ctx: Ctx, call: str) -> str:
         return ""
     sid = session_for(info, ctx)
     sign = signature(info)
-    targets = recall(info, sid, sign)
-    if targets is None:
-        from .held import Unreadable
+    kept = recall(info, sid, sign)
+    if kept is None:
+        from .held import Unreadable, file_names
         try:
             targets = _held_targets(info, sid)
         except Unreadable as exc:
             return f"agent-registry: backstop off for this call: {exc.message}"
-        remember(info, sid, sign, targets)
+        files = file_names(targets)
+        remember(info, sid, sign, targets, files)
+    else:
+        targets, files = kept
     if not targets:
         return ""  # the usual case: no held file, nothing more to import or read
-    from ..branch.paths import plain
-    from .held import expand, is_area
     held: dict[str, list[str]] = {}  # path -> the lock targets that hold it
     for target in targets:
-        # a held folder or glob is noted as itself too: where a file created is new
-        names = expand([target], info.toplevel) + [target] if is_area(target) else \
-            [plain(target)]  # a file: its name (what expand makes of it)
+        if files.get(target):
+            names = [files[target]]
+        else:  # a held folder or glob, noted as itself too: where a file created is new
+            from .held import expand
+            names = expand([target], info.toplevel) + [target]
         for name in names:
             locks = held.setdefault(name, [])
             if target not in locks:
                 locks.append(target)
+    areas = {target for target in targets if not files.get(target)}
     states = _States(info)
     try:
-        paths = {path: {**({"area": True} if is_area(path) else states.of(path)),
+        paths = {path: {**({"area": True} if path in areas else states.of(path)),
                         "locks": locks} for path, locks in held.items()}
     finally:
         at = time.time()  # after every file was read: git's racy rule counts from here
@@ -115,13 +119,16 @@ class _States:
                 self._stored(last.get("blob")):
             self.kept[rel] = last
             return {"blob": last["blob"], "mode": last["mode"], "stat": last["stat"]}
-        if self.repo is None:
-            from ..store.git import Repo
-            self.repo = Repo(self.info)
-        entry = _snapshot(self.repo, full)
+        entry = _snapshot(self._write, full)
         if entry.get("stat"):
             self.kept[rel] = {**entry, "at": None}
         return entry
+
+    def _write(self, data: bytes) -> str:
+        if self.repo is None:  # the git module: only for content to hash and write
+            from ..store.git import Repo
+            self.repo = Repo(self.info)
+        return self.repo.write_object("blob", data)
 
     def _stored(self, blob: object) -> bool:
         """Is *blob* a loose object here (as the object writer checks: one pruned by a
@@ -231,15 +238,14 @@ def _take(path: str) -> dict | None:
 
 # -- a file's state -------------------------------------------------------------------
 
-def _snapshot(repo, full: str) -> dict:
+def _snapshot(write, full: str) -> dict:
     """{"blob", "mode", "stat"} of the file at *full* as git would store it (a symbolic
-    link: its target; the stat: after.as_noted), the blob written; blob and mode None
-    when nothing is there."""
+    link: its target; the stat: after.as_noted), the blob written by *write* (bytes ->
+    its id); blob and mode None when nothing is there."""
     data, mode, stat = state_of(full)
     if data is None:
         return {"blob": None, "mode": mode}
-    return {"blob": repo.write_object("blob", data), "mode": mode,
-            **({"stat": stat} if stat else {})}
+    return {"blob": write(data), "mode": mode, **({"stat": stat} if stat else {})}
 
 
 def _holder(guard, conflict, info: RepoInfo) -> dict:
@@ -300,7 +306,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             full = os.path.join(info.toplevel, rel)
             if as_noted(full, entry, record.get("at"), info.object_format):
                 continue
-            theirs = _snapshot(repo, full)["blob"]
+            theirs = _snapshot(lambda data: repo.write_object("blob", data), full)["blob"]
             holders = _holders(record, entry)
             # put back unless every holder works elsewhere (none known: put back)
             here = not holders or any(h.get("here", True) for h in holders)

@@ -52,6 +52,13 @@ def is_area(target: str) -> bool:
     return P.is_glob(target) or P.is_dir(P.plain(target))
 
 
+def file_names(targets) -> dict[str, str | None]:
+    """{target: the file it names, or None for a folder or glob}: what a note needs of
+    each held target, kept with it (harness/heldcache.py) so that a note of held files
+    imports no path rules."""
+    return {target: None if is_area(target) else P.plain(target) for target in targets}
+
+
 def expand(targets: list[str], toplevel: str) -> list[str]:
     """The files *targets* cover in the working tree at *toplevel*."""
     out: list[str] = []

@@ -102,25 +102,28 @@ def _kept(info, sign: str) -> dict:
     return kept["sessions"]
 
 
-def recall(info, sid: str, sign: str | None) -> dict[str, list[dict]] | None:
-    """{held target: its holders} remembered for *sid* under *sign*, or None."""
+def recall(info, sid: str, sign: str | None
+           ) -> tuple[dict[str, list[dict]], dict[str, str | None]] | None:
+    """({held target: its holders}, {held target: the file it names, None for a folder or
+    glob}) remembered for *sid* under *sign*, or None."""
     if sign is None:
         return None
     mine = _kept(info, sign).get(sid)
     if not isinstance(mine, dict) or not isinstance(mine.get("at"), (int, float)) or \
             not 0 <= time.time() - mine["at"] <= MAX_AGE or \
-            not isinstance(mine.get("targets"), dict):
+            not isinstance(mine.get("targets"), dict) or not isinstance(mine.get("files"), dict):
         return None
-    return mine["targets"]
+    return mine["targets"], mine["files"]
 
 
-def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]]) -> None:
+def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
+             files: dict[str, str | None]) -> None:
     if sign is None:
         return
     now = time.time()
     sessions = {s: kept for s, kept in _kept(info, sign).items() if isinstance(kept, dict)
                 and isinstance(kept.get("at"), (int, float)) and 0 <= now - kept["at"] <= MAX_AGE}
-    sessions[sid] = {"at": now, "targets": targets}
+    sessions[sid] = {"at": now, "targets": targets, "files": files}
     path = _path(info.git_dir)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
