@@ -417,9 +417,16 @@ def test_the_opencode_plugin_throws_when_the_hook_is_gone(repo, env, tmp_path):
         text=True, env={**clean, **extra}, timeout=60)
     proc = run({})
     assert proc.stdout.startswith(f"thrown: agent-registry: the edit gate could not run "
-                                  f"({gone}, ENOENT); repair: agent-registry harness install "
-                                  "opencode"), proc.stderr
+                                  f"({gone} -I -S {LAUNCHER}, ENOENT: {gone}); repair: "
+                                  "agent-registry harness install opencode"), proc.stdout
     assert run({"AGENT_REGISTRY_ALLOW": "1"}).stdout == "allowed\n"
+    # the package removed from under the interpreter: the launcher is gone
+    launcher = str(tmp_path / "old-site" / "agent_registry" / "harness" / "launch.py")
+    plugin.write_text(plugin.read_text().replace(gone, PYTHON).replace(LAUNCHER, launcher))
+    proc = run({})
+    assert proc.stdout.startswith(f"thrown: agent-registry: the edit gate could not run "
+                                  f"({PYTHON} -I -S {launcher}, ENOENT: {launcher}); repair: "
+                                  "agent-registry harness install opencode"), proc.stdout
 
 
 # -- status, trust, doctor ------------------------------------------------------------------

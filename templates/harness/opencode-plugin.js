@@ -19,6 +19,7 @@
 // - The repository is this file's own (<repo>/.opencode/plugin/), not OpenCode's directory
 //   when that lies outside it (a stale $PWD).
 import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { dirname, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -35,8 +36,19 @@ function hookArgs(event, extra) {
   return [...EXE.slice(1), "harness", "hook", "opencode", event, ...extra];
 }
 
+// a file the hooks cannot start without that is gone: the interpreter, or the package's
+// launcher (harness/launch.py), whose absence the interpreter reports as its own exit 2
+function gone() {
+  return EXE.filter((p, i) => i === 0 || p.endsWith(".py")).find((p) => !existsSync(p));
+}
+
 function runHook(event, payload, extra = []) {
   return new Promise((done) => {
+    const missing = gone();
+    if (missing) {
+      done({ status: null, stdout: "", stderr: "", error: { code: "ENOENT: " + missing } });
+      return;
+    }
     let child;
     try {
       child = spawn(EXE[0], hookArgs(event, extra), { stdio: ["pipe", "pipe", "pipe"] });
@@ -153,7 +165,7 @@ export const AgentRegistry = async ({ client, directory, worktree }) => {
       }
       if (process.env.AGENT_REGISTRY_ALLOW === "1") return;
       if (run.status === 2 && run.stderr) throw new Error(run.stderr.trim());
-      throw new Error("agent-registry: the edit gate could not run (" + EXE[0] + ", " +
+      throw new Error("agent-registry: the edit gate could not run (" + EXE.join(" ") + ", " +
         (run.error ? run.error.code || run.error.message : "exit " + run.status) +
         "); repair: agent-registry harness install opencode, or AGENT_REGISTRY_ALLOW=1");
     },
