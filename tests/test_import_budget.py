@@ -78,9 +78,10 @@ HOT_PATH = frozenset(f"agent_registry{name}" for name in (
     ".core.kill", ".core.locks", ".core.operations", ".core.refs", ".core.registry",
     ".core.routing", ".core.sessions", ".core.shapes", ".core.sharded", ".branch",
     ".branch.clones", ".branch.pathcase", ".branch.pathforms", ".branch.paths",
-    ".branch.records", ".branch.render", ".branch.sessionids", ".branch.shards",
+    ".branch.reasonless", ".branch.records", ".branch.render", ".branch.sessionids",
+    ".branch.shards",
     ".branch.shardview", ".branch.staleness", ".branch.trailers", ".branch.view",
-    ".store", ".store.digest", ".store.flock",
+    ".store", ".store.atomic", ".store.digest", ".store.flock",
     ".store.freshness", ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout",
     ".store.lazyre", ".store.loose", ".store.procbackends", ".store.procinfo",
     ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.tuples"))
@@ -91,8 +92,10 @@ WRITE_PATH = frozenset(f"agent_registry{name}" for name in (
     ".forecast.gate", ".store.flock", ".store.refupdates", ".store.shipped", ".sync.convert"))
 # what keeps a read fresh from a remote: the test's repository has none
 FRESH = frozenset({"agent_registry.sync.fresh", "agent_registry.store.freshness"})
-PATHS = {"acquire": HOT_PATH, "heartbeat": HOT_PATH,
-         "check": HOT_PATH - WRITE_PATH - FRESH, "status": HOT_PATH - WRITE_PATH}
+# what status keeps of the lock records it found without a reason (branch/reasonless.py)
+REASONLESS = frozenset({"agent_registry.branch.reasonless", "agent_registry.store.atomic"})
+PATHS = {"acquire": HOT_PATH - REASONLESS, "heartbeat": HOT_PATH - REASONLESS,
+         "check": HOT_PATH - WRITE_PATH - FRESH - REASONLESS, "status": HOT_PATH - WRITE_PATH}
 # and the pre-commit guard's, letting a commit through or refusing it
 GUARD_PATH = frozenset(f"agent_registry{name}" for name in (
     "", ".errors", ".enforce", ".enforce.guard", ".branch", ".branch.clones", ".branch.pathcase",

@@ -55,3 +55,29 @@ def test_status_at_many_locks_shows_what_each_record_says(repo, clock, shards):
     assert "gone" in zombie["s1"], zombie  # its process exited
     assert zombie["s2"] is None, zombie  # judged by its long lock's TTL
     assert "no heartbeat" in zombie["s3"], zombie  # bound to no process, past the TTL
+
+
+def test_a_record_found_without_a_reason_is_not_read_again_but_a_new_one_is(repo, clock,
+                                                                            monkeypatch):
+    """status keeps the blob ids of the records it found without a reason
+    (branch/reasonless.py): the next status does not read them again, and a record
+    claimed anew, with a reason now, is a new blob, read and shown."""
+    from agent_registry.branch.view import View
+    paths = [f"src/a/f{i:03d}.py" for i in range(30)]
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.init()
+        registry.register("s1", provider="test")
+        registry.claim("s1", paths)
+        assert registry.status()["reasons"] == []
+    read = []
+    prefetch = View.prefetch
+    monkeypatch.setattr(View, "prefetch", lambda view, names: read.extend(names) or
+                        prefetch(view, names))
+    with Registry.open(str(repo), clock=clock) as registry:
+        assert registry.status()["reasons"] == []
+        assert read == []  # not one record read again
+        registry.claim("s1", ["src/a/f003.py"], reason="now with a why")
+        read.clear()
+        assert registry.status()["reasons"] == [
+            {"path": "src/a/f003.py", "owner": "s1", "reason": "now with a why"}]
+    assert len(set(read)) == 1, read  # the one record written since

@@ -198,24 +198,21 @@ class View:
         """Read the lock records of *targets* this view has not read yet in one
         pipelined batch (``cat-file`` answers them all for one round trip, not one each):
         what a caller about to look many of them up one by one asks first."""
-        self._prefetch([record_name(t) for t in targets])
+        self.prefetch([record_name(t) for t in targets])
 
-    def _prefetch(self, names: list[str]) -> None:
+    def prefetch(self, names: list[str]) -> None:
+        """prefetch_locks by the records' names."""
         names = [n for n in dict.fromkeys(names) if n not in self.writes and n not in self._blobs]
         if self.tree and names:
             for name, raw in zip(names, self.repo.read_blobs([f"{self.tree}:{n}" for n in names])):
                 self._blobs[name] = raw
 
     def may_give_reasons(self, targets: list[str]) -> list[str]:
-        """Those of *targets* whose lock record may hold a claim's reason, their records
-        read in one batch.  Exact without parsing: a record with no ``reason`` in its
-        bytes and no backslash (no JSON escape could spell the key) has no holder with a
-        reason; a record that cannot be parsed has none either (:meth:`_recover` gives
-        its holders no reason)."""
-        names = [record_name(t) for t in targets]
-        self._prefetch(names)
-        return [t for t, name in zip(targets, names) if (raw := self.read(name)) is not None
-                and (b"reason" in raw or b"\\" in raw)]
+        """Those of *targets* whose lock record may hold a claim's reason
+        (branch/reasonless.py: without parsing, and without reading again those this
+        clone found without one)."""
+        from .reasonless import may_give
+        return may_give(self, targets)
 
     def lock(self, target: str) -> Lock | None:
         """The lock record of *target*.  One that cannot be read fails closed: it is held
