@@ -81,3 +81,23 @@ def test_a_record_found_without_a_reason_is_not_read_again_but_a_new_one_is(repo
         assert registry.status()["reasons"] == [
             {"path": "src/a/f003.py", "owner": "s1", "reason": "now with a why"}]
     assert len(set(read)) == 1, read  # the one record written since
+
+
+def test_the_ids_kept_follow_the_records_status_meets(repo, clock):
+    """Released locks' records leave the kept ids as new ones come in: the file does not
+    grow with every claim a clone ever made."""
+    from agent_registry.branch import reasonless
+    from agent_registry.branch.paths import record_name
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.init()
+        registry.register("s1", provider="test")
+        registry.claim("s1", [f"src/a/f{i:03d}.py" for i in range(20)])
+        registry.status()
+        registry.release("s1", [f"src/a/f{i:03d}.py" for i in range(20)])
+        registry.claim("s1", ["src/b/one.py", "src/b/two.py"])
+        reasonless._known.clear()  # a new process: it reads the file
+        registry.status()
+        ids = reasonless.record_ids(registry.view(), [record_name("src/b/one.py"),
+                                                      record_name("src/b/two.py")])
+        reasonless._known.clear()
+        assert reasonless.known(registry.repo) == set(ids.values())

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from .view import View
 
 FILE = "reasonless-records"
-KEPT = 100_000  # ids beyond it: the file starts again (records are rewritten as locks move)
 
-_known: dict[str, set[str]] = {}  # file -> the ids it holds, read once per process
+_known: dict[str, set[str]] = {}  # file -> the ids it held when read, and those found since
+_met: dict[str, set[str]] = {}  # file -> of those, the ones this process met: what it writes
 
 
 def known(repo) -> set[str]:
@@ -30,21 +30,24 @@ def known(repo) -> set[str]:
                 _known[path] = set(f.read().decode("ascii", "replace").split())
         except OSError:
             _known[path] = set()
+        _met[path] = set()
     return _known[path]
 
 
-def remember(repo, ids: set[str]) -> None:
-    """Add *ids* (records just read and found without a reason) to the file; a write that
-    fails leaves it as it was (the records are read again next time)."""
-    before = known(repo)
-    if ids <= before:
-        return
-    after = before | ids if len(before) + len(ids) <= KEPT else set(ids)
+def remember(repo, met: set[str], found: set[str]) -> None:
+    """Note the ids of records met again (*met*) and just found without a reason
+    (*found*); when there are new ones, write the file with the ids this process met, so
+    the records of released locks leave it as the new ones come in.  A write that fails
+    leaves it as it was (the records are read again next time)."""
     path = repo.state_path(FILE)
-    _known[path] = after
+    before = known(repo)
+    _met[path] |= met | found
+    if found <= before:
+        return
+    before |= found
     from ..store.atomic import replace_file  # only when there is something new
     try:
-        replace_file(path, "\n".join(sorted(after)) + "\n", prefix=".reasonless.")
+        replace_file(path, "\n".join(sorted(_met[path])) + "\n", prefix=".reasonless.")
     except OSError:
         pass
 
@@ -67,7 +70,7 @@ def may_give(view: View, targets: list[str]) -> list[str]:
             maybe.add(name)
         elif ids.get(name):
             without.add(ids[name])
-    remember(view.repo, without)
+    remember(view.repo, {i for n in names if (i := ids.get(n)) in before}, without)
     return [t for t, name in zip(targets, names) if name in maybe]
 
 
