@@ -9,8 +9,8 @@ starts, the remote's side included, is in this process's RUSAGE_CHILDREN.  The c
 claims distinct paths back to back, one `agent-registry lock acquire` process each.
 Divided by the claims, it says how many claims a second a machine's cores can carry at
 most, whatever the number of clones (bench/scale_bench.py measures them through a delay
-line whose own relaying also costs CPU).  Two layouts: one branch, and --shards lock
-shards (the layout a new registry gets, since agent-registry 0.3).
+line whose own relaying also costs CPU).  The layout is the one `init` makes, in --shards
+lock shards (16 by default; a registry in one branch is no longer made).
 
 `--before SRC` (repeatable) measures the package of another checkout too (on PYTHONPATH,
 named by its folder), each round right before this checkout's, on a remote of its own:
@@ -52,8 +52,8 @@ def run(cwd: Path, env: dict, *args: str) -> str:
 
 
 def prepare(root: Path, shards: int, source: str | None) -> tuple[Path, dict]:
-    """A project with a bare remote and a registry of *shards* lock shards (0: one
-    branch) made by the tool of *source* (None: this checkout), one session registered."""
+    """A project with a bare remote and a registry of *shards* lock shards made by the
+    tool of *source* (None: this checkout), one session registered."""
     env = hermetic_env(root)
     if source:
         env["PYTHONPATH"] = source  # ahead of the installed package
@@ -128,8 +128,7 @@ def floor(shards: int) -> dict[str, float]:
         repo, env = prepare(Path(tmp), shards, None)
         git = ["git", "-C", str(repo)]
         ref = run(repo, env, *git, "for-each-ref", "--count=1", "--format=%(refname)",
-                  "refs/heads/agent-registry-shards/" if shards else
-                  "refs/heads/agent-registry").strip()
+                  "refs/heads/agent-registry-shards/").strip()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         run(repo, env, *git, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
             "--no-auto-maintenance", "origin", f"+{ref}:refs/remotes/origin/{ref[11:]}")
@@ -160,18 +159,14 @@ def _claim_sized(repo: Path, env: dict, tip: str) -> str:
     return git("commit-tree", git("mktree", stdin=root), "-p", tip, "-m", "floor")
 
 
-def layouts(shards: int) -> list[int]:
-    return list(dict.fromkeys((0, shards)))
-
-
 def label(shards: int) -> str:
-    return f"{shards} lock shards" if shards else "one branch"
+    return f"{shards} lock shards"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=40, help="claims to time")
-    parser.add_argument("--shards", type=int, default=16, help="lock shards (0: one branch)")
+    parser.add_argument("--shards", type=int, default=16, help="lock shards (1 to 64)")
     parser.add_argument("--rounds", type=int, default=1, help="measurements to take the median of")
     parser.add_argument("--before", metavar="SRC", action="append", default=[],
                         help="also measure the package of another checkout (on PYTHONPATH), "
@@ -184,11 +179,11 @@ def main() -> None:
     load = os.getloadavg()
     results: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for _ in range(args.rounds):
-        for shards in layouts(args.shards):
+        for shards in (args.shards,):
             for name, source in tools:
                 results[(name, shards)].append(measure(args.claims, shards, source))
     rows = []
-    for shards in layouts(args.shards):
+    for shards in (args.shards,):
         for name, _ in tools:
             got = {k: statistics.median(r[k] for r in results[(name, shards)])
                    for k in ("user", "system", "wall")}
@@ -227,8 +222,8 @@ def main() -> None:
 
 
 def breakdown_section(claims: int, shards: int) -> list[str]:
-    parts = {s: breakdown(claims, s) for s in layouts(shards)}
-    floors = {s: floor(s) for s in layouts(shards)}
+    parts = {s: breakdown(claims, s) for s in (shards,)}
+    floors = {s: floor(s) for s in (shards,)}
     keys = sorted({k for part in parts.values() for k in part},
                   key=lambda k: -max(p.get(k, [0, 0])[1] for p in parts.values()))
     head = " | ".join(f"{label(s)}: runs, ms" for s in parts)

@@ -877,7 +877,7 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"{f' --helping {args.helping}' if args.helping else ''}"
         f"{f' --shards {args.shards}' if args.shards else ''}"
         f"{f' --layouts {args.layouts}' if args.layouts else ''}"
-        f"{' --before <the single-branch commit>' if args.before else ''}`, "
+        f"{' --before <an earlier checkout>' if args.before else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
