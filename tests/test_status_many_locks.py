@@ -3,6 +3,7 @@ records read in one batch, and only the records whose bytes may hold a reason ar
 what it shows is what reading and parsing every record one by one shows, in both layouts."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -62,7 +63,9 @@ def test_a_record_found_without_a_reason_is_not_read_again_but_a_new_one_is(repo
     """status keeps the blob ids of the records it found without a reason
     (branch/reasonless.py): the next status does not read them again, and a record
     claimed anew, with a reason now, is a new blob, read and shown."""
+    from agent_registry.branch import reasonless
     from agent_registry.branch.view import View
+    monkeypatch.setattr(reasonless, "KEEP_FROM", 30)
     paths = [f"src/a/f{i:03d}.py" for i in range(30)]
     with Registry.open(str(repo), clock=clock) as registry:
         registry.init()
@@ -83,11 +86,12 @@ def test_a_record_found_without_a_reason_is_not_read_again_but_a_new_one_is(repo
     assert len(set(read)) == 1, read  # the one record written since
 
 
-def test_the_ids_kept_follow_the_records_status_meets(repo, clock):
+def test_the_ids_kept_follow_the_records_status_meets(repo, clock, monkeypatch):
     """Released locks' records leave the kept ids as new ones come in: the file does not
     grow with every claim a clone ever made."""
     from agent_registry.branch import reasonless
     from agent_registry.branch.paths import record_name
+    monkeypatch.setattr(reasonless, "KEEP_FROM", 1)
     with Registry.open(str(repo), clock=clock) as registry:
         registry.init()
         registry.register("s1", provider="test")
@@ -101,3 +105,20 @@ def test_the_ids_kept_follow_the_records_status_meets(repo, clock):
                                                       record_name("src/b/two.py")])
         reasonless._known.clear()
         assert reasonless.known(registry.repo) == set(ids.values())
+
+
+def test_a_status_of_few_records_keeps_no_file(repo, clock):
+    """Below reasonless.KEEP_FROM records, status reads them and writes nothing: a small
+    registry's status stays read-only on disk (tests/test_repos.py across repositories);
+    from it on, the ids are kept."""
+    from agent_registry.branch import reasonless
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.init()
+        registry.register("s1", provider="test")
+        registry.claim("s1", [f"src/a/f{i:03d}.py" for i in range(reasonless.KEEP_FROM - 1)])
+        registry.status()
+        kept = registry.repo.state_path(reasonless.FILE)
+        assert not os.path.exists(kept)
+        registry.claim("s1", ["src/b/one.py"])
+        registry.status()
+        assert os.path.exists(kept)

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from .view import View
 
 FILE = "reasonless-records"
+# Kept only once a process has met this many records: below it, reading them all again
+# costs a few ms, and a status of a small registry leaves no file behind (it stays
+# read-only on disk, as `status --repos` across a person's repositories should).
+KEEP_FROM = 100
 
 _known: dict[str, set[str]] = {}  # file -> the ids it held when read, and those found since
 _met: dict[str, set[str]] = {}  # file -> of those, the ones this process met: what it writes
@@ -42,7 +46,7 @@ def remember(repo, met: set[str], found: set[str]) -> None:
     path = repo.state_path(FILE)
     before = known(repo)
     _met[path] |= met | found
-    if found <= before:
+    if found <= before or len(_met[path]) < KEEP_FROM:
         return
     before |= found
     from ..store.atomic import replace_file  # only when there is something new
