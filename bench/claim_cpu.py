@@ -37,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import install  # noqa: E402
 from proctimes import processes, wrap  # noqa: E402
 from report import write_section  # noqa: E402
 from states import hermetic_env, make_project  # noqa: E402
@@ -173,7 +174,10 @@ def main() -> None:
                              "each round first, on a remote of its own (repeatable)")
     parser.add_argument("--breakdown", action="store_true",
                         help="then say which processes the CPU goes to (Linux)")
+    install.add_option(parser)
     args = parser.parse_args()
+    global CLI
+    CLI = install.chosen(args).cli
     tools = [(os.path.basename(os.path.abspath(src)), os.path.abspath(src))
              for src in args.before] + [("now", None)]
     load = os.getloadavg()

@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from report import write_section  # noqa: E402
 from states import hermetic_env, make_project  # noqa: E402
+import install  # noqa: E402
+import sync_bench  # noqa: E402
 from sync_bench import cli, git, setup  # noqa: E402
 
 INSIDE = "MESSAGES_BENCH_NETNS"  # set once the benchmark runs in its own network namespace
@@ -152,7 +154,10 @@ def main() -> None:
     parser.add_argument("--rtt-ms", type=float, default=100.0,
                         help="round trip of the real remote claims are measured through "
                              "(0: only the bare remote on the same disk)")
+    install.add_option(parser)
     args = parser.parse_args()
+    # ours (sync_bench.cli runs it): built before the namespace, where pip may need the index
+    sync_bench.CLI = install.chosen(args).cli
     if args.rtt_ms and not os.environ.get(INSIDE):
         if shutil.which("unshare") is None or shutil.which("ip") is None:
             sys.exit("--rtt-ms needs unshare and ip (util-linux, iproute2) and root; "

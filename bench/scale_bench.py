@@ -81,6 +81,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import install  # noqa: E402
 from report import write_section  # noqa: E402
 from states import hermetic_env, make_project  # noqa: E402
 
@@ -881,7 +882,8 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, commit {head}, {os.cpu_count()} cores "
         f"(shared with other work), Python {platform.python_version()}, {version}. "
         f"`git daemon` in a private network namespace behind a delay proxy adding "
-        f"{args.rtt_ms:g} ms round trip; {where} at the end. {how}"
+        f"{args.rtt_ms:g} ms round trip; {where} at the end. Ours: "
+        f"{'the checkout (.venv, --checkout)' if args.install == 'checkout' else 'a plain install (a wheel of the checkout in a fresh venv, bench/install.py)'}. {how}"
         + (" `before` is the package of another checkout (PYTHONPATH), measured first in the "
            "same run, on a remote and clones of its own." if args.before else ""),
         "",
@@ -953,6 +955,7 @@ def main() -> None:
                              "single branch and, with --shards N, on N lock shards, in one "
                              "run (section scale-writes); claims: the claim modes above")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
+    install.add_option(parser)
     args = parser.parse_args()
     if args.proxy is not None:
         run_proxy(PROXY_PORT, DAEMON_PORT, args.proxy)
@@ -969,6 +972,9 @@ def main() -> None:
         args.section = "scale-layouts"
     if args.writes != "claims" and args.model:
         parser.error("--writes measures the tool: no --model")
+    global CLI  # built outside the namespace (pip may need the index), found inside
+    tool = install.chosen(args)
+    CLI, args.install = tool.cli, tool.kind
     if os.environ.get(INSIDE):
         bench(args)
         return
