@@ -296,6 +296,21 @@ def test_what_is_held_is_read_again_when_the_registry_moves(held):
     assert text and "README.md" in text and (held / "README.md").read_text() == "project\n"
 
 
+def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
+    """The cache of held targets (harness/heldcache.py) names the file each target is;
+    one that lost that name for the held file (a damaged or older cache) is not trusted:
+    trusting it noted the held file as a folder, never compared, and the change stayed."""
+    assert around("claude", held, "true") is None  # read, and remembered
+    cache = held / ".git" / "agent-registry" / "backstop-held.json"
+    kept = json.loads(cache.read_text())
+    for mine in kept["sessions"].values():
+        mine["files"] = {}
+    cache.write_text(json.dumps(kept))
+    text = around("claude", held, "python3 -c \"open('src/auth.py', 'a').write('x')\"")
+    assert text and "kimi-1" in text
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
 def test_nothing_held_nothing_noted_nothing_said(repo, run):
     assert run("init").returncode == 0
     assert around("claude", repo, "python3 -c \"open('src/auth.py', 'a').write('x')\"") is None

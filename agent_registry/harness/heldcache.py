@@ -113,7 +113,14 @@ def recall(info, sid: str, sign: str | None
             not 0 <= time.time() - mine["at"] <= MAX_AGE or \
             not isinstance(mine.get("targets"), dict) or not isinstance(mine.get("files"), dict):
         return None
-    return mine["targets"], mine["files"]
+    targets, files = mine["targets"], mine["files"]
+    # each held target with the file it names (a non-empty str) or None (a folder, glob):
+    # a cache that says less is worked out again, or a held file would be noted as an
+    # area, never compared, and a change to it left in place
+    if files.keys() != targets.keys() or not all(
+            name is None or (isinstance(name, str) and name) for name in files.values()):
+        return None
+    return targets, files
 
 
 def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
