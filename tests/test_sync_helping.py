@@ -384,3 +384,19 @@ def test_a_clone_that_fetched_an_intent_while_waiting_carries_it_with_its_next_c
     ok(b(*claim("codex-2", ON_HOT[2])))
     assert op_count(team, op_id) == 1
     assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+
+
+def test_a_push_whose_tracking_ref_of_an_intent_is_damaged_keeps_its_own_outcome(team):
+    """The intent check after a push never raises: b's tracking ref of a's intent holds
+    garbage, so b cannot tell whether it has that intent; its claim's push still
+    confirms it (before, the damaged ref's error replaced the push's outcome and the
+    claim failed though the remote had taken it), and b owes a fetch instead."""
+    a, b, _ = intent_beside_a_claimer(team)
+    [ref] = intent_refs(team)
+    damaged = b.cwd / ".git" / "refs" / "remotes" / "origin" / ref[len("refs/heads/"):]
+    damaged.parent.mkdir(parents=True, exist_ok=True)
+    damaged.write_text("not an object id\n")
+    ok(b(*claim("codex-2", ON_HOT[2])))
+    assert lock_owner_on_remote(team, ON_HOT[2]) == ["codex-2"]
+    owed = [p.name for p in (b.cwd / ".git" / "agent-registry").rglob("*.intent")]
+    assert owed, "no fetch owed"  # sync/intents.owe_fetch's mark

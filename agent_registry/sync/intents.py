@@ -33,6 +33,7 @@ from ..branch.view import View
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..core.shapes import COUNT, MAPPING, TEXT
+from ..errors import RegistryError
 from .replay import (APPLIED, HELPED, Replay, is_ancestor, landed_since, load_operation,
                      own_commits, replay)
 from .state import load_state, save_state, state_key
@@ -165,8 +166,7 @@ def _any_under(registry: Registry, prefix: str) -> bool:
 def push_trace(registry: Registry) -> str:
     """Where a push writes git's packet trace (GIT_TRACE_PACKET): the refs the remote
     advertised to it, read by ``note_advertised``."""
-    return os.path.join(registry.repo.info.common_dir, "agent-registry",
-                        f"push-{os.getpid()}-{os.urandom(4).hex()}.trace")
+    return registry.repo.state_path(f"push-{os.getpid()}-{os.urandom(4).hex()}.trace")
 
 
 def note_advertised(registry: Registry, trace: str) -> None:
@@ -176,7 +176,10 @@ def note_advertised(registry: Registry, trace: str) -> None:
     (sync/remote._decided_here).  Without this, a clone claiming back to back learns of
     an intent only when FRESH runs out, and the clone that published it, losing the race
     to those very claims, waits that long.  The trace is git's, read line by line; a
-    transport that does not trace the advertisement owes nothing (FRESH still bounds)."""
+    transport that does not trace the advertisement owes nothing (FRESH still bounds).
+    It runs after every push, whatever came of it, so it never raises: a tracking ref it
+    cannot read owes a fetch (the fetch then says what is wrong), and the push's own
+    outcome stands."""
     try:
         with open(trace, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -192,7 +195,11 @@ def note_advertised(registry: Registry, trace: str) -> None:
             continue
         clone = fields[1][len(prefix):]
         own = own or load_state(registry).get("clone_id") or ""
-        if clone != own and registry.repo.read_ref(tracking + clone) != fields[0]:
+        try:
+            known = registry.repo.read_ref(tracking + clone)
+        except (OSError, RegistryError):
+            known = None  # cannot tell what this clone has of it: fetch and see
+        if clone != own and known != fields[0]:
             owe_fetch(registry)
             return
 
