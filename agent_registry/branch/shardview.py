@@ -176,7 +176,10 @@ class WholeView(View):
         return super().read(path)
 
     def shard_of(self, target: str) -> ShardView:
-        return self.shards[S.lock_shards(target, len(self.shards))[0]]
+        return self.shards[self._index_of(target)]
+
+    def _index_of(self, target: str) -> int:
+        return S.lock_shards(target, len(self.shards))[0]
 
     def lock(self, target: str) -> Lock | None:
         return self.shard_of(target).lock(target)
@@ -185,7 +188,7 @@ class WholeView(View):
         """*targets* grouped by the shard that records them, for a batch of reads each."""
         groups: dict[int, list[str]] = {}
         for target in targets:
-            groups.setdefault(S.lock_shards(target, len(self.shards))[0], []).append(target)
+            groups.setdefault(self._index_of(target), []).append(target)
         return [(self.shards[index], mine) for index, mine in groups.items()]
 
     def prefetch_locks(self, targets: Iterable[str]) -> None:
