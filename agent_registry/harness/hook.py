@@ -151,10 +151,11 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     if event == "pre-tool-use":
         # a person's high message, told now where the harness's answer can carry it
         news = "\n".join(decision.urgent(ctx)) if a.tells_before_tool else ""
-        # else told by the after-tool hook, which OpenCode's plugin runs only when asked
-        after = not a.tells_before_tool and a.tells_after_tool and decision.urgent_waits(ctx)
         targets = a.targets(event_json, ctx)
         if targets is None:
+            # else told by the after-tool hook, which OpenCode's plugin runs only when
+            # asked: asked only here, where the answer can ask it
+            after = not a.tells_before_tool and a.tells_after_tool and decision.urgent_waits(ctx)
             return _answer(a.allow_noted() if after else a.allow_telling(news))
         verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
                                      deny_overlap=deny_overlap)
