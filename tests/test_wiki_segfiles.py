@@ -9,7 +9,7 @@ import pytest
 
 from agent_registry.wiki import api
 from agent_registry.wiki.index import WikiIndex, current_dir, open_current
-from agent_registry.wiki.segfiles import Files
+from agent_registry.wiki.segfiles import Files, Unexpected
 from test_wiki_quick import ANSWER, QUESTION, query, top
 from test_wiki_relevance import KNOWN
 from test_wiki_support import fixture_files, put_files
@@ -67,3 +67,16 @@ def test_an_index_it_does_not_know_is_left_to_whoosh(registry, repo):
     assert open_current(root, light=True) is None and open_current(root) is not None
     answer, quick = query(repo, QUESTION)
     assert not quick and not answer["index"]["built"] and top(answer) == ANSWER
+
+
+def test_a_column_merged_away_after_the_open_hands_the_query_to_whoosh(segmented):
+    """Whoosh merges while the quick path reads: a length column listed when the index
+    was opened and gone at the search is not "no lengths" (every score wrong), it raises,
+    and the quick path leaves the query to Whoosh."""
+    whoosh, files = segmented
+    question = KNOWN[0][0]
+    before = api.candidates(files, question, 10)  # maps the postings and stored fields
+    assert before == api.candidates(whoosh, question, 10)
+    whoosh.writer().commit(optimize=True)  # one segment: the old segments' files deleted
+    with pytest.raises(Unexpected, match="gone since the index was opened"):
+        api.candidates(files, question, 10)

@@ -9,7 +9,8 @@ and three small Whoosh modules (the Porter stemmer, ``whoosh.scoring``'s bm25,
 ``whoosh.util.numeric``'s length bytes), and answers what :func:`.whoosh_shim.best` and
 :func:`.index.search_index` ask of a reader.  Anything it does not expect (an unknown
 class in the table of contents, another analyzer, a compound segment, inlined postings, a
-truncated file) raises: the quick path (wiki/fastpath.py) leaves the query to Whoosh then.
+truncated file, a file merged away since the folder was listed) raises: the quick path
+(wiki/fastpath.py) leaves the query to Whoosh then.
 tests/test_wiki_segfiles.py compares its answers with Whoosh's.
 """
 from __future__ import annotations
@@ -144,8 +145,13 @@ class Analyzer:
 
 
 def _read(folder: str, name: str, mapped: bool = False):
-    """A file's bytes; *mapped*: mapped, as Whoosh reads it (over 10 MB at 10,000 entries)."""
-    with open(os.path.join(folder, name), "rb") as f:
+    """A file's bytes; *mapped*: mapped, as Whoosh reads it (over 10 MB at 10,000 entries).
+    A file gone since the folder was listed was merged away by a writer meanwhile."""
+    try:
+        f = open(os.path.join(folder, name), "rb")
+    except FileNotFoundError:
+        raise Unexpected(f"{name} gone since the index was opened") from None
+    with f:
         if not mapped or not os.fstat(f.fileno()).st_size:
             return f.read()
         import mmap
@@ -201,11 +207,12 @@ class Terms:
 class Segment:
     """One segment's files: its terms, postings, length columns and stored fields."""
 
-    def __init__(self, folder: str, record, unpickler: _Unpickler) -> None:
+    def __init__(self, folder: str, names: frozenset[str], record,
+                 unpickler: _Unpickler) -> None:
         if record.kind != "W3Segment" or getattr(record, "compound", True) or \
                 hasattr(record, "name"):
             raise Unexpected("a segment of another kind")
-        self.folder, self.unpickler = folder, unpickler
+        self.folder, self.names, self.unpickler = folder, names, unpickler
         self.prefix = f"{record.indexname}_{record.segid}"
         self.count = record._doccount
         self.deleted_docs_set = frozenset(record._deleted or ())
@@ -228,11 +235,13 @@ class Segment:
         return 0 if where is None else self.terms.info(where)[0]
 
     def length_bytes(self, field: str) -> tuple[bytes, object]:
-        """As :func:`.whoosh_shim._length_bytes`: the length byte of every document."""
-        try:
-            data = _read(self.folder, f"{self.prefix}._{field}_len.col")
-        except FileNotFoundError:
+        """As :func:`.whoosh_shim._length_bytes`: the length byte of every document.
+        Whether the column exists is the folder's listing when the index was opened: one
+        deleted since (a merge) is not "no lengths", which would score every hit wrong."""
+        name = f"{self.prefix}._{field}_len.col"
+        if name not in self.names:
             return bytes(self.count), lambda _: 1
+        data = _read(self.folder, name)
         from whoosh.util.numeric import byte_to_length
         return data, byte_to_length
 
@@ -373,7 +382,8 @@ class Files:
 
     def __init__(self, folder: str) -> None:
         imported(("whoosh.lang.porter", "whoosh.scoring", "whoosh.util.numeric"))
-        generations = [int(name[len(TOC_PREFIX):-4]) for name in os.listdir(folder)
+        names = frozenset(os.listdir(folder))  # what exists, for every later read
+        generations = [int(name[len(TOC_PREFIX):-4]) for name in names
                        if name.startswith(TOC_PREFIX) and name.endswith(".toc")
                        and name[len(TOC_PREFIX):-4].isdigit()]
         if not generations:
@@ -394,7 +404,7 @@ class Files:
         records = unpickler.loads(b"", stream)
         self.schema = {name: Field(Analyzer(field.analyzer)) for name, field
                        in schema._fields.items() if field.kind == "TEXT"}
-        self.segments = [Segment(folder, record, unpickler) for record in records]
+        self.segments = [Segment(folder, names, record, unpickler) for record in records]
 
     def reader(self) -> Reader:
         return Reader(self.segments, self.generation)
