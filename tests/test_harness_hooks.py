@@ -494,3 +494,37 @@ def test_a_high_message_from_another_clone_is_told_at_the_next_tool_call_once(
     assert after == ""
     assert a(*fetching).returncode == 0  # fetched again: not marked twice
     assert next_tool_call("claude", repo) == ("", "")
+
+
+def test_the_record_of_marked_messages_keeps_only_what_waits(tmp_path):
+    """The record of what was marked (store/urgent.py) does not only grow: after a fetch,
+    a message acknowledged, and one sent to a session of another clone, are no longer
+    in it, a message still waiting is, and none of them is marked again (issue 35)."""
+    from test_messages import clones
+    from agent_registry.store.urgent import RECORD, folder
+    a, b = clones(tmp_path, 2)
+    repo = a.cwd
+    sid = f"claude-{NATIVE}"
+    start = hook(repo, "claude", "session-start", base("claude", repo, "SessionStart"),
+                 "--pid", str(os.getpid()))
+    assert start.returncode == 0, start.stderr
+    assert a("sync").returncode == 0
+    sent = [json.loads(b("--json", "send", "--from", "alice", "--to", sid, "--importance",
+                         "high", text).stdout)["id"] for text in ("first", "second")]
+    elsewhere = json.loads(a("--json", "send", "--from", "alice", "--to", "s1",
+                             "--importance", "high", "to clone B").stdout)["id"]
+    assert a("sync").returncode == 0
+    record = os.path.join(folder(str(repo / ".git")), RECORD)
+
+    def recorded() -> set[str]:
+        with open(record, encoding="utf-8") as f:
+            return set(f.read().split())
+
+    assert set(sent) <= recorded() and elsewhere not in recorded()
+    before, _ = next_tool_call("claude", repo)
+    assert all(mid in before for mid in sent)
+    assert a("ack", "--session", sid, sent[0]).returncode == 0
+    assert a("sync").returncode == 0
+    assert sent[1] in recorded() and sent[0] not in recorded()
+    assert a("sync").returncode == 0
+    assert next_tool_call("claude", repo) == ("", "")  # nothing marked again

@@ -13,7 +13,8 @@ that marks meanwhile leaves a new one, never lost.
 A high message sent from another clone is marked here by the fetch that brings it
 (sync/rooms.py ``mark_arrived``).  Each (session, message) marked is recorded (``.marked``: one
 ``session id`` a line), so a message is marked once, whether the send or a later fetch
-saw it first, and never again once told.
+saw it first, and never again once told.  A fetch's pass reads it once and keeps in it
+only what that pass could mark (``mark_all``), so it holds what waits, not all history.
 """
 from __future__ import annotations
 
@@ -31,28 +32,51 @@ def mark(common_dir: str, sessions: list[str], mid: str) -> None:
     """Note that *mid* is urgent for each of *sessions* not marked for it before (best
     effort: the message is on the branch whatever happens here, told at the next prompt
     at the latest)."""
+    mark_all(common_dir, [(sid, mid) for sid in sessions])
+
+
+def mark_all(common_dir: str, pairs: list[tuple[str, str]], complete: bool = False) -> None:
+    """Mark each (session, message) of *pairs* not marked before, the record read once.
+    *complete*: *pairs* are all that a fetch may mark here now (every waiting high message
+    of this clone's live sessions), so the record keeps only those: a message acknowledged,
+    a session ended or one of another clone is never marked by a fetch again.  (A send's
+    line written between this read and the rewrite may go: its message is marked once more
+    at most, and the hooks' record of what they told, harness/messages.py, tells it once.)"""
     where = folder(common_dir)
     try:
-        before = set(_recorded(where))
-        new = [sid for sid in sessions if f"{sid} {mid}" not in before]
-        if not new:
-            return
-        os.makedirs(where, exist_ok=True)
-        for sid in new:
+        before = _recorded(where)
+        new = list(dict.fromkeys(f"{sid} {mid}" for sid, mid in pairs
+                                 if f"{sid} {mid}" not in before))
+        if new:
+            os.makedirs(where, exist_ok=True)
+        for line in new:
+            sid, mid = line.split(" ", 1)
             with open(os.path.join(where, sid), "a", encoding="utf-8") as f:
                 f.write(mid + "\n")
-        with open(os.path.join(where, RECORD), "a", encoding="utf-8") as f:
-            f.write("".join(f"{sid} {mid}\n" for sid in new))
+        wanted = {f"{sid} {mid}" for sid, mid in pairs}
+        if complete and not before <= wanted:
+            _rewrite(where, sorted(wanted))
+        elif new:
+            with open(os.path.join(where, RECORD), "a", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in new))
     except OSError:
         pass
 
 
-def _recorded(where: str) -> list[str]:
+def _recorded(where: str) -> set[str]:
     try:
         with open(os.path.join(where, RECORD), encoding="utf-8") as f:
-            return f.read().splitlines()
+            return set(f.read().splitlines())
     except OSError:
-        return []
+        return set()
+
+
+def _rewrite(where: str, lines: list[str]) -> None:
+    """The record replaced whole (renamed over it: a reader sees the old or the new)."""
+    temporary = os.path.join(where, f"{RECORD}.{os.getpid()}")
+    with open(temporary, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    os.replace(temporary, os.path.join(where, RECORD))
 
 
 def marked(common_dir: str) -> set[str]:

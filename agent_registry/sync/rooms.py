@@ -317,8 +317,8 @@ def mark_arrived(registry: Registry) -> None:
     once and the hub fetched once, whatever the number of sessions.  Never raises: what
     is not marked is told at the next prompt."""
     from ..branch.mailbox import field
-    from ..store.urgent import mark
-    hub = None
+    from ..store.urgent import mark_all
+    hub, pairs, complete = None, [], False
     try:
         read = views(registry)
         for session in local_sessions(registry, registry.view()):
@@ -327,14 +327,16 @@ def mark_arrived(registry: Registry) -> None:
                 hub = hub or open_hub(registry)
                 on_hub = hub.view().session(member_id(hub, session.id), strict=False)
                 found += pending_for(hub.view(), on_hub) if on_hub else []
-            for message in found:
-                if field(message, "importance") == "high":
-                    mark(registry.repo.info.common_dir, [session.id], message["id"])
+            pairs += [(session.id, message["id"]) for message in found
+                      if field(message, "importance") == "high"]
+        complete = True
     except Exception:  # noqa: BLE001 - a best effort beside the command's own answer
         pass
     finally:
         if hub is not None:
             hub.close()
+    # one read of the record for the pass; pruned only after a pass that saw everything
+    mark_all(registry.repo.info.common_dir, pairs, complete)
 
 
 class HubInbox:
