@@ -11,7 +11,9 @@ and three small Whoosh modules (the Porter stemmer, ``whoosh.scoring``'s bm25,
 class in the table of contents, another analyzer, a compound segment, inlined postings, a
 truncated file, a file merged away since the folder was listed) raises: the quick path
 (wiki/fastpath.py) leaves the query to Whoosh then.
-tests/test_wiki_segfiles.py compares its answers with Whoosh's.
+tests/test_wiki_segfiles.py compares its answers with Whoosh's.  Over 400 lines: one file
+format read whole (its table of contents, term tables, postings and columns), which split
+would only pass its private layouts between modules.
 """
 from __future__ import annotations
 
