@@ -147,3 +147,14 @@ def test_a_clone_whose_view_is_due_a_fetch_fetches_before_answering(clone, wiki_
     os.utime(mark, (past, past))  # the last fetch an hour ago: older than the bound
     answer, quick = query(clone, "zanzibar")
     assert not quick and top(answer) == "later-1"
+
+
+def test_a_symbolic_branch_ref_is_followed_as_the_repo_follows_it(wiki_repo, repo):
+    """The quick path and the Repo read a ref with one function (store/layout.py
+    ``ref_from_files``): a registry branch that is a symbolic ref is followed by both, so
+    a warm query stays quick, with the same answer (issue 35)."""
+    tip = git(repo, "rev-parse", "refs/heads/agent-registry").strip()
+    git(repo, "update-ref", "refs/heads/kept", tip)
+    git(repo, "symbolic-ref", "refs/heads/agent-registry", "refs/heads/kept")
+    answer, quick = query(repo)
+    assert quick and top(answer) == ANSWER

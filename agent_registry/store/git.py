@@ -25,11 +25,11 @@ from ..errors import BadInput, RegistryError, Unreadable, os_failure
 from . import spawn
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
-from .layout import RepoInfo, packed_oid, plain_layout, state_path
+from .layout import (RefUnreadable, RepoInfo, packed_refs, plain_layout,
+                     ref_from_files, state_path)
 from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
-SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
 GITLINK_MODE = b"160000"  # a submodule's commit: another repository's object
 # the repairs an unreadable ref or object names
 REF_REPAIR = ("run `agent-registry doctor --fix` (it restores the ref from its reflog or "
@@ -409,26 +409,10 @@ class Repo:
         if self.ref_format != "files":
             found = self._refs_by_git(ref).get(ref)
         else:
-            name = ref
-            for _ in range(SYMREF_DEPTH + 1):
-                raw = self._ref_file(name)
-                if raw is None:
-                    found = self._packed_ref(name)
-                    break
-                value = raw.strip()
-                if not value.startswith(b"ref: "):
-                    found = value.decode("ascii", "replace")
-                    if not self._is_oid(found):
-                        raise self._broken_ref(ref, f"its file {name} holds "
-                                               f"{'nothing' if not value else repr(value[:60])}")
-                    break
-                name = value[5:].strip().decode("utf-8", "replace")
-                if not name.startswith("refs/") or any(
-                        part in ("", ".", "..") for part in name.split("/")):
-                    raise self._broken_ref(ref, f"a symbolic ref to {name!r}, outside refs/")
-            else:
-                raise self._broken_ref(ref, f"a loop of symbolic refs (more than "
-                                       f"{SYMREF_DEPTH}, through {name})")
+            try:
+                found = ref_from_files(self.info.common_dir, ref, len(self.zero_oid))
+            except RefUnreadable as exc:
+                raise self._broken_ref(exc.ref, exc.why) from None
         if found is not None:
             self.reader.remember(found, ref)
         return found
@@ -440,37 +424,11 @@ class Repo:
         return Unreadable(f"the ref {ref} cannot be read: {why}; {REF_REPAIR}",
                           details={"ref": ref, "object": None})
 
-    def _ref_file(self, name: str) -> bytes | None:
-        """The loose file of ref *name*, None when there is none (a folder of refs below
-        that name is none either)."""
-        try:
-            return read_bytes(os.path.join(self.info.common_dir, name))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise self._broken_ref(name, f"its file cannot be read ({exc.strerror})") from None
-
     def _packed_refs(self) -> bytes:
-        """packed-refs, b"" when there is none; one cut short is unreadable (git stops
-        at its unterminated line)."""
         try:
-            packed = read_bytes(os.path.join(self.info.common_dir, "packed-refs"))
-        except FileNotFoundError:
-            return b""
-        except OSError as exc:
-            raise self._broken_ref("packed-refs", f"it cannot be read ({exc.strerror})") from None
-        if packed and not packed.endswith(b"\n"):
-            raise self._broken_ref("packed-refs", "it is cut short (no end of line)")
-        return packed
-
-    def _packed_ref(self, ref: str) -> str | None:
-        raw = packed_oid(self._packed_refs(), ref)
-        if raw is None:
-            return None
-        oid = raw.decode("ascii", "replace")
-        if not self._is_oid(oid):
-            raise self._broken_ref(ref, f"packed-refs holds {oid[:60]!r} for it")
-        return oid
+            return packed_refs(self.info.common_dir)
+        except RefUnreadable as exc:
+            raise self._broken_ref(exc.ref, exc.why) from None
 
     def _refs_by_git(self, pattern: str) -> dict[str, str]:
         """Ref -> commit of the refs git lists for *pattern* (itself, or refs below it):

@@ -1,6 +1,6 @@
 """Where a repository lives (:data:`RepoInfo`), and :func:`plain_layout`: finding it from
 its files, without a ``git rev-parse`` process; :func:`ref_from_files`: a ref's commit from
-its files, without the Repo.
+its files, which the Repo's read_ref reads too.
 
 Apart from store/git.py (which re-exports both) so that what runs after every tool call
 (the after-tool hook's quick path, harness/after.py) finds the repository without
@@ -93,30 +93,70 @@ def packed_oid(packed: bytes, ref: str) -> bytes | None:
     return None if end < 0 else packed[packed.rfind(b"\n", 0, end) + 1:end]
 
 
-def ref_from_files(common_dir: str, ref: str) -> str | None:
-    """*ref*'s commit read from the files as git reads it (its loose file, else its line in
-    packed-refs), None when it has neither; ValueError for anything else (a symbolic
-    ref, a damaged or unreadable file): the Repo reads it then, and says what is wrong."""
+SYMREF_DEPTH = 5  # symbolic refs followed before a chain is a loop (git's SYMREF_MAXDEPTH)
+
+
+class RefUnreadable(ValueError):
+    """A ref that is there but cannot be read (a damaged or unreadable file, a loop of
+    symbolic refs): git ignores such a ref, and a registry that did would read its locks
+    as free.  *ref*: the ref (or ``packed-refs``) at fault; *why*: what is wrong."""
+
+    def __init__(self, ref: str, why: str) -> None:
+        super().__init__(f"{ref}: {why}")
+        self.ref, self.why = ref, why
+
+
+def packed_refs(common_dir: str) -> bytes:
+    """packed-refs, b"" when there is none; one cut short is unreadable (git stops at its
+    unterminated line)."""
+    from .rawfile import read_bytes  # loaded already wherever the Repo is
     try:
-        with open(os.path.join(common_dir, ref), "rb") as f:
-            raw: bytes | None = f.read().rstrip(b"\n")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raw = None
+        packed = read_bytes(os.path.join(common_dir, "packed-refs"))
+    except FileNotFoundError:
+        return b""
     except OSError as exc:
-        raise ValueError(f"{ref}: {exc}") from None
-    if raw is None:
+        raise RefUnreadable("packed-refs", f"it cannot be read ({exc.strerror})") from None
+    if packed and not packed.endswith(b"\n"):
+        raise RefUnreadable("packed-refs", "it is cut short (no end of line)")
+    return packed
+
+
+def ref_from_files(common_dir: str, ref: str, oid_length: int = 40) -> str | None:
+    """*ref*'s commit read from the files as git reads it (its loose file, else its line
+    in packed-refs: an existing loose file decides, as in git; symbolic refs followed
+    within refs/), None when it has neither; RefUnreadable for a ref that is there but
+    cannot be read.  The Repo's read_ref (files refs) and the wiki's quick path both read
+    a ref here; *oid_length*: 64 in a sha256 repository."""
+    from .rawfile import read_bytes
+    name = ref
+    for _ in range(SYMREF_DEPTH + 1):
         try:
-            with open(os.path.join(common_dir, "packed-refs"), "rb") as f:
-                packed = f.read()
-        except FileNotFoundError:
-            return None
+            value: bytes | None = read_bytes(os.path.join(common_dir, name)).strip()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            value = None  # a folder of refs below that name is no ref either
         except OSError as exc:
-            raise ValueError(f"packed-refs: {exc}") from None
-        if packed and not packed.endswith(b"\n"):
-            raise ValueError("packed-refs is cut short")
-        raw = packed_oid(packed, ref)
-        if raw is None:
-            return None
-    if len(raw) == 40 and not raw.strip(b"0123456789abcdef"):
-        return raw.decode()
-    raise ValueError(f"{ref} holds {raw[:60]!r}")
+            raise RefUnreadable(name, f"its file cannot be read ({exc.strerror})") from None
+        if value is None:
+            raw = packed_oid(packed_refs(common_dir), name)
+            if raw is None:
+                return None
+            oid = raw.decode("ascii", "replace")
+            if not _is_oid(oid, oid_length):
+                raise RefUnreadable(name, f"packed-refs holds {oid[:60]!r} for it")
+            return oid
+        if not value.startswith(b"ref: "):
+            oid = value.decode("ascii", "replace")
+            if not _is_oid(oid, oid_length):
+                raise RefUnreadable(ref, f"its file {name} holds "
+                                    f"{'nothing' if not value else repr(value[:60])}")
+            return oid
+        name = value[5:].strip().decode("utf-8", "replace")
+        if not name.startswith("refs/") or any(
+                part in ("", ".", "..") for part in name.split("/")):
+            raise RefUnreadable(ref, f"a symbolic ref to {name!r}, outside refs/")
+    raise RefUnreadable(ref, f"a loop of symbolic refs (more than {SYMREF_DEPTH}, "
+                        f"through {name})")
+
+
+def _is_oid(value: str, length: int) -> bool:
+    return len(value) == length and not value.strip("0123456789abcdef")

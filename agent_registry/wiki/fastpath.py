@@ -78,7 +78,7 @@ def quick(opts: dict) -> int | None:
     view's freshness and the branch tip read as the Registry reads them in the plain
     case, the index read by wiki/segfiles.py, and its commit is that tip.  None when any
     of it is not so (no plain layout, a config that mentions agent-registry, a fetch due,
-    a symbolic or damaged ref, no index, one behind the tip or one segfiles does not
+    a damaged ref, no index, one behind the tip or one segfiles does not
     read, a search that failed): the whole path decides then, and brings the index up
     to the tip; the answer is the same either way."""
     import time
