@@ -263,7 +263,11 @@ def parse_yaml(text: str) -> dict:
     data: dict = {}
     current: str | None = None
     loads = jsontext.loads
-    for number, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
         # fast paths: the canonical `key: "json string"` and `- "json string"` lines we
         # write ourselves
         if line[:3] == '- "' and line[-1:] == '"' and current is not None:
@@ -294,11 +298,39 @@ def parse_yaml(text: str) -> dict:
             key, rest = parts
             if rest is None or rest.strip() == "" or rest.strip().startswith("#"):
                 data[key], current = [], key
+                number = _quoted_items(lines, number, data[key])
             else:
                 data[key], current = plain_scalar(rest), None
         except (ValueError, IndexError) as exc:
             raise UnreadableRecord(f"line {number}: {exc}") from None
     return data
+
+
+QUOTED_BLOCK = 16  # a list of at least this many ``- "..."`` lines is read in one parse
+
+
+def _quoted_items(lines: list[str], start: int, into: list) -> int:
+    """Where reading goes on after the ``- "..."`` lines at *start* (appended to *into*),
+    read as one JSON array rather than line by line: a session holding 1,000 paths is
+    parsed on every check and claim that meets it.  Only when that reads as the lines
+    would one by one: every line starts with ``- "`` and the array has one item per
+    line.  A JSON string cannot hold a raw line break (jsontext is strict), so each item
+    lies within its line, and a line of one string and spaces reads the same either
+    way; anything else (a comment, two values on a line) is left to the line reader."""
+    end = start
+    while end < len(lines) and lines[end][:3] == '- "':
+        end += 1
+    if end - start < QUOTED_BLOCK:
+        return start
+    try:
+        items = jsontext.loads("[" + "\n".join(lines[start:end])[2:].replace('\n- "', '\n,"')
+                               + "]")
+    except ValueError:
+        return start
+    if len(items) != end - start:
+        return start
+    into.extend(items)
+    return end
 
 
 def read_mapping(raw: bytes) -> dict:
