@@ -52,7 +52,9 @@ class Receiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"json://127.0.0.1:{self.server.server_address[1]}/hook"
+        # Apprise gives up on a target after 4 s by default; a loaded CI machine once took
+        # longer to answer from this thread, and the delivery was recorded as failed
+        self.url = f"json://127.0.0.1:{self.server.server_address[1]}/hook?cto=30&rto=30"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def accepted(self) -> list[str]:

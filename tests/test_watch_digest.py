@@ -93,7 +93,7 @@ def test_a_rewritten_history_loses_no_event_even_from_a_slow_clock(repo, run, re
 
 def test_notifications_are_plain_text(repo, run, receiver):
     assert run("init").returncode == 0
-    target = receiver.url + "?format=html"  # a service that reads HTML
+    target = receiver.url + "&format=html"  # a service that reads HTML
     env = {"AGENT_REGISTRY_NOTIFY_URLS": target}
     assert run("--json", "watch", "--once", env=env).returncode == 0
     assert run("register", "h1", "--provider", "Codex", "--working-on",
