@@ -129,6 +129,19 @@ def team(tmp_path):
     return Team(tmp_path)
 
 
+@pytest.fixture
+def https_team(tmp_path, monkeypatch):
+    """A team whose remote is served by a real smart-HTTPS server (tests/smart_http.py)."""
+    from smart_http import SmartHTTPS, available
+    if (why := available()) is not None:
+        pytest.skip(why)
+    with SmartHTTPS(tmp_path) as server:
+        team = Team(tmp_path, url=f"{server.url}/remote.git")
+        git(team.bare, "config", "http.receivepack", "true")  # pushes without a login
+        monkeypatch.setenv("GIT_SSL_CAINFO", str(server.ca))
+        yield team
+
+
 @pytest.fixture(params=["sha1", "sha256"])
 def any_team(request, tmp_path):
     return Team(tmp_path) if request.param == "sha1" else sha256_team(tmp_path)
@@ -357,6 +370,17 @@ def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team
     it by the remote, so the claim after that fetches first and carries a's claim: it is
     on the remote, applied once, though a pushed nothing itself.  (Before, b fetched,
     and helped, only once FRESH ran out.)"""
+    the_next_claim_carries_the_intent_a_push_saw(team)
+
+
+def test_a_push_over_https_that_sees_an_intent_makes_the_next_claim_fetch_too(https_team):
+    """The same through a real smart-HTTPS server: there git-remote-https reads the
+    remote's refs, and its packet trace names them as ``git<``, not ``push<`` (before,
+    the check read only the latter and never saw an intent over HTTPS) (issue 35)."""
+    the_next_claim_carries_the_intent_a_push_saw(https_team)
+
+
+def the_next_claim_carries_the_intent_a_push_saw(team: Team) -> None:
     a, b, op_id = intent_beside_a_claimer(team)
     ok(b(*claim("codex-2", ON_HOT[2])))  # decided on b's tip: its push sees the intent
     ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
@@ -365,6 +389,29 @@ def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team
     assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:4]] == [["codex-2"]] * 3
     ok(a("sync"))
     assert op_count(team, op_id) == 1 and pending_ids(a) == []
+
+
+def test_a_push_after_which_the_next_claim_fetches_anyway_takes_no_trace(team):
+    """The trace of what the remote advertised matters only while the next claim may
+    skip its fetch: once b's fetches are older than FRESH, b's push takes none, so it
+    owes no fetch though a's intent is out (the next claim's own fetch brings it); the
+    push itself lands as before (issue 35)."""
+    import os
+    import time
+    from agent_registry import Registry
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.store.freshness import mark_path
+    from agent_registry.sync.intents import fetch_owed
+    from agent_registry.sync.remote import FRESH, push
+    _, b, _ = intent_beside_a_claimer(team)
+    with Registry.open(str(b.cwd)) as main:
+        registry = shards_of(main)[HOT]
+        marks = os.path.dirname(mark_path(registry.repo.info.common_dir, registry.branch))
+        long_ago = time.time() - 2 * FRESH
+        for name in os.listdir(marks):  # every fetch of b, the branch's and all shards'
+            os.utime(os.path.join(marks, name), (long_ago, long_ago))
+        assert push(registry, registry.repo.read_ref(registry.tracking_ref)).ok
+        assert not fetch_owed(registry)
 
 
 def test_a_clone_that_fetched_an_intent_while_waiting_carries_it_with_its_next_claim(team):

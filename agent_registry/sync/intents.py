@@ -39,6 +39,7 @@ from .replay import (APPLIED, HELPED, Replay, is_ancestor, landed_since, load_op
 from .state import load_state, save_state, state_key
 
 RECORDS = "intents/"  # intents/<clone>.json: the last intent of that clone settled, per op id
+HEXDIGITS = "0123456789abcdef"  # of an object id as git writes it
 INTENT = "Intent"  # trailer of an intent's wrapper commit: {"clone", "seq", "base"}
 
 
@@ -189,9 +190,8 @@ def note_advertised(registry: Registry, trace: str) -> None:
     prefix, tracking = f"refs/heads/{registry.branch}-intents/", tracking_prefix(registry)
     own = None
     for line in text.splitlines():
-        _, said, packet = line.partition(" push< ")  # the advertisement, as push read it
-        fields = packet.split("\0", 1)[0].split() if said else ()
-        if len(fields) != 2 or not fields[1].startswith(prefix):
+        fields = _advertised(line)
+        if fields is None or not fields[1].startswith(prefix):
             continue
         clone = fields[1][len(prefix):]
         own = own or load_state(registry).get("clone_id") or ""
@@ -202,6 +202,21 @@ def note_advertised(registry: Registry, trace: str) -> None:
         if clone != own and known != fields[0]:
             owe_fetch(registry)
             return
+
+
+def _advertised(line: str) -> tuple[str, str] | None:
+    """(object id, ref) of a line of the packet trace that is one ref the remote
+    advertised, else None.  Whoever read it names the line: ``push<`` over a path, ssh
+    or git://, ``git<`` over smart HTTP(S), where git-remote-https reads the refs (and
+    hands them to push again, traced twice); only an ``<oid> <ref>`` packet is one."""
+    _, traced, rest = line.partition(" packet: ")
+    who, read, packet = rest.lstrip().partition("< ")
+    if not traced or not read or who not in ("push", "git"):
+        return None
+    fields = packet.split("\0", 1)[0].split()
+    if len(fields) != 2 or len(fields[0]) not in (40, 64) or fields[0].strip(HEXDIGITS):
+        return None
+    return fields[0], fields[1]
 
 
 def owe_fetch(registry: Registry) -> None:

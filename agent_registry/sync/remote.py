@@ -225,14 +225,16 @@ def push(registry: Registry, commit: str) -> PushResult:
     dst = f"refs/heads/{registry.branch}"
     # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
     # suite, the pre-commit framework) must not run, or fail, on every claim
-    # traced: the refs the remote advertises say whether a clone asks for help here
-    trace = push_trace(registry)
+    # traced: the refs the remote advertises say whether a clone asks for help here;
+    # not when the next claim fetches anyway (that fetch brings every intent)
+    trace = push_trace(registry) if _may_skip_fetch(registry) else None
     try:
         proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                        registry.remote, f"{commit}:{dst}",
-                       env={**registry.repo.env, "GIT_TRACE_PACKET": trace})
+                       env={**registry.repo.env, "GIT_TRACE_PACKET": trace} if trace else None)
     finally:  # read and removed, whatever came of the push (a timeout leaves it behind)
-        note_advertised(registry, trace)
+        if trace:
+            note_advertised(registry, trace)
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:
@@ -588,12 +590,7 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
     that follows lands only on that same remote tip; a rejected one fetches and replays
     it there, re-decided (publish).  None: fetch first, as for every other operation
     (also when it would be refused here: the remote may know better)."""
-    # a shard fetched with the others (the main branch's fetch, another shard's) may
-    # skip its own fetch too, unless an intent to carry was published on it (FRESH);
-    # none may when a push saw an intent here that no fetch brought yet
-    if fetch_owed(registry) or not (
-            _fetched_within(registry, registry.branch) or registry.part.kind == "shard"
-            and _fetched_within(registry, _all_shards(registry)) and not any_fetched(registry)):
+    if not _may_skip_fetch(registry):
         return None
     with file_lock(registry.lock_file):
         seen = registry.repo.read_ref(registry.tracking_ref)
@@ -623,6 +620,18 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
         except CasFailed:
             return None
         return result
+
+
+def _may_skip_fetch(registry: Registry) -> bool:
+    """Whether a claim may now be decided without a fetch first: this clone fetched the
+    branch within FRESH, and no push since saw an intent here that no fetch brought.  A
+    shard fetched with the others (the main branch's fetch, another shard's) may skip
+    its own fetch too, unless an intent to carry was published on it.  Once False it
+    stays so until a fetch (which brings every intent): a push's trace of what the
+    remote advertised (note_advertised) matters only while it is True."""
+    return not fetch_owed(registry) and (
+        _fetched_within(registry, registry.branch) or registry.part.kind == "shard"
+        and _fetched_within(registry, _all_shards(registry)) and not any_fetched(registry))
 
 
 def _fetched_within(registry: Registry, mark: str) -> bool:
