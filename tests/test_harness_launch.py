@@ -1,8 +1,11 @@
 """The hook launcher (harness/launch.py) started as every installed hook command starts it,
 ``PYTHON -I -S launch.py``, by real interpreters: the package's dependencies are found
-where ``site`` would have found them, no further (issue 35)."""
+where ``site`` would have found them, no further; and Cursor's shell gate, its second
+edit gate, runs through it like the others (issue 35)."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_registry.harness.command import LAUNCHER
+from test_harness_install import PYTHON, cli, env, install  # noqa: F401 (env: a fixture)
 
 BASE = getattr(sys, "_base_executable", sys.executable)  # the interpreter venvs are made of
 
@@ -50,3 +54,36 @@ def test_a_dependency_in_the_base_interpreters_site_folder_is_found(base_click, 
     refused = usage_error(str(alone / "bin" / "python"), tmp_path)
     assert refused.returncode != 0 and "No module named 'click'" in refused.stderr
 
+
+def test_cursors_shell_gate_starts_the_launcher_and_decides(repo, env, tmp_path):
+    """Cursor's beforeShellExecution gate, run as installed: the launcher without site;
+    a shell command writing a file another session holds is denied, a free one is let
+    through, and with the launcher gone the command is blocked with the repair line."""
+    install(repo, env, "cursor")
+    entry = json.loads((repo / ".cursor/hooks.json").read_text())["hooks"][
+        "beforeShellExecution"][-1]
+    assert entry["failClosed"] is True
+    command = entry["command"]
+    assert f"{PYTHON} -I -S {LAUNCHER} harness hook cursor pre-tool-use" in command
+    for args in (("register", "s2", "--provider", "Codex"),
+                 ("lock", "acquire", "src/auth.py", "--session", "s2")):
+        assert cli(repo, env, *args).returncode == 0
+    clean = {k: v for k, v in os.environ.items() if k != "AGENT_REGISTRY_ALLOW"}
+
+    def shell(line: str, gate: str = command) -> subprocess.CompletedProcess:
+        event = {"conversation_id": "c1", "command": line, "cwd": str(repo),
+                 "workspace_roots": [str(repo)], "hook_event_name": "beforeShellExecution"}
+        return subprocess.run(["sh", "-c", gate], input=json.dumps(event), cwd=repo,
+                              capture_output=True, text=True, env=clean, timeout=120)
+
+    held = shell("echo x > src/auth.py")
+    assert held.returncode == 0, held.stderr
+    answer = json.loads(held.stdout)
+    assert answer["permission"] == "deny" and "s2" in answer["agent_message"]
+    free = shell("echo x > src/free.py")
+    assert free.returncode == 0 and "deny" not in free.stdout, free.stderr
+    gone = str(tmp_path / "old-site" / "agent_registry" / "harness" / "launch.py")
+    blocked = shell("echo x > src/free.py", command.replace(LAUNCHER, gone))
+    assert blocked.returncode == 2 and blocked.stderr.splitlines() == [
+        f"agent-registry: the edit gate could not run ({PYTHON} {gone}, exit 1); "
+        "repair: agent-registry harness install cursor, or AGENT_REGISTRY_ALLOW=1"]
