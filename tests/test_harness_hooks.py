@@ -470,6 +470,18 @@ def test_a_persons_high_message_is_told_at_the_next_tool_call_once(repo, run, ha
     assert normal in later and (high in later) == (harness == "copilot")
 
 
+def claude_in_clone_a(tmp_path):
+    """Two clones, a and b, and a Claude Code session started in a (synced): (a, b, its
+    session id)."""
+    from test_messages import clones
+    a, b = clones(tmp_path, 2)
+    start = hook(a.cwd, "claude", "session-start", base("claude", a.cwd, "SessionStart"),
+                 "--pid", str(os.getpid()))
+    assert start.returncode == 0, start.stderr
+    assert a("sync").returncode == 0
+    return a, b, f"claude-{NATIVE}"
+
+
 @pytest.mark.parametrize("fetching", [("sync",), ("inbox", "s0")])
 def test_a_high_message_from_another_clone_is_told_at_the_next_tool_call_once(
         tmp_path, fetching):
@@ -477,14 +489,8 @@ def test_a_high_message_from_another_clone_is_told_at_the_next_tool_call_once(
     command there that fetches it (``sync``, another session's ``inbox``), so Claude
     Code's PreToolUse hook in A, which never fetches, tells it before the next tool
     call, once (issue 36)."""
-    from test_messages import clones
-    a, b = clones(tmp_path, 2)
+    a, b, sid = claude_in_clone_a(tmp_path)
     repo = a.cwd
-    sid = f"claude-{NATIVE}"
-    start = hook(repo, "claude", "session-start", base("claude", repo, "SessionStart"),
-                 "--pid", str(os.getpid()))
-    assert start.returncode == 0, start.stderr
-    assert a("sync").returncode == 0
     high = json.loads(b("--json", "send", "--from", "alice", "--to", sid, "--importance",
                         "high", "stop: the API changed").stdout)["id"]
     assert next_tool_call("claude", repo) == ("", "")  # not fetched yet: no hook fetches
@@ -500,15 +506,9 @@ def test_the_record_of_marked_messages_keeps_only_what_waits(tmp_path):
     """The record of what was marked (store/urgent.py) does not only grow: after a fetch,
     a message acknowledged, and one sent to a session of another clone, are no longer
     in it, a message still waiting is, and none of them is marked again (issue 35)."""
-    from test_messages import clones
     from agent_registry.store.urgent import RECORD, folder
-    a, b = clones(tmp_path, 2)
+    a, b, sid = claude_in_clone_a(tmp_path)
     repo = a.cwd
-    sid = f"claude-{NATIVE}"
-    start = hook(repo, "claude", "session-start", base("claude", repo, "SessionStart"),
-                 "--pid", str(os.getpid()))
-    assert start.returncode == 0, start.stderr
-    assert a("sync").returncode == 0
     sent = [json.loads(b("--json", "send", "--from", "alice", "--to", sid, "--importance",
                          "high", text).stdout)["id"] for text in ("first", "second")]
     elsewhere = json.loads(a("--json", "send", "--from", "alice", "--to", "s1",
