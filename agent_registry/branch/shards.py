@@ -282,6 +282,14 @@ def layout_of(raw: bytes | None) -> dict:
                       "fix it by hand or install the newest agent-registry")
 
 
+def count_of(marker: dict) -> int:
+    """The shard count of the layout *marker*; one that is not a count refuses."""
+    count = marker.get("shards")
+    if not isinstance(count, int) or not 1 <= count <= 256:
+        raise NewerFormat(f"{LAYOUT}: shards {count!r} is not a shard count; fix it by hand")
+    return count
+
+
 def require_writable(raw: bytes | None) -> None:
     """Refuse, in one line naming the version to install, to write a registry whose
     marker *raw* names a layout this version does not write (WRITES): writing there

@@ -36,7 +36,6 @@ def lock_arguments(registry, args, sid: str | None, *,
     :mod:`agent_registry.branch.sessionids`) and names neither a session nor a file,
     unless --session is given: the error names the live ids it may have meant, and
     $AGENT_REGISTRY_SESSION never turns it into a path of that session's."""
-    from ..branch.sessionids import looks_like_session_id
     from ..errors import BadInput
     paths = list(args)
     here = registry.repo.info
@@ -57,12 +56,13 @@ def lock_arguments(registry, args, sid: str | None, *,
             raise BadInput(f"{last!r} names both a file and a registered session: "
                            "give the session with --session")
         sid = paths.pop()
-    elif may_be_sid and sid is None and last is not None and \
-            looks_like_session_id(last) and not is_file(last):
-        unknown = registry.unknown(None, last)
-        raise BadInput(f"{unknown.message} (a last argument that looks like a session id "
-                       f"is never locked as a path; a new file of that name: ./{last})",
-                       details=unknown.details)
+    elif may_be_sid and sid is None and last is not None and not is_file(last):
+        from ..branch.sessionids import looks_like_session_id  # not with --session
+        if looks_like_session_id(last):
+            unknown = registry.unknown(None, last)
+            raise BadInput(f"{unknown.message} (a last argument that looks like a session "
+                           f"id is never locked as a path; a new file of that name: "
+                           f"./{last})", details=unknown.details)
     for arg in paths:
         if arg in names and not is_file(arg):
             raise BadInput(f"{arg!r} names a registered session, not a file: give the "
@@ -153,16 +153,20 @@ def global_options(args: list[str]) -> dict | None:
     return opts
 
 
-def serve(opts: dict, command) -> int:
+def serve(opts: dict, command, opener=None) -> int:
     """Open the registry of ``opts["directory"]``, run *command* on it (which returns
     its JSON document, its text and its exit code) and print the answer as ``--json`` or
     ``--quiet`` ask; an error is one line on stderr and its exit code, and the
-    registry's warnings follow, as :func:`agent_registry.cli.main.main` reports them."""
+    registry's warnings follow, as :func:`agent_registry.cli.main.main` reports them.
+    *opener*: what opens a lighter registry for *command*, or says None where the
+    core's must (cli/quickcheck.py); the core's Registry without one."""
     from ..errors import RegistryError
-    from ..sync import Registry
     registry = None
     try:
-        registry = Registry.open(opts["directory"])
+        registry = opener(opts["directory"]) if opener is not None else None
+        if registry is None:
+            from ..sync import Registry
+            registry = Registry.open(opts["directory"])
         data, text, code = command(registry)
         answer(opts, data, text)
         return code

@@ -115,6 +115,9 @@ def execute(opts: dict) -> int:
             said(registry)
         return {"paths": results, **view}, output.check_text(results), output.check_code(results)
 
+    if opts["command"] == "check":  # read without the core where it can be
+        from .quickcheck import open_check
+        return serve(opts, command, open_check)
     return serve(opts, command)
 
 

@@ -7,10 +7,11 @@ import os
 import time
 
 from ..branch import paths as P
-from ..branch.records import SHORTEST_TTL, Holder, Lock, Session, iso, parse_iso
+from ..branch.lockcheck import CheckCalls, age_seconds, judge
+from ..branch.records import SHORTEST_TTL, Holder, Lock, Session, iso
 from ..branch.staleness import DEFAULT_TTL, behind_note, stale_reason
 from ..branch.view import View
-from ..errors import BadInput, NotFound, Refused, RegistryError
+from ..errors import BadInput, NotFound, Refused
 from ..store.procinfo import is_alive
 from . import sharded
 from .operations import Outcome, operation
@@ -162,21 +163,10 @@ def apply_force_release(registry: Registry, view: View, op: dict) -> Outcome:
                    f"by {op['by']}: {op['reason']}")
 
 
-class LockCalls:
+class LockCalls(CheckCalls):
     """The lock half of the Registry API (core/registry.py mixes it in): each call
-    validates its arguments and applies one operation of this module."""
-
-    def targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
-        """The stored targets *raw* names.  Globs are checked only for *new* targets: a
-        bad glob already on the branch can still be checked, released and force-released."""
-        info, rule = self.repo.info, self.repo.path_rule
-        out = []
-        for item in P.csv_items(raw) if isinstance(raw, str) else raw:
-            target = P.target(item, toplevel=info.toplevel, prefix=info.prefix, new=new,
-                              rule=rule)
-            if target not in out:
-                out.append(target)
-        return self.spelled(out) if rule.ignorecase else out
+    validates its arguments and applies one operation of this module (`lock check`'s
+    reading, which writes nothing, is CheckCalls', branch/lockcheck.py)."""
 
     def spelled(self, targets: list[str]) -> list[str]:
         """*targets* spelled as the index spells them, else as a live claim does, else
@@ -214,11 +204,7 @@ class LockCalls:
 
     def judge(self, view: View, holder: Holder, at: float) -> str | None:
         """Why *holder* no longer counts, or None while it does."""
-        session = view.session(holder.session, strict=False)
-        if session is None and holder.session in view.unreadable:
-            return None  # an unreadable session file keeps its locks held
-        return stale_reason(holder, session, at, self.host, self.seen,
-                            ended=None if session is not None else _ended(view, holder.session))
+        return judge(view, holder, at, self.host, self.seen)
 
     def conflicts(self, view: View, sid: str, target: str, mode: str, at: float) -> list[dict]:
         out = []
@@ -254,37 +240,6 @@ class LockCalls:
         return self.apply(self.new_op("release", session=sid, paths=targets,
                                       **({"expect": expect} if expect else {})))
 
-    def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
-        """Per target: free, locked (by a live session), locked-by-me, or stale."""
-        if sid:
-            P.validate_session_id(sid)
-        targets = self.targets(paths, new=False)
-        if not targets:
-            raise BadInput("no path to check")
-        view, at = self.view(), self.clock()
-        unconfirmed = self.unconfirmed_claims()
-        out = []
-        for target in targets:
-            states = []
-            for lock in view.covering(target):
-                for holder in lock.holders:
-                    reason = self.judge(view, holder, at)
-                    owner = view.session(holder.session, strict=False)
-                    state = ("locked-by-me" if holder.session == sid and reason is None
-                             else "stale" if reason else "locked")
-                    states.append({"path": target, "state": state, "target": lock.path,
-                                   "owner": holder.session, "mode": lock.mode,
-                                   "working_on": owner.working_on if owner else "",
-                                   "since": holder.acquired_at,
-                                   "age_seconds": _age(holder.acquired_at, at),
-                                   "reason": holder.reason, "stale_reason": reason,
-                                   "confirmed": (holder.session, lock.path) not in unconfirmed})
-            rank = {"locked": 0, "locked-by-me": 1, "stale": 2}
-            states.sort(key=lambda s: rank[s["state"]])
-            out.append(states[0] if states else {"path": target, "state": "free"})
-        self.warnings = view.warnings
-        return out
-
     def claim_reasons(self, sessions: Iterable[Session], view: View | None = None,
                       known: dict[tuple[str, str], Holder | None] | None = None) -> list[dict]:
         """Why each lock of *sessions* was claimed, where the claim gave a reason, from
@@ -312,7 +267,7 @@ class LockCalls:
                     continue
                 out.append({"path": target, "owner": session.id, "mode": lock.mode,
                             "working_on": session.working_on, "since": holder.acquired_at,
-                            "age_seconds": _age(holder.acquired_at, at), "ttl": holder.ttl,
+                            "age_seconds": age_seconds(holder.acquired_at, at), "ttl": holder.ttl,
                             "generation": holder.generation, "reason": holder.reason,
                             "stale_reason": stale_reason(holder, session, at, self.host,
                                                          self.seen),
@@ -372,20 +327,6 @@ class LockCalls:
         P.validate_text("author", by)
         return self.apply(self.new_op("force-release", path=target, reason=reason, by=by,
                                    force=force))
-
-
-def _ended(view: View, sid: str) -> Session | None:
-    """*sid*'s ended record, for saying why its locks no longer count (None: none, or
-    unreadable: then "not registered" is said, as before)."""
-    try:
-        return view.done_session(sid)
-    except RegistryError:
-        return None
-
-
-def _age(since: str, at: float) -> int | None:
-    ts = parse_iso(since)
-    return None if ts is None else max(0, int(at - ts))
 
 
 def _expected(targets: list[str], generations: Iterable[str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from ..branch import paths as P
 from ..branch.records import (LIVE, Holder, Session, UnreadableRecord, iso, load_session,
                               parse_iso, select_sessions, status_named)
 from ..branch.staleness import DEFAULT_TTL, ahead_by, session_stale_reason
-from ..branch.view import View, done_path, live_path
+from ..branch.view import View
 from ..errors import BadInput, Refused
 from ..store.procinfo import choose_owner
 from .operations import Outcome, operation
@@ -255,15 +255,6 @@ class SessionCalls:
         if not path:
             raise BadInput("empty handoff path")
         return Session.from_dict(self.apply(self.new_op("handoff", session=sid, path=path))["session"])
-
-    def session_names(self, names: Iterable[str]) -> set[str]:
-        """Which of *names* are registered sessions, live or ended (direct lookups)."""
-        candidates = [n for n in names if P.is_session_id(n)]
-        if not candidates:
-            return set()
-        view = self.view()
-        return {n for n in candidates
-                if view.read(live_path(n)) is not None or view.read(done_path(n)) is not None}
 
     def session(self, sid: str) -> Session:
         P.validate_session_id(sid)

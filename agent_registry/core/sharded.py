@@ -10,6 +10,7 @@ router's (core/routing.py).
 from __future__ import annotations
 
 from ..branch import shards as S
+from ..branch.shards import count_of
 from ..branch.shardview import ShardView, WholeView, open_whole, shard_tip
 from ..branch.view import View
 from .cloned import main_views
@@ -25,13 +26,6 @@ def layout(registry: Registry) -> dict:
     return S.newest_layout(registry.repo, (registry.repo.read_ref(registry.ref),
                                            registry.repo.read_ref(registry.tracking_ref)
                                            if registry.tracking_ref else None))
-
-
-def count_of(marker: dict) -> int:
-    count = marker.get("shards")
-    if not isinstance(count, int) or not 1 <= count <= 256:
-        raise S.NewerFormat(f"{S.LAYOUT}: shards {count!r} is not a shard count; fix it by hand")
-    return count
 
 
 class LockShard:

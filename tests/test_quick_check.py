@@ -1,0 +1,140 @@
+"""`lock check` read without the core (cli/quickcheck.py, issue 35: check at its floor).
+
+Without a remote, the check reads the registry through branch/lockcheck.py alone, never
+importing the core's Registry: its answer (each path's state, the holder's staleness,
+the warnings of what cannot be read, the exit code) must be the core's, in the layout
+`init` makes and in one branch, in a sha256 repository too, for a live holder, a stale
+one (its process gone), a holder whose session file cannot be read (held, and said), a
+directory lock, a glob lock and the caller's own lock.  Where more decides (a remote, a
+registry branch named in config, names compared ignoring case) the core answers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import Runner, git, make_repo, single_branch
+from test_core_api import put_on_branch
+from test_import_budget import LAUNCHER
+
+from agent_registry.branch.view import live_path
+from agent_registry.cli.output import check_code
+from agent_registry.sync import Registry
+
+PATHS = ["src/auth.py", "lib/x.py", "docs/a/b.md", "src/gone.py", "src/broken.py",
+         "src/mine.py", "src/free.py"]
+
+
+def holders(repo, registry, sleeper) -> None:
+    """s2 holds a file, a folder and a glob; s3's process is gone; s4's session file
+    is damaged; s1 holds src/mine.py."""
+    for sid, pid, paths in (("s1", os.getpid(), ["src/mine.py"]),
+                            ("s2", os.getpid(), ["src/auth.py", "lib/", "docs/**/*.md"]),
+                            ("s3", sleeper.pid, ["src/gone.py"]),
+                            ("s4", os.getpid(), ["src/broken.py"])):
+        registry.register(sid, provider="test", pid=pid)
+        registry.claim(sid, paths)
+    sleeper.kill()
+    sleeper.wait()
+    put_on_branch(repo, {live_path("s4"): b"id: [not yaml\n"})
+
+
+@pytest.fixture(params=["default", "one-branch", "sha256"])
+def repo(tmp_path, request):
+    """A registry in the layout `init` makes (in a sha256 repository too), or in one
+    branch as older versions made it (written by the core: a face would convert it)."""
+    repo = tmp_path / "repo"
+    if request.param == "sha256":
+        repo.mkdir()
+        git(repo, "init", "-q", "--object-format=sha256")
+    repo = make_repo(repo)  # (a second `git init` keeps the format)
+    if request.param == "one-branch":
+        registry = single_branch(repo)
+    else:
+        registry = Registry.open(str(repo))
+        registry.init()
+    with registry:
+        holders(repo, registry, subprocess.Popen(["sleep", "600"]))
+    return repo
+
+
+def answered(repo, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
+    """`agent-registry ARGS` run as the console script runs it, and whether it answered
+    without importing the core."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, *args],
+                          cwd=repo, capture_output=True, text=True, timeout=120)
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    proc.stderr = "".join(line + "\n" for line in proc.stderr.splitlines()
+                          if not line.startswith("import time:"))
+    return proc, "agent_registry.core.registry" not in names
+
+
+def core_answer(repo, sid: str | None) -> tuple[list[dict], list[str]]:
+    with Registry.open(str(repo)) as registry:
+        return registry.check(PATHS, sid), registry.warnings
+
+
+def timeless(results: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "age_seconds"} for r in results]
+
+
+@pytest.mark.parametrize("session", [["--session", "s1"], ["s1"], []])
+def test_a_check_without_a_remote_answers_as_the_core_without_importing_it(repo, session):
+    proc, quick = answered(repo, "--json", "lock", "check", *PATHS, *session)
+    results, warnings = core_answer(repo, "s1" if session else None)
+    assert quick, proc.stderr
+    assert timeless(json.loads(proc.stdout)["paths"]) == timeless(results)
+    assert proc.returncode == check_code(results) == 1
+    assert proc.stderr == "".join(f"agent-registry: warning: {w}\n" for w in warnings)
+    states = {r["path"]: (r["state"], r["owner"]) for r in results if r["state"] != "free"}
+    assert states == {"src/auth.py": ("locked", "s2"), "lib/x.py": ("locked", "s2"),
+                      "docs/a/b.md": ("locked", "s2"), "src/gone.py": ("stale", "s3"),
+                      "src/broken.py": ("locked", "s4"),
+                      "src/mine.py": ("locked-by-me" if session else "locked", "s1")}
+    assert "sessions/live/s4.yaml is unreadable" in proc.stderr
+    text, quick = answered(repo, "lock", "check", "src/gone.py", "src/free.py", *session)
+    assert quick and text.returncode == 0
+    assert text.stdout.startswith("stale: src/gone.py by s3") and "is gone" in text.stdout
+    assert text.stdout.endswith("free: src/free.py\n")
+
+
+@pytest.mark.parametrize("args, said, core", [
+    (["--session", "bad id"], "invalid session id", False),
+    # the error names the live ids likeliest meant: read by the core, on that path only
+    (["nosuch-12"], "unknown session nosuch-12; live sessions: s1, s2, s3", True),
+    (["s2"], None, False),  # a registered session named last is the session
+])
+def test_the_arguments_are_read_as_the_core_reads_them(repo, args, said, core):
+    proc, quick = answered(repo, "lock", "check", "src/auth.py", *args)
+    assert quick != core
+    if said:
+        assert proc.returncode == 2 and said in proc.stderr and proc.stdout == ""
+    else:
+        assert proc.returncode == 0 and proc.stdout.startswith("locked-by-me: src/auth.py")
+
+
+@pytest.mark.parametrize("setting", ["remote", "branch", "ignorecase"])
+def test_where_more_decides_the_core_answers(tmp_path, setting):
+    repo = make_repo(tmp_path / "repo")
+    run = Runner(repo)
+    if setting == "remote":
+        git(tmp_path, "init", "-q", "--bare", "remote.git")
+        git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    elif setting == "branch":
+        git(repo, "config", "agent-registry.branch", "team-locks")
+    else:
+        git(repo, "config", "core.ignorecase", "true")
+    for args in (["init"], ["register", "s1", "--provider", "test"],
+                 ["register", "s2", "--provider", "test"],
+                 ["lock", "acquire", "src/Auth.py", "--session", "s2"]):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+    spelled = "src/auth.py" if setting == "ignorecase" else "src/Auth.py"
+    proc, quick = answered(repo, "lock", "check", spelled, "--session", "s1")
+    assert not quick
+    assert proc.returncode == 1 and proc.stdout.startswith(f"locked: {spelled} by s2")
