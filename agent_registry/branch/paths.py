@@ -80,7 +80,8 @@ def validate_tag(tag: str) -> str:
 
 def is_glob(target: str) -> bool:
     """Is *target* a pattern?  A stored literal name (``:(literal)a[1].py``) is not."""
-    return any(c in target for c in GLOB_CHARS) and not target.startswith(LITERAL)
+    # spelled out, not any() over GLOB_CHARS: `status` asks it of every held path
+    return ("*" in target or "?" in target or "[" in target) and not target.startswith(LITERAL)
 
 
 def is_dir(target: str) -> bool:
@@ -176,11 +177,17 @@ def _resolve_links(path: str, top: str, raw: str) -> str:
     return "/".join([rel, *parts[cut:]])
 
 
+_hexdigest = None  # store.digest's, imported when the first name is made
+
+
 def sha1_hex(text: str) -> str:
     """The hex SHA-1 of *text*: how records, shards and wiki entries are named (through
-    store.digest, imported when a name is first made: it spares the claim path hashlib)."""
-    from ..store.digest import hexdigest
-    return hexdigest("sha1", text.encode())
+    store.digest, which spares the claim path hashlib; kept after the first name, as
+    `status` names every record it reads)."""
+    global _hexdigest
+    if _hexdigest is None:
+        from ..store.digest import hexdigest as _hexdigest
+    return _hexdigest("sha1", text.encode())
 
 
 def record_name(target: str) -> str:

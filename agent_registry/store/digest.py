@@ -4,9 +4,22 @@ much as the rest of a `lock check`'s own modules: tests/test_import_budget.py). 
 built without them gets hashlib."""
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# algorithm -> its constructor, found once: `status` names 10,000 lock records, and an
+# import statement on each cost it about as much as the hashing
+_FOUND: dict[str, Callable] = {}
+
 
 def hexdigest(algorithm: str, data: bytes) -> str:
     """The hex *algorithm* ("sha1" or "sha256"; any other name goes to hashlib) of *data*."""
+    new = _FOUND.get(algorithm) or _constructor(algorithm)
+    return new(data).hexdigest()
+
+
+def _constructor(algorithm: str) -> Callable:
     try:
         if algorithm == "sha1":
             from _sha1 import sha1 as new
@@ -19,5 +32,8 @@ def hexdigest(algorithm: str, data: bytes) -> str:
             raise ImportError(algorithm)
     except ImportError:
         import hashlib
-        return hashlib.new(algorithm, data).hexdigest()
-    return new(data).hexdigest()
+
+        def new(data: bytes, name: str = algorithm):
+            return hashlib.new(name, data)
+    _FOUND[algorithm] = new
+    return new
