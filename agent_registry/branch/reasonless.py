@@ -81,14 +81,13 @@ def may_give(view: View, targets: list[str]) -> list[str]:
 def record_ids(view: View, names: list[str]) -> dict[str, str | None]:
     """The blob id of each record of *names* in *view*, from its folder's listing (one
     read per folder); None for one the view's operation writes."""
-    folders: dict[str, list[str]] = {}
-    for name in names:
-        folders.setdefault(name.rpartition("/")[0], []).append(name)
+    listings: dict[str, dict[str, str | None]] = {}
     out: dict[str, str | None] = {}
-    for folder, inside in folders.items():
-        listing = view.entries(folder)
-        for name in inside:
-            base = name.rpartition("/")[2]
-            if base in listing:
-                out[name] = listing[base]
+    for name in names:  # one pass: `status` asks it of every held path
+        folder, _, base = name.rpartition("/")
+        listing = listings.get(folder)
+        if listing is None:
+            listing = listings[folder] = view.listing(folder)
+        if base in listing:
+            out[name] = listing[base]
     return out

@@ -85,6 +85,16 @@ class View:
                     found[name] = None
         return found
 
+    def listing(self, folder: str) -> dict[str, str | None]:
+        """:meth:`entries` to read only, not to change: the folder's listing as read
+        (no copy) while this view's operation writes nothing; `status` asks it for the
+        folder of every held path."""
+        if self.writes or not self.tree:
+            return self.entries(folder)
+        if folder not in self._folders:
+            self.entries(folder)
+        return self._folders[folder]
+
     def names(self, folder: str) -> list[str]:
         """Entry names of *folder*, pending writes included."""
         return sorted(self.entries(folder))
