@@ -91,6 +91,16 @@ def inbox(repo: Path, sid: str) -> list[dict]:
     return json.loads(proc.stdout)["messages"]
 
 
+def noted_blobs(repo: Path) -> dict[str, str | None]:
+    """{path: its blob} of the one note waiting in *repo*, read as the after-tool hook
+    reads it (harness/after.py)."""
+    from agent_registry.harness.after import noted_files, read_note
+    [note] = (repo / ".git" / "agent-registry" / "backstop").iterdir()
+    _, lines = read_note(note.read_bytes())
+    paths, blobs, _, _ = noted_files(lines[1], lines[2])
+    return dict(zip(paths, blobs))
+
+
 def blob(repo: Path, text: str, name: str) -> str:
     """The blob id an answer names for *name* (``git show BLOB``), read back."""
     line = next(line for line in text.splitlines() if name in line)
@@ -142,17 +152,19 @@ def test_a_same_size_rewrite_that_keeps_the_times_is_caught(held, old):
 def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path):
     """git's racy-timestamp rule: a rewrite within one tick of the clock keeps size,
     mtime, inode and ctime, so a stat that matches is trusted only for a file last
-    changed before the second the note was taken."""
+    changed before the second the note was taken (after.untrusted); one not trusted is
+    read and hashed (after.as_noted)."""
     import time
 
-    from agent_registry.harness.after import as_noted, blob_id, state_of
-    full = str(tmp_path / "f.py")
-    Path(full).write_text("x = 1\n")
-    _, mode, stat = state_of(full)
+    from agent_registry.harness.after import as_noted, blob_id, stats_now, untrusted
+    Path(tmp_path / "f.py").write_text("x = 1\n")
+    noted = stats_now(str(tmp_path), ["f.py", "gone.py"])
+    assert noted[1] is None  # nothing there: never trusted by its stat
     # the note's blob is other content with this very stat: what a same-tick rewrite leaves
-    noted = {"blob": blob_id(b"x = 2\n", "sha1"), "mode": mode, "stat": stat}
-    assert not as_noted(full, noted, time.time(), "sha1")  # same second: read, differs
-    assert as_noted(full, noted, time.time() + 2, "sha1")  # later: the stat is trusted
+    assert untrusted(noted, noted, time.time()) == [0, 1]  # same second: read
+    assert not as_noted(str(tmp_path / "f.py"), blob_id(b"x = 2\n", "sha1"), "100644", "sha1")
+    assert untrusted(noted, noted, time.time() + 2) == [1]  # later: the stat is trusted
+    assert as_noted(str(tmp_path / "f.py"), blob_id(b"x = 1\n", "sha1"), "100644", "sha1")
 
 
 def test_a_note_keeps_the_blob_of_a_held_file_whose_stat_is_unchanged(held):
@@ -176,9 +188,7 @@ def test_a_note_keeps_the_blob_of_a_held_file_whose_stat_is_unchanged(held):
              if line.startswith("import time:") and "|" in line}
     assert "agent_registry.harness.backstop" in names  # a note was taken
     assert "agent_registry.store.git" not in names
-    [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
-    noted = json.loads(note.read_text())["paths"]["src/auth.py"]
-    assert noted["blob"] == git(held, "hash-object", "src/auth.py").strip()
+    assert noted_blobs(held) == {"src/auth.py": git(held, "hash-object", "src/auth.py").strip()}
 
 
 def test_a_note_of_held_files_imports_no_path_rules_nor_git_module(repo, run, agents):
@@ -199,8 +209,7 @@ def test_a_note_of_held_files_imports_no_path_rules_nor_git_module(repo, run, ag
     heavy = sorted(names & {"agent_registry.store.git", "agent_registry.branch.paths",
                             "agent_registry.harness.held"})
     assert heavy == [], f"the note of held files imported {heavy}"
-    [note] = (repo / ".git" / "agent-registry" / "backstop").iterdir()
-    assert set(json.loads(note.read_text())["paths"]) == {"src/auth.py", "src/mine.py"}
+    assert set(noted_blobs(repo)) == {"src/auth.py", "src/mine.py"}
 
 
 def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
@@ -300,12 +309,13 @@ def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
     """The cache of held targets (harness/heldcache.py) names the file each target is;
     one that lost that name for the held file (a damaged or older cache) is not trusted:
     trusting it noted the held file as a folder, never compared, and the change stayed."""
+    from agent_registry.harness.heldcache import Sections
     assert around("claude", held, "true") is None  # read, and remembered
-    cache = held / ".git" / "agent-registry" / "backstop-held.json"
-    kept = json.loads(cache.read_text())
-    for mine in kept["sessions"].values():
-        mine["files"] = {}
-    cache.write_text(json.dumps(kept))
+    cache = Sections(str(held / ".git" / "agent-registry" / "backstop-held"), "held-2")
+    under, kept = cache.read()
+    assert kept  # the session's answer: who holds what, the files named, the areas
+    cache.write(under, {key: (at, count, body.replace(b'["src/auth.py"]', b"[]"))
+                        for key, (at, count, body) in kept.items()})
     text = around("claude", held, "python3 -c \"open('src/auth.py', 'a').write('x')\"")
     assert text and "kimi-1" in text
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK

@@ -1,27 +1,39 @@
 """The after-tool hook's quick path: the backstop's check (harness/backstop.py) when
-nothing changed, which is almost always, with the cheapest parts of the standard library.
+nothing changed, which is almost always, with the cheapest parts of the standard library;
+and the backstop's note as a file, which both read.
 
 It runs after every shell and edit tool call, so it reads the event with store/jsontext
 (not json), finds the repository from its files (store/layout.plain_layout), and compares
-each noted file with its note: by its stat where git's index would trust it (as_noted),
-else by hashing it in-process (store/digest: git's blob id, no git process).  When
-this call took no note, or none of its files changed, it is done; anything else (a
-change, a held folder to list again, a leftover note, an event or a repository it cannot
-read this way) goes to the whole hook (harness/hook.py), which decides and answers as
-for any event.  So does a person's high message marked for the
+each noted file with its note: by its stat where git's index would trust it
+(:func:`untrusted`), else by hashing it in-process (store/digest: git's blob id, no git
+process).  When this call took no note, or none of its files changed, it is done;
+anything else (a change, a held folder to list again, a leftover note, an event or a
+repository it cannot read this way) goes to the whole hook (harness/hook.py), which
+decides and answers as for any event.  So does a person's high message marked for the
 session (store/urgent.py: one more folder listing), which the whole hook tells.
+
+**A note** is four lines, each one JSON value, so that what a check needs is parsed and
+nothing else: the call ({"session", "call", "at", "areas"}: the time it was taken, and
+whether a held folder or glob is among its targets); who holds what ({"holders": {id:
+holder}, "locks": {target: [id, ...]}}: each holder once, the line harness/heldcache.py
+keeps, copied as it is); the noted files ({"paths", "blobs", "modes"}: three lists in
+one order); and their stats (:func:`stat_key` each, in that order).  The last two are
+the backstop's remembered states (harness/backstop.py), copied as they are read when
+nothing changed since the last note.
 """
 from __future__ import annotations
 
 import os
 import time
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 
 from ..store.digest import hexdigest
 from .ids import call_key, safe, urgent_waits
 
 LEFTOVER = 600  # seconds after which a note no after-tool event took is checked anyway
 MODES = {"file": "100644", "exec": "100755", "link": "120000"}
+SUFFIX = ".note"
+NOTE_LINES = 4  # the call, who holds what, the noted files, their stats
 
 
 def folder(git_dir: str) -> str:
@@ -34,66 +46,108 @@ def prefix(harness: str, native_id: str) -> str:
 
 
 def note_name(harness: str, native_id: str, call: str) -> str:
-    return f"{prefix(harness, native_id)}{safe(call)}.json"
+    return f"{prefix(harness, native_id)}{safe(call)}{SUFFIX}"
 
 
 def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
-    """(the bytes git would store, the mode, the stat git's index keeps: size, mtime,
-    inode, ctime) of the file at *full*, the stat taken before the bytes are read: a
-    symbolic link is its target; (None, None, None) when nothing is there, (None, "dir",
-    None) for a folder."""
+    """(the bytes git would store, the mode, :func:`stat_key`) of the file at *full*, from
+    one ``lstat`` taken before the bytes are read: a symbolic link is its target; (None,
+    None, None) when nothing is there, (None, "dir", None) for a folder."""
     try:
         st = os.lstat(full)
     except FileNotFoundError:
         return None, None, None
-    if os.path.islink(full):
+    if S_ISLNK(st.st_mode):
         return os.fsencode(os.readlink(full)), MODES["link"], None
-    if os.path.isdir(full):
+    if S_ISDIR(st.st_mode):
         return None, "dir", None
     with open(full, "rb") as f:
         data = f.read()
-    return data, _mode(st), _stat(st)
+    return data, MODES["exec"] if st.st_mode & 0o111 else MODES["file"], stat_key(st)
 
 
-def _mode(st: os.stat_result) -> str:
-    return MODES["exec"] if st.st_mode & 0o111 else MODES["file"]
+def stat_key(st: os.stat_result) -> list[int] | None:
+    """What a note keeps of a file's stat: what git's index trusts (size, mtime, inode,
+    ctime) and ``st_mode`` (its type and mode bits); None for anything but a regular file,
+    which is then read at every check."""
+    if not S_ISREG(st.st_mode):
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
 
 
-def _stat(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+def stats_now(toplevel: str, paths: list[str]) -> list[list[int] | None]:
+    """:func:`stat_key` of each of *paths* (repository paths) now: one ``lstat`` each
+    (written out, not a call of stat_key, nor os.path.join: 1,000 held files a call)."""
+    top = toplevel.rstrip(os.sep) + os.sep
+    out: list[list[int] | None] = []
+    add, lstat = out.append, os.lstat
+    for rel in paths:
+        try:
+            st = lstat(top + rel)
+        except OSError:
+            add(None)
+            continue
+        mode = st.st_mode
+        add([st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, mode]
+            if S_ISREG(mode) else None)
+    return out
 
 
-def same_stat(full: str, entry: dict, at: object) -> bool:
-    """Does the file at *full* still hold what *entry* (its blob, mode and stat) says,
-    taken at *at* (seconds), by its stat alone?  A regular file whose size, mtime, inode
-    and ctime are the noted ones does, as git's index trusts them (a write changes ctime,
-    which nothing sets back), unless it was changed in the second the entry was taken or
-    later: a rewrite within one tick of the clock keeps them all (git's racy-timestamp
-    rule), so False: that file is to be read and hashed."""
-    noted = entry.get("stat")
-    if not (isinstance(noted, list) and isinstance(at, (int, float)) and
-            entry.get("mode") in (MODES["file"], MODES["exec"])):
-        return False
-    try:
-        st = os.lstat(full)
-    except OSError:
-        return False
-    return S_ISREG(st.st_mode) and _mode(st) == entry["mode"] and _stat(st) == noted and \
-        max(st.st_mtime_ns, st.st_ctime_ns) < int(at) * 10**9
+def untrusted(now: list, noted: list, at: float) -> list[int]:
+    """The indexes of the files whose stat *now* does not say they hold what was noted
+    (*noted*: their stats when the note was taken, at *at*, seconds).  A regular file
+    whose stat is the noted one does, as git's index trusts it (a write changes ctime,
+    which nothing sets back), unless it was changed in the second it was noted or later:
+    a rewrite within one tick of the clock keeps them all (git's racy-timestamp rule), so
+    it is to be read and hashed."""
+    racy = int(at) * 1_000_000_000
+    return [i for i, key in enumerate(now)
+            if key is None or key != noted[i] or key[1] >= racy or key[3] >= racy]
 
 
-def as_noted(full: str, entry: dict, at: object, object_format: str) -> bool:
-    """Is the file at *full* as *entry* of a note taken at *at* (seconds) has it?  By its
-    stat where that says so (:func:`same_stat`), else read and hashed."""
-    if same_stat(full, entry, at):
-        return True
-    data, mode, _ = state_of(full)
+def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
+    """Does the file at *full*, read and hashed, hold *blob* with *mode*?"""
+    data, now_mode, _ = state_of(full)
     now = blob_id(data, object_format) if data is not None else None
-    return (now, mode) == (entry.get("blob"), entry.get("mode"))
+    return (now, now_mode) == (blob, mode)
 
 
 def blob_id(data: bytes, object_format: str) -> str:
     return hexdigest(object_format, b"blob %d\0" % len(data) + data)
+
+
+def read_note(data: bytes) -> tuple[dict, list[bytes]] | None:
+    """(the call, the note's other lines unparsed) of the note *data*; None when it is not
+    one (damaged, or another version's)."""
+    from ..store.jsontext import loads
+    lines = data.split(b"\n")
+    if len(lines) != NOTE_LINES:
+        return None
+    try:
+        head = loads(lines[0])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(head, dict) or not isinstance(head.get("at"), (int, float)):
+        return None
+    return head, lines[1:]
+
+
+def noted_files(line: bytes, stats_line: bytes) -> tuple[list, list, list, list] | None:
+    """(paths, blobs, modes, stats) from a note's last two lines; None when they do not
+    say that of each file."""
+    from ..store.jsontext import loads
+    try:
+        files, stats = loads(line), loads(stats_line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(files, dict) or not isinstance(stats, list):
+        return None
+    paths, blobs, modes = files.get("paths"), files.get("blobs"), files.get("modes")
+    if not (isinstance(paths, list) and isinstance(blobs, list) and isinstance(modes, list)
+            and len(paths) == len(blobs) == len(modes) == len(stats)
+            and all(isinstance(p, str) and p for p in paths)):
+        return None
+    return paths, blobs, modes, stats
 
 
 PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")  # where a harness started
@@ -101,14 +155,15 @@ PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")  # where a harness s
 # (harness/adapter.py, opencode_hook.py), without importing them
 CLAUDE_KEYS = ("session_id", "tool_name", "tool_input")
 EVENT_KEYS = {"opencode": ("sessionID", "tool", "args")}
+TELLS_AFTER_TOOL = frozenset({"claude", "codex", "gemini", "qwen", "opencode"})  # not copilot
 
 
 def quick(harness: str, raw: str, env: dict) -> bool:
     """Settle the after-tool event *raw* of *harness* if nothing needs doing; False
     leaves it to the whole hook (also when the harness's project is another worktree
     than the event's cwd: the command may have moved it, and the note is there)."""
-    from ..store.layout import plain_layout
     from ..store.jsontext import loads
+    from ..store.layout import plain_layout
     try:
         event = loads(raw)
     except (ValueError, RecursionError):
@@ -126,7 +181,7 @@ def quick(harness: str, raw: str, env: dict) -> bool:
             env.get(name) and not (os.path.realpath(env[name]) + os.sep).startswith(
                 info.toplevel.rstrip(os.sep) + os.sep) for name in PROJECT_ENVS):
         return False
-    if urgent_waits(info.common_dir, harness, native):
+    if harness in TELLS_AFTER_TOOL and urgent_waits(info.common_dir, harness, native):
         return False  # a person's high message: the whole hook tells it now
     where = folder(info.git_dir)
     mine = os.path.join(where, note_name(harness, native, call_key(event, tool_key, input_key)))
@@ -138,7 +193,7 @@ def quick(harness: str, raw: str, env: dict) -> bool:
         return False
     old = time.time() - LEFTOVER
     mine_prefix = prefix(harness, native)
-    if any(e.name.startswith(mine_prefix) and e.path != mine and e.name.endswith(".json")
+    if any(e.name.startswith(mine_prefix) and e.path != mine and e.name.endswith(SUFFIX)
            and e.stat().st_mtime < old for e in entries):
         return False
     if not any(e.path == mine for e in entries):
@@ -148,20 +203,22 @@ def quick(harness: str, raw: str, env: dict) -> bool:
 
 def _unchanged(path: str, info) -> bool:
     """Is every file of the note at *path* as noted?  Then the note is done with."""
-    from ..store.jsontext import loads
     from ..store.rawfile import read_bytes
     try:
-        record = loads(read_bytes(path))
-    except (OSError, ValueError):
+        note = read_note(read_bytes(path))
+    except OSError:
         return False
-    noted = record.get("paths") if isinstance(record, dict) else None
-    if not isinstance(noted, dict) or not info.toplevel:
+    if note is None or note[0].get("areas") is not False or not info.toplevel:
+        return False  # a held folder: what is new in it needs the whole check
+    head, lines = note
+    files = noted_files(lines[1], lines[2])
+    if files is None:
         return False
-    for rel, entry in noted.items():
-        if not isinstance(entry, dict) or entry.get("area"):
-            return False  # a held folder: what is new in it needs the whole check
-        if not as_noted(os.path.join(info.toplevel, rel), entry, record.get("at"),
-                        info.object_format):
+    paths, blobs, modes, stats = files
+    now = stats_now(info.toplevel, paths)
+    top = info.toplevel.rstrip(os.sep) + os.sep
+    for i in untrusted(now, stats, head["at"]):
+        if not as_noted(top + paths[i], blobs[i], modes[i], info.object_format):
             return False
     try:
         os.unlink(path)

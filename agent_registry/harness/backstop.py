@@ -35,10 +35,13 @@ import time
 
 from ..errors import BadInput, RegistryError
 from ..store.jsontext import dumps, loads
-from ..store.layout import RepoInfo
-from .after import (LEFTOVER, MODES, as_noted, folder, note_name, prefix, same_stat,
-                    state_of)
+from ..store.layout import RepoInfo, loose_object
+from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_files, prefix,
+                    read_note, state_of, stats_now, untrusted)
+from .ids import safe
 from .decision import Ctx, repo_of, session_for
+
+KEPT = 3600.0  # seconds another session's remembered states are kept (then read again)
 
 
 def note(ctx: Ctx, call: str) -> str:
@@ -60,69 +63,90 @@ def note(ctx: Ctx, call: str) -> str:
             targets = _held_targets(info, sid)
         except Unreadable as exc:
             return f"agent-registry: backstop off for this call: {exc.message}"
-        files = file_names(targets)
-        remember(info, sid, sign, targets, files)
-    else:
-        targets, files = kept
-    if not targets:
+        kept = remember(info, sid, sign, targets, file_names(targets))
+    held, paths, areas = kept
+    if not paths and not areas:
         return ""  # the usual case: no held file, nothing more to import or read
-    held: dict[str, list[str]] = {}  # path -> the lock targets that hold it
-    for target in targets:
-        if files.get(target):
-            names = [files[target]]
-        else:  # a held folder or glob, noted as itself too: where a file created is new
-            from .held import expand
-            names = expand([target], info.toplevel) + [target]
-        for name in names:
-            locks = held.setdefault(name, [])
-            if target not in locks:
-                locks.append(target)
-    areas = {target for target in targets if not files.get(target)}
-    states = _States(info)
-    try:
-        paths = {path: {**({"area": True} if path in areas else states.of(path)),
-                        "locks": locks} for path, locks in held.items()}
-    finally:
-        at = time.time()  # after every file was read: git's racy rule counts from here
-        states.close(at)
+    if areas:  # a held folder or glob: the files in it now (a file created there is new)
+        from .held import expand
+        paths = paths + expand(areas, info.toplevel)
+    states = _States(info, sid)
+    noted = states.note(list(dict.fromkeys(paths)))
+    head = dumps({"session": sid, "call": call, "at": states.at, "areas": bool(areas)})
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
-    # the holders once per lock, not per file: a note of many files is written at once
-    record = {"session": sid, "call": call, "at": at, "holders": targets, "paths": paths}
-    _write_json(os.path.join(where, note_name(ctx.harness, ctx.native_id, call)), record)
+    _write(os.path.join(where, note_name(ctx.harness, ctx.native_id, call)),
+           b"\n".join((head.encode(), held, *noted)))
     return ""
 
 
 class _States:
-    """The held files' states for a note.  A file whose stat is the one the last note
-    found (after.same_stat, git's racy rule included) and whose blob is still in the
-    object store keeps that blob, unread (a note at 1,000 held files does not hash them
-    all again); any other is read, hashed and its blob written (the git module imported
-    only then).  What each file was is kept in ``<git dir>/agent-registry/
-    backstop-blobs.json`` for the next note."""
+    """The held files' states for a note, remembered per session for the next
+    (``<git dir>/agent-registry/backstop-states``: the note's last two lines, kept under
+    the time they were taken).  A file whose stat is the one the last note found
+    (after.untrusted, git's racy rule included) and whose blob is still a loose object
+    keeps that blob, unread (a note at 1,000 held files does not hash them all again);
+    any other is read, hashed and its blob written (the git module imported only then).
+    When every file is as the last note found it, the remembered lines are the note's,
+    copied as they were read, and nothing is written but the note."""
 
-    def __init__(self, info: RepoInfo) -> None:
-        self.info, self.repo = info, None
-        self.path = os.path.join(info.git_dir, "agent-registry", "backstop-blobs.json")
+    def __init__(self, info: RepoInfo, sid: str) -> None:
+        from .heldcache import Sections
+        self.info, self.repo, self.sid = info, None, safe(sid)
+        self.kept = Sections(os.path.join(info.git_dir, "agent-registry", "backstop-states"),
+                             "states-2")
+        self.at = 0.0  # when the note was taken: after every file was read
+        self.stored: dict[str, bool] = {}
+
+    def note(self, paths: list[str]) -> tuple[bytes, bytes]:
+        """The note's lines of *paths*: their blobs and modes, their stats."""
+        _, sections = self.kept.read()
+        last = _remembered(sections.get(self.sid))
+        now = stats_now(self.info.toplevel, paths)
+        if last is not None and last[0] == paths:
+            _, blobs, _, stats, at, lines = last
+            if all(self._absent(paths[i], blobs[i], now[i]) for i in untrusted(now, stats, at)) \
+                    and all(self._stored(blob) for blob in set(blobs) if blob is not None):
+                self.at = time.time()
+                return lines
         try:
-            with open(self.path, "rb") as f:
-                last = loads(f.read())
-        except (OSError, ValueError):
-            last = {}
-        self.last = last if isinstance(last, dict) else {}
-        self.kept: dict[str, dict] = {}  # what goes to the file (new entries' at: close)
+            return self._noted(paths, now, last, sections)
+        finally:
+            if self.repo is not None:
+                self.repo.close()
 
-    def of(self, rel: str) -> dict:
-        full = os.path.join(self.info.toplevel, rel)
-        last = self.last.get(rel)
-        if isinstance(last, dict) and same_stat(full, last, last.get("at")) and \
-                self._stored(last.get("blob")):
-            self.kept[rel] = last
-            return {"blob": last["blob"], "mode": last["mode"], "stat": last["stat"]}
-        entry = _snapshot(self._write, full)
-        if entry.get("stat"):
-            self.kept[rel] = {**entry, "at": None}
-        return entry
+    def _noted(self, paths: list[str], now: list, last, sections: dict
+               ) -> tuple[bytes, bytes]:
+        """The note's lines, each file's blob the last note's where its stat says so,
+        else read, hashed and written; remembered for the next note."""
+        old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
+        blobs, modes, stats = [], [], []
+        top = self.info.toplevel.rstrip(os.sep) + os.sep
+        for i, rel in enumerate(paths):
+            j = old.get(rel)
+            if j is not None and not untrusted([now[i]], [last[3][j]], last[4]) and \
+                    self._stored(last[1][j]):
+                # as the last note found it: the same blob, and as trusted now as then
+                blobs.append(last[1][j])
+                modes.append(last[2][j])
+                stats.append(now[i])
+                continue
+            data, mode, key = state_of(top + rel)
+            blobs.append(self._write(data) if data is not None else None)
+            modes.append(mode if data is not None else None)
+            stats.append(key)
+        self.at = time.time()  # after every file was read: git's racy rule counts from here
+        lines = (dumps({"paths": paths, "blobs": blobs, "modes": modes}).encode(),
+                 dumps(stats).encode())
+        self.kept.write("", {**{k: v for k, v in sections.items() if k != self.sid
+                                and 0 <= self.at - v[0] <= KEPT},
+                             self.sid: (self.at, len(paths), b"\n".join(lines))})
+        return lines
+
+    def _absent(self, rel: str, blob: object, key: object) -> bool:
+        """Is a file noted as absent (a held name not created yet) still absent?"""
+        return blob is None and key is None and \
+            not os.path.lexists(os.path.join(self.info.toplevel, rel))
 
     def _write(self, data: bytes) -> str:
         if self.repo is None:  # the git module: only for content to hash and write
@@ -133,21 +157,25 @@ class _States:
     def _stored(self, blob: object) -> bool:
         """Is *blob* a loose object here (as the object writer checks: one pruned by a
         ``git gc`` since is written again)?"""
-        return isinstance(blob, str) and len(blob) > 2 and os.path.exists(
-            os.path.join(self.info.common_dir, "objects", blob[:2], blob[2:]))
+        if not isinstance(blob, str) or len(blob) not in (40, 64) or not blob.isalnum():
+            return False
+        if blob not in self.stored:
+            self.stored[blob] = os.path.exists(loose_object(self.info.common_dir, blob))
+        return self.stored[blob]
 
-    def close(self, at: float) -> None:
-        if self.repo is not None:
-            self.repo.close()
-        for entry in self.kept.values():
-            if entry["at"] is None:
-                entry["at"] = at
-        if self.kept != self.last:
-            try:
-                os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                _write_json(self.path, self.kept)
-            except OSError:
-                pass  # remembering is only a saving
+
+def _remembered(section) -> tuple[list, list, list, list, float, tuple[bytes, bytes]] | None:
+    """(paths, blobs, modes, stats, when they were taken, the two note lines) of a
+    session's remembered states; None when there are none or they do not say that of
+    each file."""
+    if section is None:
+        return None
+    at, count, body = section
+    lines = body.split(b"\n")
+    files = noted_files(*lines) if len(lines) == 2 else None
+    if files is None or len(files[0]) != count:
+        return None
+    return (*files, at, (lines[0], lines[1]))
 
 
 def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
@@ -208,17 +236,43 @@ def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
         return []
     old = time.time() - LEFTOVER
     return [e.path for e in entries if e.name.startswith(mine_prefix) and e.path != mine
-            and e.name.endswith(".json") and e.stat().st_mtime < old]
+            and e.name.endswith(SUFFIX) and e.stat().st_mtime < old]
 
 
-def _write_json(path: str, data: dict) -> None:
+def _write(path: str, data: bytes) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(dumps(data))
+    with open(tmp, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
 
 
-def _take(path: str) -> dict | None:
+class _Note:
+    """A note taken back (harness/after.py says its lines): the call, who holds what,
+    and the noted files."""
+
+    def __init__(self, head: dict, holders: dict, files: tuple) -> None:
+        from .held import file_names
+        self.session, self.at = head.get("session"), head["at"]
+        self.holders = holders.get("holders") if isinstance(holders.get("holders"), dict) \
+            else {}
+        self.locks = holders.get("locks") if isinstance(holders.get("locks"), dict) else {}
+        self.targets = file_names(self.locks)  # {target: its file, None for an area}
+        self.paths, self.blobs, self.modes, self.stats = files
+
+    def holders_of(self, rel: str) -> list[dict]:
+        """Who holds *rel*: the holders of each lock that names it or covers it."""
+        from ..branch.paths import covers
+        out: list[dict] = []
+        for target, name in self.targets.items():
+            if name == rel or (name is None and covers(target, rel)):
+                for holder in self.locks.get(target) or []:
+                    found = self.holders.get(holder)
+                    if isinstance(found, dict) and found not in out:
+                        out.append(found)
+        return out
+
+
+def _take(path: str) -> _Note | None:
     """The note at *path*, taken (renamed away first, so two after-hooks never both
     act on it); None when there is none."""
     taken = f"{path}.{os.getpid()}.taken"
@@ -227,25 +281,23 @@ def _take(path: str) -> dict | None:
     except OSError:
         return None
     try:
-        with open(taken, encoding="utf-8") as f:
-            data = loads(f.read())
-    except (OSError, ValueError):
-        data = None
+        with open(taken, "rb") as f:
+            read = read_note(f.read())
+    except OSError:
+        read = None
     finally:
         os.unlink(taken)
-    return data if isinstance(data, dict) and isinstance(data.get("paths"), dict) else None
-
-
-# -- a file's state -------------------------------------------------------------------
-
-def _snapshot(write, full: str) -> dict:
-    """{"blob", "mode", "stat"} of the file at *full* as git would store it (a symbolic
-    link: its target; the stat: after.as_noted), the blob written by *write* (bytes ->
-    its id); blob and mode None when nothing is there."""
-    data, mode, stat = state_of(full)
-    if data is None:
-        return {"blob": None, "mode": mode}
-    return {"blob": write(data), "mode": mode, **({"stat": stat} if stat else {})}
+    if read is None:
+        return None
+    head, lines = read
+    files = noted_files(lines[1], lines[2])
+    try:
+        holders = loads(lines[0])
+    except (ValueError, RecursionError):
+        return None
+    if files is None or not isinstance(holders, dict):
+        return None
+    return _Note(head, holders, files)
 
 
 def _holder(guard, conflict, info: RepoInfo) -> dict:
@@ -256,8 +308,7 @@ def _holder(guard, conflict, info: RepoInfo) -> dict:
         (session.host and session.host != guard.host) or (
             bool(session.project) and os.path.realpath(session.project)
             != os.path.realpath(info.toplevel)))
-    return {"id": conflict.owner, "working_on": conflict.working_on,
-            "lock": conflict.target, "here": not elsewhere,
+    return {"id": conflict.owner, "working_on": conflict.working_on, "here": not elsewhere,
             "where": session.project if session else ""}
 
 
@@ -295,55 +346,51 @@ def _restore(repo, full: str, entry: dict) -> str:
 # -- after the call -------------------------------------------------------------------
 
 def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
-    record = _take(path)
-    if record is None:
+    noted = _take(path)
+    if noted is None or not info.toplevel:
         return ""
     from ..store.git import Repo
     repo = Repo(info)
     changes = []
+    top = info.toplevel.rstrip(os.sep) + os.sep
     try:
-        for rel, entry in _with_created(record["paths"], info.toplevel or ""):
-            full = os.path.join(info.toplevel, rel)
-            if as_noted(full, entry, record.get("at"), info.object_format):
+        now = stats_now(info.toplevel, noted.paths)
+        for i in untrusted(now, noted.stats, noted.at) + \
+                _created(noted, info.toplevel):
+            rel = noted.paths[i] if isinstance(i, int) else i
+            entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \
+                else {"blob": None, "mode": None}
+            full = top + rel
+            data, mode, _ = state_of(full)  # read once: its blob is its hash and its keeping
+            theirs = repo.write_object("blob", data) if data is not None else None
+            if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
                 continue
-            theirs = _snapshot(lambda data: repo.write_object("blob", data), full)["blob"]
-            holders = _holders(record, entry)
+            holders = noted.holders_of(rel)
             # put back unless every holder works elsewhere (none known: put back)
             here = not holders or any(h.get("here", True) for h in holders)
             problem = _restore(repo, full, entry) if here else ""
-            changes.append({"path": rel, "before": entry.get("blob"), "after": theirs,
+            changes.append({"path": rel, "before": entry["blob"], "after": theirs,
                             "restored": here and not problem, "problem": problem,
                             "holders": holders})
     finally:
         repo.close()
     if not changes:
         return ""
-    sid = str(record.get("session") or session_for(info, ctx))
+    sid = str(noted.session or session_for(info, ctx))
     told = _tell_holders(info, sid, changes, what, os.path.basename(path))
     from .backstoptext import agent_text
     return agent_text(sid, changes, told)
 
 
-def _with_created(noted: dict, toplevel: str) -> list[tuple[str, dict]]:
-    """The noted files, and each file now in a held folder or glob that was not there
-    (noted as absent: its holder had nothing there)."""
+def _created(noted: _Note, toplevel: str) -> list[str]:
+    """Each file now in a held folder or glob that was not noted (absent when the note
+    was taken: its holder had nothing there)."""
+    areas = [target for target, name in noted.targets.items() if name is None]
+    if not areas:
+        return []
     from .held import expand
-    out = [(rel, entry) for rel, entry in noted.items() if not entry.get("area")]
-    for area, entry in noted.items():
-        if entry.get("area"):
-            out += [(rel, {"blob": None, "mode": None, "locks": entry.get("locks", [])})
-                    for rel in expand([area], toplevel) if rel not in noted]
-    return out
-
-
-def _holders(record: dict, entry: dict) -> list[dict]:
-    """The holders of a noted file: those of each lock that holds it (the note keeps
-    them once per lock)."""
-    kept = record.get("holders") if isinstance(record.get("holders"), dict) else {}
-    out: list[dict] = []
-    for lock in entry.get("locks") or []:
-        out += [h for h in kept.get(lock) or [] if isinstance(h, dict) and h not in out]
-    return out
+    known = set(noted.paths)
+    return [rel for rel in expand(areas, toplevel) if rel not in known]
 
 
 def _tell_holders(info: RepoInfo, sid: str, changes: list[dict], what: str, key: str

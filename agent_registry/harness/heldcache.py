@@ -3,11 +3,14 @@
 Every shell and edit tool call takes a note, and finding the held files costs the
 registry's reader (the guard, the view: most of a note's time).  What it found depends
 only on the registry's refs and on time (a lock goes stale); so the held targets and
-their holders are kept in ``<git dir>/agent-registry/backstop-held.json`` with a
+their holders are kept in ``<git dir>/agent-registry/backstop-held`` with a
 signature of every registry ref (its loose ref files, and packed-refs' size and time)
 and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
 session (what is held by others differs with who asks), so that several agents in one
-working tree do not read again for each other's calls.  A claim, a
+working tree do not read again for each other's calls.  A session's answer is kept as
+three lines (:class:`Sections`): who holds what (each holder once), the line a note
+copies as it is (harness/after.py); the files the held targets name; the held folders
+and globs.  A note at 1,000 held targets parses only the last two.  A claim, a
 release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
 within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
 holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
@@ -20,12 +23,13 @@ import time
 
 from ..store.digest import hexdigest
 from ..store.jsontext import dumps, loads
+from .ids import safe
 
 MAX_AGE = 30.0  # seconds a remembered answer is used at most
 
 
 def _path(git_dir: str) -> str:
-    return os.path.join(git_dir, "agent-registry", "backstop-held.json")
+    return os.path.join(git_dir, "agent-registry", "backstop-held")
 
 
 def signature(info) -> str | None:
@@ -89,54 +93,106 @@ def _remotes(common_dir: str) -> list[str]:
         return []
 
 
-def _kept(info, sign: str) -> dict:
-    """The sessions' answers remembered under *sign* ({} when none, or under another)."""
-    try:
-        with open(_path(info.git_dir), "rb") as f:
-            kept = loads(f.read())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(kept, dict) or kept.get("signature") != sign or \
-            not isinstance(kept.get("sessions"), dict):
-        return {}
-    return kept["sessions"]
+class Sections:
+    """A file of one section per session, each section's body kept as bytes that are
+    read back as they were written: a first line (*tag*, and what every section was
+    kept under), then for each session a line ``<its safe id> <time> <count> <length>``
+    and *length* bytes of body.  Only the asking session's body is decoded; the others'
+    are copied as they are when one is written."""
+
+    def __init__(self, path: str, tag: str) -> None:
+        self.path, self.tag = path, tag
+
+    def read(self) -> tuple[str, dict[str, tuple[float, int, bytes]]]:
+        """(what the sections were kept under, {session: (time, count, body)}); ("", {})
+        when the file is missing, damaged or another version's."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return "", {}
+        first, _, rest = data.partition(b"\n")
+        tag, _, under = first.decode("utf-8", "replace").partition(" ")
+        if tag != self.tag:
+            return "", {}
+        out: dict[str, tuple[float, int, bytes]] = {}
+        at = 0
+        while at < len(rest):
+            end = rest.find(b"\n", at)
+            fields = rest[at:end].split(b" ") if end >= 0 else []
+            try:
+                key, when, count, length = fields[0].decode(), float(fields[1]), \
+                    int(fields[2]), int(fields[3])
+            except (IndexError, ValueError, UnicodeDecodeError):
+                return "", {}
+            body = rest[end + 1:end + 1 + length]
+            if len(body) != length:
+                return "", {}
+            out[key] = (when, count, body)
+            at = end + 1 + length
+        return under, out
+
+    def write(self, under: str, sections: dict[str, tuple[float, int, bytes]]) -> None:
+        """Replace the file with *sections* (best effort: remembering is only a saving)."""
+        parts = [f"{self.tag} {under}\n".encode()]
+        for key, (when, count, body) in sections.items():
+            parts += [f"{key} {when!r} {count} {len(body)}\n".encode(), body]
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(b"".join(parts))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
 
 
-def recall(info, sid: str, sign: str | None
-           ) -> tuple[dict[str, list[dict]], dict[str, str | None]] | None:
-    """({held target: its holders}, {held target: the file it names, None for a folder or
-    glob}) remembered for *sid* under *sign*, or None."""
+def _sections(info) -> Sections:
+    return Sections(_path(info.git_dir), "held-2")
+
+
+def recall(info, sid: str, sign: str | None) -> tuple[bytes, list[str], list[str]] | None:
+    """(the line a note copies, the files the held targets name, the held folders and
+    globs) remembered for *sid* under *sign*, or None."""
     if sign is None:
         return None
-    mine = _kept(info, sign).get(sid)
-    if not isinstance(mine, dict) or not isinstance(mine.get("at"), (int, float)) or \
-            not 0 <= time.time() - mine["at"] <= MAX_AGE or \
-            not isinstance(mine.get("targets"), dict) or not isinstance(mine.get("files"), dict):
+    under, sections = _sections(info).read()
+    mine = sections.get(safe(sid))
+    if under != sign or mine is None or not 0 <= time.time() - mine[0] <= MAX_AGE:
         return None
-    targets, files = mine["targets"], mine["files"]
-    # each held target with the file it names (a non-empty str) or None (a folder, glob):
-    # a cache that says less is worked out again, or a held file would be noted as an
-    # area, never compared, and a change to it left in place
-    if files.keys() != targets.keys() or not all(
-            name is None or (isinstance(name, str) and name) for name in files.values()):
+    _, count, body = mine
+    lines = body.split(b"\n")
+    try:
+        names, areas = (loads(lines[1]), loads(lines[2])) if len(lines) == 3 else (None, None)
+    except (ValueError, RecursionError):
         return None
-    return targets, files
+    # each held target as the file it names or as a folder or glob: a cache that says
+    # less is worked out again, or a held file would be noted as neither, never
+    # compared, and a change to it left in place
+    if not isinstance(names, list) or not isinstance(areas, list) or \
+            len(names) + len(areas) != count or \
+            not all(isinstance(name, str) and name for name in names + areas):
+        return None
+    return lines[0], names, areas
 
 
 def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
-             files: dict[str, str | None]) -> None:
-    if sign is None:
-        return
-    now = time.time()
-    sessions = {s: kept for s, kept in _kept(info, sign).items() if isinstance(kept, dict)
-                and isinstance(kept.get("at"), (int, float)) and 0 <= now - kept["at"] <= MAX_AGE}
-    sessions[sid] = {"at": now, "targets": targets, "files": files}
-    path = _path(info.git_dir)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(dumps({"signature": sign, "sessions": sessions}))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # remembering is only a saving
+             files: dict[str, str | None]) -> tuple[bytes, list[str], list[str]]:
+    """Keep *targets* ({held target: its holders}) and *files* ({held target: the file it
+    names, None for a folder or glob}) for *sid* under *sign*; what :func:`recall` gives."""
+    holders = {h["id"]: h for kept in targets.values() for h in kept}
+    locks = {target: [h["id"] for h in kept] for target, kept in targets.items()}
+    names = [name for name in files.values() if name]
+    areas = [target for target, name in files.items() if not name]
+    line = dumps({"holders": holders, "locks": locks}).encode("utf-8", "surrogatepass")
+    if sign is not None:
+        now = time.time()
+        kept = _sections(info)
+        under, sections = kept.read()
+        mine = {key: section for key, section in sections.items()
+                if under == sign and 0 <= now - section[0] <= MAX_AGE}
+        body = b"\n".join((line, dumps(names).encode("utf-8", "surrogatepass"),
+                            dumps(areas).encode("utf-8", "surrogatepass")))
+        mine[safe(sid)] = (now, len(files), body)
+        kept.write(sign, mine)
+    return line, names, areas

@@ -96,6 +96,12 @@ def main(args: list[str]) -> int | None:
             return None
     import os
     import sys
+    if args[1] in ("pre-tool-use", "post-tool-use"):
+        import gc
+        # a hook around a tool call is over in milliseconds and its few cycles die with
+        # it; the collector's passes over the objects a note of 1,000 held files makes
+        # (and the imports') cost it more than they free (as cli/fast's commands)
+        gc.disable()
     try:
         raw = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:

@@ -25,7 +25,7 @@ from ..errors import BadInput, RegistryError, Unreadable, os_failure
 from . import spawn
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
-from .layout import (RefUnreadable, RepoInfo, packed_refs, plain_layout,
+from .layout import (RefUnreadable, RepoInfo, loose_object, packed_refs, plain_layout,
                      ref_from_files, state_path)
 from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
@@ -531,8 +531,8 @@ class Repo:
         raw = f"{kind} {len(data)}".encode() + b"\0" + data
         from .digest import hexdigest  # not hashlib: OpenSSL costs a claim ~2 ms to load
         oid = hexdigest(self.info.object_format, raw)
-        folder = os.path.join(self._objects, oid[:2])
-        final = os.path.join(folder, oid[2:])
+        final = loose_object(self.info.common_dir, oid)
+        folder = os.path.dirname(final)
         if os.path.exists(final):
             return oid
         tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
@@ -698,7 +698,7 @@ class Repo:
         (``damaged/``, kept for a person), so that a copy fetched again is the one read:
         git would refuse a fetched copy that differs from it, and this reader reads the
         loose file first.  The new place, or None when the object is not loose."""
-        path = os.path.join(self._objects, oid[:2], oid[2:])
+        path = loose_object(self.info.common_dir, oid)
         if not os.path.exists(path):
             return None
         aside = self.state_path("damaged", oid)

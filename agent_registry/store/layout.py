@@ -81,6 +81,11 @@ def plain_layout(path: str) -> RepoInfo | None:
 
 
 
+def loose_object(common_dir: str, oid: str) -> str:
+    """The file the loose object *oid* is kept in (git's fan-out: ``objects/xx/rest``)."""
+    return os.path.join(common_dir, "objects", oid[:2], oid[2:])
+
+
 def state_path(common_dir: str, *names: str) -> str:
     """A path in the local-only state folder shared by every worktree of a clone."""
     return os.path.join(common_dir, "agent-registry", *names)
