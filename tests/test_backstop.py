@@ -225,6 +225,26 @@ def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
     assert auth.read_text().startswith("mine")
 
 
+def test_a_held_name_its_holder_creates_between_calls_is_noted_not_moved_aside(
+        repo, run, agents):
+    """A held file not created yet is noted as absent, and a note whose files all are as
+    the last one found them copies its lines (backstop._States): one the holder creates
+    between two calls is not "as found" (absent then), so the next note reads it and the
+    agent's command, which writes nothing, leaves the holder's new file where it is."""
+    import time
+    assert run("init").returncode == 0
+    hold(repo, "kimi-1", ["src/auth.py", "src/new.py"], agents())
+    started = hook(repo, "claude", "session-start",
+                   {**base("claude", repo, "SessionStart"), "source": "startup"})
+    assert started.returncode == 0, started.stderr
+    time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
+    assert around("claude", repo, "true") is None  # src/new.py noted as absent
+    assert around("claude", repo, "true") is None  # the last note's lines, copied
+    (repo / "src" / "new.py").write_text("the holder's new file\n")
+    assert around("claude", repo, "true") is None
+    assert (repo / "src" / "new.py").read_text() == "the holder's new file\n"
+
+
 def test_a_blob_gone_from_the_object_store_is_written_again_by_the_next_note(held):
     """A blob the last note wrote and a ``git gc`` pruned since is not reused: the next
     note writes it again, so the restore still has the holder's bytes."""

@@ -470,6 +470,42 @@ def test_a_persons_high_message_is_told_at_the_next_tool_call_once(repo, run, ha
     assert normal in later and (high in later) == (harness == "copilot")
 
 
+def test_a_high_message_waiting_for_copilot_leaves_its_after_tool_hook_quick(repo, run):
+    """Copilot CLI cannot be told after a tool call (its block would replace the tool's
+    result), so a high message marked for it does not send its after-tool hook past the
+    quick path (harness/after.py) to the whole hook, which would tell nothing: the
+    adapter is never imported, and the message waits for the prompt."""
+    import sys
+
+    from test_import_budget import LAUNCHER
+    sid = f"copilot-{NATIVE}"
+    start = hook(repo, "copilot", "session-start", base("copilot", repo, "SessionStart"),
+                 "--pid", str(os.getpid()))
+    assert start.returncode == 0, start.stderr
+    high = json.loads(run("--json", "send", "--from", "alice", "--to", sid, "--importance",
+                          "high", "stop: the API changed", check_untouched=False).stdout)["id"]
+    event = {**base("copilot", repo, "PostToolUse"), "tool_name": "bash",
+             "tool_input": {"command": "ls"}, "tool_use_id": "t1"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
+                           "hook", "copilot", "post-tool-use"], cwd=repo,
+                          input=json.dumps(event), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.harness.after" in names  # the quick path ran
+    assert "agent_registry.harness.copilot" not in names  # and settled it
+    prompt = {**base("copilot", repo, "UserPromptSubmit"), "prompt": "go on"}
+    later = json.loads(hook(repo, "copilot", "user-prompt-submit", prompt).stdout)
+    assert high in later["additionalContext"]
+
+
+def test_the_quick_path_knows_the_harnesses_told_after_a_tool_call():
+    """harness/after.py names them without importing the adapters: the same ones."""
+    from agent_registry.harness.after import TELLS_AFTER_TOOL
+    from agent_registry.harness.hook import HARNESSES, adapter
+    assert TELLS_AFTER_TOOL == {h for h in HARNESSES if adapter(h).tells_after_tool}
+
+
 def claude_in_clone_a(tmp_path):
     """Two clones, a and b, and a Claude Code session started in a (synced): (a, b, its
     session id)."""
