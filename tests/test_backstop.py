@@ -94,11 +94,11 @@ def inbox(repo: Path, sid: str) -> list[dict]:
 def noted_blobs(repo: Path) -> dict[str, str | None]:
     """{path: its blob} of the one note waiting in *repo*, read as the after-tool hook
     reads it (harness/after.py)."""
-    from agent_registry.harness.after import noted_files, read_note
+    from agent_registry.harness.after import noted_blobs, noted_paths, read_note
     [note] = (repo / ".git" / "agent-registry" / "backstop").iterdir()
     _, lines = read_note(note.read_bytes())
-    paths, blobs, _, _ = noted_files(lines[1], lines[2])
-    return dict(zip(paths, blobs))
+    paths, _ = noted_paths(lines[1], lines[3])
+    return dict(zip(paths, noted_blobs(lines[2], len(paths))[0]))
 
 
 def blob(repo: Path, text: str, name: str) -> str:
@@ -156,14 +156,15 @@ def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path):
     read and hashed (after.as_noted)."""
     import time
 
-    from agent_registry.harness.after import as_noted, blob_id, stats_now, untrusted
+    from agent_registry.harness.after import as_noted, blob_id, state_of, untrusted
     Path(tmp_path / "f.py").write_text("x = 1\n")
-    noted = stats_now(str(tmp_path), ["f.py", "gone.py"])
+    top, paths = str(tmp_path), ["f.py", "gone.py"]
+    noted = [state_of(str(tmp_path / name))[2] for name in paths]
     assert noted[1] is None  # nothing there: never trusted by its stat
     # the note's blob is other content with this very stat: what a same-tick rewrite leaves
-    assert untrusted(noted, noted, time.time()) == [0, 1]  # same second: read
+    assert untrusted(top, paths, noted, time.time()) == [0, 1]  # same second: read
     assert not as_noted(str(tmp_path / "f.py"), blob_id(b"x = 2\n", "sha1"), "100644", "sha1")
-    assert untrusted(noted, noted, time.time() + 2) == [1]  # later: the stat is trusted
+    assert untrusted(top, paths, noted, time.time() + 2) == [1]  # later: the stat is trusted
     assert as_noted(str(tmp_path / "f.py"), blob_id(b"x = 1\n", "sha1"), "100644", "sha1")
 
 

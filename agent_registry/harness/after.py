@@ -12,14 +12,15 @@ repository it cannot read this way) goes to the whole hook (harness/hook.py), wh
 decides and answers as for any event.  So does a person's high message marked for the
 session (store/urgent.py: one more folder listing), which the whole hook tells.
 
-**A note** is four lines, each one JSON value, so that what a check needs is parsed and
+**A note** is five lines, each one JSON value, so that what a check needs is parsed and
 nothing else: the call ({"session", "call", "at", "areas"}: the time it was taken, and
 whether a held folder or glob is among its targets); who holds what ({"holders": {id:
 holder}, "locks": {target: [id, ...]}}: each holder once, the line harness/heldcache.py
-keeps, copied as it is); the noted files ({"paths", "blobs", "modes"}: three lists in
-one order); and their stats (:func:`stat_key` each, in that order).  The last two are
-the backstop's remembered states (harness/backstop.py), copied as they are read when
-nothing changed since the last note.
+keeps, copied as it is); the noted files' paths; their blobs and modes ({"blobs",
+"modes"}, read only for a file its stat does not vouch for); and their stats
+(:func:`stat_key` each), all in one order.  The last three are the backstop's
+remembered states (harness/backstop.py), copied as they are read when nothing changed
+since the last note.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from .ids import call_key, safe, urgent_waits
 LEFTOVER = 600  # seconds after which a note no after-tool event took is checked anyway
 MODES = {"file": "100644", "exec": "100755", "link": "120000"}
 SUFFIX = ".note"
-NOTE_LINES = 4  # the call, who holds what, the noted files, their stats
+NOTE_LINES = 5  # the call, who holds what, the noted paths, their blobs and modes, stats
 
 
 def folder(git_dir: str) -> str:
@@ -75,34 +76,33 @@ def stat_key(st: os.stat_result) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
 
 
-def stats_now(toplevel: str, paths: list[str]) -> list[list[int] | None]:
-    """:func:`stat_key` of each of *paths* (repository paths) now: one ``lstat`` each
-    (written out, not a call of stat_key, nor os.path.join: 1,000 held files a call)."""
+def untrusted(toplevel: str, paths: list[str], noted: list, at: float) -> list[int]:
+    """The indexes of *paths* (repository paths) whose stat now does not say they hold
+    what was noted (*noted*: their :func:`stat_key` when the note was taken, at *at*,
+    seconds).  A regular file whose stat is the noted one does, as git's index trusts it
+    (a write changes ctime, which nothing sets back), unless it was changed in the second
+    the note was taken or later: a rewrite within one tick of the clock keeps them all
+    (git's racy-timestamp rule), so it is to be read and hashed.  One ``lstat`` a file,
+    compared field by field (written out, no os.path.join: 1,000 held files a call)."""
     top = toplevel.rstrip(os.sep) + os.sep
-    out: list[list[int] | None] = []
-    add, lstat = out.append, os.lstat
-    for rel in paths:
+    racy = int(at) * 1_000_000_000
+    out: list[int] = []
+    lstat = os.lstat
+    for i, rel in enumerate(paths):
+        key = noted[i]
         try:
             st = lstat(top + rel)
         except OSError:
-            add(None)
+            out.append(i)
             continue
-        mode = st.st_mode
-        add([st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, mode]
-            if S_ISREG(mode) else None)
+        try:  # None (not a regular file then), or not a stat (a damaged note): read it
+            if st.st_mtime_ns != key[1] or st.st_ctime_ns != key[3] or st.st_size != key[0] \
+                    or st.st_ino != key[2] or st.st_mode != key[4] or key[1] >= racy or \
+                    key[3] >= racy:
+                out.append(i)
+        except (TypeError, LookupError):
+            out.append(i)
     return out
-
-
-def untrusted(now: list, noted: list, at: float) -> list[int]:
-    """The indexes of the files whose stat *now* does not say they hold what was noted
-    (*noted*: their stats when the note was taken, at *at*, seconds).  A regular file
-    whose stat is the noted one does, as git's index trusts it (a write changes ctime,
-    which nothing sets back), unless it was changed in the second it was noted or later:
-    a rewrite within one tick of the clock keeps them all (git's racy-timestamp rule), so
-    it is to be read and hashed."""
-    racy = int(at) * 1_000_000_000
-    return [i for i, key in enumerate(now)
-            if key is None or key != noted[i] or key[1] >= racy or key[3] >= racy]
 
 
 def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
@@ -132,22 +132,34 @@ def read_note(data: bytes) -> tuple[dict, list[bytes]] | None:
     return head, lines[1:]
 
 
-def noted_files(line: bytes, stats_line: bytes) -> tuple[list, list, list, list] | None:
-    """(paths, blobs, modes, stats) from a note's last two lines; None when they do not
-    say that of each file."""
+def noted_paths(paths_line: bytes, stats_line: bytes) -> tuple[list, list] | None:
+    """(paths, stats) from a note's lines of them; None when they do not say that of
+    each file."""
     from ..store.jsontext import loads
     try:
-        files, stats = loads(line), loads(stats_line)
+        paths, stats = loads(paths_line), loads(stats_line)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(files, dict) or not isinstance(stats, list):
-        return None
-    paths, blobs, modes = files.get("paths"), files.get("blobs"), files.get("modes")
-    if not (isinstance(paths, list) and isinstance(blobs, list) and isinstance(modes, list)
-            and len(paths) == len(blobs) == len(modes) == len(stats)
+    if not (isinstance(paths, list) and isinstance(stats, list) and len(paths) == len(stats)
             and all(isinstance(p, str) and p for p in paths)):
         return None
-    return paths, blobs, modes, stats
+    return paths, stats
+
+
+def noted_blobs(line: bytes, count: int) -> tuple[list, list] | None:
+    """(blobs, modes) of *count* files from a note's line of them; None when it does not
+    say that of each."""
+    from ..store.jsontext import loads
+    try:
+        kept = loads(line)
+    except (ValueError, RecursionError):
+        return None
+    blobs, modes = (kept.get("blobs"), kept.get("modes")) if isinstance(kept, dict) \
+        else (None, None)
+    if not (isinstance(blobs, list) and isinstance(modes, list)
+            and len(blobs) == len(modes) == count):
+        return None
+    return blobs, modes
 
 
 PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")  # where a harness started
@@ -211,14 +223,18 @@ def _unchanged(path: str, info) -> bool:
     if note is None or note[0].get("areas") is not False or not info.toplevel:
         return False  # a held folder: what is new in it needs the whole check
     head, lines = note
-    files = noted_files(lines[1], lines[2])
-    if files is None:
+    found = noted_paths(lines[1], lines[3])
+    if found is None:
         return False
-    paths, blobs, modes, stats = files
-    now = stats_now(info.toplevel, paths)
-    top = info.toplevel.rstrip(os.sep) + os.sep
-    for i in untrusted(now, stats, head["at"]):
-        if not as_noted(top + paths[i], blobs[i], modes[i], info.object_format):
+    paths, stats = found
+    moved = untrusted(info.toplevel, paths, stats, head["at"])
+    if moved:  # not trusted by their stat: read and hashed
+        kept = noted_blobs(lines[2], len(paths))
+        if kept is None:
+            return False
+        top = info.toplevel.rstrip(os.sep) + os.sep
+        if not all(as_noted(top + paths[i], kept[0][i], kept[1][i], info.object_format)
+                   for i in moved):
             return False
     try:
         os.unlink(path)

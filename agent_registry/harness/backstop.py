@@ -36,8 +36,8 @@ import time
 from ..errors import BadInput, RegistryError
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
-from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_files, prefix,
-                    read_note, state_of, stats_now, untrusted)
+from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
+                    prefix, read_note, state_of, untrusted)
 from .ids import safe
 from .decision import Ctx, repo_of, session_for
 
@@ -98,49 +98,65 @@ class _States:
         self.at = 0.0  # when the note was taken: after every file was read
         self.stored: dict[str, bool] = {}
 
-    def note(self, paths: list[str]) -> tuple[bytes, bytes]:
-        """The note's lines of *paths*: their blobs and modes, their stats."""
+    def note(self, paths: list[str]) -> tuple[bytes, bytes, bytes]:
+        """The note's lines of *paths*: the paths, their blobs and modes, their stats."""
         _, sections = self.kept.read()
-        last = _remembered(sections.get(self.sid))
-        now = stats_now(self.info.toplevel, paths)
-        if last is not None and last[0] == paths:
-            _, blobs, _, stats, at, lines = last
-            if all(self._absent(paths[i], blobs[i], now[i]) for i in untrusted(now, stats, at)) \
-                    and all(self._stored(blob) for blob in set(blobs) if blob is not None):
+        section = sections.get(self.sid)
+        lines = section[2].split(b"\n") if section is not None else []
+        if len(lines) == 4 and lines[0] == dumps(paths).encode("utf-8", "surrogatepass"):
+            # the same files as the last note: parsed, their stats and the blobs' names
+            found = noted_paths(lines[0], lines[2])
+            try:
+                stored = loads(lines[3])
+            except (ValueError, RecursionError):
+                stored = None
+            if found is not None and isinstance(stored, list) and \
+                    self._as_found(paths, found[1], section[0], lines[1]) and \
+                    all(self._stored(blob) for blob in stored):
                 self.at = time.time()
-                return lines
+                return lines[0], lines[1], lines[2]
         try:
-            return self._noted(paths, now, last, sections)
+            return self._noted(paths, _remembered(section), sections)
         finally:
             if self.repo is not None:
                 self.repo.close()
 
-    def _noted(self, paths: list[str], now: list, last, sections: dict
-               ) -> tuple[bytes, bytes]:
+    def _as_found(self, paths: list[str], stats: list, at: float, blobs_line: bytes) -> bool:
+        """Is every file as the last note (at *at*) found it: its stat trusted, or absent
+        then and now?"""
+        moved = untrusted(self.info.toplevel, paths, stats, at)
+        if not moved:
+            return True
+        kept = noted_blobs(blobs_line, len(paths))
+        return kept is not None and all(
+            self._absent(paths[i], kept[0][i], stats[i]) for i in moved)
+
+    def _noted(self, paths: list[str], last, sections: dict) -> tuple[bytes, bytes, bytes]:
         """The note's lines, each file's blob the last note's where its stat says so,
         else read, hashed and written; remembered for the next note."""
         old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
         blobs, modes, stats = [], [], []
         top = self.info.toplevel.rstrip(os.sep) + os.sep
-        for i, rel in enumerate(paths):
+        for rel in paths:
             j = old.get(rel)
-            if j is not None and not untrusted([now[i]], [last[3][j]], last[4]) and \
-                    self._stored(last[1][j]):
+            if j is not None and not untrusted(self.info.toplevel, [rel], [last[3][j]],
+                                               last[4]) and self._stored(last[1][j]):
                 # as the last note found it: the same blob, and as trusted now as then
                 blobs.append(last[1][j])
                 modes.append(last[2][j])
-                stats.append(now[i])
+                stats.append(last[3][j])
                 continue
             data, mode, key = state_of(top + rel)
             blobs.append(self._write(data) if data is not None else None)
             modes.append(mode if data is not None else None)
             stats.append(key)
         self.at = time.time()  # after every file was read: git's racy rule counts from here
-        lines = (dumps({"paths": paths, "blobs": blobs, "modes": modes}).encode(),
-                 dumps(stats).encode())
+        lines = (dumps(paths).encode("utf-8", "surrogatepass"),
+                 dumps({"blobs": blobs, "modes": modes}).encode(), dumps(stats).encode())
+        stored = dumps(sorted({blob for blob in blobs if blob})).encode()
         self.kept.write("", {**{k: v for k, v in sections.items() if k != self.sid
                                 and 0 <= self.at - v[0] <= KEPT},
-                             self.sid: (self.at, len(paths), b"\n".join(lines))})
+                             self.sid: (self.at, len(paths), b"\n".join((*lines, stored)))})
         return lines
 
     def _absent(self, rel: str, blob: object, key: object) -> bool:
@@ -164,18 +180,18 @@ class _States:
         return self.stored[blob]
 
 
-def _remembered(section) -> tuple[list, list, list, list, float, tuple[bytes, bytes]] | None:
-    """(paths, blobs, modes, stats, when they were taken, the two note lines) of a
-    session's remembered states; None when there are none or they do not say that of
-    each file."""
+def _remembered(section) -> tuple[list, list, list, list, float] | None:
+    """(paths, blobs, modes, stats, when they were taken) of a session's remembered
+    states; None when there are none or they do not say that of each file."""
     if section is None:
         return None
     at, count, body = section
     lines = body.split(b"\n")
-    files = noted_files(*lines) if len(lines) == 2 else None
-    if files is None or len(files[0]) != count:
+    found = noted_paths(lines[0], lines[2]) if len(lines) == 4 else None
+    kept = noted_blobs(lines[1], count) if found is not None else None
+    if found is None or kept is None or len(found[0]) != count:
         return None
-    return (*files, at, (lines[0], lines[1]))
+    return found[0], kept[0], kept[1], found[1], at
 
 
 def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
@@ -290,14 +306,15 @@ def _take(path: str) -> _Note | None:
     if read is None:
         return None
     head, lines = read
-    files = noted_files(lines[1], lines[2])
+    found = noted_paths(lines[1], lines[3])
+    kept = noted_blobs(lines[2], len(found[0])) if found is not None else None
     try:
         holders = loads(lines[0])
     except (ValueError, RecursionError):
         return None
-    if files is None or not isinstance(holders, dict):
+    if kept is None or not isinstance(holders, dict):
         return None
-    return _Note(head, holders, files)
+    return _Note(head, holders, (found[0], *kept, found[1]))
 
 
 def _holder(guard, conflict, info: RepoInfo) -> dict:
@@ -354,8 +371,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     changes = []
     top = info.toplevel.rstrip(os.sep) + os.sep
     try:
-        now = stats_now(info.toplevel, noted.paths)
-        for i in untrusted(now, noted.stats, noted.at) + \
+        for i in untrusted(info.toplevel, noted.paths, noted.stats, noted.at) + \
                 _created(noted, info.toplevel):
             rel = noted.paths[i] if isinstance(i, int) else i
             entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \

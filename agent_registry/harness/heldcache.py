@@ -23,6 +23,7 @@ import time
 
 from ..store.digest import hexdigest
 from ..store.jsontext import dumps, loads
+from ..store.rawfile import read_bytes
 from .ids import safe
 
 MAX_AGE = 30.0  # seconds a remembered answer is used at most
@@ -38,32 +39,41 @@ def signature(info) -> str | None:
     if _ref_storage(info) != "files":
         return None
     branch = _branch(info)
-    parts: list[str] = []
+    parts: list[bytes] = []
     for base in ("refs/heads", *_remotes(info.common_dir)):
         folder = os.path.join(info.common_dir, base)
         try:
-            names = sorted(n for n in os.listdir(folder) if n.startswith(branch))
+            names = sorted(e.name for e in os.scandir(folder) if e.name.startswith(branch))
         except OSError:
             continue
         for name in names:
-            for root, dirs, files in os.walk(os.path.join(folder, name)) if \
-                    os.path.isdir(os.path.join(folder, name)) else [(folder, [], [name])]:
-                dirs.sort()
-                for file in sorted(files):
-                    full = os.path.join(root, file)
-                    try:
-                        with open(full, "rb") as f:
-                            parts.append(f"{full}={f.read().strip().decode(errors='replace')}")
-                    except OSError:
-                        return None
+            if not _ref_files(os.path.join(folder, name), parts):
+                return None
     try:
         st = os.stat(os.path.join(info.common_dir, "packed-refs"))
-        parts.append(f"packed={st.st_size}:{st.st_mtime_ns}")
+        parts.append(b"packed=%d:%d" % (st.st_size, st.st_mtime_ns))
     except FileNotFoundError:
         pass
     if not parts:
         return None
-    return hexdigest("sha1", "\n".join(parts).encode("utf-8", "surrogatepass"))
+    return hexdigest("sha1", b"\n".join(parts))
+
+
+def _ref_files(path: str, parts: list[bytes]) -> bool:
+    """Add ``<path>=<its content>`` of the ref file at *path*, or of each below the
+    folder at *path*, in name order, to *parts* (bare reads: a note reads some twenty);
+    False when one cannot be read."""
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except NotADirectoryError:
+        try:
+            parts.append(os.fsencode(path) + b"=" + read_bytes(path).strip())
+        except OSError:
+            return False
+        return True
+    except OSError:
+        return False
+    return all(_ref_files(entry.path, parts) for entry in entries)
 
 
 def _ref_storage(info) -> str:

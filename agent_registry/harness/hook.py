@@ -118,6 +118,32 @@ def main(args: list[str]) -> int | None:
     return outcome.code
 
 
+def launched(args: list[str]) -> None:
+    """:func:`main` as the hook command starts it (harness/launch.py), without the console
+    script's modules, which every tool call would pay (cli/fast, cli/console: ~0.4 ms),
+    leaving as it does (flushed, ``os._exit``: no teardown); returns only when *args*
+    are not a hook's, for the console script to answer."""
+    import os
+    import sys
+    try:
+        code = main(args)
+        if code is None:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception as exc:  # noqa: BLE001 - as the console script answers it (cli/fast.run)
+        from ..cli.console import crashed, report
+        argv = ["harness", "hook", *args]
+        code = report(exc, False, lambda text, err: None) if isinstance(exc, BrokenPipeError) \
+            else crashed(exc, argv)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            pass
+    os._exit(code)
+
+
 def _why(exc: Exception) -> str:
     if isinstance(exc, RegistryError):
         text = exc.message

@@ -16,7 +16,8 @@ folders (pip's ``--user`` install of the package beside a system click, Debian's
 ``dist-packages``): those that exist go after the standard library, where ``site`` puts
 them, so nothing there hides a standard module.  Their ``.pth`` files are not read (an
 editable install of a dependency there is not found: reinstall it, or the package in a
-virtual environment).
+virtual environment).  A hook goes straight to harness/hook.py, without the console
+script's modules (cli/fast, cli/console).
 """
 import os
 import sys
@@ -82,5 +83,8 @@ if __name__ == "__main__":
     # Python 3.10's -I does not imply -P: the script's folder is first; it is not a root
     _before, _after = paths(_here)
     sys.path[:] = _before + [p for p in sys.path if p and os.path.abspath(p) != _here] + _after
+    if sys.argv[1:3] == ["harness", "hook"]:  # what a harness runs around every tool call
+        from agent_registry.harness.hook import launched
+        launched(sys.argv[3:])  # returns only for arguments that are not a hook's
     from agent_registry.cli.fast import run
     run()
