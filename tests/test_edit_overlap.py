@@ -150,3 +150,19 @@ def test_nobody_elsewhere_costs_no_forecast_and_an_untouched_file_no_git(team, a
                     if "merge-tree" in line or " status " in line])
     assert [" status " in line for line in ran[0]] == [True]  # b2's worktree read once
     assert ran[1] == []  # then the reading is kept
+
+
+def test_a_bad_edit_freshness_is_said_in_one_line_naming_the_key(team, agents):
+    """``agent-registry.editFreshness`` that is not a number of seconds is bad input,
+    said in one line naming the key (it silently became 5 s): the edit gate says it
+    could not look, and with --deny-overlap refuses, as when it cannot tell."""
+    wa = team["a"]
+    started(wa, agents)
+    git(wa, "config", "agent-registry.editFreshness", "soon")
+    payload = edit("claude", wa, "src/auth.py")
+    proc = hook(wa, "claude", "pre-tool-use", payload)
+    assert told("claude", proc) == (None, None)
+    [line] = proc.stderr.strip().splitlines()
+    assert "agent-registry.editFreshness" in line and "'soon'" in line
+    denied, _ = told("claude", hook(wa, "claude", "pre-tool-use", payload, "--deny-overlap"))
+    assert denied and "agent-registry.editFreshness" in denied

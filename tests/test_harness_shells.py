@@ -47,7 +47,7 @@ def test_the_posix_form_runs_through_sh_with_any_path(fake_exe, tmp_path):
     proc, argv = sh(start, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert argv == ["harness", "hook", "claude", "session-start", "--pid", str(os.getpid())]
-    assert shells.executable_of(start) == str(fake_exe)
+    assert shells.start_of(start)[0] == str(fake_exe)
     stop = hook_command("codex", "stop", exe=[str(fake_exe)], wake=30)
     proc, argv = sh(stop, tmp_path, FAKE_RC="1")
     assert proc.returncode == 1 and argv[-2:] == ["--wake", "30"]
@@ -56,7 +56,7 @@ def test_the_posix_form_runs_through_sh_with_any_path(fake_exe, tmp_path):
 def test_the_posix_gate_fails_closed_naming_the_executable_as_it_is(fake_exe, tmp_path):
     gate = hook_command("gemini", "pre-tool-use", exe=[str(fake_exe)], pid=True,
                         auto_claim=True)
-    assert shells.executable_of(gate) == str(fake_exe)
+    assert shells.start_of(gate)[0] == str(fake_exe)
     proc, argv = sh(gate, tmp_path)
     assert proc.returncode == 0 and argv[:5] == ["harness", "hook", "gemini", "pre-tool-use",
                                                   "--auto-claim"]
@@ -80,7 +80,7 @@ def test_on_windows_each_harness_gets_its_shells_form():
     # Claude Code: Git Bash, the path forward-slashed; MSYS's $PPID is no Windows pid
     claude = hook_command("claude", "pre-tool-use", exe=exe, pid=True, windows=True)
     slashed = WINDOWS_EXE.replace("\\", "/")
-    assert shells.executable_of(claude) == slashed and "$PPID" not in claude
+    assert shells.start_of(claude)[0] == slashed and "$PPID" not in claude
     assert claude.startswith("{ [ -x 'C:/Users/Ann O'\"'\"'Neil/tools & co (x86)/")
     # Codex, Gemini CLI, Cursor: PowerShell, the call operator, the exit code handed back
     for harness in ("codex", "gemini", "cursor"):
@@ -91,7 +91,7 @@ def test_on_windows_each_harness_gets_its_shells_form():
         assert gate.startswith("if (Test-Path -LiteralPath 'C:\\Users\\Ann O''Neil\\")
         assert "$rc = $LASTEXITCODE" in gate and gate.endswith("exit 2")
         for command in (start, gate):
-            assert shells.executable_of(command) == WINDOWS_EXE
+            assert shells.start_of(command)[0] == WINDOWS_EXE
             assert f"harness hook {harness} " in command  # how our entries are found
     # on this platform every harness gets sh
     assert hook_command("codex", "stop", exe=exe) == \
@@ -152,5 +152,5 @@ def test_cmd_and_powershell_quoting_reads_back_as_written(path):
     powershell = shells.DIALECTS["powershell"].command(words)
     assert powershell.startswith("& ")
     assert powershell_word(powershell[2:]) == (path, " harness hook codex stop")
-    assert shells.executable_of(powershell) == path
+    assert shells.start_of(powershell)[0] == path
     assert cmd_then_crt(shells.DIALECTS["cmd"].command(words)) == words

@@ -179,6 +179,22 @@ def test_room_messages_reach_a_harness_session_once_naming_the_room(world):
     assert "nothing sent to it yet; it is in repo:web " in web("inbox", fresh).stdout
 
 
+def test_a_prompt_hook_fetches_the_hub_once(world, tmp_path):
+    """The prompt hook marks what arrived (sync/rooms.mark_arrived, which reads the
+    hub) and then reads what waits (the hub again): one process, one fetch of the hub
+    (it was fetched twice), and the room's message is told."""
+    from test_harness_hooks import base, context_of, hook
+    _, api, web = world
+    claude_in_the_room(api, web)
+    sent = js(api("--json", "send", "--from", "api-1", "--room", "room:contract", "v2"))["id"]
+    trace = tmp_path / "trace"
+    prompt = {**base("claude", web.cwd, "UserPromptSubmit"), "prompt": "go on"}
+    proc = hook(web.cwd, "claude", "user-prompt-submit", prompt, env={"GIT_TRACE": str(trace)})
+    assert sent in context_of("claude", proc, "user-prompt-submit")
+    fetches = [line for line in trace.read_text().splitlines() if "built-in: git fetch" in line]
+    assert len(fetches) == 1, fetches
+
+
 def test_a_high_room_message_is_told_at_the_next_tool_call_once(world):
     """A person's high message to a shared room, sent from another repository, is marked
     for the session here by the first command that reads the hub (its ``inbox``), so

@@ -27,6 +27,7 @@ import os
 
 from ..branch import paths as P
 from ..branch.view import View
+from ..errors import BadInput
 from ..store.git import Repo
 from . import merges
 from .gate import sessions_elsewhere
@@ -40,12 +41,19 @@ WHERE = {"worktree": "committed", "branch": "committed", "remote-tracking": "pus
 
 
 def trusted_for(config: dict[str, str]) -> float:
-    """``agent-registry.editFreshness`` in seconds (FRESH when unset or not a number >= 0)."""
-    try:
-        value = float(config.get(FRESH_KEY) or FRESH)
-    except ValueError:
+    """``agent-registry.editFreshness`` in seconds (FRESH when unset); BadInput naming the
+    key when it is set to anything but a number >= 0 (it is bad input, not 5 s)."""
+    raw = config.get(FRESH_KEY)
+    if raw is None or raw == "":
         return FRESH
-    return value if value >= 0 else FRESH
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # negative, or nan
+        raise BadInput(f"agent-registry.editFreshness is {raw!r}, not a number of seconds "
+                       f">= 0 (git config agent-registry.editFreshness {FRESH:g})")
+    return value
 
 
 def _stat(path: str) -> str:

@@ -83,12 +83,12 @@ class _opened:
     """(repository, registry, session id) for a hook acting on its session, closed after
     (a class: contextlib is one more import for every hook)."""
 
-    def __init__(self, ctx: Ctx) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: Ctx, info: RepoInfo | None = None) -> None:
+        self.ctx, self.info = ctx, info  # info: the repository, when the caller found it
 
     def __enter__(self):
         from ..sync import Registry
-        info = repo_of(self.ctx)
+        info = self.info or repo_of(self.ctx)
         self.registry = Registry.open(info.toplevel or info.git_dir)
         try:
             return info, self.registry.__enter__(), session_for(info, self.ctx)
@@ -251,12 +251,16 @@ def urgent(ctx: Ctx) -> list[str]:
     before it or after it (store/urgent.py); [] at the cost of one folder listing when
     none is marked.  Never raises: the hook's answer must not depend on it (what is not
     told here is told at the next prompt)."""
-    if not urgent_waits(ctx):
+    try:
+        info = repo_of(ctx)  # found once: the look and the telling both need it
+        if not ids.urgent_waits(info.common_dir, ctx.harness, ctx.native_id):
+            return []
+    except Exception:  # noqa: BLE001 - see above
         return []
     from ..branch.mailbox import field
     from ..store.urgent import take
     try:
-        with _opened(ctx) as (info, registry, sid):
+        with _opened(ctx, info) as (info, registry, sid):
             take(info.common_dir, sid)
             return _unseen(registry, info, ctx, sid,
                            keep=lambda m: field(m, "importance") == "high")

@@ -139,11 +139,6 @@ def start_of(command: str) -> list[str] | None:
     return None
 
 
-def executable_of(command: str) -> str | None:
-    """The program a hook command runs, whichever dialect it is written in."""
-    return (start_of(command) or [None])[0]
-
-
 def for_harness(harness: str, windows: bool | None = None) -> Dialect:
     """The dialect *harness* runs hook commands in, on Windows or (by default) here."""
     if windows is None:

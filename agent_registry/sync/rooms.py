@@ -40,6 +40,12 @@ SHARED, REPO = "room:", "repo:"
 # a long-lived process (the MCP server) tries again after that
 _DOWN: dict[str, tuple[float, str]] = {}
 DOWN_FOR = 60.0
+# hub URL -> when this process last synced it (time.monotonic()): a read of the hub
+# right after another in one process (mark_arrived, then the inbox it precedes) takes
+# that sync, not a second fetch; a long-lived process (a --hold, the MCP server) asks
+# again at its next look, SYNCED_FOR seconds later
+_SYNCED: dict[str, float] = {}
+SYNCED_FOR = 1.0
 
 
 def _down(url: str) -> str | None:
@@ -100,6 +106,9 @@ def refresh_hub(hub: Registry) -> None:
         if line not in hub.warnings:
             hub.warnings.append(line)
         return
+    synced = _SYNCED.get(hub.hub_url)
+    if synced is not None and 0 <= time.monotonic() - synced < SYNCED_FOR:
+        return  # this process synced it a moment ago
     try:
         sync(hub)
     except Unconfirmed as exc:  # git's words, not sync's advice (`sync` is not the hub's)
@@ -108,6 +117,8 @@ def refresh_hub(hub: Registry) -> None:
         _DOWN[hub.hub_url] = (time.monotonic(), why)
         hub.warnings.append(f"{why} (showing this clone's copy of the hub)")
         _offline(hub)
+        return
+    _SYNCED[hub.hub_url] = time.monotonic()
 
 
 def unpushed(hub: Registry) -> dict:
