@@ -54,6 +54,11 @@ converted to N lock shards (format 3: heartbeats and diaries on each clone's own
 `<branch>-clones/<clone>`) are measured in the same run, each on a remote and clones of
 its own; with `--before SRC` both layouts with the other checkout's package first.
 
+`--trace` has each claim process write its sync phases (`AGENT_REGISTRY_SYNC_TRACE`,
+agent_registry/sync/trace.py: each fetch, push and its outcome, backoff, intent, wait on
+the clone's flock) and reports, per clone count, the 5 slowest distinct claims broken
+down by phase, the mean over all, and the slowest one's timeline (bench/claim_phases.py).
+
 Writes the section between `<!-- scale:start -->` and `<!-- scale:end -->` of
 docs/benchmarks.md (`--section scale-before` kept the single-branch numbers of issue 11).
 """
@@ -81,6 +86,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import claim_phases  # noqa: E402
 import install  # noqa: E402
 from report import write_section  # noqa: E402
 from states import hermetic_env, make_project  # noqa: E402
@@ -257,15 +263,24 @@ class Distinct:
     remote_cpu: float = 0.0  # CPU seconds of git daemon and what it ran (the remote's end)
     elapsed: float = 0.0  # from the start until the last claim answered
     load: float = 0.0  # the machine's 1-minute load average at the end
+    phases: list[str] = field(default_factory=list)  # --trace: the slowest claims' phases
 
 
 Claim = Callable[[Path, str, str], tuple[bool, int, str]]  # clone, session, path -> ok, attempts, error
 
 
-def tool_claim(env: dict) -> Claim:
-    """A claim as agents make it: one `agent-registry lock acquire` process."""
+def tool_claim(env: dict, traces: Path | None = None) -> Claim:
+    """A claim as agents make it: one `agent-registry lock acquire` process.  With
+    *traces*, each claim writes its phases to a file there (--trace)."""
     def claim(clone: Path, sid: str, path: str) -> tuple[bool, int, str]:
-        r = cli(clone, env, "lock", "acquire", path, "--session", sid)
+        if traces is None:
+            r = cli(clone, env, "lock", "acquire", path, "--session", sid)
+        else:
+            file = traces / (path.replace("/", "_") + ".trace")
+            claim_phases.mark(file, "spawn")
+            r = cli(clone, {**env, "AGENT_REGISTRY_SYNC_TRACE": str(file)},
+                    "lock", "acquire", path, "--session", sid)
+            claim_phases.mark(file, "answered")
         if r.returncode:
             return False, 0, f"exit {r.returncode}: {r.stderr.strip()}"
         return True, attempts(clone), ""
@@ -825,15 +840,21 @@ def measure(args: argparse.Namespace, label: str, source: str | None, spec: str 
     shards = int(spec) if spec and not made else shards
     with served(args, source, shards, args.model, made) as (root, env, every, daemon):
         results, rounds, confirmed = [], [], []  # type: ignore[var-annotated]
+        traces = root / "traces" if args.trace else None
+        if traces is not None:
+            traces.mkdir()
         claim = (helping_claim(env, args.model, args.helping) if args.helping
                  else model_claim(env, args.model, not args.one_ref, args.flat_backoff)
-                 if args.model else tool_claim(env))
+                 if args.model else tool_claim(env, traces))
         for n in counts:
             d = distinct(every[:n], claim, args.seconds, f"d{n}", daemon)
             d.label = label
             results.append(d)
             confirmed += d.confirmed
             print(distinct_row(d), flush=True)
+            if traces is not None:
+                d.phases = claim_phases.report(sorted(traces.glob(f"d{n}_*.trace")))
+                print("\n".join(d.phases), flush=True)
             if n > 1 and args.rounds and not args.model:
                 c = contended(every[:n], env, args.rounds, f"x{n}")
                 c.label = label
@@ -908,6 +929,12 @@ def write_report(args, results: list[Distinct], rounds: list[Contended],
     lines += ["", f"Nothing lost: {confirmed - len(lost)} of {confirmed} confirmed claims are "
               f"held on the remote afterwards."]
     for d in results:
+        if d.phases:
+            lines += ["", f"Where the slowest claims of {d.clones} clones spent their time "
+                      "(`--trace`; seconds: start = spawn to the sync's first phase, exit = "
+                      "its last phase to the exit, other = the rest: local work outside "
+                      "the flock):", "", *d.phases]
+    for d in results:
         for failure in d.failures[:3]:
             lines.append(f"- failed ({d.label + ', ' if d.label else ''}{d.clones} clones): "
                          f"{failure[:200]}")
@@ -955,6 +982,10 @@ def main() -> None:
                              "single branch and, with --shards N, on N lock shards, in one "
                              "run (section scale-writes); claims: the claim modes above")
     parser.add_argument("--proxy", type=float, help=argparse.SUPPRESS)  # internal: run the delay line
+    parser.add_argument("--trace", action="store_true",
+                        help="each claim process writes its sync phases "
+                             "(AGENT_REGISTRY_SYNC_TRACE); the report breaks down the 5 "
+                             "slowest distinct claims of each clone count")
     install.add_option(parser)
     args = parser.parse_args()
     if args.proxy is not None:

@@ -38,6 +38,18 @@ one ref, as the single branch of earlier versions had them)."""
     return runner, lambda: len(log.read_text().split()) if log.exists() else 0
 
 
+def warm_pair(team: Team, shards: int):
+    """Clones a (session s1, holding src/warm.py, its fetches counted) and b (session s2,
+    which claimed src/auth.py after a's claim): (a, a's fetch count, b)."""
+    a, fetches = counted_clone(team, "a", shards)
+    b, _ = counted_clone(team, "b", shards)
+    assert a("register", "s1", "--provider", "Codex").returncode == 0
+    assert b("register", "s2", "--provider", "Codex").returncode == 0
+    assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
+    assert b("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 0
+    return a, fetches, b
+
+
 def remote_locks(team: Team) -> list[tuple[str, str]]:
     reader = team.clone(f"reader-{random.random()}")
     proc = reader("--json", "lock", "list")
@@ -66,12 +78,7 @@ def test_a_claim_decided_before_a_fetch_is_refused_when_the_remote_moved(tmp_pat
     """Clone a decides its claim on its own copy; b took the path meanwhile: a's push is
     rejected, a fetches, replays, and the claim is refused."""
     team = Team(tmp_path)
-    a, fetches = counted_clone(team, "a", 16)
-    b, _ = counted_clone(team, "b", 16)
-    assert a("register", "s1", "--provider", "Codex").returncode == 0
-    assert b("register", "s2", "--provider", "Codex").returncode == 0
-    assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
-    assert b("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 0
+    a, fetches, _ = warm_pair(team, 16)
     before = fetches()
     with Registry.open(str(a.cwd)) as registry, pytest.raises(Refused) as refused:
         registry.claim("s1", ["src/auth.py"])
@@ -106,12 +113,7 @@ def test_a_claim_that_lost_one_push_lands_and_its_attempts_are_kept(tmp_path, sh
     the second lands, and the clone's sync state says two attempts (what bench/scale_bench.py
     reads as pushes per confirmed claim), in the same write as the confirmed tip."""
     team = Team(tmp_path)
-    a, _ = counted_clone(team, "a", shards)
-    b, _ = counted_clone(team, "b", shards)
-    assert a("register", "s1", "--provider", "Codex").returncode == 0
-    assert b("register", "s2", "--provider", "Codex").returncode == 0
-    assert a("lock", "acquire", "src/warm.py", "--session", "s1").returncode == 0
-    assert b("lock", "acquire", "src/auth.py", "--session", "s2").returncode == 0
+    a, _, _ = warm_pair(team, shards)
     other = "src/other.py"
     if shards:  # on the shard b's claim moved
         from agent_registry.branch.shards import lock_shards
@@ -126,3 +128,40 @@ def test_a_claim_that_lost_one_push_lands_and_its_attempts_are_kept(tmp_path, sh
     if shards == 1:  # the one shard's confirmed tip is the tip that landed
         shard = f"refs/remotes/origin/{registry.branch}-shards/00"
         assert landed in state["confirmed"].values(), (shard, state["confirmed"])
+
+
+def on_shard_of(path: str, shards: int = 16, other: bool = False) -> str:
+    """A file path whose key is in *path*'s lock shard (*other*: in another one)."""
+    from agent_registry.branch.shards import lock_shards
+    home = lock_shards(path, shards, None)
+    return next(p for i in range(1000)
+                if (lock_shards(p := f"src/o{i}.py", shards, None) == home) != other)
+
+
+def test_the_fetch_after_a_lost_push_brings_its_shard_not_the_others(tmp_path, monkeypatch):
+    """a decides a claim on its own copy of a shard that b moved meanwhile; b also moved
+    another shard.  a's push is lost; the fetch before its second push brings that
+    shard (the claim lands on b's), the main branch and the clone refs, not the other
+    shard, whose commits the replay never reads (issue 35: at 16 clones most of what a
+    full fetch downloads).  The trace (AGENT_REGISTRY_SYNC_TRACE) says so, phase by phase."""
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.sync import trace
+    from agent_registry.branch.shards import lock_shards
+    team = Team(tmp_path)
+    a, _, b = warm_pair(team, 16)
+    cold = on_shard_of("src/auth.py", other=True)
+    assert b("lock", "acquire", cold, "--session", "s2").returncode == 0
+    log = tmp_path / "a.trace"
+    monkeypatch.setattr(trace, "PATH", str(log))
+    with Registry.open(str(a.cwd)) as registry:
+        other = shards_of(registry)[lock_shards(cold, 16, None)[0]]
+        seen = other.repo.read_ref(other.tracking_ref)
+        registry.claim("s1", [on_shard_of("src/auth.py")])
+        assert other.repo.read_ref(other.tracking_ref) == seen  # b's claim of cold: not fetched
+    assert remote_locks(team) == sorted([("src/auth.py", "s2"), (cold, "s2"),
+                                         (on_shard_of("src/auth.py"), "s1"),
+                                         ("src/warm.py", "s1")])
+    phases = [line.split("\t")[2:] for line in log.read_text().splitlines()]
+    assert [p for p, _ in phases if p in ("push", "fetch")] == ["push", "fetch", "push"]
+    assert [d for p, d in phases if p in ("push", "fetch")] == ["lost", "0 narrow", "ok"]
+    assert phases[0] == ["begin", "claim"] and phases[-1][0] == "end"

@@ -447,3 +447,48 @@ def test_a_push_whose_tracking_ref_of_an_intent_is_damaged_keeps_its_own_outcome
     assert lock_owner_on_remote(team, ON_HOT[2]) == ["codex-2"]
     owed = [p.name for p in (b.cwd / ".git" / "agent-registry").rglob("*.intent")]
     assert owed, "no fetch owed"  # sync/intents.owe_fetch's mark
+
+
+def test_a_claim_that_fetches_to_carry_an_intent_fetches_its_shard_alone(team, monkeypatch):
+    """b's push was told of a's intent on HOT; c then claimed on another shard.  b's next
+    claim on HOT fetches first (within FRESH of its last fetch), to carry a's claim: that
+    fetch brings HOT with its intents, the main branch and the clone refs, not c's shard,
+    so it lands sooner and a waits less (issue 35).  a's claim is applied once."""
+    from agent_registry import Registry
+    from agent_registry.branch.shards import lock_shards
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.sync import remote as R
+    a, b, op_id = intent_beside_a_claimer(team)
+    ok(b(*claim("codex-2", ON_HOT[2])))  # decided on b's tip: its push sees the intent
+    c = team.clone("c")
+    ok(c("register", "c-3", "Codex", "1", "y"))
+    cold = next(p for i in range(1000)
+                if lock_shards(p := f"src/c{i}.py", 16, None)[0] != HOT)
+    ok(c(*claim("c-3", cold)))
+    monkeypatch.setattr(R, "FRESH", 3600.0)  # no clock decides whether b fetched lately
+    with Registry.open(str(b.cwd)) as main:
+        other = shards_of(main)[lock_shards(cold, 16, None)[0]]
+        seen = other.repo.read_ref(other.tracking_ref)
+        main.claim("codex-2", [ON_HOT[3]])
+        assert other.repo.read_ref(other.tracking_ref) == seen  # c's shard: not fetched
+    assert op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+    assert lock_owner_on_remote(team, cold) == ["c-3"]
+
+
+def test_a_waiting_loser_reads_from_the_fetched_tip_whether_it_was_carried(team):
+    """While its intent is out a loser polls the remote and replays nothing until a
+    helper settled the intent there (sync/remote.publish): sync/intents.carried says so
+    from the fetched tip, before and after b carried a's claim."""
+    from agent_registry import Registry
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.sync.intents import carried
+    from agent_registry.sync.remote import fetch
+    a, b, op_id = intent_beside_a_claimer(team)
+    with Registry.open(str(a.cwd)) as main:
+        registry = shards_of(main)[HOT]
+        assert not carried(registry, fetch(registry))
+        ok(b(*claim("codex-2", ON_HOT[2])))  # told of the intent (or carries it)
+        ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
+        assert carried(registry, fetch(registry))
+    assert op_count(team, op_id) == 1

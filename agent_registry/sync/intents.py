@@ -274,6 +274,17 @@ def settle_own(registry: Registry, onto: str | None, state: Replay) -> None:
     state.tip = registry.build(state.tip, op)[0] or state.tip
 
 
+def carried(registry: Registry, onto: str | None) -> bool:
+    """Whether the intent this clone has out on *registry*'s branch is settled at *onto*
+    (a helper applied or refused its operations there); True when none is out or it
+    cannot tell: the caller then replays, which finds out."""
+    saved = load_state(registry)
+    out, clone = saved.get("intents", {}).get(state_key(registry)), saved.get("clone_id")
+    if not out or not clone or onto is None:
+        return True
+    return settled(View(registry.repo, onto), clone)["seq"] >= out["seq"]
+
+
 # -- the helpers -----------------------------------------------------------------------
 
 def unsettled(registry: Registry, onto: str | None) -> list[tuple[str, dict, str, dict]]:

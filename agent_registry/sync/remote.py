@@ -56,12 +56,13 @@ from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
-from .intents import any_fetched, fetch_owed, fetch_paid, fetch_refspec, help_others, \
+from .intents import any_fetched, carried, fetch_owed, fetch_paid, fetch_refspec, help_others, \
     intent_ref, new_clone_id, note_advertised, owe_fetch, own_ops, \
     push_trace, settle_own, settled, unsettled, wrap
 from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
 from .lost import record_lost
+from . import trace
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
@@ -136,6 +137,11 @@ class Offline(Exception):
 
 # -- talking to the remote ------------------------------------------------------------
 
+def _locked(registry: Registry):
+    """The clone's flock (the critical section of its local work), its wait traced."""
+    return trace.timed("flock", file_lock(registry.lock_file))
+
+
 def network_timeout(registry: Registry) -> float:
     try:
         value = float(registry.config.get("agent-registry.networktimeout") or NETWORK_TIMEOUT)
@@ -155,25 +161,32 @@ def git_net(registry: Registry, *args: str, env: dict[str, str] | None = None) -
                       f"no answer within {timeout:g} s (git {args[0]})") from None
 
 
-def fetch(registry: Registry) -> str | None:
+def fetch(registry: Registry, narrow: bool = False) -> str | None:
     """Fetch the remote registry branch into the tracking ref; its tip, or None when
     the remote has no such branch.  Raises Offline when the remote cannot be used.
-    Runs without the flock: git locks the tracking ref itself."""
-    src = f"refs/heads/{registry.branch}"
+    Runs without the flock: git locks the tracking ref itself.  *narrow*: only what a
+    replay on the branch's new tip needs (_narrow_also)."""
+    src, began = f"refs/heads/{registry.branch}", trace.start()
     # with the branch, the other clones' intents (sync/intents.py): one connection.  No
     # auto maintenance: a `git gc` detached from a claim would compete with the next one
     # for the CPU and repack the objects it is writing
     # --prune: a shard, clone ref or intent deleted on the remote (a forge's "delete
     # branch") loses its tracking ref here, so this clone sees its own ref as unpushed and
     # sync pushes it again, instead of taking the stale tracking ref for the remote's
+    # --negotiation-tip: the registry's tracking refs are what the remote surely has, so
+    # the first round of haves finds the common ground and the pack comes back in it;
+    # the clone's own commits (unpushed, carried) as haves were each a round in vain
+    also = _narrow_also(registry) if narrow else registry.fetch_also
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    "--no-auto-maintenance", "--prune", registry.remote,
-                    f"+{src}:{registry.tracking_ref}", fetch_refspec(registry),
-                    *registry.fetch_also)
+                    "--no-auto-maintenance", "--prune",
+                    f"--negotiation-tip=refs/remotes/{registry.remote}/{_root(registry)}*",
+                    registry.remote, f"+{src}:{registry.tracking_ref}",
+                    fetch_refspec(registry), *also)
+    trace.note("fetch", began, f"{proc.returncode}{' narrow' if narrow else ''}")
     if proc.returncode == 0:
         # when: a shard's claims may skip a fetch within FRESH of it (_decided_here), and
         # a read answers without one within agent-registry.readFreshness (sync/fresh.py)
-        _mark_fetched(registry)
+        _mark_fetched(registry, every=also == registry.fetch_also)
         return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
@@ -201,16 +214,36 @@ class PushResult:
         self.reason = reason
 
 
-def _mark_fetched(registry: Registry) -> None:
+def _mark_fetched(registry: Registry, every: bool = True) -> None:
     """Note when this branch was last fetched (the mtime of a file in the clone's state
     folder): how long a claim may be decided without a fetch (_decided_here).  The
     fetch of the main branch or of a lock shard brings every shard with its intents
-    (``fetch_also``), which one more mark says for all of them."""
+    (``fetch_also``; *every*), which one more mark says for all of them."""
     common = registry.repo.info.common_dir
     freshness.mark(common, registry.branch)
     fetch_paid(registry)
-    if registry.part.kind != "clone":
+    if every and registry.part.kind != "clone":
         freshness.mark(common, _all_shards(registry))
+
+
+def _root(registry: Registry) -> str:
+    """The main registry branch *registry*'s branch belongs to (itself, or the branch of
+    which it is a shard, a clone ref or the messages): every tracking ref of the
+    registry starts with it."""
+    main = getattr(registry.part, "main", None)
+    return main.branch if main is not None else registry.branch
+
+
+def _narrow_also(registry: Registry) -> tuple[str, ...]:
+    """What a narrow fetch (after a lost push, or to carry an intent a push saw) brings
+    besides the branch and its intents: for a lock shard, what its operations are
+    judged by (the main branch's sessions, the clone refs' heartbeats) and not the
+    other shards, whose new commits (most of what a fetch at 16 clones downloads) the
+    replay never reads; for any other branch, all its fetch brings."""
+    if registry.part.kind != "shard":
+        return registry.fetch_also
+    shards = f"refs/heads/{_all_shards(registry)}/*:"
+    return tuple(spec for spec in registry.fetch_also if shards not in spec)
 
 
 def _all_shards(registry: Registry) -> str:
@@ -227,14 +260,14 @@ def push(registry: Registry, commit: str) -> PushResult:
     # suite, the pre-commit framework) must not run, or fail, on every claim
     # traced: the refs the remote advertises say whether a clone asks for help here;
     # not when the next claim fetches anyway (that fetch brings every intent)
-    trace = push_trace(registry) if _may_skip_fetch(registry) else None
+    packets = push_trace(registry) if _may_skip_fetch(registry) else None
     try:
         proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                        registry.remote, f"{commit}:{dst}",
-                       env={**registry.repo.env, "GIT_TRACE_PACKET": trace} if trace else None)
+                       env={**registry.repo.env, "GIT_TRACE_PACKET": packets} if packets else None)
     finally:  # read and removed, whatever came of the push (a timeout leaves it behind)
-        if trace:
-            note_advertised(registry, trace)
+        if packets:
+            note_advertised(registry, packets)
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:
@@ -544,14 +577,19 @@ def _advance(registry: Registry, tip: str, seen: str | None, **changes) -> None:
 def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLINE) -> dict:
     """Apply *op* and get it confirmed by the remote.  Takes the clone's flock only for
     the local work (replay and commit), never across a fetch or a push."""
+    trace.note("begin", 0.0, op["op"])
     before = registry.repo.read_ref(registry.tracking_ref)
+    # a claim on a shard fetched within FRESH that fetches only to carry an intent a
+    # push saw there needs that shard alone: the sooner it lands, the less its loser waits
+    narrow = fetch_owed(registry) and _fetched_within(registry, registry.branch)
     result, rewind = _decided_here(registry, op), None
+    trace.note("decided", 0.0, "here" if result is not None else "fetch first")
     if result is None:
         try:
-            remote, failure = fetch(registry), None
+            remote, failure = fetch(registry, narrow), None
         except Offline as exc:
             remote, failure = None, exc
-        with file_lock(registry.lock_file):
+        with _locked(registry):
             if failure is None:
                 try:
                     rewind = _rebase(registry, remote, before).rewind
@@ -563,6 +601,7 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
         if failure is not None:
             return _unconfirmed(registry, op, result, failure)
     outcome = publish(registry, deadline, watch=op.get("id"))
+    trace.note("end", 0.0, f"attempts {outcome.get('attempts', 1)}")
     for state in filter(None, (rewind, outcome.get("rewind"))):
         registry.warnings.extend(rewind_lines(state))
     if outcome.get("dropped"):
@@ -592,7 +631,7 @@ def _decided_here(registry: Registry, op: dict) -> dict | None:
     (also when it would be refused here: the remote may know better)."""
     if not _may_skip_fetch(registry):
         return None
-    with file_lock(registry.lock_file):
+    with _locked(registry):
         seen = registry.repo.read_ref(registry.tracking_ref)
         if seen is None:
             return None
@@ -676,27 +715,33 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         tip = registry.repo.read_ref(registry.ref)
         seen = registry.repo.read_ref(registry.tracking_ref)
         if tip is None or tip == seen:
+            # after lost pushes, a helper's push carried ours (or a replay dropped them):
+            # counted with that push, as below, so the attempts a clone's sync state
+            # says (bench/scale_bench.py's) are not those of its previous claim
+            done = {"attempts": pushes + 1} if pushes else {}
             if tip is not None:
-                with file_lock(registry.lock_file):
-                    _advance(registry, tip, seen)
-            return _fate(registry, {**outcome, "pushed": True, "tip": tip}, watch)
+                with _locked(registry):
+                    _advance(registry, tip, seen, **{f"last_push_{k}": v for k, v in done.items()})
+            return _fate(registry, {**outcome, "pushed": True, "tip": tip, **done}, watch)
         if not own_commits(registry, seen, tip):
             # all that is left is what we carried for other clones (sync/intents.py): our
             # own operations are on the remote, so we are done; the next rebase drops them
-            with file_lock(registry.lock_file):  # the push that landed them was another's
+            with _locked(registry):  # the push that landed them was another's
                 save_state(registry, last_push_attempts=pushes + 1,
                            last_success=iso(registry.clock()), last_error=None,
                            last_error_kind=None)
             return _fate(registry, {**outcome, "pushed": True, "tip": seen,
                                     "attempts": pushes + 1}, watch)
         if not waiting:
+            began = trace.start()
             try:
                 pushed = push(registry, tip)
             except Offline as exc:
                 return _stop(registry, outcome, exc)
+            trace.note("push", began, "ok" if pushed.ok else "lost")
             pushes += 1
             if pushed.ok:
-                with file_lock(registry.lock_file):
+                with _locked(registry):
                     _advance(registry, tip, seen, last_push_attempts=pushes)
                 return _fate(registry, {**outcome, "pushed": True, "tip": tip,
                                         "attempts": pushes}, watch)
@@ -713,22 +758,36 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         # them while the remote moves (each landed push carries every intent it fetched);
         # push again when it stops moving (no one else is left to carry us) or after
         # LOSSES polls (the ones moving it may not carry: an older agent-registry)
+        began = trace.start()
         out = attempt >= LOSSES and publish_intent(registry)
+        if attempt >= LOSSES:
+            trace.note("intent", began, "out" if out else "not out")
         # full jitter: losers spread out instead of stampeding the remote together
         import random  # only when a push lost a race
         # once our intent is out, the next fetch may show it carried: poll at the third
         # loss's backoff, not one that keeps growing
         grown = min(attempt, LOSSES) if out else attempt
+        began = trace.start()
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** grown)))
+        trace.note("sleep", began, f"after loss {attempt}")
         try:
-            remote = fetch(registry)
+            remote = fetch(registry, narrow=True)
         except Offline as exc:
             return _stop(registry, outcome, exc)
         waiting = bool(out) and remote != previous and previous is not None \
             and waited < LOSSES
         waited, previous = (waited + 1 if waiting else 0), remote
+        trace.note("poll", 0.0, f"waiting {waited}" if waiting else "pushing")
+        if waiting and not carried(registry, remote):
+            # not carried yet, and no push before the next poll: no replay either (one
+            # at each poll was a third of a waiting loser's time, and CPU the claims
+            # that carry it need); what it fetched and does not carry, its next claim
+            # owes, as a replay that does not help says
+            if unsettled(registry, remote):
+                owe_fetch(registry)
+            continue
         try:
-            with file_lock(registry.lock_file):
+            with _locked(registry):
                 state = _rebase(registry, remote, help=not waiting)
         except CasFailed:
             continue
@@ -760,7 +819,7 @@ def publish_intent(registry: Registry) -> bool:
     (sync/intents.py; once per set of them); whether one is out.  Best effort: a failed
     push leaves the clone retrying alone, as before, and publishing again after its next
     lost push."""
-    with file_lock(registry.lock_file):
+    with _locked(registry):
         state = load_state(registry)
         clone = state.get("clone_id") or new_clone_id()
         local = registry.repo.read_ref(registry.ref)
@@ -783,7 +842,7 @@ def publish_intent(registry: Registry) -> bool:
     except Offline:
         landed = False
     if not landed:
-        with file_lock(registry.lock_file):
+        with _locked(registry):
             state = load_state(registry)
             out = state.get("intents", {}).get(key)
             if out and out["seq"] == seq:
@@ -792,7 +851,7 @@ def publish_intent(registry: Registry) -> bool:
 
 
 def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dict:
-    with file_lock(registry.lock_file):
+    with _locked(registry):
         _failed(registry, exc)
     return {**outcome, "pushed": False, "error": exc.message, "failure": exc,
             "remote_error": exc.to_dict()}
@@ -817,13 +876,13 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     try:
         remote = fetch(registry)
     except Offline as exc:
-        with file_lock(registry.lock_file):
+        with _locked(registry):
             _failed(registry, exc)
             pending = len(_pending(registry, before))
         raise Unconfirmed(f"{exc.message}; {pending} operation(s) wait to be pushed; "
                           f"{exc.advice}", details={"pending": pending,
                                                    "remote_error": exc.to_dict()}) from None
-    with file_lock(registry.lock_file):
+    with _locked(registry):
         pending = [parse_op(registry.repo.commit_info(c)[2]) or {}
                    for c in _pending(registry, before)]
         try:
@@ -860,11 +919,11 @@ def catch_up(registry: Registry) -> Offline | MassDeletion | None:
         if registry.repo.read_ref(registry.ref) is None:
             return None  # nothing of ours to replay, and a read makes no local branch: the
             # tip is the tracking ref then (Registry.tip), which the fetch moved
-        with file_lock(registry.lock_file):
+        with _locked(registry):
             # no helping here: what it would carry for other clones waits for a push
             _rebase(registry, remote, before, help=False)
     except (Offline, MassDeletion) as exc:
-        with file_lock(registry.lock_file):
+        with _locked(registry):
             _failed(registry, exc)
         return exc
     except CasFailed:
