@@ -45,14 +45,14 @@ class States:
         section = sections.get(self.sid)
         lines = section[2].split(b"\n") if section is not None else []
         if len(lines) == 4 and lines[0] == dumps(paths).encode("utf-8", "surrogatepass"):
-            # the same files as the last note: parsed, their stats and the blobs' names
-            found = noted_paths(lines[0], lines[2])
+            # the same files as the last note: parsed, their stats and the blobs' names only
             try:
-                stored = loads(lines[3])
+                stats, stored = loads(lines[2]), loads(lines[3])
             except (ValueError, RecursionError):
-                stored = None
-            if found is not None and isinstance(stored, list) and \
-                    self._as_found(paths, found[1], section[0], lines[1]) and \
+                stats = stored = None
+            if isinstance(stats, list) and len(stats) == len(paths) and \
+                    isinstance(stored, list) and \
+                    self._as_found(paths, stats, section[0], lines[1]) and \
                     all(self._stored(blob) for blob in stored):
                 self.at = time.time()
                 return lines[0], lines[1], lines[2]
