@@ -62,14 +62,15 @@ def note(ctx: Ctx, call: str) -> str:
             return f"agent-registry: backstop off for this call: {exc.message}"
         kept = remember(info, sid, sign, targets, file_names(targets))
     held, paths, areas = kept
-    if not paths and not areas:
+    if paths == b"[]" and not areas:
         return ""  # the usual case: no held file, nothing more to import or read
     if areas:  # a held folder or glob: the files in it now (a file created there is new)
         from .held import expand
-        paths = paths + expand(areas, info.toplevel)
+        listed = dict.fromkeys(loads(paths) + expand(areas, info.toplevel))
+        paths = dumps(list(listed)).encode("utf-8", "surrogatepass")
     from .heldstates import States
     states = States(info, sid)
-    noted = states.note(list(dict.fromkeys(paths)))
+    noted = states.note(paths)
     head = dumps({"session": sid, "call": call, "at": states.at, "areas": bool(areas)})
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)

@@ -9,8 +9,10 @@ and reused while the signature is the same, for at most MAX_AGE seconds: one ans
 session (what is held by others differs with who asks), so that several agents in one
 working tree do not read again for each other's calls.  A session's answer is kept as
 three lines (:class:`Sections`): who holds what (each holder once), the line a note
-copies as it is (harness/after.py); the files the held targets name; the held folders
-and globs.  A note at 1,000 held targets parses only the last two.  A claim, a
+copies as it is (harness/after.py); the files the held targets name, as the note's line
+of paths is encoded (a note compares it with the last one's, unparsed); the held
+folders and globs, and the digest of the files' line.  A note at 1,000 held files
+parses neither of the long lines.  A claim, a
 release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
 within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
 holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
@@ -161,8 +163,9 @@ def _sections(info) -> Sections:
     return Sections(_path(info.git_dir), "held-2")
 
 
-def recall(info, sid: str, sign: str | None) -> tuple[bytes, list[str], list[str]] | None:
-    """(the line a note copies, the files the held targets name, the held folders and
+def recall(info, sid: str, sign: str | None) -> tuple[bytes, bytes, list[str]] | None:
+    """(the line a note copies, the files the held targets name: a JSON list as encoded,
+    which is a note's line of paths when nothing else is held, the held folders and
     globs) remembered for *sid* under *sign*, or None."""
     if sign is None:
         return None
@@ -170,29 +173,29 @@ def recall(info, sid: str, sign: str | None) -> tuple[bytes, list[str], list[str
     mine = sections.get(safe(sid))
     if under != sign or mine is None or not 0 <= time.time() - mine[0] <= MAX_AGE:
         return None
-    _, count, body = mine
-    lines = body.split(b"\n")
+    lines = mine[2].split(b"\n")
     try:
-        names, areas = (loads(lines[1]), loads(lines[2])) if len(lines) == 3 else (None, None)
+        areas = loads(lines[2]) if len(lines) == 3 else None
     except (ValueError, RecursionError):
         return None
-    # each held target as the file it names or as a folder or glob: a cache that says
-    # less is worked out again, or a held file would be noted as neither, never
-    # compared, and a change to it left in place
-    if not isinstance(names, list) or not isinstance(areas, list) or \
-            len(names) + len(areas) != count or \
-            not all(isinstance(name, str) and name for name in names + areas):
+    # the files named, unparsed, are those written with their digest: a cache that says
+    # less is worked out again, or a held file would be noted as neither file nor area,
+    # never compared, and a change to it left in place
+    if not isinstance(areas, dict) or areas.get("names") != hexdigest("sha1", lines[1]) or \
+            not isinstance(areas.get("areas"), list) or \
+            not all(isinstance(area, str) and area for area in areas["areas"]):
         return None
-    return lines[0], names, areas
+    return lines[0], lines[1], areas["areas"]
 
 
 def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
-             files: dict[str, str | None]) -> tuple[bytes, list[str], list[str]]:
+             files: dict[str, str | None]) -> tuple[bytes, bytes, list[str]]:
     """Keep *targets* ({held target: its holders}) and *files* ({held target: the file it
     names, None for a folder or glob}) for *sid* under *sign*; what :func:`recall` gives."""
     holders = {h["id"]: h for kept in targets.values() for h in kept}
     locks = {target: [h["id"] for h in kept] for target, kept in targets.items()}
-    names = [name for name in files.values() if name]
+    names = dumps(list(dict.fromkeys(name for name in files.values() if name))).encode(
+        "utf-8", "surrogatepass")
     areas = [target for target, name in files.items() if not name]
     line = dumps({"holders": holders, "locks": locks}).encode("utf-8", "surrogatepass")
     if sign is not None:
@@ -201,8 +204,8 @@ def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
         under, sections = kept.read()
         mine = {key: section for key, section in sections.items()
                 if under == sign and 0 <= now - section[0] <= MAX_AGE}
-        body = b"\n".join((line, dumps(names).encode("utf-8", "surrogatepass"),
-                            dumps(areas).encode("utf-8", "surrogatepass")))
-        mine[safe(sid)] = (now, len(files), body)
+        about = dumps({"areas": areas, "names": hexdigest("sha1", names)})
+        mine[safe(sid)] = (now, len(files), b"\n".join(
+            (line, names, about.encode("utf-8", "surrogatepass"))))
         kept.write(sign, mine)
     return line, names, areas

@@ -39,15 +39,17 @@ class States:
         self.at = 0.0  # when the note was taken: after every file was read
         self.stored: dict[str, bool] = {}
 
-    def note(self, paths: list[str]) -> tuple[bytes, bytes, bytes]:
-        """The note's lines of *paths*: the paths, their blobs and modes, their stats."""
+    def note(self, line: bytes) -> tuple[bytes, bytes, bytes]:
+        """The note's lines of the files *line* lists (a JSON list of paths, as encoded):
+        the paths, their blobs and modes, their stats."""
         _, sections = self.kept.read()
         section = sections.get(self.sid)
         lines = section[2].split(b"\n") if section is not None else []
-        if len(lines) == 4 and lines[0] == dumps(paths).encode("utf-8", "surrogatepass"):
+        paths = None
+        if len(lines) == 4 and lines[0] == line:
             # the same files as the last note: parsed, their stats and the blobs' names only
             try:
-                stats, stored = loads(lines[2]), loads(lines[3])
+                paths, stats, stored = loads(line), loads(lines[2]), loads(lines[3])
             except (ValueError, RecursionError):
                 stats = stored = None
             if isinstance(stats, list) and len(stats) == len(paths) and \
@@ -55,9 +57,10 @@ class States:
                     self._as_found(paths, stats, section[0], lines[1]) and \
                     all(self._stored(blob) for blob in stored):
                 self.at = time.time()
-                return lines[0], lines[1], lines[2]
+                return line, lines[1], lines[2]
         try:
-            return self._noted(paths, _remembered(section), sections)
+            return self._noted(loads(line) if paths is None else paths, _remembered(section),
+                               sections)
         finally:
             if self.repo is not None:
                 self.repo.close()
