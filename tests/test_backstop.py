@@ -330,13 +330,11 @@ def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
     """The cache of held targets (harness/heldcache.py) names the file each target is;
     one that lost that name for the held file (a damaged or older cache) is not trusted:
     trusting it noted the held file as a folder, never compared, and the change stayed."""
-    from agent_registry.harness.heldcache import Sections
+    from agent_registry.harness.heldcache import Kept
     assert around("claude", held, "true") is None  # read, and remembered
-    cache = Sections(str(held / ".git" / "agent-registry" / "backstop-held"), "held-2")
-    under, kept = cache.read()
-    assert kept  # the session's answer: who holds what, the files named, the areas
-    cache.write(under, {key: (at, count, body.replace(b'["src/auth.py"]', b"[]"))
-                        for key, (at, count, body) in kept.items()})
+    cache, sid = Kept(str(held / ".git"), "held", 30), f"claude-{NATIVE}"
+    under, at, count, body = cache.read(sid)  # who holds what, the files named, the areas
+    cache.write(sid, under, at, count, body.replace(b'["src/auth.py"]', b"[]"))
     text = around("claude", held, "python3 -c \"open('src/auth.py', 'a').write('x')\"")
     assert text and "kimi-1" in text
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK

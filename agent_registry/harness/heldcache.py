@@ -3,12 +3,12 @@
 Every shell and edit tool call takes a note, and finding the held files costs the
 registry's reader (the guard, the view: most of a note's time).  What it found depends
 only on the registry's refs and on time (a lock goes stale); so the held targets and
-their holders are kept in ``<git dir>/agent-registry/backstop-held`` with a
+their holders are kept (:class:`Kept`, ``backstop-cache/held-<session>``) with a
 signature of every registry ref (its loose ref files, and packed-refs' size and time)
 and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
 session (what is held by others differs with who asks), so that several agents in one
 working tree do not read again for each other's calls.  A session's answer is kept as
-three lines (:class:`Sections`): who holds what (each holder once), the line a note
+three lines: who holds what (each holder once), the line a note
 copies as it is (harness/after.py); the files the held targets name, as the note's line
 of paths is encoded (a note compares it with the last one's, unparsed); the held
 folders and globs, and the digest of the files' line.  A note at 1,000 held files
@@ -29,10 +29,6 @@ from ..store.rawfile import read_bytes
 from .ids import safe
 
 MAX_AGE = 30.0  # seconds a remembered answer is used at most
-
-
-def _path(git_dir: str) -> str:
-    return os.path.join(git_dir, "agent-registry", "backstop-held")
 
 
 def signature(info) -> str | None:
@@ -105,62 +101,53 @@ def _remotes(common_dir: str) -> list[str]:
         return []
 
 
-class Sections:
-    """A file of one section per session, each section's body kept as bytes that are
-    read back as they were written: a first line (*tag*, and what every section was
-    kept under), then for each session a line ``<its safe id> <time> <count> <length>``
-    and *length* bytes of body.  Only the asking session's body is decoded; the others'
-    are copied as they are when one is written."""
+class Kept:
+    """What a session keeps for its next hook call: one file per session in
+    ``<git dir>/agent-registry/backstop-cache/`` (``<kind>-<its safe id>``), a first line
+    ``<kind> <what it was kept under> <time> <count>``, then the body, read back as
+    written.  A hook reads its own session's file only; writing one removes the files of
+    this kind no session wrote for *max_age* seconds (ended sessions')."""
 
-    def __init__(self, path: str, tag: str) -> None:
-        self.path, self.tag = path, tag
+    def __init__(self, git_dir: str, kind: str, max_age: float) -> None:
+        self.folder = os.path.join(git_dir, "agent-registry", "backstop-cache")
+        self.kind, self.max_age = kind, max_age
 
-    def read(self) -> tuple[str, dict[str, tuple[float, int, bytes]]]:
-        """(what the sections were kept under, {session: (time, count, body)}); ("", {})
-        when the file is missing, damaged or another version's."""
+    def read(self, sid: str) -> tuple[str, float, int, bytes] | None:
+        """(what it was kept under, when, its count, the body) kept for *sid*; None when
+        nothing is, or the file is damaged or another version's."""
         try:
-            with open(self.path, "rb") as f:
-                data = f.read()
+            data = read_bytes(os.path.join(self.folder, f"{self.kind}-{safe(sid)}"))
         except OSError:
-            return "", {}
-        first, _, rest = data.partition(b"\n")
-        tag, _, under = first.decode("utf-8", "replace").partition(" ")
-        if tag != self.tag:
-            return "", {}
-        out: dict[str, tuple[float, int, bytes]] = {}
-        at = 0
-        while at < len(rest):
-            end = rest.find(b"\n", at)
-            fields = rest[at:end].split(b" ") if end >= 0 else []
-            try:
-                key, when, count, length = fields[0].decode(), float(fields[1]), \
-                    int(fields[2]), int(fields[3])
-            except (IndexError, ValueError, UnicodeDecodeError):
-                return "", {}
-            body = rest[end + 1:end + 1 + length]
-            if len(body) != length:
-                return "", {}
-            out[key] = (when, count, body)
-            at = end + 1 + length
-        return under, out
-
-    def write(self, under: str, sections: dict[str, tuple[float, int, bytes]]) -> None:
-        """Replace the file with *sections* (best effort: remembering is only a saving)."""
-        parts = [f"{self.tag} {under}\n".encode()]
-        for key, (when, count, body) in sections.items():
-            parts += [f"{key} {when!r} {count} {len(body)}\n".encode(), body]
-        tmp = f"{self.path}.{os.getpid()}.tmp"
+            return None
+        first, _, body = data.partition(b"\n")
+        fields = first.split(b" ")
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            if len(fields) != 4 or fields[0].decode() != self.kind:
+                return None
+            return fields[1].decode(), float(fields[2]), int(fields[3]), body
+        except (UnicodeDecodeError, ValueError):
+            return None
+
+    def write(self, sid: str, under: str, at: float, count: int, body: bytes) -> None:
+        """Keep *body* for *sid* (best effort: keeping is only a saving)."""
+        path = os.path.join(self.folder, f"{self.kind}-{safe(sid)}")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(self.folder, exist_ok=True)
             with open(tmp, "wb") as f:
-                f.write(b"".join(parts))
-            os.replace(tmp, self.path)
+                f.write(f"{self.kind} {under or '-'} {at!r} {count}\n".encode() + body)
+            os.replace(tmp, path)
+            old = time.time() - self.max_age
+            for entry in os.scandir(self.folder):
+                if entry.name.startswith(f"{self.kind}-") and entry.path != path and \
+                        entry.stat().st_mtime < old:
+                    os.unlink(entry.path)
         except OSError:
             pass
 
 
-def _sections(info) -> Sections:
-    return Sections(_path(info.git_dir), "held-2")
+def _kept(info) -> Kept:
+    return Kept(info.git_dir, "held", MAX_AGE)
 
 
 def recall(info, sid: str, sign: str | None) -> tuple[bytes, bytes, list[str]] | None:
@@ -169,11 +156,10 @@ def recall(info, sid: str, sign: str | None) -> tuple[bytes, bytes, list[str]] |
     globs) remembered for *sid* under *sign*, or None."""
     if sign is None:
         return None
-    under, sections = _sections(info).read()
-    mine = sections.get(safe(sid))
-    if under != sign or mine is None or not 0 <= time.time() - mine[0] <= MAX_AGE:
+    mine = _kept(info).read(sid)
+    if mine is None or mine[0] != sign or not 0 <= time.time() - mine[1] <= MAX_AGE:
         return None
-    lines = mine[2].split(b"\n")
+    lines = mine[3].split(b"\n")
     try:
         areas = loads(lines[2]) if len(lines) == 3 else None
     except (ValueError, RecursionError):
@@ -199,13 +185,7 @@ def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
     areas = [target for target, name in files.items() if not name]
     line = dumps({"holders": holders, "locks": locks}).encode("utf-8", "surrogatepass")
     if sign is not None:
-        now = time.time()
-        kept = _sections(info)
-        under, sections = kept.read()
-        mine = {key: section for key, section in sections.items()
-                if under == sign and 0 <= now - section[0] <= MAX_AGE}
         about = dumps({"areas": areas, "names": hexdigest("sha1", names)})
-        mine[safe(sid)] = (now, len(files), b"\n".join(
+        _kept(info).write(sid, sign, time.time(), len(files), b"\n".join(
             (line, names, about.encode("utf-8", "surrogatepass"))))
-        kept.write(sign, mine)
     return line, names, areas

@@ -2,8 +2,7 @@
 per session between them: what a note at 1,000 held files can take from the last note
 instead of reading, hashing and encoding again.
 
-Kept in ``<git dir>/agent-registry/backstop-states`` (heldcache.Sections: one section
-per session), as the lines a note holds (harness/after.py: the paths, their blobs and
+Kept per session (heldcache.Kept: ``backstop-cache/states-<session>``) as the lines a note holds (harness/after.py: the paths, their blobs and
 modes, their stats), and the blobs' names, under the time the note was taken.  A file's
 stat trusted then (git's racy rule counted from that time) is trusted now if it is the
 same, whenever its blob was read: it was not changed since a second before that time.
@@ -16,7 +15,6 @@ import time
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
 from .after import noted_blobs, noted_paths, state_of, untrusted
-from .ids import safe
 
 KEPT = 3600.0  # seconds another session's remembered states are kept (then read again)
 
@@ -32,19 +30,17 @@ class States:
     copied as they were read, and nothing is written but the note."""
 
     def __init__(self, info: RepoInfo, sid: str) -> None:
-        from .heldcache import Sections
-        self.info, self.repo, self.sid = info, None, safe(sid)
-        self.kept = Sections(os.path.join(info.git_dir, "agent-registry", "backstop-states"),
-                             "states-2")
+        from .heldcache import Kept
+        self.info, self.repo, self.sid = info, None, sid
+        self.kept = Kept(info.git_dir, "states", KEPT)
         self.at = 0.0  # when the note was taken: after every file was read
         self.stored: dict[str, bool] = {}
 
     def note(self, line: bytes) -> tuple[bytes, bytes, bytes]:
         """The note's lines of the files *line* lists (a JSON list of paths, as encoded):
         the paths, their blobs and modes, their stats."""
-        _, sections = self.kept.read()
-        section = sections.get(self.sid)
-        lines = section[2].split(b"\n") if section is not None else []
+        section = self.kept.read(self.sid)  # (under, when, count, body)
+        lines = section[3].split(b"\n") if section is not None else []
         paths = None
         if len(lines) == 4 and lines[0] == line:
             # the same files as the last note: parsed, their stats and the blobs' names only
@@ -54,13 +50,12 @@ class States:
                 stats = stored = None
             if isinstance(stats, list) and len(stats) == len(paths) and \
                     isinstance(stored, list) and \
-                    self._as_found(paths, stats, section[0], lines[1]) and \
+                    self._as_found(paths, stats, section[1], lines[1]) and \
                     all(self._stored(blob) for blob in stored):
                 self.at = time.time()
                 return line, lines[1], lines[2]
         try:
-            return self._noted(loads(line) if paths is None else paths, _remembered(section),
-                               sections)
+            return self._noted(loads(line) if paths is None else paths, _remembered(section))
         finally:
             if self.repo is not None:
                 self.repo.close()
@@ -75,7 +70,7 @@ class States:
         return kept is not None and all(
             self._absent(paths[i], kept[0][i], stats[i]) for i in moved)
 
-    def _noted(self, paths: list[str], last, sections: dict) -> tuple[bytes, bytes, bytes]:
+    def _noted(self, paths: list[str], last) -> tuple[bytes, bytes, bytes]:
         """The note's lines, each file's blob the last note's where its stat says so,
         else read, hashed and written; remembered for the next note."""
         old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
@@ -98,9 +93,7 @@ class States:
         lines = (dumps(paths).encode("utf-8", "surrogatepass"),
                  dumps({"blobs": blobs, "modes": modes}).encode(), dumps(stats).encode())
         stored = dumps(sorted({blob for blob in blobs if blob})).encode()
-        self.kept.write("", {**{k: v for k, v in sections.items() if k != self.sid
-                                and 0 <= self.at - v[0] <= KEPT},
-                             self.sid: (self.at, len(paths), b"\n".join((*lines, stored)))})
+        self.kept.write(self.sid, "", self.at, len(paths), b"\n".join((*lines, stored)))
         return lines
 
     def _absent(self, rel: str, blob: object, key: object) -> bool:
@@ -129,7 +122,7 @@ def _remembered(section) -> tuple[list, list, list, list, float] | None:
     states; None when there are none or they do not say that of each file."""
     if section is None:
         return None
-    at, count, body = section
+    _, at, count, body = section
     lines = body.split(b"\n")
     found = noted_paths(lines[0], lines[2]) if len(lines) == 4 else None
     kept = noted_blobs(lines[1], count) if found is not None else None
