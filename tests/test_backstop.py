@@ -229,7 +229,7 @@ def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
 def test_a_held_name_its_holder_creates_between_calls_is_noted_not_moved_aside(
         repo, run, agents):
     """A held file not created yet is noted as absent, and a note whose files all are as
-    the last one found them copies its lines (harness/heldstates.py): one the holder creates
+    the last one found them copies its lines (backstop._States): one the holder creates
     between two calls is not "as found" (absent then), so the next note reads it and the
     agent's command, which writes nothing, leaves the holder's new file where it is."""
     import time

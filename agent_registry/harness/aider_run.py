@@ -29,7 +29,8 @@ import shlex
 import subprocess
 import time
 
-from .backstop import check, note
+from .backstop import note
+from .putback import check
 from .decision import Ctx, end, start
 
 NAME = "aider"

@@ -9,8 +9,9 @@ shell and edit tool call of a harness with before- and after-tool events:
   hash-object -w --no-filters`` does, through the store's object writer: the exact bytes,
   which is what a restore must put back), and a small note under this worktree's git dir
   names them, one per tool call (``agent-registry/backstop/<harness>-<session>-<call>``);
-- :func:`check` (after): each held file is compared with its note (its stat trusted as
-  git's index trusts it, racy timestamps read again: after.as_noted).  One that changed,
+- ``check`` (after, harness/putback.py): each held file is compared with its note (its
+  stat trusted as git's index trusts it, racy timestamps read again: after.untrusted,
+  after.as_noted).  One that changed,
   was deleted or was created is put back at once to what its holder had (a created one is
   removed: nothing was there), the agent's version kept as a blob it can get back (``git
   show BLOB``); the agent is told who holds the path and how to reach them, and each
@@ -33,12 +34,14 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import BadInput, RegistryError
+from ..errors import BadInput
 from ..store.jsontext import dumps, loads
-from ..store.layout import RepoInfo
-from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
-                    prefix, read_note, state_of, untrusted)
+from ..store.layout import RepoInfo, loose_object
+from .after import folder, note_name, noted_blobs, noted_paths, state_of, untrusted
 from .decision import Ctx, repo_of, session_for
+
+KEPT = 3600.0  # seconds another session's remembered states are kept (then read again)
+# (a note's files remembered per session for the next note: _States)
 
 
 def note(ctx: Ctx, call: str) -> str:
@@ -68,8 +71,7 @@ def note(ctx: Ctx, call: str) -> str:
         from .held import expand
         listed = dict.fromkeys(loads(paths) + expand(areas, info.toplevel))
         paths = dumps(list(listed)).encode("utf-8", "surrogatepass")
-    from .heldstates import States
-    states = States(info, sid)
+    states = _States(info, sid)
     noted = states.note(paths)
     head = dumps({"session": sid, "call": call, "at": states.at, "areas": bool(areas)})
     where = folder(info.git_dir)
@@ -97,111 +99,6 @@ def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
         guard.close()
 
 
-def check(ctx: Ctx, call: str, what: str) -> str:
-    """After a tool call (*what*: the command or tool, for the holders' message): put
-    back what changed among the noted files; what to tell the agent ("" when nothing)."""
-    told = []
-    for info in _repositories(ctx):
-        where = folder(info.git_dir)
-        mine = os.path.join(where, note_name(ctx.harness, ctx.native_id, call))
-        notes = [mine] + _leftovers(where, ctx, mine)
-        told += [text for path in notes if (text := _check_note(info, ctx, path, what))]
-    return "\n".join(told)
-
-
-def _repositories(ctx: Ctx) -> list[RepoInfo]:
-    """Where the note of this call can be: the repository of the agent's directory now,
-    and the project's, since the harness's cwd follows a ``cd`` the command made (the
-    note was taken where the command started)."""
-    from ..store.git import discover
-    found: list[RepoInfo] = []
-    for where in (ctx.cwd, ctx.project):
-        try:
-            info = discover(where) if where else None
-        except BadInput:
-            continue
-        if info is not None and all(info.git_dir != f.git_dir for f in found):
-            found.append(info)
-    return found
-
-
-# -- the notes ------------------------------------------------------------------------
-
-def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
-    """This session's notes that no after-tool event took (an interrupted call), once
-    they are LEFTOVER seconds old."""
-    mine_prefix = prefix(ctx.harness, ctx.native_id)
-    try:
-        entries = list(os.scandir(where))
-    except OSError:
-        return []
-    old = time.time() - LEFTOVER
-    return [e.path for e in entries if e.name.startswith(mine_prefix) and e.path != mine
-            and e.name.endswith(SUFFIX) and e.stat().st_mtime < old]
-
-
-def _write(path: str, data: bytes) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-class _Note:
-    """A note taken back (harness/after.py says its lines): the call, who holds what,
-    and the noted files."""
-
-    def __init__(self, head: dict, holders: dict, files: tuple) -> None:
-        from .held import file_names
-        self.session, self.at = head.get("session"), head["at"]
-        self.holders = holders.get("holders") if isinstance(holders.get("holders"), dict) \
-            else {}
-        self.locks = holders.get("locks") if isinstance(holders.get("locks"), dict) else {}
-        self.targets = file_names(self.locks)  # {target: its file, None for an area}
-        self.paths, self.blobs, self.modes, self.stats = files
-
-    def holders_of(self, rel: str) -> list[dict]:
-        """Who holds *rel*: the holders of each lock that names it or covers it."""
-        from ..branch.paths import covers
-        out: list[dict] = []
-        for target, name in self.targets.items():
-            if name == rel or (name is None and covers(target, rel)):
-                for holder in self.locks.get(target) or []:
-                    found = self.holders.get(holder)
-                    if isinstance(found, dict) and found not in out:
-                        out.append(found)
-        return out
-
-
-def _take(path: str) -> _Note | None:
-    """The note at *path*, taken (renamed away first, so two after-hooks never both
-    act on it); None when there is none."""
-    taken = f"{path}.{os.getpid()}.taken"
-    try:
-        os.rename(path, taken)
-    except OSError:
-        return None
-    try:
-        with open(taken, "rb") as f:
-            read = read_note(f.read())
-    except OSError:
-        read = None
-    finally:
-        os.unlink(taken)
-    if read is None:
-        return None
-    head, lines = read
-    found = noted_paths(lines[1], lines[3])
-    kept = noted_blobs(lines[2], len(found[0])) if found is not None else None
-    try:
-        holders = loads(lines[0])
-    except (ValueError, RecursionError):
-        return None
-    if kept is None or not isinstance(holders, dict):
-        return None
-    return _Note(head, holders, (found[0], *kept, found[1]))
-
-
 def _holder(guard, conflict, info: RepoInfo) -> dict:
     """Who holds the path, and whether this working tree is theirs (then a change here
     destroys their work and is put back)."""
@@ -214,106 +111,120 @@ def _holder(guard, conflict, info: RepoInfo) -> dict:
             "where": session.project if session else ""}
 
 
-def _restore(repo, full: str, entry: dict) -> str:
-    """Put the noted state back at *full*; why it could not be done ("" when done).
-    The bytes go to a new file beside it that replaces whatever is there (a file, a
-    link) in one rename: a reader sees the agent's version or the holder's, never half."""
-    if os.path.isdir(full) and not os.path.islink(full):
-        return "a folder is there now"
-    if entry["blob"] is None:  # nothing was there: removing it is the restore
-        if os.path.lexists(full):
-            os.unlink(full)
-        return ""
-    data = repo.read_blob(entry["blob"])
-    if data is None:
-        return f"its blob {entry['blob']} cannot be read"
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.agent-registry-"
-                                              f"{os.getpid()}")
-    try:
-        if entry["mode"] == MODES["link"]:
-            os.symlink(os.fsdecode(data), tmp)
-        else:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                         0o755 if entry["mode"] == MODES["exec"] else 0o644)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        os.replace(tmp, full)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-    return ""
+def _write(path: str, data: bytes) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 
-# -- after the call -------------------------------------------------------------------
+class _States:
+    """The held files' states for a note, remembered per session for the next
+    (``<git dir>/agent-registry/backstop-states``: the note's last two lines, kept under
+    the time they were taken).  A file whose stat is the one the last note found
+    (after.untrusted, git's racy rule included) and whose blob is still a loose object
+    keeps that blob, unread (a note at 1,000 held files does not hash them all again);
+    any other is read, hashed and its blob written (the git module imported only then).
+    When every file is as the last note found it, the remembered lines are the note's,
+    copied as they were read, and nothing is written but the note."""
 
-def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
-    noted = _take(path)
-    if noted is None or not info.toplevel:
-        return ""
-    from ..store.git import Repo
-    repo = Repo(info)
-    changes = []
-    top = info.toplevel.rstrip(os.sep) + os.sep
-    try:
-        for i in untrusted(info.toplevel, noted.paths, noted.stats, noted.at) + \
-                _created(noted, info.toplevel):
-            rel = noted.paths[i] if isinstance(i, int) else i
-            entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \
-                else {"blob": None, "mode": None}
-            full = top + rel
-            data, mode, _ = state_of(full)  # read once: its blob is its hash and its keeping
-            theirs = repo.write_object("blob", data) if data is not None else None
-            if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
+    def __init__(self, info: RepoInfo, sid: str) -> None:
+        from .heldcache import Kept
+        self.info, self.repo, self.sid = info, None, sid
+        self.kept = Kept(info.git_dir, "states", KEPT)
+        self.at = 0.0  # when the note was taken: after every file was read
+        self.stored: dict[str, bool] = {}
+
+    def note(self, line: bytes) -> tuple[bytes, bytes, bytes]:
+        """The note's lines of the files *line* lists (a JSON list of paths, as encoded):
+        the paths, their blobs and modes, their stats."""
+        section = self.kept.read(self.sid)  # (under, when, count, body)
+        lines = section[3].split(b"\n") if section is not None else []
+        paths = None
+        if len(lines) == 4 and lines[0] == line:
+            # the same files as the last note: parsed, their stats and the blobs' names only
+            try:
+                paths, stats, stored = loads(line), loads(lines[2]), loads(lines[3])
+            except (ValueError, RecursionError):
+                stats = stored = None
+            if isinstance(stats, list) and len(stats) == len(paths) and \
+                    isinstance(stored, list) and \
+                    self._as_found(paths, stats, section[1], lines[1]) and \
+                    all(self._stored(blob) for blob in stored):
+                self.at = time.time()
+                return line, lines[1], lines[2]
+        try:
+            return self._noted(loads(line) if paths is None else paths, _remembered(section))
+        finally:
+            if self.repo is not None:
+                self.repo.close()
+
+    def _as_found(self, paths: list[str], stats: list, at: float, blobs_line: bytes) -> bool:
+        """Is every file as the last note (at *at*) found it: its stat trusted, or absent
+        then and now?"""
+        moved = untrusted(self.info.toplevel, paths, stats, at)
+        if not moved:
+            return True
+        kept = noted_blobs(blobs_line, len(paths))
+        return kept is not None and all(
+            self._absent(paths[i], kept[0][i], stats[i]) for i in moved)
+
+    def _noted(self, paths: list[str], last) -> tuple[bytes, bytes, bytes]:
+        """The note's lines, each file's blob the last note's where its stat says so,
+        else read, hashed and written; remembered for the next note."""
+        old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
+        blobs, modes, stats = [], [], []
+        top = self.info.toplevel.rstrip(os.sep) + os.sep
+        for rel in paths:
+            j = old.get(rel)
+            if j is not None and not untrusted(self.info.toplevel, [rel], [last[3][j]],
+                                               last[4]) and self._stored(last[1][j]):
+                # as the last note found it: the same blob, and as trusted now as then
+                blobs.append(last[1][j])
+                modes.append(last[2][j])
+                stats.append(last[3][j])
                 continue
-            holders = noted.holders_of(rel)
-            # put back unless every holder works elsewhere (none known: put back)
-            here = not holders or any(h.get("here", True) for h in holders)
-            problem = _restore(repo, full, entry) if here else ""
-            changes.append({"path": rel, "before": entry["blob"], "after": theirs,
-                            "restored": here and not problem, "problem": problem,
-                            "holders": holders})
-    finally:
-        repo.close()
-    if not changes:
-        return ""
-    sid = str(noted.session or session_for(info, ctx))
-    told = _tell_holders(info, sid, changes, what, os.path.basename(path))
-    from .backstoptext import agent_text
-    return agent_text(sid, changes, told)
+            data, mode, key = state_of(top + rel)
+            blobs.append(self._write(data) if data is not None else None)
+            modes.append(mode if data is not None else None)
+            stats.append(key)
+        self.at = time.time()  # after every file was read: git's racy rule counts from here
+        lines = (dumps(paths).encode("utf-8", "surrogatepass"),
+                 dumps({"blobs": blobs, "modes": modes}).encode(), dumps(stats).encode())
+        stored = dumps(sorted({blob for blob in blobs if blob})).encode()
+        self.kept.write(self.sid, "", self.at, len(paths), b"\n".join((*lines, stored)))
+        return lines
+
+    def _absent(self, rel: str, blob: object, key: object) -> bool:
+        """Is a file noted as absent (a held name not created yet) still absent?"""
+        return blob is None and key is None and \
+            not os.path.lexists(os.path.join(self.info.toplevel, rel))
+
+    def _write(self, data: bytes) -> str:
+        if self.repo is None:  # the git module: only for content to hash and write
+            from ..store.git import Repo
+            self.repo = Repo(self.info)
+        return self.repo.write_object("blob", data)
+
+    def _stored(self, blob: object) -> bool:
+        """Is *blob* a loose object here (as the object writer checks: one pruned by a
+        ``git gc`` since is written again)?"""
+        if not isinstance(blob, str) or len(blob) not in (40, 64) or not blob.isalnum():
+            return False
+        if blob not in self.stored:
+            self.stored[blob] = os.path.exists(loose_object(self.info.common_dir, blob))
+        return self.stored[blob]
 
 
-def _created(noted: _Note, toplevel: str) -> list[str]:
-    """Each file now in a held folder or glob that was not noted (absent when the note
-    was taken: its holder had nothing there)."""
-    areas = [target for target, name in noted.targets.items() if name is None]
-    if not areas:
-        return []
-    from .held import expand
-    known = set(noted.paths)
-    return [rel for rel in expand(areas, toplevel) if rel not in known]
-
-
-def _tell_holders(info: RepoInfo, sid: str, changes: list[dict], what: str, key: str
-                  ) -> list[str]:
-    """Send each holder one message about its paths; the holders told."""
-    from .backstoptext import holder_text
-    holders = {h["id"]: h for c in changes for h in c["holders"]}
-    told = []
-    try:
-        from ..core.messages import send
-        from ..sync import Registry
-        with Registry.open(info.toplevel or info.git_dir) as registry:
-            for holder in holders:
-                mine = [c for c in changes if any(h["id"] == holder for h in c["holders"])]
-                body = holder_text(sid, mine, what, info.toplevel or "")
-                try:
-                    send(registry, sid, {"session": holder}, body,
-                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
-                except RegistryError:  # the writer is no live session: say it as the holder
-                    send(registry, holder, {"session": holder}, body,
-                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
-                told.append(holder)
-    except (RegistryError, OSError):
-        pass  # the agent is told regardless; the message is a courtesy to the holder
-    return told
+def _remembered(section) -> tuple[list, list, list, list, float] | None:
+    """(paths, blobs, modes, stats, when they were taken) of a session's remembered
+    states; None when there are none or they do not say that of each file."""
+    if section is None:
+        return None
+    _, at, count, body = section
+    lines = body.split(b"\n")
+    found = noted_paths(lines[0], lines[2]) if len(lines) == 4 else None
+    kept = noted_blobs(lines[1], count) if found is not None else None
+    if found is None or kept is None or len(found[0]) != count:
+        return None
+    return found[0], kept[0], kept[1], found[1], at

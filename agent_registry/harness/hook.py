@@ -204,7 +204,7 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         return _answer(a.warn(told, noted=True) if told else a.allow_noted(),
                        "\n".join(n for n in notices if n))
     if event == "post-tool-use":
-        from .backstop import check
+        from .putback import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))
         # and a person's high message, where this answer reaches the model
         news = decision.urgent(ctx) if a.tells_after_tool else []

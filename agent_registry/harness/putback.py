@@ -1,0 +1,219 @@
+"""The backstop's check after a tool call (harness/backstop.py says why and how): each
+file the call's note names is compared with it, and what changed is put back to what
+its holder had, the agent's version kept as a blob, the agent told and each holder sent
+a message.  The quick path (harness/after.py) settles a call where nothing changed
+without this module; it is imported for a change, a held folder, or a leftover note."""
+from __future__ import annotations
+
+import os
+import time
+
+from ..errors import BadInput, RegistryError
+from ..store.jsontext import loads
+from ..store.layout import RepoInfo
+from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
+                    prefix, read_note, state_of, untrusted)
+from .decision import Ctx, session_for
+
+
+def check(ctx: Ctx, call: str, what: str) -> str:
+    """After a tool call (*what*: the command or tool, for the holders' message): put
+    back what changed among the noted files; what to tell the agent ("" when nothing)."""
+    told = []
+    for info in _repositories(ctx):
+        where = folder(info.git_dir)
+        mine = os.path.join(where, note_name(ctx.harness, ctx.native_id, call))
+        notes = [mine] + _leftovers(where, ctx, mine)
+        told += [text for path in notes if (text := _check_note(info, ctx, path, what))]
+    return "\n".join(told)
+
+
+def _repositories(ctx: Ctx) -> list[RepoInfo]:
+    """Where the note of this call can be: the repository of the agent's directory now,
+    and the project's, since the harness's cwd follows a ``cd`` the command made (the
+    note was taken where the command started)."""
+    from ..store.git import discover
+    found: list[RepoInfo] = []
+    for where in (ctx.cwd, ctx.project):
+        try:
+            info = discover(where) if where else None
+        except BadInput:
+            continue
+        if info is not None and all(info.git_dir != f.git_dir for f in found):
+            found.append(info)
+    return found
+
+
+# -- the notes ------------------------------------------------------------------------
+
+def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
+    """This session's notes that no after-tool event took (an interrupted call), once
+    they are LEFTOVER seconds old."""
+    mine_prefix = prefix(ctx.harness, ctx.native_id)
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return []
+    old = time.time() - LEFTOVER
+    return [e.path for e in entries if e.name.startswith(mine_prefix) and e.path != mine
+            and e.name.endswith(SUFFIX) and e.stat().st_mtime < old]
+
+
+class _Note:
+    """A note taken back (harness/after.py says its lines): the call, who holds what,
+    and the noted files."""
+
+    def __init__(self, head: dict, holders: dict, files: tuple) -> None:
+        from .held import file_names
+        self.session, self.at = head.get("session"), head["at"]
+        self.holders = holders.get("holders") if isinstance(holders.get("holders"), dict) \
+            else {}
+        self.locks = holders.get("locks") if isinstance(holders.get("locks"), dict) else {}
+        self.targets = file_names(self.locks)  # {target: its file, None for an area}
+        self.paths, self.blobs, self.modes, self.stats = files
+
+    def holders_of(self, rel: str) -> list[dict]:
+        """Who holds *rel*: the holders of each lock that names it or covers it."""
+        from ..branch.paths import covers
+        out: list[dict] = []
+        for target, name in self.targets.items():
+            if name == rel or (name is None and covers(target, rel)):
+                for holder in self.locks.get(target) or []:
+                    found = self.holders.get(holder)
+                    if isinstance(found, dict) and found not in out:
+                        out.append(found)
+        return out
+
+
+def _take(path: str) -> _Note | None:
+    """The note at *path*, taken (renamed away first, so two after-hooks never both
+    act on it); None when there is none."""
+    taken = f"{path}.{os.getpid()}.taken"
+    try:
+        os.rename(path, taken)
+    except OSError:
+        return None
+    try:
+        with open(taken, "rb") as f:
+            read = read_note(f.read())
+    except OSError:
+        read = None
+    finally:
+        os.unlink(taken)
+    if read is None:
+        return None
+    head, lines = read
+    found = noted_paths(lines[1], lines[3])
+    kept = noted_blobs(lines[2], len(found[0])) if found is not None else None
+    try:
+        holders = loads(lines[0])
+    except (ValueError, RecursionError):
+        return None
+    if kept is None or not isinstance(holders, dict):
+        return None
+    return _Note(head, holders, (found[0], *kept, found[1]))
+
+
+def _restore(repo, full: str, entry: dict) -> str:
+    """Put the noted state back at *full*; why it could not be done ("" when done).
+    The bytes go to a new file beside it that replaces whatever is there (a file, a
+    link) in one rename: a reader sees the agent's version or the holder's, never half."""
+    if os.path.isdir(full) and not os.path.islink(full):
+        return "a folder is there now"
+    if entry["blob"] is None:  # nothing was there: removing it is the restore
+        if os.path.lexists(full):
+            os.unlink(full)
+        return ""
+    data = repo.read_blob(entry["blob"])
+    if data is None:
+        return f"its blob {entry['blob']} cannot be read"
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.agent-registry-"
+                                              f"{os.getpid()}")
+    try:
+        if entry["mode"] == MODES["link"]:
+            os.symlink(os.fsdecode(data), tmp)
+        else:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o755 if entry["mode"] == MODES["exec"] else 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        os.replace(tmp, full)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return ""
+
+
+# -- after the call -------------------------------------------------------------------
+
+def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
+    noted = _take(path)
+    if noted is None or not info.toplevel:
+        return ""
+    from ..store.git import Repo
+    repo = Repo(info)
+    changes = []
+    top = info.toplevel.rstrip(os.sep) + os.sep
+    try:
+        for i in untrusted(info.toplevel, noted.paths, noted.stats, noted.at) + \
+                _created(noted, info.toplevel):
+            rel = noted.paths[i] if isinstance(i, int) else i
+            entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \
+                else {"blob": None, "mode": None}
+            full = top + rel
+            data, mode, _ = state_of(full)  # read once: its blob is its hash and its keeping
+            theirs = repo.write_object("blob", data) if data is not None else None
+            if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
+                continue
+            holders = noted.holders_of(rel)
+            # put back unless every holder works elsewhere (none known: put back)
+            here = not holders or any(h.get("here", True) for h in holders)
+            problem = _restore(repo, full, entry) if here else ""
+            changes.append({"path": rel, "before": entry["blob"], "after": theirs,
+                            "restored": here and not problem, "problem": problem,
+                            "holders": holders})
+    finally:
+        repo.close()
+    if not changes:
+        return ""
+    sid = str(noted.session or session_for(info, ctx))
+    told = _tell_holders(info, sid, changes, what, os.path.basename(path))
+    from .backstoptext import agent_text
+    return agent_text(sid, changes, told)
+
+
+def _created(noted: _Note, toplevel: str) -> list[str]:
+    """Each file now in a held folder or glob that was not noted (absent when the note
+    was taken: its holder had nothing there)."""
+    areas = [target for target, name in noted.targets.items() if name is None]
+    if not areas:
+        return []
+    from .held import expand
+    known = set(noted.paths)
+    return [rel for rel in expand(areas, toplevel) if rel not in known]
+
+
+def _tell_holders(info: RepoInfo, sid: str, changes: list[dict], what: str, key: str
+                  ) -> list[str]:
+    """Send each holder one message about its paths; the holders told."""
+    from .backstoptext import holder_text
+    holders = {h["id"]: h for c in changes for h in c["holders"]}
+    told = []
+    try:
+        from ..core.messages import send
+        from ..sync import Registry
+        with Registry.open(info.toplevel or info.git_dir) as registry:
+            for holder in holders:
+                mine = [c for c in changes if any(h["id"] == holder for h in c["holders"])]
+                body = holder_text(sid, mine, what, info.toplevel or "")
+                try:
+                    send(registry, sid, {"session": holder}, body,
+                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
+                except RegistryError:  # the writer is no live session: say it as the holder
+                    send(registry, holder, {"session": holder}, body,
+                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
+                told.append(holder)
+    except (RegistryError, OSError):
+        pass  # the agent is told regardless; the message is a courtesy to the holder
+    return told
