@@ -395,8 +395,22 @@ class Repo:
         if self._updates is None:
             from .refupdates import RefUpdates
             self._updates = RefUpdates(lambda reason: spawn.Piped(
-                ["git", "update-ref", "-m", reason, "--stdin"], self.env))
+                ["git", "update-ref", "-m", reason, "--stdin"], self.env),
+                self._loose_refs if self.ref_format == "files" else None)
         return self._updates
+
+    def _loose_refs(self):
+        """The in-process mover of this repository's loose branches (store/looseref.py),
+        made at its second move: what a one-shot command never imports."""
+        from .looseref import LooseRefs
+
+        def is_commit(oid: str) -> bool:  # as git checks a branch's new value
+            try:
+                found = self.reader.read(oid)
+            except RegistryError:
+                return False  # git's to say what is wrong with it
+            return found is not None and found[0] == "commit"
+        return LooseRefs(self.info.git_dir, self.info.common_dir, is_commit)
 
     def close(self) -> None:
         self.reader.close()

@@ -29,9 +29,9 @@ def remote_name(config: dict[str, str]) -> str | None:
     return None if name.lower() in ("", "none", "false") else name
 
 
-def _config_files(git_dir: str) -> list[str]:
+def config_files(git_dir: str) -> list[str]:
     """The files git reads its config from for *git_dir*, by git's own rules (no
-    includes, no ``-c``: :func:`_config_from_files` sends those to git)."""
+    includes, no ``-c``: :func:`config_from_files` sends those to git)."""
     common = git_dir
     try:  # a linked worktree's git dir names the shared one
         with open(os.path.join(git_dir, "commondir")) as f:
@@ -60,7 +60,7 @@ def config_from_files(git_dir: str) -> dict[str, str] | None:
            ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")):
         return None
     has_origin, found = False, {}
-    local, worktree, *rest = _config_files(git_dir)
+    local, worktree, *rest = config_files(git_dir)
     texts = {}
     for name in [*reversed(rest), local, worktree]:  # git's order: the last value wins
         try:

@@ -8,6 +8,11 @@ answered ``<command>: ok``), with git's own locking and reflog, so one process s
 them all.  Its reflog message is fixed when it starts: one process per reason
 (``agent-registry: claim`` …), the few most recent kept.
 
+From a process's second move on, the move is tried in the process first
+(store/looseref.py: git's own steps, where git would do no more), with the identity
+git wrote in the reflog line of the last move it made here; whatever that leaves to git
+comes here.  A one-shot command moves one ref once, and imports none of it.
+
 Only the plain success is handled here.  A transaction git refuses (the ref moved: the
 lost compare-and-swap; a stale ``.lock``; a folder that cannot be written) ends the
 process (git dies on a failed ``prepare``), and the caller runs the one-shot
@@ -22,6 +27,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only, as in store/flock.py
     from collections.abc import Callable
 
+    from .looseref import LooseRefs
+
 KEPT = 4  # processes kept at once, one per reflog reason, the least recently used ended
 
 
@@ -29,16 +36,29 @@ class RefUpdates:
     """The ``update-ref --stdin`` processes of one repository, started on first need by
     *start* (store/git.py owns the command line, as it owns every git process)."""
 
-    def __init__(self, start: Callable[[str], spawn.Piped]) -> None:
+    def __init__(self, start: Callable[[str], spawn.Piped],
+                 here: Callable[[], LooseRefs] | None = None) -> None:
         self._start_one = start  # reason -> a new ``update-ref -m REASON --stdin`` (store/git.py)
         self._procs: dict[str, spawn.Piped] = {}  # reason -> its process, oldest first
         self._unsupported = False  # a git without transactions on stdin (before 2.27)
+        self._make_here = here  # the in-process mover, made at a second move (None: never)
+        self._here: LooseRefs | None = None
+        self._witnessed: tuple[str, str, str] | None = None  # (ref, old, new) git just moved
 
     def update(self, ref: str, new: str, old: str, reason: str) -> bool | None:
         """Move *ref* from *old* to *new* (*old* all zeros: it must not exist yet).
-        True when git committed it; False when it did not go through here (nothing
-        changed: ask the one-shot update-ref); None when git died after it had locked
-        the ref, so the caller must read where the ref is."""
+        True when it moved; False when it did not go through here (nothing changed: ask
+        the one-shot update-ref); None when git died after it had locked the ref, so the
+        caller must read where the ref is."""
+        if self._witnessed is not None and self._make_here is not None:
+            if self._here is None:
+                self._here = self._make_here()
+            self._here.witnessed(*self._witnessed)
+        self._witnessed = None
+        if self._here is not None:
+            moved = self._here.move(ref, new, old, reason)
+            if moved is not None:
+                return moved
         if self._unsupported:
             return False
         proc = self._procs.pop(reason, None)
@@ -58,6 +78,7 @@ class RefUpdates:
             pass
         if len(answers) == 3:
             self._procs[reason] = proc  # the most recently used last
+            self._witnessed = (ref, old, new)  # its reflog line names git's identity
             return True
         self._end(proc)
         if not answers:  # a new one not taking "start": this git has no transactions
