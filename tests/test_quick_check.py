@@ -3,10 +3,11 @@
 Without a remote, the check reads the registry through branch/lockcheck.py alone, never
 importing the core's Registry: its answer (each path's state, the holder's staleness,
 the warnings of what cannot be read, the exit code) must be the core's, in the layout
-`init` makes and in one branch, in a sha256 repository too, for a live holder, a stale
-one (its process gone), a holder whose session file cannot be read (held, and said), a
-directory lock, a glob lock and the caller's own lock.  Where more decides (a remote, a
-registry branch named in config, names compared ignoring case) the core answers.
+`init` makes and in one branch, in a sha256 and a reftable repository too (the latter
+with $AGENT_REGISTRY_TEST_NEW_GIT), for a live holder, a stale one (its process gone), a
+holder whose session file cannot be read (held, and said), a directory lock, a glob lock
+and the caller's own lock.  Where more decides (a remote, a registry branch named in
+config, names compared ignoring case) the core answers.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import pytest
 from helpers import Runner, git, make_repo, single_branch
 from test_core_api import put_on_branch
 from test_import_budget import LAUNCHER
+from test_reftable import NEW_GIT
+from test_reftable import VERSION as NEW_GIT_VERSION
 
 from agent_registry.branch.view import live_path
 from agent_registry.cli.output import check_code
@@ -43,14 +46,20 @@ def holders(repo, registry, sleeper) -> None:
     put_on_branch(repo, {live_path("s4"): b"id: [not yaml\n"})
 
 
-@pytest.fixture(params=["default", "one-branch", "sha256"])
-def repo(tmp_path, request):
-    """A registry in the layout `init` makes (in a sha256 repository too), or in one
-    branch as older versions made it (written by the core: a face would convert it)."""
+@pytest.fixture(params=["default", "one-branch", "sha256", "reftable"])
+def repo(tmp_path, request, monkeypatch):
+    """A registry in the layout `init` makes (in a sha256 repository too, and in one
+    whose refs git keeps in a reftable), or in one branch as older versions made it
+    (written by the core: a face would convert it)."""
     repo = tmp_path / "repo"
-    if request.param == "sha256":
+    if request.param == "reftable":
+        if NEW_GIT_VERSION < (2, 46):
+            pytest.skip(f"reftable needs git >= 2.46 in AGENT_REGISTRY_TEST_NEW_GIT ({NEW_GIT!r})")
+        monkeypatch.setenv("PATH", f"{os.path.dirname(NEW_GIT)}{os.pathsep}{os.environ['PATH']}")
+    if request.param in ("sha256", "reftable"):
         repo.mkdir()
-        git(repo, "init", "-q", "--object-format=sha256")
+        git(repo, "init", "-q", "--object-format=sha256" if request.param == "sha256"
+            else "--ref-format=reftable")
     repo = make_repo(repo)  # (a second `git init` keeps the format)
     if request.param == "one-branch":
         registry = single_branch(repo)
