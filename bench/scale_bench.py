@@ -1,6 +1,6 @@
 """Scale benchmark: many clones claiming through one remote with a real round trip.
 
-    python bench/scale_bench.py [--quick] [--clones 1,16,48] [--rtt-ms 100] [--seconds 60]
+    python bench/scale_bench.py [--quick] [--clones 1,4,16,48] [--rtt-ms 100] [--seconds 60]
     python bench/scale_bench.py --writes beats --clones 1,16,48 --shards 16 --seconds 60
     python bench/scale_bench.py --clones 1,16 --layouts one,default,16 --rounds 3
 
@@ -946,7 +946,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="clones 1,16, 20 s windows, 3 contended rounds")
-    parser.add_argument("--clones", default="1,16,48", help="comma-separated clone counts")
+    parser.add_argument("--clones", default="1,4,16,48", help="comma-separated clone counts")
     parser.add_argument("--rtt-ms", type=float, default=100.0, help="round trip the proxy adds")
     parser.add_argument("--seconds", type=float, default=60.0, help="window of distinct claims")
     parser.add_argument("--rounds", type=int, default=5, help="contended rounds per clone count")
