@@ -534,3 +534,20 @@ def test_install_writes_the_after_tool_hook(repo, run, harness, file, events):
         assert group["matcher"] == gate
         assert f"harness hook {harness} post-tool-use" in group["hooks"][0]["command"]
         assert os.path.isabs(group["hooks"][0]["command"].split()[0].strip("'"))
+
+
+def test_a_note_that_cannot_be_read_back_is_said_not_taken_as_unchanged(held):
+    """A damaged note (cut short, overwritten) names nothing to compare: the agent is
+    told that the call's changes to held files were not checked, not left to think
+    nothing happened."""
+    before = call("claude", held, "true")
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
+    [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
+    note.write_bytes(note.read_bytes()[:20])  # cut short
+    (held / "src" / "auth.py").write_text("mine\n")
+    proc = hook(held, "claude", "post-tool-use",
+                {**before, "hook_event_name": "PostToolUse",
+                 "tool_response": {"stdout": "", "exit_code": 0}})
+    assert proc.returncode == 0, proc.stderr
+    text = told("claude", proc)
+    assert text and "could not be read" in text and "agent-registry status" in text

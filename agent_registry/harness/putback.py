@@ -85,9 +85,13 @@ class _Note:
         return out
 
 
+class _Unreadable(Exception):
+    """A note is there but cannot be read back (damaged, cut short)."""
+
+
 def _take(path: str) -> _Note | None:
     """The note at *path*, taken (renamed away first, so two after-hooks never both
-    act on it); None when there is none."""
+    act on it); None when there is none.  Raises _Unreadable for one it cannot read."""
     taken = f"{path}.{os.getpid()}.taken"
     try:
         os.rename(path, taken)
@@ -101,16 +105,16 @@ def _take(path: str) -> _Note | None:
     finally:
         os.unlink(taken)
     if read is None:
-        return None
+        raise _Unreadable
     head, lines = read
     found = noted_paths(lines[1], lines[3])
     kept = noted_blobs(lines[2], len(found[0])) if found is not None else None
     try:
         holders = loads(lines[0])
     except (ValueError, RecursionError):
-        return None
+        raise _Unreadable from None
     if kept is None or not isinstance(holders, dict):
-        return None
+        raise _Unreadable
     return _Note(head, holders, (found[0], *kept, found[1]))
 
 
@@ -148,7 +152,13 @@ def _restore(repo, full: str, entry: dict) -> str:
 # -- after the call -------------------------------------------------------------------
 
 def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
-    noted = _take(path)
+    try:
+        noted = _take(path)
+    except _Unreadable:  # what it noted is unknown: said, never taken as "unchanged"
+        return (f"agent-registry: the backstop's note of this call "
+                f"({os.path.basename(path)}) could not be read, so no held file this call "
+                f"changed was put back; see `agent-registry status` for who holds what "
+                f"and `git status` for what changed before you go on")
     if noted is None or not info.toplevel:
         return ""
     from ..store.git import Repo
