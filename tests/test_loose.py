@@ -113,3 +113,21 @@ def test_lock_check_starts_no_git_loose_or_packed_and_asks_git_for_an_alternate(
     code, out = check(clone, env, "docs/a/c.md")
     assert code == 1 and "locked: docs/a/c.md by s2" in out
     assert "cat-file" in log.read_text().split()
+
+
+def test_a_tree_entry_with_no_space_before_its_name_is_for_git_to_read(tmp_path):
+    """A tree entry is ``<mode> <name>\\0<oid>``: one with no space before its NUL is not
+    a tree git wrote.  The reader leaves it to git (UNKNOWN), never reads a name found past
+    the entry's end (which would say another name in that tree is certainly not there)."""
+    import hashlib
+    import zlib
+
+    from agent_registry.store.loose import UNKNOWN, LooseObjects
+    repo = make_repo(tmp_path / "repo")
+    objects = repo / ".git" / "objects"
+    data = b"40000x\0" + bytes(20) + b"100644 y\0" + bytes(20)
+    body = b"tree %d\0" % len(data) + data
+    oid = hashlib.sha1(body).hexdigest()
+    (objects / oid[:2]).mkdir(exist_ok=True)
+    (objects / oid[:2] / oid[2:]).write_bytes(zlib.compress(body))
+    assert LooseObjects(str(objects), 40).read(f"{oid}:x") is UNKNOWN

@@ -39,7 +39,7 @@ class LooseObjects:
     def __init__(self, objects_dir: str, hex_len: int) -> None:
         self._objects = objects_dir
         self.hex_len = hex_len
-        self._trees: dict[str, dict[bytes, bytes]] = {}  # oid -> name -> entry oid (hex)
+        self._trees: dict[str, dict[bytes, bytes]] = {}  # oid -> name -> entry oid (raw)
         self._small: dict[str, tuple[str, bytes]] = {}  # oid -> (type, content)
         self._packs = None  # store/packs.Packs, at the first object that is not loose
 
@@ -88,15 +88,18 @@ class LooseObjects:
             found = self._object(oid)
             if found is None or found[0] != "tree":
                 return None
+            # the oids are kept raw, in hex only when one is followed: a lock shard's
+            # ``locks/`` tree has 256 entries, and a lookup follows one of them
             entries, data, i, width = {}, found[1], 0, self.hex_len // 2
+            size, index = len(data), data.index
             try:
-                while i < len(data):
-                    nul = data.index(b"\0", i)
-                    if nul + 1 + width > len(data):
+                while i < size:
+                    nul = index(b"\0", i)
+                    end = nul + 1 + width
+                    if end > size:
                         return None  # cut short: git, then store/git.py's walk, say so
-                    name = data[data.index(b" ", i) + 1:nul]
-                    entries[name] = data[nul + 1:nul + 1 + width].hex().encode()
-                    i = nul + 1 + width
+                    entries[data[index(b" ", i, nul) + 1:nul]] = data[nul + 1:end]
+                    i = end
             except ValueError:
                 return None  # not a tree git wrote: git says what it is
             if len(self._trees) >= CACHED:  # a long-lived reader (MCP, dashboard)
@@ -129,5 +132,5 @@ class LooseObjects:
             entry = entries.get(name.encode())
             if entry is None:
                 return None  # read whole: the name is not in this tree
-            oid = entry.decode()
+            oid = entry.hex()
         return self._object(oid) or UNKNOWN
