@@ -99,9 +99,11 @@ CORE = frozenset(f"agent_registry{name}" for name in (
     ".core", ".core.cloned", ".core.diary", ".core.kill", ".core.locks", ".core.operations",
     ".core.refs", ".core.registry", ".core.sessions", ".core.shapes", ".core.sharded",
     ".sync", ".cli.reports", ".cli.table"))
+# what runs a git process: a check reads loose objects and ref files itself (store/loose.py)
+SPAWN = frozenset({"agent_registry.store.spawn"})
 PATHS = {"acquire": HOT_PATH - REASONLESS, "heartbeat": HOT_PATH - REASONLESS,
          "check": (HOT_PATH | {"agent_registry.cli.quickcheck"}) - WRITE_PATH - FRESH
-         - REASONLESS - CORE,
+         - REASONLESS - CORE - SPAWN,
          "status": HOT_PATH - WRITE_PATH}
 # a module each command imports only when it did run (not just parse) the command
 RAN = {"acquire": "agent_registry.core.registry", "heartbeat": "agent_registry.core.registry",

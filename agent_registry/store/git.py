@@ -21,8 +21,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
     from collections.abc import Iterator
 
+    from . import spawn
+
 from ..errors import BadInput, RegistryError, Unreadable, os_failure
-from . import spawn
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
 from .layout import (RefUnreadable, RepoInfo, loose_object, packed_refs, plain_layout,
@@ -110,6 +111,7 @@ def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | No
     """git *args*, output captured; GitError when it fails and *check*.  A *timeout*
     (network commands) raises spawn.TimedOut for the caller to name, the child killed; a
     run in another directory (*cwd*) goes through subprocess (store/spawn.py)."""
+    from . import spawn  # here: a read of loose objects and ref files (`lock check`) runs none
     proc = spawn.run(["git", *args], env=env, input=input, timeout=timeout, cwd=cwd)
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
@@ -129,6 +131,7 @@ def ref_storage(common_dir: str) -> str:
         return "files"  # no config: git would not open the repository either
     if b"refstorage" not in config.lower():
         return "files"
+    from . import spawn
     proc = spawn.run(["git", "config", "--file", path, "--get", "extensions.refstorage"],
                      env=clean_env())
     return proc.stdout.decode(errors="replace").strip().lower() or "files"
@@ -141,6 +144,7 @@ def discover(path: str = ".") -> RepoInfo:
     found = plain_layout(path)
     if found is not None:
         return found
+    from . import spawn
     proc = spawn.run(["git", "-C", path, "rev-parse", "--path-format=absolute",
                       "--absolute-git-dir", "--git-common-dir", "--show-object-format",
                       "--is-bare-repository", "--show-prefix"])
@@ -185,6 +189,7 @@ class ObjectReader:
 
     def _start(self) -> spawn.Piped:
         if self._proc is None:
+            from . import spawn
             self._proc = spawn.Piped(["git", "cat-file", "--batch"], self._env)
         return self._proc
 
@@ -393,6 +398,7 @@ class Repo:
         """The kept ``update-ref --stdin`` of this repository's compare-and-swaps
         (store/refupdates.py), made at the first: a read-only command imports none of it."""
         if self._updates is None:
+            from . import spawn
             from .refupdates import RefUpdates
             self._updates = RefUpdates(lambda reason: spawn.Piped(
                 ["git", "update-ref", "-m", reason, "--stdin"], self.env),
@@ -772,6 +778,7 @@ def read_config(git_dir: str) -> dict[str, str]:
     known = config_from_files(git_dir)
     if known is not None:
         return known
+    from . import spawn
     proc = spawn.run(["git", "config", "-z", "--get-regexp",
                       r"^(agent-registry\.|remote\.origin\.url$|core\.ignorecase$|"
                       r"core\.precomposeunicode$)"],
