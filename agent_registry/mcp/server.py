@@ -10,6 +10,8 @@ the heartbeat thread, so every use of it goes through one mutex.  Sessions regis
 through this server are bound to the server's parent process (the harness: it lives
 exactly as long as the agent) and heartbeated by a background thread while the server
 runs.
+Another thread makes the object files of the next writes after each answer
+(store/spares.py), so a claim makes no file of its own.
 
 Every failure is a tool error (``isError``) whose text says what is wrong and what to do:
 an unknown session id lists the live ones, a refused claim names the holder and how to
@@ -44,6 +46,7 @@ from ..branch.staleness import DEFAULT_TTL
 from . import stdio
 
 HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
+SPARES = 16  # object files made ahead of the calls: two claims' (store/spares.py)
 PID_FROM = "the MCP server's parent (the harness that started it)"
 SHOWN = 20  # live sessions named in an "unknown session" error
 
@@ -80,6 +83,7 @@ class Service:
         self.owned: dict[str, int] = {}
         self.beaten: dict[str, float] = {}  # session -> monotonic time of its last renewal
         self.stopping = threading.Event()
+        self.spent = threading.Event()  # an answer went out: its call may have used spares
 
     # -- calling the registry ---------------------------------------------------------
     def call(self, fn: Callable[[], dict], sid: str | None = None,
@@ -217,9 +221,22 @@ class Service:
                 print(f"agent-registry mcp: heartbeat of {sid} failed: {exc}",
                       file=sys.stderr)
 
+    # -- object files made between calls ---------------------------------------------
+    def spare_loop(self) -> None:
+        """Keep SPARES empty object files made for the tools' registry, made again after
+        each answer, while the client reads it: a claim then makes no file of its own
+        (store/spares.py).  The files are the registry's, closed with it."""
+        repo = self.registry.repo
+        while not self.stopping.is_set():
+            repo.fill_spares(SPARES)
+            self.spent.wait()
+            self.spent.clear()
+
     def stop(self) -> None:
-        """End the heartbeats (serve joins the thread, which closes its registry)."""
+        """End the heartbeats and the spare files' thread (serve joins both; the
+        heartbeat thread closes its registry)."""
         self.stopping.set()
+        self.spent.set()
         with self.mutex:
             self.owned.clear()
 
@@ -585,10 +602,13 @@ def serve(registry: Registry, interval: float = HEARTBEAT) -> None:
     """Serve *registry* on stdin/stdout until the client goes away."""
     service = Service(registry, interval)
     server = build(service)
-    beats = threading.Thread(target=service.beat_loop, name="heartbeat", daemon=True)
-    beats.start()
+    threads = [threading.Thread(target=service.beat_loop, name="heartbeat", daemon=True),
+               threading.Thread(target=service.spare_loop, name="spares", daemon=True)]
+    for thread in threads:
+        thread.start()
     try:
-        stdio.serve(server)
+        stdio.serve(server, answered=service.spent.set)
     finally:
         service.stop()
-        beats.join()
+        for thread in threads:
+            thread.join()

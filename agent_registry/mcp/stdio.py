@@ -62,10 +62,12 @@ class LineReader:
 
 class LineWriter:
     """Text written to pipe *fd*; ``flush`` waits, without holding the event loop, until
-    the whole answer is in the pipe (a client reading slowly fills it)."""
+    the whole answer is in the pipe (a client reading slowly fills it), then calls
+    *answered* (the server's work for between calls)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, answered: Callable[[], None] | None = None) -> None:
         self.fd = fd
+        self.answered = answered
         self.writer: asyncio.StreamWriter | None = None
 
     async def write(self, text: str) -> None:
@@ -80,6 +82,8 @@ class LineWriter:
     async def flush(self) -> None:
         if self.writer is not None:
             await self.writer.drain()
+            if self.answered is not None:
+                self.answered()
 
     def close(self) -> None:
         if self.writer is not None:
@@ -97,19 +101,22 @@ def streamable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def serve(server: MCPServer) -> None:
-    """Serve the MCPServer *server* on stdin/stdout until the client goes away."""
+def serve(server: MCPServer, answered: Callable[[], None] | None = None) -> None:
+    """Serve the MCPServer *server* on stdin/stdout until the client goes away; call
+    *answered* after each message is on the wire (not on the SDK's own transport)."""
     lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK has no public way in
     if sys.platform == "win32" or lowlevel is None or not (streamable(0) and streamable(1)):
         server.run("stdio")
         return
     import anyio
-    anyio.run(_serve, lambda r, w: lowlevel.run(r, w, lowlevel.create_initialization_options()))
+    anyio.run(_serve, lambda r, w: lowlevel.run(r, w, lowlevel.create_initialization_options()),
+              answered)
 
 
-async def _serve(run: Callable[[Any, Any], Awaitable[None]]) -> None:
+async def _serve(run: Callable[[Any, Any], Awaitable[None]],
+                 answered: Callable[[], None] | None) -> None:
     wire_in, wire_out, saved = _claim()
-    reader, writer = LineReader(wire_in), LineWriter(wire_out)
+    reader, writer = LineReader(wire_in), LineWriter(wire_out, answered)
     try:
         async with stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream):
             await run(read_stream, write_stream)

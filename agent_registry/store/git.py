@@ -360,6 +360,7 @@ class Repo:
         self.reader = ObjectReader(info.git_dir, self.env,
                                    LooseObjects(self._objects, 2 * self.oid_len))
         self._updates = None  # the compare-and-swaps' kept git processes: a write's, made by it
+        self._spares = None  # object files made ahead (store/spares.py): a long-lived writer's
         # how this filesystem compares names (branch/pathcase.Rule), set by whoever reads
         # the config (the registry, the guard); None: names are compared as they are
         self.path_rule = None
@@ -418,10 +419,21 @@ class Repo:
             return found is not None and found[0] == "commit"
         return LooseRefs(self.info.git_dir, self.info.common_dir, is_commit)
 
+    def fill_spares(self, count: int) -> None:
+        """Make empty object files until *count* are spare, for the next objects this
+        process writes (store/spares.py): what a long-lived writer (the MCP server) does
+        between its calls, from a thread of its own, so a claim makes no file."""
+        if self._spares is None:
+            from .spares import SpareFiles
+            self._spares = SpareFiles(self._object_file_name)
+        self._spares.fill(count)
+
     def close(self) -> None:
         self.reader.close()
         if self._updates is not None:
             self._updates.close()
+        if self._spares is not None:
+            self._spares.close()
 
     # -- refs ------------------------------------------------------------------------
     def read_ref(self, ref: str) -> str | None:
@@ -559,19 +571,30 @@ class Repo:
         folder = os.path.dirname(final)
         if os.path.exists(final):
             return oid
-        tmp = os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
+        packed = zlib.compress(raw, 0 if len(raw) <= STORED_UP_TO else 1)
+        spare = self._spares.take(packed) if self._spares is not None else None
+        tmp = spare or self._object_file_name()
         try:
-            create_read_only(tmp, zlib.compress(raw, 0 if len(raw) <= STORED_UP_TO else 1))
+            if tmp != spare:
+                create_read_only(tmp, packed)
             for attempt in range(3):
                 try:
                     os.replace(tmp, final)  # atomic: a reader sees the whole object or none
                     break
                 except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+                    if not os.path.exists(tmp):
+                        if tmp != spare:
+                            raise
+                        # a spare file removed since it was made (git prune removes
+                        # temporary files): the object through a file made now
+                        tmp = self._object_file_name()
+                        create_read_only(tmp, packed)
+                        continue
                     # no fan-out folder yet, or a `git gc` of this repository
                     # (prune-packed) removed it, emptied by packing, after makedirs: as
                     # git itself does, make it (again)
-                    if attempt == 2 or not os.path.exists(tmp):
-                        raise
                     os.makedirs(folder, exist_ok=True)
         except BaseException as exc:
             if os.path.exists(tmp):
@@ -580,6 +603,9 @@ class Repo:
                 raise os_failure(exc, self._objects, writing=True) from None
             raise
         return oid
+
+    def _object_file_name(self) -> str:
+        return os.path.join(self._objects, f"tmp_obj_{os.getpid()}_{os.urandom(4).hex()}")
 
     def _named(self, rev: str, found: tuple[str, bytes] | None) -> tuple[str, bytes] | None:
         """*found* as read for *rev*; a bare object name here comes from a tree or a

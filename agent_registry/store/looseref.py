@@ -28,7 +28,7 @@ import stat
 import time
 
 from .gitconfig import config_files
-from .rawfile import read_bytes
+from .rawfile import read_bytes, write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class LooseRefs:
                 return None if current is None else False
             if not self._is_commit(new):
                 return None
-            _write_all(fd, f"{new}\n".encode())
+            write_all(fd, f"{new}\n".encode())
             os.close(fd)
             fd = -1
             try:
@@ -141,8 +141,8 @@ class LooseRefs:
                 return None  # no reflog: whether to start one is git's
             now = int(time.time())
             try:
-                _write_all(log, f"{old} {new} ".encode() + self._ident +
-                           f" {now} {_zone(now)}\t{reason}\n".encode())
+                write_all(log, f"{old} {new} ".encode() + self._ident +
+                          f" {now} {_zone(now)}\t{reason}\n".encode())
             finally:
                 os.close(log)
             os.replace(lock, path)  # rename(2), and on Windows too over the old file
@@ -198,9 +198,3 @@ def _zone(now: int) -> str:
     minutes = time.localtime(now).tm_gmtoff // 60
     sign = "-" if minutes < 0 else "+"
     return f"{sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]

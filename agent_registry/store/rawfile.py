@@ -31,10 +31,21 @@ def read_bytes(path: str) -> bytes:
 def create_read_only(path: str, data: bytes) -> None:
     """A new file at *path* holding *data*, read-only from birth (FileExistsError if
     the name is taken)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o444)
+    fd = create_read_only_fd(path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def create_read_only_fd(path: str) -> int:
+    """A new empty file at *path*, read-only from birth, open for writing (its
+    descriptor; FileExistsError if the name is taken)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o444)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of *data* into the file open as *fd* (a write may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
