@@ -243,10 +243,19 @@ def merged_session(sid: str, mains: list[View], helds: list[tuple[list[str], str
         best = Session(sid, status=LIVE, owner="none", heartbeat_at=newest,
                        working_on="(its session is not on the main branch yet)")
     session = Session.from_dict(best.to_dict())
-    session.locks = list(dict.fromkeys(t for targets, _ in helds for t in targets))
+    session.locks = union(targets for targets, _ in helds)
     if newest and (parse_iso(newest) or 0.0) > session.heartbeat_ts():
         session.heartbeat_at = newest
     return session
+
+
+def union(lists: Iterable[list[str]]) -> list[str]:
+    """The items of *lists* in order, each once: a dict's update per list, not a
+    generator per item (a holder's held lists name thousands of paths at 10,000 locks)."""
+    found: dict[str, None] = {}
+    for items in lists:
+        found.update(dict.fromkeys(items))
+    return list(found)
 
 
 def _ended(sid: str, mains: list[View]) -> bool:
@@ -275,7 +284,7 @@ class EitherShard:
         if not helds:
             return None
         beats = [beat for _, beat in helds if parse_iso(beat)]
-        return (list(dict.fromkeys(t for targets, _ in helds for t in targets)),
+        return (union(targets for targets, _ in helds),
                 max(beats, key=lambda beat: parse_iso(beat) or 0.0, default=""))
 
     def lock(self, target: str) -> Lock | None:
