@@ -260,12 +260,17 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
               "the pipes between them); the rest is `Registry.claim` itself: deciding on "
               "reads the server mostly has already (objects and parsed commits kept by name, "
               "a session file parsed once per content, the templates read once), writing "
-              "the new objects (eight loose files: the commit, four trees, three blobs), and "
+              "the new objects (eight loose files: the commit, four trees, three blobs; the "
+              "server fills files it made between calls and renames them into place, "
+              "store/spares.py, where the in-process reference and a CLI claim make each "
+              "file as they write it), and "
               "moving the shard ref, which the server does in its own process by git's own "
               "steps (store/looseref.py; its first move goes through a kept `git update-ref "
               "--stdin`, store/refupdates.py), where a CLI claim starts an `update-ref` "
-              "process on top of its Python start-up and imports. `--parts` prints how those "
-              "split."]
+              "process on top of its Python start-up and imports. The server's CPU above "
+              "counts its every thread: the spare files a claim used are made again while "
+              "the client reads the answer, so their cost lands in the next call's window "
+              "(here the `lock check` after each claim). `--parts` prints how those split."]
     return "\n".join(lines)
 
 
