@@ -284,6 +284,9 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         # from its files without the git module and its object writers (store/layout.py)
         git = sorted(names & {"agent_registry.store.git", "zlib", "agent_registry.store.spawn"})
         assert git == [], f"harness hook {harness} {event} imported {git}"
+        assert "agent_registry.errors" not in names  # its error classes: on failure only
+    else:  # the note of the held file: the registry's refs compared as read, no digest
+        assert "agent_registry.harness.heldcache" in names and "_sha1" not in names
 
 
 def test_agents_sharing_a_working_tree_each_keep_what_is_held(repo):

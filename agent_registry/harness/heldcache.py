@@ -8,11 +8,11 @@ signature of every registry ref (its loose ref files, and packed-refs' size and 
 and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
 session (what is held by others differs with who asks), so that several agents in one
 working tree do not read again for each other's calls.  A session's answer is kept as
-three lines: who holds what (each holder once), the line a note
+four lines: who holds what (each holder once), the line a note
 copies as it is (harness/after.py); the files the held targets name, as the note's line
 of paths is encoded (a note compares it with the last one's, unparsed); the held
-folders and globs, and the digest of the files' line.  A note at 1,000 held files
-parses neither of the long lines.  A claim, a
+folders and globs, and the length of the files' line; the signature it is kept under.
+A note at 1,000 held files parses neither of the long lines.  A claim, a
 release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
 within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
 holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import time
 
-from ..store.digest import hexdigest
 from ..store.jsontext import dumps, loads
 from ..store.rawfile import read_bytes
 from .ids import safe
@@ -31,9 +30,11 @@ from .ids import safe
 MAX_AGE = 30.0  # seconds a remembered answer is used at most
 
 
-def signature(info) -> str | None:
-    """A digest of the registry's refs as they are now; None when they cannot be read
-    from files (then nothing is remembered)."""
+def signature(info) -> bytes | None:
+    """The registry's refs as they are now, each ref file's path and content (and
+    packed-refs' size and time), in one line; None when they cannot be read from files
+    (then nothing is remembered).  Kept as it is and compared whole: no digest, whose
+    module (_sha1) would cost every note more than the comparison."""
     if _ref_storage(info) != "files":
         return None
     branch = _branch(info)
@@ -54,7 +55,7 @@ def signature(info) -> str | None:
         pass
     if not parts:
         return None
-    return hexdigest("sha1", b"\n".join(parts))
+    return b"\0".join(parts)  # no path or ref holds a NUL
 
 
 def _ref_files(path: str, parts: list[bytes]) -> bool:
@@ -150,31 +151,34 @@ def _kept(info) -> Kept:
     return Kept(info.git_dir, "held", MAX_AGE)
 
 
-def recall(info, sid: str, sign: str | None) -> tuple[bytes, bytes, list[str]] | None:
+def recall(info, sid: str, sign: bytes | None) -> tuple[bytes, bytes, list[str]] | None:
     """(the line a note copies, the files the held targets name: a JSON list as encoded,
     which is a note's line of paths when nothing else is held, the held folders and
     globs) remembered for *sid* under *sign*, or None."""
     if sign is None:
         return None
     mine = _kept(info).read(sid)
-    if mine is None or mine[0] != sign or not 0 <= time.time() - mine[1] <= MAX_AGE:
+    if mine is None or not 0 <= time.time() - mine[1] <= MAX_AGE:
         return None
     lines = mine[3].split(b"\n")
+    if len(lines) != 4 or lines[3] != sign:
+        return None
     try:
-        areas = loads(lines[2]) if len(lines) == 3 else None
+        areas = loads(lines[2])
     except (ValueError, RecursionError):
         return None
-    # the files named, unparsed, are those written with their digest: a cache that says
-    # less is worked out again, or a held file would be noted as neither file nor area,
-    # never compared, and a change to it left in place
-    if not isinstance(areas, dict) or areas.get("names") != hexdigest("sha1", lines[1]) or \
+    # the files named, unparsed, are those written with their length (the file is
+    # written whole, by one rename): a cache that says less is worked out again, or a
+    # held file would be noted as neither file nor area, never compared, and a change
+    # to it left in place
+    if not isinstance(areas, dict) or areas.get("names") != len(lines[1]) or \
             not isinstance(areas.get("areas"), list) or \
             not all(isinstance(area, str) and area for area in areas["areas"]):
         return None
     return lines[0], lines[1], areas["areas"]
 
 
-def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
+def remember(info, sid: str, sign: bytes | None, targets: dict[str, list[dict]],
              files: dict[str, str | None]) -> tuple[bytes, bytes, list[str]]:
     """Keep *targets* ({held target: its holders}) and *files* ({held target: the file it
     names, None for a folder or glob}) for *sid* under *sign*; what :func:`recall` gives."""
@@ -184,8 +188,8 @@ def remember(info, sid: str, sign: str | None, targets: dict[str, list[dict]],
         "utf-8", "surrogatepass")
     areas = [target for target, name in files.items() if not name]
     line = dumps({"holders": holders, "locks": locks}).encode("utf-8", "surrogatepass")
-    if sign is not None:
-        about = dumps({"areas": areas, "names": hexdigest("sha1", names)})
-        _kept(info).write(sid, sign, time.time(), len(files), b"\n".join(
-            (line, names, about.encode("utf-8", "surrogatepass"))))
+    if sign is not None and b"\n" not in sign:
+        about = dumps({"areas": areas, "names": len(names)})
+        _kept(info).write(sid, "", time.time(), len(files), b"\n".join(
+            (line, names, about.encode("utf-8", "surrogatepass"), sign)))
     return line, names, areas

@@ -11,8 +11,6 @@ is told at the first of the two whose answer can carry it (store/urgent.py).
 """
 from __future__ import annotations
 
-from ..errors import RegistryError, os_failure
-
 HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "copilot", "qwen")
 EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "user-prompt-submit", "stop",
           "session-end")
@@ -145,6 +143,8 @@ def launched(args: list[str]) -> None:
 
 
 def _why(exc: Exception) -> str:
+    from ..errors import RegistryError, os_failure  # on failure only: the after-tool
+    # hook's quick path (harness/after.py) imports no error classes
     if isinstance(exc, RegistryError):
         text = exc.message
     elif isinstance(exc, OSError):
@@ -237,4 +237,5 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     if event == "session-end":
         decision.end(ctx)
         return _answer(a.empty())
+    from ..errors import RegistryError
     raise RegistryError(f"unknown hook event {event!r} ({', '.join(EVENTS)})")
