@@ -131,3 +131,34 @@ def test_a_tree_entry_with_no_space_before_its_name_is_for_git_to_read(tmp_path)
     (objects / oid[:2]).mkdir(exist_ok=True)
     (objects / oid[:2] / oid[2:]).write_bytes(zlib.compress(body))
     assert LooseObjects(str(objects), 40).read(f"{oid}:x") is UNKNOWN
+
+
+def test_a_tree_of_equal_entries_is_read_as_git_lists_it(tmp_path):
+    """A tree whose entries all have one length (a lock shard's ``locks/`` folder, a
+    folder of lock records) is looked up in place (store/loose.EqualEntries): every name
+    gives the id `git ls-tree` gives it, a name's bytes inside another entry's id are not
+    taken for it, and a name it lacks reads as absent."""
+    import hashlib
+    import zlib
+
+    from agent_registry.store.loose import EqualEntries, parse_entries
+    repo = make_repo(tmp_path / "repo")
+    names = [b"%02x" % n for n in range(12)]
+    ids = [hashlib.sha1(name).digest() for name in names]
+    ids[9] = b" 05\0" + ids[9][4:]  # entry 05's name, after it, where it is no name
+    ids[10] = ids[10][:12] + b" zz\0" + ids[10][16:]  # a name no entry has
+    ids[8] = ids[8][:18] + b" 0"  # and the start of one across entries
+    data = b"".join(b"40000 " + name + b"\0" + oid for name, oid in zip(names, ids))
+    body = b"tree %d\0" % len(data) + data
+    oid = hashlib.sha1(body).hexdigest()
+    objects = repo / ".git" / "objects"
+    (objects / oid[:2]).mkdir(exist_ok=True)
+    (objects / oid[:2] / oid[2:]).write_bytes(zlib.compress(body))
+    listed = dict(line.split(" ", 2)[2].split("\t")[::-1]
+                  for line in git(repo, "ls-tree", oid).splitlines())
+    entries = parse_entries(data, 20)
+    assert isinstance(entries, EqualEntries)
+    assert {name: entries.get(name.encode()).hex() for name in listed} == listed
+    assert sorted(listed) == [name.decode() for name in names]
+    for absent in (b"0c", b"zz", b"5", b"005", b"", b" 05"):
+        assert entries.get(absent) is None
