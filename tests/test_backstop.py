@@ -551,3 +551,31 @@ def test_a_note_that_cannot_be_read_back_is_said_not_taken_as_unchanged(held):
     assert proc.returncode == 0, proc.stderr
     text = told("claude", proc)
     assert text and "could not be read" in text and "agent-registry status" in text
+
+
+@pytest.mark.parametrize("stats, put_back", [("earlier", True), ("damaged", False)])
+def test_a_notes_stats_line_is_read_in_either_form_and_never_trusted_damaged(held, stats,
+                                                                               put_back):
+    """The stats line (after.stats_line: their marshal form, in hex, one JSON string) of
+    a note an earlier version wrote (a JSON list of lists) is still read, and a held file
+    changed since is put back; one that cannot be read is said, not taken as unchanged."""
+    from agent_registry.harness.after import read_stats
+    from agent_registry.store.jsontext import dumps
+    before = call("claude", held, "true")
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
+    [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
+    lines = note.read_bytes().split(b"\n")
+    lines[4] = dumps([list(k) if k else k for k in read_stats(lines[4])]).encode() \
+        if stats == "earlier" else b'"' + lines[4][1:-1][::-1] + b'"'
+    note.write_bytes(b"\n".join(lines))
+    (held / "src" / "auth.py").write_text("mine\n")
+    proc = hook(held, "claude", "post-tool-use",
+                {**before, "hook_event_name": "PostToolUse",
+                 "tool_response": {"stdout": "", "exit_code": 0}})
+    assert proc.returncode == 0, proc.stderr
+    text = told("claude", proc)
+    if put_back:
+        assert text and "kimi-1" in text
+        assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    else:
+        assert text and "could not be read" in text

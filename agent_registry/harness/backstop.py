@@ -37,7 +37,8 @@ import time
 from ..errors import BadInput
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
-from .after import folder, note_name, noted_blobs, noted_paths, state_of, untrusted
+from .after import (folder, note_name, noted_blobs, noted_paths, read_stats, state_of,
+                    stats_line, untrusted)
 from .decision import Ctx, repo_of, session_for
 
 KEPT = 3600.0  # seconds another session's remembered states are kept (then read again)
@@ -144,7 +145,7 @@ class _States:
         if len(lines) == 4 and lines[0] == line:
             # the same files as the last note: parsed, their stats and the blobs' names only
             try:
-                paths, stats, stored = loads(line), loads(lines[2]), loads(lines[3])
+                paths, stats, stored = loads(line), read_stats(lines[2]), loads(lines[3])
             except (ValueError, RecursionError):
                 stats = stored = None
             if isinstance(stats, list) and len(stats) == len(paths) and \
@@ -190,7 +191,7 @@ class _States:
             stats.append(key)
         self.at = time.time()  # after every file was read: git's racy rule counts from here
         lines = (dumps(paths).encode("utf-8", "surrogatepass"),
-                 dumps({"blobs": blobs, "modes": modes}).encode(), dumps(stats).encode())
+                 dumps({"blobs": blobs, "modes": modes}).encode(), stats_line(stats))
         stored = dumps(sorted({blob for blob in blobs if blob})).encode()
         self.kept.write(self.sid, "", self.at, len(paths), b"\n".join((*lines, stored)))
         return lines
