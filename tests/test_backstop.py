@@ -540,17 +540,23 @@ def test_a_note_that_cannot_be_read_back_is_said_not_taken_as_unchanged(held):
     """A damaged note (cut short, overwritten) names nothing to compare: the agent is
     told that the call's changes to held files were not checked, not left to think
     nothing happened."""
+    text = changed_after_its_note_was(held, lambda note: note[:20])  # cut short
+    assert text and "could not be read" in text and "agent-registry status" in text
+
+
+def changed_after_its_note_was(held: Path, damage) -> str | None:
+    """What the after-tool hook tells of a call whose note *damage* (its bytes -> the
+    bytes left) changed, the call having changed the held src/auth.py."""
     before = call("claude", held, "true")
     assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
     [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
-    note.write_bytes(note.read_bytes()[:20])  # cut short
+    note.write_bytes(damage(note.read_bytes()))
     (held / "src" / "auth.py").write_text("mine\n")
     proc = hook(held, "claude", "post-tool-use",
                 {**before, "hook_event_name": "PostToolUse",
                  "tool_response": {"stdout": "", "exit_code": 0}})
     assert proc.returncode == 0, proc.stderr
-    text = told("claude", proc)
-    assert text and "could not be read" in text and "agent-registry status" in text
+    return told("claude", proc)
 
 
 @pytest.mark.parametrize("stats, put_back", [("earlier", True), ("damaged", False)])
@@ -561,19 +567,13 @@ def test_a_notes_stats_line_is_read_in_either_form_and_never_trusted_damaged(hel
     changed since is put back; one that cannot be read is said, not taken as unchanged."""
     from agent_registry.harness.after import read_stats
     from agent_registry.store.jsontext import dumps
-    before = call("claude", held, "true")
-    assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
-    [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
-    lines = note.read_bytes().split(b"\n")
-    lines[4] = dumps([list(k) if k else k for k in read_stats(lines[4])]).encode() \
-        if stats == "earlier" else b'"' + lines[4][1:-1][::-1] + b'"'
-    note.write_bytes(b"\n".join(lines))
-    (held / "src" / "auth.py").write_text("mine\n")
-    proc = hook(held, "claude", "post-tool-use",
-                {**before, "hook_event_name": "PostToolUse",
-                 "tool_response": {"stdout": "", "exit_code": 0}})
-    assert proc.returncode == 0, proc.stderr
-    text = told("claude", proc)
+
+    def rewritten(note: bytes) -> bytes:
+        lines = note.split(b"\n")
+        lines[4] = dumps([list(k) if k else k for k in read_stats(lines[4])]).encode() \
+            if stats == "earlier" else b'"' + lines[4][1:-1][::-1] + b'"'
+        return b"\n".join(lines)
+    text = changed_after_its_note_was(held, rewritten)
     if put_back:
         assert text and "kimi-1" in text
         assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
