@@ -197,6 +197,10 @@ class ObjectReader:
         """(type, content) of *rev* (an oid or ``<oid>:<path>``): None for an object
         name git does not have, or a path not in its tree; Unreadable when an object on
         the way to that path cannot be read."""
+        if "\n" not in rev:  # the loose answer without read_many's lists: a `lock check`
+            found = self._loose.read(rev)  # reads some sixty objects one at a time
+            if found is not UNKNOWN:
+                return found
         return self.read_many([rev])[0]
 
     def read_many(self, revs: list[str], chunk: int = 200) -> list[tuple[str, bytes] | None]:
