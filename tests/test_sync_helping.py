@@ -492,3 +492,54 @@ def test_a_waiting_loser_reads_from_the_fetched_tip_whether_it_was_carried(team)
         ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
         assert carried(registry, fetch(registry))
     assert op_count(team, op_id) == 1
+
+
+def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helper(team, monkeypatch):
+    """a loses three pushes on HOT to b's claims and publishes its intent; its first poll
+    finds the remote moved, its second finds it where the first did.  That is no sign
+    that no one is left to carry a (a helper's fetch, replay and push take about as long
+    as a poll): a polls once more instead of replaying and pushing, b's next claims
+    carry a's claim, and a's next poll finds it carried.  (Before, a pushed at once
+    after the unmoved poll; under load that push only lost to the helper's, 1-2.5 s of
+    the slowest claims at 16 clones.)  a's claim is on the remote once, as a helper
+    applied it (issue 35)."""
+    from agent_registry import Registry
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.sync import remote as R
+    from agent_registry.sync.state import load_state
+    a, b = team.clone("a"), team.clone("b")
+    ok(a("register", "kimi-1", "Kimi", "2.7", "auth"))
+    ok(b("register", "codex-2", "Codex", "1", "x"))
+    warm(a, "kimi-1", ON_HOT[0])
+    ok(b(*claim("codex-2", ON_HOT[1])))  # a's confirmed tip of HOT is behind: it loses
+    offline_ops(a, claim("kimi-1", "src/auth.py"))
+    [op_id] = pending_ids(a)
+    real, fetches = R.fetch, []
+
+    def fetch(registry, narrow=False):
+        """a's fetches, in order: b claims on HOT after the first two (so a's next push
+        loses again), nothing moves the remote around the third and the fourth (a's
+        polls), and b claims twice just before the fifth (the first claim's push is
+        told of a's intent, the second fetches and carries it, if the first did not)."""
+        fetches.append(narrow)
+        if len(fetches) == 5:
+            ok(b(*claim("codex-2", ON_HOT[4])))
+            ok(b(*claim("codex-2", ON_HOT[5])))
+        tip = real(registry, narrow)
+        if len(fetches) <= 2:
+            ok(b(*claim("codex-2", ON_HOT[1 + len(fetches)])))
+        return tip
+
+    monkeypatch.setattr(R, "fetch", fetch)
+    with Registry.open(str(a.cwd)) as main:
+        registry = shards_of(main)[HOT]
+        outcome = R.publish(registry, watch=op_id)
+        clone = load_state(registry)["clone_id"]
+    assert outcome["pushed"] and "dropped" not in outcome
+    assert helped_on_remote(team, clone)  # not a's own push after the unmoved poll
+    assert len(fetches) == 5, fetches  # three after lost pushes, two polls, the one carried
+    assert op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+    assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:6]] == [["codex-2"]] * 5
+    ok(a("sync"))
+    assert pending_ids(a) == [] and op_count(team, op_id) == 1

@@ -712,8 +712,9 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
     Network I/O runs without the flock; each replay takes it."""
     start, attempt, pushes = time.monotonic(), 0, 0
     outcome: dict = {}
-    # waiting: our intent is out and the remote moves; waited: polls in a row so
-    waiting, waited, previous, last = False, 0, None, ""
+    # waiting: our intent is out and the remote moves; waited: polls in a row so;
+    # still: polls in a row that found the remote where the one before it had
+    waiting, waited, still, previous, last = False, 0, 0, None, ""
     while True:
         tip = registry.repo.read_ref(registry.ref)
         seen = registry.repo.read_ref(registry.tracking_ref)
@@ -777,8 +778,12 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             remote = fetch(registry)
         except Offline as exc:
             return _stop(registry, outcome, exc)
-        waiting = bool(out) and remote != previous and previous is not None \
-            and waited < LOSSES
+        # the remote standing still for one poll is no sign that no one is left to carry
+        # us: a helper's narrow fetch, replay and push take about as long as a poll, and
+        # a push of ours then would only lose to the one carrying it (the slowest claims
+        # at 16 clones did, 1-2.5 s each: docs/benchmarks.md); for two polls, it is
+        still = still + 1 if remote == previous else 0
+        waiting = bool(out) and previous is not None and still < 2 and waited < LOSSES
         waited, previous = (waited + 1 if waiting else 0), remote
         trace.note("poll", 0.0, f"waiting {waited}" if waiting else "pushing")
         if waiting and not carried(registry, remote):
