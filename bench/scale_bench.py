@@ -796,7 +796,9 @@ def bench(args: argparse.Namespace) -> None:
         return
     # --before: the same measurement, first with another checkout's package, each on a
     # remote and clones of its own
-    tools = [("before", os.path.abspath(args.before), ""), ("now", None, "")] if args.before \
+    # with one --layouts spec, both in that layout (the new default: what issue 35 asks of)
+    both = args.layouts if args.layouts and "," not in args.layouts else ""
+    tools = [("before", os.path.abspath(args.before), both), ("now", None, both)] if args.before \
         else [(LAYOUTS.get(spec) or f"{spec} shards, converted", None, spec)
               for spec in args.layouts.split(",")] if args.layouts else [("", None, "")]
     results, rounds, lost, confirmed, where = [], [], [], 0, ""
@@ -975,7 +977,8 @@ def main() -> None:
                              "converted to N shards); section scale-layouts")
     parser.add_argument("--before", metavar="SRC",
                         help="also measure the tool from another source checkout (its "
-                             "package on PYTHONPATH), first, on a remote of its own")
+                             "package on PYTHONPATH), first, on a remote of its own; with "
+                             "one --layouts spec, both in that layout")
     parser.add_argument("--writes", choices=("claims", *WRITES), default="claims",
                         help="beats: each clone writes for its own session, in turn, a "
                              "heartbeat and a diary line (mixed: and a claim), on the "

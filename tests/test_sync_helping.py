@@ -504,6 +504,7 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     the slowest claims at 16 clones.)  a's claim is on the remote once, as a helper
     applied it (issue 35)."""
     from agent_registry import Registry
+    from agent_registry.branch.shards import lock_shards
     from agent_registry.core.sharded import shards_of
     from agent_registry.sync import remote as R
     from agent_registry.sync.state import load_state
@@ -515,13 +516,17 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     offline_ops(a, claim("kimi-1", "src/auth.py"))
     [op_id] = pending_ids(a)
     real, fetches = R.fetch, []
+    cold = next(p for i in range(1000) if lock_shards(p := f"src/c{i}.py", 16, None)[0] != HOT)
 
     def fetch(registry, narrow=False):
         """a's fetches, in order: b claims on HOT after the first two (so a's next push
-        loses again), nothing moves the remote around the third and the fourth (a's
-        polls), and b claims twice just before the fifth (the first claim's push is
-        told of a's intent, the second fetches and carries it, if the first did not)."""
+        loses again), nothing moves HOT around the third and the fourth (a's polls; b
+        claims on another shard before the third), and b claims twice just before the
+        fifth (the first claim's push is told of a's intent, the second fetches and
+        carries it, if the first did not)."""
         fetches.append(narrow)
+        if len(fetches) == 3:
+            ok(b(*claim("codex-2", cold)))
         if len(fetches) == 5:
             ok(b(*claim("codex-2", ON_HOT[4])))
             ok(b(*claim("codex-2", ON_HOT[5])))
@@ -533,8 +538,12 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     monkeypatch.setattr(R, "fetch", fetch)
     with Registry.open(str(a.cwd)) as main:
         registry = shards_of(main)[HOT]
+        other = shards_of(main)[lock_shards(cold, 16, None)[0]]
         outcome = R.publish(registry, watch=op_id)
         clone = load_state(registry)["clone_id"]
+        # a's polls, while its intent was out, fetched HOT alone: not b's claim elsewhere
+        assert lock_owner_on_remote(team, cold) == ["codex-2"]
+        assert other.view_at(other.repo.read_ref(other.tracking_ref)).lock(cold) is None
     assert outcome["pushed"] and "dropped" not in outcome
     assert helped_on_remote(team, clone)  # not a's own push after the unmoved poll
     assert len(fetches) == 5, fetches  # three after lost pushes, two polls, the one carried

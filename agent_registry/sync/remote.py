@@ -239,7 +239,8 @@ def _narrow_also(registry: Registry) -> tuple[str, ...]:
     the branch and its intents: for a lock shard, what its operations are judged by (the
     main branch's sessions, the clone refs' heartbeats) and not the other shards, whose
     new commits (most of what a fetch at 16 clones downloads) the replay never reads;
-    for any other branch, all its fetch brings.  Not the fetch after a lost push: made
+    for any other branch, all its fetch brings.  Also a waiting loser's polls (publish).
+    Not the fetch after a lost push before the intent is out: made
     narrow, the contended rounds that followed 30-45 s of claims at 16 clones took
     4.2-6.0 s against 2.2-3.3 s (five pairs; each fetch after a loss also renews the
     mark that lets a claim on another shard skip its own fetch, _all_shards)"""
@@ -775,7 +776,10 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** grown)))
         trace.note("sleep", began, f"after loss {attempt}")
         try:
-            remote = fetch(registry)
+            # a poll while our intent is out only asks whether our shard's tip settled it
+            # (and, if we push again, replays on that shard): the other shards' commits,
+            # most of what a full fetch brings at 16 clones, wait for our next claim
+            remote = fetch(registry, narrow=bool(out))
         except Offline as exc:
             return _stop(registry, outcome, exc)
         # the remote standing still for one poll is no sign that no one is left to carry
