@@ -494,17 +494,15 @@ def test_a_waiting_loser_reads_from_the_fetched_tip_whether_it_was_carried(team)
     assert op_count(team, op_id) == 1
 
 
-def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helper(team, monkeypatch):
-    """a loses three pushes on HOT to b's claims and publishes its intent; its first poll
-    finds the remote moved, its second finds it where the first did.  That is no sign
-    that no one is left to carry a (a helper's fetch, replay and push take about as long
-    as a poll): a polls once more instead of replaying and pushing, b's next claims
-    carry a's claim, and a's next poll finds it carried.  (Before, a pushed at once
-    after the unmoved poll; under load that push only lost to the helper's, 1-2.5 s of
-    the slowest claims at 16 clones.)  a's claim is on the remote once, as a helper
-    applied it (issue 35)."""
+
+def lose_three_then_poll(team: Team, monkeypatch, before: dict, check=None):
+    """a's claim of src/auth.py on HOT, pushed by a's publish in this process: b claims
+    on HOT after each of a's first two fetches, so a loses three pushes and publishes
+    its intent; then a polls.  *before*: what happens just before a's fetch number n
+    (its polls are the third on); *check*: called with a's registry after publish.
+    (publish's outcome, a's clone id, the narrow flag of
+    each fetch, b, the claim's operation id)."""
     from agent_registry import Registry
-    from agent_registry.branch.shards import lock_shards
     from agent_registry.core.sharded import shards_of
     from agent_registry.sync import remote as R
     from agent_registry.sync.state import load_state
@@ -516,20 +514,11 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     offline_ops(a, claim("kimi-1", "src/auth.py"))
     [op_id] = pending_ids(a)
     real, fetches = R.fetch, []
-    cold = next(p for i in range(1000) if lock_shards(p := f"src/c{i}.py", 16, None)[0] != HOT)
 
     def fetch(registry, narrow=False):
-        """a's fetches, in order: b claims on HOT after the first two (so a's next push
-        loses again), nothing moves HOT around the third and the fourth (a's polls; b
-        claims on another shard before the third), and b claims twice just before the
-        fifth (the first claim's push is told of a's intent, the second fetches and
-        carries it, if the first did not)."""
         fetches.append(narrow)
-        if len(fetches) == 3:
-            ok(b(*claim("codex-2", cold)))
-        if len(fetches) == 5:
-            ok(b(*claim("codex-2", ON_HOT[4])))
-            ok(b(*claim("codex-2", ON_HOT[5])))
+        if len(fetches) in before:
+            before[len(fetches)](b)
         tip = real(registry, narrow)
         if len(fetches) <= 2:
             ok(b(*claim("codex-2", ON_HOT[1 + len(fetches)])))
@@ -538,17 +527,76 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     monkeypatch.setattr(R, "fetch", fetch)
     with Registry.open(str(a.cwd)) as main:
         registry = shards_of(main)[HOT]
-        other = shards_of(main)[lock_shards(cold, 16, None)[0]]
         outcome = R.publish(registry, watch=op_id)
         clone = load_state(registry)["clone_id"]
-        # a's polls, while its intent was out, fetched HOT alone: not b's claim elsewhere
-        assert lock_owner_on_remote(team, cold) == ["codex-2"]
-        assert other.view_at(other.repo.read_ref(other.tracking_ref)).lock(cold) is None
+        if check:
+            check(main)
+    monkeypatch.undo()
     assert outcome["pushed"] and "dropped" not in outcome
-    assert helped_on_remote(team, clone)  # not a's own push after the unmoved poll
-    assert len(fetches) == 5, fetches  # three after lost pushes, two polls, the one carried
-    assert op_count(team, op_id) == 1
-    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
-    assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:6]] == [["codex-2"]] * 5
     ok(a("sync"))
     assert pending_ids(a) == [] and op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+    return outcome, clone, fetches, b, op_id
+
+
+def carry(b) -> None:
+    """b claims twice on HOT: the first claim's push is told of a's intent, the second
+    fetches and carries it (if the first did not)."""
+    ok(b(*claim("codex-2", ON_HOT[4])))
+    ok(b(*claim("codex-2", ON_HOT[5])))
+
+
+def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helper(team, monkeypatch):
+    """a loses three pushes on HOT to b's claims and publishes its intent; its first poll
+    finds the remote moved, its second finds it where the first did.  That is no sign
+    that no one is left to carry a (a helper's fetch, replay and push take about as long
+    as a poll): a polls once more instead of replaying and pushing, b's next claims
+    carry a's claim, and a's next poll finds it carried.  (Before, a pushed at once
+    after the unmoved poll; under load that push only lost to the helper's, 1-2.5 s of
+    the slowest claims at 16 clones.)  a's polls fetch HOT alone: b's claim on another
+    shard meanwhile is not brought.  a's claim is on the remote once, as a helper
+    applied it (issue 35)."""
+    from agent_registry.branch.shards import lock_shards
+    from agent_registry.core.sharded import shards_of
+    cold = next(p for i in range(1000) if lock_shards(p := f"src/c{i}.py", 16, None)[0] != HOT)
+
+    def polls_fetched_hot_alone(main) -> None:
+        other = shards_of(main)[lock_shards(cold, 16, None)[0]]
+        assert other.view_at(other.repo.read_ref(other.tracking_ref)).lock(cold) is None
+
+    outcome, clone, fetches, b, op_id = lose_three_then_poll(team, monkeypatch, {
+        3: lambda b: ok(b(*claim("codex-2", cold))), 5: carry}, polls_fetched_hot_alone)
+    assert helped_on_remote(team, clone)  # not a's own push after the unmoved poll
+    assert len(fetches) == 5, fetches  # three after lost pushes, two polls, the carried
+    assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:6]] == [["codex-2"]] * 5
+    assert lock_owner_on_remote(team, cold) == ["codex-2"]
+
+
+def test_a_waiting_loser_counts_towards_pushing_again_only_polls_that_found_moves(
+        team, monkeypatch):
+    """After its intent, a's polls find HOT moved (b), unmoved, moved by a clone that
+    carries no one (c, as an older agent-registry would), unmoved, then carried by b.
+    Only the polls that found it moved count towards pushing again (three, as before
+    polls were narrow): a narrow poll takes a fraction of a carry, so counting every poll
+    pushed again, and lost, before the helper's push landed (issue 35)."""
+    from agent_registry import Registry
+    from agent_registry.core.sharded import shards_of
+    from agent_registry.store.flock import file_lock
+    from agent_registry.sync import remote as R
+    c = team.clone("c")
+    ok(c("register", "c-3", "Codex", "1", "y"))
+    offline_ops(c, claim("c-3", ON_HOT[6]))
+    fetch = R.fetch
+
+    def moved_by_c(_b) -> None:
+        with Registry.open(str(c.cwd)) as main:
+            registry = shards_of(main)[HOT]
+            with file_lock(registry.lock_file):
+                tip = R._rebase(registry, fetch(registry), help=False).tip
+            assert R.push(registry, tip).ok
+
+    outcome, clone, fetches, b, op_id = lose_three_then_poll(team, monkeypatch, {
+        5: moved_by_c, 7: carry})
+    assert helped_on_remote(team, clone)  # not a's own push after the fourth poll
+    assert len(fetches) == 7, fetches
+    assert lock_owner_on_remote(team, ON_HOT[6]) == ["c-3"]

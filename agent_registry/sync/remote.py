@@ -713,9 +713,9 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
     Network I/O runs without the flock; each replay takes it."""
     start, attempt, pushes = time.monotonic(), 0, 0
     outcome: dict = {}
-    # waiting: our intent is out and the remote moves; waited: polls in a row so;
-    # still: polls in a row that found the remote where the one before it had
-    waiting, waited, still, previous, last = False, 0, 0, None, ""
+    # waiting: our intent is out and the remote moves; moves: polls while waiting that
+    # found it moved; still: polls in a row that found it where the one before it had
+    waiting, moves, still, previous, last = False, 0, 0, None, ""
     while True:
         tip = registry.repo.read_ref(registry.ref)
         seen = registry.repo.read_ref(registry.tracking_ref)
@@ -762,7 +762,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         # keeps losing: publish our operations for the winners to carry, then wait for
         # them while the remote moves (each landed push carries every intent it fetched);
         # push again when it stops moving (no one else is left to carry us) or after
-        # LOSSES polls (the ones moving it may not carry: an older agent-registry)
+        # LOSSES polls that found it moved (the ones moving it may not carry: an older
+        # agent-registry)
         began = trace.start()
         out = attempt >= LOSSES and publish_intent(registry)
         if attempt >= LOSSES:
@@ -785,11 +786,14 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         # the remote standing still for one poll is no sign that no one is left to carry
         # us: a helper's narrow fetch, replay and push take about as long as a poll, and
         # a push of ours then would only lose to the one carrying it (the slowest claims
-        # at 16 clones did, 1-2.5 s each: docs/benchmarks.md); for two polls, it is
-        still = still + 1 if remote == previous else 0
-        waiting = bool(out) and previous is not None and still < 2 and waited < LOSSES
-        waited, previous = (waited + 1 if waiting else 0), remote
-        trace.note("poll", 0.0, f"waiting {waited}" if waiting else "pushing")
+        # at 16 clones did, 1-2.5 s each: docs/benchmarks.md); for two polls, it is.
+        # Only polls that found it moved count towards LOSSES: a narrow poll takes a
+        # fraction of a carry (the push told of our intent, then the claim after it)
+        moved = remote != previous
+        still = 0 if moved else still + 1
+        waiting = bool(out) and previous is not None and still < 2 and moves < LOSSES
+        moves, previous = (moves + moved if waiting else 0), remote
+        trace.note("poll", 0.0, f"waiting {moves}" if waiting else "pushing")
         if waiting and not carried(registry, remote):
             # not carried yet, and no push before the next poll: no replay either (one
             # at each poll was a third of a waiting loser's time, and CPU the claims
