@@ -548,12 +548,12 @@ def carry(b) -> None:
 
 def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helper(team, monkeypatch):
     """a loses three pushes on HOT to b's claims and publishes its intent; its first poll
-    finds the remote moved, its second finds it where the first did.  That is no sign
-    that no one is left to carry a (a helper's fetch, replay and push take about as long
-    as a poll): a polls once more instead of replaying and pushing, b's next claims
-    carry a's claim, and a's next poll finds it carried.  (Before, a pushed at once
-    after the unmoved poll; under load that push only lost to the helper's, 1-2.5 s of
-    the slowest claims at 16 clones.)  a's polls fetch HOT alone: b's claim on another
+    finds the remote moved, its second and third find it where the first did.  That is
+    no sign that no one is left to carry a (a carry takes 2-3 polls): a polls once more
+    instead of replaying and pushing, b's next claims carry a's claim, and a's next poll
+    finds it carried.  (Before, a pushed at once after one unmoved poll, and then after
+    two; under load that push only lost to the helper's, 1-2.5 s of the slowest claims
+    at 16 clones.)  a's polls fetch HOT alone: b's claim on another
     shard meanwhile is not brought.  a's claim is on the remote once, as a helper
     applied it (issue 35)."""
     from agent_registry.branch.shards import lock_shards
@@ -565,9 +565,9 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
         assert other.view_at(other.repo.read_ref(other.tracking_ref)).lock(cold) is None
 
     outcome, clone, fetches, b, op_id = lose_three_then_poll(team, monkeypatch, {
-        3: lambda b: ok(b(*claim("codex-2", cold))), 5: carry}, polls_fetched_hot_alone)
-    assert helped_on_remote(team, clone)  # not a's own push after the unmoved poll
-    assert len(fetches) == 5, fetches  # three after lost pushes, two polls, the carried
+        3: lambda b: ok(b(*claim("codex-2", cold))), 6: carry}, polls_fetched_hot_alone)
+    assert helped_on_remote(team, clone)  # not a's own push after the unmoved polls
+    assert len(fetches) == 6, fetches  # three after lost pushes, three polls, the carried
     assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:6]] == [["codex-2"]] * 5
     assert lock_owner_on_remote(team, cold) == ["codex-2"]
 

@@ -68,6 +68,12 @@ from .state import confirm, confirmed_tip, load_state, redact, save_state, state
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
 LOSSES = 3  # lost pushes in a row before a clone asks the others to help (sync/intents.py)
+# polls in a row that find the remote unmoved before a clone waiting for help pushes again
+# itself: no one is left to carry it.  Fewer is no sign of that: a carry (the push told
+# of the intent, then the claim after it that fetches and carries) takes 2-3 polls of
+# the shard alone at 16 clones (traced: docs/benchmarks.md), and a push of ours then only
+# loses to the one carrying it
+STILL = 3
 BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
 MASS_DELETION = 0.5  # a remote keeping less than this share of our sessions is suspect
 MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
@@ -783,15 +789,12 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             remote = fetch(registry, narrow=bool(out))
         except Offline as exc:
             return _stop(registry, outcome, exc)
-        # the remote standing still for one poll is no sign that no one is left to carry
-        # us: a helper's narrow fetch, replay and push take about as long as a poll, and
-        # a push of ours then would only lose to the one carrying it (the slowest claims
-        # at 16 clones did, 1-2.5 s each: docs/benchmarks.md); for two polls, it is.
-        # Only polls that found it moved count towards LOSSES: a narrow poll takes a
-        # fraction of a carry (the push told of our intent, then the claim after it)
+        # no one is left to carry us once the remote stood still for STILL polls; only
+        # polls that found it moved count towards LOSSES: a narrow poll takes a
+        # fraction of a carry
         moved = remote != previous
         still = 0 if moved else still + 1
-        waiting = bool(out) and previous is not None and still < 2 and moves < LOSSES
+        waiting = bool(out) and previous is not None and still < STILL and moves < LOSSES
         moves, previous = (moves + moved if waiting else 0), remote
         trace.note("poll", 0.0, f"waiting {moves}" if waiting else "pushing")
         if waiting and not carried(registry, remote):
