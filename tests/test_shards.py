@@ -335,3 +335,14 @@ def test_a_broad_lock_is_held_in_every_shard(one_branch):
     for part in parts:
         assert S.parse_held(part[S.held_path("wide-1")])[0] == ["src/"]
         assert P.record_name("src/") in part
+
+
+@pytest.mark.parametrize("item", [1, None, True, ["a"], {"a": 1}, 1.5])
+def test_a_held_list_naming_anything_but_paths_is_unreadable(item):
+    """A held list is read only when every item is a path (its heartbeat then ages its
+    session); one that names anything else is unreadable, so its heartbeat never keeps
+    a holder fresher than its lock records say (branch/shardview.py rebuilds it)."""
+    good = {"session": "s1", "locks": ["src/a.py", "src/b/"], "heartbeat_at": "2026-01-01T00:00:00Z"}
+    assert S.parse_held(json.dumps(good).encode()) == (good["locks"], good["heartbeat_at"])
+    with pytest.raises(UnreadableRecord):
+        S.parse_held(json.dumps({**good, "locks": ["src/a.py", item]}).encode())
