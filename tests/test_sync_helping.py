@@ -552,7 +552,7 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     no sign that no one is left to carry a (a carry takes 2-3 polls): a polls once more
     instead of replaying and pushing, b's next claims carry a's claim, and a's next poll
     finds it carried.  (Before, a pushed at once after one unmoved poll, and then after
-    two; under load that push only lost to the helper's, 1-2.5 s of the slowest claims
+    two; under load that push only lost to the helper's, 1.4-2.8 s of the slowest claims
     at 16 clones.)  a's polls fetch HOT alone: b's claim on another
     shard meanwhile is not brought.  a's claim is on the remote once, as a helper
     applied it (issue 35)."""
