@@ -286,6 +286,13 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         assert git == [], f"harness hook {harness} {event} imported {git}"
         assert "agent_registry.errors" not in names  # its error classes: on failure only
     else:  # the note of the held file: the registry's refs compared as read, no digest
+        # a command that writes nothing and no message marked: decided without the
+        # decision or the shell parser's write rules (harness/where.py, shellwrites.RULED)
+        gate = sorted(names & {"agent_registry.harness.decision",
+                               "agent_registry.harness.shellrules",
+                               "agent_registry.harness.gitwrites",
+                               "agent_registry.harness.shellops"})
+        assert gate == [], f"harness hook {harness} {event} imported {gate}"
         assert "agent_registry.harness.heldcache" in names and "_sha1" not in names
 
 

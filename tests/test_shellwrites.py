@@ -252,3 +252,11 @@ def test_commands_that_write_nothing_are_read_as_such(tree, command):
 
 def test_the_home_directory_is_expanded():
     assert write_targets("touch ~/f") == [os.path.expanduser("~/f")]
+
+
+def test_the_commands_read_without_the_rules_are_those_without_a_rule():
+    """A command named in no rule is read without importing harness/shellrules.py (issue
+    35: most shell calls write nothing); so every command with a rule is in RULED, or its
+    writes would go unread and the gate would let them through."""
+    from agent_registry.harness import shellrules, shellwrites
+    assert set(shellrules.RULES) == shellwrites.RULED

@@ -215,8 +215,7 @@ def harness_hook(harness_name: str, event: str, auto_claim: bool, deny_overlap: 
     backstop: it puts back a held file the tool call changed and says so. Other events
     exit 1 on a failure, a non-blocking error."""
     import os
-    from ..harness.decision import agent_pid as parse_pid
-    from ..harness.hook import run
+    from ..harness.hook import agent_pid as parse_pid, run
     try:
         raw = sys.stdin.read()
     except (OSError, UnicodeDecodeError) as exc:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 
-from ..errors import BadInput
 from ..store.jsontext import loads
 from ..store.lazyre import LazyPattern
-from .decision import Ctx
+from .ctx import Ctx
 from .ids import call_key
 from .shellwrites import Targets, read_writes
 
@@ -47,8 +46,15 @@ def _text(value, what: str) -> str:
     """*value* when it is a string; hostile or malformed input is refused (BadInput:
     the gate blocks, in each harness's blocking form)."""
     if not isinstance(value, str):
-        raise BadInput(f"hook input: {what} is {type(value).__name__}, not a string")
+        raise bad_input(f"hook input: {what} is {type(value).__name__}, not a string")
     return value
+
+
+def bad_input(message: str) -> Exception:
+    """The BadInput error refusing a hook's input: the error classes imported only on
+    failure (a gate that allows does not import them: tests/test_import_budget.py)."""
+    from ..errors import BadInput
+    return BadInput(message)
 
 
 class Adapter:
@@ -69,13 +75,13 @@ class Adapter:
     # -- reading the event ----------------------------------------------------------
     def parse(self, raw: str) -> dict:
         if len(raw or "") > MAX_INPUT:
-            raise BadInput(f"hook input is over {MAX_INPUT} characters")
+            raise bad_input(f"hook input is over {MAX_INPUT} characters")
         try:
             event = loads(raw or "{}")
         except (ValueError, RecursionError) as exc:
-            raise BadInput(f"hook input is not JSON: {exc}") from None
+            raise bad_input(f"hook input is not JSON: {exc}") from None
         if not isinstance(event, dict) or not self.native_id(event):
-            raise BadInput(f"hook input has no {' or '.join(self.id_keys)}")
+            raise bad_input(f"hook input has no {' or '.join(self.id_keys)}")
         for key in ("cwd", self.tool_key):
             if event.get(key) is not None:
                 _text(event[key], key)
@@ -84,7 +90,7 @@ class Adapter:
     def native_id(self, event: dict) -> str:
         found = next((event[k] for k in self.id_keys if event.get(k)), "")
         if isinstance(found, bool) or not isinstance(found, (str, int)):
-            raise BadInput(f"hook input: the session id is {type(found).__name__}")
+            raise bad_input(f"hook input: the session id is {type(found).__name__}")
         return str(found)
 
     def call_key(self, event: dict) -> str:
@@ -119,7 +125,7 @@ class Adapter:
         tool = str(event.get(self.tool_key) or "")
         args = event.get(self.input_key)
         if (tool in self.edit_tools or tool in self.shell_tools) and not isinstance(args, dict):
-            raise BadInput(f"hook input: {self.input_key} of {tool} is not an object")
+            raise bad_input(f"hook input: {self.input_key} of {tool} is not an object")
         args = args if isinstance(args, dict) else {}
         if tool in self.edit_tools:
             return [_text(args[k], k) for k in self.edit_tools[tool] if args.get(k)][:1]

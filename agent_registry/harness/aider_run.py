@@ -48,7 +48,7 @@ def run(aider: list[str], cwd: str, env: dict, exe: list[str]) -> int:
     native = f"{os.getpid()}-{int(time.time())}"
     ctx = _ctx(native, cwd, env)
     sid, lines = start(ctx, os.getpid())
-    from .decision import repo_of
+    from .where import repo_of
     info = repo_of(ctx)
     where = os.path.join(info.git_dir, "agent-registry", NAME)
     os.makedirs(where, exist_ok=True)

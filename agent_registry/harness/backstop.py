@@ -34,12 +34,12 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import BadInput
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
 from .after import (folder, note_name, noted_blobs, noted_paths, read_stats, state_of,
                     stats_line, untrusted)
-from .decision import Ctx, repo_of, session_for
+from .ctx import Ctx
+from .where import repo_or_none, session_for
 
 KEPT = 3600.0  # seconds another session's remembered states are kept (then read again)
 # (a note's files remembered per session for the next note: _States)
@@ -49,12 +49,9 @@ def note(ctx: Ctx, call: str) -> str:
     """Before a tool call: note the held files of this working tree; a notice for
     stderr when that could not be done ("" when done, or nothing is held)."""
     from .heldcache import recall, remember, signature
-    try:
-        info = repo_of(ctx)
-    except BadInput:
-        return ""  # not in a repository: nothing of ours to keep
-    if not info.toplevel:
-        return ""
+    info = repo_or_none(ctx)
+    if info is None or not info.toplevel:
+        return ""  # not in a working tree: nothing of ours to keep
     sid = session_for(info, ctx)
     sign = signature(info)
     kept = recall(info, sid, sign)

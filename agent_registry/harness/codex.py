@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from .adapter import Adapter, patch_targets
-from .decision import Ctx
+from .ctx import Ctx
 
 SHELLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_command",
                     "container.exec", "unified_exec"})

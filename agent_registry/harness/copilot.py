@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import BadInput
-from .adapter import Adapter, patch_targets
-from .decision import Ctx
+from .adapter import Adapter, bad_input, patch_targets
+from .ctx import Ctx
 
 
 class Copilot(Adapter):
@@ -34,7 +33,7 @@ class Copilot(Adapter):
         if isinstance(args, str):  # apply_patch: the patch is the whole input
             found = patch_targets(args)
             if not found:  # an edit we cannot read is not let through unchecked
-                raise BadInput(f"{event.get(self.tool_key) or 'a tool'}'s input names no "
+                raise bad_input(f"{event.get(self.tool_key) or 'a tool'}'s input names no "
                                "file (not a *** Begin Patch envelope)")
             return [os.path.join(ctx.cwd, p) for p in found]
         return super().targets(event, ctx)

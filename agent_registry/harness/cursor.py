@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 from .adapter import Adapter, shell_targets
-from .decision import Ctx
+from .ctx import Ctx
 
 FILE_FIELDS = ("file_path", "path", "target_file", "filePath")
 

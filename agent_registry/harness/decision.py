@@ -21,12 +21,11 @@ ended gets a fresh id once and keeps it.
 """
 from __future__ import annotations
 
-import os
-
-from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed, os_failure
-from ..store.layout import RepoInfo, plain_layout
+from ..errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
+from ..store.layout import RepoInfo
 from .ctx import ALLOW_ENV, HARNESSES, Ctx, Decision  # noqa: F401  (the adapters' names)
 from . import ids
+from .where import repo_of, session_for, urgent_waits  # noqa: F401  (callers' names)
 
 DEFAULT_WAKES = 3
 
@@ -43,36 +42,10 @@ def state_path(info: RepoInfo, ctx: Ctx) -> str:
     return ids.state_path(info.common_dir, ctx.harness, ctx.native_id)
 
 
-def session_for(info: RepoInfo, ctx: Ctx) -> str:
-    """Our session id for the native one: remembered locally, else derived."""
-    return ids.session_of(info.common_dir, ctx.harness, ctx.native_id)
-
-
 def _remember(info: RepoInfo, ctx: Ctx, sid: str) -> None:
     path = state_file(info, ctx)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(sid + "\n")
-
-
-def repo_of(ctx: Ctx) -> RepoInfo:
-    """The repository the agent works in: its cwd's, else (the agent's shell went
-    elsewhere: Claude Code's cwd follows a `cd`) the project's the harness started in."""
-    try:
-        return _discover(ctx.cwd or ".")
-    except BadInput:
-        if not ctx.project or ctx.project == ctx.cwd:
-            raise
-        return _discover(ctx.project)
-
-
-def _discover(path: str) -> RepoInfo:
-    """store/git.discover, its usual case found from the files (store/layout.py) without
-    importing the git module: a gate or a note that needs no registry read spares ~1.5 ms."""
-    found = plain_layout(path) if os.path.isdir(path) else None
-    if found is not None:
-        return found
-    from ..store.git import discover
-    return discover(path)
 
 
 def pid_from(ctx: Ctx) -> str:
@@ -236,16 +209,6 @@ def _unseen(registry, info: RepoInfo, ctx: Ctx, sid: str, keep=None) -> list[str
     return unseen(registry, sid, state.with_name(state.name + ".shown"), keep)
 
 
-def urgent_waits(ctx: Ctx) -> bool:
-    """Whether a high-importance message is marked for the session (store/urgent.py): one
-    folder listing, usually of no folder at all.  Never raises (False)."""
-    try:
-        info = repo_of(ctx)
-        return ids.urgent_waits(info.common_dir, ctx.harness, ctx.native_id)
-    except Exception:  # noqa: BLE001 - the hooks' answers must not depend on it
-        return False
-
-
 def urgent(ctx: Ctx) -> list[str]:
     """The high-importance messages waiting for the session, told at its next tool call,
     before it or after it (store/urgent.py); [] at the cost of one folder listing when
@@ -378,9 +341,3 @@ def _claim(info: RepoInfo, ctx: Ctx, sid: str, paths: list[str], pid: int | None
             return [Conflict(c["path"], c["target"], c["owner"], c.get("working_on", ""),
                              c.get("since", ""), c.get("mode", ""), "") for c in conflicts]
     return []
-
-
-def agent_pid(text: str | None) -> int | None:
-    """The pid the hook command passed (``--pid $PPID``); None when the shell left it
-    unexpanded or empty, and the owner is then found as any other (an agent runtime)."""
-    return int(text) if text and text.isdigit() and int(text) > 1 else None

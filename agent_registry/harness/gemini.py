@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from .adapter import Adapter
-from .decision import Ctx
+from .ctx import Ctx
 
 
 class Gemini(Adapter):

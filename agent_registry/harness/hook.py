@@ -45,7 +45,6 @@ def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None
     and keep the agent going with it (a tool cannot start a turn in an idle chat).
     *deny_overlap*: the gate refuses a file another session changed (else it warns);
     *no_memory*: the session start hands over no wiki entries."""
-    from . import decision
     try:
         return _run(adapter(harness), event, raw, env, pid, auto_claim, wake, hold,
                     deny_overlap=deny_overlap, no_memory=no_memory)
@@ -53,13 +52,14 @@ def run(harness: str, event: str, raw: str, env: dict, *, pid: int | None = None
         why = _why(exc)
         if event != "pre-tool-use":
             return Outcome(stderr=f"agent-registry: {harness} {event} hook failed: {why}", code=1)
-        if env.get(decision.ALLOW_ENV) == "1":
+        from .ctx import ALLOW_ENV
+        if env.get(ALLOW_ENV) == "1":
             return Outcome(stderr=f"agent-registry: edit allowed unchecked "
-                                  f"({decision.ALLOW_ENV}=1): {why}")
+                                  f"({ALLOW_ENV}=1): {why}")
         return Outcome(stderr=f"agent-registry: edit blocked: the edit gate could not decide "
                               f"({why}); repair it (agent-registry doctor; agent-registry "
                               f"harness install {harness}), or let edits through unchecked: "
-                              f"{decision.ALLOW_ENV}=1", code=BLOCK)
+                              f"{ALLOW_ENV}=1", code=BLOCK)
 
 
 def main(args: list[str]) -> int | None:
@@ -76,7 +76,6 @@ def main(args: list[str]) -> int | None:
         item = rest.pop(0)
         name, eq, value = item.partition("=")
         if name == "--pid" and (eq or rest):
-            from .decision import agent_pid
             options["pid"] = agent_pid(value if eq else rest.pop(0))
         elif item in ("--auto-claim", "--deny-overlap", "--no-memory"):
             options[item[2:].replace("-", "_")] = True
@@ -114,6 +113,12 @@ def main(args: list[str]) -> int | None:
     if outcome.stderr:
         sys.stderr.write(outcome.stderr + "\n")
     return outcome.code
+
+
+def agent_pid(text: str | None) -> int | None:
+    """The pid the hook command passed (``--pid $PPID``); None when the shell left it
+    unexpanded or empty, and the owner is then found as any other (an agent runtime)."""
+    return int(text) if text and text.isdigit() and int(text) > 1 else None
 
 
 def launched(args: list[str]) -> None:
@@ -177,20 +182,30 @@ def hold_for(ctx, seconds: float, sleep=None) -> list[str]:
 def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
          wake: int, hold: float = 0, *, deny_overlap: bool = False,
          no_memory: bool = False) -> Outcome:
-    from . import decision
     event_json = a.parse(raw)
     ctx = a.ctx(event_json, env)
     if event == "pre-tool-use":
+        # the decision and the registry are imported only for what they are needed for:
+        # most tool calls write nothing and find no message marked (issue 35)
+        from .where import urgent_waits
         # a person's high message, told now where the harness's answer can carry it
-        news = "\n".join(decision.urgent(ctx)) if a.tells_before_tool else ""
+        news = ""
+        if a.tells_before_tool and urgent_waits(ctx):
+            from .decision import urgent
+            news = "\n".join(urgent(ctx))
         targets = a.targets(event_json, ctx)
         if targets is None:
             # else told by the after-tool hook, which OpenCode's plugin runs only when
             # asked: asked only here, where the answer can ask it
-            after = not a.tells_before_tool and a.tells_after_tool and decision.urgent_waits(ctx)
+            after = not a.tells_before_tool and a.tells_after_tool and urgent_waits(ctx)
             return _answer(a.allow_noted() if after else a.allow_telling(news))
-        verdict = decision.may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
-                                     deny_overlap=deny_overlap)
+        if targets or getattr(targets, "unfollowed", None):
+            from .decision import may_write
+            verdict = may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
+                                deny_overlap=deny_overlap)
+        else:  # most shell commands write nothing: no repository, no registry needed
+            from .ctx import Decision
+            verdict = Decision(True)
         if not verdict.allow:
             return _answer(a.deny(verdict.reason + (f"\n{news}" if news else "")),
                            verdict.notice)
@@ -203,6 +218,7 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         notices = [verdict.notice, note(ctx, a.call_key(event_json))]
         return _answer(a.warn(told, noted=True) if told else a.allow_noted(),
                        "\n".join(n for n in notices if n))
+    from . import decision
     if event == "post-tool-use":
         from .putback import check
         told = check(ctx, a.call_key(event_json), a.described(event_json))

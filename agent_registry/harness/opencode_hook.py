@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from .adapter import Adapter, diff_targets, patch_targets
-from .decision import Ctx
+from .ctx import Ctx
 
 FILE_FIELDS = ("filePath", "file_path", "path")
 

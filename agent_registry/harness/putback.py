@@ -13,7 +13,8 @@ from ..store.jsontext import loads
 from ..store.layout import RepoInfo
 from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
                     prefix, read_note, state_of, untrusted)
-from .decision import Ctx, session_for
+from .ctx import Ctx
+from .where import session_for
 
 
 def check(ctx: Ctx, call: str, what: str) -> str:

@@ -8,9 +8,8 @@ from __future__ import annotations
 import posixpath
 
 from ..store.lazyre import LazyPattern
-from .shelltokens import Word
+from .shelltokens import TOP, Word  # noqa: F401  (the rules' TOP)
 
-TOP = ":/"
 _DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$")
 _GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")
 

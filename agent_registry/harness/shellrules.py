@@ -22,36 +22,39 @@ _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 def targets_of(name: str, args: list[Word], place: Place, stdin: Word | None = None
                ) -> list[Word]:
     """The file operands command *name* writes (*stdin*: the file redirected into it)."""
-    if name == "tee":
-        return operands(args)[0]
-    if name in ("rm", "unlink", "shred"):
-        return operands(args, "nus" if name == "shred" else "")[0]
-    if name == "touch":
-        return operands(args, "dtr", ("--date", "--reference"))[0]
-    if name == "truncate":
-        return operands(args, "sr", ("--size", "--reference"))[0]
-    if name == "dd":
-        return [Word(a.text[3:], a.dynamic, a.pattern) for a in args if a.text.startswith("of=")]
-    if name in ("sed", "gsed"):
-        return _sed(args)
-    if name == "perl":
-        return _perl(args)
-    if name in ("cp", "mv", "install", "ln"):
-        found, options = operands(args, "tSgmo" if name == "install" else "tS",
-                                  ("--target-directory", "--suffix", "--backup"))
-        if name == "ln" and len(found) == 1 and "-t" not in options:
-            # `ln -s a/b`: the link is made here, named after its target
-            return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
-        return copy_targets(found, options, place.is_dir, move=name == "mv")
-    if name == "patch":
-        return _patch(args, place, stdin)
-    if name == "xargs":
-        return _fed(_xargs_command(args), place, "xargs")
-    if name == "find":
-        return _find(args, place)
-    if name == "git":
-        return git_targets(args, place)
-    return []
+    rule = RULES.get(name)
+    return rule(name, args, place, stdin) if rule is not None else []
+
+
+def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
+    found, options = operands(args, "tSgmo" if name == "install" else "tS",
+                              ("--target-directory", "--suffix", "--backup"))
+    if name == "ln" and len(found) == 1 and "-t" not in options:
+        # `ln -s a/b`: the link is made here, named after its target
+        return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
+    return copy_targets(found, options, place.is_dir, move=name == "mv")
+
+
+# command -> its rule (name, args, place, stdin); harness/shellwrites.RULED names the
+# same commands, so that a command with none is read without importing this module
+RULES = {
+    "tee": lambda name, args, place, stdin: operands(args)[0],
+    **dict.fromkeys(("rm", "unlink", "shred"), lambda name, args, place, stdin: operands(
+        args, "nus" if name == "shred" else "")[0]),
+    "touch": lambda name, args, place, stdin: operands(
+        args, "dtr", ("--date", "--reference"))[0],
+    "truncate": lambda name, args, place, stdin: operands(
+        args, "sr", ("--size", "--reference"))[0],
+    "dd": lambda name, args, place, stdin: [Word(a.text[3:], a.dynamic, a.pattern)
+                                           for a in args if a.text.startswith("of=")],
+    **dict.fromkeys(("sed", "gsed"), lambda name, args, place, stdin: _sed(args)),
+    "perl": lambda name, args, place, stdin: _perl(args),
+    **dict.fromkeys(("cp", "mv", "install", "ln"), _copy),
+    "patch": lambda name, args, place, stdin: _patch(args, place, stdin),
+    "xargs": lambda name, args, place, stdin: _fed(_xargs_command(args), place, "xargs"),
+    "find": lambda name, args, place, stdin: _find(args, place),
+    "git": lambda name, args, place, stdin: git_targets(args, place),
+}
 
 
 def writes(name: str, args: list[Word]) -> bool:

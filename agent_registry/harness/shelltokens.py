@@ -18,6 +18,8 @@ _OPERATORS = sorted(["&&", "||", "|&", ";;", ";", "&", "|", "(", ")", "\n",
 _SPECIAL = frozenset(";&|()<>\n")
 _ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
          "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+# git's ``:/``, which stands for the whole working tree and so covers every held path
+TOP = ":/"
 MAX_BRACES = 256  # words one brace form may expand to before the walker gives up
 
 

@@ -8,7 +8,7 @@ import os
 from ..branch.paths import normalize
 from ..errors import BadInput
 from ..store.git import RepoInfo
-from .shellops import TOP
+from .shelltokens import TOP
 
 
 def repository_paths(info: RepoInfo, targets: list[str]) -> tuple[list[str], list[str]]:
