@@ -285,6 +285,9 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         git = sorted(names & {"agent_registry.store.git", "zlib", "agent_registry.store.spawn"})
         assert git == [], f"harness hook {harness} {event} imported {git}"
         assert "agent_registry.errors" not in names  # its error classes: on failure only
+        # nor the digests: a blob is hashed only for a file whose stat changed, a call id
+        # only for a harness that sends none (harness/after.py, ids.py)
+        assert "agent_registry.store.digest" not in names
     else:  # the note of the held file: the registry's refs compared as read, no digest
         # a command that writes nothing and no message marked: decided without the
         # decision or the shell parser's write rules (harness/where.py, shellwrites.RULED)

@@ -34,7 +34,6 @@ try:  # the C getter, without operator.py's own import (~0.4 ms of a hook)
 except ImportError:  # another Python than CPython
     from operator import attrgetter
 
-from ..store.digest import hexdigest
 from .ids import call_key, safe, urgent_waits
 
 LEFTOVER = 600  # seconds after which a note no after-tool event took is checked anyway
@@ -164,6 +163,7 @@ def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
 
 
 def blob_id(data: bytes, object_format: str) -> str:
+    from ..store.digest import hexdigest  # only where a file's stat changed
     return hexdigest(object_format, b"blob %d\0" % len(data) + data)
 
 

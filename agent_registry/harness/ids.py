@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 
-from ..store.digest import hexdigest
 from ..store.jsontext import dumps
 
 _SAFE_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -21,6 +20,7 @@ def safe(native_id: str) -> str:
     if native_id and len(native_id) <= MAX_SAFE and native_id[0] in _SAFE_FIRST \
             and all(c in _SAFE for c in native_id):
         return native_id
+    from ..store.digest import hexdigest  # imported only for an id that needs it (rare)
     return hexdigest("sha1", native_id.encode("utf-8", "surrogatepass"))[:16]
 
 
@@ -31,6 +31,7 @@ def call_key(event: dict, tool_key: str, input_key: str) -> str:
     given = event.get("tool_use_id") or event.get("tool_call_id") or event.get("callID")
     if isinstance(given, str) and given:
         return given
+    from ..store.digest import hexdigest  # a harness that sends no call id (Gemini CLI)
     shown = dumps([event.get(tool_key), event.get(input_key)], sort_keys=True, default=str)
     return hexdigest("sha1", shown.encode("utf-8", "surrogatepass"))[:20]
 
