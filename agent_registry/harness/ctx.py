@@ -17,13 +17,14 @@ HARNESSES = {"claude": ("Claude", "Claude Code"), "codex": ("Codex", "Codex"),
 
 class Ctx:
     """One hook call: which harness, its own session id, where the agent works."""
-    __slots__ = ("harness", "native_id", "cwd", "model", "source", "env", "project")
+    __slots__ = ("harness", "native_id", "cwd", "model", "source", "env", "project", "repo")
 
     def __init__(self, harness: str, native_id: str, cwd: str, model: str = "",
                  source: str = "", env: dict | None = None, project: str = "") -> None:
         self.harness, self.native_id, self.cwd = harness, native_id, cwd
         self.model, self.source, self.env = model, source, {} if env is None else env
         self.project = project  # the project the harness was started in, when it says (env)
+        self.repo = None  # its repository, once found (harness/where.repo_of)
 
     def __repr__(self) -> str:
         return f"Ctx({self.harness!r}, {self.native_id!r}, {self.cwd!r})"

@@ -16,7 +16,14 @@ from .ctx import Ctx
 def repo_of(ctx: Ctx) -> RepoInfo:
     """The repository the agent works in: its cwd's, else (the agent's shell went
     elsewhere: Claude Code's cwd follows a `cd`) the project's the harness started in.
-    BadInput (store/git.discover's) when neither is in one."""
+    BadInput (store/git.discover's) when neither is in one.  Found once per hook call
+    (kept on *ctx*): the message check, the gate and the note each ask."""
+    if ctx.repo is None:
+        ctx.repo = _found(ctx)
+    return ctx.repo
+
+
+def _found(ctx: Ctx) -> RepoInfo:
     try:
         return _discover(ctx.cwd or ".")
     except Exception as exc:
