@@ -6,8 +6,6 @@ orphan branch of that repository.  The library is the product; the CLI is a thin
         registry.register("kimi-1", provider="Kimi", working_on="auth")
         registry.claim("kimi-1", ["src/auth.py"])
 """
-from __future__ import annotations
-
 __version__ = "0.3.0"
 
 

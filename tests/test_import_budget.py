@@ -285,9 +285,6 @@ def test_a_harness_hook_imports_only_its_own_adapter_and_no_json_re_or_dataclass
         git = sorted(names & {"agent_registry.store.git", "zlib", "agent_registry.store.spawn"})
         assert git == [], f"harness hook {harness} {event} imported {git}"
         assert "agent_registry.errors" not in names  # its error classes: on failure only
-        # nor the digests: a blob is hashed only for a file whose stat changed, a call id
-        # only for a harness that sends none (harness/after.py, ids.py)
-        assert "agent_registry.store.digest" not in names
     else:  # the note of the held file: the registry's refs compared as read, no digest
         # a command that writes nothing and no message marked: decided without the
         # decision or the shell parser's write rules (harness/where.py, shellwrites.RULED)
@@ -342,3 +339,26 @@ def test_a_commit_through_the_pre_commit_hook_imports_only_what_the_guard_runs(
     assert heavy == [], f"the pre-commit guard imported {heavy}"
     beyond = sorted(n for n in names if n.startswith("agent_registry") and n not in GUARD_PATH)
     assert beyond == [], f"the pre-commit guard imported {beyond} (GUARD_PATH)"
+
+
+# what the hooks around every tool call import when the call writes nothing and nothing
+# held changed (Claude's gate and note, each harness's adapter, the after-tool check)
+HOOK_QUICK_PATH = ("", ".harness", ".harness.hook", ".store", ".store.jsontext",
+                   ".store.lazyre", ".store.tuples", ".harness.ctx", ".harness.ids",
+                   ".harness.shelltokens", ".harness.shellwrites", ".harness.adapter",
+                   ".harness.claude", ".harness.codex", ".harness.gemini", ".harness.qwen",
+                   ".harness.cursor", ".harness.copilot", ".harness.opencode_hook",
+                   ".store.layout", ".harness.where", ".store.urgent", ".harness.after",
+                   ".harness.backstop", ".store.rawfile", ".harness.heldcache",
+                   ".store.gitconfig")
+
+
+@pytest.mark.parametrize("name", HOOK_QUICK_PATH)
+def test_the_hooks_quick_path_imports_no_future_module(name):
+    """The modules of a hook's quick path leave out ``from __future__ import
+    annotations`` (Python >= 3.10 reads their annotations as written): one of them would
+    import ``__future__``, ~0.1 ms of a hook around every tool call (issue 35 item 2)."""
+    import importlib.util
+    origin = importlib.util.find_spec(f"agent_registry{name}").origin
+    with open(origin, encoding="utf-8") as f:
+        assert "from __future__ import" not in f.read(), f"agent_registry{name} imports it"

@@ -4,8 +4,6 @@
 Gemini CLI follow); each harness module subclasses it and changes only what differs:
 where the session id is, which tools write which fields, and the answer's shape.
 """
-from __future__ import annotations
-
 import os
 
 from ..store.jsontext import loads

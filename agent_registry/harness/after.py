@@ -22,8 +22,6 @@ keeps, copied as it is); the noted files' paths; their blobs and modes ({"blobs"
 remembered states (harness/backstop.py), copied as they are read when nothing changed
 since the last note.
 """
-from __future__ import annotations
-
 import marshal
 import os
 import time

@@ -29,8 +29,6 @@ too and the holder is told.  In a separate worktree (the holder works elsewhere:
 worktree, another host) nothing of the holder's is at stake, so the change is reported,
 not undone, and the commit guard refuses to commit it.
 """
-from __future__ import annotations
-
 import os
 import time
 

@@ -7,8 +7,6 @@
 agent's shell through ``$CLAUDE_ENV_FILE``.  PostToolUse (the backstop) hands the model a
 reason with ``{"decision": "block", "reason": …}``; PostToolUseFailure takes
 ``hookSpecificOutput.additionalContext``."""
-from __future__ import annotations
-
 from .adapter import Adapter
 
 

@@ -5,8 +5,6 @@ P`` / ``*** Move to: P``, paths relative to ``cwd``), and by the shell tools
 (``exec_command``, ``shell``, … whose ``command`` is a string or an argv list; Codex may
 name them ``Bash`` in hooks).  Answers as Claude Code's: ``hookSpecificOutput`` deny and
 ``additionalContext`` (also after a tool), Stop ``{"decision": "block", "reason": …}``."""
-from __future__ import annotations
-
 import os
 
 from .adapter import Adapter, patch_targets

@@ -15,8 +15,6 @@ PostToolUse's ``decision: block`` replaces its result with ``Tool result blocked
 <reason>``.  A ``-p`` run fires SessionEnd once, at its end.  Copilot runs a hook through
 ``bash -c`` as a child of its own process: ``$PPID``.
 """
-from __future__ import annotations
-
 import os
 
 from .adapter import Adapter, bad_input, patch_targets

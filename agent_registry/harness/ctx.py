@@ -2,8 +2,6 @@
 (:class:`Decision`), shared by every harness adapter and harness/decision.py.  Plain
 classes, not dataclasses: importing dataclasses costs every hook call more than its
 whole decision when nothing is written (issue 35)."""
-from __future__ import annotations
-
 from ..store.tuples import named
 
 ALLOW_ENV = "AGENT_REGISTRY_ALLOW"

@@ -7,8 +7,6 @@ deny is ``{"permission": "deny", "agent_message": …, "user_message": …}``;
 cannot add context (``beforeSubmitPrompt`` answers only ``continue``), so what waits is
 handed over at session start and by waking.  (Checked against the documented schema:
 Cursor does not run here.)"""
-from __future__ import annotations
-
 
 from .adapter import Adapter, shell_targets
 from .ctx import Ctx

@@ -7,8 +7,6 @@ reason goes to the agent as the tool's error).  SessionStart and BeforeAgent add
 AfterAgent keeps the agent going with ``{"decision": "block", "reason": …}`` (the reason
 is its next prompt, and BeforeAgent fires again for it).  AfterTool (the backstop) appends
 ``hookSpecificOutput.additionalContext`` to the tool's result."""
-from __future__ import annotations
-
 import os
 
 from .adapter import Adapter

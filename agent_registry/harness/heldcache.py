@@ -18,8 +18,6 @@ within MAX_AGE is noted a little longer than needed, which puts nothing at risk 
 holder's version of a file is the one kept).  Without loose ref files (reftable) nothing
 is remembered.
 """
-from __future__ import annotations
-
 import os
 import time
 

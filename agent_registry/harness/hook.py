@@ -9,8 +9,6 @@ or edit tool call the backstop (harness/backstop.py) notes the held files before
 (pre-tool-use) and puts back what changed after (post-tool-use); a person's high message
 is told at the first of the two whose answer can carry it (store/urgent.py).
 """
-from __future__ import annotations
-
 HARNESSES = ("claude", "codex", "gemini", "cursor", "opencode", "copilot", "qwen")
 EVENTS = ("session-start", "pre-tool-use", "post-tool-use", "user-prompt-submit", "stop",
           "session-end")

@@ -3,8 +3,6 @@ parts only (no re, json or hashlib: the after-tool hook, harness/after.py, runs 
 tool call): a native session id or tool call id as it may appear in a file name, and the
 key that names one tool call in both its before- and after-tool events, the session id a
 native one stands for, and whether a person's high message waits for it."""
-from __future__ import annotations
-
 import os
 
 from ..store.jsontext import dumps

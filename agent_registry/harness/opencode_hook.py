@@ -13,8 +13,6 @@ a repository).  Other events get ``{"sessionID", "cwd", "project"}`` (a prompt c
 the middle of a turn adds ``"midturn": true``); their answers are ``{"context": …}``
 (start, prompt) and ``{"continue": …}`` (end of turn, waking) for the plugin to hand to
 the model, ``{}`` when there is nothing to say."""
-from __future__ import annotations
-
 import os
 
 from .adapter import Adapter, diff_targets, patch_targets

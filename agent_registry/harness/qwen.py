@@ -17,8 +17,6 @@ SessionEnd: it exits when its one turn ends, so its last Stop, when nothing keep
 going, finishes the session.  Qwen runs a hook through bash as a child of its own node
 process (``$PPID``), whose command line tells a ``-p`` run.
 """
-from __future__ import annotations
-
 from .gemini import Gemini
 
 # Qwen Code's options that make a run of one prompt, and those that keep it interactive

@@ -7,8 +7,6 @@ commands inside an expansion, ``$(…)``, backquotes, and process substitution `
 / ``>(…)``, are kept in ``subs`` so the walker reads the writes they make too.  An
 unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is ever run.
 """
-from __future__ import annotations
-
 from ..store.tuples import named
 
 # longest first, so ">>" is not read as ">" ">"

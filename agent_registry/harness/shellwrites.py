@@ -17,8 +17,6 @@ tokenize) is returned as ``unfollowed``: the gate refuses such a command while a
 is held (fail closed), and the backstop (harness/backstop.py) checks what any command
 really changed.  Standard library only; no shell is ever run.
 """
-from __future__ import annotations
-
 import os
 import posixpath
 

@@ -4,8 +4,6 @@ high message waits for it.  Apart from harness/decision.py so that a gate that h
 nothing to decide (a command that writes nothing: most shell calls) and the backstop's
 note import neither the decision, the registry nor the error classes (issue 35: about
 0.4 ms of a hook that is mostly the interpreter starting; tests/test_import_budget.py)."""
-from __future__ import annotations
-
 import os
 
 from ..store.layout import RepoInfo, plain_layout

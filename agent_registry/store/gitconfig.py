@@ -7,8 +7,6 @@ Apart from store/git.py (which re-exports it) so that a warm ``wiki query``
 read the config without importing the git module and what it imports (zlib, the object
 and ref writers).
 """
-from __future__ import annotations
-
 import os
 
 DEFAULT_BRANCH = "agent-registry"

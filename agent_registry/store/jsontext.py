@@ -4,8 +4,6 @@ scanner and string encoders, the C code ``json`` itself runs.  Importing ``json`
 (tests/test_import_budget.py); the records on the branch are a few hundred bytes, which
 this module writes in Python, byte for byte as ``json.dumps`` does (tests/test_jsontext.py).
 A Python without ``_json``, or a value of a type JSON does not know, gets ``json``."""
-from __future__ import annotations
-
 try:
     from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
 except ImportError:  # not CPython: the json package does all of it

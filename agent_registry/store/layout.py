@@ -7,8 +7,6 @@ Apart from store/git.py (which re-exports both) so that what runs after every to
 importing the git module and what it imports (zlib, the object and ref writers): about
 1 ms of a process that is mostly the interpreter starting (docs/benchmarks.md).
 """
-from __future__ import annotations
-
 import os
 
 from .tuples import named

@@ -4,8 +4,6 @@ Python compiles a pattern in Python code (re._parser, re._compiler): about a ten
 millisecond each, more for wide Unicode classes, and a one-shot command imports a few
 dozen module-level patterns of which it uses a handful (tests/test_import_budget.py).
 """
-from __future__ import annotations
-
 
 ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 

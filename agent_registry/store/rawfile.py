@@ -4,8 +4,6 @@ A one-shot command reads a hundred small files (loose objects, refs) and writes 
 objects: Python's ``open`` adds an ``fstat``, an ``ioctl`` and a buffer to each, about
 a quarter of a loose object's reading time.  These do only what the file needs.
 """
-from __future__ import annotations
-
 import os
 
 _CHUNK = 1 << 16

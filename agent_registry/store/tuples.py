@@ -3,8 +3,6 @@ makes one but without importing collections (with keyword, operator, reprlib and
 itertools) or compiling a ``__new__`` from source: about 2 ms of a one-shot command that
 holds three of them (tests/test_import_budget.py).  The fields read by name and by index,
 unpack, compare and hash as the tuple they are."""
-from __future__ import annotations
-
 import sys
 
 

@@ -16,8 +16,6 @@ A high message sent from another clone is marked here by the fetch that brings i
 saw it first, and never again once told.  A fetch's pass reads it once and keeps in it
 only what that pass could mark (``mark_all``), so it holds what waits, not all history.
 """
-from __future__ import annotations
-
 import os
 
 FOLDER = "urgent"
