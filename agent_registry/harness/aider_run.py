@@ -30,8 +30,9 @@ import subprocess
 import time
 
 from .backstop import note
+from .ctx import Ctx
+from .decision import end, start
 from .putback import check
-from .decision import Ctx, end, start
 
 NAME = "aider"
 SESSION_ENV = "AGENT_REGISTRY_SESSION"

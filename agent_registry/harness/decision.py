@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from ..errors import NotFound, Refused, RegistryError, Unconfirmed, os_failure
 from ..store.layout import RepoInfo
-from .ctx import ALLOW_ENV, HARNESSES, Ctx, Decision  # noqa: F401  (the adapters' names)
+from .ctx import ALLOW_ENV, Ctx, Decision
 from . import ids
-from .where import repo_of, session_for, urgent_waits  # noqa: F401  (callers' names)
+from .where import repo_of, session_for
 
 DEFAULT_WAKES = 3
 
