@@ -4,6 +4,7 @@ where ``site`` would have found them, no further; and Cursor's shell gate, its s
 edit gate, runs through it like the others (issue 35)."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -16,6 +17,18 @@ from agent_registry.harness.command import LAUNCHER
 from test_harness_install import PYTHON, cli, env, install  # noqa: F401 (env: a fixture)
 
 BASE = getattr(sys, "_base_executable", sys.executable)  # the interpreter venvs are made of
+
+
+def test_the_launcher_script_is_a_few_statements():
+    """A script is compiled from its source at every start (only an imported module's
+    bytecode is cached), and harness/launch.py starts every hook, before and after each
+    tool call: it only puts the package's folder on sys.path and hands over to
+    harness/launching.py (compiling what that module holds cost each hook ~0.5 ms,
+    issue 35 item 2)."""
+    tree = ast.parse(Path(LAUNCHER).read_text(encoding="utf-8"))
+    code = [n for n in ast.walk(tree) if isinstance(
+        n, (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.Try))]
+    assert code == [] and len(tree.body) <= 7, ast.dump(tree)[:500]
 
 
 def usage_error(python: str, cwd: Path) -> subprocess.CompletedProcess:

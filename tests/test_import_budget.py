@@ -349,7 +349,7 @@ def test_a_commit_through_the_pre_commit_hook_imports_only_what_the_guard_runs(
 
 # what the hooks around every tool call import when the call writes nothing and nothing
 # held changed (Claude's gate and note, each harness's adapter, the after-tool check)
-HOOK_QUICK_PATH = ("", ".harness", ".harness.hook", ".store", ".store.jsontext",
+HOOK_QUICK_PATH = ("", ".harness", ".harness.launching", ".harness.hook", ".store", ".store.jsontext",
                    ".store.lazyre", ".store.tuples", ".harness.ctx", ".harness.ids",
                    ".harness.shelltokens", ".harness.shellwrites", ".harness.adapter",
                    ".harness.claude", ".harness.codex", ".harness.gemini", ".harness.qwen",
