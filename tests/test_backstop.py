@@ -326,6 +326,24 @@ def test_what_is_held_is_read_again_when_the_registry_moves(held):
     assert text and "README.md" in text and (held / "README.md").read_text() == "project\n"
 
 
+def test_refs_untouched_since_the_last_note_are_not_read_again_until_a_claim(held):
+    """The held targets are kept with the stamp of what the refs were read from
+    (harness/heldcache.py: their folders, packed-refs, the config files): while none of
+    them changed since, past git's racy second, the next note reads neither the refs nor
+    the config (store/gitconfig.py not imported); a claim, a ref renamed into its
+    shard's folder, moves that folder's times and is seen at the next call."""
+    import time
+    time.sleep(2.1)  # past the second (and its margin) the registry's refs were written in
+    assert around("claude", held, "true") is None  # read, and kept with the refs' stamp
+    names = imports_of_pre_hook(held, "claude", "ls")
+    assert "agent_registry.harness.backstop" in names  # a note was taken
+    assert "agent_registry.store.gitconfig" not in names
+    with open_registry(held) as registry:
+        registry.claim("kimi-1", ["README.md"])
+    text = around("claude", held, "python3 -c \"open('README.md', 'a').write('mine')\"")
+    assert text and "README.md" in text and (held / "README.md").read_text() == "project\n"
+
+
 def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
     """The cache of held targets (harness/heldcache.py) names the file each target is;
     one that lost that name for the held file (a damaged or older cache) is not trusted:

@@ -46,20 +46,19 @@ KEPT = 3600.0  # seconds another session's remembered states are kept (then read
 def note(ctx: Ctx, call: str) -> str:
     """Before a tool call: note the held files of this working tree; a notice for
     stderr when that could not be done ("" when done, or nothing is held)."""
-    from .heldcache import recall, remember, signature
+    from .heldcache import recall, remember
     info = repo_or_none(ctx)
     if info is None or not info.toplevel:
         return ""  # not in a working tree: nothing of ours to keep
     sid = session_for(info, ctx)
-    sign = signature(info)
-    kept = recall(info, sid, sign)
+    kept, refs = recall(info, sid)
     if kept is None:
         from .held import Unreadable, file_names
         try:
             targets = _held_targets(info, sid)
         except Unreadable as exc:
             return f"agent-registry: backstop off for this call: {exc.message}"
-        kept = remember(info, sid, sign, targets, file_names(targets))
+        kept = remember(info, sid, refs, targets, file_names(targets))
     held, paths, areas = kept
     if paths == b"[]" and not areas:
         return ""  # the usual case: no held file, nothing more to import or read

@@ -8,10 +8,12 @@ signature of every registry ref (its loose ref files, and packed-refs' size and 
 and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
 session (what is held by others differs with who asks), so that several agents in one
 working tree do not read again for each other's calls.  A session's answer is kept as
-four lines: who holds what (each holder once), the line a note
+five lines: who holds what (each holder once), the line a note
 copies as it is (harness/after.py); the files the held targets name, as the note's line
 of paths is encoded (a note compares it with the last one's, unparsed); the held
-folders and globs, and the length of the files' line; the signature it is kept under.
+folders and globs, and the length of the files' line; the signature it is kept under;
+and the refs' stamp (:func:`untouched`), which spares the next call reading the refs and
+the config at all while no folder the signature was read from has changed.
 A note at 1,000 held files parses neither of the long lines.  A claim, a
 release, a heartbeat or a sync moves a ref and so reads again; a lock that went stale
 within MAX_AGE is noted a little longer than needed, which puts nothing at risk (the
@@ -28,49 +30,119 @@ from .ids import safe
 MAX_AGE = 30.0  # seconds a remembered answer is used at most
 
 
-def signature(info) -> bytes | None:
-    """The registry's refs as they are now, each ref file's path and content (and
-    packed-refs' size and time), in one line; None when they cannot be read from files
-    (then nothing is remembered).  Kept as it is and compared whole: no digest, whose
-    module (_sha1) would cost every note more than the comparison."""
+# what git's config files are found and read by (store/gitconfig.py): a stamp taken
+# under other values says nothing of the config now
+CONFIG_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
+              "GIT_CONFIG_SYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")
+
+
+def signature(info) -> tuple[bytes, bytes] | None:
+    """(the registry's refs as they are now, each ref file's path and content (and
+    packed-refs' size and time), in one line; their stamp: :func:`untouched`); None when
+    they cannot be read from files (then nothing is remembered).  The refs are kept as
+    they are and compared whole: no digest, whose module (_sha1) would cost every note
+    more than the comparison."""
+    stamp = _Stamp()  # each file and folder stamped before it is read
+    for name in CONFIG_ENV:
+        stamp.env[name] = os.environ.get(name)
     if _ref_storage(info) != "files":
         return None
-    branch = _branch(info)
+    branch = _branch(info, stamp)
     parts: list[bytes] = []
-    for base in ("refs/heads", *_remotes(info.common_dir)):
-        folder = os.path.join(info.common_dir, base)
+    for base in ("refs/heads", *_remotes(info.common_dir, stamp)):
         try:
-            names = sorted(e.name for e in os.scandir(folder) if e.name.startswith(branch))
+            stamp.add(os.path.join(info.common_dir, base))
+            entries = sorted((e for e in os.scandir(os.path.join(info.common_dir, base))
+                              if e.name.startswith(branch)), key=_name)
         except OSError:
             continue
-        for name in names:
-            if not _ref_files(os.path.join(folder, name), parts):
-                return None
-    try:
-        st = os.stat(os.path.join(info.common_dir, "packed-refs"))
-        parts.append(b"packed=%d:%d" % (st.st_size, st.st_mtime_ns))
-    except FileNotFoundError:
-        pass
+        if not all(_ref_files(entry, parts, stamp) for entry in entries):
+            return None
+    packed = os.path.join(info.common_dir, "packed-refs")
+    key = stamp.add(packed)
+    if key is not None:
+        parts.append(b"packed=%d:%d" % (key[3], key[0]))
     if not parts:
         return None
-    return b"\0".join(parts)  # no path or ref holds a NUL
+    return b"\0".join(parts), stamp.line()  # no path or ref holds a NUL
 
 
-def _ref_files(path: str, parts: list[bytes]) -> bool:
-    """Add ``<path>=<its content>`` of the ref file at *path*, or of each below the
-    folder at *path*, in name order, to *parts* (bare reads: a note reads some twenty);
-    False when one cannot be read."""
-    try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except NotADirectoryError:
+class _Stamp:
+    """What the refs were read from, as it was before they were read: the config
+    files, every folder listed (a ref written, created or deleted is a file renamed
+    into or out of its folder, which moves the folder's times), packed-refs, and the
+    environment that finds the config."""
+
+    def __init__(self) -> None:
+        self.at = time.time()  # before the first stat: git's racy rule counts from here
+        self.env: dict[str, str | None] = {}
+        self.stats: list[tuple[str, list[int] | None]] = []
+
+    def add(self, path: str) -> list[int] | None:
+        """The stat of *path* (None: nothing there), stamped; one that cannot be taken
+        (OSError, raised) is stamped as what no later stat matches."""
         try:
-            parts.append(os.fsencode(path) + b"=" + read_bytes(path).strip())
+            key = _stat_key(path)
         except OSError:
+            self.stats.append((path, ["unreadable"]))
+            raise
+        self.stats.append((path, key))
+        return key
+
+    def line(self) -> bytes:
+        return dumps({"at": self.at, "env": self.env, "stats": self.stats}).encode(
+            "utf-8", "surrogatepass")
+
+
+def _stat_key(path: str) -> list[int] | None:
+    """(mtime, ctime, inode, size) of *path*, None when nothing is there; OSError for
+    anything else."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size]
+
+
+def untouched(line: bytes) -> bool:
+    """Are the refs as they were when the stamp *line* was taken: the same environment,
+    each file and folder it names with the same times, inode and size (or still absent),
+    and none of them changed within a second before the stamp or later?  (git's racy
+    rule: a change in the same tick of the file system's clock as the stamp keeps the
+    times; that clock is coarse and may lag the one that took the stamp, hence the
+    extra second.)  The refs' folders, packed-refs and the config files stat'ed: no ref
+    read, no config parsed, store/gitconfig.py not imported."""
+    try:
+        stamp = loads(line)
+        racy = (int(stamp["at"]) - 1) * 1_000_000_000
+        if any(os.environ.get(name) != value for name, value in stamp["env"].items()) \
+                or set(stamp["env"]) != set(CONFIG_ENV):
             return False
-        return True
+        for path, key in stamp["stats"]:
+            if _stat_key(path) != key or (key is not None and max(key[0], key[1]) >= racy):
+                return False
+    except (ValueError, RecursionError, TypeError, LookupError, AttributeError, OSError):
+        return False  # damaged, or another version's: the refs are read
+    return True
+
+
+def _ref_files(entry: os.DirEntry, parts: list[bytes], stamp: _Stamp) -> bool:
+    """Add ``<path>=<its content>`` of the ref file *entry*, or of each below the folder
+    *entry*, in name order, to *parts* (bare reads: a note reads some twenty), each
+    folder stamped before it is listed; False when one cannot be read."""
+    try:
+        if not entry.is_dir():
+            parts.append(os.fsencode(entry.path) + b"=" + read_bytes(entry.path).strip())
+            return True
+        stamp.add(entry.path)
+        entries = sorted(os.scandir(entry.path), key=_name)
     except OSError:
         return False
-    return all(_ref_files(entry.path, parts) for entry in entries)
+    return all(_ref_files(e, parts, stamp) for e in entries)
+
+
+def _name(entry: os.DirEntry) -> str:
+    return entry.name
 
 
 def _ref_storage(info) -> str:
@@ -81,10 +153,16 @@ def _ref_storage(info) -> str:
     return ref_storage(info.common_dir)
 
 
-def _branch(info) -> str:
+def _branch(info, stamp: _Stamp) -> str:
     """The registry branch's name: from the config files where they say it plainly (the
-    git module, ~1.5 ms of the hook to import, only where they do not)."""
-    from ..store.gitconfig import branch_name, config_from_files
+    git module, ~1.5 ms of the hook to import, only where they do not), each stamped
+    before it is read."""
+    from ..store.gitconfig import branch_name, config_files, config_from_files
+    for path in config_files(info.git_dir):
+        try:
+            stamp.add(path)
+        except OSError:
+            pass  # stamped as unreadable; config_from_files skips it as git does not
     config = config_from_files(info.git_dir)
     if config is None:
         from ..store.git import read_config
@@ -92,10 +170,11 @@ def _branch(info) -> str:
     return branch_name(config)
 
 
-def _remotes(common_dir: str) -> list[str]:
+def _remotes(common_dir: str, stamp: _Stamp) -> list[str]:
+    folder = os.path.join(common_dir, "refs", "remotes")
     try:
-        return [f"refs/remotes/{r}" for r in sorted(os.listdir(os.path.join(common_dir,
-                                                                             "refs", "remotes")))]
+        stamp.add(folder)
+        return [f"refs/remotes/{r}" for r in sorted(os.listdir(folder))]
     except OSError:
         return []
 
@@ -149,18 +228,32 @@ def _kept(info) -> Kept:
     return Kept(info.git_dir, "held", MAX_AGE)
 
 
-def recall(info, sid: str, sign: bytes | None) -> tuple[bytes, bytes, list[str]] | None:
+def recall(info, sid: str) -> tuple[tuple[bytes, bytes, list[str]] | None,
+                                    tuple[bytes, bytes] | None]:
     """(the line a note copies, the files the held targets name: a JSON list as encoded,
     which is a note's line of paths when nothing else is held, the held folders and
-    globs) remembered for *sid* under *sign*, or None."""
-    if sign is None:
-        return None
+    globs) remembered for *sid* while the refs are as they were, or None; and the refs'
+    signature to remember a new answer under (None when their stamp said they are as
+    they were, or they cannot be read from files)."""
     mine = _kept(info).read(sid)
-    if mine is None or not 0 <= time.time() - mine[1] <= MAX_AGE:
-        return None
-    lines = mine[3].split(b"\n")
-    if len(lines) != 4 or lines[3] != sign:
-        return None
+    lines = mine[3].split(b"\n") if mine is not None and \
+        0 <= time.time() - mine[1] <= MAX_AGE else []
+    if len(lines) != 5:
+        lines = []  # none, too old, or another version's
+    elif untouched(lines[4]):
+        kept = _answer(lines)
+        if kept is not None:
+            return kept, None
+    refs = signature(info)
+    if refs is None or not lines or lines[3] != refs[0]:
+        return None, refs
+    kept = _answer(lines)
+    if kept is not None:  # the same refs: kept under their new stamp, for the next call
+        _kept(info).write(sid, "", mine[1], mine[2], b"\n".join((*lines[:4], refs[1])))
+    return kept, refs
+
+
+def _answer(lines: list[bytes]) -> tuple[bytes, bytes, list[str]] | None:
     try:
         areas = loads(lines[2])
     except (ValueError, RecursionError):
@@ -176,18 +269,20 @@ def recall(info, sid: str, sign: bytes | None) -> tuple[bytes, bytes, list[str]]
     return lines[0], lines[1], areas["areas"]
 
 
-def remember(info, sid: str, sign: bytes | None, targets: dict[str, list[dict]],
-             files: dict[str, str | None]) -> tuple[bytes, bytes, list[str]]:
+def remember(info, sid: str, refs: tuple[bytes, bytes] | None,
+             targets: dict[str, list[dict]], files: dict[str, str | None]
+             ) -> tuple[bytes, bytes, list[str]]:
     """Keep *targets* ({held target: its holders}) and *files* ({held target: the file it
-    names, None for a folder or glob}) for *sid* under *sign*; what :func:`recall` gives."""
+    names, None for a folder or glob}) for *sid* under *refs* (:func:`signature`); what
+    :func:`recall` gives."""
     holders = {h["id"]: h for kept in targets.values() for h in kept}
     locks = {target: [h["id"] for h in kept] for target, kept in targets.items()}
     names = dumps(list(dict.fromkeys(name for name in files.values() if name))).encode(
         "utf-8", "surrogatepass")
     areas = [target for target, name in files.items() if not name]
     line = dumps({"holders": holders, "locks": locks}).encode("utf-8", "surrogatepass")
-    if sign is not None and b"\n" not in sign:
+    if refs is not None and b"\n" not in refs[0]:
         about = dumps({"areas": areas, "names": len(names)})
         _kept(info).write(sid, "", time.time(), len(files), b"\n".join(
-            (line, names, about.encode("utf-8", "surrogatepass"), sign)))
+            (line, names, about.encode("utf-8", "surrogatepass"), *refs)))
     return line, names, areas
