@@ -44,6 +44,7 @@ from ..core.registry import Registry
 from ..store.git import Repo
 from ..branch.staleness import DEFAULT_TTL
 from . import stdio
+from .lean import LeanCalls
 
 HEARTBEAT = 120.0  # seconds between heartbeats: a fifth of the default TTL
 SPARES = 16  # object files made ahead of the calls: two claims' (store/spares.py)
@@ -108,12 +109,17 @@ class Service:
                 result["warnings"] = list(self.registry.warnings)
             return result
 
+    def inline(self) -> bool:
+        """Whether a call runs on the event loop: the registry is local (milliseconds; a
+        thread hop would cost more than the work)."""
+        return self.registry.remote is None
+
     async def run(self, fn: Callable[[], dict], sid: str | None = None,
                   then: Callable[[], None] | None = None) -> dict:
-        """:meth:`call` on the event loop when the registry is local (milliseconds; a
-        thread hop would cost more than the work), in a worker thread when changes go
-        through a remote (the network), so the server keeps answering meanwhile."""
-        if self.registry.remote is None:
+        """:meth:`call` on the event loop when :meth:`inline`, in a worker thread when
+        changes go through a remote (the network), so the server keeps answering
+        meanwhile."""
+        if self.inline():
             return self.call(fn, sid, then)
         return await anyio.to_thread.run_sync(functools.partial(self.call, fn, sid, then))
 
@@ -607,7 +613,8 @@ def serve(registry: Registry, interval: float = HEARTBEAT) -> None:
     for thread in threads:
         thread.start()
     try:
-        stdio.serve(server, answered=service.spent.set)
+        stdio.serve(server, answered=service.spent.set,
+                    lean=lambda lowlevel: LeanCalls(lowlevel, inline=service.inline))
     finally:
         service.stop()
         for thread in threads:

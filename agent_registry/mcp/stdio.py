@@ -4,7 +4,9 @@ The SDK's own stdio transport reads each line and writes and flushes each answer
 through ``anyio.wrap_file``: three hops to a worker thread and back per tool call, about
 half a millisecond of a warm call's round trip (bench/mcp_bench.py, docs/benchmarks.md).
 Here the wire is read and written by asyncio's pipe transports instead, and handed to
-the SDK's ``stdio_server`` as its streams, so every JSON-RPC detail stays the SDK's.
+the SDK's ``stdio_server`` as its streams, so every JSON-RPC detail stays the SDK's,
+but for the plain tool calls and pings the lean path answers by the SDK's own handlers
+(mcp/lean.py), written by the same writer.
 
 As the SDK does while serving, fd 0 points at the null device and fd 1 at stderr, so a
 git process started meanwhile can neither read the client's messages nor write into
@@ -27,14 +29,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from .lean import LeanCalls as Lean
+
 LINE_LIMIT = 1 << 26  # bytes of one JSON-RPC line (asyncio's default, 64 KiB, is too few)
 
 
 class LineReader:
-    """The lines of pipe *fd*, as text (what the SDK's transport iterates)."""
+    """The lines of pipe *fd*, as text (what the SDK's transport iterates); a line *lean*
+    answers is written by *writer* instead and never reaches the SDK."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, lean: Lean | None = None,
+                 writer: LineWriter | None = None) -> None:
         self.fd = fd
+        self.lean = lean
+        self.writer = writer
         self.reader: asyncio.StreamReader | None = None
         self.transport: asyncio.BaseTransport | None = None
 
@@ -48,10 +56,23 @@ class LineReader:
             self.transport, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(self.reader),
                 os.fdopen(self.fd, "rb", buffering=0))
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            text = line.decode("utf-8", errors="replace")
+            if self.lean is None or self.writer is None:
+                return text
+            answer = await self.lean.take(text, self.more_waiting())
+            if answer is None:
+                return text
+            await self.writer.write(answer)
+            await self.writer.flush()
+
+    def more_waiting(self) -> bool:
+        """Whether another whole line is already read behind this one (asyncio has no
+        public word for it; without the buffer, assume one is)."""
+        return b"\n" in getattr(self.reader, "_buffer", b"\n")
 
     def close(self) -> None:
         if self.transport is not None:
@@ -65,9 +86,11 @@ class LineWriter:
     the whole answer is in the pipe (a client reading slowly fills it), then calls
     *answered* (the server's work for between calls)."""
 
-    def __init__(self, fd: int, answered: Callable[[], None] | None = None) -> None:
+    def __init__(self, fd: int, answered: Callable[[], None] | None = None,
+                 said: Callable[[str], None] | None = None) -> None:
         self.fd = fd
         self.answered = answered
+        self.said = said
         self.writer: asyncio.StreamWriter | None = None
 
     async def write(self, text: str) -> None:
@@ -77,6 +100,8 @@ class LineWriter:
                 lambda: asyncio.streams.FlowControlMixin(), os.fdopen(self.fd, "wb", buffering=0))
             transport.set_write_buffer_limits(high=0)  # flush: every answer is on the wire
             self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        if self.said is not None:
+            self.said(text)
         self.writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
@@ -101,22 +126,26 @@ def streamable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def serve(server: MCPServer, answered: Callable[[], None] | None = None) -> None:
+def serve(server: MCPServer, answered: Callable[[], None] | None = None,
+          lean: Callable[[Any], Lean] | None = None) -> None:
     """Serve the MCPServer *server* on stdin/stdout until the client goes away; call
-    *answered* after each message is on the wire (not on the SDK's own transport)."""
+    *answered* after each message is on the wire, and let the lean path *lean* (made
+    from the SDK's low-level server) answer what it takes (not on the SDK's own
+    transport)."""
     lowlevel = getattr(server, "_lowlevel_server", None)  # the SDK has no public way in
     if sys.platform == "win32" or lowlevel is None or not (streamable(0) and streamable(1)):
         server.run("stdio")
         return
     import anyio
     anyio.run(_serve, lambda r, w: lowlevel.run(r, w, lowlevel.create_initialization_options()),
-              answered)
+              answered, lean(lowlevel) if lean is not None else None)
 
 
 async def _serve(run: Callable[[Any, Any], Awaitable[None]],
-                 answered: Callable[[], None] | None) -> None:
+                 answered: Callable[[], None] | None, lean: Lean | None) -> None:
     wire_in, wire_out, saved = _claim()
-    reader, writer = LineReader(wire_in), LineWriter(wire_out, answered)
+    writer = LineWriter(wire_out, answered, lean.said if lean is not None else None)
+    reader = LineReader(wire_in, lean, writer)
     try:
         async with stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream):
             await run(read_stream, write_stream)

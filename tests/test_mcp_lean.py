@@ -1,0 +1,168 @@
+"""The lean path (agent_registry/mcp/lean.py): a plain ``tools/call`` answered from the
+wire by the SDK's own handler must send the JSON the SDK's session sends.
+
+Each call is made twice by the SDK's stdio client on one server: plain, which the lean
+path takes, and with a progress token, which it leaves to the SDK's session (a request
+carrying ``_meta``); the two answers, as the client received them off the wire, must be
+equal but for the request id and the values two calls cannot share (times and the
+generations of claims).  The client's messages are recorded by a tee between its stdio
+transport and its session."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.message import SessionMessage  # noqa: E402
+
+from agent_registry.wiki.entry import entry_id  # noqa: E402
+from helpers import CLI  # noqa: E402
+from test_mcp import TOOLS, register  # noqa: E402
+
+# ISO times (2026-12-06T14:53:20Z and the like) and ages ("3s"): what two calls differ in
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+@asynccontextmanager
+async def recorded(repo: Path):
+    """A ClientSession on a fresh server, and the list every answer it received is
+    appended to (each as its wire form: the fields the server sent, by their names)."""
+    params = StdioServerParameters(command=CLI, args=["-C", str(repo), "mcp"],
+                                   env=dict(os.environ))
+    answers: list[dict] = []
+    with open(os.devnull, "w") as log:
+        async with stdio_client(params, errlog=log) as (read, write):
+            send, receive = anyio.create_memory_object_stream(0)
+
+            async def tee() -> None:
+                async with send:
+                    async for item in read:
+                        if isinstance(item, SessionMessage) and \
+                                getattr(item.message, "method", None) is None:
+                            answers.append(item.message.model_dump(
+                                mode="json", by_alias=True, exclude_unset=True))
+                        await send.send(item)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tee)
+                async with ClientSession(receive, write) as session:
+                    await session.initialize()
+                    yield session, answers
+                tg.cancel_scope.cancel()
+
+
+def masked(value, *same: str):
+    """*value* with what differs between two equal calls made one after the other
+    replaced: times, generations (a claim's own id), and the strings *same*; a text
+    content holding the result as JSON is compared as that result."""
+    if isinstance(value, dict):
+        return {k: "<generation>" if k in ("generation", "generations") else
+                masked(v, *same) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v, *same) for v in value]
+    if isinstance(value, str) and value.startswith("{"):  # a text content: the result
+        return masked(json.loads(value), *same)
+    if isinstance(value, str):
+        for name in same:
+            value = value.replace(name, "<same>")
+        return TIME.sub("<time>", value)
+    return value
+
+
+async def progress(*_) -> None:
+    pass
+
+
+async def answer(session: ClientSession, answers: list[dict], tool: str, arguments: dict,
+                 lean: bool) -> dict:
+    """The wire answer to *tool* called plainly (the lean path takes it) or with a
+    progress token (the SDK's session answers), without its id."""
+    before = len(answers)
+    await session.call_tool(tool, arguments,
+                            **({} if lean else {"progress_callback": progress}))
+    assert len(answers) == before + 1
+    return {k: v for k, v in answers[-1].items() if k != "id"}
+
+
+def test_every_tools_answers_on_the_lean_path_are_the_sdks(repo):
+    """Success, tool errors, bad arguments, an unknown tool: for every tool, what the lean
+    path sends equals what the SDK's session sends for the same call."""
+    def claim(path):
+        return [("lock_acquire", {"paths": [path]})]
+
+    def release(path):
+        return [("lock_release", {"paths": [path]})]
+    sid = "claude-lean"
+    # (tool, arguments, what restores the state after the first of the two calls)
+    calls = [
+        ("status", {}, []),
+        ("show", {"session_id": sid}, []),
+        ("show", {"session_id": "claude-nobody"}, []),
+        ("register", {"provider": "Claude", "pid": "not a number"}, []),
+        ("lock_acquire", {"paths": ["claimed.py"]}, release("claimed.py")),
+        ("lock_acquire", {"paths": ["x.py"], "session_id": "claude-lean-typo"}, []),
+        ("lock_acquire", {"paths": []}, []),
+        ("lock_acquire", {"paths": ["x.py"], "ttl": 0}, []),
+        ("lock_release", {"paths": ["held.py"]}, claim("held.py")),
+        ("lock_release", {"paths": ["never-held.py"], "session_id": "claude-nobody"}, []),
+        ("lock_check", {"paths": ["held.py", "free.py"], "session_id": sid}, []),
+        ("lock_check", {}, []),
+        ("heartbeat", {"session_id": sid}, []),
+        ("heartbeat", {"session_id": sid, "paths": ["never-held.py"]}, []),
+        ("context_log", {"text": "same line", "session_id": sid}, []),
+        ("send", {"body": "hello", "to": "claude-nobody", "session_id": sid}, []),
+        ("send", {"body": "hello", "session_id": sid}, []),
+        ("inbox", {"session_id": sid}, []),
+        ("ack", {"message_ids": ["m-nothing"], "session_id": sid}, []),
+        ("thread", {"message_id": "m-nothing"}, []),
+        ("room_who", {"room": "repo:nothing here"}, []),
+        ("wiki_query", {"text": "auth"}, []),
+        ("wiki_show", {"id": "nothing"}, []),
+        ("finish", {"session_id": "claude-nobody"}, []),
+        ("end", {"session_id": "claude-nobody", "what": "nothing"}, []),
+        ("no_such_tool", {"paths": ["x.py"]}, []),
+    ]
+    # tools that make or end a session: each of the two calls on a session of its own
+    twins = [
+        ("register", {"provider": "Codex", "session_id": "codex-{}", "working_on": "auth"}),
+        ("finish", {"session_id": "codex-{}"}),
+        ("register", {"provider": "Codex", "session_id": "codex-{}", "working_on": "auth"}),
+        ("end", {"session_id": "codex-{}", "what": "the auth module", "router": "auth"}),
+    ]
+
+    async def main():
+        compared = []
+        async with recorded(repo) as (session, answers):
+            await register(session, session_id=sid, working_on="auth")
+            await session.call_tool("lock_acquire", {"paths": ["held.py"]})
+            for tool, arguments, restore in calls:
+                pair = []
+                for lean in (True, False):
+                    pair.append(await answer(session, answers, tool, arguments, lean))
+                    for undo, undo_arguments in restore:
+                        await session.call_tool(undo, undo_arguments)
+                compared.append((tool, arguments, *pair))
+            for tool, arguments in twins:
+                pair = [await answer(session, answers, tool, {
+                    k: v.format(twin) if isinstance(v, str) else v
+                    for k, v in arguments.items()}, lean)
+                    for twin, lean in (("a", True), ("b", False))]
+                compared.append((tool, arguments,
+                                 *(masked(answered, twin, entry_id(twin))
+                                   for answered, twin in zip(pair, ("codex-a", "codex-b")))))
+        return compared
+    compared = anyio.run(main)
+    for tool, arguments, lean, sdk in compared:
+        assert masked(lean) == masked(sdk), (tool, arguments)
+    assert {tool for tool, *_ in compared} == TOOLS | {"no_such_tool"}
+    results = {(tool, str(arguments)): lean for tool, arguments, lean, _ in compared}
+    assert not results[("lock_acquire", str({"paths": ["claimed.py"]}))]["result"]["isError"]
+    assert results[("lock_acquire", str({"paths": []}))]["result"]["isError"]
+    assert results[("no_such_tool", str({"paths": ["x.py"]}))]["result"]["isError"]
