@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -166,3 +167,66 @@ def test_every_tools_answers_on_the_lean_path_are_the_sdks(repo):
     assert not results[("lock_acquire", str({"paths": ["claimed.py"]}))]["result"]["isError"]
     assert results[("lock_acquire", str({"paths": []}))]["result"]["isError"]
     assert results[("no_such_tool", str({"paths": ["x.py"]}))]["result"]["isError"]
+
+
+def test_a_burst_of_requests_is_answered_once_each_in_whole_lines(repo):
+    """Requests written to the server's stdin in one go, lean and not (calls, a call
+    with a progress token, a ping, tools/list, the cancellation of one call), then one
+    by one: every answer is one whole JSON line, every request but the cancelled one is
+    answered exactly once, the cancelled one at most once (it may be done before the
+    cancellation is read)."""
+    from mcp.types import LATEST_PROTOCOL_VERSION
+    proc = subprocess.Popen([CLI, "-C", str(repo), "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lines: list[bytes] = []
+
+    def send(*messages: dict) -> None:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+
+    def until(rid) -> None:
+        while rid not in {json.loads(line).get("id") for line in lines}:
+            line = proc.stdout.readline()
+            assert line, "the server closed its stdout"
+            lines.append(line)
+
+    def call(rid, tool, **arguments) -> dict:
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}
+    try:
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                         "clientInfo": {"name": "a burst", "version": "1"}}})
+        until(0)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(call(1, "register", provider="Claude", session_id="claude-burst"))
+        until(1)
+        burst = [call(2, "lock_check", paths=["a.py"]),
+                 call(3, "lock_acquire", paths=["b.py"]),
+                 {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 3}},
+                 {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                 {"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+                 {**call(6, "lock_acquire", paths=["c.py"]),
+                  "params": {"name": "lock_acquire", "arguments": {"paths": ["c.py"]},
+                             "_meta": {"progressToken": 6}}},
+                 call("seven", "lock_check", paths=["c.py"])]
+        send(*burst)
+        for rid in (2, 4, 5, 6, "seven"):
+            until(rid)
+        for rid, message in enumerate((call(8, "lock_check", paths=["c.py"],
+                                            session_id="claude-burst"),
+                                       {"jsonrpc": "2.0", "id": 9, "method": "ping"}), 8):
+            send(message)
+            until(rid)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    answers = [json.loads(line) for line in lines + proc.stdout.readlines()]
+    ids = [a["id"] for a in answers]
+    assert sorted(map(str, ids)) == sorted(map(str, [0, 1, 2, 4, 5, 6, "seven", 8, 9]
+                                                + [3] * (3 in ids)))
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[8]["result"]["structuredContent"]["paths"][0]["state"] == "locked-by-me"
+    assert by_id[9]["result"] == {} and by_id[4]["result"] == {}
+    assert not by_id[6]["result"]["isError"]
