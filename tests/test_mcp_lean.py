@@ -171,10 +171,11 @@ def test_every_tools_answers_on_the_lean_path_are_the_sdks(repo):
 
 def test_a_burst_of_requests_is_answered_once_each_in_whole_lines(repo):
     """Requests written to the server's stdin in one go, lean and not (calls, a call
-    with a progress token, a ping, tools/list, the cancellation of one call), then one
-    by one: every answer is one whole JSON line, every request but the cancelled one is
-    answered exactly once, the cancelled one at most once (it may be done before the
-    cancellation is read)."""
+    with a progress token, a ping, tools/list, the cancellation of one call, a line that
+    is not JSON-RPC), then one by one: every answer is one whole JSON line, every
+    request but the cancelled one is answered exactly once, the cancelled one at most
+    once (it may be done before the cancellation is read), and a last line that is not
+    JSON-RPC ends nothing."""
     from mcp.types import LATEST_PROTOCOL_VERSION
     proc = subprocess.Popen([CLI, "-C", str(repo), "mcp"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -210,6 +211,7 @@ def test_a_burst_of_requests_is_answered_once_each_in_whole_lines(repo):
                  {**call(6, "lock_acquire", paths=["c.py"]),
                   "params": {"name": "lock_acquire", "arguments": {"paths": ["c.py"]},
                              "_meta": {"progressToken": 6}}},
+                 {"id": 10, "method": "ping"},  # no "jsonrpc": not JSON-RPC, unanswered
                  call("seven", "lock_check", paths=["c.py"])]
         send(*burst)
         for rid in (2, 4, 5, 6, "seven"):
@@ -219,9 +221,11 @@ def test_a_burst_of_requests_is_answered_once_each_in_whole_lines(repo):
                                        {"jsonrpc": "2.0", "id": 9, "method": "ping"}), 8):
             send(message)
             until(rid)
+        send({"id": 11, "method": ["ping"]})  # not JSON-RPC, and alone: nothing behind it
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+    assert proc.returncode == 0  # the server read to the end of its input and stopped
     answers = [json.loads(line) for line in lines + proc.stdout.readlines()]
     ids = [a["id"] for a in answers]
     assert sorted(map(str, ids)) == sorted(map(str, [0, 1, 2, 4, 5, 6, "seven", 8, 9]

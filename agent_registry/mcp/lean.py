@@ -110,14 +110,23 @@ class LeanCalls:
         self.heard(message)
         if self.off or self.version is None or not self.initialized or more_waiting:
             return None
-        params = message.get("params") if isinstance(message, dict) else None
-        allowed = TAKEN.get(message.get("method")) if isinstance(message, dict) else None
-        if allowed is None or not message.keys() <= ENVELOPE or message["jsonrpc"] != "2.0" \
-                or not _plain_id(message.get("id")) \
-                or not (params is None or isinstance(params, dict) and params.keys() <= allowed) \
-                or "name" in allowed and not _call_params(params) or not self.inline():
+        if not self.plain(message) or not self.inline():
             return None
-        return await self.answer(message["id"], message["method"], params)
+        return await self.answer(message["id"], message["method"], message.get("params"))
+
+    @staticmethod
+    def plain(message: Any) -> bool:
+        """Whether *message* is a request this path takes: JSON-RPC 2.0, a string or
+        integer id, one of the TAKEN methods with only the params it allows."""
+        if not isinstance(message, dict) or not message.keys() <= ENVELOPE:
+            return False
+        method = message.get("method")
+        allowed = TAKEN.get(method) if isinstance(method, str) else None
+        params = message.get("params")
+        return allowed is not None and message.get("jsonrpc") == "2.0" \
+            and type(message.get("id")) in (int, str) \
+            and (params is None or isinstance(params, dict) and params.keys() <= allowed) \
+            and ("name" not in allowed or _call_params(params))
 
     async def answer(self, rid: int | str, method: str, params: dict | None) -> str:
         """What the SDK's dispatcher would write for request *rid*: the handler's result
@@ -153,10 +162,6 @@ class LeanCalls:
             logger.exception("handler for %r returned an invalid result", method)
             raise MCPError(code=INTERNAL_ERROR,
                            message="Handler returned an invalid result") from None
-
-
-def _plain_id(rid: Any) -> bool:
-    return type(rid) is str or type(rid) is int
 
 
 def _call_params(params: dict | None) -> bool:
