@@ -246,6 +246,54 @@ def test_a_held_name_its_holder_creates_between_calls_is_noted_not_moved_aside(
     assert (repo / "src" / "new.py").read_text() == "the holder's new file\n"
 
 
+def test_a_note_of_unchanged_files_is_the_last_one_linked_and_told_by_its_own_age(held):
+    """When every held file is as the last note found it, the note is the remembered
+    states' file under the call's name (a hard link: nothing written), its time set to
+    now: of two calls noted together from states remembered long ago, the first one's
+    after-tool hook does not take the second's note for a leftover (one older than
+    after.LEFTOVER, checked and removed), so the second call's change is put back and
+    told by its own answer."""
+    import time
+    time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
+    assert around("claude", held, "true") is None  # the states remembered
+    kept = held / ".git" / "agent-registry" / "backstop-cache" / f"states-claude-{NATIVE}"
+    long_ago = time.time() - 7200
+    os.utime(kept, (long_ago, long_ago))
+    command = "python3 -c \"open('src/auth.py', 'a').write('mine')\""
+    first, second = call("claude", held, "true", "call-1"), call("claude", held, command,
+                                                                 "call-2")
+    for event in (first, second):
+        assert verdict("claude", hook(held, "claude", "pre-tool-use", event)) is None
+    note = held / ".git" / "agent-registry" / "backstop" / f"claude-{NATIVE}-call-2.note"
+    assert os.stat(note).st_ino == os.stat(kept).st_ino  # linked, not written
+    done = hook(held, "claude", "post-tool-use", {**first, "hook_event_name": "PostToolUse"})
+    assert done.returncode == 0 and told("claude", done) is None, done.stderr
+    subprocess.run(["bash", "-c", command], cwd=held, check=True)
+    proc = hook(held, "claude", "post-tool-use", {**second, "hook_event_name": "PostToolUse"})
+    assert "kimi-1" in (told("claude", proc) or "")
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_a_note_keeps_what_it_said_when_the_next_note_remembers_anew(held):
+    """The remembered states are replaced whole when a held file changed (a new file
+    renamed over them): a note linked to them earlier, of a call still running beside
+    the next one, still names the blob it was taken with."""
+    import time
+    time.sleep(1.1)
+    assert around("claude", held, "true") is None
+    first = call("claude", held, "true", "call-1")
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", first)) is None
+    before = noted_blobs(held)["src/auth.py"]
+    note = held / ".git" / "agent-registry" / "backstop" / f"claude-{NATIVE}-call-1.note"
+    (held / "src" / "auth.py").write_text(HOLDERS_WORK + "# more of the holder's work\n")
+    second = call("claude", held, "true", "call-2")
+    assert verdict("claude", hook(held, "claude", "pre-tool-use", second)) is None
+    from agent_registry.harness.after import noted_blobs as blobs_of, noted_paths, read_note
+    _, lines = read_note(note.read_bytes())
+    paths, _ = noted_paths(lines[1], lines[3])
+    assert dict(zip(paths, blobs_of(lines[2], len(paths))[0]))["src/auth.py"] == before
+
+
 def test_a_blob_gone_from_the_object_store_is_written_again_by_the_next_note(held):
     """A blob the last note wrote and a ``git gc`` pruned since is not reused: the next
     note writes it again, so the restore still has the holder's bytes."""

@@ -13,14 +13,15 @@ decides and answers as for any event.  So does a person's high message marked fo
 session (store/urgent.py: one more folder listing), which the whole hook tells.
 
 **A note** is five lines, each one JSON value, so that what a check needs is parsed and
-nothing else: the call ({"session", "call", "at", "areas"}: the time it was taken, and
+nothing else: the call ({"session", "at", "areas"}: the session, the time it was taken, and
 whether a held folder or glob is among its targets); who holds what ({"holders": {id:
 holder}, "locks": {target: [id, ...]}}: each holder once, the line harness/heldcache.py
 keeps, copied as it is); the noted files' paths; their blobs and modes ({"blobs",
 "modes"}, read only for a file its stat does not vouch for); and their stats
-(:func:`stat_key` each, in one string: :func:`stats_line`), all in one order.  The last three are the backstop's
-remembered states (harness/backstop.py), copied as they are read when nothing changed
-since the last note.
+(:func:`stat_key` each, in one string: :func:`stats_line`), all in one order.  A sixth
+line, the blobs it names each once, is for the backstop's next note, which takes the
+last one (its remembered states, harness/backstop.py) as it is, a hard link, when
+nothing changed since; no check reads it.
 """
 import marshal
 import os
@@ -170,8 +171,8 @@ def read_note(data: bytes) -> tuple[dict, list[bytes]] | None:
     one (damaged, or another version's)."""
     from ..store.jsontext import loads
     lines = data.split(b"\n")
-    if len(lines) != NOTE_LINES:
-        return None
+    if len(lines) not in (NOTE_LINES, NOTE_LINES + 1):  # a sixth: what the next note
+        return None  # reads of it (harness/backstop.py), no check
     try:
         head = loads(lines[0])
     except (ValueError, RecursionError):

@@ -34,8 +34,9 @@ import time
 
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
-from .after import (folder, note_name, noted_blobs, noted_paths, read_stats, state_of,
-                    stats_line, untrusted)
+from ..store.rawfile import read_bytes
+from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, read_stats,
+                    state_of, stats_line, untrusted)
 from .ctx import Ctx
 from .where import repo_or_none, session_for
 
@@ -66,13 +67,10 @@ def note(ctx: Ctx, call: str) -> str:
         from .held import expand
         listed = dict.fromkeys(loads(paths) + expand(areas, info.toplevel))
         paths = dumps(list(listed)).encode("utf-8", "surrogatepass")
-    states = _States(info, sid)
-    noted = states.note(paths)
-    head = dumps({"session": sid, "call": call, "at": states.at, "areas": bool(areas)})
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
-    _write(os.path.join(where, note_name(ctx.harness, ctx.native_id, call)),
-           b"\n".join((head.encode(), held, *noted)))
+    _States(info, sid).note(held, paths, bool(areas),
+                            os.path.join(where, note_name(ctx.harness, ctx.native_id, call)))
     return ""
 
 
@@ -115,44 +113,56 @@ def _write(path: str, data: bytes) -> None:
 
 class _States:
     """The held files' states for a note, remembered per session for the next
-    (``<git dir>/agent-registry/backstop-states``: the note's last two lines, kept under
-    the time they were taken).  A file whose stat is the one the last note found
-    (after.untrusted, git's racy rule included) and whose blob is still a loose object
-    keeps that blob, unread (a note at 1,000 held files does not hash them all again);
-    any other is read, hashed and its blob written (the git module imported only then).
-    When every file is as the last note found it, the remembered lines are the note's,
-    copied as they were read, and nothing is written but the note."""
+    (``<git dir>/agent-registry/backstop-cache/states-<session>``): a note as the last
+    one was written, and a sixth line, the blobs it names, each once.  A file whose stat
+    is the one the last note found (after.untrusted, git's racy rule included) and whose
+    blob is still a loose object keeps that blob, unread (a note at 1,000 held files does
+    not hash them all again); any other is read, hashed and its blob written (the git
+    module imported only then).  When every file is as the last note found it, and who
+    holds what is as it was, the note is that file under the call's name (a hard link,
+    its time set to now: no 200 kB written at 1,000 held files), taken when it was, which
+    is as good a time for git's racy rule: no noted file changed in its second or later.
+    The file is only ever replaced whole (renamed over), never written in place, so a
+    note linked to it earlier keeps what it said."""
 
     def __init__(self, info: RepoInfo, sid: str) -> None:
         from .heldcache import Kept
         self.info, self.repo, self.sid = info, None, sid
         self.kept = Kept(info.git_dir, "states", KEPT)
-        self.at = 0.0  # when the note was taken: after every file was read
         self.stored: dict[str, bool] = {}
 
-    def note(self, line: bytes) -> tuple[bytes, bytes, bytes]:
-        """The note's lines of the files *line* lists (a JSON list of paths, as encoded):
-        the paths, their blobs and modes, their stats."""
-        section = self.kept.read(self.sid)  # (under, when, count, body)
-        lines = section[3].split(b"\n") if section is not None else []
+    def note(self, held: bytes, line: bytes, areas: bool, note: str) -> None:
+        """Write the note at *note* of the files *line* lists (a JSON list of paths, as
+        encoded), held as *held* says (who holds what, as encoded)."""
+        kept = self.kept.path(self.sid)
+        try:
+            lines = read_bytes(kept).split(b"\n")
+        except OSError:
+            lines = []
+        last = _last(lines, self.sid, areas)
         paths = None
-        if len(lines) == 4 and lines[0] == line:
-            # the same files as the last note: parsed, their stats and the blobs' names only
+        if last is not None and lines[2] == line and lines[1] == held:
+            # the same files and holders as the last note: parsed, their stats and the
+            # blobs' names only
             try:
-                paths, stats, stored = loads(line), read_stats(lines[2]), loads(lines[3])
+                paths, stats, stored = loads(line), read_stats(lines[4]), loads(lines[5])
             except (ValueError, RecursionError):
                 stats = stored = None
             if isinstance(stats, list) and len(stats) == len(paths) and \
                     isinstance(stored, list) and \
-                    self._as_found(paths, stats, section[1], lines[1]) and \
+                    self._as_found(paths, stats, last["at"], lines[3]) and \
                     all(self._stored(blob) for blob in stored):
-                self.at = time.time()
-                return line, lines[1], lines[2]
+                if not _link(kept, note):
+                    _write(note, b"\n".join(lines))
+                return
         try:
-            return self._noted(loads(line) if paths is None else paths, _remembered(section))
+            data = self._noted(held, loads(line) if paths is None else paths, areas,
+                               _remembered(lines, last))
         finally:
             if self.repo is not None:
                 self.repo.close()
+        if not (self.kept.replace(self.sid, data) and _link(kept, note)):
+            _write(note, data)
 
     def _as_found(self, paths: list[str], stats: list, at: float, blobs_line: bytes) -> bool:
         """Is every file as the last note (at *at*) found it: its stat trusted, or absent
@@ -164,9 +174,9 @@ class _States:
         return kept is not None and all(
             self._absent(paths[i], kept[0][i], stats[i]) for i in moved)
 
-    def _noted(self, paths: list[str], last) -> tuple[bytes, bytes, bytes]:
-        """The note's lines, each file's blob the last note's where its stat says so,
-        else read, hashed and written; remembered for the next note."""
+    def _noted(self, held: bytes, paths: list[str], areas: bool, last) -> bytes:
+        """The note's lines and the blobs it names, each file's blob the last note's
+        where its stat says so, else read, hashed and written."""
         old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
         blobs, modes, stats = [], [], []
         top = self.info.toplevel.rstrip(os.sep) + os.sep
@@ -183,12 +193,12 @@ class _States:
             blobs.append(self._write(data) if data is not None else None)
             modes.append(mode if data is not None else None)
             stats.append(key)
-        self.at = time.time()  # after every file was read: git's racy rule counts from here
-        lines = (dumps(paths).encode("utf-8", "surrogatepass"),
-                 dumps({"blobs": blobs, "modes": modes}).encode(), stats_line(stats))
-        stored = dumps(sorted({blob for blob in blobs if blob})).encode()
-        self.kept.write(self.sid, "", self.at, len(paths), b"\n".join((*lines, stored)))
-        return lines
+        at = time.time()  # after every file was read: git's racy rule counts from here
+        head = dumps({"session": self.sid, "at": at, "areas": areas})
+        stored = dumps(sorted({blob for blob in blobs if blob}))
+        return b"\n".join((head.encode(), held, dumps(paths).encode("utf-8", "surrogatepass"),
+                           dumps({"blobs": blobs, "modes": modes}).encode(),
+                           stats_line(stats), stored.encode()))
 
     def _absent(self, rel: str, blob: object, key: object) -> bool:
         """Is a file noted as absent (a held name not created yet) still absent?"""
@@ -211,15 +221,56 @@ class _States:
         return self.stored[blob]
 
 
-def _remembered(section) -> tuple[list, list, list, list, float] | None:
-    """(paths, blobs, modes, stats, when they were taken) of a session's remembered
-    states; None when there are none or they do not say that of each file."""
-    if section is None:
+def _last(lines: list[bytes], sid: str, areas: bool) -> dict | None:
+    """The head of the last note of *sid* (the remembered states' *lines*), when they
+    are one taken as this one is (with or without held folders); else None."""
+    if len(lines) != NOTE_LINES + 1:
         return None
-    _, at, count, body = section
-    lines = body.split(b"\n")
-    found = noted_paths(lines[0], lines[2]) if len(lines) == 4 else None
-    kept = noted_blobs(lines[1], count) if found is not None else None
-    if found is None or kept is None or len(found[0]) != count:
+    try:
+        head = loads(lines[0])
+    except (ValueError, RecursionError):
         return None
-    return found[0], kept[0], kept[1], found[1], at
+    if not isinstance(head, dict) or head.get("session") != sid or \
+            head.get("areas") is not areas or not isinstance(head.get("at"), (int, float)):
+        return None
+    return head
+
+
+def _link(kept: str, note: str) -> bool:
+    """The remembered states at *kept* as the note at *note* (a hard link, replacing a
+    note of the same name left there), its time now: a leftover note is told by its age
+    (after.LEFTOVER); False where links cannot be made."""
+    try:
+        os.link(kept, note)
+    except FileExistsError:  # the same call id again (Gemini's: the tool and its input)
+        tmp = f"{note}.{os.getpid()}.tmp"
+        try:
+            os.link(kept, tmp)
+            os.replace(tmp, note)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        os.utime(note)
+    except OSError:  # a note as old as the states would be taken for a leftover
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def _remembered(lines: list[bytes], head: dict | None
+                ) -> tuple[list, list, list, list, float] | None:
+    """(paths, blobs, modes, stats, when they were taken) of the last note's *lines*
+    (*head*: its first, read); None when there is none or it does not say that of each
+    file."""
+    if head is None:
+        return None
+    found = noted_paths(lines[2], lines[4])
+    kept = noted_blobs(lines[3], len(found[0])) if found is not None else None
+    if found is None or kept is None:
+        return None
+    return found[0], kept[0], kept[1], found[1], head["at"]

@@ -183,18 +183,22 @@ class Kept:
     """What a session keeps for its next hook call: one file per session in
     ``<git dir>/agent-registry/backstop-cache/`` (``<kind>-<its safe id>``), a first line
     ``<kind> <what it was kept under> <time> <count>``, then the body, read back as
-    written.  A hook reads its own session's file only; writing one removes the files of
-    this kind no session wrote for *max_age* seconds (ended sessions')."""
+    written (or a file of the kind's own form: :meth:`replace`).  A hook reads its own
+    session's file only; writing one removes the files of this kind no session wrote for
+    *max_age* seconds (ended sessions')."""
 
     def __init__(self, git_dir: str, kind: str, max_age: float) -> None:
         self.folder = os.path.join(git_dir, "agent-registry", "backstop-cache")
         self.kind, self.max_age = kind, max_age
 
+    def path(self, sid: str) -> str:
+        return os.path.join(self.folder, f"{self.kind}-{safe(sid)}")
+
     def read(self, sid: str) -> tuple[str, float, int, bytes] | None:
         """(what it was kept under, when, its count, the body) kept for *sid*; None when
         nothing is, or the file is damaged or another version's."""
         try:
-            data = read_bytes(os.path.join(self.folder, f"{self.kind}-{safe(sid)}"))
+            data = read_bytes(self.path(sid))
         except OSError:
             return None
         first, _, body = data.partition(b"\n")
@@ -208,13 +212,21 @@ class Kept:
 
     def write(self, sid: str, under: str, at: float, count: int, body: bytes) -> None:
         """Keep *body* for *sid* (best effort: keeping is only a saving)."""
-        path = os.path.join(self.folder, f"{self.kind}-{safe(sid)}")
+        self.replace(sid, f"{self.kind} {under or '-'} {at!r} {count}\n".encode() + body)
+
+    def replace(self, sid: str, data: bytes) -> bool:
+        """The file of *sid* replaced whole by *data* (a new file renamed over it: one
+        read or linked before keeps what it held); False when it could not be."""
+        path = self.path(sid)
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
             os.makedirs(self.folder, exist_ok=True)
             with open(tmp, "wb") as f:
-                f.write(f"{self.kind} {under or '-'} {at!r} {count}\n".encode() + body)
+                f.write(data)
             os.replace(tmp, path)
+        except OSError:
+            return False
+        try:
             old = time.time() - self.max_age
             for entry in os.scandir(self.folder):
                 if entry.name.startswith(f"{self.kind}-") and entry.path != path and \
@@ -222,6 +234,7 @@ class Kept:
                     os.unlink(entry.path)
         except OSError:
             pass
+        return True
 
 
 def _kept(info) -> Kept:
