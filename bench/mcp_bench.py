@@ -243,7 +243,8 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
         "",
         "An MCP figure is one `tools/call` round trip from the SDK's stdio client to the "
         "server's answer (JSON-RPC over pipes; with no remote the tool runs on the server's "
-        "event loop); the server "
+        "event loop, and the call is answered by the SDK's tool handler straight from the "
+        "wire, agent_registry/mcp/lean.py); the server "
         "was started once and kept, as a harness keeps it. A CLI figure is one whole "
         "`agent-registry lock …` process. Every claim is of a fresh path.",
         "",
@@ -270,8 +271,8 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
     layer = s["mcp check"]["median"] - s["api check"]["median"]
     lines += ["", f"The MCP claim takes {ratio:.2f} of the CLI claim's median (target at most "
               f"{TARGET:.2f}: {verdict}). The MCP layer costs about {layer:.1f} ms a call (the "
-              "`lock check` medians, MCP minus in-process: the SDK's client and server and "
-              "the pipes between them); the rest is `Registry.claim` itself: deciding on "
+              "`lock check` medians, MCP minus in-process: the SDK's client, the server's "
+              "reading and writing, the pipes and the wake-ups between them); the rest is `Registry.claim` itself: deciding on "
               "reads the server mostly has already (objects and parsed commits kept by name, "
               "a session file parsed once per content, the templates read once), writing "
               "the new objects (eight loose files: the commit, four trees, three blobs; the "
