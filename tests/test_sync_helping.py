@@ -120,7 +120,7 @@ def claim(sid: str, *paths: str) -> tuple[str, ...]:
 
 def warm(runner, sid: str, path: str) -> None:
     """A claim on HOT that lands: the clone has a confirmed tip of the shard, which an
-    intent is based on (a clone that lost three pushes there has one)."""
+    intent is based on (a clone that lost LOSSES pushes there has one)."""
     ok(runner(*claim(sid, path)))
 
 
@@ -495,13 +495,13 @@ def test_a_waiting_loser_reads_from_the_fetched_tip_whether_it_was_carried(team)
 
 
 
-def lose_three_then_poll(team: Team, monkeypatch, before: dict, check=None):
+def lose_then_poll(team: Team, monkeypatch, before: dict, check=None):
     """a's claim of src/auth.py on HOT, pushed by a's publish in this process: b claims
-    on HOT after each of a's first two fetches, so a loses three pushes and publishes
-    its intent; then a polls.  *before*: what happens just before a's fetch number n
-    (its polls are the third on); *check*: called with a's registry after publish.
-    (publish's outcome, a's clone id, the narrow flag of
-    each fetch, b, the claim's operation id)."""
+    on HOT after each of a's first LOSSES - 1 fetches, so a loses LOSSES pushes and
+    publishes its intent; then a polls.  *before*: what happens just before a's poll
+    number n (1: the first poll after the intent; its fetch number is LOSSES - 1 + n);
+    *check*: called with a's registry after publish.  (publish's outcome, a's clone id,
+    the narrow flag of each fetch, b, the claim's operation id)."""
     from agent_registry import Registry
     from agent_registry.core.sharded import shards_of
     from agent_registry.sync import remote as R
@@ -517,10 +517,11 @@ def lose_three_then_poll(team: Team, monkeypatch, before: dict, check=None):
 
     def fetch(registry, narrow=False):
         fetches.append(narrow)
-        if len(fetches) in before:
-            before[len(fetches)](b)
+        poll = len(fetches) - (R.LOSSES - 1)
+        if poll in before:
+            before[poll](b)
         tip = real(registry, narrow)
-        if len(fetches) <= 2:
+        if poll < 1:
             ok(b(*claim("codex-2", ON_HOT[1 + len(fetches)])))
         return tip
 
@@ -547,7 +548,7 @@ def carry(b) -> None:
 
 
 def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helper(team, monkeypatch):
-    """a loses three pushes on HOT to b's claims and publishes its intent; its first poll
+    """a loses LOSSES pushes on HOT to b's claims and publishes its intent; its first poll
     finds the remote moved, its second and third find it where the first did.  That is
     no sign that no one is left to carry a (a carry takes 2-3 polls): a polls once more
     instead of replaying and pushing, b's next claims carry a's claim, and a's next poll
@@ -558,17 +559,20 @@ def test_a_waiting_loser_whose_poll_finds_the_remote_unmoved_waits_for_its_helpe
     applied it (issue 35)."""
     from agent_registry.branch.shards import lock_shards
     from agent_registry.core.sharded import shards_of
+    from agent_registry.sync.remote import LOSSES
     cold = next(p for i in range(1000) if lock_shards(p := f"src/c{i}.py", 16, None)[0] != HOT)
 
     def polls_fetched_hot_alone(main) -> None:
         other = shards_of(main)[lock_shards(cold, 16, None)[0]]
         assert other.view_at(other.repo.read_ref(other.tracking_ref)).lock(cold) is None
 
-    outcome, clone, fetches, b, op_id = lose_three_then_poll(team, monkeypatch, {
-        3: lambda b: ok(b(*claim("codex-2", cold))), 6: carry}, polls_fetched_hot_alone)
+    outcome, clone, fetches, b, op_id = lose_then_poll(team, monkeypatch, {
+        1: lambda b: ok(b(*claim("codex-2", cold))), 4: carry}, polls_fetched_hot_alone)
     assert helped_on_remote(team, clone)  # not a's own push after the unmoved polls
-    assert len(fetches) == 6, fetches  # three after lost pushes, three polls, the carried
-    assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:6]] == [["codex-2"]] * 5
+    # one after each lost push but the last, three polls, then the one that finds it carried
+    assert len(fetches) == LOSSES - 1 + 4, fetches
+    b_claimed = ON_HOT[1:LOSSES + 1] + ON_HOT[4:6]
+    assert [lock_owner_on_remote(team, p) for p in b_claimed] == [["codex-2"]] * len(b_claimed)
     assert lock_owner_on_remote(team, cold) == ["codex-2"]
 
 
@@ -576,9 +580,10 @@ def test_a_waiting_loser_counts_towards_pushing_again_only_polls_that_found_move
         team, monkeypatch):
     """After its intent, a's polls find HOT moved (b), unmoved, moved by a clone that
     carries no one (c, as an older agent-registry would), unmoved, then carried by b.
-    Only the polls that found it moved count towards pushing again (three, as before
-    polls were narrow): a narrow poll takes a fraction of a carry, so counting every poll
-    pushed again, and lost, before the helper's push landed (issue 35)."""
+    Only the polls that found it moved count towards pushing again (MOVED, three, as
+    before polls were narrow): a narrow poll takes a fraction of a carry, so counting
+    every poll pushed again, and lost, before the helper's push landed; and so did
+    counting to LOSSES once that became two (issue 35)."""
     from agent_registry import Registry
     from agent_registry.core.sharded import shards_of
     from agent_registry.store.flock import file_lock
@@ -595,8 +600,8 @@ def test_a_waiting_loser_counts_towards_pushing_again_only_polls_that_found_move
                 tip = R._rebase(registry, fetch(registry), help=False).tip
             assert R.push(registry, tip).ok
 
-    outcome, clone, fetches, b, op_id = lose_three_then_poll(team, monkeypatch, {
-        5: moved_by_c, 7: carry})
+    outcome, clone, fetches, b, op_id = lose_then_poll(team, monkeypatch, {
+        3: moved_by_c, 5: carry})
     assert helped_on_remote(team, clone)  # not a's own push after the fourth poll
-    assert len(fetches) == 7, fetches
+    assert len(fetches) == R.LOSSES - 1 + 5, fetches
     assert lock_owner_on_remote(team, ON_HOT[6]) == ["c-3"]

@@ -67,7 +67,15 @@ from .state import confirm, confirmed_tip, load_state, redact, save_state, state
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
-LOSSES = 3  # lost pushes in a row before a clone asks the others to help (sync/intents.py)
+# lost pushes in a row before a clone asks the others to help (sync/intents.py).  Not 3:
+# losing one push at 16 clones predicts losing more (a rival deciding on its own tip lands
+# a claim in less time than a loser's fetch, replay and push), and the third loss cost the
+# slowest claims 1-2 s more before anyone could carry them (docs/benchmarks.md)
+LOSSES = 2
+# polls that found the remote moved, while our intent is out, before a clone pushes again
+# itself anyway (the clones moving it may not carry: an older agent-registry).  Apart from
+# LOSSES: at 2, a loser whose carry was on its way pushed again and lost to its helper
+MOVED = 3
 # polls in a row that find the remote unmoved before a clone waiting for help pushes again
 # itself: no one is left to carry it.  Fewer is no sign of that: a carry (the push told
 # of the intent, then the claim after it that fetches and carries) takes 2-3 polls of
@@ -768,7 +776,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         # keeps losing: publish our operations for the winners to carry, then wait for
         # them while the remote moves (each landed push carries every intent it fetched);
         # push again when it stops moving (no one else is left to carry us) or after
-        # LOSSES polls that found it moved (the ones moving it may not carry: an older
+        # MOVED polls that found it moved (the ones moving it may not carry: an older
         # agent-registry)
         began = trace.start()
         out = attempt >= LOSSES and publish_intent(registry)
@@ -776,8 +784,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             trace.note("intent", began, "out" if out else "not out")
         # full jitter: losers spread out instead of stampeding the remote together
         import random  # only when a push lost a race
-        # once our intent is out, the next fetch may show it carried: poll at the third
-        # loss's backoff, not one that keeps growing
+        # once our intent is out, the next fetch may show it carried: poll at the backoff
+        # of the loss that published it, not one that keeps growing
         grown = min(attempt, LOSSES) if out else attempt
         began = trace.start()
         time.sleep(random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** grown)))
@@ -790,11 +798,11 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         except Offline as exc:
             return _stop(registry, outcome, exc)
         # no one is left to carry us once the remote stood still for STILL polls; only
-        # polls that found it moved count towards LOSSES: a narrow poll takes a
+        # polls that found it moved count towards MOVED: a narrow poll takes a
         # fraction of a carry
         moved = remote != previous
         still = 0 if moved else still + 1
-        waiting = bool(out) and previous is not None and still < STILL and moves < LOSSES
+        waiting = bool(out) and previous is not None and still < STILL and moves < MOVED
         moves, previous = (moves + moved if waiting else 0), remote
         trace.note("poll", 0.0, f"waiting {moves}" if waiting else "pushing")
         if waiting and not carried(registry, remote):
