@@ -234,3 +234,52 @@ def test_a_burst_of_requests_is_answered_once_each_in_whole_lines(repo):
     assert by_id[8]["result"]["structuredContent"]["paths"][0]["state"] == "locked-by-me"
     assert by_id[9]["result"] == {} and by_id[4]["result"] == {}
     assert not by_id[6]["result"]["isError"]
+
+
+def test_the_lean_path_takes_only_plain_calls_of_an_initialized_session(repo):
+    """What the lean path takes, line by line, on the server's own tools: nothing before
+    the SDK answered initialize and the client sent notifications/initialized, nothing
+    with _meta (a progress token), another field, a batch, a boolean id or another line
+    waiting behind it, and nothing once a second initialize came."""
+    from agent_registry import Registry
+    from agent_registry.mcp.lean import LeanCalls
+    from agent_registry.mcp.server import Service, build
+
+    def request(rid, method, **params) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
+                           **({"params": params} if params else {})}) + "\n"
+    ping = request(1, "ping")
+    check = request(2, "tools/call", name="lock_check", arguments={"paths": ["a.py"]})
+    initialize = request(0, "initialize", protocolVersion="2025-06-18", capabilities={},
+                         clientInfo={"name": "test", "version": "1"})
+    initialized = '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+    with Registry.open(str(repo)) as registry:
+        service = Service(registry)
+        lean = LeanCalls(build(service)._lowlevel_server, service.inline)
+
+        async def taken(line: str, more_waiting: bool = False) -> dict | None:
+            answer = await lean.take(line, more_waiting)
+            return None if answer is None else json.loads(answer)
+
+        async def script():
+            assert await taken(ping) is None and await taken(check) is None
+            assert await taken(initialize) is None
+            assert await taken(check) is None  # the SDK has not answered initialize
+            lean.said('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}\n')
+            assert await taken(check) is None  # no notifications/initialized yet
+            assert await taken(initialized) is None
+            assert (await taken(ping)) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+            answer = await taken(check)
+            assert answer["id"] == 2 and not answer["result"]["isError"]
+            assert answer["result"]["structuredContent"]["paths"][0]["state"] == "free"
+            assert await taken(check, more_waiting=True) is None
+            for left in ({"_meta": {"progressToken": 7}}, {"task": {}},
+                         {"requestState": "x"}):
+                params = {"name": "lock_check", "arguments": {"paths": ["a.py"]}, **left}
+                assert await taken(request(3, "tools/call", **params)) is None, left
+            assert await taken(json.dumps([json.loads(ping)]) + "\n") is None
+            assert await taken(ping.replace('"id": 1', '"id": true')) is None
+            assert await taken(request(4, "tools/list")) is None
+            assert await taken(initialize.replace('"id": 0', '"id": 5')) is None
+            assert await taken(check) is None  # a second handshake: the SDK's from now on
+        anyio.run(script)
