@@ -149,18 +149,31 @@ def test_a_same_size_rewrite_that_keeps_the_times_is_caught(held, old):
     assert text and "src/auth.py" in text and "kimi-1" in text
 
 
-def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path):
+@pytest.mark.parametrize("form", ["keys", "line"])
+def test_a_file_changed_in_the_second_of_its_note_is_read_not_trusted(tmp_path, form):
     """git's racy-timestamp rule: a rewrite within one tick of the clock keeps size,
     mtime, inode and ctime, so a stat that matches is trusted only for a file last
     changed before the second the note was taken (after.untrusted); one not trusted is
-    read and hashed (after.as_noted)."""
+    read and hashed (after.as_noted).  The same for the stats as a note's line holds
+    them (after.stats_line, read back by after.noted_paths), with every file there (the
+    check of them all at once) or one gone."""
     import time
 
-    from agent_registry.harness.after import as_noted, blob_id, state_of, untrusted
+    from agent_registry.harness.after import (as_noted, blob_id, noted_paths, state_of,
+                                              stats_line, untrusted)
+    from agent_registry.store.jsontext import dumps
     Path(tmp_path / "f.py").write_text("x = 1\n")
     top, paths = str(tmp_path), ["f.py", "gone.py"]
     noted = [state_of(str(tmp_path / name))[2] for name in paths]
     assert noted[1] is None  # nothing there: never trusted by its stat
+
+    def read_back(keys: list) -> object:
+        if form == "keys":
+            return keys
+        return noted_paths(dumps(paths[:len(keys)]).encode(), stats_line(keys))[1]
+    assert untrusted(top, paths[:1], read_back(noted[:1]), time.time()) == [0]
+    assert untrusted(top, paths[:1], read_back(noted[:1]), time.time() + 2) == []
+    noted = read_back(noted)
     # the note's blob is other content with this very stat: what a same-tick rewrite leaves
     assert untrusted(top, paths, noted, time.time()) == [0, 1]  # same second: read
     assert not as_noted(str(tmp_path / "f.py"), blob_id(b"x = 2\n", "sha1"), "100644", "sha1")
@@ -625,19 +638,28 @@ def changed_after_its_note_was(held: Path, damage) -> str | None:
     return told("claude", proc)
 
 
-@pytest.mark.parametrize("stats, put_back", [("earlier", True), ("damaged", False)])
+@pytest.mark.parametrize("stats, put_back", [("json", True), ("marshal", True),
+                                             ("damaged", False)])
 def test_a_notes_stats_line_is_read_in_either_form_and_never_trusted_damaged(held, stats,
                                                                                put_back):
-    """The stats line (after.stats_line: their marshal form, in hex, one JSON string) of
-    a note an earlier version wrote (a JSON list of lists) is still read, and a held file
-    changed since is put back; one that cannot be read is said, not taken as unchanged."""
+    """The stats line (after.stats_line: one record each, in hex, one JSON string) of a
+    note an earlier version wrote (a JSON list of lists, or the hex of their marshal
+    form) is still read, and a held file changed since is put back; one that cannot be
+    read is said, not taken as unchanged."""
+    import marshal
+
     from agent_registry.harness.after import read_stats
-    from agent_registry.store.jsontext import dumps
+    from agent_registry.store.jsontext import dumps, loads
 
     def rewritten(note: bytes) -> bytes:
         lines = note.split(b"\n")
-        lines[4] = dumps([list(k) if k else k for k in read_stats(lines[4])]).encode() \
-            if stats == "earlier" else b'"' + lines[4][1:-1][::-1] + b'"'
+        keys = read_stats(lines[4], len(loads(lines[2])))
+        if stats == "json":
+            lines[4] = dumps([list(k) if k else k for k in keys]).encode()
+        elif stats == "marshal":
+            lines[4] = b'"' + marshal.dumps(keys).hex().encode() + b'"'
+        else:
+            lines[4] = b'"' + lines[4][1:-1][::-1] + b'"'
         return b"\n".join(lines)
     text = changed_after_its_note_was(held, rewritten)
     if put_back:

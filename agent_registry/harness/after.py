@@ -23,7 +23,6 @@ line, the blobs it names each once, is for the backstop's next note, which takes
 last one (its remembered states, harness/backstop.py) as it is, a hard link, when
 nothing changed since; no check reads it.
 """
-import marshal
 import os
 import time
 from stat import S_ISDIR, S_ISLNK, S_ISREG
@@ -73,6 +72,14 @@ def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
 
 # what a note keeps of a file's stat (:func:`stat_key`), taken by C code
 _KEY = attrgetter("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_mode")
+# a key as a note's stats line keeps it (:func:`stats_line`): five signed 64-bit
+# integers, the machine's own order, read through a memoryview (the struct module is a
+# shared library: loading it would cost a hook more than it saves); None (not a regular
+# file) as a size no file has, so no stat is ever equal to it
+FIELDS = 5
+ITEM = 8
+_NONE = (-1,) * FIELDS
+_TIMES = itemgetter(1, 3)  # a key's mtime and ctime
 
 
 def stat_key(st: os.stat_result) -> tuple[int, ...] | None:
@@ -85,18 +92,56 @@ def stat_key(st: os.stat_result) -> tuple[int, ...] | None:
 
 
 def stats_line(stats: list) -> bytes:
-    """A note's line of *stats* (:func:`stat_key` each): one JSON string, the hex of
-    their ``marshal`` form, which :func:`read_stats` reads back as tuples in C (a JSON
-    list of lists cost a hook at 1,000 held files ~0.5 ms more to parse and compare)."""
-    return b'"' + marshal.dumps(stats).hex().encode() + b'"'
+    """A note's line of *stats* (:func:`stat_key` each): one JSON string, ``=`` and the
+    hex of FIELDS signed 64-bit integers each (-1s for None), which a check compares
+    key by key in C as it reads them (:func:`records`), no list of 1,000 parsed keys kept
+    (a JSON list of lists cost a hook at 1,000 held files ~0.5 ms more; the ``marshal``
+    form an earlier version wrote, ~0.1 ms more)."""
+    from struct import Struct, error  # writing only: a note that changed
+    record = Struct("=" + "q" * FIELDS)  # the machine's order, as memoryview reads it
+    out = []
+    for key in stats:
+        try:
+            out.append(record.pack(*(key if key is not None else _NONE)))
+        except error:  # a value out of range, or not a stat: read at every check
+            out.append(record.pack(*_NONE))
+    return b'"=' + b"".join(out).hex().encode() + b'"'
 
 
-def read_stats(line: bytes) -> list | None:
-    """The stats of a note's line of them (:func:`stats_line`, or the JSON list of
-    lists an earlier version wrote); None when it cannot be read."""
+def packed_stats(line: bytes, count: int) -> memoryview | None:
+    """The FIELDS integers of each of *count* files, in one flat view, of a note's stats
+    line (:func:`stats_line`); None when it is not one (damaged, or an earlier version's:
+    :func:`read_stats`)."""
+    if line[:2] != b'"=' or line[-1:] != b'"':
+        return None
+    try:
+        packed = bytes.fromhex(line[2:-1].decode("ascii"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return memoryview(packed).cast("q") if len(packed) == count * FIELDS * ITEM else None
+
+
+def records(flat: memoryview):
+    """The keys of :func:`packed_stats`' view, one tuple at a time (by C code)."""
+    return zip(*[iter(flat)] * FIELDS)
+
+
+def unpacked(flat: memoryview) -> list:
+    """The keys (None for -1s) of :func:`packed_stats`' view, in a list."""
+    return [None if key == _NONE else key for key in records(flat)]
+
+
+def read_stats(line: bytes, count: int) -> list | None:
+    """The stats of *count* files of a note's line of them (:func:`stats_line`, or the
+    hex of their ``marshal`` form or the JSON list of lists earlier versions wrote);
+    None when it cannot be read."""
+    packed = packed_stats(line, count)
+    if packed is not None:
+        return unpacked(packed)
     try:
         if line[:1] == b'"' and line[-1:] == b'"':
-            stats = marshal.loads(bytes.fromhex(line[1:-1].decode("ascii")))
+            from marshal import loads as unmarshal
+            stats = unmarshal(bytes.fromhex(line[1:-1].decode("ascii")))
         else:
             from ..store.jsontext import loads
             stats = loads(line)
@@ -104,13 +149,15 @@ def read_stats(line: bytes) -> list | None:
                 stats = [tuple(k) if isinstance(k, list) else k for k in stats]
     except (ValueError, EOFError, TypeError, RecursionError, UnicodeDecodeError):
         return None
-    return stats if isinstance(stats, list) else None
+    return stats if isinstance(stats, list) and len(stats) == count else None
 
 
-def untrusted(toplevel: str, paths: list[str], noted: list, at: float) -> list[int]:
+def untrusted(toplevel: str, paths: list[str], noted: list | memoryview,
+              at: float) -> list[int]:
     """The indexes of *paths* (repository paths) whose stat now does not say they hold
     what was noted (*noted*: their :func:`stat_key` when the note was taken, at *at*,
-    seconds).  A regular file whose stat is the noted one does, as git's index trusts it
+    seconds; a list, or the records of :func:`packed_stats`).  A regular file whose stat
+    is the noted one does, as git's index trusts it
     (a write changes ctime, which nothing sets back), unless it was changed in the second
     the note was taken or later: a rewrite within one tick of the clock keeps them all
     (git's racy-timestamp rule), so it is to be read and hashed.  One ``lstat`` a file,
@@ -125,20 +172,22 @@ def untrusted(toplevel: str, paths: list[str], noted: list, at: float) -> list[i
     except OSError:  # the process's directory is gone: whole paths
         pass
     racy = int(at) * 1_000_000_000
+    packed = isinstance(noted, memoryview)
     try:  # every file's stat compared with its note by C code, each dropped once
         # compared (no list of them: in a fresh process the memory 1,000 new stats
         # take costs more than comparing them): the usual case, each as noted
-        if len(noted) == len(paths) and all(map(eq, map(_KEY, map(
-                os.lstat, [top + rel for rel in paths] if top else paths)), noted)) and \
-                max(map(itemgetter(1), noted), default=0) < racy and \
-                max(map(itemgetter(3), noted), default=0) < racy:
+        if len(noted) == len(paths) * (FIELDS if packed else 1) and all(map(eq, map(
+                _KEY, map(os.lstat, [top + rel for rel in paths] if top else paths)),
+                records(noted) if packed else noted)) and _newest(noted) < racy:
             return []
     except OSError:  # one is gone (or cannot be read): file by file below
         pass
+    if packed:
+        noted = unpacked(noted)
     out: list[int] = []
     lstat = os.lstat
     for i, rel in enumerate(paths):
-        key = noted[i]
+        key = noted[i] if i < len(noted) else None
         try:
             st = lstat(top + rel)
         except OSError:
@@ -152,6 +201,13 @@ def untrusted(toplevel: str, paths: list[str], noted: list, at: float) -> list[i
         except (TypeError, LookupError):
             out.append(i)
     return out
+
+
+def _newest(noted: list | memoryview) -> int:
+    """The latest mtime or ctime of *noted* keys (each a stat: the ones just compared)."""
+    if isinstance(noted, memoryview):
+        return max(max(noted[1::FIELDS], default=0), max(noted[3::FIELDS], default=0))
+    return max(map(max, map(_TIMES, noted)), default=0)
 
 
 def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
@@ -182,19 +238,23 @@ def read_note(data: bytes) -> tuple[dict, list[bytes]] | None:
     return head, lines[1:]
 
 
-def noted_paths(paths_line: bytes, stats_line: bytes) -> tuple[list, list] | None:
-    """(paths, stats) from a note's lines of them; None when they do not say that of
+def noted_paths(paths_line: bytes, stats_line: bytes
+                ) -> tuple[list, list | memoryview] | None:
+    """(paths, stats: the records of :func:`packed_stats`, or a list from an earlier
+    version's line) from a note's lines of them; None when they do not say that of
     each file."""
     from ..store.jsontext import loads
     try:
         paths = loads(paths_line)
     except (ValueError, RecursionError):
         return None
-    stats = read_stats(stats_line)
-    if not (isinstance(paths, list) and isinstance(stats, list) and len(paths) == len(stats)
-            and all(map(isinstance, paths, [str] * len(paths))) and "" not in paths):
+    if not (isinstance(paths, list) and all(map(isinstance, paths, [str] * len(paths)))
+            and "" not in paths):
         return None
-    return paths, stats
+    stats = packed_stats(stats_line, len(paths))
+    if stats is None:
+        stats = read_stats(stats_line, len(paths))
+    return (paths, stats) if stats is not None else None
 
 
 def noted_blobs(line: bytes, count: int) -> tuple[list, list] | None:

@@ -35,8 +35,8 @@ import time
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo, loose_object
 from ..store.rawfile import read_bytes
-from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, read_stats,
-                    state_of, stats_line, untrusted)
+from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, state_of,
+                    stats_line, unpacked, untrusted)
 from .ctx import Ctx
 from .where import repo_or_none, session_for
 
@@ -140,23 +140,22 @@ class _States:
         except OSError:
             lines = []
         last = _last(lines, self.sid, areas)
-        paths = None
+        found = None
         if last is not None and lines[2] == line and lines[1] == held:
             # the same files and holders as the last note: parsed, their stats and the
             # blobs' names only
             try:
-                paths, stats, stored = loads(line), read_stats(lines[4]), loads(lines[5])
+                found, stored = noted_paths(line, lines[4]), loads(lines[5])
             except (ValueError, RecursionError):
-                stats = stored = None
-            if isinstance(stats, list) and len(stats) == len(paths) and \
-                    isinstance(stored, list) and \
-                    self._as_found(paths, stats, last["at"], lines[3]) and \
+                found = stored = None
+            if found is not None and isinstance(stored, list) and \
+                    self._as_found(*found, last["at"], lines[3]) and \
                     all(self._stored(blob) for blob in stored):
                 if not _link(kept, note):
                     _write(note, b"\n".join(lines))
                 return
         try:
-            data = self._noted(held, loads(line) if paths is None else paths, areas,
+            data = self._noted(held, loads(line) if found is None else found[0], areas,
                                _remembered(lines, last))
         finally:
             if self.repo is not None:
@@ -164,15 +163,17 @@ class _States:
         if not (self.kept.replace(self.sid, data) and _link(kept, note)):
             _write(note, data)
 
-    def _as_found(self, paths: list[str], stats: list, at: float, blobs_line: bytes) -> bool:
+    def _as_found(self, paths: list[str], stats: list | memoryview, at: float,
+                  blobs_line: bytes) -> bool:
         """Is every file as the last note (at *at*) found it: its stat trusted, or absent
         then and now?"""
         moved = untrusted(self.info.toplevel, paths, stats, at)
         if not moved:
             return True
         kept = noted_blobs(blobs_line, len(paths))
+        keys = unpacked(stats) if isinstance(stats, memoryview) else stats
         return kept is not None and all(
-            self._absent(paths[i], kept[0][i], stats[i]) for i in moved)
+            self._absent(paths[i], kept[0][i], keys[i]) for i in moved)
 
     def _noted(self, held: bytes, paths: list[str], areas: bool, last) -> bytes:
         """The note's lines and the blobs it names, each file's blob the last note's
@@ -273,4 +274,5 @@ def _remembered(lines: list[bytes], head: dict | None
     kept = noted_blobs(lines[3], len(found[0])) if found is not None else None
     if found is None or kept is None:
         return None
-    return found[0], kept[0], kept[1], found[1], head["at"]
+    stats = unpacked(found[1]) if isinstance(found[1], memoryview) else found[1]
+    return found[0], kept[0], kept[1], stats, head["at"]
