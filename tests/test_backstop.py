@@ -287,6 +287,21 @@ def test_a_note_of_unchanged_files_is_the_last_one_linked_and_told_by_its_own_ag
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
 
 
+def test_a_call_noted_again_while_its_note_is_there_leaves_one_note(held):
+    """A call taken again while its earlier note is still there (Gemini's call is named
+    by the tool and its input; one whose after-tool hook never ran): the note is the
+    remembered states linked again under that name, and nothing else is left in the
+    notes' folder (a link renamed over the same file is kept by the kernel, not moved)."""
+    import time
+    time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
+    assert around("gemini", held, "true") is None  # the states remembered
+    folder = held / ".git" / "agent-registry" / "backstop"
+    for _ in range(2):
+        gate = hook(held, "gemini", "pre-tool-use", call("gemini", held, "true"))
+        assert verdict("gemini", gate) is None
+    assert len(os.listdir(folder)) == 1, os.listdir(folder)
+
+
 def test_a_note_keeps_what_it_said_when_the_next_note_remembers_anew(held):
     """The remembered states are replaced whole when a held file changed (a new file
     renamed over them): a note linked to them earlier, of a call still running beside

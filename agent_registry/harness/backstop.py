@@ -250,17 +250,23 @@ def _link(kept: str, note: str) -> bool:
             os.replace(tmp, note)
         except OSError:
             return False
+        finally:  # renamed over a link to the same file, tmp stays (rename(2)): removed
+            _remove(tmp)
     except OSError:
         return False
     try:
         os.utime(note)
     except OSError:  # a note as old as the states would be taken for a leftover
-        try:
-            os.unlink(note)
-        except OSError:
-            pass
+        _remove(note)
         return False
     return True
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # gone already
+        pass
 
 
 def _remembered(lines: list[bytes], head: dict | None
