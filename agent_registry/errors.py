@@ -1,6 +1,4 @@
 """The one error type, and the exit codes it maps to (DESIGN.md, "Commands")."""
-from __future__ import annotations
-
 import errno
 import os
 

@@ -130,6 +130,17 @@ def test_hot_command_imports_only_what_it_runs(repo, command):
     assert beyond == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported {beyond} (PATHS)"
 
 
+def test_lock_check_imports_no_future_module(repo):
+    """Every module on `lock check`'s path leaves out ``from __future__ import
+    annotations`` (Python >= 3.10 reads their annotations as written; a TYPE_CHECKING
+    name or a forward reference is quoted): one of them would import ``__future__``,
+    ~0.15 ms of a check (issue 35 item 3)."""
+    names, proc = imported(repo, COMMANDS["check"])
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert RAN["check"] in names
+    assert "__future__" not in names, "a module on `lock check`'s path imports __future__"
+
+
 # What the console script itself may not bring either, run as pip 25.2 and later (and uv)
 # write it: without `import re` (older pips import it, and the Makefile upgrades pip)
 LAUNCHER = ("import sys; from agent_registry.cli.fast import run; "

@@ -15,8 +15,6 @@ turns under its flock, as on any branch.  Readers overlay it:
 - :class:`CloneView` is a clone ref as the heartbeat and diary operations write it:
   sessions read from the main branch, never written; the beat and the diary written here.
 """
-from __future__ import annotations
-
 from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo, parse_tree

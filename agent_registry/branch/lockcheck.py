@@ -3,8 +3,6 @@ and why a holder no longer counts; and how a lock command's arguments name targe
 sessions.  Read-only, over what a registry reads (:class:`CheckCalls`): the core's
 Registry mixes it in (core/locks.py), and `lock check` without a remote answers through
 cli/quickcheck.py, which reads the same view without importing the core."""
-from __future__ import annotations
-
 from ..errors import BadInput, RegistryError
 from . import paths as P
 from .records import Holder, Session, parse_iso
@@ -23,7 +21,7 @@ class CheckCalls:
     ``view()``, ``clock()``, ``host``, ``seen``, ``unconfirmed_claims()`` and, where
     names compare ignoring case, ``spelled()``."""
 
-    def targets(self, raw: Iterable[str], *, new: bool = True) -> list[str]:
+    def targets(self, raw: "Iterable[str]", *, new: bool = True) -> list[str]:
         """The stored targets *raw* names.  Globs are checked only for *new* targets: a
         bad glob already on the branch can still be checked, released and force-released."""
         info, rule = self.repo.info, self.repo.path_rule
@@ -35,7 +33,7 @@ class CheckCalls:
                 out.append(target)
         return self.spelled(out) if rule.ignorecase else out
 
-    def session_names(self, names: Iterable[str]) -> set[str]:
+    def session_names(self, names: "Iterable[str]") -> set[str]:
         """Which of *names* are registered sessions, live or ended (direct lookups)."""
         candidates = [n for n in names if P.is_session_id(n)]
         if not candidates:
@@ -44,7 +42,7 @@ class CheckCalls:
         return {n for n in candidates
                 if view.read(live_path(n)) is not None or view.read(done_path(n)) is not None}
 
-    def check(self, paths: Iterable[str], sid: str | None = None) -> list[dict]:
+    def check(self, paths: "Iterable[str]", sid: str | None = None) -> list[dict]:
         """Per target: free, locked (by a live session), locked-by-me, or stale."""
         if sid:
             P.validate_session_id(sid)

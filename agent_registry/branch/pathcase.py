@@ -10,8 +10,6 @@ and every target a claim stores is spelled by :meth:`Rule.respell`: as the index
 it, else as a live claim of it does, else as the disk does.  Standard library only: the guard
 imports this.
 """
-from __future__ import annotations
-
 import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
@@ -61,7 +59,7 @@ class Rule:
         narrower, than the exact comparison: it fails closed."""
         return overlaps(a, b) or (self.folds and overlaps(self.key(a), self.key(b)))
 
-    def respell(self, path: str, spellings: Iterable[str]) -> str:
+    def respell(self, path: str, spellings: "Iterable[str]") -> str:
         """*path* with its leading components spelled as in *spellings* (file or
         directory names, the first that names the same thing wins, component by
         component): ``SRC/new.py`` with ``src/old.py`` known is ``src/new.py``."""

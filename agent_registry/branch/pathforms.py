@@ -1,7 +1,5 @@
 """How a path argument is written: Windows separators and drives, and a backslash
 where it is part of a name.  Standard library only (the guard imports branch/paths)."""
-from __future__ import annotations
-
 import os
 
 from ..errors import BadInput

@@ -5,8 +5,6 @@ A target is a file (``src/a.py``), a directory (``src/auth/``, trailing slash), 
 git's pathspec magic (``:(literal)a[1].py``).  Every decision about which paths a target
 covers goes through :func:`covers`.  Standard library only: the guard imports this.
 """
-from __future__ import annotations
-
 import os
 import posixpath
 TYPE_CHECKING = False
@@ -310,7 +308,7 @@ def overlaps(a: str, b: str) -> bool:
     return pa.startswith(pb) or pb.startswith(pa)
 
 
-def csv_items(value: Iterable[str] | str) -> list[str]:
+def csv_items(value: "Iterable[str] | str") -> list[str]:
     """A list field given as "a, b" or as items: stripped, blanks dropped, each checked."""
     if isinstance(value, str):
         value = value.split(",")

@@ -13,8 +13,6 @@ importing json).  Over 400 lines: every
 record the guard reads, with its standard-library reader and writer, in the one module
 the guard imports for them.
 """
-from __future__ import annotations
-
 import time
 
 from ..store import jsontext

@@ -22,8 +22,6 @@ every shard that could be asked about them).
   that shard, and its compare-and-swap (``update-ref NEW OLD``, a fast-forward-only push)
   decides between them.  ``tests/test_shards.py`` checks this by brute force.
 """
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
     from collections.abc import Callable
@@ -137,7 +135,7 @@ def target_key(target: str) -> str | None:
 
 
 def lock_shards(target: str, shards: int,
-                fold: Callable[[str], str] | None = None) -> tuple[int, ...]:
+                fold: "Callable[[str], str] | None" = None) -> tuple[int, ...]:
     """The shards recording a lock on *target* (and read by a claim of it).  Where names
     fold (*fold* is the repository's pathcase key), also the shard of the folded key:
     two new spellings of one file (``New/x.py``, ``new/x.py``) claimed at once then both

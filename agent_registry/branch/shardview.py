@@ -9,8 +9,6 @@
   ``status``, ``lock check``, the guard, the dashboard and registry.md read.  A
   session's ``locks`` is the union of its held lists in every shard.
 """
-from __future__ import annotations
-
 from ..errors import RegistryError, Unreadable
 from ..store.git import OBJECT_REPAIR, Repo
 from . import shards as S
@@ -184,14 +182,14 @@ class WholeView(View):
     def lock(self, target: str) -> Lock | None:
         return self.shard_of(target).lock(target)
 
-    def by_shard(self, targets: list[str]) -> list[tuple[ShardView | EitherShard, list[str]]]:
+    def by_shard(self, targets: list[str]) -> "list[tuple[ShardView | EitherShard, list[str]]]":
         """*targets* grouped by the shard that records them, for a batch of reads each."""
         groups: dict[int, list[str]] = {}
         for target in targets:
             groups.setdefault(self._index_of(target), []).append(target)
         return [(self.shards[index], mine) for index, mine in groups.items()]
 
-    def prefetch_locks(self, targets: Iterable[str]) -> None:
+    def prefetch_locks(self, targets: "Iterable[str]") -> None:
         for shard, mine in self.by_shard(list(targets)):
             shard.prefetch_locks(mine)
 
@@ -249,7 +247,7 @@ def merged_session(sid: str, mains: list[View], helds: list[tuple[list[str], str
     return session
 
 
-def union(lists: Iterable[list[str]]) -> list[str]:
+def union(lists: "Iterable[list[str]]") -> list[str]:
     """The items of *lists* in order, each once: a dict's update per list, not a
     generator per item (a holder's held lists name thousands of paths at 10,000 locks)."""
     found: dict[str, None] = {}
@@ -290,7 +288,7 @@ class EitherShard:
     def lock(self, target: str) -> Lock | None:
         return _joined([lock for view in self.views if (lock := view.lock(target))])
 
-    def prefetch_locks(self, targets: Iterable[str]) -> None:
+    def prefetch_locks(self, targets: "Iterable[str]") -> None:
         targets = list(targets)
         for view in self.views:
             view.prefetch_locks(targets)

@@ -13,8 +13,6 @@ this clone has itself watched it go unrenewed for the TTL: another machine's sta
 never hands a lock over.  Without a first-seen file (the page, the dashboard) stamps
 are taken as they read.
 """
-from __future__ import annotations
-
 import os
 
 from ..store import jsontext

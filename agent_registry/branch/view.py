@@ -10,8 +10,6 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
     locks/patterns/<sha1>.json       glob locks: few, read together
     contexts/<sid>.md                session diaries
 """
-from __future__ import annotations
-
 from ..store import jsontext
 from ..errors import RegistryError
 from ..store.git import Repo
@@ -204,7 +202,7 @@ class View:
             return []
 
     # -- locks -----------------------------------------------------------------------
-    def prefetch_locks(self, targets: Iterable[str]) -> None:
+    def prefetch_locks(self, targets: "Iterable[str]") -> None:
         """Read the lock records of *targets* this view has not read yet in one
         pipelined batch (``cat-file`` answers them all for one round trip, not one each):
         what a caller about to look many of them up one by one asks first."""

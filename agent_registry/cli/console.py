@@ -3,8 +3,6 @@ click-free fast paths (cli/fast.py, wiki/fastpath.py).  Standard library only, s
 fast paths import it on every claim: the session a command acts for, a lock command's
 arguments, the global options, and the one place a failure becomes one line on stderr
 (and a JSON document with --json) and an exit code."""
-from __future__ import annotations
-
 import os
 import sys
 

@@ -12,8 +12,6 @@ arguments with :func:`lock_arguments`, call the same library functions and print
 a click-free path of its own, in :mod:`agent_registry.wiki.fastpath`.  Tests:
 tests/test_import_budget.py keeps click and other unused modules out of these commands.
 """
-from __future__ import annotations
-
 import gc
 import os
 import sys

@@ -1,7 +1,5 @@
 """What commands print, without click: shared by the click commands (cli/main.py) and the
 click-free fast path (cli/fast.py), so both say exactly the same thing."""
-from __future__ import annotations
-
 import os
 
 from ..store import jsontext

@@ -12,8 +12,6 @@ says None, and the core's Registry serves, where that reads anything more: a rem
 confirmed), a registry branch named in git config (the core checks its name), or names
 that compare ignoring case (respelled from the index and the live claims).
 """
-from __future__ import annotations
-
 import time
 
 from ..branch import shards as S

@@ -2,15 +2,13 @@
 hash the same bytes as hashlib without loading OpenSSL (importing hashlib costs about as
 much as the rest of a `lock check`'s own modules: tests/test_import_budget.py).  A Python
 built without them gets hashlib."""
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 # algorithm -> its constructor, found once: `status` names 10,000 lock records, and an
 # import statement on each cost it about as much as the hashing
-_FOUND: dict[str, Callable] = {}
+_FOUND: "dict[str, Callable]" = {}
 
 
 def hexdigest(algorithm: str, data: bytes) -> str:
@@ -19,7 +17,7 @@ def hexdigest(algorithm: str, data: bytes) -> str:
     return new(data).hexdigest()
 
 
-def _constructor(algorithm: str) -> Callable:
+def _constructor(algorithm: str) -> "Callable":
     try:
         if algorithm == "sha1":
             from _sha1 import sha1 as new

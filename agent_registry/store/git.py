@@ -12,8 +12,6 @@ Every git process runs with a clean environment (no GIT_DIR/GIT_INDEX_FILE leaki
 from a hook) plus an explicit GIT_DIR, so registry writes can never touch the user's
 index, working tree or HEAD.
 """
-from __future__ import annotations
-
 import os
 import time
 import zlib
@@ -107,7 +105,7 @@ def git_version() -> tuple[int, ...]:
 
 def run_git(args: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             input: bytes | None = None, check: bool = True,
-            timeout: float | None = None) -> spawn.Completed:
+            timeout: float | None = None) -> "spawn.Completed":
     """git *args*, output captured; GitError when it fails and *check*.  A *timeout*
     (network commands) raises spawn.TimedOut for the caller to name, the child killed; a
     run in another directory (*cwd*) goes through subprocess (store/spawn.py)."""
@@ -181,13 +179,13 @@ class ObjectReader:
         self._git_dir = git_dir
         self._env = env
         self._loose = loose
-        self._proc: spawn.Piped | None = None
+        self._proc: "spawn.Piped | None" = None
         # object -> the ref it was reached from (a tip, its root tree), set by read_ref
         # and commit_info: an unreadable object is named with the ref a person repairs
         self.sources: dict[str, str] = {}
         self.commits: dict[str, tuple[str, tuple[str, ...], str]] = {}  # oid -> parsed
 
-    def _start(self) -> spawn.Piped:
+    def _start(self) -> "spawn.Piped":
         if self._proc is None:
             from . import spawn
             self._proc = spawn.Piped(["git", "cat-file", "--batch"], self._env)
@@ -383,7 +381,7 @@ class Repo:
         return pathlib.Path(self.state_path())
 
     def git(self, *args: str, check: bool = True, input: bytes | None = None,
-            cwd: str | None = None) -> spawn.Completed:
+            cwd: str | None = None) -> "spawn.Completed":
         return run_git(list(args), env=self.env, check=check, input=input, cwd=cwd)
 
     def index_names(self, names: list[str]) -> list[str]:
@@ -703,7 +701,7 @@ class Repo:
             return None  # git has no empty subtrees: the parent drops this name
         return self.write_object("tree", format_tree(entries))
 
-    def list_tree(self, rev: str) -> Iterator[tuple[str, bool, str]]:
+    def list_tree(self, rev: str) -> "Iterator[tuple[str, bool, str]]":
         """(name, is_tree, oid) of the entries of a tree named by *rev*."""
         for name, (mode, oid) in self.read_tree(rev).items():
             yield name.decode(errors="replace"), mode == TREE_MODE, oid.hex()

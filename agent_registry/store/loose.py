@@ -10,8 +10,6 @@ and the caller asks git, which reads it as before; objects are named by their
 content, so both answers agree.  git says "missing" both for a name not in a tree and
 for an object it cannot read: store/git.py's walk tells those two apart.
 """
-from __future__ import annotations
-
 import os
 import zlib
 
@@ -74,7 +72,7 @@ class EqualEntries:
         self.size = nul + 1 + width
 
     @classmethod
-    def of(cls, data: bytes, width: int) -> EqualEntries | None:
+    def of(cls, data: bytes, width: int) -> "EqualEntries | None":
         nul = data.find(b"\0")
         space = data.find(b" ", 0, nul)
         if space <= 0:

@@ -5,8 +5,6 @@ with them which process owns a session and whether it still runs.  Nothing here 
 a process to learn whether it runs (on Windows ``os.kill(pid, 0)`` is not a probe: it
 sends CTRL_C_EVENT).
 """
-from __future__ import annotations
-
 import os
 from .tuples import named
 

@@ -19,8 +19,6 @@ CTRL_C_EVENT).  With no backend nothing can be vouched for: :func:`same_process`
 None, :func:`is_alive` True (fail closed), so heartbeats and the TTL decide, a lock is
 never handed over for a process nobody could see die, and ``kill`` signals nothing.
 """
-from __future__ import annotations
-
 import os
 
 from .procbackends import BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose
