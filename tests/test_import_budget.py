@@ -84,7 +84,8 @@ HOT_PATH = frozenset(f"agent_registry{name}" for name in (
     ".store", ".store.atomic", ".store.digest", ".store.flock",
     ".store.freshness", ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout",
     ".store.lazyre", ".store.loose", ".store.procbackends", ".store.procinfo",
-    ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.tuples"))
+    ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.thishost",
+    ".store.tuples"))
 # what only a write needs (its commit, its page, its route to a shard): `lock check` and
 # `status` write nothing, and import none of it (issue 35: check at its floor)
 WRITE_PATH = frozenset(f"agent_registry{name}" for name in (
@@ -102,9 +103,12 @@ CORE = frozenset(f"agent_registry{name}" for name in (
     ".sync", ".cli.reports", ".cli.table"))
 # what runs a git process: a check reads loose objects and ref files itself (store/loose.py)
 SPAWN = frozenset({"agent_registry.store.spawn"})
+# what tells whether a process runs: a check reads it only for a holder vouched for on
+# this host (branch/staleness.py; the test's sessions are bound to no process)
+PROCESSES = frozenset({"agent_registry.store.procinfo", "agent_registry.store.procbackends"})
 PATHS = {"acquire": HOT_PATH - REASONLESS, "heartbeat": HOT_PATH - REASONLESS,
          "check": (HOT_PATH | {"agent_registry.cli.quickcheck"}) - WRITE_PATH - FRESH
-         - REASONLESS - CORE - SPAWN,
+         - REASONLESS - CORE - SPAWN - PROCESSES,
          "status": HOT_PATH - WRITE_PATH}
 # a module each command imports only when it did run (not just parse) the command
 RAN = {"acquire": "agent_registry.core.registry", "heartbeat": "agent_registry.core.registry",
@@ -116,7 +120,7 @@ GUARD_PATH = frozenset(f"agent_registry{name}" for name in (
     ".branch.shardview", ".branch.staleness", ".branch.view", ".store", ".store.digest",
     ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout", ".store.lazyre",
     ".store.loose", ".store.procbackends", ".store.procinfo", ".store.rawfile",
-    ".store.spawn", ".store.tuples"))
+    ".store.spawn", ".store.thishost", ".store.tuples"))
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

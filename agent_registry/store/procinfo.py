@@ -23,6 +23,7 @@ import os
 
 from .procbackends import BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose
 from .lazyre import LazyPattern
+from .thishost import hostname  # noqa: F401 — re-exported: the core and the guard ask here
 
 PID_ENV = "AGENT_REGISTRY_PID"
 RUNTIMES_ENV = "AGENT_REGISTRY_RUNTIMES"
@@ -55,15 +56,6 @@ SHARED = {
                             "lxterminal", "mate-terminal", "qterminal", "terminology",
                             "ghostty", "iterm2", "st"},
 }
-
-
-def hostname() -> str:
-    if os.environ.get("AGENT_REGISTRY_HOST"):
-        return os.environ["AGENT_REGISTRY_HOST"]
-    if hasattr(os, "uname"):
-        return os.uname().nodename  # what gethostname() returns, without importing socket
-    import socket
-    return socket.gethostname()
 
 
 _backend = None
