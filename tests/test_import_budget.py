@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from helpers import CLI, Runner, make_repo
+from helpers import CLI, Runner, make_repo, single_branch
 
 NEVER = {
     "click",                                     # the fast path parses these by hand
@@ -145,6 +145,21 @@ def test_lock_check_imports_no_future_module(repo):
     assert "__future__" not in names, "a module on `lock check`'s path imports __future__"
 
 
+def test_lock_check_of_a_registry_on_one_branch_imports_no_shard_reader(tmp_path):
+    """A registry still on one branch (layout format 1, as versions before the one layout
+    left it: no face has written to it since) is checked without the lock shards' reader
+    (branch/shardview.py, ~0.25 ms of a check: issue 35 item 3); the answer is the same."""
+    repo = make_repo(tmp_path / "repo")
+    with single_branch(repo) as old:
+        old.register("s2", provider="test")
+        old.claim("s2", ["src/auth.py"])
+    names, proc = imported(repo, ["lock", "check", "src/auth.py", "src/free.py"])
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "locked: src/auth.py by s2" in proc.stdout and "free: src/free.py" in proc.stdout
+    assert RAN["check"] in names
+    assert "agent_registry.branch.shardview" not in names
+
+
 # What the console script itself may not bring either, run as pip 25.2 and later (and uv)
 # write it: without `import re` (older pips import it, and the Makefile upgrades pip)
 LAUNCHER = ("import sys; from agent_registry.cli.fast import run; "
@@ -167,6 +182,17 @@ def test_hot_command_reads_and_writes_json_without_json_re_or_collections(layout
     assert proc.returncode == (1 if command == "check" else 0), proc.stderr[-2000:]
     assert RAN[command] in names
     assert sorted(names & NOR) == [], f"`agent-registry {' '.join(COMMANDS[command])}` imported them"
+
+
+def test_lock_check_with_a_trailing_word_reads_it_without_re(repo):
+    """`lock check A B` without --session asks whether B is the predecessor's trailing
+    SID (branch/sessionids.py): that is read without re, which cost such a check some
+    8 ms, and without __future__ (issue 35 item 3)."""
+    names, proc = imported(repo, ["lock", "check", "src/auth.py", "src/free.py"],
+                           script=("-c", LAUNCHER))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "agent_registry.branch.sessionids" in names  # it did read the last word
+    assert sorted(names & (NOR | {"__future__"})) == []
 
 
 THROUGH_A_REMOTE = NOR | {"subprocess", "dataclasses", "inspect", "tempfile", "random",

@@ -4,27 +4,29 @@ when an id is unknown), shared by the core's "unknown session" errors, the conso
 reading of a lock command's trailing ``SID``, the MCP server and the harness hooks, so
 every face names the same closest ids.
 """
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 1 ms
     from collections.abc import Iterable
-from ..store.lazyre import LazyPattern
 
 # what `register` makes (cli/console.new_session_id: <provider>-<unix time>-<hex>), what
 # the harness hooks make (<harness>-<native id>) and what the predecessor's users typed
 # (kimi-1720000000): a lower-case word, a hyphen, more id characters; no dot, no slash,
 # so a file name (README, setup.py, src/new_file) never looks like one
-ID_LIKE = LazyPattern(r"[a-z0-9]+(?:-[A-Za-z0-9_:@+]+)+")
+# ``[a-z0-9]+(?:-[A-Za-z0-9_:@+]+)+``, read without re: importing it cost `lock check A B`
+# (whose last word may be the predecessor's SID) some 8 ms, half the command (issue 35)
+WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+ID_CHARS = WORD | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_:@+")
 SHOWN = 3  # ids an error names
 
 
 def looks_like_session_id(text: str) -> bool:
     """Does *text* read as a session id `register` would make, rather than a file name?"""
-    return bool(ID_LIKE.fullmatch(text or ""))
+    word, *rest = (text or "").split("-")
+    return bool(word) and bool(rest) and WORD.issuperset(word) and \
+        all(part and ID_CHARS.issuperset(part) for part in rest)
 
 
-def closest(sid: str, live: Iterable[str], prefer: Iterable[str] = (),
+def closest(sid: str, live: "Iterable[str]", prefer: "Iterable[str]" = (),
             n: int = SHOWN) -> list[str]:
     """The live ids likeliest meant by *sid*, best first, by likeness (difflib's ratio,
     raised for the same leading word: ``kimi-typo`` means a ``kimi-…`` id), leaving out
@@ -46,7 +48,7 @@ def closest(sid: str, live: Iterable[str], prefer: Iterable[str] = (),
     return (ranked or [s for s in live if s in mine])[:n]
 
 
-def suggestion(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:
+def suggestion(sid: str, live: "Iterable[str]", prefer: "Iterable[str]" = ()) -> str:
     """What to say after "unknown session SID": the closest live ids, else a few live
     ones, else that none is live."""
     live = list(dict.fromkeys(live))
@@ -59,7 +61,7 @@ def suggestion(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str
     return f"live sessions: {', '.join(live[:SHOWN])}{more}"
 
 
-def unknown_text(sid: str, live: Iterable[str], prefer: Iterable[str] = ()) -> str:
+def unknown_text(sid: str, live: "Iterable[str]", prefer: "Iterable[str]" = ()) -> str:
     """``unknown session kimi-typo; did you mean kimi-1796160374-de95?``"""
     return f"unknown session {sid}; {suggestion(sid, live, prefer)}"
 

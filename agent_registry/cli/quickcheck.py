@@ -18,7 +18,6 @@ from ..branch import shards as S
 from ..branch.clones import Clones, MainView
 from ..branch.lockcheck import CheckCalls
 from ..branch.pathcase import rule_of
-from ..branch.shardview import open_whole
 from ..branch.staleness import FirstSeen
 from ..branch.view import View
 from ..errors import NotFound
@@ -49,9 +48,12 @@ class CheckRegistry(CheckCalls):
         if self._view is None:
             tip = self.repo.read_ref(f"refs/heads/{self.branch}")
             marker = S.newest_layout(self.repo, (tip,))
-            self._view = open_whole(self.repo, self.branch, None, tip, S.count_of(marker)) \
-                if marker["format"] >= 2 else MainView(self.repo, tip,
-                                                       Clones(self.repo, self.branch, None))
+            if marker["format"] >= 2:
+                from ..branch.shardview import open_whole  # the lock shards' reader: not
+                # imported for a registry on one branch (layout format 1)
+                self._view = open_whole(self.repo, self.branch, None, tip, S.count_of(marker))
+            else:
+                self._view = MainView(self.repo, tip, Clones(self.repo, self.branch, None))
         return self._view
 
     def unconfirmed_claims(self) -> set[tuple[str, str]]:
