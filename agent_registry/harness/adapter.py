@@ -7,28 +7,32 @@ where the session id is, which tools write which fields, and the answer's shape.
 import os
 
 from ..store.jsontext import loads
-from ..store.lazyre import LazyPattern
 from .ctx import Ctx
 from .ids import call_key
 from .shellwrites import Targets, read_writes
 
+# patterns compiled (and re imported) only for a text they are looked for in: not for a
+# shell command with no patch envelope, which the gate of every shell call reads (issue 35)
 # Codex accepts the envelope's headers indented, so they are read indented too
-_PATCH_FILE = LazyPattern(
-    r"(?m)^[ \t]*\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$")
+_PATCH_FILE = r"(?m)^[ \t]*\*\*\* (?:Update File|Add File|Delete File|Move to): (.+?)\s*$"
 MAX_INPUT = 16 * 1024 * 1024  # characters of hook input read; more is refused
 PATCH_START = "*** Begin Patch"
-_DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$")
+_DIFF_FILE = r"(?m)^(?:\+\+\+|---) (?:[ab]/)?(\S[^\t\n]*?)\s*(?:\t.*)?$"
 
 
 def patch_targets(text: str) -> list[str]:
     """The files a Codex patch envelope (``*** Begin Patch`` …) writes: each Update,
     Add and Delete File, and where a file is moved to."""
-    return list(dict.fromkeys(_PATCH_FILE.findall(text))) if PATCH_START in text else []
+    if PATCH_START not in text:
+        return []
+    import re
+    return list(dict.fromkeys(re.findall(_PATCH_FILE, text)))
 
 
 def diff_targets(text: str) -> list[str]:
     """The files a unified diff (``--- a/P``, ``+++ b/P``) writes; /dev/null is none."""
-    return list(dict.fromkeys(p for p in _DIFF_FILE.findall(text) if p != "/dev/null"))
+    import re
+    return list(dict.fromkeys(p for p in re.findall(_DIFF_FILE, text) if p != "/dev/null"))
 
 
 def shell_targets(command, cwd: str) -> Targets:

@@ -20,7 +20,6 @@ really changed.  Standard library only; no shell is ever run.
 import os
 import posixpath
 
-from ..store.lazyre import LazyPattern
 from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
@@ -31,11 +30,11 @@ MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it n
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _DEVICES = ("/dev/", "/proc/self/fd/")
-# compiled when first used: a command with no assignment nor variable (most) needs no re,
-# which the gate of every shell call would import (issue 35)
-_ASSIGNMENT = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
-_NAME_VALUE = LazyPattern(r"(?s)([A-Za-z_][A-Za-z0-9_]*)=(.*)")
-_VARIABLE = LazyPattern(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# compiled (and re imported) where first used: a command with no assignment nor variable
+# (most) needs no re, which the gate of every shell call would import (issue 35)
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
+_NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)=(.*)"
+_VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # the commands harness/shellrules.py has a rule for (its RULES: tests/test_shellwrites.py
 # checks they are the same): any other writes none of its operands, and is read without
 # importing the rules (git's, the option parsers: issue 35, most shell calls write nothing)
@@ -182,8 +181,11 @@ class _Walker:
         were only that."""
         rest = words[1:] if words and words[0].text in _DECLARE else words
         named = [w for w in rest if not w.text.startswith("-")]
-        pairs = [_NAME_VALUE.fullmatch(w.text) if "=" in w.text else None for w in named]
-        if not named or not all(pairs):
+        if not named or not all("=" in w.text for w in named):
+            return False
+        import re
+        pairs = [re.fullmatch(_NAME_VALUE, w.text) for w in named]
+        if not all(pairs):
             return False
         for match, w in zip(pairs, named):
             value = self.resolved(Word(match.group(2), w.dynamic, w.pattern))
@@ -204,7 +206,8 @@ class _Walker:
             if found is None:
                 unknown.append(match.group(0))
             return found or ""
-        text = _VARIABLE.sub(value, word.text)
+        import re
+        text = re.sub(_VARIABLE, value, word.text)
         if unknown or "$" in text or "`" in text or word.process:
             return None
         return Word(text, False, word.pattern)
@@ -315,13 +318,19 @@ class _Here:
         self.walker.unfollowed(why)
 
 
+def _assignment(text: str) -> bool:
+    """Does *text* (with a ``=``) start with an assignment, ``NAME=`` or ``NAME[I]+=`` …"""
+    import re
+    return re.match(_ASSIGNMENT, text) is not None
+
+
 def _unwrap(words: list[Word]) -> list[Word]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …) and their options."""
     i = 0
     while i < len(words):
         w = words[i]
-        if "=" in w.text and _ASSIGNMENT.match(w.text) and not w.text.startswith("="):
+        if "=" in w.text and _assignment(w.text) and not w.text.startswith("="):
             i += 1
         elif w.text in _WRAPPERS and not w.dynamic:
             takes = _WRAPPERS[w.text]
