@@ -298,8 +298,9 @@ HOOK_EVENTS = {
 
 # what the hooks' quick path does not import either, each ~0.1 ms of every hook (issue 35):
 # the lazy patterns (harness/shellwrites.py and adapter.py import re where a command
-# assigns, expands a variable or carries a patch)
-QUICK_NEVER = {"agent_registry.store.lazyre"}
+# assigns, expands a variable or carries a patch), and the writer of a high message's
+# marks (harness/ids.urgent_waits looks for one with store/layout.py alone)
+QUICK_NEVER = {"agent_registry.store.lazyre", "agent_registry.store.urgent"}
 
 
 @pytest.mark.parametrize("harness, event", [("claude", "pre-tool-use"),
@@ -403,7 +404,7 @@ HOOK_QUICK_PATH = ("", ".harness", ".harness.launching", ".harness.hook", ".stor
                    ".harness.shelltokens", ".harness.shellwrites", ".harness.adapter",
                    ".harness.claude", ".harness.codex", ".harness.gemini", ".harness.qwen",
                    ".harness.cursor", ".harness.copilot", ".harness.opencode_hook",
-                   ".store.layout", ".harness.where", ".store.urgent", ".harness.after",
+                   ".store.layout", ".harness.where", ".harness.after",
                    ".harness.backstop", ".store.rawfile", ".harness.heldcache",
                    ".store.gitconfig")
 

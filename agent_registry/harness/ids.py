@@ -49,8 +49,13 @@ def session_of(common_dir: str, harness: str, native_id: str) -> str:
 
 
 def urgent_waits(common_dir: str, harness: str, native_id: str) -> bool:
-    """Whether a high message is marked for the native session (store/urgent.py): one
-    folder listing; its session id is read only when something is marked."""
-    from ..store.urgent import marked
-    waiting = marked(common_dir)
+    """Whether a high message is marked for the native session (store/urgent.py, which
+    this does not import: the look before and after every tool call): one listing of a
+    folder usually missing; its session id is read only when something is marked."""
+    from ..store.layout import URGENT, state_path
+    try:
+        waiting = {e.name for e in os.scandir(state_path(common_dir, URGENT))
+                   if not e.name.startswith(".")}  # not the record of what was marked
+    except OSError:
+        return False
     return bool(waiting) and session_of(common_dir, harness, native_id) in waiting

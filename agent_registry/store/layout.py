@@ -89,6 +89,11 @@ def state_path(common_dir: str, *names: str) -> str:
     return os.path.join(common_dir, "agent-registry", *names)
 
 
+# the folder of the marks of high messages in it (store/urgent.py writes them): named here,
+# where the hooks around every tool call look for one without importing what writes them
+URGENT = "urgent"
+
+
 def packed_oid(packed: bytes, ref: str) -> bytes | None:
     """The object id field of *ref*'s line in the bytes of packed-refs (``<oid> <ref>``),
     None when it has no such line."""

@@ -5,8 +5,9 @@ The check runs before every tool call, so it must cost nothing when nothing is u
 a send of a high message leaves a mark per recipient in this clone's local state folder
 (``<common dir>/agent-registry/urgent/<session>``: the message ids, one a line), and the
 pre- and after-tool hooks list that folder (one ``scandir`` of a folder that is usually
-missing) before they do anything else.  (Here, below the core, so that the after-tool
-hook's quick path, harness/after.py, looks without importing the core.)  Only a mark for its own session makes it open the
+missing: harness/ids.urgent_waits, which finds it by store/layout.py alone, not importing
+this module) before they do anything else.  (Here, below the core, so that the hooks
+look without importing the core.)  Only a mark for its own session makes a hook open the
 registry and tell what waits.  A mark is taken by renaming it away first, so a send
 that marks meanwhile leaves a new one, never lost.
 
@@ -18,12 +19,13 @@ only what that pass could mark (``mark_all``), so it holds what waits, not all h
 """
 import os
 
-FOLDER = "urgent"
-RECORD = ".marked"  # hidden: marked() lists sessions, not this
+from .layout import URGENT, state_path
+
+RECORD = ".marked"  # hidden: the hooks' look (harness/ids.py) lists sessions, not this
 
 
 def folder(common_dir: str) -> str:
-    return os.path.join(common_dir, "agent-registry", FOLDER)
+    return state_path(common_dir, URGENT)
 
 
 def mark(common_dir: str, sessions: list[str], mid: str) -> None:
@@ -75,14 +77,6 @@ def _rewrite(where: str, lines: list[str]) -> None:
     with open(temporary, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
     os.replace(temporary, os.path.join(where, RECORD))
-
-
-def marked(common_dir: str) -> set[str]:
-    """The sessions something urgent waits for (the cheap look, before each tool call)."""
-    try:
-        return {e.name for e in os.scandir(folder(common_dir)) if not e.name.startswith(".")}
-    except OSError:
-        return set()
 
 
 def take(common_dir: str, sid: str) -> bool:
