@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import CLI, git, wait_for
-from agent_registry.store import procinfo
+from agent_registry.store import liveness, procinfo
 from agent_registry.store.procinfo import ProcBackend, PsutilBackend
 
 psutil = pytest.importorskip("psutil")
@@ -42,7 +42,7 @@ def _record():
     if _done or not _path:
         return
     _done.append(1)
-    mod = sys.modules.get("agent_registry.store.procinfo")
+    mod = sys.modules.get("agent_registry.store.liveness")
     chosen = getattr(mod, "_backend", "old") if mod else None
     line = {"pid": os.getpid(), "argv": sys.argv[1:4], "psutil": "psutil" in sys.modules,
             "filelock": "filelock" in sys.modules,
@@ -180,7 +180,7 @@ def test_a_parent_pid_given_to_a_later_process_ends_the_chain(monkeypatch, backe
              20: procinfo.Proc("claude", 10, 500, False)}  # started after pid 30
     fake = type("Fake", (), {"name": "fake", "available": True,
                              "read": staticmethod(table.get), "cmdline": staticmethod(list)})
-    monkeypatch.setattr(procinfo, "_backend", fake())
+    monkeypatch.setattr(liveness, "_backend", fake())
     assert procinfo.ancestors(30) == [30]
     table[20] = procinfo.Proc("claude", 10, 50, False)
     assert procinfo.ancestors(30) == [30, 20, 10]  # 10 cannot be read: the chain ends

@@ -120,7 +120,7 @@ def stale_reason(holder: Holder, session: Session | None, now: float,
 def _alive(session: Session) -> bool:
     # imported here: a holder on another host or bound to no process is judged without
     # the process backends (~0.35 ms of a `lock check`, issue 35 item 3)
-    from ..store.procinfo import is_alive
+    from ..store.liveness import is_alive
     return is_alive(session.pid, session.pid_start)
 
 

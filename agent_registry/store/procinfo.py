@@ -21,8 +21,10 @@ never handed over for a process nobody could see die, and ``kill`` signals nothi
 """
 import os
 
-from .procbackends import BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose
+from .procbackends import (  # noqa: F401 (some re-exported)
+    BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose)
 from .lazyre import LazyPattern
+from .liveness import backend, is_alive, same_process, use_backend  # noqa: F401 (re-exported)
 from .thishost import hostname  # noqa: F401 — re-exported: the core and the guard ask here
 
 PID_ENV = "AGENT_REGISTRY_PID"
@@ -56,27 +58,6 @@ SHARED = {
                             "lxterminal", "mate-terminal", "qterminal", "terminology",
                             "ghostty", "iterm2", "st"},
 }
-
-
-_backend = None
-
-
-def backend():
-    """The process information backend this process uses, chosen once: /proc when
-    ``/proc/self/stat`` exists, else psutil, else none; ``$AGENT_REGISTRY_PROCINFO``
-    forces one."""
-    global _backend
-    if _backend is None:
-        _backend = choose(os.environ.get(BACKEND_ENV, ""))
-    return _backend
-
-
-def use_backend(name: str | None = None):
-    """Use the backend *name* in this process from now on; None: choose again at the
-    next use (from ``$AGENT_REGISTRY_PROCINFO``).  For tests."""
-    global _backend
-    _backend = None if name is None else choose(name)
-    return _backend
 
 
 def start_time(pid: int) -> int | None:
@@ -229,33 +210,6 @@ def choose_owner(pid: int | None = None, given_by: str = "--pid",
     return Owner(None, "none", "no process is known to live as long as the agent (pass "
                                f"--pid or set {PID_ENV}): heartbeats and the TTL decide "
                                "liveness")
-
-
-def same_process(pid: int | None, started: int | None) -> bool | None:
-    """Is *pid* running (not a zombie), and the process that started at *started* (any
-    process, when *started* is None)?  False when it has exited or the pid now belongs
-    to a later process; None when this cannot be told here (no backend, or a process
-    whose start time cannot be read).  Reads; never signals."""
-    if not pid or pid < 0:
-        return False
-    info = backend()
-    if not info.available:
-        return None
-    proc = info.read(pid)
-    if proc is None or proc.zombie:  # a zombie has exited, it only waits to be reaped
-        return False
-    if started is None:
-        return True
-    return None if proc.start is None else proc.start == started
-
-
-def is_alive(pid: int | None, started: int | None) -> bool:
-    """Is *pid* running, and is it still the process that started at *started*?  True
-    when that cannot be told (fail closed: a process nobody saw die keeps its locks
-    until the TTL)."""
-    if not pid:
-        return False
-    return same_process(pid, started) is not False
 
 
 def ancestors(pid: int | None = None) -> list[int]:
