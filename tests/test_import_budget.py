@@ -84,8 +84,8 @@ HOT_PATH = frozenset(f"agent_registry{name}" for name in (
     ".store", ".store.atomic", ".store.digest", ".store.flock",
     ".store.freshness", ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout",
     ".store.lazyre", ".store.loose", ".store.procbackends", ".store.procinfo",
-    ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.thishost",
-    ".store.tuples", ".store.liveness"))
+    ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.tuples",
+    ".store.liveness"))
 # what only a write needs (its commit, its page, its route to a shard): `lock check` and
 # `status` write nothing, and import none of it (issue 35: check at its floor)
 WRITE_PATH = frozenset(f"agent_registry{name}" for name in (
@@ -105,8 +105,7 @@ CORE = frozenset(f"agent_registry{name}" for name in (
 SPAWN = frozenset({"agent_registry.store.spawn"})
 # what tells whether a process runs: a check reads it only for a holder vouched for on
 # this host (branch/staleness.py; the test's sessions are bound to no process)
-PROCESSES = frozenset({"agent_registry.store.procinfo", "agent_registry.store.procbackends",
-                       "agent_registry.store.liveness"})
+PROCESSES = frozenset({"agent_registry.store.procinfo", "agent_registry.store.procbackends"})
 PATHS = {"acquire": HOT_PATH - REASONLESS, "heartbeat": HOT_PATH - REASONLESS,
          "check": (HOT_PATH | {"agent_registry.cli.quickcheck"}) - WRITE_PATH - FRESH
          - REASONLESS - CORE - SPAWN - PROCESSES,
@@ -121,7 +120,7 @@ GUARD_PATH = frozenset(f"agent_registry{name}" for name in (
     ".branch.shardview", ".branch.staleness", ".branch.view", ".store", ".store.digest",
     ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout", ".store.lazyre",
     ".store.loose", ".store.procbackends", ".store.procinfo", ".store.rawfile",
-    ".store.spawn", ".store.thishost", ".store.tuples", ".store.liveness"))
+    ".store.spawn", ".store.tuples", ".store.liveness"))
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -187,7 +186,7 @@ def test_hot_command_reads_and_writes_json_without_json_re_or_collections(layout
 
 def test_lock_check_of_a_holder_vouched_for_here_asks_only_whether_it_runs(tmp_path):
     """A holder whose process this host vouched for is judged by store/liveness.py and
-    its backend, without procinfo's tables of agent runtimes and owner choice (issue 35
+    its backend (store/procbackends.py), without procinfo's tables of agent runtimes and owner choice (issue 35
     item 3): it still counts while its process runs."""
     from agent_registry.sync import Registry
     repo = make_repo(tmp_path / "repo")
@@ -198,7 +197,7 @@ def test_lock_check_of_a_holder_vouched_for_here_asks_only_whether_it_runs(tmp_p
     names, proc = imported(repo, ["lock", "check", "src/auth.py", "--session", "s1"])
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "locked: src/auth.py by s2" in proc.stdout
-    assert "agent_registry.store.liveness" in names  # it did ask whether s2's process runs
+    assert "agent_registry.store.procbackends" in names  # it did ask whether s2's process runs
     assert "agent_registry.store.procinfo" not in names
 
 

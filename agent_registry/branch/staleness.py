@@ -16,7 +16,7 @@ are taken as they read.
 import os
 
 from ..store import jsontext
-from ..store.thishost import hostname
+from ..store.liveness import hostname, is_alive
 from .records import DEFAULT_TTL, Holder, Session, parse_iso
 
 CLOCK_SKEW = 30.0
@@ -97,7 +97,7 @@ def stale_reason(holder: Holder, session: Session | None, now: float,
     if not session.live:
         return f"its session is {session.status}"
     here = this_host or hostname()
-    if session.host == here and session.vouched and not _alive(session):
+    if session.host == here and session.vouched and not is_alive(session.pid, session.pid_start):
         return f"its process {session.pid} on {here} is gone"
     margin = 0.0 if session.host == here else CLOCK_SKEW
     beat = session.heartbeat_ts()
@@ -115,13 +115,6 @@ def stale_reason(holder: Holder, session: Session | None, now: float,
             holder.ttl + margin:
         return None  # another machine's stamp, not yet watched for a TTL here (behind_note)
     return f"no heartbeat for {int(now - last)} s (TTL {holder.ttl} s)"
-
-
-def _alive(session: Session) -> bool:
-    # imported here: a holder on another host or bound to no process is judged without
-    # the process backends (~0.35 ms of a `lock check`, issue 35 item 3)
-    from ..store.liveness import is_alive
-    return is_alive(session.pid, session.pid_start)
 
 
 def last_sign(holder: Holder, session: Session, now: float) -> float:

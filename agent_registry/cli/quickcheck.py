@@ -23,7 +23,7 @@ from ..branch.view import View
 from ..errors import NotFound
 from ..store.git import Repo, discover, read_config
 from ..store.gitconfig import DEFAULT_BRANCH, branch_name, remote_name
-from ..store.thishost import hostname
+from ..store.liveness import hostname
 
 
 class CheckRegistry(CheckCalls):

@@ -1,12 +1,22 @@
-"""Whether a process still runs, and is still the one that started then: the process
-information backend (store/procbackends.py), chosen once, asked by pid.  Apart from
-:mod:`procinfo` (which re-exports it), whose tables of agent runtimes and owner choice a
-`lock check` judging a holder vouched for on this host does not need (issue 35 item 3)."""
+"""Whether a process on this machine still runs, and is still the one that started then
+(the process information backend, store/procbackends.py, chosen once and asked by pid),
+and this machine's name, which says whether a session's process is one to ask about.
+Apart from :mod:`procinfo` (which re-exports them), whose tables of agent runtimes and
+owner choice a `lock check` does not need; the backends are imported at the first
+question, which a check of holders elsewhere or bound to no process never asks (issue
+35 item 3)."""
 import os
 
-from .procbackends import BACKEND_ENV, choose
-
 _backend = None
+
+
+def hostname() -> str:
+    if os.environ.get("AGENT_REGISTRY_HOST"):
+        return os.environ["AGENT_REGISTRY_HOST"]
+    if hasattr(os, "uname"):
+        return os.uname().nodename  # what gethostname() returns, without importing socket
+    import socket
+    return socket.gethostname()
 
 
 def backend():
@@ -15,6 +25,7 @@ def backend():
     forces one."""
     global _backend
     if _backend is None:
+        from .procbackends import BACKEND_ENV, choose
         _backend = choose(os.environ.get(BACKEND_ENV, ""))
     return _backend
 
@@ -23,6 +34,7 @@ def use_backend(name: str | None = None):
     """Use the backend *name* in this process from now on; None: choose again at the
     next use (from ``$AGENT_REGISTRY_PROCINFO``).  For tests."""
     global _backend
+    from .procbackends import choose
     _backend = None if name is None else choose(name)
     return _backend
 

@@ -24,8 +24,8 @@ import os
 from .procbackends import (  # noqa: F401 (some re-exported)
     BACKEND_ENV, NoBackend, Proc, ProcBackend, PsutilBackend, choose)
 from .lazyre import LazyPattern
-from .liveness import backend, is_alive, same_process, use_backend  # noqa: F401 (re-exported)
-from .thishost import hostname  # noqa: F401 — re-exported: the core and the guard ask here
+from .liveness import (  # noqa: F401 (re-exported: the core, the guard and kill ask here)
+    backend, hostname, is_alive, same_process, use_backend)
 
 PID_ENV = "AGENT_REGISTRY_PID"
 RUNTIMES_ENV = "AGENT_REGISTRY_RUNTIMES"
