@@ -1,5 +1,4 @@
 """The one error type, and the exit codes it maps to (DESIGN.md, "Commands")."""
-import errno
 import os
 
 REFUSED = 1  # lock held, not owner, unknown session
@@ -55,10 +54,6 @@ class SystemFailure(RegistryError):
     exit_code = REFUSED
 
 
-# causes that mean "this place cannot be written", as opposed to "cannot be reached"
-_WRITE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-
 def shown_path(path: str) -> str:
     """*path* as a person finds it: relative to the current directory when below it."""
     try:
@@ -74,10 +69,13 @@ def os_failure(exc: OSError, where: str | None = None, *, writing: bool = False)
     """An OSError as one line: what could not be written (*writing*) or reached, and the
     system's reason.  *where* names the place better than the file the call failed on
     (``.git/objects`` rather than a temporary object file)."""
+    import errno  # on this path only: a module every command would import (issue 35)
     place = where or (exc.filename if isinstance(exc.filename, str) else None)
     place = shown_path(place) if place else None
     reason = exc.strerror or str(exc)
-    verb = "write to" if writing or exc.errno in _WRITE_ERRNOS else "access"
+    # causes that mean "this place cannot be written", as opposed to "cannot be reached"
+    cannot_write = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+    verb = "write to" if writing or exc.errno in cannot_write else "access"
     text = f"cannot {verb} {place}: {reason}" if place else f"system error: {reason}"
     return SystemFailure(text, details={"cause": errno.errorcode.get(exc.errno or 0),
                                         "path": place})
