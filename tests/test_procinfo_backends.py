@@ -158,11 +158,11 @@ def test_a_zombie_reads_as_exited_through_both(procs, backend_named):
 
 def test_parent_chains_and_names_read_the_same(procs, backend_named):
     shell = procs("sh", "-c", "sleep 600; :")  # sh waits for its child: a chain of three
-    wait_for(lambda: any(PROC.read(p) and PROC.read(p).parent == shell.pid
-                         for p in map(int, filter(str.isdigit, os.listdir("/proc")))),
-             "the shell's child")
-    leaf = next(p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
-                if PROC.read(p) and PROC.read(p).parent == shell.pid)
+    def children() -> list[int]:  # each read once: another test's process may end between two
+        return [p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
+                if (proc := PROC.read(p)) is not None and proc.parent == shell.pid]
+    wait_for(children, "the shell's child")
+    leaf = children()[0]
     chains = {}
     for name in ("proc", "psutil"):
         backend_named(name)
