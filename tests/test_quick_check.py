@@ -11,14 +11,16 @@ config, names compared ignoring case) the core answers.
 """
 from __future__ import annotations
 
+from contextlib import closing
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from helpers import Runner, git, make_repo, single_branch
+from helpers import FakeClock, Runner, git, make_repo, shard_refs_of, single_branch
 from test_core_api import put_on_branch
 from test_import_budget import LAUNCHER
 from test_reftable import NEW_GIT
@@ -26,6 +28,7 @@ from test_reftable import VERSION as NEW_GIT_VERSION
 
 from agent_registry.branch.view import live_path
 from agent_registry.cli.output import check_code
+from agent_registry.cli.quickcheck import open_check
 from agent_registry.sync import Registry
 
 PATHS = ["src/auth.py", "lib/x.py", "docs/a/b.md", "src/gone.py", "src/broken.py",
@@ -147,3 +150,56 @@ def test_where_more_decides_the_core_answers(tmp_path, setting):
     proc, quick = answered(repo, "lock", "check", spelled, "--session", "s1")
     assert not quick
     assert proc.returncode == 1 and proc.stdout.startswith(f"locked: {spelled} by s2")
+
+
+def held_lists_read(repo, check, paths: list[str], sid: str) -> tuple[list[dict], set[str]]:
+    """*check*'s answer for *paths*, and the lock shards whose held lists it read."""
+    tips = {git(repo, "rev-parse", f"{ref}^{{tree}}").strip(): ref for ref in
+            git(repo, "for-each-ref", "--format=%(refname)", "refs/heads/").split()}
+    read: list[str] = []
+    reader = check.repo.reader
+    one, many = reader.read, reader.read_many
+    reader.read = lambda rev: (read.append(rev), one(rev))[1]
+    reader.read_many = lambda revs, *rest: (read.extend(revs), many(revs, *rest))[1]
+    answer = check.check(paths, sid)
+    return answer, {tips[rev.partition(":")[0]] for rev in read
+                    if rev.partition(":")[2].startswith("held")}
+
+
+@pytest.mark.parametrize("check_with", ["quick", "core"])
+def test_a_holder_its_own_record_vouches_for_is_judged_without_the_held_lists(
+        tmp_path, check_with):
+    """A live holder whose session record's heartbeat is within the TTL counts whatever
+    its held lists on the lock shards say (their stamps can only be newer), so a check
+    reads none of them (issue 35: the check at 10,000 locks read sixteen)."""
+    repo = make_repo(tmp_path / "repo")
+    with Registry.open(str(repo)) as registry:
+        registry.init()
+        registry.register("s2", provider="test", pid=os.getpid())
+        registry.claim("s2", [f"src/f{i}.py" for i in range(64)])  # on every shard
+    with closing(open_check(str(repo)) if check_with == "quick" else Registry.open(str(repo))) as check:
+        answer, held = held_lists_read(repo, check, ["src/f1.py", "src/free.py"], "s1")
+    assert [(r["state"], r.get("owner")) for r in answer] == [("locked", "s2"), ("free", None)]
+    assert held == set()
+
+
+def test_a_holder_whose_record_aged_counts_by_a_newer_claim_on_another_shard(tmp_path):
+    """The record alone is only a shortcut: a holder whose record's heartbeat is past the
+    TTL but whose last claim (on another shard) is not still counts, as it did."""
+    repo = make_repo(tmp_path / "repo")
+    clock = FakeClock(time.time() - 1000)
+    with Registry.open(str(repo), clock=clock) as registry:
+        registry.init()
+        registry.register("s2", provider="test", pid=os.getpid())
+        registry.claim("s2", ["src/old.py"])
+        clock.advance(990)
+        fresh = next(f"src/n{i}.py" for i in range(99)
+                     if set(shard_refs_of(repo, f"src/n{i}.py")).isdisjoint(
+                         shard_refs_of(repo, "src/old.py")))
+        registry.claim("s2", [fresh])
+    with closing(open_check(str(repo))) as check:
+        answer, held = held_lists_read(repo, check, ["src/old.py"], "s1")
+    assert [(r["state"], r["owner"]) for r in answer] == [("locked", "s2")]
+    assert set(shard_refs_of(repo, fresh)) <= held  # its newer stamp there was read
+    proc, quick = answered(repo, "lock", "check", "src/old.py", "--session", "s1")
+    assert quick and proc.returncode == 1 and proc.stdout.startswith("locked: src/old.py by s2")

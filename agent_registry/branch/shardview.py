@@ -157,6 +157,14 @@ class WholeView(View):
             raise RegistryError(f"sessions/live/{sid}.yaml is unreadable; fix or remove it by hand")
         return self._sessions[sid]
 
+    def recorded(self, sid: str) -> Session | None:
+        """*sid* by its record on the main branch alone, without the 16 shards' held
+        lists (whose stamps can only make its heartbeat newer): what a check reads first."""
+        if sid in self._sessions:
+            return self._sessions[sid]
+        return None if sid == S.FENCE_SESSION else \
+            merged_session(sid, self.mains, [], self.unreadable)
+
     def live_sessions(self) -> list[Session]:
         sids = {name[:-5] for main in self.mains for name in main.entries(LIVE_DIR)
                 if name.endswith(".yaml")}

@@ -107,6 +107,12 @@ class View:
             raise RegistryError(f"{live_path(sid)} is unreadable; fix or remove it by hand")
         return self._sessions[sid]
 
+    def recorded(self, sid: str) -> Session | None:
+        """The live session *sid* by its own record (never strict).  Here that is
+        :meth:`session`; a view that also ages sessions by what lock records say (the
+        shards' held lists: branch/shardview.py) answers without reading those."""
+        return self.session(sid, strict=False)
+
     def live_summaries(self, keep: int) -> list[tuple[Session, int]]:
         """Each live session with at most *keep* of its held paths, and how many it
         holds: what registry.md shows.  Sessions this operation has not read are not
