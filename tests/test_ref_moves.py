@@ -342,3 +342,61 @@ def test_a_changed_identity_is_gits_to_write_then_ours(repo, logged_git):
     names = [who for _, _, who, _ in reflog(repo, ref)]
     assert names[-2:] == [git_identity(repo)] * 2 and names[-2] != names[1]
     assert git_identity(repo).startswith("Another Name <")
+
+
+MOVER = """
+import sys
+from agent_registry.store.git import Repo, discover
+repo, ref, *moves = sys.argv[1:]
+store = Repo(discover(repo))
+for old, new in zip(moves, moves[1:]):
+    store.update_ref(ref, new, old, "agent-registry: test")
+store.close()
+"""
+
+
+def moved_by_a_new_process(repo: Path, ref: str, *tips: str) -> None:
+    subprocess.run([sys.executable, "-c", MOVER, str(repo), ref, *tips], check=True)
+
+
+def test_a_later_process_moves_with_the_identity_an_earlier_one_kept(repo, logged_git):
+    """A process that learned git's identity keeps it; a new process under the same
+    config and environment moves its first ref itself with it (a one-shot claim or
+    heartbeat starts no git process), and its line is the one git would write."""
+    ref = "refs/heads/kept"
+    tips = commits(repo, 5, "kept")
+    git(repo, "update-ref", "-m", "start", ref, tips[0])
+    settled(repo)
+    moved_by_a_new_process(repo, ref, *tips[:3])  # git's move, then its own: learned, kept
+    started = len(update_refs(logged_git))
+    moved_by_a_new_process(repo, ref, *tips[2:4])
+    moved_by_a_new_process(repo, ref, *tips[3:5])
+    assert len(update_refs(logged_git)) == started == 1
+    lines = reflog(repo, ref)
+    assert [new for _, new, _, _ in lines] == tips
+    assert {who for _, _, who, _ in lines[1:]} == {git_identity(repo)}
+
+
+@pytest.mark.parametrize("change", ["config", "environment", "damaged"])
+def test_a_kept_identity_is_gits_again_under_another_config_or_environment(
+        repo, logged_git, monkeypatch, change):
+    """Another user.name, $EMAIL, or the kept file damaged: the kept identity may not be
+    the one git would write, so the next process's move is git's, with git's line."""
+    ref = "refs/heads/other"
+    tips = commits(repo, 4, "other")
+    git(repo, "update-ref", "-m", "start", ref, tips[0])
+    settled(repo)
+    moved_by_a_new_process(repo, ref, *tips[:3])
+    kept = repo / ".git" / "agent-registry" / "reflog-ident"
+    assert kept.exists()
+    if change == "config":
+        git(repo, "config", "user.name", "Another Name")
+    elif change == "environment":
+        monkeypatch.setenv("EMAIL", "elsewhere@example.com")
+    else:
+        kept.write_bytes(kept.read_bytes()[:-3])
+    started = len(update_refs(logged_git))
+    moved_by_a_new_process(repo, ref, *tips[2:4])
+    assert len(update_refs(logged_git)) == started + 1
+    assert reflog(repo, ref)[-1][2] == git_identity(repo)
+    assert git_identity(repo).startswith("Another Name <" if change == "config" else "Test User <")

@@ -29,6 +29,7 @@ from .layout import (RefUnreadable, RepoInfo, loose_object, packed_refs, plain_l
 from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
+REFLOG_IDENT = "reflog-ident"  # git's committer identity, kept for the next process (store/looseref.py)
 GITLINK_MODE = b"160000"  # a submodule's commit: another repository's object
 # the repairs an unreadable ref or object names
 REF_REPAIR = ("run `agent-registry doctor --fix` (it restores the ref from its reflog or "
@@ -401,16 +402,22 @@ class Repo:
         """The kept ``update-ref --stdin`` of this repository's compare-and-swaps
         (store/refupdates.py), made at the first: a read-only command imports none of it."""
         if self._updates is None:
-            from . import spawn
             from .refupdates import RefUpdates
-            self._updates = RefUpdates(lambda reason: spawn.Piped(
-                ["git", "update-ref", "-m", reason, "--stdin"], self.env),
-                self._loose_refs if self.ref_format == "files" else None)
+            self._updates = RefUpdates(self._update_ref_process,
+                                       self._loose_refs if self.ref_format == "files" else None)
         return self._updates
 
-    def _loose_refs(self):
-        """The in-process mover of this repository's loose branches (store/looseref.py),
-        made at its second move: what a one-shot command never imports."""
+    def _update_ref_process(self, reason: str):
+        from . import spawn  # not imported where the ref moves in this process
+        return spawn.Piped(["git", "update-ref", "-m", reason, "--stdin"], self.env)
+
+    def _loose_refs(self, first: bool):
+        """The in-process mover of this repository's loose branches (store/looseref.py):
+        at the first move only where an earlier process kept git's identity, else made
+        at the second."""
+        kept = self.state_path(REFLOG_IDENT)
+        if first and not os.path.exists(kept):
+            return None
         from .looseref import LooseRefs
 
         def is_commit(oid: str) -> bool:  # as git checks a branch's new value
@@ -419,7 +426,7 @@ class Repo:
             except RegistryError:
                 return False  # git's to say what is wrong with it
             return found is not None and found[0] == "commit"
-        return LooseRefs(self.info.git_dir, self.info.common_dir, is_commit)
+        return LooseRefs(self.info.git_dir, self.info.common_dir, is_commit, kept)
 
     def fill_spares(self, count: int) -> None:
         """Make empty object files until *count* are spare, for the next objects this

@@ -11,6 +11,13 @@ check that the new value is a commit, write it into the lock, append git's reflo
 rename the lock onto the ref.  A failure at any step removes the lock; a kill leaves it,
 as a killed git does, and the one-shot ``update-ref`` meets it (store/git.py says how).
 
+A process learns that identity from git's line; a later process of the same user, under
+the same config files and environment, reads it from where the last one kept it
+(``<common dir>/agent-registry/reflog-ident``, with what it was learned under), so a
+one-shot claim or heartbeat starts no git process either.  It is kept only where the
+e-mail is set (config or environment): git's default e-mail is the host's name as the
+resolver spells it, which nothing here can vouch for.
+
 Only where that is all git would do: a loose ref under ``refs/heads/`` whose reflog
 exists (git appends to an existing log whatever ``core.logAllRefUpdates`` says; whether
 to create one is git's to decide), moved from a value to another, with the committer
@@ -38,6 +45,10 @@ if TYPE_CHECKING:
 CONFIG_GIT_DECIDES = (b"sharedrepository", b"fsync", b"hookspath", b"[hook", b"[include",
                       b"symlinkrefs")
 ENV_CONFIG = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG")
+# what else git's committer identity is read from: $EMAIL, the user's passwd entry (the
+# name, when no config names one) and the host's name (GIT_COMMITTER_* never reach the
+# git a registry runs: store/git.py clean_env)
+ENV_IDENT = ("EMAIL",)
 MARGIN_NS = 50_000_000  # 50 ms, several of the kernel's coarse clock ticks
 TAIL = 4096  # bytes of a reflog read back for the line git just wrote
 
@@ -45,13 +56,17 @@ TAIL = 4096  # bytes of a reflog read back for the line git just wrote
 class LooseRefs:
     """The loose branches of one repository, moved here when git would do no more."""
 
-    def __init__(self, git_dir: str, common_dir: str, is_commit: Callable[[str], bool]) -> None:
+    def __init__(self, git_dir: str, common_dir: str, is_commit: Callable[[str], bool],
+                 kept: str | None = None) -> None:
         self._git_dir = git_dir
         self._common = common_dir
         self._is_commit = is_commit  # does the object store hold this commit (git checks)
         self._configs = config_files(git_dir)
         self._ident: bytes | None = None  # "Name <email>", as git last wrote it here
         self._stamp: list | None = None  # the config files when last judged (None: not yet)
+        self._kept = kept  # where the identity is kept for the next process (None: nowhere)
+        if kept:
+            self._read_kept(kept)
 
     def _config_stamp(self) -> list:
         stamp = []
@@ -103,6 +118,47 @@ class LooseRefs:
         if any(st is not None and st[3] >= int(when) * 10**9 - MARGIN_NS for st in stamp):
             return
         self._ident, self._stamp = ident, stamp
+        if self._kept and (os.environ.get("EMAIL") or any(b"email" in text for text in texts)):
+            self._keep(self._kept, ident, stamp)
+
+    def _learned_under(self, stamp: list) -> bytes:
+        """What git's identity was read from, besides the reflog line: the config files
+        and their stamps, the environment, the user, the passwd file and the host."""
+        try:
+            st = os.stat("/etc/passwd")
+            passwd = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            passwd = None
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        host = os.uname().nodename if hasattr(os, "uname") else None
+        return repr((self._configs, stamp, [os.environ.get(n) for n in ENV_CONFIG + ENV_IDENT],
+                     uid, host, passwd)).encode()
+
+    def _keep(self, path: str, ident: bytes, stamp: list) -> None:
+        """Keep *ident* for the next process (a file replaced whole: a reader sees the
+        old one or the new one); one that cannot be written leaves git to write."""
+        temp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(temp, "wb") as out:
+                out.write(self._learned_under(stamp) + b"\n" + ident + b"\n")
+            os.replace(temp, path)
+        except OSError:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+
+    def _read_kept(self, path: str) -> None:
+        """The identity an earlier process kept, when it was learned under what is here
+        now; else nothing (git writes the next line, and this process learns from it)."""
+        try:
+            under, ident, _ = read_bytes(path).split(b"\n", 2)
+        except (OSError, ValueError):
+            return
+        stamp = self._config_stamp()
+        if under == self._learned_under(stamp) and ident.endswith(b">") and b" <" in ident:
+            self._ident, self._stamp = ident, stamp
 
     def move(self, ref: str, new: str, old: str, reason: str) -> bool | None:
         """Move *ref* from *old* to *new*: True when moved; False when refused (another

@@ -11,7 +11,8 @@ them all.  Its reflog message is fixed when it starts: one process per reason
 From a process's second move on, the move is tried in the process first
 (store/looseref.py: git's own steps, where git would do no more), with the identity
 git wrote in the reflog line of the last move it made here; whatever that leaves to git
-comes here.  A one-shot command moves one ref once, and imports none of it.
+comes here.  From its first move on where an earlier process kept that identity: a
+one-shot command then starts no git process to move its ref.
 
 Only the plain success is handled here.  A transaction git refuses (the ref moved: the
 lost compare-and-swap; a stale ``.lock``; a folder that cannot be written) ends the
@@ -21,12 +22,11 @@ never decides that a swap was lost.
 """
 from __future__ import annotations
 
-from . import spawn
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # for annotations only, as in store/flock.py
     from collections.abc import Callable
 
+    from . import spawn
     from .looseref import LooseRefs
 
 KEPT = 4  # processes kept at once, one per reflog reason, the least recently used ended
@@ -37,11 +37,14 @@ class RefUpdates:
     *start* (store/git.py owns the command line, as it owns every git process)."""
 
     def __init__(self, start: Callable[[str], spawn.Piped],
-                 here: Callable[[], LooseRefs] | None = None) -> None:
+                 here: Callable[[bool], LooseRefs | None] | None = None) -> None:
         self._start_one = start  # reason -> a new ``update-ref -m REASON --stdin`` (store/git.py)
         self._procs: dict[str, spawn.Piped] = {}  # reason -> its process, oldest first
         self._unsupported = False  # a git without transactions on stdin (before 2.27)
-        self._make_here = here  # the in-process mover, made at a second move (None: never)
+        # the in-process mover (None: never): asked for at the first move (it says None
+        # there when no earlier process kept git's identity), made at the second
+        self._make_here = here
+        self._asked = False
         self._here: LooseRefs | None = None
         self._witnessed: tuple[str, str, str] | None = None  # (ref, old, new) git just moved
 
@@ -50,9 +53,11 @@ class RefUpdates:
         True when it moved; False when it did not go through here (nothing changed: ask
         the one-shot update-ref); None when git died after it had locked the ref, so the
         caller must read where the ref is."""
-        if self._witnessed is not None and self._make_here is not None:
-            if self._here is None:
-                self._here = self._make_here()
+        if self._here is None and self._make_here is not None and \
+                (self._witnessed is not None or not self._asked):
+            self._here = self._make_here(not self._asked)
+            self._asked = True
+        if self._witnessed is not None and self._here is not None:
             self._here.witnessed(*self._witnessed)
         self._witnessed = None
         if self._here is not None:
