@@ -74,7 +74,7 @@ def imported(repo, args: list[str], *, script: tuple[str, ...] = (CLI,),
 # command does not run belongs behind a lazy import where it is used.
 HOT_PATH = frozenset(f"agent_registry{name}" for name in (
     "", ".errors", ".cli", ".cli.console", ".cli.fast", ".cli.output", ".cli.reports",
-    ".cli.table", ".forecast", ".forecast.gate", ".sync", ".sync.convert", ".sync.fresh",
+    ".cli.table", ".forecast", ".forecast.gate", ".sync", ".sync.fresh",
     ".core", ".core.cloned", ".core.committer", ".core.diary",
     ".core.kill", ".core.locks", ".core.operations", ".core.refs", ".core.registry",
     ".core.routing", ".core.sessions", ".core.shapes", ".core.sharded", ".branch",
@@ -85,12 +85,12 @@ HOT_PATH = frozenset(f"agent_registry{name}" for name in (
     ".store.freshness", ".store.git", ".store.gitconfig", ".store.jsontext", ".store.layout",
     ".store.lazyre", ".store.loose", ".store.procbackends", ".store.procinfo",
     ".store.rawfile", ".store.refupdates", ".store.shipped", ".store.spawn", ".store.tuples",
-    ".store.liveness"))
+    ".store.liveness", ".store.looseref"))
 # what only a write needs (its commit, its page, its route to a shard): `lock check` and
 # `status` write nothing, and import none of it (issue 35: check at its floor)
 WRITE_PATH = frozenset(f"agent_registry{name}" for name in (
     ".branch.render", ".branch.trailers", ".core.committer", ".core.routing", ".forecast",
-    ".forecast.gate", ".store.flock", ".store.refupdates", ".store.shipped", ".sync.convert"))
+    ".forecast.gate", ".store.flock", ".store.looseref", ".store.refupdates", ".store.shipped"))
 # what keeps a read fresh from a remote: the test's repository has none
 FRESH = frozenset({"agent_registry.sync.fresh", "agent_registry.store.freshness"})
 # what status keeps of the lock records it found without a reason (branch/reasonless.py)

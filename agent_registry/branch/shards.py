@@ -40,6 +40,7 @@ REQUIRES = "0.3.0"  # the first agent-registry release that reads and writes FOR
 LAYOUT = "layout.json"  # the marker, on the main branch
 KEY_DEPTH = 2
 DEFAULT_COUNT = 16  # a broad lock writes every shard, one push each: keep them few
+CONFIG = "agent-registry.shards"  # git config: the count a conversion makes (sync/convert.py)
 HELD_DIR = "held"  # held/<sid>.json on a shard: what the session holds there
 MAIN = -1  # place() of a file kept on the main branch
 EVERY = -2  # place() of a file each ref renders for itself

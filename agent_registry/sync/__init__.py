@@ -2,7 +2,11 @@
 and the conversion to lock shards (sync/convert.py)."""
 from __future__ import annotations
 
+from ..branch import shards as S
 from ..core.registry import Registry as CoreRegistry
+
+# (common dir, branch) found in the layout this version writes, by this process
+_SETTLED: set[tuple[str, str]] = set()
 
 
 class Registry(CoreRegistry):
@@ -70,9 +74,29 @@ class Registry(CoreRegistry):
         """Convert a single-branch registry, or upgrade format 2, before an operation
         (sync/convert.py ``auto_convert``: once per process); only the registry branch's
         registry converts, never a shard's, a clone ref's or the messages branch's."""
-        if not self.part.routes:
+        if not self.part.routes or self._in_layout():
             return []
         from .convert import auto_convert
         said = auto_convert(self)
         self.warnings.extend(w for w in said if w not in self.warnings)
         return said
+
+    def _in_layout(self) -> bool:
+        """Whether the registry branch is in the layout this version writes (or in a
+        newer one, which the operation refuses): one read of ``layout.json``, once per
+        process, without importing sync/convert.py (500 lines for what is, but for a
+        registry's first write by a new version, nothing to do)."""
+        key = (self.repo.info.common_dir, self.branch)
+        if key in _SETTLED:
+            return True
+        if self.config.get(S.CONFIG) is not None:
+            return False  # a count asked for: auto_convert refuses one it cannot make
+        tip = self.tip()
+        raw = self.repo.read_blob(f"{tip}:{S.LAYOUT}") if tip else None
+        try:
+            settled = raw is not None and S.layout_of(raw)["format"] >= S.FORMAT
+        except S.NewerFormat:  # newer, or unreadable: the operation refuses
+            settled = True
+        if settled:
+            _SETTLED.add(key)
+        return settled

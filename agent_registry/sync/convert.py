@@ -63,7 +63,7 @@ from ..core.sharded import count_of, main_pages, shard_pages
 from ..errors import BadInput, NotFound, RegistryError
 from ..store.git import CasFailed
 
-CONFIG = "agent-registry.shards"
+CONFIG = S.CONFIG
 ENV = "AGENT_REGISTRY_SHARDS"  # the layout of a registry this process makes (0: one branch)
 MIN_COUNT, MAX_COUNT = 1, 64
 ATTEMPTS = 5  # rounds of sync, build and atomic push before giving up (the remote kept moving)
