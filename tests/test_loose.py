@@ -162,3 +162,18 @@ def test_a_tree_of_equal_entries_is_read_as_git_lists_it(tmp_path):
     assert sorted(listed) == [name.decode() for name in names]
     for absent in (b"0c", b"zz", b"5", b"005", b"", b" 05"):
         assert entries.get(absent) is None
+
+
+def test_what_a_process_wrote_it_reads_back_without_its_file(repo):
+    """A long-lived writer (the MCP server) reads the commits and trees of its own last
+    write at its next one: kept from the write (a name's content never changes), not
+    read from its file again; what git stored is the same object."""
+    from agent_registry.store.git import Repo, discover
+    store = Repo(discover(str(repo)))
+    try:
+        oid = store.write_object("blob", b"kept as written\n")
+        assert git(repo, "cat-file", "blob", oid) == "kept as written\n"
+        (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+        assert store.reader.read(oid) == ("blob", b"kept as written\n")
+    finally:
+        store.close()

@@ -271,6 +271,10 @@ class ObjectReader:
         self.commits[oid] = parsed
         return parsed
 
+    def wrote(self, oid: str, kind: str, data: bytes) -> None:
+        """Object *oid* is stored, and holds *data*: read from memory from now on."""
+        self._loose.keep(oid, kind, data)
+
     def forget(self, oid: str | None) -> None:
         self._loose.forget(oid)
         if oid is None:
@@ -579,6 +583,7 @@ class Repo:
         final = loose_object(self.info.common_dir, oid)
         folder = os.path.dirname(final)
         if os.path.exists(final):
+            self.reader.wrote(oid, kind, data)
             return oid
         packed = zlib.compress(raw, 0 if len(raw) <= STORED_UP_TO else 1)
         spare = self._spares.take(packed) if self._spares is not None else None
@@ -611,6 +616,7 @@ class Repo:
             if isinstance(exc, OSError):  # disk full, read-only, permission: one line
                 raise os_failure(exc, self._objects, writing=True) from None
             raise
+        self.reader.wrote(oid, kind, data)
         return oid
 
     def _object_file_name(self) -> str:

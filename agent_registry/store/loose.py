@@ -122,6 +122,14 @@ class LooseObjects:
                 self._small[oid] = found
         return found
 
+    def keep(self, oid: str, kind: str, data: bytes) -> None:
+        """Keep object *oid*, just written by this process, as read: a long-lived writer
+        (the MCP server) reads its own shard tips' commits and trees at its next claim."""
+        if len(data) <= KEPT_SIZE:
+            if len(self._small) >= CACHED:
+                self._small.clear()
+            self._small[oid] = (kind, data)
+
     def _read(self, oid: str) -> tuple[str, bytes] | None:
         try:
             raw = zlib.decompress(read_bytes(f"{self._objects}/{oid[:2]}/{oid[2:]}"))
