@@ -82,7 +82,7 @@ def main(report_file: str, argv: list[str]) -> None:
         (gitstore.ObjectReader, "close", "cat-file exit (its CPU for all reads lands here)"),
         (gitstore.Repo, "read_ref", "read the ref file"),
         (gitstore.Repo, "write_object", "write loose objects (zlib, files)"),
-        (gitstore.Repo, "update_ref", "git update-ref: the compare-and-swap"),
+        (gitstore.Repo, "update_ref", "move the ref: the compare-and-swap (in process, else git update-ref)"),
         (registry, "registry_md", "render registry.md (Python)"),
         (registry, "branch_readme", "render README.md (Python)"),
         (view, "load_session", "parse session YAML"),

@@ -284,9 +284,9 @@ def render(times: dict[str, list[float]], reps: int, load: tuple, seconds: float
               "store/spares.py, where the in-process reference and a CLI claim make each "
               "file as they write it), and "
               "moving the shard ref, which the server does in its own process by git's own "
-              "steps (store/looseref.py; its first move goes through a kept `git update-ref "
-              "--stdin`, store/refupdates.py), where a CLI claim starts an `update-ref` "
-              "process on top of its Python start-up and imports. The server's CPU above "
+              "steps (store/looseref.py), as a CLI claim now does too once a process kept "
+              "git's reflog identity (a first move goes through `git update-ref`), on top of "
+              "its Python start-up and imports. The server's CPU above "
               "counts its every thread: the spare files a claim used are made again while "
               "the client reads the answer, so their cost lands in the next call's window "
               "(here the `lock check` after each claim). `--parts` prints how those split."]
