@@ -148,6 +148,9 @@ def run_command(side: str, installed: Path, repos, who: Path, args: list[str]):
                     env={**without_pythonpath(), "PYTHONPATH": str(who)})
 
 
+LOOSEREF = "agent_registry.store.looseref"
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_installed_hot_command_keeps_the_checkouts_budget(installed, repos, who, command):
     """Run as the console script runs it: the same budget as from the checkout, nothing
@@ -161,7 +164,9 @@ def test_installed_hot_command_keeps_the_checkouts_budget(installed, repos, who,
     said = f"`agent-registry {' '.join(args)}` installed from a wheel imported"
     over = broke(names, proc.stderr, lambda n: n in BUDGET or n.split(".")[0] in BUDGET)
     assert not over, f"{said} {'; '.join(over)}"
-    more = broke(names, proc.stderr, lambda n: n not in checkout)
+    # a ref moved in process (store/looseref.py) where an earlier process in that
+    # repository kept git's identity: the repository's history decides, not the install
+    more = broke(names, proc.stderr, lambda n: n not in checkout and n != LOOSEREF)
     assert not more, f"{said}, and from the checkout did not: {'; '.join(more)}"
     beyond = broke(names, proc.stderr, lambda n: n.startswith("agent_registry")
                    and n not in PATHS[command])

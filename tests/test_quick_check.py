@@ -203,3 +203,32 @@ def test_a_holder_whose_record_aged_counts_by_a_newer_claim_on_another_shard(tmp
     assert set(shard_refs_of(repo, fresh)) <= held  # its newer stamp there was read
     proc, quick = answered(repo, "lock", "check", "src/old.py", "--session", "s1")
     assert quick and proc.returncode == 1 and proc.stdout.startswith("locked: src/old.py by s2")
+
+
+def test_a_check_reads_only_the_lock_shards_recording_its_paths(tmp_path):
+    """A check of two paths reads the main branch and the shards their locks are
+    recorded in, not the sixteen (issue 35: each shard's commit is a file to read); a
+    shard git cannot read elsewhere is said by what reads every shard (`status`, and the
+    guard, which refuses: tests/test_failclosed_guard.py), not by a check of these."""
+    repo = make_repo(tmp_path / "repo")
+    with Registry.open(str(repo)) as registry:
+        registry.init()
+        registry.register("s2", provider="test", pid=os.getpid())
+        registry.claim("s2", ["src/a.py"])
+    tips = {line.split()[0]: line.split()[1] for line in git(
+        repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/").splitlines()}
+    mine = {*shard_refs_of(repo, "src/a.py"), *shard_refs_of(repo, "src/free.py")}
+    with closing(open_check(str(repo))) as check:
+        read: list[str] = []
+        reader = check.repo.reader
+        one = reader.read
+        reader.read = lambda rev: (read.append(rev), one(rev))[1]
+        answer = check.check(["src/a.py", "src/free.py"], "s1")
+    assert [r["state"] for r in answer] == ["locked", "free"]
+    assert {tips[rev] for rev in read if rev in tips} == {"refs/heads/agent-registry", *mine}
+    other = next(ref for ref in tips.values() if "-shards/" in ref and ref not in mine)
+    (repo / ".git" / other).write_text("1" * 40 + "\n")  # a missing commit
+    proc, quick = answered(repo, "lock", "check", "src/a.py", "src/free.py", "--session", "s1")
+    assert quick and proc.returncode == 1 and proc.stdout.startswith("locked: src/a.py by s2")
+    status = Runner(repo)("status")
+    assert status.returncode != 0 and other in status.stderr

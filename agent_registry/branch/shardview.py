@@ -148,6 +148,13 @@ class WholeView(View):
                        else EitherShard([ShardView(repo, one, self.mains, self.warnings)
                                          for one in t]) for t in shard_tips]
 
+    def trees(self) -> list[str | None]:
+        """Every shard's root tree, each commit read now: one git cannot read raises
+        here, whatever paths the reader asks about (the guard: branch/view.py reads a
+        shard's commit only when a path is looked up there)."""
+        return [view.tree for shard in self.shards
+                for view in (shard.views if isinstance(shard, EitherShard) else (shard,))]
+
     def session(self, sid: str, *, strict: bool = True) -> Session | None:
         if sid not in self._sessions:
             helds = [held for shard in self.shards if (held := shard.held(sid))]

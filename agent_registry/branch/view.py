@@ -9,6 +9,9 @@ nothing here lists the whole tree or walks history.  Tree layout (see DESIGN.md)
     locks/<xx>/<sha1(target)>.json   file and directory locks
     locks/patterns/<sha1>.json       glob locks: few, read together
     contexts/<sid>.md                session diaries
+
+It is over 400 lines: the one class every view of a ref reads through (its files,
+sessions and locks), with the caches of parsed session files beside it.
 """
 from ..store import jsontext
 from ..errors import RegistryError
@@ -45,7 +48,7 @@ class View:
     def __init__(self, repo: Repo, tip: str | None) -> None:
         self.repo = repo
         self.tip = tip
-        self.tree = repo.commit_info(tip)[0] if tip else None
+        self._tree: str | None = None if tip else ""  # the root tree: read at first use
         self.writes: dict[str, bytes | None] = {}
         self._sessions: dict[str, Session | None] = {}
         self.warnings: list[str] = []
@@ -53,6 +56,14 @@ class View:
         # the commit never changes: each file and folder is read from git once
         self._blobs: dict[str, bytes | None] = {}
         self._folders: dict[str, dict[str, str]] = {}
+
+    @property
+    def tree(self) -> str | None:
+        """The tip's root tree, from its commit read at first use: a `lock check` reads
+        only the lock shards its paths are recorded in (the guard reads every one)."""
+        if self._tree is None:
+            self._tree = self.repo.commit_info(self.tip)[0]
+        return self._tree or None
 
     # -- raw files -------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
@@ -108,9 +119,8 @@ class View:
         return self._sessions[sid]
 
     def recorded(self, sid: str) -> Session | None:
-        """The live session *sid* by its own record (never strict).  Here that is
-        :meth:`session`; a view that also ages sessions by what lock records say (the
-        shards' held lists: branch/shardview.py) answers without reading those."""
+        """*sid* by its own record (never strict): :meth:`session` here; a view of the
+        lock shards answers without their held lists (branch/shardview.py)."""
         return self.session(sid, strict=False)
 
     def live_summaries(self, keep: int) -> list[tuple[Session, int]]:

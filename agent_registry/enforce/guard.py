@@ -180,6 +180,7 @@ class LockLookup:
                 from ..branch.shardview import open_whole
                 view = open_whole(self.repo, self.branch, self.remote, self.tip,
                                   layout["shards"])
+                view.trees()  # a shard git cannot read refuses, whatever the commit touches
             self._view = view
         return self._view
 
