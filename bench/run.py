@@ -108,6 +108,7 @@ class Pair:
         self.repo, self.home, self.registry, self.result = repo, home, registry, result
         self.tool = tool  # the installation whose console script is measured
         self.held = states.held_path(0, 0)
+        self.beaten = time.time()  # the checked holder's last heartbeat (its registration)
 
     def argv(self, tool: str, command: str, rep: int) -> list[str]:
         claim = f"src/bench/claim{rep:04d}.py"
@@ -128,9 +129,15 @@ class Pair:
         return {**env, "PYTHONPATH": str(before)} if tool == "before" else env
 
     def prepare(self, tool: str, command: str) -> None:
-        """The predecessor's locks go stale after two minutes: keep the checked one fresh."""
+        """Keep the checked holder fresh, as a working agent keeps itself: the
+        predecessor's locks go stale after two minutes, ours 600 s after the holder's
+        last heartbeat (a run of more states or rounds outlasts that), each renewed
+        outside the timed window."""
         if (tool, command) == ("predecessor", "check"):
             predecessor.refresh(PREDECESSOR, self.home, self.repo, self.held, self.held_by)
+        elif command == "check" and time.time() - self.beaten > 240:
+            self.registry.heartbeat(self.held_by)
+            self.beaten = time.time()
 
     @property
     def held_by(self) -> str:
