@@ -207,8 +207,10 @@ def _profile_lines(profile: dict) -> list[str]:
             + ", ".join(f"{k} {_ms(v)}" for k, v in imports.items() if v) + ".",
             "Floor, median wall / CPU ms: " + ", ".join(f"`{k}` {_ms(w)} / {_ms(c)}"
                                                          for k, (w, c) in floor.items()) + "."]
-    git = [p for p in phases["spawned"]]
-    out.append(f"Processes a claim starts: {len(git)} ({', '.join(git)}).")
+    git = list(phases["spawned"])
+    out.append(f"Processes a claim starts: {len(git)} ({', '.join(git)})." if git else
+               "Processes a claim starts: none (its ref moved in process, with the reflog "
+               "identity an earlier process kept: store/looseref.py).")
     trace = profile.get("strace")
     if trace:
         calls = trace["syscalls"]
