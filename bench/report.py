@@ -250,17 +250,18 @@ def _time_split(phases: dict) -> str:
     for label, _wall, cpu, _calls in phases["rows"]:
         if label.startswith(("interpreter", "import")):
             groups["python"] += cpu
-        elif "git" in label or "cat-file" in label:
-            groups["git"] += cpu
+        elif label.startswith(("git ", "start git")) or "cat-file" in label:
+            groups["git"] += cpu  # not "..., else git ...": those ran none here
         else:
             groups["work"] += cpu
     total = sum(groups.values()) or 1.0
+    spawned = len(phases["spawned"])
     return (f"- **Where a claim's CPU goes** (profile above): Python start, imports and exit "
-            f"{_ms(groups['python'])} ms ({groups['python'] / total:.0%}), its "
-            f"{len(phases['spawned'])} git processes "
-            f"{_ms(groups['git'])} ms ({groups['git'] / total:.0%}), the registry's own work "
-            f"(reading, deciding, rendering, writing objects) {_ms(groups['work'])} ms "
-            f"({groups['work'] / total:.0%}).")
+            f"{_ms(groups['python'])} ms ({groups['python'] / total:.0%}), object reads and "
+            f"git {_ms(groups['git'])} ms ({groups['git'] / total:.0%}; "
+            f"{spawned or 'no'} git process{'' if spawned == 1 else 'es'} started), the "
+            f"registry's own work (reading, deciding, rendering, writing objects, moving the "
+            f"ref) {_ms(groups['work'])} ms ({groups['work'] / total:.0%}).")
 
 
 def _verdict(by_name: dict, med, stats, profile) -> list[str]:
