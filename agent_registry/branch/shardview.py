@@ -144,6 +144,7 @@ class WholeView(View):
             self.warnings = mains[0].warnings
         for main in self.mains:
             main.warnings = self.warnings
+        self._records: dict[str, Session | None] = {}  # sessions by their record alone
         self.shards = [ShardView(repo, t, self.mains, self.warnings) if not isinstance(t, tuple)
                        else EitherShard([ShardView(repo, one, self.mains, self.warnings)
                                          for one in t]) for t in shard_tips]
@@ -169,8 +170,10 @@ class WholeView(View):
         lists (whose stamps can only make its heartbeat newer): what a check reads first."""
         if sid in self._sessions:
             return self._sessions[sid]
-        return None if sid == S.FENCE_SESSION else \
-            merged_session(sid, self.mains, [], self.unreadable)
+        if sid not in self._records:  # read once: a check judges the holder, then names it
+            self._records[sid] = None if sid == S.FENCE_SESSION else \
+                merged_session(sid, self.mains, [], self.unreadable)
+        return self._records[sid]
 
     def live_sessions(self) -> list[Session]:
         sids = {name[:-5] for main in self.mains for name in main.entries(LIVE_DIR)
