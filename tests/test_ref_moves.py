@@ -400,3 +400,44 @@ def test_a_kept_identity_is_gits_again_under_another_config_or_environment(
     assert len(update_refs(logged_git)) == started + 1
     assert reflog(repo, ref)[-1][2] == git_identity(repo)
     assert git_identity(repo).startswith("Another Name <" if change == "config" else "Test User <")
+
+
+def test_no_identity_is_kept_where_no_config_sets_the_email(repo, logged_git, monkeypatch):
+    """Without user.email (only other keys naming an e-mail, as ``[sendemail]`` does) and
+    without $EMAIL, git's e-mail is the host's name as the resolver spells it, which no
+    stamp covers: nothing is kept, and each new process's first move is git's."""
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(
+        "[user]\n\tname = Test User\n[sendemail]\n\tsmtpserver = mail.example.com\n"
+        "[author]\n\temail = author@example.com\n")
+    monkeypatch.delenv("EMAIL", raising=False)
+    ref = "refs/heads/resolved"
+    tips = commits(repo, 4, "resolved")
+    git(repo, "update-ref", "-m", "start", ref, tips[0])
+    settled(repo)
+    moved_by_a_new_process(repo, ref, *tips[:3])  # git's move, then its own
+    assert not (repo / ".git" / "agent-registry" / "reflog-ident").exists()
+    started = len(update_refs(logged_git))
+    moved_by_a_new_process(repo, ref, *tips[2:4])
+    assert len(update_refs(logged_git)) == started + 1
+    assert reflog(repo, ref)[-1][2] == git_identity(repo)
+
+
+def test_a_move_to_the_value_the_ref_holds_writes_nothing(repo, logged_git):
+    """As git's update-ref: moving a ref to the commit it already names succeeds and
+    writes no reflog line."""
+    ref = "refs/heads/same"
+    [tip] = commits(repo, 1, "same")
+    git(repo, "update-ref", "-m", "start", ref, tip)
+    store, _ = warmed(repo)
+    try:
+        before = (repo / ".git" / "logs" / ref).read_bytes()
+        started = len(update_refs(logged_git))
+        store.update_ref(ref, tip, tip, REASON)
+        assert len(update_refs(logged_git)) == started  # decided here, not by git
+    finally:
+        store.close()
+    assert (repo / ".git" / "logs" / ref).read_bytes() == before
+    assert git(repo, "rev-parse", ref).strip() == tip
+    said = subprocess.run(["git", "update-ref", "-m", "git's", ref, tip, tip], cwd=repo)
+    assert said.returncode == 0
+    assert (repo / ".git" / "logs" / ref).read_bytes() == before  # git writes none either

@@ -118,7 +118,7 @@ class LooseRefs:
         if any(st is not None and st[3] >= int(when) * 10**9 - MARGIN_NS for st in stamp):
             return
         self._ident, self._stamp = ident, stamp
-        if self._kept and (os.environ.get("EMAIL") or any(b"email" in text for text in texts)):
+        if self._kept and (os.environ.get("EMAIL") or any(map(_sets_email, texts))):
             self._keep(self._kept, ident, stamp)
 
     def _learned_under(self, stamp: list) -> bytes:
@@ -186,6 +186,8 @@ class LooseRefs:
             current = _loose_value(path)
             if current != old:
                 return None if current is None else False
+            if new == current:
+                return True  # as git: the ref already names it, nothing is written
             if not self._is_commit(new):
                 return None
             write_all(fd, f"{new}\n".encode())
@@ -241,6 +243,23 @@ def _loose_value(path: str) -> str | None:
             all(c in "0123456789abcdef" for c in value):
         return value
     return None
+
+
+def _sets_email(text: bytes) -> bool:
+    """Whether one config file's lower-cased *text* gives the committer an e-mail
+    (``user.email`` or ``committer.email``, a plain ``key = value`` line of a plain
+    section): else git's e-mail may be the host's name as the resolver spells it.  Other
+    keys naming an e-mail (``sendemail.*``, ``author.email``) do not count."""
+    section = b""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(b"["):
+            section = line
+            continue
+        key, eq, value = (part.strip() for part in line.partition(b"="))
+        if section in (b"[user]", b"[committer]") and key == b"email" and eq and value:
+            return True
+    return False
 
 
 def _plain(reason: str) -> bool:
