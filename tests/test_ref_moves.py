@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -441,3 +442,109 @@ def test_a_move_to_the_value_the_ref_holds_writes_nothing(repo, logged_git):
     said = subprocess.run(["git", "update-ref", "-m", "git's", ref, tip, tip], cwd=repo)
     assert said.returncode == 0
     assert (repo / ".git" / "logs" / ref).read_bytes() == before  # git writes none either
+
+
+HOLDING_HOOK = """#!/bin/sh
+# the git whose environment names a file stops here, holding its ref's lock, until the
+# file exists
+if [ "$1" = prepared ] && [ -n "$HOLD_UNTIL" ]; then
+    while [ ! -e "$HOLD_UNTIL" ]; do sleep 0.05; done
+fi
+cat > /dev/null
+"""
+
+
+def holding_git(repo: Path, ref: str, new: str, old: str, until: Path) -> subprocess.Popen:
+    """A plain `git update-ref` (through a shell: not this process's child) stopped
+    while it holds `<ref>.lock`, until *until* exists; its lock aged past any wait."""
+    lock = repo / ".git" / f"{ref}.lock"
+    proc = subprocess.Popen(["sh", "-c", 'git update-ref -m "plain git" "$@"; exit $?', "sh",
+                             ref, new, old], cwd=repo, env={**os.environ, "HOLD_UNTIL": str(until)},
+                            stderr=subprocess.PIPE, text=True)
+    wait_for(lock.exists, "the git to take its lock", alive=[proc])
+    aged = time.time() - 60
+    os.utime(lock, (aged, aged))
+    return proc
+
+
+def test_an_old_ref_lock_a_live_git_holds_is_waited_for_not_taken(repo, tmp_path, monkeypatch):
+    """A git stopped in its reference-transaction hook holds `<ref>.lock` however old it
+    looks: the registry's move does not take it but waits, and once that git is done its
+    move is the one on the ref and ours a lost race (CasFailed: the caller decides
+    again), not one over the other; a git that holds it past the wait is named in a
+    refusal that changes nothing."""
+    import agent_registry.store.git as store_git
+    from agent_registry.errors import RegistryError
+    from agent_registry.store.git import CasFailed
+    monkeypatch.setattr(store_git, "STALE_REF_LOCK", 1.0)
+    hook = repo / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(HOLDING_HOOK)
+    hook.chmod(0o755)
+    ref = "refs/heads/held"
+    old, theirs, ours, later = commits(repo, 4, "held")
+    git(repo, "update-ref", "-m", "start", ref, old)
+    release = tmp_path / "release"
+    plain = holding_git(repo, ref, theirs, old, release)
+    store = Repo(discover(str(repo)))
+    try:
+        threading.Timer(0.5, release.touch).start()  # the stopped git goes on meanwhile
+        with pytest.raises(CasFailed):
+            store.update_ref(ref, ours, old, REASON)
+        assert plain.wait(timeout=30) == 0, plain.stderr.read()
+        assert git(repo, "rev-parse", ref).strip() == theirs
+        assert [(o, n) for o, n, _, _ in reflog(repo, ref)] == [("0" * 40, old), (old, theirs)]
+        longer = tmp_path / "longer"
+        plain = holding_git(repo, ref, later, theirs, longer)
+        try:
+            with pytest.raises(RegistryError) as refused:
+                store.update_ref(ref, ours, theirs, REASON)
+            said = str(refused.value)
+            assert f"(pid {plain.pid}" not in said  # the shell; its git is named
+            assert "git update-ref" in said and f"{ref}.lock" in said and "\n" not in said
+            assert (repo / ".git" / f"{ref}.lock").exists()
+            assert git(repo, "rev-parse", ref).strip() == theirs
+        finally:
+            longer.touch()
+        assert plain.wait(timeout=30) == 0
+        assert git(repo, "rev-parse", ref).strip() == later
+    finally:
+        release.touch()
+        store.close()
+    assert subprocess.run(["git", "fsck", "--no-dangling"], cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("backend", ["proc", "psutil"])
+def test_the_gits_that_may_hold_a_ref_lock_are_those_working_here(repo, tmp_path, backend):
+    """store/reflocks.movers, through each process backend: a git working in this
+    repository (stopped in its hook, as one holding a lock is) is named; one working in
+    another repository, and a `git cat-file` here (it takes no lock), are not; with no
+    backend no process can be vouched for (None)."""
+    from agent_registry.store import liveness
+    from agent_registry.store.reflocks import movers
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    git(other, "commit", "-q", "--allow-empty", "-m", "other")
+    started, release = [], tmp_path / "release"
+    for where in (repo, other):
+        hook = where / ".git" / "hooks" / "reference-transaction"
+        hook.write_text(HOLDING_HOOK)
+        hook.chmod(0o755)
+        ref = "refs/heads/held"
+        [tip, new] = commits(where, 2, "held")
+        git(where, "update-ref", ref, tip)
+        started.append(holding_git(where, ref, new, tip, release))
+    reader = subprocess.Popen(["sh", "-c", "git cat-file --batch; exit $?"], cwd=repo,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    started.append(reader)
+    try:
+        liveness.use_backend(backend)
+        found = movers(str(repo / ".git"), str(repo))
+        assert len(found) == 1 and found[0].startswith("git update-ref"), found
+        liveness.use_backend("none")
+        assert movers(str(repo / ".git"), str(repo)) is None
+    finally:
+        liveness.use_backend(None)
+        release.touch()
+        reader.stdin.close()
+        for proc in started:
+            proc.wait(timeout=30)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 
 
     from . import spawn
 
-from ..errors import BadInput, RegistryError, Unreadable, os_failure
+from ..errors import BadInput, RegistryError, Unreadable, os_failure, shown_path
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
 from .layout import (RefUnreadable, RepoInfo, loose_object, packed_refs, plain_layout,
@@ -554,21 +554,37 @@ class Repo:
     def _clear_stale_ref_lock(self, ref: str) -> bool:
         """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
         for milliseconds, and our callers hold the registry flock, so one still there
-        STALE_REF_LOCK seconds after it was made belongs to a dead process.  A young one
+        STALE_REF_LOCK seconds after it was made is taken for abandoned, once no live
+        git that could be moving a ref here is left (store/reflocks.py: one stopped in a
+        hook holds its lock as long, and would rename ours onto the ref).  A young one
         is waited for (the command right after a kill meets it), not reported as a lost
-        race the caller would retry at once and give up on.  True when the ref may be
-        tried again."""
+        race the caller would retry at once and give up on; one a live git still holds
+        STALE_REF_LOCK seconds later is refused, naming that process.  True when the
+        ref may be tried again."""
+        from .reflocks import movers
         lock = self._ref_place(ref)[1]
         if not os.path.exists(lock):
             return False  # no lock file: the ref moved (a lost race)
+        give_up = asked = 0.0
         while True:
             try:
-                young = STALE_REF_LOCK - (time.time() - os.stat(lock).st_mtime)
+                age = time.time() - os.stat(lock).st_mtime
             except FileNotFoundError:
                 return True  # its process finished: try again
-            if young <= 0:
-                break
-            time.sleep(min(young, 0.05))
+            now = time.time()
+            if age >= STALE_REF_LOCK and now >= asked + 0.5:
+                asked, found = now, movers(self.info.common_dir, self.info.toplevel)
+                if found == []:
+                    break
+                give_up = give_up or now + STALE_REF_LOCK
+                if now >= give_up:
+                    who = ", ".join(found) if found is not None else \
+                        "no process can be vouched for here (they cannot be listed)"
+                    raise RegistryError(
+                        f"{ref} is locked by {shown_path(lock)}, made {age:.0f} s ago, and a "
+                        f"git may still be moving it: {who}; try again once it is done, or "
+                        f"remove that file if no git process is moving {ref}")
+            time.sleep(0.05)
         try:
             os.unlink(lock)
         except FileNotFoundError:

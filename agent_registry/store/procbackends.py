@@ -1,5 +1,6 @@
 """Facts about a process, from one of three backends behind one interface (:class:`Proc`,
-``read``, ``cmdline``): ``/proc`` on Linux (the fast path, standard library only),
+``read``, ``cmdline``; and ``pids``, ``cwd``, ``environ`` for store/reflocks.py, None
+where they cannot be read): ``/proc`` on Linux (the fast path, standard library only),
 psutil where there is no ``/proc`` (macOS, Windows), or none.  :mod:`procinfo` decides
 with them which process owns a session and whether it still runs.  Nothing here signals
 a process to learn whether it runs (on Windows ``os.kill(pid, 0)`` is not a probe: it
@@ -45,6 +46,30 @@ class ProcBackend:
         except OSError:
             return []
 
+    @staticmethod
+    def pids() -> list[int] | None:
+        try:
+            return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return None
+
+    @staticmethod
+    def cwd(pid: int) -> str | None:
+        try:
+            return os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            return None
+
+    @staticmethod
+    def environ(pid: int) -> dict[str, str] | None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                pairs = [a.decode(errors="replace").partition("=")
+                         for a in f.read().split(b"\0") if a]
+        except OSError:
+            return None
+        return {key: value for key, _, value in pairs}
+
 
 class NoBackend:
     """Neither /proc nor psutil: nothing is known about any process."""
@@ -58,6 +83,18 @@ class NoBackend:
     @staticmethod
     def cmdline(pid: int) -> list[str]:
         return []
+
+    @staticmethod
+    def pids() -> list[int] | None:
+        return None
+
+    @staticmethod
+    def cwd(pid: int) -> str | None:
+        return None
+
+    @staticmethod
+    def environ(pid: int) -> dict[str, str] | None:
+        return None
 
 
 class PsutilBackend:
@@ -124,6 +161,24 @@ class PsutilBackend:
             return [a for a in self.psutil.Process(pid).cmdline() if a]
         except (self.psutil.Error, OSError):
             return []
+
+    def pids(self) -> list[int] | None:
+        try:
+            return self.psutil.pids()
+        except (self.psutil.Error, OSError):
+            return None
+
+    def cwd(self, pid: int) -> str | None:
+        try:
+            return self.psutil.Process(pid).cwd() or None
+        except (self.psutil.Error, OSError):
+            return None
+
+    def environ(self, pid: int) -> dict[str, str] | None:
+        try:
+            return self.psutil.Process(pid).environ()
+        except (self.psutil.Error, OSError):
+            return None
 
 
 def choose(wanted: str):
