@@ -420,6 +420,54 @@ def test_refs_untouched_since_the_last_note_are_not_read_again_until_a_claim(hel
     assert text and "README.md" in text and (held / "README.md").read_text() == "project\n"
 
 
+def test_a_registry_branch_in_a_folder_is_read_again_when_it_moves(repo, run, agents):
+    """A registry branch named team/reg is refs/heads/team/reg (and reg-shards/...): the
+    held targets are kept under those refs (harness/heldcache.py), so a claim made since
+    the last note is seen at the next call, also where packed-refs is there, as in any
+    clone (the cache listed refs/heads/ itself only, found no ref of the branch, and kept
+    the answer under packed-refs alone: the claim went unseen for 30 s)."""
+    assert run("init", "--branch", "team/reg").returncode == 0
+    git(repo, "pack-refs", "--all")
+    hold(repo, "kimi-1", ["src/auth.py"], agents())
+    (repo / "src" / "auth.py").write_text(HOLDERS_WORK)
+    started = hook(repo, "claude", "session-start",
+                   {**base("claude", repo, "SessionStart"), "source": "startup"})
+    assert started.returncode == 0, started.stderr
+    assert around("claude", repo, "true") is None  # read, and remembered
+    with open_registry(repo) as registry:
+        registry.claim("kimi-1", ["README.md"])
+    text = around("claude", repo, "python3 -c \"open('README.md', 'a').write('mine')\"")
+    assert text and "README.md" in text and (repo / "README.md").read_text() == "project\n"
+
+
+def test_a_lock_that_may_count_again_with_no_ref_moving_is_not_remembered_free(repo, run):
+    """A holder whose heartbeat is dated beyond the clock-skew margin ahead is stale once
+    this clone has watched it for its TTL, and held again once the clock comes within
+    the margin of it, with no ref moving: an answer read while it was stale is not
+    remembered (harness/held.py may_count_again), so the next call notes it held and
+    puts its file back."""
+    import time
+    from agent_registry.branch.staleness import CLOCK_SKEW
+    ahead = CLOCK_SKEW + 5
+    started = hook(repo, "claude", "session-start",
+                   {**base("claude", repo, "SessionStart"), "source": "startup"})
+    assert started.returncode == 0, started.stderr
+    with open_registry(repo, clock=lambda: time.time() + ahead) as registry:
+        registry.register("kimi-1", provider="Kimi", working_on="readme")
+        registry.claim("kimi-1", ["README.md"], ttl=1)
+    (repo / "README.md").write_text("kimi-1's work\n")
+    first = time.time()
+    assert run("lock", "check", "README.md").returncode != 0  # held: first seen now
+    time.sleep(1.5)
+    assert "stale" in run("lock", "check", "README.md").stdout
+    assert around("claude", repo, "true") is None  # nothing held now
+    time.sleep(max(0.0, first + ahead - CLOCK_SKEW + 0.5 - time.time()))
+    assert run("lock", "check", "README.md").returncode != 0  # held again
+    text = around("claude", repo, "python3 -c \"open('README.md', 'w').write('clobbered')\"")
+    assert text and "README.md" in text
+    assert (repo / "README.md").read_text() == "kimi-1's work\n"
+
+
 def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
     """The cache of held targets (harness/heldcache.py) names the file each target is;
     one that lost that name for the held file (a damaged or older cache) is not trusted:

@@ -56,10 +56,10 @@ def note(ctx: Ctx, call: str) -> str:
     if kept is None:
         from .held import Unreadable, file_names
         try:
-            targets = _held_targets(info, sid)
+            targets, lasting = _held_targets(info, sid)
         except Unreadable as exc:
             return f"agent-registry: backstop off for this call: {exc.message}"
-        kept = remember(info, sid, refs, targets, file_names(targets))
+        kept = remember(info, sid, refs if lasting else None, targets, file_names(targets))
     held, paths, areas = kept
     if paths == b"[]" and not areas:
         return ""  # the usual case: no held file, nothing more to import or read
@@ -74,11 +74,11 @@ def note(ctx: Ctx, call: str) -> str:
     return ""
 
 
-def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
-    """{lock target: its holders} of what other live sessions hold here, as the guard
-    judges it (harness/held.py)."""
+def _held_targets(info: RepoInfo, sid: str) -> tuple[dict[str, list[dict]], bool]:
+    """({lock target: its holders} of what other live sessions hold here, as the guard
+    judges it (harness/held.py); whether that answer lasts until a ref moves)."""
     from ..enforce.guard import Guard
-    from .held import held_files
+    from .held import held_files, may_count_again
     guard = Guard(info)
     try:
         out: dict[str, list[dict]] = {}
@@ -87,7 +87,7 @@ def _held_targets(info: RepoInfo, sid: str) -> dict[str, list[dict]]:
                 holder = _holder(guard, conflict, info)
                 if holder not in out.setdefault(conflict.target, []):
                     out[conflict.target].append(holder)
-        return out
+        return out, not may_count_again(guard, sid)
     finally:
         guard.close()
 

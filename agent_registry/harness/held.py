@@ -47,6 +47,20 @@ def held_files(guard, sid: str, toplevel: str) -> dict[str, list]:
     return out
 
 
+def may_count_again(guard, sid: str) -> bool:
+    """Whether a lock of another session that does not count now may count again with
+    no ref moving: one whose holder's heartbeat is dated ahead (branch/staleness.py
+    ages it from when this clone first saw it, then counts it again once the clock comes
+    within the margin of it).  An answer read then is not to be remembered
+    (harness/heldcache.py: it assumes time only ever makes a lock stale)."""
+    if guard.lookup is None:
+        return False
+    from ..branch.staleness import ahead_by
+    view = guard.lookup.open()
+    return any(ahead_by(session, guard.lookup.now) for session in view.live_sessions()
+               if session.id != sid)
+
+
 def is_area(target: str) -> bool:
     """Is *target* a folder or a glob (it covers files that may not exist yet)?"""
     return P.is_glob(target) or P.is_dir(P.plain(target))

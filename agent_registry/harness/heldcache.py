@@ -4,7 +4,8 @@ Every shell and edit tool call takes a note, and finding the held files costs th
 registry's reader (the guard, the view: most of a note's time).  What it found depends
 only on the registry's refs and on time (a lock goes stale); so the held targets and
 their holders are kept (:class:`Kept`, ``backstop-cache/held-<session>``) with a
-signature of every registry ref (its loose ref files, and packed-refs' size and time)
+signature of every registry ref (its loose ref files, and packed-refs' size, time and inode;
+with the branch and remote they were read for)
 and reused while the signature is the same, for at most MAX_AGE seconds: one answer per
 session (what is held by others differs with who asks), so that several agents in one
 working tree do not read again for each other's calls.  A session's answer is kept as
@@ -38,32 +39,38 @@ CONFIG_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYST
 
 def signature(info) -> tuple[bytes, bytes] | None:
     """(the registry's refs as they are now, each ref file's path and content (and
-    packed-refs' size and time), in one line; their stamp: :func:`untouched`); None when
-    they cannot be read from files (then nothing is remembered).  The refs are kept as
-    they are and compared whole: no digest, whose module (_sha1) would cost every note
-    more than the comparison."""
+    packed-refs' size, time and inode), in one line, after the branch and remote they are
+    read for; their stamp: :func:`untouched`); None when they cannot be read from files
+    (then nothing is remembered).  The refs are kept as they are and compared whole: no
+    digest, whose module (_sha1) would cost every note more than the comparison."""
     stamp = _Stamp()  # each file and folder stamped before it is read
     for name in CONFIG_ENV:
         stamp.env[name] = os.environ.get(name)
     if _ref_storage(info) != "files":
         return None
-    branch = _branch(info, stamp)
-    parts: list[bytes] = []
-    for base in ("refs/heads", *_remotes(info.common_dir, stamp)):
+    branch, remote = _names(info, stamp)
+    # a branch named team/reg is the file reg (and reg-shards/, ...) in refs/heads/team
+    folder, _, leaf = branch.rpartition("/")
+    parts: list[bytes] = [os.fsencode(f"branch={branch} remote={remote or ''}")]
+    remotes = _remotes(info.common_dir, stamp)
+    if remote and f"refs/remotes/{remote}" not in remotes:
+        remotes.append(f"refs/remotes/{remote}")  # a remote named team/origin
+    for base in ("refs/heads", *remotes):
+        where = os.path.join(info.common_dir, base, *([folder] if folder else []))
         try:
-            stamp.add(os.path.join(info.common_dir, base))
-            entries = sorted((e for e in os.scandir(os.path.join(info.common_dir, base))
-                              if e.name.startswith(branch)), key=_name)
+            stamp.add(where)
+            entries = sorted((e for e in os.scandir(where) if e.name.startswith(leaf)),
+                             key=_name)
         except OSError:
             continue
         if not all(_ref_files(entry, parts, stamp) for entry in entries):
             return None
     packed = os.path.join(info.common_dir, "packed-refs")
     key = stamp.add(packed)
-    if key is not None:
-        parts.append(b"packed=%d:%d" % (key[3], key[0]))
-    if not parts:
-        return None
+    if key is not None:  # rewritten by a rename: a new inode, whatever its size and times
+        parts.append(b"packed=%d:%d:%d" % (key[3], key[0], key[2]))
+    if len(parts) == 1:
+        return None  # no registry ref found at all: nothing to remember it under
     return b"\0".join(parts), stamp.line()  # no path or ref holds a NUL
 
 
@@ -153,11 +160,11 @@ def _ref_storage(info) -> str:
     return ref_storage(info.common_dir)
 
 
-def _branch(info, stamp: _Stamp) -> str:
-    """The registry branch's name: from the config files where they say it plainly (the
-    git module, ~1.5 ms of the hook to import, only where they do not), each stamped
-    before it is read."""
-    from ..store.gitconfig import branch_name, config_files, config_from_files
+def _names(info, stamp: _Stamp) -> tuple[str, str | None]:
+    """The registry branch's name and the remote it syncs with: from the config files
+    where they say it plainly (the git module, ~1.5 ms of the hook to import, only where
+    they do not), each stamped before it is read."""
+    from ..store.gitconfig import branch_name, config_files, config_from_files, remote_name
     for path in config_files(info.git_dir):
         try:
             stamp.add(path)
@@ -167,7 +174,7 @@ def _branch(info, stamp: _Stamp) -> str:
     if config is None:
         from ..store.git import read_config
         config = read_config(info.git_dir)
-    return branch_name(config)
+    return branch_name(config), remote_name(config)
 
 
 def _remotes(common_dir: str, stamp: _Stamp) -> list[str]:
