@@ -184,6 +184,33 @@ def test_an_unreadable_lock_record_fails_closed(guarded, run, agents):
     assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
 
 
+@pytest.mark.parametrize("ttl", [0, -1])
+def test_a_lock_record_with_no_positive_ttl_is_unreadable_not_stale(guarded, run, agents, ttl):
+    """A TTL no claim can write (0 or below: `--ttl` takes 1 to 604800 s) would make the
+    lock stale at once and let the commit through: it is a record that cannot be read."""
+    body = json.loads(lock_body("src/auth.py", "kimi-1"))
+    body["holders"][0]["ttl"] = ttl
+    name = break_held_record(guarded, run, agents, "src/auth.py", json.dumps(body).encode())
+    edit(guarded, "src/auth.py")
+    proc = commit(guarded, "-m", "over an out-of-range ttl")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr and name in proc.stderr
+
+
+def test_a_session_of_no_known_status_keeps_its_locks(guarded, run, agents):
+    """A status none of the four (OnWorking, Finished, Stop, Killed) is not an ended
+    session whose locks no longer count: the record cannot be read, and its locks hold."""
+    register(run, "kimi-1", agents())
+    assert run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-1"}).returncode == 0
+    raw = git(guarded, "cat-file", "blob", "refs/heads/agent-registry:sessions/live/kimi-1.yaml")
+    assert 'status: "OnWorking"' in raw
+    write_on_branch(guarded, {"sessions/live/kimi-1.yaml":
+                              raw.replace('"OnWorking"', '"Zzz"').encode()})
+    edit(guarded, "src/auth.py")
+    proc = commit(guarded, "-m", "over an unknown status")
+    assert proc.returncode == 1 and "kimi-1" in proc.stderr, proc.stderr
+    assert "sessions/live/kimi-1.yaml is unreadable" in proc.stderr
+
+
 def test_an_unreadable_session_file_keeps_its_locks(guarded, run, agents):
     register(run, "kimi-1", agents())
     assert run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-1"}).returncode == 0

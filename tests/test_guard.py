@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FakeClock, git, put_on_ref, registry_ops, shard_refs_of
+from helpers import CLI, FakeClock, git, put_on_ref, registry_ops, shard_refs_of
 
 
 @pytest.fixture
@@ -83,6 +83,27 @@ def test_own_lock_passes_by_env_and_by_process_ancestry(guarded, agents):
     edit(guarded, "src/auth.py", "again\n")
     proc = commit(guarded, "-m", "not mine", env={"AGENT_REGISTRY_SESSION": "me-1"})
     assert proc.returncode == 1 and "committing as me-1" in proc.stderr
+
+
+def test_an_agent_started_by_another_commits_as_itself_not_as_its_parent(guarded):
+    """Both sessions' processes are ancestors of the hook when one agent runs another
+    (Claude Code running `codex exec`): the committer is the nearer one, so the inner
+    agent's commit of a file the outer one holds is refused, naming the outer; the
+    outer's own commit of it passes."""
+    script = f"""
+        {CLI} register outer --provider claude --pid $$ >/dev/null &&
+        {CLI} lock acquire --session outer src/auth.py >/dev/null &&
+        bash -c '
+            {CLI} register inner --provider codex --pid $$ >/dev/null &&
+            echo inner >> src/auth.py && git commit -qam "inner commits outer file"
+            echo "inner rc=$?"' &&
+        echo outer >> src/auth.py && git commit -qam "outer commits its own"
+        echo "outer rc=$?"
+    """
+    proc = subprocess.run(["bash", "-c", script], cwd=guarded, capture_output=True, text=True)
+    assert "inner rc=1" in proc.stdout and "outer rc=0" in proc.stdout, proc.stdout + proc.stderr
+    assert "src/auth.py" in proc.stderr and "outer" in proc.stderr
+    assert git(guarded, "log", "-1", "--format=%s").strip() == "outer commits its own"
 
 
 def test_unrelated_paths_pass(guarded, agents):

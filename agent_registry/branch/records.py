@@ -164,6 +164,8 @@ class Session:
                     kwargs[name] = None
         if "id" not in kwargs:
             raise UnreadableRecord("no id")
+        if kwargs.get("status", LIVE) not in STATUSES:  # not "stale": a record we cannot read
+            raise UnreadableRecord(f"status {kwargs['status']!r} is none of {', '.join(STATUSES)}")
         for name, value in list(kwargs.items()):
             if name not in ("pid", "pid_start", "finished_at") and value is None:
                 kwargs.pop(name)
@@ -443,6 +445,16 @@ class Holder:
                 **({"reason": self.reason} if self.reason else {})}
 
 
+def _ttl(value) -> int:
+    """A holder's TTL as recorded: a positive number of seconds (ValueError for anything
+    else: a lock whose TTL is 0 or below would read as stale at once, letting a commit
+    through, where one that cannot be read keeps it refused)."""
+    ttl = int(value)
+    if ttl < 1:
+        raise ValueError(f"ttl {value!r} is not a positive number of seconds")
+    return ttl
+
+
 class Lock:
     """One locked target: a file, a directory (``dir/``) or a glob; one or more holders
     (more than one only in shared mode)."""
@@ -468,7 +480,7 @@ class Lock:
             body = jsontext.loads(raw)
             return cls(body["path"], body.get("mode", "exclusive"),
                        [Holder(h["session"], h.get("generation", ""),
-                               h.get("acquired_at", ""), int(h.get("ttl", 600)),
+                               h.get("acquired_at", ""), _ttl(h.get("ttl", 600)),
                                str(h.get("reason") or ""))
                         for h in body.get("holders", [])])
         except (ValueError, KeyError, TypeError) as exc:

@@ -222,10 +222,13 @@ def _is_my_process(session, host: str, mine: set[int]) -> bool:
 
 
 def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
-             my_pids: set[int]) -> Report:
-    """Which of *paths* are held by a live session other than the committer."""
+             my_pids: list[int]) -> Report:
+    """Which of *paths* are held by a live session other than the committer (without
+    one named: the session whose process is the nearest of *my_pids*, the hook's
+    ancestors nearest first)."""
     report = Report(checked=list(paths), committer=committer)
     seen: set[tuple[str, str, str]] = set()
+    mine, nearest = set(my_pids), None
     for path in paths:
         for lock in lookup.covering(path):
             for holder in lock.holders:
@@ -236,8 +239,13 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
                 seen.add(key)
                 session, unreadable = lookup.session(owner)
                 if committer is None and session is not None and \
-                        _is_my_process(session, lookup.host, my_pids):
-                    continue  # the holder is the agent that runs this commit
+                        _is_my_process(session, lookup.host, mine):
+                    # an ancestor's session; the agent that runs this commit only if no
+                    # session's process is nearer (an agent started by another agent)
+                    if nearest is None:
+                        nearest = identify(lookup, my_pids) or ""
+                    if nearest == owner:
+                        continue
                 reason = lookup.stale_reason(holder, session, unreadable)
                 if reason:
                     report.stale.append({"path": path, "target": lock.path,
@@ -250,23 +258,25 @@ def evaluate(lookup: LockLookup, paths: list[str], committer: str | None,
     return report
 
 
-def identify(lookup: LockLookup | None, my_pids: set[int]) -> str | None:
-    """The committing session: the env var, else a live session of this host whose
-    vouched-for owner process is an ancestor of ours (an exact owner match, never a
-    shared ancestor); None for a person.  Lists live sessions (not locks), so it is
-    only called when its answer is needed."""
+def identify(lookup: LockLookup | None, my_pids: list[int]) -> str | None:
+    """The committing session: the env var, else the live session of this host whose
+    vouched-for owner process is the nearest of our ancestors *my_pids* (an exact owner
+    match, never a shared ancestor; an agent started by another agent commits as
+    itself); None for a person.  Lists live sessions (not locks), so it is only called
+    when its answer is needed."""
     sid = os.environ.get(SESSION_ENV)
     if sid:
         return sid
     if lookup is None:
         return None
+    mine, found = set(my_pids), {}
     for name, is_tree, _ in lookup.repo.list_tree(f"{lookup.tip}:sessions/live"):
         if is_tree or not name.endswith(".yaml"):
             continue
         session, _ = lookup.session(name[:-5])
-        if session is not None and _is_my_process(session, lookup.host, my_pids):
-            return session.id
-    return None
+        if session is not None and _is_my_process(session, lookup.host, mine):
+            found.setdefault(session.pid, session.id)
+    return next((found[pid] for pid in my_pids if pid in found), None)
 
 
 class Guard:
@@ -281,7 +291,7 @@ class Guard:
         self.branch = branch_name(self.config)
         self.host = host or hostname()
         self.now = time.time() if now is None else now
-        self.my_pids = set(ancestors())
+        self.my_pids = ancestors()  # nearest first
         self.refresh()
 
     def refresh(self) -> None:
