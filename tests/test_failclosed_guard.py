@@ -317,6 +317,34 @@ def test_a_cherry_pick_of_a_locked_path_is_caught_by_pre_push(pushing, agents):
     assert f"commit {picked[:12]} touches src/auth.py" in proc.stderr
 
 
+def test_a_submodule_moved_over_a_held_file_inside_it_is_refused(pushing, agents, tmp_path):
+    """A lock on a file inside a submodule (sub/f.py) holds the submodule's entry: a
+    commit that moves the submodule changes that file, so the guard refuses it at commit
+    and at push, as `guard sub` and `lock check sub` say (it read the entry `sub` as a
+    file, which no lock covers)."""
+    library = tmp_path / "library"
+    git(tmp_path, "init", "-q", str(library))
+    (library / "f.py").write_text("one\n")
+    git(library, "add", "f.py")
+    git(library, "commit", "-qm", "library")
+    git(pushing, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library),
+        "sub")
+    assert commit(pushing, "-m", "add sub").returncode == 0
+    assert push(pushing).returncode == 0
+    hold(pushing, "kimi-1", ["sub/f.py"], agents())
+    (pushing / "sub" / "f.py").write_text("two\n")
+    git(pushing / "sub", "commit", "-qam", "inside")  # the submodule's own repository
+    git(pushing, "add", "sub")
+    proc = commit(pushing, "-m", "bump sub")
+    assert proc.returncode == 1 and "sub/" in proc.stderr and "kimi-1" in proc.stderr, \
+        proc.stderr
+    proc = commit(pushing, "--no-verify", "-m", "bump sub, past the hook")
+    assert proc.returncode == 0, proc.stderr
+    proc = push(pushing)
+    assert proc.returncode == 1 and "sub/" in proc.stderr and "kimi-1" in proc.stderr, \
+        proc.stderr
+
+
 def test_an_unreadable_glob_record_is_held_by_the_sessions_that_list_it(guarded, run, agents):
     name = break_held_record(guarded, run, agents, "src/*.py", b"\x00garbage")
     edit(guarded, "src/new.py")

@@ -360,7 +360,7 @@ class Guard:
         # through store/spawn.py, not subprocess (which with locale, re, enum, threading
         # and signal cost every commit some 10 ms of imports: tests/test_import_budget.py)
         diff = spawn.Running(
-            ["git", "-C", self.info.toplevel or ".", "diff", "--cached", "--name-only", "-z",
+            ["git", "-C", self.info.toplevel or ".", "diff", "--cached", "--raw", "-z",
              "--no-renames", "--no-color", "--no-ext-diff", "--ignore-submodules=none"])
         if self.lookup is not None:
             # while git diffs: start cat-file and read the glob locks, which every path
@@ -372,7 +372,7 @@ class Guard:
         done = diff.finish()
         if done.returncode != 0:
             raise RuntimeError(done.stderr.decode(errors="replace").strip())
-        return [p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+        return _raw_paths(_names(done.stdout))
 
     def pushed_changes(self, remote: str, updates: list[tuple[str, str, str, str]]
                        ) -> dict[str, list[str]]:
@@ -407,17 +407,37 @@ def commit_changes(git, commits: list[str]) -> dict[str, list[str]]:
     changed: dict[str, list[str]] = {}
     if not commits:
         return changed
-    out = git("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z", "--no-renames",
+    out = git("diff-tree", "--stdin", "-r", "--root", "--raw", "-z", "--no-renames",
               "--always", "--diff-merges=first-parent",
               input="\n".join(commits).encode() + b"\n").stdout
     listed = set(commits)  # a big push lists many commits: no list scan per path
     current: list[str] | None = None
-    for item in _names(out):
-        if item in listed:
-            current = changed.setdefault(f"commit {item[:12]}", [])
-        elif current is not None:
-            current.append(item)
+    items: list[str] = []
+    for item in _names(out) + [""]:
+        if not item or (item in listed and len(items) % 2 == 0):  # not a record's path
+            if current is not None:
+                current += _raw_paths(items)
+            current, items = (changed.setdefault(f"commit {item[:12]}", []) if item else None), []
+        else:
+            items.append(item)
     return changed
+
+
+GITLINK = "160000"  # a submodule's entry: its paths are the files below it
+
+
+def _raw_paths(items: list[str]) -> list[str]:
+    """The paths of git's ``--raw -z`` records *items* (``:MODES SHAS STATUS``, then the
+    path; no renames), a submodule's as a folder (``sub/``): a commit that moves it
+    changes the files below it, which a lock may hold."""
+    paths = []
+    for meta, path in zip(items[::2], items[1::2]):
+        if not meta.startswith(":") or not path:
+            raise RuntimeError(f"git's diff said {meta!r} {path!r}, not a --raw record")
+        paths.append(path + "/" if GITLINK in meta[1:].split(" ", 2)[:2] else path)
+    if len(items) % 2:
+        raise RuntimeError(f"git's diff ended in the middle of a record: {items[-1]!r}")
+    return paths
 
 
 def _names(out: bytes) -> list[str]:
