@@ -249,6 +249,22 @@ def test_no_registry_branch_is_not_unreadable(repo, run):
     assert proc.returncode == 0 and "no registry branch" in proc.stderr
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_lock_shards_without_their_registry_branch_refuse_the_commit(guarded, run, agents,
+                                                                     packed):
+    """The registry branch's ref deleted while its lock shards are there (loose, or in
+    packed-refs) is a broken registry, not "no registry": the commit is refused."""
+    register(run, "kimi-1", agents())
+    assert run("lock", "acquire", "src/auth.py", env={SESSION: "kimi-1"}).returncode == 0
+    if packed:
+        git(guarded, "pack-refs", "--all")
+    git(guarded, "update-ref", "-d", "refs/heads/agent-registry")
+    edit(guarded, "src/auth.py")
+    proc = commit(guarded, "-m", "with the registry branch gone")
+    assert proc.returncode == 1 and "agent-registry" in proc.stderr, proc.stderr
+    assert "no registry branch" not in proc.stderr
+
+
 # -- §3: merges, cherry-picks and fast-forwards ------------------------------------
 
 def feature_on_remote(repo: Path) -> str:

@@ -349,9 +349,23 @@ class Guard:
 
     def _ref_exists(self) -> bool:
         """Is there a ref file that read_ref could not read (empty, a dangling symref),
-        local or remote-tracking?  Then the branch is broken, not absent."""
-        return any(os.path.lexists(os.path.join(self.info.common_dir, *ref.split("/")))
-                   for ref in registry_refs(self.config))
+        local or remote-tracking, or are the branch's lock shards there without it (its
+        ref deleted)?  Then the registry is broken, not absent."""
+        common = self.info.common_dir
+        if any(os.path.lexists(os.path.join(common, *ref.split("/")))
+               for ref in registry_refs(self.config)):
+            return True
+        shards = f"refs/heads/{self.branch}-shards/"
+        try:
+            if os.listdir(os.path.join(common, *shards.split("/"))):
+                return True
+        except OSError:
+            pass
+        try:
+            with open(os.path.join(common, "packed-refs"), "rb") as packed:
+                return f" {shards}".encode() in packed.read()
+        except OSError:
+            return False
 
     def staged_paths(self) -> list[str]:
         """Paths the commit being made changes, read with the hook's own environment
