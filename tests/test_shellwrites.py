@@ -241,6 +241,31 @@ def test_what_it_cannot_follow_inside_a_write_is_said(tree, command, why):
 
 
 @pytest.mark.parametrize("command", [
+    # a value given in a way the walker does not follow is not the last plain one it saw
+    "f=README.md; for f in src/auth.py; do rm $f; done",
+    "f=README.md; read f <<<src/auth.py; rm $f",
+    "f=README.md; printf -v f src/auth.py; rm $f",
+    "g=src/auth.py; declare -n f=g; echo x > $f",
+    "f=README.md; : ${f:=src/auth.py}; rm $f",
+    "files='README.md src/auth.py'; rm $files",  # split into two names
+])
+def test_a_value_given_where_the_walker_cannot_follow_is_computed_not_stale(tree, command):
+    found = read_writes(command, str(tree))
+    assert not [p for p in found if p.endswith(("README.md", "/g"))], found
+    assert any("a name the shell computes" in note for note in found.unfollowed), found
+
+
+@pytest.mark.parametrize("command", [
+    "f=; f+=src/auth.py; rm $f",  # appended
+    "f=src/auth.py; (f=README.md); echo x > $f",  # a subshell's value ends with it
+    "f=src/auth.py; echo $(f=README.md); echo x > $f",
+    "f=src/auth.py; sh -c 'f=README.md'; echo x > $f",  # another shell's too
+])
+def test_values_are_followed_as_the_shell_keeps_them(tree, command):
+    assert read_writes(command, str(tree)) == [str(tree / "src" / "auth.py")]
+
+
+@pytest.mark.parametrize("command", [
     "echo $HOME", "ls $(pwd)", "diff <(cat a) <(cat b)", "python3 -c 'print(1)'",
     "make 2>&1 | tee /dev/null", "git status", "git diff HEAD", "grep -r x . | xargs echo",
     "find . -name '*.py' -print",

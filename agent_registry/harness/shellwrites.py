@@ -33,7 +33,12 @@ _DEVICES = ("/dev/", "/proc/self/fd/")
 # compiled (and re imported) where first used: a command with no assignment nor variable
 # (most) needs no re, which the gate of every shell call would import (issue 35)
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
-_NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)=(.*)"
+_NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)"
+_DEFAULTING = r"\$\{([A-Za-z_][A-Za-z0-9_]*):?="  # ${NAME:=…} assigns NAME
+# commands that may give a variable a value not followed here (a loop, read, printf -v,
+# mapfile, a nameref …): after one, every value known so far is unknown
+_BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "let", "unset",
+            "source", "."}
 _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # the commands harness/shellrules.py has a rule for (its RULES: tests/test_shellwrites.py
 # checks they are the same): any other writes none of its operands, and is read without
@@ -131,9 +136,9 @@ class _Walker:
                     here = self.run(words, here, found, stdin)
                     words, stdin = [], None
                 if tok.text == "(":
-                    stack.append(here)
+                    stack.append((here, dict(self.vars)))
                 elif tok.text == ")" and stack:
-                    here = stack.pop()  # a subshell's cd ends with it
+                    here, self.vars = stack.pop()  # a subshell's cd and values end with it
             else:
                 words.append(tok)
             i += 1
@@ -143,8 +148,17 @@ class _Walker:
         return found
 
     def inner(self, word: Word, here: str | None) -> list[str]:
-        """The targets of the commands inside *word*'s expansions."""
-        return [p for sub in word.subs for p in self.script(sub, here)]
+        """The targets of the commands inside *word*'s expansions (subshells: the values
+        they give their variables end with them)."""
+        return [p for sub in word.subs for p in self.apart(sub, here)]
+
+    def apart(self, text: str, here: str | None) -> list[str]:
+        """:meth:`script` of *text* run by another shell or a subshell."""
+        kept = dict(self.vars)
+        try:
+            return self.script(text, here)
+        finally:
+            self.vars = kept
 
     def run(self, words: list[Word], here: str | None, found: list[str],
             stdin: Word | None = None) -> str | None:
@@ -152,6 +166,7 @@ class _Walker:
         for w in words:
             found += self.inner(w, here)
         words = self.expanded(words)
+        self.forget(words)
         if self.assigned(words):
             return here
         words = _unwrap(words)
@@ -176,9 +191,22 @@ class _Walker:
         return args[0].text if posixpath.isabs(args[0].text) else \
             posixpath.normpath(posixpath.join(here, args[0].text))
 
+    def forget(self, words: list[Word]) -> None:
+        """Forget the values of the variables *words* may set in a way not followed here
+        (``${NAME:=…}``; a loop, ``read``, ``printf -v``, ``declare -n`` …: every value
+        known so far), so that their later uses are names the shell computes."""
+        texts = [w.text for w in words]
+        if any("${" in t for t in texts):
+            import re
+            for name in (n for t in texts for n in re.findall(_DEFAULTING, t)):
+                self.vars[name] = None
+        if any(t in _BINDERS for t in texts) or ("printf" in texts and "-v" in texts) or \
+                (texts and texts[0] in _DECLARE and any(t.startswith("-") for t in texts)):
+            self.vars = dict.fromkeys(self.vars)
+
     def assigned(self, words: list[Word]) -> bool:
-        """Remember ``NAME=VALUE`` (alone, or after export, local …); whether *words*
-        were only that."""
+        """Remember ``NAME=VALUE`` and ``NAME+=VALUE`` (alone, or after export, local …);
+        whether *words* were only that."""
         rest = words[1:] if words and words[0].text in _DECLARE else words
         named = [w for w in rest if not w.text.startswith("-")]
         if not named or not all("=" in w.text for w in named):
@@ -187,9 +215,15 @@ class _Walker:
         pairs = [re.fullmatch(_NAME_VALUE, w.text) for w in named]
         if not all(pairs):
             return False
+        typed = len(named) < len(rest)  # declare -n (a nameref), -a, -i …: not a plain value
         for match, w in zip(pairs, named):
-            value = self.resolved(Word(match.group(2), w.dynamic, w.pattern))
-            self.vars[match.group(1)] = value.text if value is not None else None
+            name, append = match.group(1), match.group(2)
+            value = None if typed else self.resolved(Word(match.group(3), w.dynamic, w.pattern))
+            text = value.text if value is not None else None
+            if append:  # appended to what it held: known only if both are
+                before = self.vars.get(name)
+                text = before + text if before is not None and text is not None else None
+            self.vars[name] = text
         return True
 
     def resolved(self, word: Word) -> Word | None:
@@ -203,8 +237,8 @@ class _Walker:
 
         def value(match) -> str:  # an re.Match
             found = self.vars.get(match.group(1) or match.group(2))
-            if found is None:
-                unknown.append(match.group(0))
+            if found is None or any(c in found for c in " \t\n"):
+                unknown.append(match.group(0))  # unknown, or split into words unquoted
             return found or ""
         import re
         text = re.sub(_VARIABLE, value, word.text)
@@ -243,7 +277,8 @@ class _Walker:
             if script.dynamic and self.resolved(script) is None:
                 self.unfollowed(f"a script the shell computes ({name})")
                 return []
-            return self.script(script.text, here)
+            return self.script(script.text, here) if name == "eval" else \
+                self.apart(script.text, here)  # another shell: its values end with it
         if name not in RULED:
             return []
         from .shellrules import targets_of
