@@ -35,10 +35,8 @@ _DEVICES = ("/dev/", "/proc/self/fd/")
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 _NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)"
 _DEFAULTING = r"\$\{([A-Za-z_][A-Za-z0-9_]*):?="  # ${NAME:=…} assigns NAME
-# commands that may give a variable a value not followed here (a loop, read, printf -v,
-# mapfile, a nameref …): after one, every value known so far is unknown
-_BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "let", "unset",
-            "source", "."}
+# commands giving variables values not followed here: after one, no value known is kept
+_BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "unset", "source", "."}
 _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # the commands harness/shellrules.py has a rule for (its RULES: tests/test_shellwrites.py
 # checks they are the same): any other writes none of its operands, and is read without
@@ -148,8 +146,7 @@ class _Walker:
         return found
 
     def inner(self, word: Word, here: str | None) -> list[str]:
-        """The targets of the commands inside *word*'s expansions (subshells: the values
-        they give their variables end with them)."""
+        """The targets of the commands inside *word*'s expansions (each a subshell)."""
         return [p for sub in word.subs for p in self.apart(sub, here)]
 
     def apart(self, text: str, here: str | None) -> list[str]:
@@ -192,14 +189,12 @@ class _Walker:
             posixpath.normpath(posixpath.join(here, args[0].text))
 
     def forget(self, words: list[Word]) -> None:
-        """Forget the values of the variables *words* may set in a way not followed here
-        (``${NAME:=…}``; a loop, ``read``, ``printf -v``, ``declare -n`` …: every value
-        known so far), so that their later uses are names the shell computes."""
+        """Forget the values *words* may give variables in a way not followed here
+        (``${NAME:=…}``; a loop, ``read``, ``printf -v``, ``declare -n``: all values)."""
         texts = [w.text for w in words]
         if any("${" in t for t in texts):
             import re
-            for name in (n for t in texts for n in re.findall(_DEFAULTING, t)):
-                self.vars[name] = None
+            self.vars.update(dict.fromkeys(re.findall(_DEFAULTING, " ".join(texts))))
         if any(t in _BINDERS for t in texts) or ("printf" in texts and "-v" in texts) or \
                 (texts and texts[0] in _DECLARE and any(t.startswith("-") for t in texts)):
             self.vars = dict.fromkeys(self.vars)
@@ -217,13 +212,11 @@ class _Walker:
             return False
         typed = len(named) < len(rest)  # declare -n (a nameref), -a, -i …: not a plain value
         for match, w in zip(pairs, named):
-            name, append = match.group(1), match.group(2)
-            value = None if typed else self.resolved(Word(match.group(3), w.dynamic, w.pattern))
-            text = value.text if value is not None else None
-            if append:  # appended to what it held: known only if both are
-                before = self.vars.get(name)
-                text = before + text if before is not None and text is not None else None
-            self.vars[name] = text
+            name, append, raw = match.groups()
+            value = None if typed else self.resolved(Word(raw, w.dynamic, w.pattern))
+            before = self.vars.get(name) if append else ""  # +=: known only if both are
+            self.vars[name] = before + value.text if value is not None and before is not None \
+                else None
         return True
 
     def resolved(self, word: Word) -> Word | None:
@@ -277,8 +270,7 @@ class _Walker:
             if script.dynamic and self.resolved(script) is None:
                 self.unfollowed(f"a script the shell computes ({name})")
                 return []
-            return self.script(script.text, here) if name == "eval" else \
-                self.apart(script.text, here)  # another shell: its values end with it
+            return (self.script if name == "eval" else self.apart)(script.text, here)
         if name not in RULED:
             return []
         from .shellrules import targets_of
