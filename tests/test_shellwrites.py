@@ -211,6 +211,13 @@ def tree(tmp_path):
     ("pushd src && echo x > auth.py", ["{top}/src/auth.py"]),
     ("pushd src; popd; echo x > f", ["{top}/f"]),
     ("bash -o pipefail -c 'echo x > src/auth.py'", ["{top}/src/auth.py"]),
+    # a file's mode and owner are part of what its holder has
+    ("chmod 000 src/auth.py", ["{top}/src/auth.py"]),
+    ("chmod -x src/auth.py", ["{top}/src/auth.py"]),
+    ("chmod -R u+w,g-w src", ["{top}/src"]),
+    ("chmod --reference=README.md src/auth.py", ["{top}/src/auth.py"]),
+    ("chown me:staff src/auth.py", ["{top}/src/auth.py"]),
+    ("chgrp -h staff src/auth.py", ["{top}/src/auth.py"]),
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)

@@ -54,7 +54,28 @@ RULES = {
     "xargs": lambda name, args, place, stdin: _fed(_xargs_command(args), place, "xargs"),
     "find": lambda name, args, place, stdin: _find(args, place),
     "git": lambda name, args, place, stdin: git_targets(args, place),
+    **dict.fromkeys(("chmod", "chown", "chgrp"), lambda name, args, place, stdin: _owned(
+        name, args)),
 }
+
+
+_MODE = r"[0-7]{1,4}|([ugoa]*([-+=][rwxXstugo]*)+)(,[ugoa]*([-+=][rwxXstugo]*)+)*"
+
+
+def _owned(name: str, args: list[Word]) -> list[Word]:
+    """The files ``chmod``/``chown``/``chgrp`` change (their mode or owner is part of
+    what a holder's file is): the operands after the mode or owner, all of them with
+    ``--reference``.  chmod's ``-x``-like modes read as options are no file; a word that
+    may be a mode is taken for one only first."""
+    found, options = operands(args)
+    if "--reference" in options or not found:
+        return found
+    if name != "chmod":
+        return found[1:]
+    import re
+    mode_given = any(re.fullmatch(_MODE, a.text) for a in args
+                     if a.text.startswith("-") and not a.text.startswith("--"))
+    return found if mode_given else found[1:]
 
 
 def writes(name: str, args: list[Word]) -> bool:

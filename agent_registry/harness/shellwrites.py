@@ -38,11 +38,11 @@ _DEFAULTING = r"\$\{([A-Za-z_][A-Za-z0-9_]*):?="  # ${NAME:=…} assigns NAME
 # commands giving variables values not followed here: after one, no value known is kept
 _BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "unset", "source", "."}
 _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
-# the commands harness/shellrules.py has a rule for (its RULES: tests/test_shellwrites.py
-# checks they are the same): any other writes none of its operands, and is read without
-# importing the rules (git's, the option parsers: issue 35, most shell calls write nothing)
+# the commands harness/shellrules.py has a rule for (its RULES: tests/test_shellwrites.py);
+# any other writes none of its operands, read without importing the rules (issue 35)
 RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "sed", "gsed",
-                   "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git"})
+                   "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
+                   "chown", "chgrp"})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 # words that only precede the command they run (with the options each takes an argument for)
