@@ -225,6 +225,16 @@ def test_forms_read_before_they_run(tree, command, targets):
     assert read_writes(command, top) == expected
 
 
+def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_here(tree):
+    """/dev/../<tree>/src/auth.py is the file, not a device; /proc/self/cwd/ is the folder
+    the command runs in (it was read as a device, or as a path outside the tree)."""
+    top = str(tree)
+    assert read_writes(f"rm /dev/..{top}/src/auth.py", top) == [f"{top}/src/auth.py"]
+    assert read_writes("rm /proc/self/cwd/src/auth.py", top) == [f"{top}/src/auth.py"]
+    assert read_writes("cd src && rm /proc/self/cwd/auth.py", top) == [f"{top}/src/auth.py"]
+    assert read_writes("echo x > /dev/null; echo y > /proc/self/fd/2", top) == []
+
+
 @pytest.mark.parametrize("command, why", [
     ("echo x > $F", "a name the shell computes ($F)"),
     ("echo x > \"$(name)\"", "a name the shell computes"),

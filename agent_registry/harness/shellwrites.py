@@ -29,7 +29,8 @@ MAX_DEPTH = 8  # scripts inside scripts (sh -c, $(…)) read at most
 MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it names
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
-_DEVICES = ("/dev/", "/proc/self/fd/")
+_DEVICES = ("/dev/", "/proc/self/fd/")  # as written and normalised (/dev/../x is no device)
+_CWD = "/proc/self/cwd/"  # the shell's own directory: a relative name
 # compiled (and re imported) where first used: a command with no assignment nor variable
 # (most) needs no re, which the gate of every shell call would import (issue 35)
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
@@ -151,11 +152,9 @@ class _Walker:
 
     def apart(self, text: str, here: str | None) -> list[str]:
         """:meth:`script` of *text* run by another shell or a subshell."""
-        kept = dict(self.vars)
-        try:
-            return self.script(text, here)
-        finally:
-            self.vars = kept
+        kept = dict(self.vars)  # (a script it cannot read ends the whole reading)
+        found, self.vars = self.script(text, here), kept
+        return found
 
     def run(self, words: list[Word], here: str | None, found: list[str],
             stdin: Word | None = None) -> str | None:
@@ -286,7 +285,8 @@ class _Walker:
             if not quiet:
                 self.unfollowed(f"a name the shell computes ({word.text})")
             return []
-        path = plain.text
+        path = posixpath.normpath(plain.text) if plain.text.startswith("/") else plain.text
+        path = path[len(_CWD):].lstrip("/") or "." if (path + "/").startswith(_CWD) else path
         if not path or path.startswith(_DEVICES) or path in ("-", "/dev/null"):
             return []
         if path.startswith(TOP):
