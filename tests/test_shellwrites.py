@@ -218,6 +218,10 @@ def tree(tmp_path):
     ("chmod --reference=README.md src/auth.py", ["{top}/src/auth.py"]),
     ("chown me:staff src/auth.py", ["{top}/src/auth.py"]),
     ("chgrp -h staff src/auth.py", ["{top}/src/auth.py"]),
+    # (( … )) is arithmetic: its << shifts, and no here-document swallows what follows
+    ("(( x = 1 << 2 ))\necho x > src/auth.py", ["{top}/src/auth.py"]),
+    ("((x++)); rm src/auth.py", ["{top}/src/auth.py"]),
+    ("((cd src; rm auth.py))", ["{top}/src/auth.py"]),  # two subshells, as bash reads it
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)

@@ -53,6 +53,9 @@ def tokenize(text: str) -> list[Word | Op]:
             tokens.append(Word(text[i:end], True, False, (text[i + 2:end - 1],),
                                process=True))
             i = end
+        elif text.startswith("((", i) and (end := _arithmetic_end(text, i)):
+            tokens.append(Word(text[i:end], True, False))  # (( … )): numbers, no file
+            i = end
         elif c in _SPECIAL:
             op = next(o for o in _OPERATORS if text.startswith(o, i))
             i += len(op)
@@ -190,6 +193,20 @@ def _ansi_c(text: str, i: int) -> tuple[str, int]:
         else:
             out.append("\\" + e)
     raise Unparsable("unclosed $'")
+
+
+def _arithmetic_end(text: str, i: int) -> int:
+    """The index after the ``((…))`` arithmetic command at *i*, or 0 when it may be two
+    nested subshells (``((cd a; rm f))``) or holds a command (``$(…)``): those are
+    read as commands.  Its ``<<`` is a shift, not a here-document."""
+    try:
+        end = _group_end(text, i, "(", ")")
+    except Unparsable:
+        return 0
+    inner = text[i + 2:end - 2]
+    if text[end - 2:end] != "))" or any(c in inner for c in ";&|\n`") or "$(" in inner:
+        return 0
+    return end
 
 
 def _group_end(text: str, i: int, opening: str, closing: str) -> int:
