@@ -35,7 +35,6 @@ _CWD = "/proc/self/cwd/"  # the shell's own directory: a relative name
 # (most) needs no re, which the gate of every shell call would import (issue 35)
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 _NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)"
-_DEFAULTING = r"\$\{([A-Za-z_][A-Za-z0-9_]*):?="  # ${NAME:=…} assigns NAME
 # commands giving variables values not followed here: after one, no value known is kept
 _BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "unset", "source", "."}
 _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
@@ -188,13 +187,11 @@ class _Walker:
             posixpath.normpath(posixpath.join(here, args[0].text))
 
     def forget(self, words: list[Word]) -> None:
-        """Forget the values *words* may give variables in a way not followed here
-        (``${NAME:=…}``; a loop, ``read``, ``printf -v``, ``declare -n``: all values)."""
-        texts = [w.text for w in words]
-        if any("${" in t for t in texts):
-            import re
-            self.vars.update(dict.fromkeys(re.findall(_DEFAULTING, " ".join(texts))))
-        if any(t in _BINDERS for t in texts) or ("printf" in texts and "-v" in texts) or \
+        """Forget every value known when *words* may give a variable one not followed here
+        (``${NAME:=…}``, a loop, ``read``, ``printf -v``, ``declare -n`` …)."""
+        texts = [w.text for w in words] if self.vars else []  # usually none is known
+        if any(t in _BINDERS or ("${" in t and "=" in t) for t in texts) or \
+                ("printf" in texts and "-v" in texts) or \
                 (texts and texts[0] in _DECLARE and any(t.startswith("-") for t in texts)):
             self.vars = dict.fromkeys(self.vars)
 
