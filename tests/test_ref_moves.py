@@ -538,10 +538,11 @@ def test_the_gits_that_may_hold_a_ref_lock_are_those_working_here(repo, tmp_path
     started.append(reader)
     try:
         liveness.use_backend(backend)
-        found = movers(str(repo / ".git"), str(repo))
+        info = discover(str(repo))
+        found = movers(info)
         assert len(found) == 1 and found[0].startswith("git update-ref"), found
         liveness.use_backend("none")
-        assert movers(str(repo / ".git"), str(repo)) is None
+        assert movers(info) is None
     finally:
         liveness.use_backend(None)
         release.touch()

@@ -32,7 +32,8 @@ from ..store.git import Repo
 from . import merges
 from .gate import sessions_elsewhere
 from .overlap import STATE_FILE, kept_pairs, read_state, write_state
-from .sides import Side, committed, remotes, status_paths, worktree_status, worktrees
+from ..store.layout import worktrees
+from .sides import Side, committed, remotes, status_paths, worktree_status
 
 INDEX = "edits.json"
 FRESH = 5.0  # seconds the edit gate trusts a reading of another worktree's uncommitted paths
@@ -94,7 +95,7 @@ def changed_elsewhere(repo: Repo, tip: str, sid: str, targets: list[str], *, hos
     me, others = sessions_elsewhere(View(repo, tip), sid)
     if not others:
         return []
-    trees = worktrees(repo)
+    trees = worktrees(repo.info)
     # `git remote` only for a session no worktree here stands for (another clone's)
     local = [s.host == host and os.path.realpath(s.project or "/") in trees for s in others]
     names = [] if all(local) else remotes(repo, remote)

@@ -24,7 +24,8 @@ from ..store.atomic import replace_file
 from ..store.git import GitError
 from . import merges
 from .gate import live
-from .sides import Side, committed, remotes, with_changes, worktrees
+from ..store.layout import worktrees
+from .sides import Side, committed, remotes, with_changes
 
 STATE_FILE = "overlap.json"
 KINDS = ("conflict", "both-changed", "held-changed")  # worst first
@@ -62,7 +63,7 @@ def save(registry, state: dict) -> None:
 def _sides(registry, sessions: list, *, memo: dict | None = None) -> tuple[dict, list]:
     """{sid: Side} and [{"session", "reason"}] of the sessions with none; with *memo*
     (the state file's ``worktrees``), worktrees' uncommitted changes count too."""
-    repo, trees = registry.repo, worktrees(registry.repo)
+    repo, trees = registry.repo, worktrees(registry.repo.info)
     found, skipped, names = {}, [], remotes(registry.repo, registry.remote)
     for session in sessions:
         side = committed(repo, session, trees, names, registry.host)

@@ -28,26 +28,6 @@ Side = namedtuple("Side", "key branch worktree host tip head dirty source")
 WORKTREE_TIMEOUT = 60  # seconds for one git command reading another worktree's changes
 
 
-def worktrees(repo: Repo) -> dict[str, str]:
-    """Real path of each worktree of this repository -> its git dir, read from the
-    files git keeps (no process)."""
-    common = repo.info.common_dir
-    found: dict[str, str] = {}
-    if os.path.basename(common.rstrip("/")) == ".git":
-        found[os.path.realpath(os.path.dirname(common.rstrip("/")))] = common
-    if repo.info.toplevel:  # this one, whatever its kind (a main one's --separate-git-dir)
-        found[os.path.realpath(repo.info.toplevel)] = repo.info.git_dir
-    folder = os.path.join(common, "worktrees")
-    for name in os.listdir(folder) if os.path.isdir(folder) else ():
-        try:
-            with open(os.path.join(folder, name, "gitdir")) as f:
-                dot_git = f.read().strip()
-        except OSError:
-            continue
-        found[os.path.realpath(os.path.dirname(dot_git))] = os.path.join(folder, name)
-    return found
-
-
 def head(repo: Repo, git_dir: str) -> tuple[str, str | None]:
     """(branch or "", commit or None) of a worktree's HEAD, read from its files."""
     try:

@@ -7,7 +7,7 @@ import os
 
 from ..branch.paths import normalize
 from ..errors import BadInput
-from ..store.git import RepoInfo
+from ..store.layout import RepoInfo, worktrees
 from .shelltokens import TOP
 
 
@@ -53,22 +53,8 @@ def _in_other_worktree(info: RepoInfo, target: str) -> str | None:
     common dir), normalized there; None when it is in none."""
     if not os.path.isabs(target):
         return None
-    tops = []
-    if os.path.basename(info.common_dir) == ".git":
-        tops.append(os.path.dirname(info.common_dir))
-    try:
-        names = os.listdir(os.path.join(info.common_dir, "worktrees"))
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            with open(os.path.join(info.common_dir, "worktrees", name, "gitdir")) as f:
-                tops.append(os.path.dirname(f.read().strip()))
-        except OSError:
-            continue
     real = os.path.realpath(target)
-    for top in tops:
-        top = os.path.realpath(top)
+    for top in worktrees(info):  # real paths
         if top != os.path.realpath(info.toplevel or "") and real.startswith(top + os.sep):
             try:
                 return normalize(real, toplevel=top)

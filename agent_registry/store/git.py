@@ -573,7 +573,7 @@ class Repo:
                 return True  # its process finished: try again
             now = time.time()
             if age >= STALE_REF_LOCK and now >= asked + 0.5:
-                asked, found = now, movers(self.info.common_dir, self.info.toplevel)
+                asked, found = now, movers(self.info)
                 if found == []:
                     break
                 give_up = give_up or now + STALE_REF_LOCK

@@ -79,6 +79,31 @@ def plain_layout(path: str) -> RepoInfo | None:
 
 
 
+def worktrees(info: RepoInfo) -> dict[str, str]:
+    """Real path of each worktree of this repository -> its git dir, read from the
+    files git keeps (no process): the main one (beside a ``.git`` common dir), this one,
+    and each linked one (its ``worktrees/<name>/gitdir`` names its ``.git`` file)."""
+    common = info.common_dir.rstrip("/")
+    found: dict[str, str] = {}
+    if os.path.basename(common) == ".git":
+        found[os.path.realpath(os.path.dirname(common))] = common
+    if info.toplevel:  # this one, whatever its kind (a main one's --separate-git-dir)
+        found[os.path.realpath(info.toplevel)] = info.git_dir
+    folder = os.path.join(common, "worktrees")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            with open(os.path.join(folder, name, "gitdir")) as f:
+                dot_git = f.read().strip()
+        except OSError:
+            continue
+        found[os.path.realpath(os.path.dirname(dot_git))] = os.path.join(folder, name)
+    return found
+
+
 def loose_object(common_dir: str, oid: str) -> str:
     """The file the loose object *oid* is kept in (git's fan-out: ``objects/xx/rest``)."""
     return os.path.join(common_dir, "objects", oid[:2], oid[2:])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 
+from .layout import RepoInfo, worktrees
 from .liveness import backend
 
 READS_ONLY = frozenset({"cat-file"})  # subcommands that never take a ref's lock
@@ -31,15 +32,15 @@ _VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
                      "--exec-path", "--config-env"})  # git options taking the next word
 
 
-def movers(common_dir: str, toplevel: str | None) -> list[str] | None:
-    """The live processes that may be moving a ref of the repository whose git folder is
-    *common_dir* (a worktree's top: *toplevel*), each as ``git ARGS (pid N)``: [] when
-    there is none; None when processes cannot be listed here."""
+def movers(repo: RepoInfo) -> list[str] | None:
+    """The live processes that may be moving a ref of the repository *repo*, each as
+    ``git ARGS (pid N)``: [] when there is none; None when processes cannot be listed."""
     info = backend()
     pids = info.pids() if info.available else None
     if pids is None:
         return None
-    places = _places(common_dir, toplevel)
+    # where a git working on it runs: its git folder, and each of its worktrees
+    places = [os.path.realpath(repo.common_dir), *worktrees(repo)]
     me = os.getpid()
     found = []
     for pid in pids:
@@ -78,26 +79,8 @@ def _is_registry(args: list[str]) -> bool:
                for arg in args)
 
 
-def _places(common_dir: str, toplevel: str | None) -> list[str]:
-    """The folders a git working on this repository runs in: its git folder, the main
-    worktree and each linked one (``worktrees/*/gitdir`` names its ``.git`` file)."""
-    places = {common_dir, toplevel or common_dir}
-    if os.path.basename(os.path.normpath(common_dir)) == ".git":
-        places.add(os.path.dirname(os.path.normpath(common_dir)))
-    try:
-        linked = os.listdir(os.path.join(common_dir, "worktrees"))
-    except OSError:
-        linked = []
-    for name in linked:
-        try:
-            with open(os.path.join(common_dir, "worktrees", name, "gitdir"), "rb") as f:
-                places.add(os.path.dirname(os.fsdecode(f.read().strip())))
-        except OSError:
-            continue
-    return [os.path.realpath(place) for place in places]
-
-
 def _inside(path: str, places: list[str]) -> bool:
+    """Is *path* one of the real paths *places* or below one?"""
     path = os.path.realpath(path)
     return any(path == place or path.startswith(place.rstrip(os.sep) + os.sep)
                for place in places)
