@@ -400,3 +400,98 @@ def test_a_lock_lost_to_a_rewound_shard_is_named_by_sync_whichever_command_met_i
     assert [m["subject"] for m in told] == ["lock lost to a rewind"]
     assert "src/auth.py" in told[0]["body"] and "c1" in told[0]["body"]
     assert a("sync").returncode == 0  # named once
+
+
+def test_a_clone_that_only_saw_another_clones_claim_keeps_it_through_a_rewind(tmp_path):
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")  # every read fetches
+    assert a("register", "a1", "--provider", "Kimi", "--working-on", "auth").returncode == 0
+    assert b("register", "b1", "--provider", "Claude", "--working-on", "ui").returncode == 0
+    before = snapshot(team)
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    seen = b("lock", "check", "src/auth.py")
+    assert seen.returncode == 1 and "a1" in seen.stdout, seen.stdout + seen.stderr
+    rewind(team, before)  # a's claim is no longer on the remote; b had fetched it
+
+    check = b("lock", "check", "src/auth.py")
+    assert check.returncode == 1 and "a1" in check.stdout, check.stdout + check.stderr
+    assert "went back in time" in check.stderr
+    claim = b("lock", "acquire", "src/auth.py", "--session", "b1")
+    assert claim.returncode == 1 and "a1" in claim.stderr, claim.stdout + claim.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+    synced = b("--json", "sync")  # b puts back what it saw
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+    # the holder goes on as before: its lock is its own
+    assert a("lock", "release", "src/auth.py", "--session", "a1").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+
+
+def test_a_clone_that_saw_a_claim_puts_it_back_on_a_remote_that_moved_on_after_a_rewind(tmp_path):
+    team = Team(tmp_path)
+    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")
+    for runner, sid in ((a, "a1"), (b, "b1"), (c, "c1")):
+        assert runner("register", sid, "--provider", "Kimi").returncode == 0
+    before = snapshot(team)
+    [neighbour] = on_the_shard_of("src/auth.py")
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 1
+    rewind(team, before)
+    assert c("lock", "acquire", neighbour, "--session", "c1").returncode == 0  # moves on
+
+    claim = b("lock", "acquire", "src/auth.py", "--session", "b1")
+    assert claim.returncode == 1 and "a1" in claim.stderr, claim.stdout + claim.stderr
+    assert b("--json", "sync").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+    assert lock_owner_on_remote(team, neighbour) == ["c1"]
+    assert c("lock", "acquire", "src/auth.py", "--session", "c1").returncode == 1
+
+
+def test_a_claim_seen_beside_this_clones_own_offline_claim_is_kept_through_a_rewind(tmp_path):
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")
+    assert a("register", "a1", "--provider", "Kimi").returncode == 0
+    assert b("register", "b1", "--provider", "Claude").returncode == 0
+    before = snapshot(team)
+    [neighbour] = on_the_shard_of("src/auth.py")
+    hidden = team.bare.with_name("hidden.git")
+    team.bare.rename(hidden)
+    try:  # b's claim on the same shard waits in b: its local shard has a commit of its own
+        assert b("lock", "acquire", neighbour, "--session", "b1").returncode == 3
+    finally:
+        hidden.rename(team.bare)
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 1
+    rewind(team, before)
+
+    check = b("lock", "check", "src/auth.py")
+    assert check.returncode == 1 and "a1" in check.stdout, check.stdout + check.stderr
+    synced = b("--json", "sync")
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+    assert lock_owner_on_remote(team, neighbour) == ["b1"]
+
+
+def test_a_lock_its_holder_released_after_a_rewind_is_not_brought_back_by_another_clone(tmp_path):
+    team = Team(tmp_path)
+    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")
+    for runner, sid in ((a, "a1"), (b, "b1"), (c, "c1")):
+        assert runner("register", sid, "--provider", "Kimi").returncode == 0
+    before = snapshot(team)
+    [neighbour] = on_the_shard_of("src/auth.py")
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 1
+    rewind(team, before)
+    # the remote moves on from the old state: a puts its lock back, then lets it go
+    assert c("lock", "acquire", neighbour, "--session", "c1").returncode == 0
+    released = a("lock", "release", "src/auth.py", "--session", "a1")
+    assert released.returncode == 0, released.stdout + released.stderr
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+
+    assert b("sync").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == []
+    assert b("lock", "check", "src/auth.py").returncode == 0
