@@ -56,6 +56,22 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("truncate -s 0 f", ["f"]),
     ("dd if=/dev/zero of=disk.img bs=1M", ["disk.img"]),
     ("ln -s a b", ["b"]),
+    ("cp --backup a b", ["b"]),  # --backup takes CONTROL only after "="
+    ("cp --backup=numbered a b", ["b"]),
+    # sort -o, patch -o, the (un)packers
+    ("sort -o src/auth.py src/auth.py", ["src/auth.py"]),
+    ("sort -k 2 --output=out in", ["out"]),
+    ("sort in > out", ["out"]),
+    ("patch -o new.py src/auth.py fix.diff", ["new.py"]),
+    ("patch -o - src/auth.py fix.diff", []),
+    ("gzip src/auth.py", ["src/auth.py", "src/auth.py.gz"]),
+    ("gzip -k -S .z a", ["a", "a.z"]),
+    ("gunzip a.gz", ["a.gz", "a"]),
+    ("gzip -d a.gz", ["a.gz", "a"]),
+    ("xz a", ["a", "a.xz"]),
+    ("zstd a -o b.zst", ["b.zst", "a", "a.zst"]),
+    ("gzip -c a > a.gz", ["a.gz"]),
+    ("gunzip -l a.gz", []),
     # git commands that change working-tree files
     ("git checkout -- a b", ["a", "b"]),
     ("git checkout HEAD~1 -- src/auth.py", ["src/auth.py"]),
@@ -249,6 +265,10 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("ls src | xargs rm -f", "xargs hands rm"),
     ("git ls-files | xargs -I{} cp /dev/null {}", "xargs hands cp"),
     ("cat fix.diff | patch -p1", "patch applies a diff we cannot read"),
+    ("tar xzf release.tgz", "tar extracts files"),
+    ("tar -C src -xf a.tar", "tar extracts files"),
+    ("tar --extract --file=a.tar", "tar extracts files"),
+    ("unzip -o a.zip", "unzip extracts files"),
     ("sh -c \"$SCRIPT\"", "a script the shell computes"),
     ("cd $D && echo x > f", "after a cd we cannot follow"),
     ("echo 'unclosed > f", "unclosed '"),
@@ -289,7 +309,8 @@ def test_values_are_followed_as_the_shell_keeps_them(tree, command):
 @pytest.mark.parametrize("command", [
     "echo $HOME", "ls $(pwd)", "diff <(cat a) <(cat b)", "python3 -c 'print(1)'",
     "make 2>&1 | tee /dev/null", "git status", "git diff HEAD", "grep -r x . | xargs echo",
-    "find . -name '*.py' -print",
+    "find . -name '*.py' -print", "tar tzf a.tgz", "tar -czf a.tgz src", "unzip -l a.zip",
+    "sort -u in", "gzip -c a",
 ])
 def test_commands_that_write_nothing_are_read_as_such(tree, command):
     found = read_writes(command, str(tree))

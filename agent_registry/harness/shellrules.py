@@ -15,7 +15,8 @@ from .shelltokens import Word
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
-            "ln", "dd", "patch", "chmod", "chown"}
+            "ln", "dd", "patch", "chmod", "chown", "gzip", "gunzip", "bzip2", "bunzip2", "xz",
+            "unxz", "zstd", "unzstd", "lzma", "unlzma"}
 _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -27,13 +28,19 @@ def targets_of(name: str, args: list[Word], place: Place, stdin: Word | None = N
 
 
 def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
+    # --backup takes its CONTROL only after "=": `cp --backup a b` copies a to b
     found, options = operands(args, "tSgmo" if name == "install" else "tS",
-                              ("--target-directory", "--suffix", "--backup"))
+                              ("--target-directory", "--suffix"))
     if name == "ln" and len(found) == 1 and "-t" not in options:
         # `ln -s a/b`: the link is made here, named after its target
         return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
     return copy_targets(found, options, place.is_dir, move=name == "mv")
 
+
+_SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst", "lzma": ".lzma"}
+# each (un)packer -> the packer whose suffix it reads
+_PACKERS = {**{k: k for k in _SUFFIXES}, "gunzip": "gzip", "bunzip2": "bzip2", "unxz": "xz",
+            "unzstd": "zstd", "unlzma": "lzma"}
 
 # command -> its rule (name, args, place, stdin); harness/shellwrites.RULED names the
 # same commands, so that a command with none is read without importing this module
@@ -56,7 +63,55 @@ RULES = {
     "git": lambda name, args, place, stdin: git_targets(args, place),
     **dict.fromkeys(("chmod", "chown", "chgrp"), lambda name, args, place, stdin: _owned(
         name, args)),
+    "sort": lambda name, args, place, stdin: _sorted_into(args),
+    **dict.fromkeys(_PACKERS, lambda name, args, place, stdin: _packed(name, args)),
+    **dict.fromkeys(("tar", "unzip"), lambda name, args, place, stdin: _unpacked(
+        name, args, place)),
 }
+
+
+def _sorted_into(args: list[Word]) -> list[Word]:
+    """``sort -o FILE`` (``--output``) writes FILE, which may be one of its inputs."""
+    options = operands(args, "koStT", (
+        "--output", "--key", "--field-separator", "--buffer-size", "--temporary-directory",
+        "--files0-from", "--random-source", "--compress-program", "--batch-size",
+        "--parallel", "--sort"))[1]
+    given = options.get("-o") or options.get("--output")
+    return [word(given)] if given else []
+
+
+def _packed(name: str, args: list[Word]) -> list[Word]:
+    """``gzip f`` replaces f with f.gz, ``gunzip f.gz`` f.gz with f (bzip2, xz, zstd and
+    lzma alike): both names are written; nothing with ``-c``, a listing or a test; zstd's
+    ``-o FILE`` writes FILE."""
+    found, options = operands(args, "SoDT", ("--suffix",))
+    if options.keys() & {"-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test"}:
+        return [word(options["-o"])] if "-o" in options else []
+    kind = _PACKERS[name]
+    unpack = name != kind or options.keys() & {"-d", "--decompress", "--uncompress"}
+    suffix = options.get("-S") or options.get("--suffix") or _SUFFIXES[kind]
+    out = [word(options["-o"])] if "-o" in options else []
+    for given in found:
+        text = given.text[:-len(suffix)] if unpack and given.text.endswith(suffix) else \
+            None if unpack else given.text + suffix
+        out += [given] + ([Word(text, given.dynamic, given.pattern)] if text else [])
+    return out
+
+
+
+def _unpacked(name: str, args: list[Word], place: Place) -> list[Word]:
+    """``tar -x`` and ``unzip`` write the files the archive names, which the gate does
+    not read: a write it cannot follow (listing, testing or printing writes nothing)."""
+    first = args[0].text if args else ""
+    if name == "tar":
+        extracts = any(a.text in ("--extract", "--get") or a.text.startswith("-")
+                       and not a.text.startswith("--") and "x" in a.text for a in args) \
+            or not first.startswith("-") and "x" in first  # old style: `tar xzf a.tgz`
+    else:
+        extracts = not any(a.text in ("-l", "-t", "-p", "-v", "-Z", "-z") for a in args)
+    if extracts:
+        place.unfollowed(f"{name} extracts files whose names are in the archive")
+    return []
 
 
 _MODE = r"[0-7]{1,4}|([ugoa]*([-+=][rwxXstugo]*)+)(,[ugoa]*([-+=][rwxXstugo]*)+)*"
@@ -148,6 +203,9 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
 def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
     found, options = operands(args, "iopdBDFrVxYzg", (
         "--input", "--output", "--directory", "--strip", "--reject-file", "--prefix"))
+    output = options.get("-o") or options.get("--output")
+    if output:  # the patched text goes there (- : the standard output); the file is read
+        return [word(output)] if output != "-" else []
     if found:
         return found[:1]  # `patch FILE [PATCH]`: the file named is the one patched
     source = options.get("-i") or options.get("--input")

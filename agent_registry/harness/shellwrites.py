@@ -42,7 +42,8 @@ _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # any other writes none of its operands, read without importing the rules (issue 35)
 RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "sed", "gsed",
                    "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
-                   "chown", "chgrp"})
+                   "chown", "chgrp", "sort", "tar", "unzip", *"gzip gunzip bzip2 bunzip2 xz "
+                   "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 # words that only precede the command they run (with the options each takes an argument for)
