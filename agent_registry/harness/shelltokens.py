@@ -5,7 +5,10 @@ ANSI-C (``$'…'``) quotes, backslashes, here-documents (their bodies are skippe
 comments, and expansions, which are kept as written and marked ``dynamic``.  The
 commands inside an expansion, ``$(…)``, backquotes, and process substitution ``<(…)``
 / ``>(…)``, are kept in ``subs`` so the walker reads the writes they make too.  An
-unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is ever run.
+unquoted brace form (``src/{a,b}.py``) is marked for expansion.  A simple command's
+words are unwrapped here too (:func:`unwrap`: assignments, ``sudo``, ``env -C DIR``,
+``timeout --signal S`` … before the command itself), read on the same hot path.  No
+shell is ever run.
 """
 from ..store.tuples import named
 
@@ -314,3 +317,66 @@ def _brace_parts(body: str) -> list[str]:
         step = 1 if high >= low else -1
         return [chr(k) for k in range(ord(low), ord(high) + step, step)]
     return [body]
+
+
+# words that only precede the command they run: the short options each takes the next
+# word for, and its long options that take the next word when not given with "="
+_WRAPPERS = {
+    "sudo": ("ugCDhprTU", ("--user", "--group", "--chdir", "--host", "--prompt", "--role",
+                           "--type", "--close-from", "--other-user", "--command-timeout")),
+    "env": ("uCS", ("--unset", "--chdir", "--split-string")), "nohup": ("", ()),
+    "time": ("fo", ("--format", "--output")), "command": ("", ()), "exec": ("a", ()),
+    "builtin": ("", ()), "nice": ("n", ("--adjustment",)),
+    "timeout": ("sk", ("--signal", "--kill-after")),
+    "stdbuf": ("ioe", ("--input", "--output", "--error")), "doas": ("uC", ()),
+    **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
+}
+_CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
+
+
+def assignment(text: str) -> bool:
+    """Does *text* (with a ``=``) start with an assignment, ``NAME=`` or ``NAME[I]+=`` …"""
+    import re
+    return re.match(_ASSIGNMENT, text) is not None
+
+
+def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
+    """*words* without leading assignments, reserved words and wrappers (``sudo``,
+    ``env``, ``nohup``, ``time`` …) and their options; and the folder a wrapper runs the
+    command in (``env -C DIR``, ``sudo -D DIR``), if one does.  ``env -S STRING``'s
+    string is the command's first words."""
+    i, chdir = 0, None
+    while i < len(words):
+        w = words[i]
+        if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
+            i += 1
+            continue
+        if w.text not in _WRAPPERS or w.dynamic:
+            break
+        takes, long_takes = _WRAPPERS[w.text]
+        i += 1
+        while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
+            flag, value = words[i], None
+            i += 1
+            if flag.text == "--":
+                break
+            name, eq, given = flag.text.partition("=")
+            if name.startswith("--") and (eq or name in long_takes):
+                value, i = (Word(given, flag.dynamic, False), i) if eq else \
+                    (words[i] if i < len(words) else None, i + 1)
+            elif not name.startswith("--") and name[1] in takes:
+                value, i = (Word(name[2:], flag.dynamic, False), i) if len(name) > 2 else \
+                    (words[i] if i < len(words) else None, i + 1)
+                name = name[:2]
+            if value is not None and name in _CHDIR.get(w.text, ()):
+                chdir = value
+            if value is not None and w.text == "env" and name in ("-S", "--split-string"):
+                words = words[:i] + [Word(t, value.dynamic, value.pattern)
+                                     for t in value.text.split()] + words[i:]
+                break
+        if w.text == "timeout" and i < len(words):
+            i += 1  # the duration
+        if w.text == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
+            i += 1
+    return words[i:], chdir

@@ -20,7 +20,7 @@ really changed.  Standard library only; no shell is ever run.
 import os
 import posixpath
 
-from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize
+from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize, unwrap
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
@@ -33,7 +33,6 @@ _DEVICES = ("/dev/", "/proc/self/fd/")  # as written and normalised (/dev/../x i
 _CWD = "/proc/self/cwd/"  # the shell's own directory: a relative name
 # compiled (and re imported) where first used: a command with no assignment nor variable
 # (most) needs no re, which the gate of every shell call would import (issue 35)
-_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 _NAME_VALUE = r"(?s)([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)"
 # commands giving variables values not followed here: after one, no value known is kept
 _BINDERS = {"for", "select", "read", "mapfile", "readarray", "getopts", "unset", "source", "."}
@@ -46,13 +45,6 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
-# words that only precede the command they run (with the options each takes an argument for)
-_WRAPPERS = {"sudo": "ugCDhprTU", "env": "uCS", "nohup": "", "time": "fo", "command": "",
-             "exec": "a", "builtin": "", "nice": "n", "timeout": "sk", "stdbuf": "ioe",
-             "doas": "uC", "!": "", "then": "", "else": "", "do": "", "if": "", "elif": "",
-             "while": "", "until": "", "{": ""}
-
-
 class Targets(list):
     """The files a command writes, and what it could not follow (``unfollowed``: why,
     each once)."""
@@ -165,12 +157,12 @@ class _Walker:
         self.forget(words)
         if self.assigned(words):
             return here
-        words = _unwrap(words)
-        if not words:
+        bare = unwrap(words)[0]
+        if not bare:
             return here
-        name = posixpath.basename(words[0].text)
-        if name in ("cd", "pushd", "popd") and not words[0].dynamic:
-            return self.moved(name, words[1:], here)
+        name = posixpath.basename(bare[0].text)
+        if name in ("cd", "pushd", "popd") and not bare[0].dynamic:
+            return self.moved(name, bare[1:], here)
         found += self.simple(words, here, stdin)
         return here
 
@@ -248,9 +240,11 @@ class _Walker:
 
     def simple(self, words: list[Word], here: str | None, stdin: Word | None = None
                ) -> list[str]:
-        words = _unwrap(words)
+        words, chdir = unwrap(words)
         if not words:
             return []
+        if chdir is not None:  # `env -C DIR`, `sudo -D DIR`: the command runs there
+            here = self.moved("cd", [chdir], here)
         first = self.resolved(words[0])
         if first is None:
             return []  # a command the shell computes: the backstop checks what it did
@@ -341,39 +335,6 @@ class _Here:
 
     def unfollowed(self, why: str) -> None:
         self.walker.unfollowed(why)
-
-
-def _assignment(text: str) -> bool:
-    """Does *text* (with a ``=``) start with an assignment, ``NAME=`` or ``NAME[I]+=`` …"""
-    import re
-    return re.match(_ASSIGNMENT, text) is not None
-
-
-def _unwrap(words: list[Word]) -> list[Word]:
-    """*words* without leading assignments, reserved words and wrappers (``sudo``,
-    ``env``, ``nohup``, ``time`` …) and their options."""
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if "=" in w.text and _assignment(w.text) and not w.text.startswith("="):
-            i += 1
-        elif w.text in _WRAPPERS and not w.dynamic:
-            takes = _WRAPPERS[w.text]
-            i += 1
-            while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
-                flag = words[i].text
-                i += 1
-                if flag == "--":
-                    break
-                if len(flag) == 2 and flag[1] in takes:
-                    i += 1
-            if w.text == "timeout" and i < len(words):
-                i += 1  # the duration
-            if w.text == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
-                i += 1
-        else:
-            break
-    return words[i:]
 
 
 def _shell_script(args: list[Word]) -> Word | None:
