@@ -120,6 +120,13 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("cat <<-EOF >f\n\tx > no\n\tEOF\ntouch g", ["f", "g"]),
     ("python - <<EOF\nopen('x', 'w')\nEOF", []),
     ("cat > f <<< 'x > no'", ["f"]),
+    # ... but a shell runs what it is given on its input
+    ("bash <<EOF\nrm -f src/auth.py\nEOF\n", ["src/auth.py"]),
+    ("sh -s <<'EOF' > log\ntouch a\nEOF\necho > b", ["log", "a", "b"]),
+    ("bash -e <<-EOF\n\tcd src && echo x > f\n\tEOF", ["src/f"]),
+    ("bash <<< 'rm x'", ["x"]),
+    ("patch -p1 <<'EOF'\n--- a/src/auth.py\n+++ b/src/auth.py\n@@ -1 +1 @@\n-a\n+b\nEOF",
+     ["src/auth.py"]),
     # what depends on the shell, or cannot be parsed, yields nothing (read_writes says
     # what it could not follow: tests below)
     ("echo $X > $F", []),
@@ -283,6 +290,7 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("sh -c \"$SCRIPT\"", "a script the shell computes"),
     ("cd $D && echo x > f", "after a cd we cannot follow"),
     ("env -C \"$D\" rm f", "after a cd we cannot follow"),
+    ("bash <<< \"$CMD\"", "a script the shell computes"),
     ("echo 'unclosed > f", "unclosed '"),
     ("echo $((", "unclosed ("),
     ("echo " + "$(" * 20 + ")" * 20, "too deeply nested"),

@@ -210,7 +210,8 @@ def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
         return found[:1]  # `patch FILE [PATCH]`: the file named is the one patched
     source = options.get("-i") or options.get("--input")
     given = word(source) if source else stdin
-    text = place.read(given) if given is not None else None
+    text = given.body if given is not None and given.body is not None else \
+        place.read(given) if given is not None else None  # <<EOF: the diff is its body
     if text is None:
         place.unfollowed("patch applies a diff we cannot read (give it as -i FILE "
                          "or < FILE)")

@@ -1,7 +1,8 @@
 """A small shell tokenizer for harness/shellwrites.py: words and operators, quotes removed.
 
 It reads what a gate needs to find the files a command writes: single, double and
-ANSI-C (``$'…'``) quotes, backslashes, here-documents (their bodies are skipped),
+ANSI-C (``$'…'``) quotes, backslashes, here-documents (a body is kept with its
+delimiter word, never read as the commands around it),
 comments, and expansions, which are kept as written and marked ``dynamic``.  The
 commands inside an expansion, ``$(…)``, backquotes, and process substitution ``<(…)``
 / ``>(…)``, are kept in ``subs`` so the walker reads the writes they make too.  An
@@ -29,7 +30,8 @@ class Unparsable(ValueError):
 
 
 # (named tuples from store/tuples.py: typing's NamedTuple costs a hook call a few ms)
-Word = named("Word", "text dynamic pattern subs brace process", ((), False, False))
+Word = named("Word", "text dynamic pattern subs brace process body",
+             ((), False, False, None))
 Word.__doc__ = """A shell word.  text: quotes removed, expansions kept as written; dynamic:
 it contains an expansion the shell would make ($, backquote); pattern: an unquoted glob
 character; subs: the scripts of its $(…), `…`, <(…) and >(…); brace: an unquoted {…} the
@@ -38,9 +40,11 @@ Op = named("Op", "text")
 
 
 def tokenize(text: str) -> list[Word | Op]:
-    """Shell words and operators, quotes removed; here-document bodies skipped."""
+    """Shell words and operators, quotes removed; a here-document's body is its
+    delimiter word's ``body``, not read as commands."""
     tokens: list[Word | Op] = []
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) waiting for a newline
+    # (delimiter, strip tabs, the index of its word) waiting for a newline
+    heredocs: list[tuple[str, bool, int]] = []
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -65,10 +69,10 @@ def tokenize(text: str) -> list[Word | Op]:
             tokens.append(Op(op))
             if op in ("<<", "<<-"):
                 word, i = _word(text, _skip_blanks(text, i))
+                heredocs.append((word.text, op == "<<-", len(tokens)))
                 tokens.append(word)
-                heredocs.append((word.text, op == "<<-"))
             elif op == "\n" and heredocs:
-                i = _skip_heredocs(text, i, heredocs)
+                i = _heredocs(text, i, heredocs, tokens)
                 heredocs = []
         else:
             start = i
@@ -85,15 +89,20 @@ def _skip_blanks(text: str, i: int) -> int:
     return i
 
 
-def _skip_heredocs(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """The index after the bodies of *heredocs*, which start at *i*."""
-    for delimiter, strip in heredocs:
+def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int]],
+              tokens: list[Word | Op]) -> int:
+    """The index after the bodies of *heredocs*, which start at *i*; each body becomes
+    its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``)."""
+    for delimiter, strip, at in heredocs:
+        lines = []
         while i < len(text):
             end = text.find("\n", i)
             line = text[i:] if end == -1 else text[i:end]
             i = len(text) if end == -1 else end + 1
             if (line.lstrip("\t") if strip else line) == delimiter:
                 break
+            lines.append(line)
+        tokens[at] = Word(*tuple(tokens[at])[:6], "\n".join(lines))
     return i
 
 

@@ -118,8 +118,10 @@ class _Walker:
                     # dash the name as written: all of them
                     for name in self.expanded([target]) + ([target] if target.brace else []):
                         found += self.place(name, here)
-                elif tok.text in ("<", "<>"):
-                    stdin = target
+                elif tok.text in ("<", "<>", "<<", "<<-"):
+                    stdin = target  # a here-document: its body, which a shell reads
+                elif tok.text == "<<<":
+                    stdin = Word(target.text, target.dynamic, False, body=target.text)
                 i += 2
                 continue
             if isinstance(tok, Op):
@@ -254,10 +256,11 @@ class _Walker:
             if name == "eval":
                 script: Word | None = Word(" ".join(w.text for w in args),
                                            any(w.dynamic for w in args), False)
-            else:
-                script = _shell_script(args)
+            else:  # -c SCRIPT, else what its input gives it (<<EOF, <<<)
+                script = _shell_script(args) or (stdin if stdin and stdin.body else None)
             if script is None:
                 return []
+            script = Word(script.body, script.dynamic, False) if script.body else script
             if script.dynamic and self.resolved(script) is None:
                 self.unfollowed(f"a script the shell computes ({name})")
                 return []
