@@ -428,7 +428,11 @@ def test_a_clone_that_only_saw_another_clones_claim_keeps_it_through_a_rewind(tm
     assert lock_owner_on_remote(team, "src/auth.py") == []
 
 
-def test_a_clone_that_saw_a_claim_puts_it_back_on_a_remote_that_moved_on_after_a_rewind(tmp_path):
+def seen_then_rewound(tmp_path):
+    """Clones a, b and c of one remote (b's reads always fetch) with sessions a1, b1 and
+    c1: a claims src/auth.py, b reads it held, the remote goes back to before the claim,
+    and c claims a file on the same shard (the remote moves on).  The team, its clones
+    and that file."""
     team = Team(tmp_path)
     a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
     git(b.cwd, "config", "agent-registry.readFreshness", "0")
@@ -439,7 +443,12 @@ def test_a_clone_that_saw_a_claim_puts_it_back_on_a_remote_that_moved_on_after_a
     assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
     assert b("lock", "check", "src/auth.py").returncode == 1
     rewind(team, before)
-    assert c("lock", "acquire", neighbour, "--session", "c1").returncode == 0  # moves on
+    assert c("lock", "acquire", neighbour, "--session", "c1").returncode == 0
+    return team, a, b, c, neighbour
+
+
+def test_a_clone_that_saw_a_claim_puts_it_back_on_a_remote_that_moved_on_after_a_rewind(tmp_path):
+    team, a, b, c, neighbour = seen_then_rewound(tmp_path)
 
     claim = b("lock", "acquire", "src/auth.py", "--session", "b1")
     assert claim.returncode == 1 and "a1" in claim.stderr, claim.stdout + claim.stderr
@@ -476,18 +485,8 @@ def test_a_claim_seen_beside_this_clones_own_offline_claim_is_kept_through_a_rew
 
 
 def test_a_lock_its_holder_released_after_a_rewind_is_not_brought_back_by_another_clone(tmp_path):
-    team = Team(tmp_path)
-    a, b, c = team.clone("a"), team.clone("b"), team.clone("c")
-    git(b.cwd, "config", "agent-registry.readFreshness", "0")
-    for runner, sid in ((a, "a1"), (b, "b1"), (c, "c1")):
-        assert runner("register", sid, "--provider", "Kimi").returncode == 0
-    before = snapshot(team)
-    [neighbour] = on_the_shard_of("src/auth.py")
-    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
-    assert b("lock", "check", "src/auth.py").returncode == 1
-    rewind(team, before)
-    # the remote moves on from the old state: a puts its lock back, then lets it go
-    assert c("lock", "acquire", neighbour, "--session", "c1").returncode == 0
+    team, a, b, c, neighbour = seen_then_rewound(tmp_path)
+    # on the remote that moved on, a puts its lock back, then lets it go
     released = a("lock", "release", "src/auth.py", "--session", "a1")
     assert released.returncode == 0, released.stdout + released.stderr
     assert lock_owner_on_remote(team, "src/auth.py") == []
