@@ -28,7 +28,7 @@ def sync(out: Output, timeout: float) -> None:
     """
     from ..core.messages_branch import mailbox
     from ..errors import Refused, Unconfirmed
-    from ..sync.rewind import rewind_lines
+    from ..sync.remote import rewind_lines
     from ..sync.remote import sync as run_sync
     report = run_sync(out.registry, deadline=timeout)
     lines = [pushed_line(report, report["remote"])]

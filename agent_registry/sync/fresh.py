@@ -52,10 +52,7 @@ def freshen(registry, *, force: bool = False) -> dict:
             and (last is None or recent[0] > last):
         return _set(registry, view_doc(last, now, recent[1]))  # tried just now: no second wait
     from .remote import catch_up
-    known = len(registry.warnings)
     failure = catch_up(registry)
-    # what the fetch met (a remote gone back in time): said again after the read
-    registry.fetch_lines = registry.warnings[known:]
     now = time.time()
     if failure is None:
         return _set(registry, view_doc(freshness.last_fetch(common, branch) or now, now, None))
@@ -70,14 +67,13 @@ def _set(registry, doc: dict) -> dict:
 
 
 def said(registry) -> dict:
-    """The view's freshness, its line among ``registry.warnings`` when it is stale, with
-    what the fetch met (a read replaces the warnings with its own: a face calls this
-    again after it)."""
+    """The view's freshness, its line among ``registry.warnings`` when it is stale (a
+    read replaces the warnings with its own: a face calls this again after it)."""
     doc = view_state(registry)
-    lines = list(getattr(registry, "fetch_lines", []))
     if doc.get("stale_view"):
-        lines.append(stale_line(doc))
-    registry.warnings.extend(line for line in lines if line not in registry.warnings)
+        line = stale_line(doc)
+        if line not in registry.warnings:
+            registry.warnings.append(line)
     return doc
 
 

@@ -29,12 +29,11 @@ pushed by the next successful sync; a claim made so is *not confirmed*: exit 3. 
 remote failed is read from git's own stderr: unreachable, credentials refused, the server
 denied the branch, or no repository there.
 
-The remote going back in time (a force-push to an older state) is noticed by the fetch,
-which never moves the registry's tracking refs back, and by the confirmed tip no longer
-being in the remote's history: this clone re-applies the live sessions and locks it had
-seen on the rewound remote, each refused only where another session took the path
-meanwhile, and reports each (sync/rewind.py).  A ``gc`` commit that rewrote a history
-holding the lost tip explains the rewrite, and nothing is re-applied.
+The remote going back in time (a force-push to an older state) is noticed because the
+confirmed tip is no longer in the remote's history: this clone re-applies its own live
+sessions and their locks on the rewound remote, each refused only where another session
+took the path meanwhile, and reports each.  A ``gc`` commit that rewrote a history holding
+the confirmed tip explains the rewrite, and nothing is re-applied.
 
 Because replays re-run each operation's own logic on the new base, two writers of the same
 file resolve by the operation's meaning (a release of a lock that was force-released
@@ -50,19 +49,19 @@ from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store import freshness
 from ..store.git import CasFailed, run_git
 from ..store.spawn import Completed, TimedOut
-from ..branch.records import iso, parse_iso
+from ..branch.records import Holder, Lock, Session, iso, parse_iso
 from ..branch.trailers import parse_op
+from ..core.conflicts import describe_conflicts
+from ..core.operations import Outcome, operation
 from ..core.registry import Registry
 from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, carried, fetch_owed, fetch_paid, fetch_refspec, help_others, \
     intent_ref, new_clone_id, note_advertised, owe_fetch, own_ops, \
     push_trace, settle_own, settled, unsettled, wrap
-from .replay import (APPLIED, Replay, is_ancestor, landed_since, own_commits,
+from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, own_commits,
                      pending_commits, replay)
 from .lost import record_lost
-from .rewind import forget_lost_tips, gc_explains, incoming, lost_tips, reapply, rewound, \
-    rewind_lines, settle
 from . import trace
 from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
 
@@ -89,6 +88,7 @@ MIN_GUARDED = 4  # below this many sessions the mass-deletion check stays quiet
 # how long a refusal the remote gave this clone is shown (status, the dashboard's Sync
 # card): the refused session was told then; an hour later it is history, not news
 REFUSED_SHOWN_FOR = 3600
+RESTORE_OP = "restore"
 
 
 # -- what went wrong with the remote ---------------------------------------------------
@@ -191,77 +191,18 @@ def fetch(registry: Registry, narrow: bool = False) -> str | None:
     # the first round of haves finds the common ground and the pack comes back in it;
     # the clone's own commits (unpushed, carried) as haves were each a round in vain
     also = _narrow_also(registry) if narrow else registry.fetch_also
-    # the main branch's and the lock shards' tracking refs only move forward: a remote
-    # that went back in time is refused by git, and taken below (sync/rewind.py)
-    specs = [_forward_only(registry, spec) for spec in
-             (f"+{src}:{registry.tracking_ref}", fetch_refspec(registry), *also)]
-    # --refmap=: the remote's configured refspec (`+refs/heads/*:refs/remotes/origin/*`)
-    # would otherwise move the same tracking refs too, forced
     proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                    "--no-auto-maintenance", "--prune", "--refmap=",
+                    "--no-auto-maintenance", "--prune",
                     f"--negotiation-tip=refs/remotes/{registry.remote}/{_root(registry)}*",
-                    registry.remote, *specs)
+                    registry.remote, f"+{src}:{registry.tracking_ref}",
+                    fetch_refspec(registry), *also)
     trace.note("fetch", began, f"{proc.returncode}{' narrow' if narrow else ''}")
+    if proc.returncode == 0:
+        # when: a shard's claims may skip a fetch within FRESH of it (_decided_here), and
+        # a read answers without one within agent-registry.readFreshness (sync/fresh.py)
+        _mark_fetched(registry, every=also == registry.fetch_also)
+        return registry.repo.read_ref(registry.tracking_ref)
     err = proc.stderr.decode(errors="replace")
-    if proc.returncode != 0 and _refused_to_go_back(err):
-        _take_rewind(registry, [spec for spec in specs if not spec.startswith("+")])
-    elif proc.returncode != 0:
-        return _fetch_failed(registry, err, proc.returncode)
-    # when: a shard's claims may skip a fetch within FRESH of it (_decided_here), and
-    # a read answers without one within agent-registry.readFreshness (sync/fresh.py)
-    _mark_fetched(registry, every=also == registry.fetch_also)
-    return registry.repo.read_ref(registry.tracking_ref)
-
-
-def _forward_only(registry: Registry, spec: str) -> str:
-    """*spec* without its ``+`` when it writes the tracking ref of the main branch or of
-    its lock shards (a lock lives there; a clone ref, an intent or the messages may be
-    rewritten by the one clone that owns them)."""
-    tracking = f"refs/remotes/{registry.remote}/{_root(registry)}"
-    dst = spec.partition(":")[2]
-    return spec[1:] if dst == tracking or dst.startswith(tracking + "-shards/") else spec
-
-
-def _refused_to_go_back(err: str) -> bool:
-    """Whether a fetch that failed did so only because a tracking ref without ``+`` would
-    have lost commits: git says nothing of it under --quiet (older versions) or names it
-    ``[rejected]``; every other failure says fatal or error."""
-    return "[rejected]" in err or not any(
-        line.startswith(("fatal:", "error:")) for line in err.splitlines())
-
-
-def _take_rewind(registry: Registry, specs: list[str]) -> None:
-    """The remote went back in time on a branch the fetch's forward-only *specs* write:
-    fetch the remote's tips aside (sync/rewind.py ``incoming``), then, under the flock,
-    keep what each rewound branch held and move its tracking ref."""
-    from ..core.sharded import shards_of
-    aside = []
-    for spec in specs:
-        src, _, dst = spec.partition(":")
-        aside.append(f"+{src}:{incoming(dst)}")
-    proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                   "--no-auto-maintenance", "--refmap=", registry.remote, *aside)
-    if proc.returncode != 0:
-        _fetch_failed(registry, proc.stderr.decode(errors="replace"), proc.returncode)
-    main = getattr(registry.part, "main", None) or registry
-    with _locked(registry):
-        parts = {p.tracking_ref: p for p in (main, *shards_of(main))}
-        found, rebase = settle(registry, parts)
-        for part in rebase:
-            try:
-                rewind = _rebase(part, part.repo.read_ref(part.tracking_ref), help=False).rewind
-            except (MassDeletion, CasFailed):
-                continue  # its lost tips stay recorded for its next rebase
-            registry.warnings.extend(rewind_lines(rewind) if rewind else [])
-    if found:
-        registry.warnings.append(
-            f"the remote went back in time on {', '.join(found)}: this clone keeps what "
-            f"it had seen there and puts it back at its next sync")
-
-
-def _fetch_failed(registry: Registry, err: str, code: int) -> str | None:
-    """A fetch git failed: the branch is gone (None: we will recreate it), another
-    process of this clone is writing the same refs (the tip as it is), or Offline."""
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
         if registry.repo.read_ref(registry.tracking_ref):
             registry.repo.git("update-ref", "-d", registry.tracking_ref, check=False)
@@ -272,7 +213,7 @@ def _fetch_failed(registry: Registry, err: str, code: int) -> str | None:
         # branch's tracking ref, or one its fetch brings along (a lock shard's fetch
         # writes the main branch's, every shard's and the clone refs')
         return registry.repo.read_ref(registry.tracking_ref)
-    raise Offline.from_stderr(registry.remote, err, f"git fetch exited {code}",
+    raise Offline.from_stderr(registry.remote, err, f"git fetch exited {proc.returncode}",
                               registry.branch)
 
 
@@ -396,6 +337,22 @@ def _population(registry: Registry, commit: str) -> int:
     return sum(1 for n in names if n.endswith((".yaml", ".md")))
 
 
+def _gc_explains(registry: Registry, confirmed: str | None, remote: str) -> bool:
+    """Whether a ``gc`` commit on *remote* (not in *confirmed*'s history; without it, in
+    the last 50 commits) rewrote a history that held *confirmed*: then the state we
+    confirmed is all there, squashed, and what is missing since was removed by later
+    operations, not by a rewind or a wipe."""
+    spec = ["--not", confirmed] if confirmed and commit_exists(registry, confirmed) else ["-n", "50"]
+    found = registry.repo.git("log", "--format=%B%x00", "--grep=^Registry-Op: gc$", remote,
+                              *spec).stdout.decode(errors="replace")
+    for message in filter(str.strip, found.split("\0")):
+        rewrote = (parse_op(message) or {}).get("rewrote")
+        if not (confirmed and rewrote and commit_exists(registry, rewrote)) or \
+                is_ancestor(registry, confirmed, rewrote):
+            return True  # a rewritten tip we never fetched came after what we confirmed
+    return False
+
+
 def check_adoptable(registry: Registry, local: str | None, previous: str | None,
                     remote: str) -> None:
     """Refuse a remote tip that silently drops most sessions or wiki entries.  The
@@ -408,7 +365,7 @@ def check_adoptable(registry: Registry, local: str | None, previous: str | None,
     if len(missing) < MIN_GUARDED:
         return
     ours, theirs = _population(registry, local), _population(registry, remote)
-    if theirs < ours * MASS_DELETION and not gc_explains(registry, previous, remote):
+    if theirs < ours * MASS_DELETION and not _gc_explains(registry, previous, remote):
         raise MassDeletion(
             f"{redact(registry.remote)}/{registry.branch} has {theirs} sessions and wiki entries where "
             f"this clone has {ours}, and no gc commit explains it: not adopted, local state "
@@ -426,6 +383,121 @@ class MassDeletion(RegistryError):
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "message": self.message}
+
+
+# -- the remote going back in time -------------------------------------------------------
+
+def _rewound(registry: Registry, confirmed: str | None, remote: str) -> bool:
+    """The confirmed tip vanished from the remote's history, and gc does not explain it."""
+    return bool(confirmed and confirmed != remote and commit_exists(registry, confirmed)
+                and not is_ancestor(registry, confirmed, remote)
+                and not _gc_explains(registry, confirmed, remote))
+
+
+def local_sessions(registry: Registry, view: View) -> list:
+    """The live sessions of *view* that live in this clone (this host, one of its
+    worktrees)."""
+    ours = _our_worktrees(registry)
+    return [s for s in view.live_sessions() if s.host == registry.host
+            and os.path.realpath(s.project or "/") in ours]
+
+
+def _our_worktrees(registry: Registry) -> set[str]:
+    """Where sessions of this clone live (their ``project``): each worktree, or the
+    git dir of a bare repository."""
+    out = registry.repo.git("worktree", "list", "--porcelain", check=False).stdout.decode()
+    places = {line[9:] for line in out.splitlines() if line.startswith("worktree ")}
+    places |= {registry.repo.info.git_dir, registry.repo.info.common_dir}
+    return {os.path.realpath(p) for p in places}
+
+
+def restore_ops(registry: Registry, confirmed: str) -> list[dict]:
+    """One ``restore`` operation per live session of this clone at *confirmed*, with the
+    locks it held there (its generation tokens and claim times kept).  Read as the
+    registry's operations read that tip: a lock shard's sessions are those its held
+    lists name, with their records from the main branch (a plain view of a shard's tree
+    has no session, and would re-apply none of its locks)."""
+    view = registry.view_at(confirmed)
+    ops = []
+    for session in local_sessions(registry, view):
+        locks = []
+        for target in session.locks:
+            lock = view.lock(target)
+            holder = lock.holder(session.id) if lock else None
+            if holder is not None:
+                locks.append({"path": target, "mode": lock.mode, **holder.to_dict()})
+        ops.append(registry.new_op(RESTORE_OP, session=session.id, record=session.to_dict(),
+                                locks=locks, confirmed=confirmed))
+    return ops
+
+
+@operation(RESTORE_OP)
+def _op_restore(registry: Registry, view: View, op: dict) -> Outcome:
+    """Re-apply a session and its locks that the remote lost by going back in time.
+    Each lock is refused only where another live session holds the path now; a session
+    that ended on the remote is not brought back."""
+    sid, at, record = op["session"], op["at"], op["record"]
+    ended = view.done_session(sid)
+    if ended is not None:
+        return Outcome({"session": sid, "reapplied": [], "refused": [
+            {"session": sid, "path": None, "owner": None,
+             "reason": f"session {sid} is {ended.status} on the remote"}]}, None)
+    session, reapplied, refused = view.session(sid, strict=False), [], []
+    saved = Session.from_dict({**record, "locks": []})
+    if session is None or session.heartbeat_ts() < saved.heartbeat_ts():
+        saved.locks = session.locks if session else []
+        session = saved
+        reapplied.append({"session": sid, "path": None})
+    for held in op["locks"]:
+        path, mode = held["path"], held["mode"]
+        lock = view.lock(path) or Lock(path, mode)
+        if lock.holder(sid) is None:
+            conflicts = registry.conflicts(view, sid, path, mode, at)
+            if conflicts:
+                refused.append({"session": sid, "path": path, "owner": conflicts[0]["owner"],
+                                "reason": describe_conflicts(conflicts)})
+                continue
+            stale = [h for h in lock.holders if registry.judge(view, h, at) is not None]
+            for holder in stale:
+                registry.forget(view, holder.session, path)
+            lock.holders = [h for h in lock.holders if h not in stale]
+            lock.holders.append(Holder(sid, held["generation"], held["acquired_at"], held["ttl"]))
+            lock.mode = mode
+            view.put_lock(lock)
+            reapplied.append({"session": sid, "path": path})
+        if path not in session.locks:
+            session.locks.append(path)
+    if reapplied:
+        view.put_session(session)
+    paths = [r["path"] for r in reapplied if r["path"]]
+    subject = (f"re-apply {sid}" + (f" and {', '.join(paths)}" if paths else "")
+               + " lost when the remote went back in time")
+    return Outcome({"session": sid, "reapplied": reapplied, "refused": refused},
+                   subject if reapplied else None)
+
+
+def _reapply(registry: Registry, confirmed: str, onto: str) -> tuple[str, dict]:
+    """Re-apply this clone's live sessions and locks of *confirmed* on *onto*."""
+    tip, reapplied, refused = onto, [], []
+    for op in restore_ops(registry, confirmed):
+        commit, result = registry.build(tip, op)
+        tip = commit or tip
+        reapplied += result["reapplied"]
+        refused += result["refused"]
+    return tip, {"from": confirmed, "to": onto, "at": iso(registry.clock()),
+                 "reapplied": reapplied, "refused": refused}
+
+
+def rewind_lines(rewind: dict) -> list[str]:
+    """What `sync`, a claim's stderr and `status` say about a rewind."""
+    lines = [f"the remote went back in time ({rewind['from'][:12]} is no longer in its "
+             f"history; now {rewind['to'][:12]}): re-applied this clone's sessions and locks"]
+    for r in rewind["reapplied"]:
+        lines.append(f"re-applied: {r['path']} by {r['session']}" if r["path"]
+                     else f"re-applied: session {r['session']}")
+    lines += [f"not re-applied: {r['path'] or 'session ' + r['session']}: {r['reason']}"
+              for r in rewind["refused"]]
+    return lines
 
 
 # -- the synced transaction -----------------------------------------------------------
@@ -459,15 +531,13 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     confirmed = confirmed_tip(registry, before)
     if remote is None:
         return Replay(local)  # the remote branch is gone: the push recreates it
-    # lost tips a fetch kept aside for a local ref with commits of its own (sync/rewind.py)
-    recorded = lost_tips(registry)
     intents = unsettled(registry, remote)
     if intents and not help:
         # carried by no one here: the next claim, which might decide on our tip within
         # FRESH, fetches first instead, and carries them
         owe_fetch(registry)
         intents = []
-    if local is None and not intents and not recorded:
+    if local is None and not intents:
         registry.repo.update_ref(registry.ref, remote, None, "agent-registry: sync")
         confirm(registry, remote)
         return Replay(remote)
@@ -478,16 +548,15 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
         # of its commits, which that push, if it lands, turns into a fork (a rebuild
         # still helps them all anew when one is left to help)
         intents = []
-    if not intents and holds and not recorded:
+    if not intents and holds:
         # nothing new there (or an older view of it): our tip already holds it
         if confirmed is None or (remote != confirmed and is_ancestor(registry, confirmed, remote)):
             confirm(registry, remote)
         return Replay(local)
     check_adoptable(registry, local, confirmed, remote)
     onto, rewind = remote, None
-    lost = [t for t in (*recorded, confirmed) if rewound(registry, t, remote)]
-    if lost:
-        onto, rewind = reapply(registry, lost, remote)  # type: ignore[arg-type]
+    if _rewound(registry, confirmed, remote):
+        onto, rewind = _reapply(registry, confirmed, remote)  # type: ignore[arg-type]
         record_lost(registry, rewind["refused"])
     # other clones' published operations first (they waited longest), then ours, skipping
     # those a helper already applied for us
@@ -503,8 +572,7 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
     settle_own(registry, onto, state)
     state.rewind = rewind
     _move_local(registry, state.tip, local)
-    confirm(registry, remote, **({"last_rewind": rewind} if rewind else {}),
-            **(forget_lost_tips(registry) if recorded else {}))
+    confirm(registry, remote, **({"last_rewind": rewind} if rewind else {}))
     _record_refused(registry, state.refused)
     return state
 

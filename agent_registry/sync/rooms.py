@@ -28,8 +28,7 @@ from ..core.registry import Registry
 from ..core.sessions import repo_name
 from ..errors import BadInput, NotFound, Refused, RegistryError, Unconfirmed
 from ..store.git import Repo, discover, run_git
-from .remote import COMMITTER, sync
-from .rewind import local_sessions
+from .remote import COMMITTER, local_sessions, sync
 from .state import redact
 
 HUB_KEY = "agent-registry.hub"
