@@ -400,3 +400,26 @@ def test_a_lock_lost_to_a_rewound_shard_is_named_by_sync_whichever_command_met_i
     assert [m["subject"] for m in told] == ["lock lost to a rewind"]
     assert "src/auth.py" in told[0]["body"] and "c1" in told[0]["body"]
     assert a("sync").returncode == 0  # named once
+
+
+def test_a_claim_does_not_make_anew_a_lock_shard_deleted_on_the_remote(tmp_path):
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")  # every read fetches
+    assert a("register", "a1", "--provider", "Kimi").returncode == 0
+    assert b("register", "b1", "--provider", "Claude").returncode == 0
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 1
+    shard = shard_branch(BRANCH, lock_shards("src/auth.py", 16, None)[0])
+    git(team.bare, "update-ref", "-d", f"refs/heads/{shard}")  # a forge's "delete branch"
+    check = b("lock", "check", "src/auth.py")  # fetched: the shard is gone here too
+    assert check.returncode == 1 and "missing here" in check.stderr, check.stderr
+
+    claim = b("lock", "acquire", "src/auth.py", "--session", "b1")
+    assert claim.returncode == 1 and "gone from origin" in claim.stderr, claim.stderr
+    assert git(team.bare, "for-each-ref", f"refs/heads/{shard}") == ""
+    # the clone that wrote it pushes it back, its claim with it
+    assert a("sync").returncode == 0
+    assert lock_owner_on_remote(team, "src/auth.py") == ["a1"]
+    assert b("lock", "acquire", "src/auth.py", "--session", "b1").returncode == 1

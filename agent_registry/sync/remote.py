@@ -607,6 +607,13 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
             remote, failure = fetch(registry, narrow), None
         except Offline as exc:
             remote, failure = None, exc
+        if failure is None and remote is None and registry.part.kind == "shard" \
+                and registry.repo.read_ref(registry.ref) is None:
+            # gone from the remote (deleted) and never written here: made anew, it would
+            # lack every claim it held, which the clones that saw them still count
+            raise Refused(f"{registry.branch} is gone from {redact(registry.remote)} and this "
+                          f"clone never wrote it: not made anew without the claims it held; "
+                          f"`agent-registry sync` in a clone that wrote it pushes it back")
         with _locked(registry):
             if failure is None:
                 try:
