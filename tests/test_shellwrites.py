@@ -64,14 +64,26 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("sort in > out", ["out"]),
     ("patch -o new.py src/auth.py fix.diff", ["new.py"]),
     ("patch -o - src/auth.py fix.diff", []),
-    ("gzip src/auth.py", ["src/auth.py", "src/auth.py.gz"]),
-    ("gzip -k -S .z a", ["a", "a.z"]),
-    ("gunzip a.gz", ["a.gz", "a"]),
-    ("gzip -d a.gz", ["a.gz", "a"]),
-    ("xz a", ["a", "a.xz"]),
-    ("zstd a -o b.zst", ["b.zst", "a", "a.zst"]),
+    ("gzip src/auth.py", ["src/auth.py.gz", "src/auth.py"]),
+    ("gzip -k -S .z a", ["a.z"]),  # kept: only the packed file is new
+    ("gunzip a.gz", ["a", "a.gz"]),
+    ("gzip -d a.gz", ["a", "a.gz"]),
+    ("gunzip g", ["g", "g.gz"]),  # it unpacks g.gz
+    ("gunzip h.tgz", ["h.tar", "h.tgz"]),
+    ("xz -T 0 -C crc32 a", ["a.xz", "a"]),
+    ("zstd a", ["a.zst"]),  # zstd keeps its input ...
+    ("zstd --rm a", ["a.zst", "a"]),  # ... unless told
+    ("zstd a -o b.zst", ["b.zst"]),
+    ("zstd -d --output-dir-flat=out a.zst", ["out"]),
     ("gzip -c a > a.gz", ["a.gz"]),
     ("gunzip -l a.gz", []),
+    # tar writes the archive it makes, and what --remove-files removes
+    ("tar -czf a.tgz src", ["a.tgz"]),
+    ("tar cf a.tar src", ["a.tar"]),
+    ("tar -rf assets/bundle.tar f", ["assets/bundle.tar"]),
+    ("tar -cf a.tar --remove-files src/auth.py", ["a.tar", "src/auth.py"]),
+    ("tar -C src -cf a.tar --remove-files auth.py", ["a.tar", "src/auth.py"]),
+    ("tar -cf a.tar -Xexcludes src", ["a.tar"]),
     # git commands that change working-tree files
     ("git checkout -- a b", ["a", "b"]),
     ("git checkout HEAD~1 -- src/auth.py", ["src/auth.py"]),
@@ -110,6 +122,13 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("env -Csrc rm auth.py; touch g", ["src/auth.py", "g"]),
     ("env -S 'rm -f x' y", ["x", "y"]),
     ("env --split-string='A=1 rm x'", ["x"]),
+    ("env -S 'rm \"my file\" # c'", ["my file"]),
+    ("env -S '-C src rm f'", ["src/f"]),
+    ("env -C d env -C e rm f", ["d/e/f"]),
+    ("env -iC src rm f", ["src/f"]),
+    ("sudo -nu U rm f", ["f"]),
+    ("/usr/bin/env -C src rm f", ["src/f"]),
+    ("env - rm f", ["f"]),
     ("if true; then echo x > f; fi", ["f"]),
     ("{ echo a; echo b; } > both", ["both"]),
     ("make \\\n  > out", ["out"]),
@@ -125,6 +144,10 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("sh -s <<'EOF' > log\ntouch a\nEOF\necho > b", ["log", "a", "b"]),
     ("bash -e <<-EOF\n\tcd src && echo x > f\n\tEOF", ["src/f"]),
     ("bash <<< 'rm x'", ["x"]),
+    ("bash <<-EOF\n\tcat > x <<Y\n\tdata\n\tY\n\trm g\n\tEOF", ["x", "g"]),  # <<- strips
+    ("cat <<EOF\n$(rm g) `touch h` \\$(rm no)\nEOF", ["g", "h"]),  # the shell expands it
+    ("cat <<'EOF'\n$(rm g)\nEOF", []),
+    ("patch -p1 <<-EOF\n\t--- a/z\n\t+++ b/z\n\t@@ -1 +1 @@\n\t-a\n\t+b\n\tEOF", ["z"]),
     ("patch -p1 <<'EOF'\n--- a/src/auth.py\n+++ b/src/auth.py\n@@ -1 +1 @@\n-a\n+b\nEOF",
      ["src/auth.py"]),
     # what depends on the shell, or cannot be parsed, yields nothing (read_writes says
@@ -291,6 +314,10 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("cd $D && echo x > f", "after a cd we cannot follow"),
     ("env -C \"$D\" rm f", "after a cd we cannot follow"),
     ("bash <<< \"$CMD\"", "a script the shell computes"),
+    ("bash <<EOF\nrm $f\nEOF", "a script the shell computes"),
+    ("bash <<EOF\necho \\`rm f\\`\nEOF", "a script the shell computes"),
+    ("patch -p1 <<< \"$DIFF\"", "patch applies a diff we cannot read"),
+    ("patch -p1 <<EOF\n$(cat fix.diff)\nEOF", "patch applies a diff we cannot read"),
     ("echo 'unclosed > f", "unclosed '"),
     ("echo $((", "unclosed ("),
     ("echo " + "$(" * 20 + ")" * 20, "too deeply nested"),
@@ -329,8 +356,9 @@ def test_values_are_followed_as_the_shell_keeps_them(tree, command):
 @pytest.mark.parametrize("command", [
     "echo $HOME", "ls $(pwd)", "diff <(cat a) <(cat b)", "python3 -c 'print(1)'",
     "make 2>&1 | tee /dev/null", "git status", "git diff HEAD", "grep -r x . | xargs echo",
-    "find . -name '*.py' -print", "tar tzf a.tgz", "tar -czf a.tgz src", "unzip -l a.zip",
-    "sort -u in", "gzip -c a",
+    "find . -name '*.py' -print", "tar tzf a.tgz", "tar -cf - src", "tar -xOf a.tar",
+    "tar -x --to-command=cat -f a.tar", "unzip -l a.zip", "unzip -lv a.zip", "unzip -c a.zip",
+    "sort -u in", "gzip -c a", "zcat a.gz",
 ])
 def test_commands_that_write_nothing_are_read_as_such(tree, command):
     found = read_writes(command, str(tree))

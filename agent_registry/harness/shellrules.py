@@ -16,7 +16,7 @@ from .shelltokens import Word
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
             "ln", "dd", "patch", "chmod", "chown", "gzip", "gunzip", "bzip2", "bunzip2", "xz",
-            "unxz", "zstd", "unzstd", "lzma", "unlzma"}
+            "unxz", "lzma", "unlzma"}
 _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -37,10 +37,8 @@ def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list
     return copy_targets(found, options, place.is_dir, move=name == "mv")
 
 
-_SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst", "lzma": ".lzma"}
-# each (un)packer -> the packer whose suffix it reads
-_PACKERS = {**{k: k for k in _SUFFIXES}, "gunzip": "gzip", "bunzip2": "bzip2", "unxz": "xz",
-            "unzstd": "zstd", "unlzma": "lzma"}
+_PACKERS = ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma",
+            "unlzma")  # shellarchives.PACKERS
 
 # command -> its rule (name, args, place, stdin); harness/shellwrites.RULED names the
 # same commands, so that a command with none is read without importing this module
@@ -64,10 +62,16 @@ RULES = {
     **dict.fromkeys(("chmod", "chown", "chgrp"), lambda name, args, place, stdin: _owned(
         name, args)),
     "sort": lambda name, args, place, stdin: _sorted_into(args),
-    **dict.fromkeys(_PACKERS, lambda name, args, place, stdin: _packed(name, args)),
-    **dict.fromkeys(("tar", "unzip"), lambda name, args, place, stdin: _unpacked(
-        name, args, place)),
+    **dict.fromkeys(_PACKERS, lambda name, args, place, stdin: _archives().packed(
+        name, args)),
+    "tar": lambda name, args, place, stdin: _archives().tar(args, place),
+    "unzip": lambda name, args, place, stdin: _archives().unzip(args, place) or [],
 }
+
+
+def _archives():
+    from . import shellarchives  # only for the commands it reads
+    return shellarchives
 
 
 def _sorted_into(args: list[Word]) -> list[Word]:
@@ -78,40 +82,6 @@ def _sorted_into(args: list[Word]) -> list[Word]:
         "--parallel", "--sort"))[1]
     given = options.get("-o") or options.get("--output")
     return [word(given)] if given else []
-
-
-def _packed(name: str, args: list[Word]) -> list[Word]:
-    """``gzip f`` replaces f with f.gz, ``gunzip f.gz`` f.gz with f (bzip2, xz, zstd and
-    lzma alike): both names are written; nothing with ``-c``, a listing or a test; zstd's
-    ``-o FILE`` writes FILE."""
-    found, options = operands(args, "SoDT", ("--suffix",))
-    if options.keys() & {"-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test"}:
-        return [word(options["-o"])] if "-o" in options else []
-    kind = _PACKERS[name]
-    unpack = name != kind or options.keys() & {"-d", "--decompress", "--uncompress"}
-    suffix = options.get("-S") or options.get("--suffix") or _SUFFIXES[kind]
-    out = [word(options["-o"])] if "-o" in options else []
-    for given in found:
-        text = given.text[:-len(suffix)] if unpack and given.text.endswith(suffix) else \
-            None if unpack else given.text + suffix
-        out += [given] + ([Word(text, given.dynamic, given.pattern)] if text else [])
-    return out
-
-
-
-def _unpacked(name: str, args: list[Word], place: Place) -> list[Word]:
-    """``tar -x`` and ``unzip`` write the files the archive names, which the gate does
-    not read: a write it cannot follow (listing, testing or printing writes nothing)."""
-    first = args[0].text if args else ""
-    if name == "tar":
-        extracts = any(a.text in ("--extract", "--get") or a.text.startswith("-")
-                       and not a.text.startswith("--") and "x" in a.text for a in args) \
-            or not first.startswith("-") and "x" in first  # old style: `tar xzf a.tgz`
-    else:
-        extracts = not any(a.text in ("-l", "-t", "-p", "-v", "-Z", "-z") for a in args)
-    if extracts:
-        place.unfollowed(f"{name} extracts files whose names are in the archive")
-    return []
 
 
 _MODE = r"[0-7]{1,4}|([ugoa]*([-+=][rwxXstugo]*)+)(,[ugoa]*([-+=][rwxXstugo]*)+)*"
@@ -210,8 +180,10 @@ def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
         return found[:1]  # `patch FILE [PATCH]`: the file named is the one patched
     source = options.get("-i") or options.get("--input")
     given = word(source) if source else stdin
-    text = given.body if given is not None and given.body is not None else \
-        place.read(given) if given is not None else None  # <<EOF: the diff is its body
+    if given is not None and given.body is not None:  # <<EOF: the diff is its body,
+        text = None if given.dynamic else given.body  # unless the shell computes it
+    else:
+        text = place.read(given) if given is not None else None
     if text is None:
         place.unfollowed("patch applies a diff we cannot read (give it as -i FILE "
                          "or < FILE)")

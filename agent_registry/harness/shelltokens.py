@@ -6,10 +6,7 @@ delimiter word, never read as the commands around it),
 comments, and expansions, which are kept as written and marked ``dynamic``.  The
 commands inside an expansion, ``$(…)``, backquotes, and process substitution ``<(…)``
 / ``>(…)``, are kept in ``subs`` so the walker reads the writes they make too.  An
-unquoted brace form (``src/{a,b}.py``) is marked for expansion.  A simple command's
-words are unwrapped here too (:func:`unwrap`: assignments, ``sudo``, ``env -C DIR``,
-``timeout --signal S`` … before the command itself), read on the same hot path.  No
-shell is ever run.
+unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is ever run.
 """
 from ..store.tuples import named
 
@@ -43,8 +40,8 @@ def tokenize(text: str) -> list[Word | Op]:
     """Shell words and operators, quotes removed; a here-document's body is its
     delimiter word's ``body``, not read as commands."""
     tokens: list[Word | Op] = []
-    # (delimiter, strip tabs, the index of its word) waiting for a newline
-    heredocs: list[tuple[str, bool, int]] = []
+    # (delimiter, strip tabs, the index of its word, quoted) waiting for a newline
+    heredocs: list[tuple[str, bool, int, bool]] = []
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -68,8 +65,12 @@ def tokenize(text: str) -> list[Word | Op]:
             i += len(op)
             tokens.append(Op(op))
             if op in ("<<", "<<-"):
-                word, i = _word(text, _skip_blanks(text, i))
-                heredocs.append((word.text, op == "<<-", len(tokens)))
+                start = _skip_blanks(text, i)
+                word, i = _word(text, start)
+                # a quoted delimiter (any quote in it) leaves the body as written;
+                # otherwise the shell expands it first
+                quoted = any(c in text[start:i] for c in "'\"\\")
+                heredocs.append((word.text, op == "<<-", len(tokens), quoted))
                 tokens.append(word)
             elif op == "\n" and heredocs:
                 i = _heredocs(text, i, heredocs, tokens)
@@ -89,21 +90,48 @@ def _skip_blanks(text: str, i: int) -> int:
     return i
 
 
-def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int]],
+def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
               tokens: list[Word | Op]) -> int:
     """The index after the bodies of *heredocs*, which start at *i*; each body becomes
-    its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``)."""
-    for delimiter, strip, at in heredocs:
+    its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``), the
+    word ``dynamic`` when the shell expands the body first (an unquoted delimiter, and a
+    ``$``, backquote or backslash in it: its text is not what the reader gets)."""
+    for delimiter, strip, at, quoted in heredocs:
         lines = []
         while i < len(text):
             end = text.find("\n", i)
             line = text[i:] if end == -1 else text[i:end]
             i = len(text) if end == -1 else end + 1
-            if (line.lstrip("\t") if strip else line) == delimiter:
+            line = line.lstrip("\t") if strip else line  # <<- strips the body's tabs too
+            if line == delimiter:
                 break
             lines.append(line)
-        tokens[at] = Word(*tuple(tokens[at])[:6], "\n".join(lines))
+        body = "\n".join(lines)
+        computed = not quoted and any(c in body for c in "$`\\")
+        word = tokens[at]
+        tokens[at] = Word(word.text, word.dynamic or computed, word.pattern,
+                          word.subs + (_substitutions(body) if computed else ()),
+                          word.brace, word.process, body)
     return i
+
+
+def _substitutions(body: str) -> tuple[str, ...]:
+    """The commands of the ``$(…)`` and backquotes in an unquoted here-document's body,
+    which the shell runs as it expands the body, whatever command reads it."""
+    subs, i = [], 0
+    while i < len(body):
+        if body[i] == "\\":
+            i += 2
+        elif body.startswith("$(", i) and not body.startswith("$((", i):
+            end = _group_end(body, i + 1, "(", ")")
+            subs.append(body[i + 2:end - 1])
+            i = end
+        elif body[i] == "`" and (end := body.find("`", i + 1)) != -1:
+            subs.append(body[i + 1:end])
+            i = end + 1
+        else:
+            i += 1
+    return tuple(subs)
 
 
 def _word(text: str, i: int) -> tuple[Word, int]:
@@ -326,66 +354,3 @@ def _brace_parts(body: str) -> list[str]:
         step = 1 if high >= low else -1
         return [chr(k) for k in range(ord(low), ord(high) + step, step)]
     return [body]
-
-
-# words that only precede the command they run: the short options each takes the next
-# word for, and its long options that take the next word when not given with "="
-_WRAPPERS = {
-    "sudo": ("ugCDhprTU", ("--user", "--group", "--chdir", "--host", "--prompt", "--role",
-                           "--type", "--close-from", "--other-user", "--command-timeout")),
-    "env": ("uCS", ("--unset", "--chdir", "--split-string")), "nohup": ("", ()),
-    "time": ("fo", ("--format", "--output")), "command": ("", ()), "exec": ("a", ()),
-    "builtin": ("", ()), "nice": ("n", ("--adjustment",)),
-    "timeout": ("sk", ("--signal", "--kill-after")),
-    "stdbuf": ("ioe", ("--input", "--output", "--error")), "doas": ("uC", ()),
-    **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
-}
-_CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
-_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
-
-
-def assignment(text: str) -> bool:
-    """Does *text* (with a ``=``) start with an assignment, ``NAME=`` or ``NAME[I]+=`` …"""
-    import re
-    return re.match(_ASSIGNMENT, text) is not None
-
-
-def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
-    """*words* without leading assignments, reserved words and wrappers (``sudo``,
-    ``env``, ``nohup``, ``time`` …) and their options; and the folder a wrapper runs the
-    command in (``env -C DIR``, ``sudo -D DIR``), if one does.  ``env -S STRING``'s
-    string is the command's first words."""
-    i, chdir = 0, None
-    while i < len(words):
-        w = words[i]
-        if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
-            i += 1
-            continue
-        if w.text not in _WRAPPERS or w.dynamic:
-            break
-        takes, long_takes = _WRAPPERS[w.text]
-        i += 1
-        while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
-            flag, value = words[i], None
-            i += 1
-            if flag.text == "--":
-                break
-            name, eq, given = flag.text.partition("=")
-            if name.startswith("--") and (eq or name in long_takes):
-                value, i = (Word(given, flag.dynamic, False), i) if eq else \
-                    (words[i] if i < len(words) else None, i + 1)
-            elif not name.startswith("--") and name[1] in takes:
-                value, i = (Word(name[2:], flag.dynamic, False), i) if len(name) > 2 else \
-                    (words[i] if i < len(words) else None, i + 1)
-                name = name[:2]
-            if value is not None and name in _CHDIR.get(w.text, ()):
-                chdir = value
-            if value is not None and w.text == "env" and name in ("-S", "--split-string"):
-                words = words[:i] + [Word(t, value.dynamic, value.pattern)
-                                     for t in value.text.split()] + words[i:]
-                break
-        if w.text == "timeout" and i < len(words):
-            i += 1  # the duration
-        if w.text == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
-            i += 1
-    return words[i:], chdir

@@ -20,7 +20,8 @@ really changed.  Standard library only; no shell is ever run.
 import os
 import posixpath
 
-from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize, unwrap
+from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize
+from .shellwrap import unwrap
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
