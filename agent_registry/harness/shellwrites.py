@@ -20,8 +20,7 @@ really changed.  Standard library only; no shell is ever run.
 import os
 import posixpath
 
-from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize
-from .shellwrap import unwrap
+from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize, unwrap
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
