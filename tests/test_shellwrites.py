@@ -58,6 +58,8 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("ln -s a b", ["b"]),
     ("cp --backup a b", ["b"]),  # --backup takes CONTROL only after "="
     ("cp --backup=numbered a b", ["b"]),
+    ("cp --sparse always a c", ["c"]),
+    ("patch --fuzz 3 -p0 src/auth.py fix.diff", ["src/auth.py"]),
     # sort -o, patch -o, the (un)packers
     ("sort -o src/auth.py src/auth.py", ["src/auth.py"]),
     ("sort -k 2 --output=out in", ["out"]),
@@ -305,6 +307,8 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("find src -delete", "find -delete"),
     ("ls src | xargs rm -f", "xargs hands rm"),
     ("git ls-files | xargs -I{} cp /dev/null {}", "xargs hands cp"),
+    ("ls | xargs sudo rm", "xargs hands rm"),
+    ("find . -exec timeout 5 rm {} +", "find -exec hands rm"),
     ("cat fix.diff | patch -p1", "patch applies a diff we cannot read"),
     ("tar xzf release.tgz", "tar extracts files"),
     ("tar -C src -xf a.tar", "tar extracts files"),

@@ -11,7 +11,7 @@ import posixpath
 
 from .gitwrites import git_targets, git_writes
 from .shellops import Place, copy_targets, operands, patch_files, word
-from .shelltokens import Word
+from .shelltokens import Word, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
@@ -30,7 +30,7 @@ def targets_of(name: str, args: list[Word], place: Place, stdin: Word | None = N
 def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
     # --backup takes its CONTROL only after "=": `cp --backup a b` copies a to b
     found, options = operands(args, "tSgmo" if name == "install" else "tS",
-                              ("--target-directory", "--suffix"))
+                              ("--target-directory", "--suffix", "--sparse"))
     if name == "ln" and len(found) == 1 and "-t" not in options:
         # `ln -s a/b`: the link is made here, named after its target
         return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
@@ -172,7 +172,9 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
 
 def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
     found, options = operands(args, "iopdBDFrVxYzg", (
-        "--input", "--output", "--directory", "--strip", "--reject-file", "--prefix"))
+        "--input", "--output", "--directory", "--strip", "--reject-file", "--prefix",
+        "--fuzz", "--suffix", "--basename-prefix", "--version-control", "--quoting-style",
+        "--read-only", "--reject-format", "--get"))
     output = options.get("-o") or options.get("--output")
     if output:  # the patched text goes there (- : the standard output); the file is read
         return [word(output)] if output != "-" else []
@@ -211,6 +213,7 @@ def _xargs_command(args: list[Word]) -> list[Word]:
 def _fed(command: list[Word], place: Place, how: str) -> list[Word]:
     """The files of a command run by xargs or find -exec: those it names, and, when it
     writes, a note that the names it is handed cannot be followed."""
+    command = unwrap(command)[0]  # `xargs sudo rm`, `-exec timeout 5 rm {} +`
     if not command or command[0].dynamic:
         return []
     name = posixpath.basename(command[0].text)
