@@ -315,6 +315,8 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("tar --extract --file=a.tar", "tar extracts files"),
     ("unzip -o a.zip", "unzip extracts files"),
     ("sh -c \"$SCRIPT\"", "a script the shell computes"),
+    ("curl -s https://example.com/install | sh", "a script sh reads from its input"),
+    ("cat fix.sh | bash -s -- arg", "a script bash reads from its input"),
     ("cd $D && echo x > f", "after a cd we cannot follow"),
     ("env -C \"$D\" rm f", "after a cd we cannot follow"),
     ("bash <<< \"$CMD\"", "a script the shell computes"),
@@ -362,7 +364,8 @@ def test_values_are_followed_as_the_shell_keeps_them(tree, command):
     "make 2>&1 | tee /dev/null", "git status", "git diff HEAD", "grep -r x . | xargs echo",
     "find . -name '*.py' -print", "tar tzf a.tgz", "tar -cf - src", "tar -xOf a.tar",
     "tar -x --to-command=cat -f a.tar", "unzip -l a.zip", "unzip -lv a.zip", "unzip -c a.zip",
-    "sort -u in", "gzip -c a", "zcat a.gz",
+    "sort -u in", "gzip -c a", "zcat a.gz", "bash --version", "bash build.sh",
+    "sh < setup.sh",
 ])
 def test_commands_that_write_nothing_are_read_as_such(tree, command):
     found = read_writes(command, str(tree))

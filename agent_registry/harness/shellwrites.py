@@ -259,7 +259,12 @@ class _Walker:
             else:  # -c SCRIPT, else what its input gives it (<<EOF, <<<)
                 script = _shell_script(args) or (stdin if stdin and stdin.body else None)
             if script is None:
-                return []
+                texts = [a.text for a in args]  # `… | sh`, `… | bash -s ARG`: its input
+                if stdin is None and not {"--version", "--help"} & set(texts) and (
+                        not [t for t in texts if t[:1] not in "-+"] or
+                        any(t[:1] == "-" and t[1:2] != "-" and "s" in t for t in texts)):
+                    self.unfollowed(f"a script {name} reads from its input")
+                return []  # a script file: the backstop checks what it did
             script = Word(script.body, script.dynamic, False) if script.body else script
             if script.dynamic and self.resolved(script) is None:
                 self.unfollowed(f"a script the shell computes ({name})")
