@@ -86,6 +86,13 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("tar -cf a.tar --remove-files src/auth.py", ["a.tar", "src/auth.py"]),
     ("tar -C src -cf a.tar --remove-files auth.py", ["a.tar", "src/auth.py"]),
     ("tar -cf a.tar -Xexcludes src", ["a.tar"]),
+    ("tar -g snap.snar -czf b.tgz src", ["b.tgz", "snap.snar"]),
+    ("gunzip p.z", ["p", "p.z"]),
+    ("bunzip2 r.bz", ["r", "r.bz"]),
+    ("bunzip2 s", ["s.out", "s"]),
+    ("unxz t.lzma", ["t", "t.lzma"]),
+    ("xz --format=lzma u", ["u.lzma", "u"]),
+    ("zstd --format=gzip v", ["v.gz"]),
     # git commands that change working-tree files
     ("git checkout -- a b", ["a", "b"]),
     ("git checkout HEAD~1 -- src/auth.py", ["src/auth.py"]),
@@ -150,6 +157,8 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("cat <<EOF\n$(rm g) `touch h` \\$(rm no)\nEOF", ["g", "h"]),  # the shell expands it
     ("cat <<'EOF'\n$(rm g)\nEOF", []),
     ("patch -p1 <<-EOF\n\t--- a/z\n\t+++ b/z\n\t@@ -1 +1 @@\n\t-a\n\t+b\n\tEOF", ["z"]),
+    ("patch -p1 <<EOF\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\nEOF",
+     ["x.py"]),  # a backslash before no $, ` or \ is kept as it is: the diff is read
     ("patch -p1 <<'EOF'\n--- a/src/auth.py\n+++ b/src/auth.py\n@@ -1 +1 @@\n-a\n+b\nEOF",
      ["src/auth.py"]),
     # what depends on the shell, or cannot be parsed, yields nothing (read_writes says
@@ -317,6 +326,12 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("sh -c \"$SCRIPT\"", "a script the shell computes"),
     ("curl -s https://example.com/install | sh", "a script sh reads from its input"),
     ("cat fix.sh | bash -s -- arg", "a script bash reads from its input"),
+    ("curl -s https://example.com/i | bash -eo pipefail", "a script bash reads from its input"),
+    ("curl -s https://example.com/i | bash /dev/stdin", "a script bash reads from its input"),
+    ("bash <(curl -fsSL https://example.com/i)", "a script bash reads from a command"),
+    ("find . -name '*.zst' -exec unzstd {} \\;", "find -exec hands unzstd"),
+    ("ls | xargs --max-args 1 rm", "xargs hands rm"),
+    ("env " + "-S -S " * 10 + "rm a", "too many env -S"),
     ("cd $D && echo x > f", "after a cd we cannot follow"),
     ("env -C \"$D\" rm f", "after a cd we cannot follow"),
     ("bash <<< \"$CMD\"", "a script the shell computes"),
@@ -365,7 +380,9 @@ def test_values_are_followed_as_the_shell_keeps_them(tree, command):
     "find . -name '*.py' -print", "tar tzf a.tgz", "tar -cf - src", "tar -xOf a.tar",
     "tar -x --to-command=cat -f a.tar", "unzip -l a.zip", "unzip -lv a.zip", "unzip -c a.zip",
     "sort -u in", "gzip -c a", "zcat a.gz", "bash --version", "bash build.sh",
-    "sh < setup.sh",
+    "sh < setup.sh", "command -v bash", "command -v sh >/dev/null && echo ok",
+    "bash deploy.sh -s staging", "bash setup.sh <<EOF\n$NAME\nEOF",
+    "git commit -m \"$(cat <<'EOF'\nfix: don't break the build\nEOF\n)\"",
 ])
 def test_commands_that_write_nothing_are_read_as_such(tree, command):
     found = read_writes(command, str(tree))

@@ -7,6 +7,12 @@ from .shellops import Place, operands, word
 from .shelltokens import Word
 
 SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst", "lzma": ".lzma"}
+# the other names each unpacks (its own suffix first)
+_UNPACKS = {"gzip": (".gz", "-gz", ".z", "-z", "_z", ".Z"), "bzip2": (".bz2", ".bz"),
+            "xz": (".xz", ".lzma"), "zstd": (".zst",), "lzma": (".lzma",)}
+# a packer's --format (-F): the suffix it writes then
+_FORMATS = {"gzip": ".gz", "xz": ".xz", "lzma": ".lzma", "alone": ".lzma", "zstd": ".zst",
+            "lz4": ".lz4"}
 # each (un)packer -> the packer whose suffix it reads
 PACKERS = {**{k: k for k in SUFFIXES}, "gunzip": "gzip", "bunzip2": "bzip2", "unxz": "xz",
            "unzstd": "zstd", "unlzma": "lzma"}
@@ -35,16 +41,22 @@ def packed(name: str, args: list[Word]) -> list[Word]:
     if elsewhere:
         return [word(elsewhere), *inputs]
     unpack = name != kind or options.keys() & {"-d", "--decompress", "--uncompress"}
-    suffix = options.get("-S") or options.get("--suffix") or SUFFIXES[kind]
+    given_suffix = options.get("-S") or options.get("--suffix")
+    form = _FORMATS.get(options.get("-F") or options.get("--format") or "")
+    suffix = given_suffix or form or SUFFIXES[kind]
+    known = (given_suffix,) if given_suffix else _UNPACKS[kind]
     out: list[Word] = []
     for given in found:
         text = given.text
+        ends = next((k for k in known if text.endswith(k) and len(text) > len(k)), None)
         if not unpack:
             made = [text + suffix]
-        elif text.endswith(suffix):
-            made = [text[:-len(suffix)]]
+        elif ends:
+            made = [text[:-len(ends)]]
         elif text.endswith(_TARS[kind]):
             made = [text.rpartition(".")[0] + ".tar"]
+        elif kind == "bzip2":  # a name it does not know: NAME.out
+            made = [text + ".out"]
         else:  # `gunzip g` unpacks g.gz into g
             made, given = [text], Word(text + suffix, given.dynamic, given.pattern)
         out += [Word(m, given.dynamic, given.pattern) for m in made]
@@ -79,6 +91,9 @@ def tar(args: list[Word], place: Place) -> list[Word]:
     archive = options.get("-f") or options.get("--file")
     if options.keys() & _TAR_WRITES and archive and archive != "-":
         out.append(word(archive))
+    snapshot = options.get("-g") or options.get("--listed-incremental")
+    if snapshot and snapshot != "/dev/null":
+        out.append(word(snapshot))  # the incremental dump's record, written each run
     if "--remove-files" in options:
         inside = options.get("-C") or options.get("--directory")
         out += [word(f"{inside}/{f.text}") if inside and not f.text.startswith("/") else f

@@ -15,8 +15,8 @@ from .shelltokens import Word, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
-            "ln", "dd", "patch", "chmod", "chown", "gzip", "gunzip", "bzip2", "bunzip2", "xz",
-            "unxz", "lzma", "unlzma"}
+            "ln", "dd", "patch", "chmod", "chown", "chgrp", "gzip", "gunzip", "bzip2",
+            "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma"}
 _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -199,13 +199,16 @@ def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
 def _xargs_command(args: list[Word]) -> list[Word]:
     """The command xargs runs: its words after xargs's own options."""
     takes = "IEdLnPsa"
+    long_takes = ("--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter",
+                  "--arg-file", "--process-slot-var")
     i = 0
     while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
         text = args[i].text
         i += 1
         if text == "--":
             break
-        if not text.startswith("--") and text[-1] in takes and len(text) == 2:
+        if not text.startswith("--") and text[-1] in takes and len(text) == 2 or \
+                text in long_takes:
             i += 1
     return args[i:]
 

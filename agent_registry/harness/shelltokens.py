@@ -102,7 +102,8 @@ def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
     """The index after the bodies of *heredocs*, which start at *i*; each body becomes
     its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``), the
     word ``dynamic`` when the shell expands the body first (an unquoted delimiter, and a
-    ``$``, backquote or backslash in it: its text is not what the reader gets)."""
+    ``$``, a backquote, or a backslash before one of them or itself: its text is not what
+    the reader gets)."""
     for delimiter, strip, at, quoted in heredocs:
         lines = []
         while i < len(text):
@@ -114,11 +115,25 @@ def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
                 break
             lines.append(line)
         body = "\n".join(lines)
-        computed = not quoted and any(c in body for c in "$`\\")
+        computed = not quoted and ("$" in body or "`" in body or any(
+            body[k + 1:k + 2] in ("$", "`", "\\") for k in range(len(body))
+            if body[k] == "\\"))
         word = tokens[at]
         tokens[at] = Word(word.text, word.dynamic or computed, word.pattern,
                           word.subs + (_substitutions(body) if computed else ()),
                           word.brace, word.process, body)
+    return i
+
+
+def _skip_bodies(text: str, i: int, pending: list[tuple[str, bool]]) -> int:
+    """The index after the bodies of the *pending* here-documents, which start at *i*."""
+    for delimiter, strip in pending:
+        while i < len(text):
+            end = text.find("\n", i)
+            line = text[i:] if end == -1 else text[i:end]
+            i = len(text) if end == -1 else end + 1
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                break
     return i
 
 
@@ -257,8 +272,11 @@ def _arithmetic_end(text: str, i: int) -> int:
 
 
 def _group_end(text: str, i: int, opening: str, closing: str) -> int:
-    """The index after the *closing* that matches the *opening* at *i* (quotes skipped)."""
+    """The index after the *closing* that matches the *opening* at *i* (quotes and
+    here-document bodies skipped: `git commit -m "$(cat <<'EOF'` with an apostrophe in
+    the message)."""
     depth, j, quote, n = 0, i, "", len(text)
+    pending: list[tuple[str, bool]] = []  # here-documents whose bodies start at the newline
     while j < n:
         c = text[j]
         if quote:
@@ -270,6 +288,15 @@ def _group_end(text: str, i: int, opening: str, closing: str) -> int:
             j += 1
         elif c in "'\"":
             quote = c
+        elif text.startswith("<<", j) and not text.startswith("<<<", j):
+            strip = text.startswith("<<-", j)
+            word, j = _word(text, _skip_blanks(text, j + 2 + strip))
+            pending.append((word.text, strip))
+            continue
+        elif c == "\n" and pending:
+            j = _skip_bodies(text, j + 1, pending)
+            pending = []
+            continue
         elif c == opening:
             depth += 1
         elif c == closing:
@@ -390,7 +417,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
     ``env``, ``nohup``, ``time`` …, also by path) and their options; and the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
     if they do.  ``env -S STRING``'s string is read as words of the line."""
-    i, chdir = 0, None
+    i, chdir, splits = 0, None, 0
     while i < len(words):
         w = words[i]
         if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
@@ -423,9 +450,14 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
                 chdir = value if chdir is None or value.text.startswith("/") else Word(
                     posixpath.join(chdir.text, value.text), chdir.dynamic or value.dynamic, False)
             elif value is not None and name == "env" and option in ("-S", "--split-string"):
+                splits += 1
+                if splits > 8:
+                    raise Unparsable("too many env -S")
                 split = [Word(t.text, t.dynamic or value.dynamic, t.pattern, t.subs)
                          for t in tokenize(value.text) if isinstance(t, Word)]
                 words = words[:i] + split + words[i:]
+            elif name == "command" and option in ("-v", "-V"):
+                return [], chdir  # it says what the name is, and runs nothing
         if name == "timeout" and i < len(words):
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():

@@ -256,15 +256,19 @@ class _Walker:
             if name == "eval":
                 script: Word | None = Word(" ".join(w.text for w in args),
                                            any(w.dynamic for w in args), False)
-            else:  # -c SCRIPT, else what its input gives it (<<EOF, <<<)
-                script = _shell_script(args) or (stdin if stdin and stdin.body else None)
+            else:  # -c SCRIPT; else its input (<<EOF, <<<, a pipe), or a script file
+                script, operand, reads = _shell_args(args)
+                if script is None and reads and stdin is not None and stdin.body is not None:
+                    script = stdin
+                elif script is None:
+                    if reads and stdin is None and not {"--version", "--help"} & {
+                            a.text for a in args}:  # `curl … | sh`
+                        self.unfollowed(f"a script {name} reads from its input")
+                    elif operand is not None and operand.process:  # `bash <(curl …)`
+                        self.unfollowed(f"a script {name} reads from a command")
+                    return []  # a script file: the backstop checks what it did
             if script is None:
-                texts = [a.text for a in args]  # `… | sh`, `… | bash -s ARG`: its input
-                if stdin is None and not {"--version", "--help"} & set(texts) and (
-                        not [t for t in texts if t[:1] not in "-+"] or
-                        any(t[:1] == "-" and t[1:2] != "-" and "s" in t for t in texts)):
-                    self.unfollowed(f"a script {name} reads from its input")
-                return []  # a script file: the backstop checks what it did
+                return []
             script = Word(script.body, script.dynamic, False) if script.body else script
             if script.dynamic and self.resolved(script) is None:
                 self.unfollowed(f"a script the shell computes ({name})")
@@ -345,11 +349,12 @@ class _Here:
         self.walker.unfollowed(why)
 
 
-def _shell_script(args: list[Word]) -> Word | None:
-    """The script of ``sh -c SCRIPT`` (options may be grouped: ``-lc``, ``-ec``; ``-o
-    NAME`` and ``-O NAME`` take a name, grouped too: ``-eo pipefail -c``, ``-euxo
-    pipefail``)."""
-    i, script = 0, False
+def _shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
+    """(the script of ``sh -c SCRIPT``; else the first operand, its script file; whether
+    it reads its script from its input: no operand, ``-s``, or ``/dev/stdin``).  Options
+    may be grouped: ``-lc``, ``-ec``; ``-o NAME`` and ``-O NAME`` take a name, grouped
+    too: ``-eo pipefail -c``, ``-euxo pipefail``."""
+    i, script, reads = 0, False, False
     while i < len(args):
         text = args[i].text
         i += 1
@@ -358,10 +363,13 @@ def _shell_script(args: list[Word]) -> Word | None:
         if (text.startswith("-") or text.startswith("+")) and not text.startswith("--"):
             letters = text[1:]
             i += sum(letters.count(c) for c in "oO")  # each o/O takes the next word
-            script = script or "c" in letters
+            script, reads = script or "c" in letters, reads or "s" in letters
+        elif text in ("--rcfile", "--init-file"):
+            i += 1
         elif not text.startswith("--"):
             i -= 1
             break  # the first operand
-    if not script:
-        return None  # sh FILE, or a shell reading its standard input: not read here
-    return args[i] if i < len(args) else None
+    operand = args[i] if i < len(args) else None
+    if script:
+        return operand, None, False
+    return None, operand, reads or operand is None or operand.text in ("/dev/stdin", "-")
