@@ -3,7 +3,7 @@ zstd and lzma (and their ``un…`` forms), ``tar`` and ``unzip``.  Imported only
 command names one of them."""
 from __future__ import annotations
 
-from .shellops import Place, operands, word
+from .shellops import operands, word
 from .shelltokens import Word
 
 SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst", "lzma": ".lzma"}
@@ -74,11 +74,10 @@ _TAR_WRITES = {"-c", "-r", "-u", "-A", "--create", "--append", "--update",
                "--concatenate", "--catenate", "--delete"}
 
 
-def tar(args: list[Word], place: Place) -> list[Word]:
+def tar(args: list[Word]) -> list[Word]:
     """What ``tar`` writes: the archive it creates, appends to or deletes from; the
     files ``--remove-files`` removes; and, extracting (not to the standard output or a
-    command), the files the archive names, which the gate does not read: a write it
-    cannot follow."""
+    command), the folder it extracts to: the files the archive names are all in it."""
     if args and not args[0].text.startswith("-"):  # old style: `tar cf a.tar src`
         letters, rest, args = args[0].text, args[1:], []
         for letter in letters:
@@ -100,14 +99,20 @@ def tar(args: list[Word], place: Place) -> list[Word]:
                 for f in found]
     if options.keys() & {"-x", "--extract", "--get"} and not options.keys() & {
             "-O", "--to-stdout", "--to-command"}:
-        place.unfollowed("tar extracts files whose names are in the archive")
+        # the files the archive names, all in the folder it extracts to (GNU tar drops
+        # a leading / and ../): that folder is written, and covers what is held in it
+        out.append(word(options.get("-C") or options.get("--directory") or "."))
     return out
 
 
-def unzip(args: list[Word], place: Place) -> None:
-    """``unzip`` writes the files the archive names (a write the gate cannot follow),
-    unless it lists, tests, prints or shows the comment (``-l -t -p -c -v -Z -z``)."""
+def unzip(args: list[Word]) -> list[Word]:
+    """``unzip`` writes the files the archive names, all in the folder it extracts to
+    (``-d DIR``, else here; it skips names with ``../``): that folder, unless it lists,
+    tests, prints or shows the comment (``-l -t -p -c -v -Z -z``)."""
     letters = "".join(a.text[1:] for a in args if a.text.startswith("-")
-                      and not a.text.startswith("--"))
-    if not set(letters) & set("ltpcvZz"):
-        place.unfollowed("unzip extracts files whose names are in the archive")
+                      and not a.text.startswith(("--", "-d")))
+    if set(letters) & set("ltpcvZz"):
+        return []
+    folder = next((a.text[2:] or (args[i + 1].text if i + 1 < len(args) else ".")
+                   for i, a in enumerate(args) if a.text.startswith("-d")), ".")
+    return [word(folder)]

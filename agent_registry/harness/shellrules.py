@@ -64,8 +64,8 @@ RULES = {
     "sort": lambda name, args, place, stdin: _sorted_into(args),
     **dict.fromkeys(_PACKERS, lambda name, args, place, stdin: _archives().packed(
         name, args)),
-    "tar": lambda name, args, place, stdin: _archives().tar(args, place),
-    "unzip": lambda name, args, place, stdin: _archives().unzip(args, place) or [],
+    "tar": lambda name, args, place, stdin: _archives().tar(args),
+    "unzip": lambda name, args, place, stdin: _archives().unzip(args),
 }
 
 
