@@ -105,16 +105,7 @@ def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
     ``$``, a backquote, or a backslash before one of them or itself: its text is not what
     the reader gets)."""
     for delimiter, strip, at, quoted in heredocs:
-        lines = []
-        while i < len(text):
-            end = text.find("\n", i)
-            line = text[i:] if end == -1 else text[i:end]
-            i = len(text) if end == -1 else end + 1
-            line = line.lstrip("\t") if strip else line  # <<- strips the body's tabs too
-            if line == delimiter:
-                break
-            lines.append(line)
-        body = "\n".join(lines)
+        body, i = _body(text, i, delimiter, strip)
         computed = not quoted and ("$" in body or "`" in body or any(
             body[k + 1:k + 2] in ("$", "`", "\\") for k in range(len(body))
             if body[k] == "\\"))
@@ -125,15 +116,25 @@ def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
     return i
 
 
+def _body(text: str, i: int, delimiter: str, strip: bool) -> tuple[str, int]:
+    """The body of a here-document starting at *i* (``<<-``, *strip*: its lines' tabs
+    stripped, as the shell does) and the index after its *delimiter* line."""
+    lines = []
+    while i < len(text):
+        end = text.find("\n", i)
+        line = text[i:] if end == -1 else text[i:end]
+        i = len(text) if end == -1 else end + 1
+        line = line.lstrip("\t") if strip else line
+        if line == delimiter:
+            break
+        lines.append(line)
+    return "\n".join(lines), i
+
+
 def _skip_bodies(text: str, i: int, pending: list[tuple[str, bool]]) -> int:
     """The index after the bodies of the *pending* here-documents, which start at *i*."""
     for delimiter, strip in pending:
-        while i < len(text):
-            end = text.find("\n", i)
-            line = text[i:] if end == -1 else text[i:end]
-            i = len(text) if end == -1 else end + 1
-            if (line.lstrip("\t") if strip else line) == delimiter:
-                break
+        i = _body(text, i, delimiter, strip)[1]
     return i
 
 
