@@ -417,8 +417,9 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …, also by path) and their options; and the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
-    if they do.  ``env -S STRING``'s string is read as words of the line."""
-    i, chdir, splits = 0, None, 0
+    if they do.  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
+    or ``-i`` with no command is a shell reading its input."""
+    i, chdir, splits, shell = 0, None, 0, False
     while i < len(words):
         w = words[i]
         if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
@@ -459,8 +460,11 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
                 words = words[:i] + split + words[i:]
             elif name == "command" and option in ("-v", "-V"):
                 return [], chdir  # it says what the name is, and runs nothing
+            elif name == "sudo" and (flag.text in ("--shell", "--login") or not
+                                     flag.text.startswith("--") and set("si") & set(flag.text)):
+                shell = True  # with no command: a shell reading its input
         if name == "timeout" and i < len(words):
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
-    return words[i:], chdir
+    return words[i:] or ([Word("sh", False, False)] if shell else []), chdir
