@@ -166,6 +166,7 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("bash <<-EOF\n\tcat > x <<Y\n\tdata\n\tY\n\trm g\n\tEOF", ["x", "g"]),  # <<- strips
     ("cat <<EOF\n$(rm g) `touch h` \\$(rm no)\nEOF", ["g", "h"]),  # the shell expands it
     ("cat <<'EOF'\n$(rm g)\nEOF", []),
+    ("bash <<EOF\nrm a\\\nb\nEOF", ["ab"]),  # the outer shell joins the lines first
     ("patch -p1 <<-EOF\n\t--- a/z\n\t+++ b/z\n\t@@ -1 +1 @@\n\t-a\n\t+b\n\tEOF", ["z"]),
     ("patch -p1 <<EOF\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\nEOF",
      ["x.py"]),  # a backslash before no $, ` or \ is kept as it is: the diff is read

@@ -100,19 +100,17 @@ def _skip_blanks(text: str, i: int) -> int:
 def _heredocs(text: str, i: int, heredocs: list[tuple[str, bool, int, bool]],
               tokens: list[Word | Op]) -> int:
     """The index after the bodies of *heredocs*, which start at *i*; each body becomes
-    its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``), the
-    word ``dynamic`` when the shell expands the body first (an unquoted delimiter, and a
-    ``$``, a backquote, or a backslash before one of them or itself: its text is not what
-    the reader gets)."""
+    its delimiter word's ``body`` (what a shell reading it runs: ``bash <<EOF``), as the
+    reader gets it; the word ``dynamic`` when the shell expands the body first (an
+    unquoted delimiter, and a ``$`` or a backquote in it)."""
     for delimiter, strip, at, quoted in heredocs:
         body, i = _body(text, i, delimiter, strip)
-        computed = not quoted and ("$" in body or "`" in body or any(
-            body[k + 1:k + 2] in ("$", "`", "\\") for k in range(len(body))
-            if body[k] == "\\"))
+        computed = not quoted and ("$" in body or "`" in body)
         word = tokens[at]
         tokens[at] = Word(word.text, word.dynamic or computed, word.pattern,
                           word.subs + (_substitutions(body) if computed else ()),
-                          word.brace, word.process, body)
+                          word.brace, word.process,
+                          body if quoted or "\\" not in body else _unescaped(body))
     return i
 
 
@@ -138,23 +136,41 @@ def _skip_bodies(text: str, i: int, pending: list[tuple[str, bool]]) -> int:
     return i
 
 
+def _unescaped(body: str) -> str:
+    """An unquoted here-document's *body* as its reader gets it: a backslash before
+    ``$``, a backquote or itself is dropped, with a newline both go; any other stays."""
+    out, i = [], 0
+    while (k := body.find("\\", i)) != -1:
+        after = body[k + 1:k + 2]
+        out.append(body[i:k] + (after if after in ("$", "`", "\\") else
+                                "" if after == "\n" else "\\" + after))
+        i = k + 2
+    return "".join(out) + body[i:]
+
+
 def _substitutions(body: str) -> tuple[str, ...]:
     """The commands of the ``$(…)`` and backquotes in an unquoted here-document's body,
     which the shell runs as it expands the body, whatever command reads it."""
     subs, i = [], 0
-    while i < len(body):
+    while True:  # from one backslash, $( or backquote to the next (a body may be long)
+        i = min((k for k in (body.find("\\", i), body.find("$(", i), body.find("`", i))
+                 if k != -1), default=-1)
+        if i == -1:
+            return tuple(subs)
         if body[i] == "\\":
             i += 2
-        elif body.startswith("$(", i) and not body.startswith("$((", i):
+        elif body[i] == "$":
+            if body.startswith("$((", i):
+                i += 3  # arithmetic: no command
+                continue
             end = _group_end(body, i + 1, "(", ")")
             subs.append(body[i + 2:end - 1])
             i = end
-        elif body[i] == "`" and (end := body.find("`", i + 1)) != -1:
+        elif (end := body.find("`", i + 1)) != -1:
             subs.append(body[i + 1:end])
             i = end + 1
         else:
-            i += 1
-    return tuple(subs)
+            return tuple(subs)
 
 
 def _word(text: str, i: int) -> tuple[Word, int]:
