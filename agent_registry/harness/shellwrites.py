@@ -45,6 +45,8 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
+
+
 class Targets(list):
     """The files a command writes, and what it could not follow (``unfollowed``: why,
     each once)."""
