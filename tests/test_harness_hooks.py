@@ -144,11 +144,13 @@ def test_a_shell_write_to_a_held_path_is_denied(held, harness):
     for command in ("echo x >> src/auth.py", "cd src && sed -i s/1/2/ auth.py",
                     "bash -lc 'cat > src/auth.py <<EOF\nx\nEOF'", "gzip src/auth.py",
                     "timeout --signal KILL 5 rm src/auth.py", "env -C src rm auth.py",
-                    "bash <<'EOF'\nrm -f src/auth.py\nEOF", "tar -xzf release.tgz"):
+                    "bash <<'EOF'\nrm -f src/auth.py\nEOF", "tar -xzf release.tgz",
+                    "git checkout main", "git pull --rebase"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                        shell(harness, held, command)))
         assert reason and "kimi-1" in reason, command
     for command in ("cat src/auth.py", "echo x > notes.txt", "tar -xf a.tar -C /tmp/x",
+                    "git switch -c topic",
                     "git commit -m \"$(cat <<'EOF'\nfix: don't stop\nEOF\n)\""):
         assert verdict(harness, hook(held, harness, "pre-tool-use",
                                      shell(harness, held, command))) is None, command

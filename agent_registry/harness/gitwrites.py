@@ -4,7 +4,13 @@ Paths: ``checkout [REV] [--] P…`` (without ``--`` the first operand is a revis
 unless it names something on disk, as git decides), ``restore P`` (not ``--staged``
 alone), ``rm``, ``mv``, ``clean``, ``stash push -- P``.  The whole tree (``TOP``):
 ``checkout -f``, ``reset --hard|--merge|--keep``, ``stash`` (push, save, pop, apply,
-branch), ``clean`` without paths, ``am`` and ``apply`` of a patch we cannot read.
+branch), ``clean`` without paths, ``am`` and ``apply`` of a patch we cannot read, and
+what moves HEAD to another tree: a branch switch (``checkout REV``, ``switch``, a new
+branch from a start point), ``merge``, ``pull``, ``rebase``, ``cherry-pick``,
+``revert``, ``bisect``, ``read-tree -u``: each writes the files that differ between
+the two trees, which the gate cannot know without reading them; git keeps a file with
+changes of its own only where the other tree leaves it alone, and a file held but not
+yet changed is overwritten.
 ``apply`` and ``am`` of a patch file: the files it names, relative to the top, as git
 applies them.  ``-C DIR`` moves the relative names under DIR.
 """
@@ -16,8 +22,12 @@ from .shellops import TOP, Place, copy_targets, operands, patch_files, word
 from .shelltokens import Word
 
 _STASH_READS = {"list", "show", "drop", "clear", "create", "store"}
-_BRANCH_FLAGS = {"-b", "-B", "--orphan"}
 _RESET_TREE = {"--hard", "--merge", "--keep"}
+# subcommands that move the working tree to another commit's (or merge one into it)
+_TREE_MOVES = {"merge", "pull", "rebase", "cherry-pick", "revert"}
+# their forms that leave the working tree as it is: a report, or the sequencer's state
+_MOVE_READS = {"--show-current-patch", "--quit", "--edit-todo", "-h"}
+_BISECT_READS = {"log", "visualize", "view", "terms", "help"}
 
 
 def git_targets(args: list[Word], place: Place) -> list[Word]:
@@ -38,7 +48,7 @@ def git_writes(args: list[Word]) -> bool:
     """Whether the git command changes working-tree files (for xargs and find -exec)."""
     sub, rest, _ = _subcommand(args)
     return sub in ("checkout", "restore", "rm", "mv", "clean", "apply", "am", "stash",
-                   "reset", "switch")
+                   "reset", "switch", "bisect", "read-tree", "merge-file", *_TREE_MOVES)
 
 
 def _subcommand(args: list[Word]) -> tuple[str | None, list[Word], Word | None]:
@@ -63,7 +73,18 @@ def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
     if sub == "checkout":
         return _checkout(rest, texts, place)
     if sub == "switch":
-        return [word(TOP)] if {"-f", "--force", "--discard-changes"} & set(texts) else []
+        return _switch(rest)
+    if sub in _TREE_MOVES:
+        done = sub == "merge" and "--continue" in texts  # the merge's commit, no file
+        return [] if done or _MOVE_READS & set(texts) else [word(TOP)]
+    if sub == "merge-file":  # the merge is written over the first file
+        found, options = operands(rest, "L")
+        return [] if "-p" in options or "--stdout" in options else found[:1]
+    if sub == "bisect":
+        action = next((t for t in texts if not t.startswith("-")), "")
+        return [] if not action or action in _BISECT_READS else [word(TOP)]
+    if sub == "read-tree":
+        return [word(TOP)] if "-u" in texts else []
     if sub == "restore":
         found, options = operands(rest, "s", ("--source", "--pathspec-from-file",
                                               "--conflict"))
@@ -93,17 +114,31 @@ def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
 def _checkout(rest: list[Word], texts: list[str], place: Place) -> list[Word]:
     if "--" in texts:
         return rest[texts.index("--") + 1:]
-    if _BRANCH_FLAGS & set(texts) or "-p" in texts or "--patch" in texts:
-        return []  # a new branch (files unchanged), or interactive
-    found, options = operands(rest, "", ("--conflict",))
-    forced = "-f" in options or "--force" in options
+    found, options = operands(rest, "bB", ("--conflict", "--orphan"))
+    forced = bool({"-f", "--force"} & set(options))
+    if {"-b", "-B", "--orphan"} & set(options):
+        # a new branch: at HEAD the files stay as they are; at a start point they
+        # become its
+        return [word(TOP)] if found or forced else []
+    if not found:  # a report (or `-p`: each change of the tree offered for discarding)
+        return [word(TOP)] if forced or {"-p", "--patch"} & set(options) else []
     if len(found) == 1:
         if found[0].pattern or place.exists(found[0]):
             return found  # `git checkout .`, `git checkout src/auth.py`
-        return [word(TOP)] if forced else []  # a branch switch
-    if found and place.exists(found[0]):
+        return [word(TOP)]  # a branch switch
+    if place.exists(found[0]):
         return found  # paths only
-    return found[1:] + ([word(TOP)] if forced and not found[1:] else [])  # REV P…
+    return found[1:]  # REV P…
+
+
+def _switch(rest: list[Word]) -> list[Word]:
+    """``git switch``: a branch switch writes the tree; a new branch at HEAD does not."""
+    found, options = operands(rest, "cC", ("--conflict", "--create", "--force-create",
+                                           "--orphan"))
+    # a branch (`-` the last one), an orphan branch (its tree is empty), or the tree
+    # put back as HEAD has it (`-f`); not a new branch where HEAD is (`-c topic`)
+    return [word(TOP)] if found or {"--orphan", "-f", "--force", "--discard-changes"} & \
+        set(options) else []
 
 
 def _stash(rest: list[Word], texts: list[str]) -> list[Word]:
