@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CLI, FakeClock, git
+from helpers import CLI, FakeClock, git, wait_for
 from test_sync import (BRANCH, Team, free_port, lock_owner_on_remote, sessions_on_remote,
                        sync_parts)
 
@@ -306,7 +306,7 @@ class SilentServer:
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        self.open = self.most_open = 0
+        self.open = self.most_open = self.accepted = 0
         self._stop = False
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -320,6 +320,7 @@ class SilentServer:
                     conn, _ = self.sock.accept()
                     sel.register(conn, selectors.EVENT_READ)
                     self.open += 1
+                    self.accepted += 1
                     self.most_open = max(self.most_open, self.open)
                 elif not key.fileobj.recv(65536):  # the client gave up and closed
                     sel.unregister(key.fileobj)
@@ -353,6 +354,32 @@ def test_a_hung_remote_does_not_queue_the_clones_claims_behind_each_other(tmp_pa
     held = json.loads(a("--json", "lock", "list").stdout)["locks"]
     assert sorted((l["path"], l["confirmed"]) for l in held) == \
         [(f"src/f{i}.py", False) for i in range(3)]
+
+
+def test_a_remote_that_never_answers_is_waited_for_once_per_operation(tmp_path):
+    """A fresh clone's first operation makes the registry, settles its layout and then
+    does its own work, each of which would ask the remote: one that accepts the
+    connection and never answers is asked once, and each operation after it (still
+    in the single-branch layout it was made in, offline) once more, not twice."""
+    team = Team(tmp_path)
+    a = team.clone("a")
+    server = SilentServer()
+    try:
+        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
+        git(a.cwd, "config", "agent-registry.networkTimeout", "2")
+        made = a("register", "s0", "--provider", "Kimi")
+        after_register = server.accepted
+        claimed = a("lock", "acquire", "src/a.py", "--session", "s0")
+        wait_for(lambda: server.open == 0, "the timed-out connections to close")
+    finally:
+        server.close()
+    assert "not yet shared with other clones: origin is unreachable: no answer within 2 s" \
+        in made.stderr
+    assert claimed.returncode == 3, claimed.stderr
+    assert "not converted to 16 lock shards" in claimed.stderr  # tried, in the same wait
+    assert (after_register, server.accepted) == (1, 2)
+    held = json.loads(a("--json", "lock", "list").stdout)["locks"]
+    assert [(l["path"], l["confirmed"]) for l in held] == [("src/a.py", False)]
 
 
 def test_processes_of_two_clones_racing_through_a_remote_agree_on_one_winner(tmp_path):

@@ -59,7 +59,19 @@ class Registry(CoreRegistry):
         finally:
             self.warnings.extend(w for w in said if w not in self.warnings)
 
+    applying = False  # an operation is running: the init and settling it starts are its
+    silent = None  # a remote gave it no answer in time: sync/remote.py git_net
+
     def apply(self, op: dict) -> dict:
+        if self.applying:  # the init an operation starts, part of it
+            return self._apply(op)
+        self.applying, self.silent = True, None
+        try:
+            return self._apply(op)
+        finally:
+            self.applying, self.silent = False, None
+
+    def _apply(self, op: dict) -> dict:
         # the first write where there is no registry makes it as init does (a cleanup,
         # which has nothing to stop there, makes none)
         if op["op"] not in ("init", "cleanup") and self.tip() is None and self.part.routes:

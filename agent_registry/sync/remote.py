@@ -166,13 +166,22 @@ def network_timeout(registry: Registry) -> float:
 
 def git_net(registry: Registry, *args: str, env: dict[str, str] | None = None) -> Completed:
     """git talking to the remote (fetch, push): the repository's environment (or *env*),
-    the network timeout; no answer in time is Offline."""
+    the network timeout; no answer in time is Offline.  Within one operation
+    (``Registry.apply``: the registry made, its layout settled, the operation itself) a
+    remote that gave no answer in time is not asked again: each later fetch or push is
+    the same Offline at once (a fresh clone's first claim against a remote that accepts
+    connections and never answers waited out four timeouts, each operation after it two)."""
+    silent = getattr(registry, "silent", None)
+    if silent is not None:
+        raise Offline(registry.remote or "the remote", "unreachable", silent)
     timeout = network_timeout(registry)
     try:
         return run_git(list(args), env=env or registry.repo.env, check=False, timeout=timeout)
     except TimedOut:
-        raise Offline(registry.remote or "the remote", "unreachable",
-                      f"no answer within {timeout:g} s (git {args[0]})") from None
+        detail = f"no answer within {timeout:g} s (git {args[0]})"
+        if getattr(registry, "applying", False):
+            registry.silent = detail
+        raise Offline(registry.remote or "the remote", "unreachable", detail) from None
 
 
 def fetch(registry: Registry, narrow: bool = False) -> str | None:
