@@ -88,8 +88,8 @@ def held_repository(held: int, root: Path, tool: install.Install
         subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True)
     (repo / "src").mkdir()
     paths = [f"src/held_{i}.py" for i in range(held)]
-    for path in paths + ["src/free.py"]:
-        (repo / path).write_text("x = 1\n" * 200)
+    for i, path in enumerate(paths + ["src/free.py"]):  # each its own content: a blob each
+        (repo / path).write_text(f"x = {i}\n" * 200)
     holder = subprocess.Popen(["sleep", "3600"])
     for args in (("register", "holder-1", "--provider", "Kimi", "--ai-version", "1",
                   "--working-on", "bench", "--pid", str(holder.pid)),

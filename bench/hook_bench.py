@@ -4,9 +4,9 @@ installed ``harness hook <harness> pre-tool-use`` (the edit gate, and the backst
 note) and ``post-tool-use`` (the backstop's check), started as ``harness install`` writes
 them (``PYTHON -I -S …/harness/launch.py``), whole processes fed each
 harness's own event JSON on stdin, for a shell command that writes nothing (``ls -la
-src``: the gate only has to say "allowed"), with 0, 10 and 1,000 files held by another
-live session, against a bare interpreter (``python -c pass``, the same Python).  Target:
-each hook within 1.5x the bare interpreter.
+src``: the gate only has to say "allowed"), with 0, 10 and 1,000 files (each its own
+content) held by another live session, against a bare interpreter (``python -c pass``,
+the same Python).  Target: each hook within 1.5x the bare interpreter.
 
 Every process is timed in one loop, alternating over harnesses, events and states, so
 that other load on the machine hits all alike; CPU time (the process's and its git
@@ -117,7 +117,9 @@ def render(results: dict[int, dict], reps: int, tool: install.Install) -> str:
              f"shell tool running `{COMMAND}` (a command that writes nothing: the gate only "
              "has to say \"allowed\"; the backstop notes the held files before it and "
              "compares them after), with 0, 10 and 1,000 files held by another live "
-             "session. Each cell: median CPU ms (the process's and its git children's, the "
+             "session, each with its own content (a blob each in the note: one content "
+             "for all, as this benchmark had before, hid the lookup of 1,000 blobs). "
+             "Each cell: median CPU ms (the process's and its git children's, the "
              "figure least disturbed by other load) and, in brackets, its ratio to the bare "
              "interpreter (`python -c pass`, the same Python) of the same run; wall "
              f"medians below. Target: each hook within {TARGET_RATIO}x the bare "

@@ -335,6 +335,26 @@ def test_a_blob_gone_from_the_object_store_is_written_again_by_the_next_note(hel
     assert text and "src/auth.py" in text and "could not" not in text
 
 
+def test_a_blob_pruned_from_an_object_folder_a_note_stamped_is_written_again(held):
+    """A note keeps the stamps of the object folders its blobs are in, so that the next
+    one need not look up each of 1,000 blobs (harness/backstop.py _Objects); a prune
+    unlinks a blob, which changes its folder, so the next note looks that blob up and
+    writes it again, and the restore still has the holder's bytes."""
+    import time
+    for i in range(40):  # in the held folder: forty more blobs, more than RESTAMP
+        (held / "src" / "gen").mkdir(exist_ok=True)
+        (held / "src" / "gen" / f"m{i}.py").write_text(f"module = {i}  # kimi-1's work\n")
+    time.sleep(1.1)
+    assert around("claude", held, "true") is None  # writes the blobs: folders too new
+    time.sleep(1.5)
+    assert around("claude", held, "true") is None  # looks each up, stamps the folders
+    oid = git(held, "hash-object", "src/auth.py").strip()
+    os.remove(held / ".git" / "objects" / oid[:2] / oid[2:])
+    text = around("claude", held, UNREADABLE_WRITES[0])
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert text and "src/auth.py" in text and "could not" not in text
+
+
 @pytest.mark.parametrize("harness", BACKSTOP)
 def test_a_held_file_deleted_is_restored_and_one_created_is_moved_aside(held, harness):
     text = around(harness, held, "python3 -c \"import os; os.remove('src/auth.py')\"")

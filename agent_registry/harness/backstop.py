@@ -33,7 +33,7 @@ import os
 import time
 
 from ..store.jsontext import dumps, loads
-from ..store.layout import RepoInfo, loose_object
+from ..store.layout import RepoInfo
 from ..store.rawfile import read_bytes
 from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, state_of,
                     stats_line, unpacked, untrusted)
@@ -114,7 +114,8 @@ def _write(path: str, data: bytes) -> None:
 class _States:
     """The held files' states for a note, remembered per session for the next
     (``<git dir>/agent-registry/backstop-cache/states-<session>``): a note as the last
-    one was written, and a sixth line, the blobs it names, each once.  A file whose stat
+    one was written, and a sixth line, the blobs it names, each once, with the stamps of
+    the object folders they are in (:class:`_Objects`).  A file whose stat
     is the one the last note found (after.untrusted, git's racy rule included) and whose
     blob is still a loose object keeps that blob, unread (a note at 1,000 held files does
     not hash them all again); any other is read, hashed and its blob written (the git
@@ -129,7 +130,7 @@ class _States:
         from .heldcache import Kept
         self.info, self.repo, self.sid = info, None, sid
         self.kept = Kept(info.git_dir, "states", KEPT)
-        self.stored: dict[str, bool] = {}
+        self.objects = _Objects(info.common_dir)
 
     def note(self, held: bytes, line: bytes, areas: bool, note: str) -> None:
         """Write the note at *note* of the files *line* lists (a JSON list of paths, as
@@ -141,23 +142,25 @@ class _States:
             lines = []
         last = _last(lines, self.sid, areas)
         found = None
-        if last is not None and lines[2] == line and lines[1] == held:
-            # the same files and holders as the last note: parsed, their stats and the
-            # blobs' names only
-            try:
-                found, stored = noted_paths(line, lines[4]), loads(lines[5])
-            except (ValueError, RecursionError):
-                found = stored = None
-            if found is not None and isinstance(stored, list) and \
-                    self._as_found(*found, last["at"], lines[3]) and \
-                    all(self._stored(blob) for blob in stored):
-                if not _link(kept, note):
-                    _write(note, b"\n".join(lines))
-                return
         try:
+            if last is not None:
+                self.objects.stamped(lines[5])
+            if last is not None and lines[2] == line and lines[1] == held:
+                # the same files and holders as the last note: parsed, their stats and
+                # the blobs' names only
+                found = noted_paths(line, lines[4])
+                if found is not None and self._as_found(*found, last["at"], lines[3]) \
+                        and self.objects.all_stored():
+                    if self.objects.looked_up > RESTAMP:  # the folders' stamps again
+                        lines[5] = self.objects.line(self.objects.blobs)
+                        self.kept.replace(self.sid, b"\n".join(lines))
+                    if not _link(kept, note):
+                        _write(note, b"\n".join(lines))
+                    return
             data = self._noted(held, loads(line) if found is None else found[0], areas,
                                _remembered(lines, last))
         finally:
+            self.objects.close()
             if self.repo is not None:
                 self.repo.close()
         if not (self.kept.replace(self.sid, data) and _link(kept, note)):
@@ -184,7 +187,7 @@ class _States:
         for rel in paths:
             j = old.get(rel)
             if j is not None and not untrusted(self.info.toplevel, [rel], [last[3][j]],
-                                               last[4]) and self._stored(last[1][j]):
+                                               last[4]) and self.objects.stored(last[1][j]):
                 # as the last note found it: the same blob, and as trusted now as then
                 blobs.append(last[1][j])
                 modes.append(last[2][j])
@@ -196,10 +199,9 @@ class _States:
             stats.append(key)
         at = time.time()  # after every file was read: git's racy rule counts from here
         head = dumps({"session": self.sid, "at": at, "areas": areas})
-        stored = dumps(sorted({blob for blob in blobs if blob}))
         return b"\n".join((head.encode(), held, dumps(paths).encode("utf-8", "surrogatepass"),
                            dumps({"blobs": blobs, "modes": modes}).encode(),
-                           stats_line(stats), stored.encode()))
+                           stats_line(stats), self.objects.line(blobs)))
 
     def _absent(self, rel: str, blob: object, key: object) -> bool:
         """Is a file noted as absent (a held name not created yet) still absent?"""
@@ -212,14 +214,106 @@ class _States:
             self.repo = Repo(self.info)
         return self.repo.write_object("blob", data)
 
-    def _stored(self, blob: object) -> bool:
-        """Is *blob* a loose object here (as the object writer checks: one pruned by a
-        ``git gc`` since is written again)?"""
+
+RESTAMP = 32  # blobs looked up one by one in a note before the folders are stamped again
+
+
+class _Objects:
+    """Are the blobs the last note named still loose objects here (as the object writer
+    checks: one pruned by a ``git gc`` since is written again)?  Looking each up cost a
+    note of 1,000 held files with as many contents ~10 ms, three times the rest of it.
+    So a note keeps, with its blobs, the stamp (times and inode) of each fan-out folder
+    they are in (``objects/xx``), taken after they were written: git's prune and repack
+    remove a loose object by unlinking it, which sets the folder's times, so a folder
+    still as stamped has lost none of them, and only the blobs of the others are looked
+    up (a folder changed within a second of its stamp is not stamped: the file system's
+    clock may lag ours, and one tick of it may hold two changes; git's racy rule, as for
+    the held files).  A new object in a folder changes it too (each
+    registry write makes a few), so once more than RESTAMP blobs were looked up the
+    stamps are taken again.  All by names relative to the object folder (two names for
+    the kernel to walk, not the whole path)."""
+
+    def __init__(self, common_dir: str) -> None:
+        self.root = os.path.join(common_dir, "objects")
+        self.fd: int | None = None
+        self.blobs: list | None = None  # the last note's, each once (None: unread)
+        self.stamps: dict[str, object] = {}  # fan-out folder -> its stamp then
+        self.found: dict[str, bool] = {}  # blob -> stored, folder -> as stamped
+        self.looked_up = 0
+
+    def stamped(self, line: bytes) -> None:
+        """Take the last note's blobs and folder stamps (its sixth *line*)."""
+        try:
+            kept = loads(line)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(kept, dict) and isinstance(kept.get("blobs"), list) and \
+                isinstance(kept.get("folders"), dict):
+            self.blobs, self.stamps = kept["blobs"], kept["folders"]
+
+    def all_stored(self) -> bool:
+        """Is every blob the last note named still stored (False when it named none as
+        this version writes them: an earlier version's, or a damaged line)?  Each folder
+        looked at once, and only the blobs of one not as stamped one by one."""
+        blobs = self.blobs
+        if blobs is None:
+            return False
+        try:  # names as this version writes them, checked by C code (1,000 a note)
+            if blobs and not ("".join(blobs).isalnum() and set(map(len, blobs)) <= {40, 64}):
+                return False
+        except TypeError:
+            return False
+        changed = {fan for fan in {blob[:2] for blob in blobs} if not self._as_stamped(fan)}
+        return not changed or all(map(self.stored, [blob for blob in blobs
+                                                    if blob[:2] in changed]))
+
+    def stored(self, blob: object) -> bool:
+        """Is *blob*, one the last note named, a loose object here?"""
         if not isinstance(blob, str) or len(blob) not in (40, 64) or not blob.isalnum():
             return False
-        if blob not in self.stored:
-            self.stored[blob] = os.path.exists(loose_object(self.info.common_dir, blob))
-        return self.stored[blob]
+        found = self.found.get(blob)
+        if found is None:
+            same = self._as_stamped(blob[:2])
+            if not same:
+                self.looked_up += 1
+            found = self.found[blob] = same or self._stamp(f"{blob[:2]}/{blob[2:]}") is not None
+        return found
+
+    def _as_stamped(self, fan: str) -> bool:
+        """Is the fan-out folder *fan* as the last note stamped it?"""
+        same = self.found.get(fan)
+        if same is None:
+            stamp = self.stamps.get(fan)
+            same = self.found[fan] = stamp is not None and self._stamp(fan) == stamp
+        return same
+
+    def line(self, blobs: list) -> bytes:
+        """A note's sixth line: *blobs* each once, and the stamps of their folders now."""
+        names = sorted({blob for blob in blobs if isinstance(blob, str) and blob})
+        racy = time.time_ns() - 1_000_000_000  # the file system's clock may lag ours
+        folders = {}
+        for fan in sorted({blob[:2] for blob in names}):
+            stamp = self._stamp(fan)
+            if stamp is not None and max(stamp[0], stamp[1]) < racy:
+                folders[fan] = stamp
+        return dumps({"blobs": names, "folders": folders}).encode()
+
+    def _stamp(self, name: str) -> list[int] | None:
+        """[mtime, ctime, inode] of *name* in the object folder; None when it is not there."""
+        try:
+            if self.fd is None:
+                self.fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) \
+                    if os.stat in os.supports_dir_fd else -1
+            st = os.stat(name, dir_fd=self.fd) if self.fd >= 0 else \
+                os.stat(os.path.join(self.root, name))
+        except OSError:
+            return None
+        return [st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+    def close(self) -> None:
+        if self.fd is not None and self.fd >= 0:
+            os.close(self.fd)
+        self.fd = None
 
 
 def _last(lines: list[bytes], sid: str, areas: bool) -> dict | None:
