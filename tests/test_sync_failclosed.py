@@ -382,6 +382,30 @@ def test_a_remote_that_never_answers_is_waited_for_once_per_operation(tmp_path):
     assert [(l["path"], l["confirmed"]) for l in held] == [("src/a.py", False)]
 
 
+def test_a_claim_over_many_lock_shards_waits_for_a_silent_remote_once(tmp_path):
+    """A claim of paths in several lock shards is one operation on each: the first to
+    meet a remote that never answers waits out the timeout, the others get its answer
+    at once, and each path is held here, unconfirmed."""
+    team = Team(tmp_path)
+    a = registered_clone(team, "a", "s0")
+    paths = [f"src/m{i}.py" for i in range(8)]  # in several of the 16 shards
+    server = SilentServer()
+    try:
+        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
+        git(a.cwd, "config", "agent-registry.networkTimeout", "2")
+        claimed = a("lock", "acquire", *paths, "--session", "s0")
+        wait_for(lambda: server.open == 0, "the timed-out connection to close")
+    finally:
+        server.close()
+    assert claimed.returncode == 3, claimed.stderr
+    assert "origin is unreachable: no answer within 2 s" in claimed.stderr
+    assert server.accepted == 1
+    held = json.loads(a("--json", "lock", "list").stdout)["locks"]
+    assert sorted((l["path"], l["confirmed"]) for l in held) == [(p, False) for p in paths]
+    from agent_registry.branch.shards import claim_shards
+    assert len(claim_shards("s0", paths, 16)) > 2  # several shards' operations
+
+
 def test_processes_of_two_clones_racing_through_a_remote_agree_on_one_winner(tmp_path):
     """Fetch and push outside the flock: processes of one clone push side by side, and a
     claim dropped by a sibling's replay is still reported refused to its own process."""

@@ -63,7 +63,9 @@ class Registry(CoreRegistry):
     silent = None  # a remote gave it no answer in time: sync/remote.py git_net
 
     def apply(self, op: dict) -> dict:
-        if self.applying:  # the init an operation starts, part of it
+        if self.applying or self.part.main is not None:
+            # the init an operation starts, or its part on a lock shard or the clone's
+            # ref: the main registry's operation, whose `silent` they share
             return self._apply(op)
         self.applying, self.silent = True, None
         try:

@@ -167,11 +167,13 @@ def network_timeout(registry: Registry) -> float:
 def git_net(registry: Registry, *args: str, env: dict[str, str] | None = None) -> Completed:
     """git talking to the remote (fetch, push): the repository's environment (or *env*),
     the network timeout; no answer in time is Offline.  Within one operation
-    (``Registry.apply``: the registry made, its layout settled, the operation itself) a
-    remote that gave no answer in time is not asked again: each later fetch or push is
-    the same Offline at once (a fresh clone's first claim against a remote that accepts
-    connections and never answers waited out four timeouts, each operation after it two)."""
-    silent = getattr(registry, "silent", None)
+    (``Registry.apply`` of the main registry: the registry made, its layout settled, the
+    operation on each lock shard it routes to and on the clone's ref) a remote that gave
+    no answer in time is not asked again: each later fetch or push is the same Offline
+    at once (against a remote that accepts connections and never answers, a claim of
+    paths in six shards waited out six timeouts, a fresh clone's first claim four)."""
+    root = registry.part.main or registry  # a shard's, a clone ref's: its main's
+    silent = getattr(root, "silent", None)
     if silent is not None:
         raise Offline(registry.remote or "the remote", "unreachable", silent)
     timeout = network_timeout(registry)
@@ -179,8 +181,8 @@ def git_net(registry: Registry, *args: str, env: dict[str, str] | None = None) -
         return run_git(list(args), env=env or registry.repo.env, check=False, timeout=timeout)
     except TimedOut:
         detail = f"no answer within {timeout:g} s (git {args[0]})"
-        if getattr(registry, "applying", False):
-            registry.silent = detail
+        if getattr(root, "applying", False):
+            root.silent = detail
         raise Offline(registry.remote or "the remote", "unreachable", detail) from None
 
 
