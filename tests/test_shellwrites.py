@@ -300,6 +300,25 @@ def tree(tmp_path):
     ("git merge-file -p src/auth.py base theirs", []),
     ("git merge-base HEAD main", []),
     ("git -C src pull", [":/"]),
+    ("git checkout other --", [":/"]),
+    ("git checkout -b x origin/y --", [":/"]),
+    ("git read-tree -mu HEAD other", [":/"]),
+    ("git merge-file --marker-size 9 src/auth.py base theirs", ["{top}/src/auth.py"]),
+    ("git --git-dir .git checkout other", [":/"]),
+    ("git --work-tree . --namespace ns pull", [":/"]),
+    ("git sparse-checkout set docs", [":/"]),
+    ("git sparse-checkout list", []),
+    ("git checkout-index -f -a", [":/"]),
+    ("git checkout-index -f src/auth.py", ["{top}/src/auth.py"]),
+    ("git checkout-index --prefix=/tmp/export/ -a", []),
+    # forms of them that write no file of the tree
+    ("git pull --dry-run . other", []),
+    ("git bisect start --no-checkout other v1", []),
+    ("git merge --help", []),
+    ("git checkout HEAD", []),
+    ("git checkout --detach HEAD", []),
+    ("git checkout -b x HEAD", []),
+    ("git switch -c x HEAD", []),
     ("git -C src checkout HEAD auth.py", ["{top}/src/auth.py"]),
     # patches: the files they name
     ("git apply fix.diff", [":/src/auth.py"]),
@@ -348,6 +367,19 @@ def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)
     expected = [t.format(top=top) for t in targets]
     assert read_writes(command, top) == expected
+
+
+def test_a_git_pathspec_file_names_the_files_it_lists(tree):
+    (tree / "list").write_text("src/auth.py\nREADME.md\n")
+    top = str(tree)
+    assert read_writes("git checkout HEAD --pathspec-from-file list", top) == \
+        [f"{top}/src/auth.py", f"{top}/README.md"]
+    assert read_writes("git checkout HEAD --pathspec-from-file=-", top) == [":/"]
+    assert read_writes("git checkout HEAD --pathspec-from-file gone", top) == [":/"]
+    assert read_writes("git restore --pathspec-from-file=list", top) == \
+        [f"{top}/src/auth.py", f"{top}/README.md"]
+    assert read_writes("git rm --pathspec-from-file list", top) == \
+        [f"{top}/src/auth.py", f"{top}/README.md"]
 
 
 def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_here(tree):

@@ -26,8 +26,12 @@ _RESET_TREE = {"--hard", "--merge", "--keep"}
 # subcommands that move the working tree to another commit's (or merge one into it)
 _TREE_MOVES = {"merge", "pull", "rebase", "cherry-pick", "revert"}
 # their forms that leave the working tree as it is: a report, or the sequencer's state
-_MOVE_READS = {"--show-current-patch", "--quit", "--edit-todo", "-h"}
+_MOVE_READS = {"--show-current-patch", "--quit", "--edit-todo", "-h", "--help", "--dry-run"}
 _BISECT_READS = {"log", "visualize", "view", "terms", "help"}
+_CURRENT = {"HEAD", "@"}  # a start point where the tree already is
+# git's own options that take the next word as their value (``--git-dir=X`` is one word)
+_GLOBAL_TAKES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                 "--super-prefix", "--exec-path", "--list-cmds"}
 
 
 def git_targets(args: list[Word], place: Place) -> list[Word]:
@@ -48,14 +52,15 @@ def git_writes(args: list[Word]) -> bool:
     """Whether the git command changes working-tree files (for xargs and find -exec)."""
     sub, rest, _ = _subcommand(args)
     return sub in ("checkout", "restore", "rm", "mv", "clean", "apply", "am", "stash",
-                   "reset", "switch", "bisect", "read-tree", "merge-file", *_TREE_MOVES)
+                   "reset", "switch", "bisect", "read-tree", "merge-file", "checkout-index",
+                   "sparse-checkout", *_TREE_MOVES)
 
 
 def _subcommand(args: list[Word]) -> tuple[str | None, list[Word], Word | None]:
     """(the subcommand, its words, the ``-C`` directory) of git's command line."""
     i, where = 0, None
     while i < len(args) and args[i].text.startswith("-"):
-        if args[i].text in ("-C", "-c") and i + 1 < len(args):
+        if args[i].text in _GLOBAL_TAKES and i + 1 < len(args):
             if args[i].text == "-C":
                 where = args[i + 1] if where is None else \
                     Word(posixpath.join(where.text, args[i + 1].text),
@@ -78,22 +83,33 @@ def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
         done = sub == "merge" and "--continue" in texts  # the merge's commit, no file
         return [] if done or _MOVE_READS & set(texts) else [word(TOP)]
     if sub == "merge-file":  # the merge is written over the first file
-        found, options = operands(rest, "L")
+        found, options = operands(rest, "L", ("--marker-size", "--diff-algorithm"))
         return [] if "-p" in options or "--stdout" in options else found[:1]
     if sub == "bisect":
         action = next((t for t in texts if not t.startswith("-")), "")
-        return [] if not action or action in _BISECT_READS else [word(TOP)]
+        return [] if not action or action in _BISECT_READS or "--no-checkout" in texts \
+            else [word(TOP)]
     if sub == "read-tree":
-        return [word(TOP)] if "-u" in texts else []
+        _, options = operands(rest, "", ("--prefix", "--index-output", "--exclude-per-directory"))
+        return [word(TOP)] if "-u" in options else []
+    if sub == "sparse-checkout":  # files leave and come back as the patterns change
+        action = next((t for t in texts if not t.startswith("-")), "")
+        return [] if action in ("", "list", "check-rules") else [word(TOP)]
+    if sub == "checkout-index":
+        found, options = operands(rest, "", ("--prefix", "--stage"))
+        if "--prefix" in options or "--temp" in options:
+            return []  # written under the prefix, or as temporary files: not the tree's
+        return [word(TOP)] if "-a" in options or "--all" in options or \
+            "--stdin" in options else found
     if sub == "restore":
         found, options = operands(rest, "s", ("--source", "--pathspec-from-file",
                                               "--conflict"))
         staged_only = ("-S" in options or "--staged" in options) and not (
             "-W" in options or "--worktree" in options)
-        return [] if staged_only else found
+        return [] if staged_only else _listed(options, place, found)
     if sub == "rm":
-        found, options = operands(rest)
-        return [] if "--cached" in options else found
+        found, options = operands(rest, "", ("--pathspec-from-file",))
+        return [] if "--cached" in options else _listed(options, place, found)
     if sub == "mv":
         found, options = operands(rest)
         return copy_targets(found, options, place.is_dir, move=True)
@@ -113,22 +129,42 @@ def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
 
 def _checkout(rest: list[Word], texts: list[str], place: Place) -> list[Word]:
     if "--" in texts:
-        return rest[texts.index("--") + 1:]
-    found, options = operands(rest, "bB", ("--conflict", "--orphan"))
+        before, paths = rest[:texts.index("--")], rest[texts.index("--") + 1:]
+        if paths:  # REV -- P…: the paths, from REV
+            return paths
+        rest, texts = before, texts[:texts.index("--")]  # `git checkout main --`
+    found, options = operands(rest, "bB", ("--conflict", "--orphan",
+                                           "--pathspec-from-file"))
     forced = bool({"-f", "--force"} & set(options))
+    if "--pathspec-from-file" in options:
+        return _listed(options, place, found)
     if {"-b", "-B", "--orphan"} & set(options):
         # a new branch: at HEAD the files stay as they are; at a start point they
         # become its
-        return [word(TOP)] if found or forced else []
+        return [word(TOP)] if forced or found and found[0].text not in _CURRENT else []
     if not found:  # a report (or `-p`: each change of the tree offered for discarding)
         return [word(TOP)] if forced or {"-p", "--patch"} & set(options) else []
     if len(found) == 1:
         if found[0].pattern or place.exists(found[0]):
             return found  # `git checkout .`, `git checkout src/auth.py`
-        return [word(TOP)]  # a branch switch
+        # a branch switch (to HEAD itself: the tree as it is)
+        return [word(TOP)] if forced or found[0].text not in _CURRENT else []
     if place.exists(found[0]):
         return found  # paths only
     return found[1:]  # REV P…
+
+
+def _listed(options: dict[str, str], place: Place, found: list[Word]) -> list[Word]:
+    """*found*, or with ``--pathspec-from-file FILE`` the paths FILE lists (the whole
+    tree when they are on stdin, or the file cannot be read)."""
+    listed = options.get("--pathspec-from-file")
+    if listed is None:
+        return found
+    text = place.read(word(listed)) if listed != "-" else None
+    if text is None:
+        return [word(TOP)]
+    nul = "--pathspec-file-nul" in options
+    return [word(p) for p in text.split("\0" if nul else "\n") if p.strip()]
 
 
 def _switch(rest: list[Word]) -> list[Word]:
@@ -137,8 +173,8 @@ def _switch(rest: list[Word]) -> list[Word]:
                                            "--orphan"))
     # a branch (`-` the last one), an orphan branch (its tree is empty), or the tree
     # put back as HEAD has it (`-f`); not a new branch where HEAD is (`-c topic`)
-    return [word(TOP)] if found or {"--orphan", "-f", "--force", "--discard-changes"} & \
-        set(options) else []
+    return [word(TOP)] if {"--orphan", "-f", "--force", "--discard-changes"} & set(options) \
+        or any(w.text not in _CURRENT for w in found) else []
 
 
 def _stash(rest: list[Word], texts: list[str]) -> list[Word]:
