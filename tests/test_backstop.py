@@ -346,13 +346,23 @@ def test_a_blob_pruned_from_an_object_folder_a_note_stamped_is_written_again(hel
         (held / "src" / "gen" / f"m{i}.py").write_text(f"module = {i}  # kimi-1's work\n")
     time.sleep(1.1)
     assert around("claude", held, "true") is None  # writes the blobs: folders too new
-    time.sleep(1.5)
+    time.sleep(2.5)  # the folders settled two seconds before the next note
     assert around("claude", held, "true") is None  # looks each up, stamps the folders
     oid = git(held, "hash-object", "src/auth.py").strip()
     os.remove(held / ".git" / "objects" / oid[:2] / oid[2:])
     text = around("claude", held, UNREADABLE_WRITES[0])
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
     assert text and "src/auth.py" in text and "could not" not in text
+
+
+def test_a_fifo_in_a_held_folder_is_not_read(held):
+    """What git stores nothing of (a FIFO, whose reading waits for a writer) is noted as
+    no file: the hooks answer, and a held file beside it is still put back."""
+    (held / "src" / "gen").mkdir(exist_ok=True)
+    os.mkfifo(held / "src" / "gen" / "pipe")
+    assert around("claude", held, "true") is None
+    around("claude", held, UNREADABLE_WRITES[0])
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
 
 
 @pytest.mark.parametrize("harness", BACKSTOP)

@@ -56,7 +56,9 @@ def note_name(harness: str, native_id: str, call: str) -> str:
 def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
     """(the bytes git would store, the mode, :func:`stat_key`) of the file at *full*, from
     one ``lstat`` taken before the bytes are read: a symbolic link is its target; (None,
-    None, None) when nothing is there, (None, "dir", None) for a folder."""
+    None, None) when nothing is there, (None, "dir", None) for a folder, (None,
+    "special", None) for what git stores nothing of: a FIFO, whose reading would wait for
+    a writer, a socket, a device, which may never end."""
     try:
         st = os.lstat(full)
     except FileNotFoundError:
@@ -65,6 +67,8 @@ def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
         return os.fsencode(os.readlink(full)), MODES["link"], None
     if S_ISDIR(st.st_mode):
         return None, "dir", None
+    if not S_ISREG(st.st_mode):
+        return None, "special", None
     with open(full, "rb") as f:
         data = f.read()
     return data, MODES["exec"] if st.st_mode & 0o111 else MODES["file"], stat_key(st)

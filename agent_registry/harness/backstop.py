@@ -223,21 +223,27 @@ class _Objects:
     checks: one pruned by a ``git gc`` since is written again)?  Looking each up cost a
     note of 1,000 held files with as many contents ~10 ms, three times the rest of it.
     So a note keeps, with its blobs, the stamp (times and inode) of each fan-out folder
-    they are in (``objects/xx``), taken after they were written: git's prune and repack
-    remove a loose object by unlinking it, which sets the folder's times, so a folder
-    still as stamped has lost none of them, and only the blobs of the others are looked
-    up (a folder changed within a second of its stamp is not stamped: the file system's
-    clock may lag ours, and one tick of it may hold two changes; git's racy rule, as for
-    the held files).  A new object in a folder changes it too (each
-    registry write makes a few), so once more than RESTAMP blobs were looked up the
-    stamps are taken again.  All by names relative to the object folder (two names for
-    the kernel to walk, not the whole path)."""
+    they are in (``objects/xx``): git's prune and repack remove a loose object by
+    unlinking it, which sets the folder's times, so a folder still as stamped has lost
+    none of the blobs that were there when the stamp was taken, and only the blobs of
+    the others are looked up.  Hence the order: a folder's stamp is taken before any of
+    its blobs is trusted or looked up in this note, and kept only when the folder did
+    not change in the two seconds before the note began (a file system's times may be
+    whole seconds, or two, and a change in the tick of the stamp would not show); a
+    folder this note wrote a blob into is then too new to keep (its next note looks
+    that blob up).  A new object in a folder changes it too (each registry write makes
+    a few), so once more than RESTAMP blobs were looked up the stamps are taken again.
+    All by names relative to the object folder (two names for the kernel to walk, not
+    the whole path)."""
 
     def __init__(self, common_dir: str) -> None:
         self.root = os.path.join(common_dir, "objects")
         self.fd: int | None = None
+        self.since = time.time_ns()  # before any folder is looked at
         self.blobs: list | None = None  # the last note's, each once (None: unread)
+        self.named: set = set()
         self.stamps: dict[str, object] = {}  # fan-out folder -> its stamp then
+        self.taken: dict[str, list[int]] = {}  # fan-out folder -> its stamp now
         self.found: dict[str, bool] = {}  # blob -> stored, folder -> as stamped
         self.looked_up = 0
 
@@ -250,6 +256,7 @@ class _Objects:
         if isinstance(kept, dict) and isinstance(kept.get("blobs"), list) and \
                 isinstance(kept.get("folders"), dict):
             self.blobs, self.stamps = kept["blobs"], kept["folders"]
+            self.named = {blob for blob in self.blobs if isinstance(blob, str)}
 
     def all_stored(self) -> bool:
         """Is every blob the last note named still stored (False when it named none as
@@ -273,28 +280,33 @@ class _Objects:
             return False
         found = self.found.get(blob)
         if found is None:
-            same = self._as_stamped(blob[:2])
+            same = self._as_stamped(blob[:2]) and blob in self.named
             if not same:
                 self.looked_up += 1
             found = self.found[blob] = same or self._stamp(f"{blob[:2]}/{blob[2:]}") is not None
         return found
 
     def _as_stamped(self, fan: str) -> bool:
-        """Is the fan-out folder *fan* as the last note stamped it?"""
+        """Is the fan-out folder *fan* as the last note stamped it?  (Its stamp now is
+        taken here, before any of its blobs is trusted or looked up.)"""
         same = self.found.get(fan)
         if same is None:
-            stamp = self.stamps.get(fan)
-            same = self.found[fan] = stamp is not None and self._stamp(fan) == stamp
+            now = self._stamp(fan)
+            if now is not None:
+                self.taken[fan] = now
+            same = self.found[fan] = now is not None and self.stamps.get(fan) == now
         return same
 
     def line(self, blobs: list) -> bytes:
-        """A note's sixth line: *blobs* each once, and the stamps of their folders now."""
+        """A note's sixth line: *blobs* each once, and the stamps of their folders taken
+        in this note before their blobs were looked at, those that had not changed in
+        the two seconds before it began."""
         names = sorted({blob for blob in blobs if isinstance(blob, str) and blob})
-        racy = time.time_ns() - 1_000_000_000  # the file system's clock may lag ours
+        settled = self.since - 2_000_000_000
         folders = {}
         for fan in sorted({blob[:2] for blob in names}):
-            stamp = self._stamp(fan)
-            if stamp is not None and max(stamp[0], stamp[1]) < racy:
+            stamp = self.taken.get(fan)
+            if stamp is not None and max(stamp[0], stamp[1]) < settled:
                 folders[fan] = stamp
         return dumps({"blobs": names, "folders": folders}).encode()
 
