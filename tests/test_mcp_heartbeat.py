@@ -9,20 +9,16 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-from helpers import git, wait_for  # noqa: E402
+from helpers import wait_for  # noqa: E402
 from test_mcp import call, server  # noqa: E402
 from test_sync import Team  # noqa: E402
-from test_sync_failclosed import SilentServer  # noqa: E402
+from test_sync_failclosed import silent_origin  # noqa: E402
 
 
 def test_a_heartbeat_stuck_on_the_remote_does_not_hold_the_tools(tmp_path):
     team = Team(tmp_path)
     a = team.clone("a")
-    silent = SilentServer()
-    try:
-        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{silent.port}/remote.git")
-        git(a.cwd, "config", "agent-registry.networkTimeout", "6")
-
+    with silent_origin(a, 6) as silent:
         async def script():
             async with server(a.cwd, "--heartbeat", "1") as session:
                 error, text, _ = await call(session, "register", provider="Claude",
@@ -36,7 +32,5 @@ def test_a_heartbeat_stuck_on_the_remote_does_not_hold_the_tools(tmp_path):
                 assert not error, text
                 assert result["locks"][0]["status"] == "acquired"
         anyio.run(script)
-    finally:
-        silent.close()
     # the claim went to the remote while the heartbeat was still waiting there
     assert silent.most_open == 2

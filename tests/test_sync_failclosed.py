@@ -10,6 +10,7 @@ import selectors
 import socket
 import subprocess
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -333,20 +334,27 @@ class SilentServer:
         self.sock.close()
 
 
+@contextmanager
+def silent_origin(clone, timeout: int):
+    """*clone*'s origin a SilentServer (yielded), and its network timeout *timeout* s."""
+    server = SilentServer()
+    try:
+        git(clone.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
+        git(clone.cwd, "config", "agent-registry.networkTimeout", str(timeout))
+        yield server
+    finally:
+        server.close()
+
+
 def test_a_hung_remote_does_not_queue_the_clones_claims_behind_each_other(tmp_path):
     team = Team(tmp_path)
     a = registered_clone(team, "a", "s0", "s1", "s2")
-    server = SilentServer()
-    try:
-        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
-        # long enough that three processes started together are all connected at once
-        git(a.cwd, "config", "agent-registry.networkTimeout", "8")
+    # long enough that three processes started together are all connected at once
+    with silent_origin(a, 8) as server:
         procs = [subprocess.Popen([CLI, "lock", "acquire", f"src/f{i}.py", "--session", f"s{i}"],
                                   cwd=a.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) for i in range(3)]
         results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
-    finally:
-        server.close()
     assert [code for code, _ in results] == [3, 3, 3], results
     assert all("origin is unreachable: no answer within 8 s" in err for _, err in results)
     # the three waited for the remote together, not one after the other behind the flock
@@ -363,16 +371,11 @@ def test_a_remote_that_never_answers_is_waited_for_once_per_operation(tmp_path):
     in the single-branch layout it was made in, offline) once more, not twice."""
     team = Team(tmp_path)
     a = team.clone("a")
-    server = SilentServer()
-    try:
-        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
-        git(a.cwd, "config", "agent-registry.networkTimeout", "2")
+    with silent_origin(a, 2) as server:
         made = a("register", "s0", "--provider", "Kimi")
         after_register = server.accepted
         claimed = a("lock", "acquire", "src/a.py", "--session", "s0")
         wait_for(lambda: server.open == 0, "the timed-out connections to close")
-    finally:
-        server.close()
     assert "not yet shared with other clones: origin is unreachable: no answer within 2 s" \
         in made.stderr
     assert claimed.returncode == 3, claimed.stderr
@@ -389,14 +392,9 @@ def test_a_claim_over_many_lock_shards_waits_for_a_silent_remote_once(tmp_path):
     team = Team(tmp_path)
     a = registered_clone(team, "a", "s0")
     paths = [f"src/m{i}.py" for i in range(8)]  # in several of the 16 shards
-    server = SilentServer()
-    try:
-        git(a.cwd, "remote", "set-url", "origin", f"git://127.0.0.1:{server.port}/remote.git")
-        git(a.cwd, "config", "agent-registry.networkTimeout", "2")
+    with silent_origin(a, 2) as server:
         claimed = a("lock", "acquire", *paths, "--session", "s0")
         wait_for(lambda: server.open == 0, "the timed-out connection to close")
-    finally:
-        server.close()
     assert claimed.returncode == 3, claimed.stderr
     assert "origin is unreachable: no answer within 2 s" in claimed.stderr
     assert server.accepted == 1
