@@ -29,9 +29,9 @@ _TREE_MOVES = {"merge", "pull", "rebase", "cherry-pick", "revert"}
 _MOVE_READS = {"--show-current-patch", "--quit", "--edit-todo", "-h", "--help", "--dry-run"}
 _BISECT_READS = {"log", "visualize", "view", "terms", "help"}
 _CURRENT = {"HEAD", "@"}  # a start point where the tree already is
-# git's own options that take the next word as their value (``--git-dir=X`` is one word)
-_GLOBAL_TAKES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
-                 "--super-prefix", "--exec-path", "--list-cmds"}
+# git's own options that take the next word as their value (``--git-dir=X`` is one word;
+# ``--exec-path`` and ``--list-cmds`` take theirs only after ``=``)
+_GLOBAL_TAKES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
 
 
 def git_targets(args: list[Word], place: Place) -> list[Word]:
