@@ -345,6 +345,43 @@ def test_a_blob_pruned_since_the_last_note_is_written_again_by_the_next(held, st
     assert text and "src/auth.py" in text and "could not" not in text
 
 
+def test_a_held_file_whose_blob_is_gone_is_named_and_the_others_are_put_back(held):
+    """When the blob a note names for one held file is gone by the after-tool check (a
+    prune while the command ran), that file cannot be put back: it is named with the
+    missing object and the repair, and every other held file the call changed is still
+    put back, the agent and the holder told of both."""
+    (held / "src" / "gen").mkdir(exist_ok=True)
+    (held / "src" / "gen" / "m.py").write_text("module = 1  # kimi-1's work\n")
+    oid = git(held, "hash-object", "src/auth.py").strip()
+    gone = held / ".git" / "objects" / oid[:2] / oid[2:]
+    text = around("claude", held, f"python3 -c \"import os; os.remove('{gone}'); "
+                                  "open('src/auth.py', 'w').write('mine'); "
+                                  "open('src/gen/m.py', 'w').write('mine')\"")
+    assert (held / "src" / "gen" / "m.py").read_text() == "module = 1  # kimi-1's work\n"
+    assert (held / "src" / "auth.py").read_text() == "mine"
+    auth = next(line for line in text.splitlines() if "src/auth.py" in line)
+    assert "could not be put back" in auth and oid in auth and "git fsck" in auth
+    gen = next(line for line in text.splitlines() if "src/gen/m.py" in line)
+    assert "put back as its holder had it" in gen
+    [message] = [m for m in inbox(held, "kimi-1") if m.get("subject") == "backstop"]
+    assert "src/auth.py" in message["body"] and "src/gen/m.py" in message["body"]
+
+
+def test_a_held_file_that_cannot_be_written_back_leaves_the_others_put_back(held):
+    """A held folder replaced by a file: the held file in it cannot be written back,
+    which is said, and the other held file the call changed is still put back."""
+    (held / "src" / "gen").mkdir(exist_ok=True)
+    (held / "src" / "gen" / "m.py").write_text("module = 1  # kimi-1's work\n")
+    text = around("claude", held, "python3 -c \"import shutil; shutil.rmtree('src/gen'); "
+                                  "open('src/gen', 'w').write('x'); "
+                                  "open('src/auth.py', 'w').write('mine')\"")
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    gen = next(line for line in text.splitlines() if "src/gen/m.py" in line)
+    assert "could not be put back (writing it failed" in gen
+    assert "put back as its holder had it" in next(
+        line for line in text.splitlines() if "src/auth.py" in line)
+
+
 def test_a_fifo_in_a_held_folder_is_not_read(held):
     """What git stores nothing of (a FIFO, whose reading waits for a writer) is noted as
     no file: the hooks answer, and a held file beside it is still put back."""

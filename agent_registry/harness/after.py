@@ -61,7 +61,7 @@ def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
     a writer, a socket, a device, which may never end."""
     try:
         st = os.lstat(full)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file where a folder was: none
         return None, None, None
     if S_ISLNK(st.st_mode):
         return os.fsencode(os.readlink(full)), MODES["link"], None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import BadInput, RegistryError
+from ..errors import BadInput, RegistryError, Unreadable
 from ..store.jsontext import loads
 from ..store.layout import RepoInfo
 from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
@@ -120,16 +120,29 @@ def _take(path: str) -> _Note | None:
 
 
 def _restore(repo, full: str, entry: dict) -> str:
-    """Put the noted state back at *full*; why it could not be done ("" when done).
-    The bytes go to a new file beside it that replaces whatever is there (a file, a
-    link) in one rename: a reader sees the agent's version or the holder's, never half."""
+    """Put the noted state back at *full*; why it could not be done ("" when done), so
+    that one file that cannot be put back leaves the others to be."""
+    try:
+        return _put_back(repo, full, entry)
+    except OSError as exc:  # its folder is a file now, the disk is full
+        return f"writing it failed: {exc.strerror or exc}"
+
+
+def _put_back(repo, full: str, entry: dict) -> str:
+    """:func:`_restore`'s work.  The bytes go to a new file beside it that replaces
+    whatever is there (a file, a link) in one rename: a reader sees the agent's version
+    or the holder's, never half."""
     if os.path.isdir(full) and not os.path.islink(full):
         return "a folder is there now"
     if entry["blob"] is None:  # nothing was there: removing it is the restore
         if os.path.lexists(full):
             os.unlink(full)
         return ""
-    data = repo.read_blob(entry["blob"])
+    try:  # gone: a prune while the command ran
+        data = repo.read_blob(entry["blob"])
+    except Unreadable:
+        return (f"its holder's version, object {entry['blob']}, is missing or damaged "
+                f"in this repository: see git fsck")
     if data is None:
         return f"its blob {entry['blob']} cannot be read"
     os.makedirs(os.path.dirname(full), exist_ok=True)
