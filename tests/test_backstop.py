@@ -327,7 +327,7 @@ def test_a_blob_pruned_since_the_last_note_is_written_again_by_the_next(held, st
     """A blob the last note wrote and a ``git gc`` pruned since is not reused: the next
     note writes it again, so the restore still has the holder's bytes.  With forty more
     blobs (more than RESTAMP) a note keeps the stamps of their object folders instead of
-    looking each up (harness/backstop.py _Objects); the prune unlinks the blob, which
+    looking each up (harness/storedblobs.py); the prune unlinks the blob, which
     changes its folder, so the next note looks that blob up all the same."""
     import time
     for i in range(40 if stamped else 0):  # in the held folder

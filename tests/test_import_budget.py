@@ -423,8 +423,8 @@ HOOK_QUICK_PATH = ("", ".harness", ".harness.launching", ".harness.hook", ".stor
                    ".harness.claude", ".harness.codex", ".harness.gemini", ".harness.qwen",
                    ".harness.cursor", ".harness.copilot", ".harness.opencode_hook",
                    ".store.layout", ".harness.where", ".harness.after",
-                   ".harness.backstop", ".store.rawfile", ".harness.heldcache",
-                   ".store.gitconfig")
+                   ".harness.backstop", ".harness.storedblobs", ".store.rawfile",
+                   ".harness.heldcache", ".store.gitconfig")
 
 
 @pytest.mark.parametrize("name", HOOK_QUICK_PATH)
