@@ -141,11 +141,12 @@ def test_a_free_edit_goes_on_and_a_held_one_is_denied_naming_the_holder(held, ha
 
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_a_shell_write_to_a_held_path_is_denied(held, harness):
+    git(held, "config", "alias.co", "checkout")
     for command in ("echo x >> src/auth.py", "cd src && sed -i s/1/2/ auth.py",
                     "bash -lc 'cat > src/auth.py <<EOF\nx\nEOF'", "gzip src/auth.py",
                     "timeout --signal KILL 5 rm src/auth.py", "env -C src rm auth.py",
                     "bash <<'EOF'\nrm -f src/auth.py\nEOF", "tar -xzf release.tgz",
-                    "git checkout main", "git pull --rebase"):
+                    "git checkout main", "git pull --rebase", "git co main"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                        shell(harness, held, command)))
         assert reason and "kimi-1" in reason, command

@@ -382,6 +382,36 @@ def test_a_git_pathspec_file_names_the_files_it_lists(tree):
         [f"{top}/src/auth.py", f"{top}/README.md"]
 
 
+def test_a_git_alias_is_read_as_the_command_it_expands_to(tree):
+    """git runs an alias of a word that is none of its own commands: set in the
+    repository's config, the user's, or with ``-c``, nested, it writes what its
+    expansion writes; one that runs a shell command, or a chain git would not end, is
+    not followed; a word no alias names (another program's subcommand) writes nothing."""
+    import subprocess
+    top = str(tree)
+    subprocess.run(["git", "init", "-q", top], check=True)
+    for name, value in (("co", "checkout"), ("up", "pull --rebase"), ("st", "status"),
+                        ("back", "co"), ("sh", "!rm -f src/auth.py"), ("l1", "l2"),
+                        ("l2", "l1"), ("status", "reset --hard")):
+        subprocess.run(["git", "-C", top, "config", f"alias.{name}", value], check=True)
+    subprocess.run(["git", "config", "--global", "alias.gco", "checkout"], check=True)
+    auth = f"{top}/src/auth.py"
+    for command, targets in (("git co main", [":/"]), ("git co -- src/auth.py", [auth]),
+                             ("git up", [":/"]), ("git back main", [":/"]),
+                             ("git gco src/auth.py", [auth]),
+                             ("cd src && git co auth.py", [auth]),
+                             ("git -c alias.wipe='reset --hard' wipe", [":/"]),
+                             ("git st", []), ("git status", []), ("git lfs pull", [])):
+        found = read_writes(command, top)
+        assert (list(found), found.unfollowed) == (targets, []), command
+    for command, why in (("git sh", "git sh: an alias that runs a shell command"),
+                         ("git l1", "aliases nested more than"),
+                         ("git $CMD main", "a git command the shell computes ($CMD)"),
+                         ("git -C nowhere co main", "git co: its alias cannot be looked up")):
+        found = read_writes(command, top)
+        assert any(why in note for note in found.unfollowed), (command, found.unfollowed)
+
+
 def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_here(tree):
     """/dev/../<tree>/src/auth.py is the file, not a device; /proc/self/cwd/ is the folder
     the command runs in (it was read as a device, or as a path outside the tree)."""

@@ -32,13 +32,56 @@ _CURRENT = {"HEAD", "@"}  # a start point where the tree already is
 # git's own options that take the next word as their value (``--git-dir=X`` is one word;
 # ``--exec-path`` and ``--list-cmds`` take theirs only after ``=``)
 _GLOBAL_TAKES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
+# git's own commands (``git --list-cmds=main`` of 2.39, and those added since): git runs
+# these, never an alias of the same name, so only another word is looked up as an alias
+_OWN = frozenset("""
+add add--interactive am annotate apply archive backfill bisect bisect--helper blame branch
+bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout
+checkout--worker checkout-index cherry cherry-pick clean clone column commit commit-graph
+commit-tree config count-objects credential credential-cache credential-cache--daemon
+credential-store daemon describe diagnose diff diff-files diff-index diff-pairs diff-tree
+difftool difftool--helper env--helper fast-export fast-import fetch fetch-pack
+filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects
+fsmonitor--daemon gc get-tar-commit-id grep hash-object help hook http-backend http-fetch
+http-push imap-send index-pack init init-db instaweb interpret-trailers last-modified log
+ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge merge-base merge-file
+merge-index merge-octopus merge-one-file merge-ours merge-recursive merge-recursive-ours
+merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool mktag mktree
+multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe
+prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog
+refs remote remote-ext remote-fd remote-ftp remote-ftps remote-http remote-https repack
+replace replay repo request-pull rerere reset restore rev-list rev-parse revert rm
+send-pack sh-i18n--envsubst shell shortlog show show-branch show-index show-ref
+sparse-checkout stage stash status stripspace submodule submodule--helper subtree switch
+symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
+upload-archive upload-archive--writer upload-pack var verify-commit verify-pack verify-tag
+version web--browse whatchanged worktree write-tree""".split())
+_ALIAS_DEPTH = 10  # aliases expanded in a row before the command is not followed
 
 
 def git_targets(args: list[Word], place: Place) -> list[Word]:
-    sub, rest, where = _subcommand(args)
+    return _targets(args, place, None, {}, 0)
+
+
+def _targets(args: list[Word], place: Place, outer: Word | None, given: dict[str, str],
+             depth: int) -> list[Word]:
+    """What ``git ARGS`` writes, run under ``-C`` *outer* (None: where the command runs),
+    *given*: the aliases set with ``-c`` so far, *depth*: aliases expanded to get here."""
+    sub, rest, where = _subcommand(args, given)
     if sub is None:
         return []
-    found = _rules(sub, rest, place)
+    if where is not None and outer is not None:
+        where = Word(posixpath.join(outer.text, where.text), outer.dynamic or where.dynamic,
+                     False)
+    where = where or outer
+    if sub.dynamic:
+        place.unfollowed(f"a git command the shell computes ({sub.text})")
+        return []
+    if sub.text in _OWN:
+        found = _rules(sub.text, rest, place)
+    else:  # git runs an alias of that name, when one is set
+        found = _alias(sub.text, rest, place, where, given, depth)
+        where = None  # the expansion's paths were placed under it
     if where is None:
         return found
     if where.dynamic:
@@ -48,16 +91,46 @@ def git_targets(args: list[Word], place: Place) -> list[Word]:
             else Word(posixpath.join(where.text, w.text), w.dynamic, w.pattern) for w in found]
 
 
+def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
+           given: dict[str, str], depth: int) -> list[Word]:
+    """What the alias *name* writes, expanded as git expands it (``alias.NAME`` from a
+    ``-c`` or git's config where the command runs; its words, then *rest*); none when
+    no alias of that name is set (another program's subcommand, or a typo).  An alias
+    that runs a shell command (``!…``), one git's config cannot tell, and a chain of them
+    git would not end are not followed."""
+    if depth >= _ALIAS_DEPTH:
+        place.unfollowed(f"git {name}: aliases nested more than {_ALIAS_DEPTH} deep")
+        return []
+    expansion = given[name.lower()] if name.lower() in given else \
+        place.git_alias(name, where)
+    if expansion is None:
+        return []
+    if expansion.lstrip().startswith("!"):
+        place.unfollowed(f"git {name}: an alias that runs a shell command")
+        return []
+    import shlex  # the rare command that takes an alias: not every hook's import
+    try:
+        words = shlex.split(expansion)
+    except ValueError:
+        place.unfollowed(f"git {name}: an alias we cannot split")
+        return []
+    return _targets([*map(word, words), *rest], place, where, given, depth + 1)
+
+
 def git_writes(args: list[Word]) -> bool:
-    """Whether the git command changes working-tree files (for xargs and find -exec)."""
-    sub, rest, _ = _subcommand(args)
-    return sub in ("checkout", "restore", "rm", "mv", "clean", "apply", "am", "stash",
-                   "reset", "switch", "bisect", "read-tree", "merge-file", "checkout-index",
-                   "sparse-checkout", *_TREE_MOVES)
+    """Whether the git command changes working-tree files (for xargs and find -exec):
+    an alias, read nowhere here, may."""
+    sub, rest, _ = _subcommand(args, {})
+    return sub is not None and (sub.dynamic or sub.text not in _OWN or sub.text in (
+        "checkout", "restore", "rm", "mv", "clean", "apply", "am", "stash", "reset",
+        "switch", "bisect", "read-tree", "merge-file", "checkout-index", "sparse-checkout",
+        *_TREE_MOVES))
 
 
-def _subcommand(args: list[Word]) -> tuple[str | None, list[Word], Word | None]:
-    """(the subcommand, its words, the ``-C`` directory) of git's command line."""
+def _subcommand(args: list[Word], given: dict[str, str]
+                ) -> tuple[Word | None, list[Word], Word | None]:
+    """(the subcommand, its words, the ``-C`` directory) of git's command line; the
+    aliases its ``-c alias.NAME=VALUE`` set go into *given*."""
     i, where = 0, None
     while i < len(args) and args[i].text.startswith("-"):
         if args[i].text in _GLOBAL_TAKES and i + 1 < len(args):
@@ -65,12 +138,16 @@ def _subcommand(args: list[Word]) -> tuple[str | None, list[Word], Word | None]:
                 where = args[i + 1] if where is None else \
                     Word(posixpath.join(where.text, args[i + 1].text),
                          where.dynamic or args[i + 1].dynamic, False)
+            elif args[i].text == "-c":
+                key, _, value = args[i + 1].text.partition("=")
+                if key.lower().startswith("alias."):
+                    given[key[len("alias."):].lower()] = value
             i += 2
         else:
             i += 1
     if i >= len(args):
         return None, [], where
-    return args[i].text, args[i + 1:], where
+    return args[i], args[i + 1:], where
 
 
 def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
