@@ -412,6 +412,22 @@ def test_a_git_alias_is_read_as_the_command_it_expands_to(tree):
         assert any(why in note for note in found.unfollowed), (command, found.unfollowed)
 
 
+def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tree):
+    """git's checkout takes a name that is both a commit and a file for the commit (the
+    branch switch writes the whole tree); a file that names no commit is the file."""
+    import subprocess
+    top = str(tree)
+    subprocess.run(["git", "init", "-q", top], check=True)
+    subprocess.run(["git", "-C", top, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", top, "-c", "user.name=a", "-c", "user.email=a@b", "commit",
+                    "-qm", "x"], check=True)
+    subprocess.run(["git", "-C", top, "branch", "src"], check=True)
+    assert read_writes("git checkout src", top) == [":/"]
+    assert read_writes("git -C src checkout auth.py", top) == [f"{top}/src/auth.py"]
+    assert read_writes("git checkout fix.diff", top) == [f"{top}/fix.diff"]
+    assert read_writes("git checkout -- src", top) == [f"{top}/src"]
+
+
 def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_here(tree):
     """/dev/../<tree>/src/auth.py is the file, not a device; /proc/self/cwd/ is the folder
     the command runs in (it was read as a device, or as a path outside the tree)."""

@@ -1,7 +1,7 @@
 """The working-tree files a git command writes, for harness/shellwrites.py.
 
-Paths: ``checkout [REV] [--] P…`` (without ``--`` the first operand is a revision
-unless it names something on disk, as git decides), ``restore P`` (not ``--staged``
+Paths: ``checkout [REV] [--] P…`` (without ``--`` a lone operand is a revision
+unless it names something on disk and no commit, as git decides; git is asked), ``restore P`` (not ``--staged``
 alone), ``rm``, ``mv``, ``clean``, ``stash push -- P``.  The whole tree (``TOP``):
 ``checkout -f``, ``reset --hard|--merge|--keep``, ``stash`` (push, save, pop, apply,
 branch), ``clean`` without paths, ``am`` and ``apply`` of a patch we cannot read, and
@@ -70,15 +70,12 @@ def _targets(args: list[Word], place: Place, outer: Word | None, given: dict[str
     sub, rest, where = _subcommand(args, given)
     if sub is None:
         return []
-    if where is not None and outer is not None:
-        where = Word(posixpath.join(outer.text, where.text), outer.dynamic or where.dynamic,
-                     False)
-    where = where or outer
+    where = outer if where is None else _under(outer, where)
     if sub.dynamic:
         place.unfollowed(f"a git command the shell computes ({sub.text})")
         return []
     if sub.text in _OWN:
-        found = _rules(sub.text, rest, place)
+        found = _rules(sub.text, rest, place, where)
     else:  # git runs an alias of that name, when one is set
         found = _alias(sub.text, rest, place, where, given, depth)
         where = None  # the expansion's paths were placed under it
@@ -87,8 +84,7 @@ def _targets(args: list[Word], place: Place, outer: Word | None, given: dict[str
     if where.dynamic:
         place.unfollowed(f"git -C {where.text}")
         return []
-    return [w if w.text.startswith(TOP) or posixpath.isabs(w.text)
-            else Word(posixpath.join(where.text, w.text), w.dynamic, w.pattern) for w in found]
+    return [w if w.text.startswith(TOP) else _under(where, w) for w in found]
 
 
 def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
@@ -101,10 +97,20 @@ def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
     if depth >= _ALIAS_DEPTH:
         place.unfollowed(f"git {name}: aliases nested more than {_ALIAS_DEPTH} deep")
         return []
-    expansion = given[name.lower()] if name.lower() in given else \
-        place.git_alias(name, where)
-    if expansion is None:
-        return []
+    if name.lower() in given:
+        expansion = given[name.lower()]
+    else:
+        ran = place.git(["config", "--get", f"alias.{name}"], where)
+        if ran is None:
+            return []
+        code, out, err = ran
+        if code not in (0, 1):  # 1: no such alias (or no such key)
+            why = err.strip().splitlines()[-1] if err.strip() else f"exit {code}"
+            place.unfollowed(f"git {name}: its alias cannot be looked up ({why})")
+            return []
+        if code == 1:
+            return []
+        expansion = out.rstrip("\n")
     if expansion.lstrip().startswith("!"):
         place.unfollowed(f"git {name}: an alias that runs a shell command")
         return []
@@ -150,10 +156,10 @@ def _subcommand(args: list[Word], given: dict[str, str]
     return args[i], args[i + 1:], where
 
 
-def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
+def _rules(sub: str, rest: list[Word], place: Place, where: Word | None) -> list[Word]:
     texts = [w.text for w in rest]
     if sub == "checkout":
-        return _checkout(rest, texts, place)
+        return _checkout(rest, texts, place, where)
     if sub == "switch":
         return _switch(rest)
     if sub in _TREE_MOVES:
@@ -204,7 +210,8 @@ def _rules(sub: str, rest: list[Word], place: Place) -> list[Word]:
     return []
 
 
-def _checkout(rest: list[Word], texts: list[str], place: Place) -> list[Word]:
+def _checkout(rest: list[Word], texts: list[str], place: Place, where: Word | None
+              ) -> list[Word]:
     if "--" in texts:
         before, paths = rest[:texts.index("--")], rest[texts.index("--") + 1:]
         if paths:  # REV -- P…: the paths, from REV
@@ -222,13 +229,34 @@ def _checkout(rest: list[Word], texts: list[str], place: Place) -> list[Word]:
     if not found:  # a report (or `-p`: each change of the tree offered for discarding)
         return [word(TOP)] if forced or {"-p", "--patch"} & set(options) else []
     if len(found) == 1:
-        if found[0].pattern or place.exists(found[0]):
+        if found[0].pattern or place.exists(_under(where, found[0])) and \
+                not _commit(found[0], place, where):
             return found  # `git checkout .`, `git checkout src/auth.py`
         # a branch switch (to HEAD itself: the tree as it is)
         return [word(TOP)] if forced or found[0].text not in _CURRENT else []
-    if place.exists(found[0]):
+    if place.exists(_under(where, found[0])):
         return found  # paths only
     return found[1:]  # REV P…
+
+
+def _under(where: Word | None, name: Word) -> Word:
+    """*name* as git run with ``-C`` *where* finds it."""
+    if where is None or posixpath.isabs(name.text):
+        return name
+    return Word(posixpath.join(where.text, name.text), where.dynamic or name.dynamic,
+                name.pattern)
+
+
+def _commit(name: Word, place: Place, where: Word | None) -> bool:
+    """Does *name*, a file or folder on disk, also name a commit?  git's checkout then
+    switches to it (``git checkout docs`` with a branch and a folder ``docs``).  Asked
+    of git only for a name a branch can have."""
+    text = name.text
+    if name.dynamic or text.startswith((".", "/", "-")) or text.endswith("/") or \
+            ".." in text or "//" in text:
+        return False
+    ran = place.git(["rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"], where)
+    return ran is not None and ran[0] == 0
 
 
 def _listed(options: dict[str, str], place: Place, found: list[Word]) -> list[Word]:

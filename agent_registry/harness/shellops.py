@@ -17,8 +17,8 @@ _GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")
 class Place:
     """What a rule may ask about where its command runs (shellwrites._Here is the one):
     ``is_dir(word)``, ``exists(word)``, ``read(word)`` (a file's text, or None), and
-    ``unfollowed(why)``, a note of a write that cannot be followed, ``git_alias(name,
-    where)`` (what ``alias.NAME`` of git's config there says, or None).  (Not a
+    ``unfollowed(why)``, a note of a write that cannot be followed, ``git(args, where)``
+    (a read of git's run there: exit code, output and error output, or None).  (Not a
     typing.Protocol: importing typing costs every hook call a few ms.)"""
 
 

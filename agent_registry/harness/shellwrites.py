@@ -350,28 +350,22 @@ class _Here:
     def unfollowed(self, why: str) -> None:
         self.walker.unfollowed(why)
 
-    def git_alias(self, name: str, where: Word | None) -> str | None:
-        """``alias.NAME`` as git's config sets it where the command runs (``-C`` *where*
-        below it); None when none is set, or when git cannot tell (said unfollowed)."""
+    def git(self, args: list[str], where: Word | None) -> tuple[int, str, str] | None:
+        """(exit code, output, error output) of the read ``git ARGS`` (config,
+        rev-parse) run where the command runs (``-C`` *where* below it); None, said
+        unfollowed, when git cannot be run there."""
         folder = self.walker.disk(where or Word(".", False, False), self.here)
         if folder is None:
-            self.unfollowed(f"git {name}: an alias looked up where we cannot follow")
+            self.unfollowed(f"git {args[0]} asked where we cannot follow")
             return None
-        from ..store.git import clean_env, run_git  # only for a word that is no git command
+        from ..store.git import clean_env, run_git  # only for a command that needs it
         try:
-            proc = run_git(["-C", folder, "config", "--get", f"alias.{name}"], check=False,
-                           env=clean_env())
+            proc = run_git(["-C", folder, *args], check=False, env=clean_env())
         except OSError as exc:
-            proc = None
-            why = exc.strerror
-        if proc is not None and proc.returncode in (0, 1):  # 1: no such alias
-            return proc.stdout.decode("utf-8", "replace").rstrip("\n") \
-                if proc.returncode == 0 else None
-        if proc is not None:
-            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            why = lines[-1] if lines else f"exit {proc.returncode}"
-        self.unfollowed(f"git {name}: its alias cannot be looked up ({why})")
-        return None
+            self.unfollowed(f"git {args[0]} cannot run ({exc.strerror})")
+            return None
+        return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                proc.stderr.decode("utf-8", "replace"))
 
 
 def _shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
