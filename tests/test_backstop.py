@@ -19,6 +19,10 @@ from test_harness_hooks import NATIVE, base, hook, shell, verdict
 # harnesses with before- and after-tool events (OpenCode's through its plugin)
 BACKSTOP = ("claude", "codex", "gemini", "opencode")
 HOLDERS_WORK = "auth = 2  # kimi-1's uncommitted work\n"
+# a command the gate cannot see into (an interpreter), which writes nothing: the
+# backstop notes the held files around it (a command of programs that write no file,
+# such as ls or true, is not noted)
+UNSEEN = "python3 -c pass"
 POST = {"claude": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool",
         "opencode": None}  # OpenCode's plugin names no event
 
@@ -192,8 +196,8 @@ def test_a_note_keeps_the_blob_of_a_held_file_whose_stat_is_unchanged(held):
 
     from test_import_budget import LAUNCHER
     time.sleep(1.1)  # past the second src/auth.py was written in: its stat is trusted
-    assert around("claude", held, "true") is None  # the first note reads and hashes it
-    event = json.dumps(call("claude", held, "true", "call-2"))
+    assert around("claude", held, UNSEEN) is None  # the first note reads and hashes it
+    event = json.dumps(call("claude", held, UNSEEN, "call-2"))
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
                            "hook", "claude", "pre-tool-use"], cwd=held, input=event,
                           capture_output=True, text=True, timeout=120)
@@ -217,8 +221,8 @@ def test_a_note_of_held_files_imports_no_path_rules_nor_git_module(repo, run, ag
                    {**base("claude", repo, "SessionStart"), "source": "startup"})
     assert started.returncode == 0, started.stderr
     time.sleep(1.1)  # past the files' second: their stat is trusted
-    assert around("claude", repo, "true") is None  # what is held read, the files hashed
-    names = imports_of_pre_hook(repo, "claude", "ls")
+    assert around("claude", repo, UNSEEN) is None  # what is held read, the files hashed
+    names = imports_of_pre_hook(repo, "claude", UNSEEN)
     assert "agent_registry.harness.backstop" in names
     heavy = sorted(names & {"agent_registry.store.git", "agent_registry.branch.paths",
                             "agent_registry.harness.held"})
@@ -233,9 +237,9 @@ def test_a_held_file_rewritten_between_calls_is_noted_anew_not_put_back(held):
     import time
     auth = held / "src" / "auth.py"
     time.sleep(1.1)
-    assert around("claude", held, "true") is None
+    assert around("claude", held, UNSEEN) is None
     subprocess.run(["bash", "-c", SAME_SIZE_SAME_TIMES], cwd=held, check=True)
-    assert around("claude", held, "true") is None
+    assert around("claude", held, UNSEEN) is None
     assert auth.read_text().startswith("mine")
 
 
@@ -252,10 +256,10 @@ def test_a_held_name_its_holder_creates_between_calls_is_noted_not_moved_aside(
                    {**base("claude", repo, "SessionStart"), "source": "startup"})
     assert started.returncode == 0, started.stderr
     time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
-    assert around("claude", repo, "true") is None  # src/new.py noted as absent
-    assert around("claude", repo, "true") is None  # the last note's lines, copied
+    assert around("claude", repo, UNSEEN) is None  # src/new.py noted as absent
+    assert around("claude", repo, UNSEEN) is None  # the last note's lines, copied
     (repo / "src" / "new.py").write_text("the holder's new file\n")
-    assert around("claude", repo, "true") is None
+    assert around("claude", repo, UNSEEN) is None
     assert (repo / "src" / "new.py").read_text() == "the holder's new file\n"
 
 
@@ -268,12 +272,12 @@ def test_a_note_of_unchanged_files_is_the_last_one_linked_and_told_by_its_own_ag
     told by its own answer."""
     import time
     time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
-    assert around("claude", held, "true") is None  # the states remembered
+    assert around("claude", held, UNSEEN) is None  # the states remembered
     kept = held / ".git" / "agent-registry" / "backstop-cache" / f"states-claude-{NATIVE}"
     long_ago = time.time() - 7200
     os.utime(kept, (long_ago, long_ago))
     command = "python3 -c \"open('src/auth.py', 'a').write('mine')\""
-    first, second = call("claude", held, "true", "call-1"), call("claude", held, command,
+    first, second = call("claude", held, UNSEEN, "call-1"), call("claude", held, command,
                                                                  "call-2")
     for event in (first, second):
         assert verdict("claude", hook(held, "claude", "pre-tool-use", event)) is None
@@ -294,10 +298,10 @@ def test_a_call_noted_again_while_its_note_is_there_leaves_one_note(held):
     notes' folder (a link renamed over the same file is kept by the kernel, not moved)."""
     import time
     time.sleep(1.1)  # past src/auth.py's second: its stat is trusted
-    assert around("gemini", held, "true") is None  # the states remembered
+    assert around("gemini", held, UNSEEN) is None  # the states remembered
     folder = held / ".git" / "agent-registry" / "backstop"
     for _ in range(2):
-        gate = hook(held, "gemini", "pre-tool-use", call("gemini", held, "true"))
+        gate = hook(held, "gemini", "pre-tool-use", call("gemini", held, UNSEEN))
         assert verdict("gemini", gate) is None
     assert len(os.listdir(folder)) == 1, os.listdir(folder)
 
@@ -308,13 +312,13 @@ def test_a_note_keeps_what_it_said_when_the_next_note_remembers_anew(held):
     the next one, still names the blob it was taken with."""
     import time
     time.sleep(1.1)
-    assert around("claude", held, "true") is None
-    first = call("claude", held, "true", "call-1")
+    assert around("claude", held, UNSEEN) is None
+    first = call("claude", held, UNSEEN, "call-1")
     assert verdict("claude", hook(held, "claude", "pre-tool-use", first)) is None
     before = noted_blobs(held)["src/auth.py"]
     note = held / ".git" / "agent-registry" / "backstop" / f"claude-{NATIVE}-call-1.note"
     (held / "src" / "auth.py").write_text(HOLDERS_WORK + "# more of the holder's work\n")
-    second = call("claude", held, "true", "call-2")
+    second = call("claude", held, UNSEEN, "call-2")
     assert verdict("claude", hook(held, "claude", "pre-tool-use", second)) is None
     from agent_registry.harness.after import noted_blobs as blobs_of, noted_paths, read_note
     _, lines = read_note(note.read_bytes())
@@ -334,10 +338,10 @@ def test_a_blob_pruned_since_the_last_note_is_written_again_by_the_next(held, st
         (held / "src" / "gen").mkdir(exist_ok=True)
         (held / "src" / "gen" / f"m{i}.py").write_text(f"module = {i}  # kimi-1's work\n")
     time.sleep(1.1)
-    assert around("claude", held, "true") is None  # writes the blobs: folders too new
+    assert around("claude", held, UNSEEN) is None  # writes the blobs: folders too new
     if stamped:
         time.sleep(2.5)  # the folders settled two seconds before the next note
-        assert around("claude", held, "true") is None  # looks each up, stamps the folders
+        assert around("claude", held, UNSEEN) is None  # looks each up, stamps the folders
     oid = git(held, "hash-object", "src/auth.py").strip()
     os.remove(held / ".git" / "objects" / oid[:2] / oid[2:])
     text = around("claude", held, UNREADABLE_WRITES[0])
@@ -382,12 +386,41 @@ def test_a_held_file_that_cannot_be_written_back_leaves_the_others_put_back(held
         line for line in text.splitlines() if "src/auth.py" in line)
 
 
+@pytest.mark.parametrize("harness", BACKSTOP)
+def test_a_command_of_programs_that_write_no_file_is_not_noted(held, harness):
+    """``ls``, ``git status``, ``grep … | head``: nothing they run can write a file, so no
+    note is taken (a pre-tool hook at 1,000 held files reads none of them), no check
+    runs after, and OpenCode's plugin is not asked to run one.  A change made while
+    such a command runs (here the holder's own edit) is the holder's, as between calls,
+    and is left as it is."""
+    notes = held / ".git" / "agent-registry" / "backstop"
+    for command in ("ls -la src", "git status --short", "grep -rn auth src | head -3",
+                    "cd src && cat auth.py > /dev/null"):
+        event = call(harness, held, command)
+        gate = hook(held, harness, "pre-tool-use", event)
+        assert verdict(harness, gate) is None, command
+        if harness == "opencode":
+            assert json.loads(gate.stdout) == {"deny": False}, command
+        assert not notes.exists() or not list(notes.iterdir()), command
+    (held / "src" / "auth.py").write_text(HOLDERS_WORK + "# the holder's next line\n")
+    if harness != "opencode":
+        after = {**event, "hook_event_name": POST[harness],
+                 "tool_response": {"stdout": "", "exit_code": 0}}
+        proc = hook(held, harness, "post-tool-use", after)
+        assert proc.returncode == 0 and told(harness, proc) is None, proc.stderr
+    assert (held / "src" / "auth.py").read_text().endswith("# the holder's next line\n")
+    assert around(harness, held, UNSEEN) is None  # an interpreter: noted, checked
+    if harness == "claude":  # nothing of the backstop is imported for it
+        assert "agent_registry.harness.backstop" not in imports_of_pre_hook(
+            held, "claude", "ls -la src")
+
+
 def test_a_fifo_in_a_held_folder_is_not_read(held):
     """What git stores nothing of (a FIFO, whose reading waits for a writer) is noted as
     no file: the hooks answer, and a held file beside it is still put back."""
     (held / "src" / "gen").mkdir(exist_ok=True)
     os.mkfifo(held / "src" / "gen" / "pipe")
-    assert around("claude", held, "true") is None
+    assert around("claude", held, UNSEEN) is None
     around("claude", held, UNREADABLE_WRITES[0])
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
 
@@ -450,7 +483,7 @@ def test_a_failed_command_is_checked_too(held):
 def test_what_is_held_is_read_again_when_the_registry_moves(held):
     """The held targets are remembered between notes (harness/heldcache.py) only while
     every registry ref is where it was: a claim made since is seen at the next call."""
-    assert around("claude", held, "true") is None  # read, and remembered
+    assert around("claude", held, UNSEEN) is None  # read, and remembered
     assert around("claude", held, "python3 -c \"open('src/auth.py', 'a').write('x')\"")
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK  # remembered: still held
     with open_registry(held) as registry:
@@ -467,8 +500,8 @@ def test_refs_untouched_since_the_last_note_are_not_read_again_until_a_claim(hel
     shard's folder, moves that folder's times and is seen at the next call."""
     import time
     time.sleep(2.1)  # past the second (and its margin) the registry's refs were written in
-    assert around("claude", held, "true") is None  # read, and kept with the refs' stamp
-    names = imports_of_pre_hook(held, "claude", "ls")
+    assert around("claude", held, UNSEEN) is None  # read, and kept with the refs' stamp
+    names = imports_of_pre_hook(held, "claude", UNSEEN)
     assert "agent_registry.harness.backstop" in names  # a note was taken
     assert "agent_registry.store.gitconfig" not in names
     with open_registry(held) as registry:
@@ -490,7 +523,7 @@ def test_a_registry_branch_in_a_folder_is_read_again_when_it_moves(repo, run, ag
     started = hook(repo, "claude", "session-start",
                    {**base("claude", repo, "SessionStart"), "source": "startup"})
     assert started.returncode == 0, started.stderr
-    assert around("claude", repo, "true") is None  # read, and remembered
+    assert around("claude", repo, UNSEEN) is None  # read, and remembered
     with open_registry(repo) as registry:
         registry.claim("kimi-1", ["README.md"])
     text = around("claude", repo, "python3 -c \"open('README.md', 'a').write('mine')\"")
@@ -517,7 +550,7 @@ def test_a_lock_that_may_count_again_with_no_ref_moving_is_not_remembered_free(r
     assert run("lock", "check", "README.md").returncode != 0  # held: first seen now
     time.sleep(1.5)
     assert "stale" in run("lock", "check", "README.md").stdout
-    assert around("claude", repo, "true") is None  # nothing held now
+    assert around("claude", repo, UNSEEN) is None  # nothing held now
     time.sleep(max(0.0, first + ahead - CLOCK_SKEW + 0.5 - time.time()))
     assert run("lock", "check", "README.md").returncode != 0  # held again
     text = around("claude", repo, "python3 -c \"open('README.md', 'w').write('clobbered')\"")
@@ -530,7 +563,7 @@ def test_a_held_cache_that_lost_a_files_name_is_worked_out_again(held):
     one that lost that name for the held file (a damaged or older cache) is not trusted:
     trusting it noted the held file as a folder, never compared, and the change stayed."""
     from agent_registry.harness.heldcache import Kept
-    assert around("claude", held, "true") is None  # read, and remembered
+    assert around("claude", held, UNSEEN) is None  # read, and remembered
     cache, sid = Kept(str(held / ".git"), "held", 30), f"claude-{NATIVE}"
     under, at, count, body = cache.read(sid)  # who holds what, the files named, the areas
     cache.write(sid, under, at, count, body.replace(b'["src/auth.py"]', b"[]"))
@@ -572,8 +605,8 @@ def test_with_nothing_held_the_pre_hook_imports_no_git_module_nor_path_rules(rep
     started = hook(repo, "claude", "session-start",
                    {**base("claude", repo, "SessionStart"), "source": "startup"})
     assert started.returncode == 0, started.stderr
-    imports_of_pre_hook(repo, harness, "ls")  # what is held is read once, and kept
-    names = imports_of_pre_hook(repo, harness, "ls")
+    imports_of_pre_hook(repo, harness, UNSEEN)  # what is held is read once, and kept
+    names = imports_of_pre_hook(repo, harness, UNSEEN)
     assert "agent_registry.harness.hook" in names
     if harness == "claude":
         assert "agent_registry.harness.heldcache" in names  # the note looked
@@ -746,7 +779,7 @@ def test_a_note_that_cannot_be_read_back_is_said_not_taken_as_unchanged(held):
 def changed_after_its_note_was(held: Path, damage) -> str | None:
     """What the after-tool hook tells of a call whose note *damage* (its bytes -> the
     bytes left) changed, the call having changed the held src/auth.py."""
-    before = call("claude", held, "true")
+    before = call("claude", held, UNSEEN)
     assert verdict("claude", hook(held, "claude", "pre-tool-use", before)) is None
     [note] = (held / ".git" / "agent-registry" / "backstop").iterdir()
     note.write_bytes(damage(note.read_bytes()))

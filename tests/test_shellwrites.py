@@ -428,6 +428,31 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     assert read_writes("git checkout -- src", top) == [f"{top}/src"]
 
 
+@pytest.mark.parametrize("command, reads_only", [
+    ("ls -la src", True), ("cd src && ls", True), ("git status", True),
+    ("git log --oneline | head -5", True), ("ls > /dev/null 2>&1", True),
+    ("grep -rn x $DIR", True), ("find . -name '*.py'", True), ("/usr/bin/cat f", True),
+    ("true", True), ("time -p ls", True),
+    # a program that may write, or runs another; a redirection into a file
+    ("./ls", False), ("ls > out", False), ("echo $(rm x)", False), ("python3 x.py", False),
+    ("git -C x status", False), ("git diff --output=x", False), ("git grep -Ovim x", False),
+    ("git commit -m x", False), ("find . -delete", False), ("find . -exec cat {} +", False),
+    ("rg --pre cat x", False), ("ls; $CMD", False), ("cat a | sh", False),
+    ("sed -n 1p f", False), ("awk 1 f", False), ("/usr/bin/time -o out ls", False),
+    ("echo 'unclosed", False),
+])
+def test_a_command_of_programs_that_write_no_file_is_told_apart(tree, command, reads_only):
+    """What the backstop need not note around (harness/hook.py): only programs that
+    write no file whatever their options, no redirection into a file."""
+    assert read_writes(command, str(tree)).reads_only is reads_only
+
+
+def test_gnu_times_output_file_is_a_write(tree):
+    top = str(tree)
+    assert read_writes("/usr/bin/time -o src/auth.py ls", top) == [f"{top}/src/auth.py"]
+    assert read_writes("sudo time --output=t.log make", top) == [f"{top}/t.log"]
+
+
 def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_here(tree):
     """/dev/../<tree>/src/auth.py is the file, not a device; /proc/self/cwd/ is the folder
     the command runs in (it was read as a device, or as a path outside the tree)."""

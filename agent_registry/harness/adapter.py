@@ -41,7 +41,7 @@ def shell_targets(command, cwd: str) -> Targets:
     found = read_writes(command, cwd or None)
     text = command if isinstance(command, str) else " ".join(map(str, command or []))
     patched = [os.path.join(cwd, p) if cwd else p for p in patch_targets(text)]
-    return Targets(list(found) + patched, found.unfollowed)
+    return Targets(list(found) + patched, found.unfollowed, found.reads_only)
 
 
 def _text(value, what: str) -> str:

@@ -209,6 +209,13 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
                            verdict.notice)
         # what another session changed of these files (the edit goes on), and the news
         told = "\n".join(t for t in (verdict.warning, news) if t)
+        if getattr(targets, "reads_only", False) and a.after_tool:
+            # a shell command of programs that write no file (ls, grep, git status): no
+            # note to take, no check after it; OpenCode's plugin is asked to run the
+            # after-tool hook only for a high message to tell
+            after = not a.tells_before_tool and a.tells_after_tool and urgent_waits(ctx)
+            return _answer(a.allow_noted() if after else a.allow_telling(told),
+                           verdict.notice)
         if not a.after_tool:
             return _answer(a.allow_telling(told), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check

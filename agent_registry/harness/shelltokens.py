@@ -420,6 +420,7 @@ _WRAPPERS = {
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
 _CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+_OUTPUT = {"time": ("-o", "--output")}  # GNU time writes its report there
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 
 
@@ -429,13 +430,14 @@ def assignment(text: str) -> bool:
     return re.match(_ASSIGNMENT, text) is not None
 
 
-def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
+def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word]]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
-    ``env``, ``nohup``, ``time`` …, also by path) and their options; and the folder the
+    ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
-    if they do.  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
+    if they do; and the files they write (``time -o FILE``).  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
     or ``-i`` with no command is a shell reading its input."""
     i, chdir, splits, shell = 0, None, 0, False
+    outputs: list[Word] = []
     while i < len(words):
         w = words[i]
         if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
@@ -464,7 +466,9 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
                             if option[j + 1:] else (words[i] if i < len(words) else None, i + 1)
                         option = "-" + letter
                         break
-            if value is not None and option in _CHDIR.get(name, ()):
+            if value is not None and option in _OUTPUT.get(name, ()):
+                outputs.append(value)
+            elif value is not None and option in _CHDIR.get(name, ()):
                 chdir = value if chdir is None or value.text.startswith("/") else Word(
                     posixpath.join(chdir.text, value.text), chdir.dynamic or value.dynamic, False)
             elif value is not None and name == "env" and option in ("-S", "--split-string"):
@@ -475,7 +479,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
                          for t in tokenize(value.text) if isinstance(t, Word)]
                 words = words[:i] + split + words[i:]
             elif name == "command" and option in ("-v", "-V"):
-                return [], chdir  # it says what the name is, and runs nothing
+                return [], chdir, outputs  # it says what the name is, and runs nothing
             elif name == "sudo" and (flag.text in ("--shell", "--login") or not
                                      flag.text.startswith("--") and set("si") & set(flag.text)):
                 shell = True  # with no command: a shell reading its input
@@ -483,4 +487,4 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None]:
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
-    return words[i:] or ([Word("sh", False, False)] if shell else []), chdir
+    return words[i:] or ([Word("sh", False, False)] if shell else []), chdir, outputs

@@ -47,13 +47,48 @@ _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 
 
-class Targets(list):
-    """The files a command writes, and what it could not follow (``unfollowed``: why,
-    each once)."""
+# programs that write no file, whatever their options and operands (not those that can
+# or run another program: sed's w, awk's print >, sort -o, tree -o, file -C, uniq's and
+# xxd's second operand, less's !, xargs); by a bare name or from a system folder
+READERS = frozenset("""ls cat head tail wc grep egrep fgrep pwd echo printf true false test
+[ which type stat du df diff cmp basename dirname realpath readlink date uname whoami id
+nl cut tr column jq sleep seq md5sum sha1sum sha256sum sha512sum od hexdump printenv
+nproc""".split())
+_SYSTEM_BIN = ("/bin/", "/usr/bin/", "/usr/local/bin/")
+_GIT_READS = frozenset("status log diff show ls-files rev-parse blame grep shortlog describe "
+                       "ls-tree cat-file".split())
+_FIND_WRITES = ("-exec", "-ok", "-fprint", "-fls", "-delete")
 
-    def __init__(self, paths=(), unfollowed=()) -> None:
+
+def _reads_only(program: Word, args: list[Word]) -> bool:
+    """Does *program* with *args* read files only?  git's reads without an option that
+    writes a file (``--output``) or runs a program (``--ext-diff``, ``grep -O``), nor
+    git's own options before them; ``find`` without an action that writes or runs; ``rg``
+    without ``--pre``."""
+    text = program.text
+    if program.dynamic or "/" in text and not text.startswith(_SYSTEM_BIN):
+        return False  # ./ls is a script of the project's
+    name = posixpath.basename(text)
+    if name in READERS:
+        return True
+    if name == "git":
+        return bool(args) and args[0].text in _GIT_READS and not any(
+            a.text.startswith(("--ou", "--ext")) or a.text.startswith("-") and
+            not a.text.startswith("--") and "O" in a.text for a in args)
+    if name == "find":
+        return not any(a.text.startswith(_FIND_WRITES) for a in args)
+    return name == "rg" and not any(a.text.startswith("--pre") for a in args)
+
+
+class Targets(list):
+    """The files a command writes, what it could not follow (``unfollowed``: why, each
+    once), and whether it only runs programs that write no file (``reads_only``: the
+    backstop need not note the held files around it)."""
+
+    def __init__(self, paths=(), unfollowed=(), reads_only: bool = False) -> None:
         super().__init__(paths)
         self.unfollowed: list[str] = list(dict.fromkeys(unfollowed))
+        self.reads_only = reads_only and not paths and not self.unfollowed
 
 
 def write_targets(command: str | list[str], cwd: str | None = None) -> list[str]:
@@ -78,7 +113,7 @@ def read_writes(command: str | list[str], cwd: str | None = None) -> Targets:
             found = walker.script(str(command), ".")
     except (Unparsable, RecursionError) as exc:
         return Targets([], [f"{exc}" if isinstance(exc, Unparsable) else "too deeply nested"])
-    return Targets(dict.fromkeys(p for p in found if p), walker.notes)
+    return Targets(dict.fromkeys(p for p in found if p), walker.notes, not walker.runs_writer)
 
 
 class _Walker:
@@ -91,6 +126,7 @@ class _Walker:
         self.vars: dict[str, str | None] = {}  # None: set to something we cannot tell
         self.dirs: list[str | None] = []  # pushd's stack
         self.notes: list[str] = []
+        self.runs_writer = False  # a program not known to write no file was seen
 
     def unfollowed(self, why: str) -> None:
         self.notes.append(why)
@@ -244,16 +280,25 @@ class _Walker:
 
     def simple(self, words: list[Word], here: str | None, stdin: Word | None = None
                ) -> list[str]:
-        words, chdir = unwrap(words)
+        words, chdir, outputs = unwrap(words)
+        written = [p for w in outputs for p in self.place(w, here)]  # `time -o FILE`
         if not words:
-            return []
+            return written
         if chdir is not None:  # `env -C DIR`, `sudo -D DIR`: the command runs there
             here = self.moved("cd", [chdir], here)
+        return written + self._command(words, here, stdin)
+
+    def _command(self, words: list[Word], here: str | None, stdin: Word | None
+                 ) -> list[str]:
+        """:meth:`simple` of *words* without their wrappers."""
         first = self.resolved(words[0])
         if first is None:
+            self.runs_writer = True
             return []  # a command the shell computes: the backstop checks what it did
         name = posixpath.basename(first.text)
         args = words[1:]
+        if not self.runs_writer and not _reads_only(first, args):
+            self.runs_writer = True
         if name in _SHELLS or name == "eval":
             if name == "eval":
                 script: Word | None = Word(" ".join(w.text for w in args),
