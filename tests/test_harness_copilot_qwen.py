@@ -362,10 +362,13 @@ def test_qwen_is_trusted_unless_folder_trust_is_on(repo, env):
 
 HOLDERS_WORK = "auth = 2  # kimi-1's uncommitted work\n"
 # the shell tool's before- and after-tool events as each CLI sends them (Copilot names no
-# call id and calls the result tool_result; Qwen names the call in both)
-SHELL = {"copilot": ({"tool_name": "Bash", "tool_input": {"command": "true", "description": "d"}},
+# call id and calls the result tool_result; Qwen names the call in both), for a command
+# the gate cannot see into (the backstop notes the held files around it)
+SHELL = {"copilot": ({"tool_name": "Bash",
+                      "tool_input": {"command": "python3 tool.py", "description": "d"}},
                      {"tool_result": {"result_type": "success", "text_result_for_llm": ""}}),
-         "qwen": ({"tool_name": "run_shell_command", "tool_input": {"command": "true"},
+         "qwen": ({"tool_name": "run_shell_command",
+                   "tool_input": {"command": "python3 tool.py"},
                    "tool_use_id": "toolu_1796409891525_90fdd59jv", "tool_call_id": "call_3"},
                   {"tool_response": {"output": ""}})}
 

@@ -422,7 +422,8 @@ def test_a_commit_through_the_pre_commit_hook_imports_only_what_the_guard_runs(
 # held changed (Claude's gate and note, each harness's adapter, the after-tool check)
 HOOK_QUICK_PATH = ("", ".harness", ".harness.launching", ".harness.hook", ".store", ".store.jsontext",
                    ".store.tuples", ".harness.ctx", ".harness.ids",
-                   ".harness.shelltokens", ".harness.shellwrites", ".harness.adapter",
+                   ".harness.shelltokens", ".harness.shellwrites", ".harness.shellreads",
+                   ".harness.adapter",
                    ".harness.claude", ".harness.codex", ".harness.gemini", ".harness.qwen",
                    ".harness.cursor", ".harness.copilot", ".harness.opencode_hook",
                    ".store.layout", ".harness.where", ".harness.after",

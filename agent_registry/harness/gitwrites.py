@@ -1,18 +1,19 @@
 """The working-tree files a git command writes, for harness/shellwrites.py.
 
-Paths: ``checkout [REV] [--] P…`` (without ``--`` a lone operand is a revision
-unless it names something on disk and no commit, as git decides; git is asked), ``restore P`` (not ``--staged``
-alone), ``rm``, ``mv``, ``clean``, ``stash push -- P``.  The whole tree (``TOP``):
-``checkout -f``, ``reset --hard|--merge|--keep``, ``stash`` (push, save, pop, apply,
-branch), ``clean`` without paths, ``am`` and ``apply`` of a patch we cannot read, and
-what moves HEAD to another tree: a branch switch (``checkout REV``, ``switch``, a new
+Paths: ``checkout [REV] [--] P…`` (without ``--`` a lone operand is a revision unless
+it names something on disk and no commit, as git decides; git is asked), ``restore P``
+(not ``--staged`` alone), ``rm``, ``mv``, ``clean``, ``stash push -- P``.  The whole
+tree (``TOP``): ``checkout -f``, ``reset --hard|--merge|--keep``, ``stash`` (push, save,
+pop, apply, branch), ``clean`` without paths, ``am`` and ``apply`` of a patch we cannot
+read, and what moves HEAD to another tree: a branch switch (``checkout REV``, ``switch``, a new
 branch from a start point), ``merge``, ``pull``, ``rebase``, ``cherry-pick``,
 ``revert``, ``bisect``, ``read-tree -u``: each writes the files that differ between
 the two trees, which the gate cannot know without reading them; git keeps a file with
 changes of its own only where the other tree leaves it alone, and a file held but not
 yet changed is overwritten.
 ``apply`` and ``am`` of a patch file: the files it names, relative to the top, as git
-applies them.  ``-C DIR`` moves the relative names under DIR.
+applies them.  ``-C DIR`` moves the relative names under DIR.  A word that is none of
+git's own commands is the alias git would run, read as what it expands to.
 """
 from __future__ import annotations
 
@@ -141,9 +142,7 @@ def _subcommand(args: list[Word], given: dict[str, str]
     while i < len(args) and args[i].text.startswith("-"):
         if args[i].text in _GLOBAL_TAKES and i + 1 < len(args):
             if args[i].text == "-C":
-                where = args[i + 1] if where is None else \
-                    Word(posixpath.join(where.text, args[i + 1].text),
-                         where.dynamic or args[i + 1].dynamic, False)
+                where = _under(where, args[i + 1])
             elif args[i].text == "-c":
                 key, _, value = args[i + 1].text.partition("=")
                 if key.lower().startswith("alias."):

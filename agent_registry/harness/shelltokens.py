@@ -488,3 +488,29 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word]]:
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
     return words[i:] or ([Word("sh", False, False)] if shell else []), chdir, outputs
+
+
+def shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
+    """(the script of ``sh -c SCRIPT``; else the first operand, its script file; whether
+    it reads its script from its input: no operand, ``-s``, or ``/dev/stdin``).  Options
+    may be grouped: ``-lc``, ``-ec``; ``-o NAME`` and ``-O NAME`` take a name, grouped
+    too: ``-eo pipefail -c``, ``-euxo pipefail``."""
+    i, script, reads = 0, False, False
+    while i < len(args):
+        text = args[i].text
+        i += 1
+        if text in ("--", "-"):
+            break
+        if (text.startswith("-") or text.startswith("+")) and not text.startswith("--"):
+            letters = text[1:]
+            i += sum(letters.count(c) for c in "oO")  # each o/O takes the next word
+            script, reads = script or "c" in letters, reads or "s" in letters
+        elif text in ("--rcfile", "--init-file"):
+            i += 1
+        elif not text.startswith("--"):
+            i -= 1
+            break  # the first operand
+    operand = args[i] if i < len(args) else None
+    if script:
+        return operand, None, False
+    return None, operand, reads or operand is None or operand.text in ("/dev/stdin", "-")

@@ -20,7 +20,9 @@ really changed.  Standard library only; no shell is ever run.
 import os
 import posixpath
 
-from .shelltokens import TOP, Op, Unparsable, Word, expand_braces, tokenize, unwrap
+from .shellreads import reads_only
+from .shelltokens import (TOP, Op, Unparsable, Word, expand_braces, shell_args, tokenize,
+                          unwrap)
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
@@ -45,39 +47,6 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
-
-
-# programs that write no file, whatever their options and operands (not those that can
-# or run another program: sed's w, awk's print >, sort -o, tree -o, file -C, uniq's and
-# xxd's second operand, less's !, xargs); by a bare name or from a system folder
-READERS = frozenset("""ls cat head tail wc grep egrep fgrep pwd echo printf true false test
-[ which type stat du df diff cmp basename dirname realpath readlink date uname whoami id
-nl cut tr column jq sleep seq md5sum sha1sum sha256sum sha512sum od hexdump printenv
-nproc""".split())
-_SYSTEM_BIN = ("/bin/", "/usr/bin/", "/usr/local/bin/")
-_GIT_READS = frozenset("status log diff show ls-files rev-parse blame grep shortlog describe "
-                       "ls-tree cat-file".split())
-_FIND_WRITES = ("-exec", "-ok", "-fprint", "-fls", "-delete")
-
-
-def _reads_only(program: Word, args: list[Word]) -> bool:
-    """Does *program* with *args* read files only?  git's reads without an option that
-    writes a file (``--output``) or runs a program (``--ext-diff``, ``grep -O``), nor
-    git's own options before them; ``find`` without an action that writes or runs; ``rg``
-    without ``--pre``."""
-    text = program.text
-    if program.dynamic or "/" in text and not text.startswith(_SYSTEM_BIN):
-        return False  # ./ls is a script of the project's
-    name = posixpath.basename(text)
-    if name in READERS:
-        return True
-    if name == "git":
-        return bool(args) and args[0].text in _GIT_READS and not any(
-            a.text.startswith(("--ou", "--ext")) or a.text.startswith("-") and
-            not a.text.startswith("--") and "O" in a.text for a in args)
-    if name == "find":
-        return not any(a.text.startswith(_FIND_WRITES) for a in args)
-    return name == "rg" and not any(a.text.startswith("--pre") for a in args)
 
 
 class Targets(list):
@@ -297,14 +266,14 @@ class _Walker:
             return []  # a command the shell computes: the backstop checks what it did
         name = posixpath.basename(first.text)
         args = words[1:]
-        if not self.runs_writer and not _reads_only(first, args):
+        if not self.runs_writer and not reads_only(first, args):
             self.runs_writer = True
         if name in _SHELLS or name == "eval":
             if name == "eval":
                 script: Word | None = Word(" ".join(w.text for w in args),
                                            any(w.dynamic for w in args), False)
             else:  # -c SCRIPT; else its input (<<EOF, <<<, a pipe), or a script file
-                script, operand, reads = _shell_args(args)
+                script, operand, reads = shell_args(args)
                 if script is None and reads and stdin is not None and stdin.body is not None:
                     script = stdin
                 elif script is None:
@@ -411,29 +380,3 @@ class _Here:
             return None
         return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
                 proc.stderr.decode("utf-8", "replace"))
-
-
-def _shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
-    """(the script of ``sh -c SCRIPT``; else the first operand, its script file; whether
-    it reads its script from its input: no operand, ``-s``, or ``/dev/stdin``).  Options
-    may be grouped: ``-lc``, ``-ec``; ``-o NAME`` and ``-O NAME`` take a name, grouped
-    too: ``-eo pipefail -c``, ``-euxo pipefail``."""
-    i, script, reads = 0, False, False
-    while i < len(args):
-        text = args[i].text
-        i += 1
-        if text in ("--", "-"):
-            break
-        if (text.startswith("-") or text.startswith("+")) and not text.startswith("--"):
-            letters = text[1:]
-            i += sum(letters.count(c) for c in "oO")  # each o/O takes the next word
-            script, reads = script or "c" in letters, reads or "s" in letters
-        elif text in ("--rcfile", "--init-file"):
-            i += 1
-        elif not text.startswith("--"):
-            i -= 1
-            break  # the first operand
-    operand = args[i] if i < len(args) else None
-    if script:
-        return operand, None, False
-    return None, operand, reads or operand is None or operand.text in ("/dev/stdin", "-")
