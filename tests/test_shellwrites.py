@@ -362,6 +362,15 @@ def tree(tmp_path):
     ("(( x = 1 << 2 ))\necho x > src/auth.py", ["{top}/src/auth.py"]),
     ("((x++)); rm src/auth.py", ["{top}/src/auth.py"]),
     ("((cd src; rm auth.py))", ["{top}/src/auth.py"]),  # two subshells, as bash reads it
+    # busybox runs its applet; su and runuser run a shell's -c command, runuser -u a command
+    ("busybox rm src/auth.py", ["{top}/src/auth.py"]),
+    ("busybox sh -c 'echo x > src/auth.py'", ["{top}/src/auth.py"]),
+    ("su -c 'rm src/auth.py' bob", ["{top}/src/auth.py"]),
+    ("su - bob -lc 'echo x >> src/auth.py'", ["{top}/src/auth.py"]),
+    ("su -s /bin/sh --command='rm src/auth.py' bob", ["{top}/src/auth.py"]),
+    ("runuser -l bob -c 'rm src/auth.py'", ["{top}/src/auth.py"]),
+    ("runuser -u bob -- rm src/auth.py", ["{top}/src/auth.py"]),
+    ("sudo runuser -u bob sed -i s/1/2/ src/auth.py", ["{top}/src/auth.py"]),
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)
@@ -494,6 +503,8 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("patch -p1 <<< \"$DIFF\"", "patch applies a diff we cannot read"),
     ("patch -p1 <<EOF\n$(cat fix.diff)\nEOF", "patch applies a diff we cannot read"),
     ("echo 'unclosed > f", "unclosed '"),
+    ("su bob", "a script su reads from its input"),
+    ("su -c \"$CMD\" bob", "a script the shell computes (su)"),
     ("echo $((", "unclosed ("),
     ("echo " + "$(" * 20 + ")" * 20, "too deeply nested"),
     ("touch " + "x" * 300_000, "too long to read"),

@@ -514,3 +514,43 @@ def shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
     if script:
         return operand, None, False
     return None, operand, reads or operand is None or operand.text in ("/dev/stdin", "-")
+
+
+def su_command(args: list[Word]) -> tuple[Word | None, None, bool]:
+    """:func:`shell_args` of ``su``/``runuser``: the command of ``-c CMD`` (grouped too:
+    ``-lc CMD``; ``--command``, ``--session-command``), else a shell reading its input."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        name, eq, value = word.text.partition("=")
+        if name in ("--command", "--session-command"):
+            given = Word(value, word.dynamic, False) if eq else \
+                (args[i] if i < len(args) else None)
+            return given, None, given is None
+        if word.text.startswith("-") and not word.text.startswith("--"):
+            for j, letter in enumerate(word.text[1:], 1):
+                if letter == "c":
+                    rest = word.text[j + 1:]
+                    given = Word(rest, word.dynamic, False) if rest else \
+                        (args[i] if i < len(args) else None)
+                    return given, None, given is None
+                if letter in "gGsw":  # takes a value: the rest, or the next word
+                    i += 1 if j == len(word.text) - 1 else 0
+                    break
+    return None, None, True
+
+
+def runuser_command(args: list[Word]) -> list[Word] | None:
+    """The command ``runuser -u USER [--] CMD …`` runs as it is (no shell); None for the
+    other form, ``su``'s (:func:`su_command`)."""
+    texts = [w.text for w in args]
+    if not any(t in ("-u", "--user") or t.startswith("--user=") for t in texts):
+        return None
+    i = 0
+    while i < len(args) and texts[i].startswith("-"):
+        if texts[i] == "--":
+            return args[i + 1:]
+        i += 2 if texts[i] in ("-u", "-g", "-G", "-s", "-w", "--user", "--group",
+                                "--supp-group", "--shell", "--whitelist-environment") else 1
+    return args[i:]

@@ -21,8 +21,8 @@ import os
 import posixpath
 
 from .shellreads import reads_only
-from .shelltokens import (TOP, Op, Unparsable, Word, expand_braces, shell_args, tokenize,
-                          unwrap)
+from .shelltokens import (TOP, Op, Unparsable, Word, expand_braces, runuser_command,
+                          shell_args, su_command, tokenize, unwrap)
 
 __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
@@ -45,7 +45,8 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
                    "chown", "chgrp", "sort", "tar", "unzip", *"gzip gunzip bzip2 bunzip2 xz "
                    "unxz zstd unzstd lzma unlzma".split()})
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
+_SU = {"su", "runuser"}  # a shell as another user: its -c command
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 
 
@@ -268,12 +269,18 @@ class _Walker:
         args = words[1:]
         if not self.runs_writer and not reads_only(first, args):
             self.runs_writer = True
-        if name in _SHELLS or name == "eval":
+        if name == "busybox" and args:  # `busybox rm f`, `busybox sh -c …`: the applet
+            return self._command(args, here, stdin)
+        command = runuser_command(args) if name == "runuser" else None
+        if command is not None:
+            return self._command(command, here, stdin) if command else []
+        if name in _SHELLS or name in _SU or name == "eval":
             if name == "eval":
                 script: Word | None = Word(" ".join(w.text for w in args),
                                            any(w.dynamic for w in args), False)
             else:  # -c SCRIPT; else its input (<<EOF, <<<, a pipe), or a script file
-                script, operand, reads = shell_args(args)
+                script, operand, reads = shell_args(args) if name in _SHELLS else \
+                    su_command(args)
                 if script is None and reads and stdin is not None and stdin.body is not None:
                     script = stdin
                 elif script is None:
