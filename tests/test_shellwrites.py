@@ -40,6 +40,8 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("sed -i.bak -e s/a/b/ -e s/c/d/ x y", ["x", "y"]),
     ("sed -ni 's/a/b/p' f", ["f"]),
     ("sed --in-place=.orig -f script.sed f", ["f"]),
+    ("sed --in s/a/b/ f", ["f"]),  # GNU's long options by an unambiguous start
+    ("sed --ex s/a/b/ --in-pl=.b f g", ["f", "g"]),
     ("sed 's/a/b/' f > g", ["g"]),
     ("cp a b", ["b"]),
     ("cp -r a b dir", ["dir/a", "dir/b"]),

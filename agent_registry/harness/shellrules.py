@@ -118,11 +118,17 @@ def writes(name: str, args: list[Word]) -> bool:
 # GNU sed's long options: (sets in place, gives the script, takes the next word)
 _SED_LONG = {"--in-place": (True, False, False), "--expression": (False, True, True),
              "--file": (False, True, True), "--line-length": (False, False, True)}
+# all of GNU sed's long options: an unambiguous start of one is that one (getopt_long:
+# `--in` is --in-place, `--f` is none, being --file's and --follow-symlinks')
+_SED_NAMES = (*_SED_LONG, "--debug", "--follow-symlinks", "--help", "--null-data",
+              "--zero-terminated", "--posix", "--quiet", "--silent", "--regexp-extended",
+              "--sandbox", "--separate", "--unbuffered", "--version")
 
 
 def _sed(args: list[Word]) -> list[Word]:
     """``sed -i`` edits its file operands in place (options anywhere on the line)."""
-    return _in_place(args, ends="efl", next_word="efl", script="ef", long=_SED_LONG)
+    return _in_place(args, ends="efl", next_word="efl", script="ef", long=_SED_LONG,
+                     names=_SED_NAMES)
 
 
 def _perl(args: list[Word]) -> list[Word]:
@@ -133,11 +139,13 @@ def _perl(args: list[Word]) -> list[Word]:
 
 
 def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
-              long: dict | None = None, options_first: bool = False) -> list[Word]:
+              long: dict | None = None, names: tuple[str, ...] = (),
+              options_first: bool = False) -> list[Word]:
     """The files an in-place editor writes: its operands (the first is the script when
     no ``-e`` gave one), when ``-i`` is among its options.  A flag of *ends* ends its
     cluster (the rest is its value), one of *next_word* last in its cluster takes the
-    next word, one of *script* gives the script."""
+    next word, one of *script* gives the script; *long*: what its long options do, each
+    also by an unambiguous start among *names*, all of them."""
     in_place = script_given = False
     files: list[Word] = []
     i = 0
@@ -149,7 +157,7 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
             break
         if long is not None and text.startswith("--"):
             name, eq, _ = text.partition("=")
-            sets, gives, takes = long.get(name, (False, False, False))
+            sets, gives, takes = long.get(_gnu_long(name, names), (False, False, False))
             in_place |= sets
             script_given |= gives
             i += 1 if takes and not eq else 0
@@ -168,6 +176,13 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
     if not in_place:
         return []
     return files if script_given else files[1:]
+
+
+def _gnu_long(name: str, names: tuple[str, ...]) -> str:
+    """The long option *name* is, as GNU's getopt_long reads it: one of *names*, or the
+    one of them it is the start of when no other starts so (else itself)."""
+    starting = [n for n in names if n.startswith(name)] if name not in names else [name]
+    return starting[0] if len(starting) == 1 else name
 
 
 def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
