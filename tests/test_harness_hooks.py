@@ -155,6 +155,14 @@ def test_a_shell_write_to_a_held_path_is_denied(held, harness):
                     "git commit -m \"$(cat <<'EOF'\nfix: don't stop\nEOF\n)\""):
         assert verdict(harness, hook(held, harness, "pre-tool-use",
                                      shell(harness, held, command))) is None, command
+    # git -C: the whole tree of the repository it names (this one, by its own name too)
+    other = held.parent / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    for command, denied in ((f"git -C {held} pull", True), ("git -C src pull", True),
+                            (f"git -C {other} pull", False), ("git -C ../other pull", False)):
+        reason = verdict(harness, hook(held, harness, "pre-tool-use",
+                                       shell(harness, held, command)))
+        assert bool(reason) is denied, command
     # a write the gate cannot follow fails closed while a path is held (tests/test_backstop.py)
     for command in ("echo $X > $F", "echo 'unclosed"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use", shell(harness, held, command)))

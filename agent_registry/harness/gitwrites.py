@@ -85,7 +85,18 @@ def _targets(args: list[Word], place: Place, outer: Word | None, given: dict[str
     if where.dynamic:
         place.unfollowed(f"git -C {where.text}")
         return []
-    return [w if w.text.startswith(TOP) else _under(where, w) for w in found]
+    top = _top_of(where, place) if any(w.text.startswith(TOP) for w in found) else None
+    return [(w if top is None else word(posixpath.join(top, w.text[len(TOP):])))
+            if w.text.startswith(TOP) else _under(where, w) for w in found]
+
+
+def _top_of(where: Word, place: Place) -> str | None:
+    """The top of the working tree git run with ``-C`` *where* works in (``git -C
+    ../other pull`` writes that one, not this one); None when git cannot say (then the
+    whole tree here, as without ``-C``)."""
+    ran = place.git(["rev-parse", "--show-toplevel"], where)
+    top = ran[1].strip() if ran is not None and ran[0] == 0 else ""
+    return top if posixpath.isabs(top) else None
 
 
 def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
