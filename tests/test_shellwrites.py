@@ -443,7 +443,7 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     ("ls -la src", True), ("cd src && ls", True), ("git status", True),
     ("git log --oneline | head -5", True), ("ls > /dev/null 2>&1", True),
     ("grep -rn x $DIR", True), ("find . -name '*.py'", True), ("/usr/bin/cat f", True),
-    ("true", True), ("time -p ls", True),
+    ("true", True), ("time -p ls", True), ("git --no-pager log -p", True),
     # a program that may write, or runs another; a redirection into a file
     ("./ls", False), ("/usr/bin/../../tmp/ls", False), ("ls > out", False), ("echo $(rm x)", False), ("python3 x.py", False),
     ("git -C x status", False), ("git diff --output=x", False), ("git grep -Ovim x", False),
@@ -451,6 +451,10 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     ("rg --pre cat x", False), ("ls; $CMD", False), ("cat a | sh", False),
     ("sed -n 1p f", False), ("awk 1 f", False), ("/usr/bin/time -o out ls", False),
     ("echo 'unclosed", False),
+    # what sets the environment a reader runs in (a pager, a preloaded library)
+    ("PAGER='rm -f x' git log", False), ("env LD_PRELOAD=./x.so ls", False),
+    ("export GIT_EXTERNAL_DIFF=./x.sh; git diff", False), ("x=1; ls", False),
+    ("git grep --open-files-in-pager=vi x", False), ("git grep --open x", False),
 ])
 def test_a_command_of_programs_that_write_no_file_is_told_apart(tree, command, reads_only):
     """What the backstop need not note around (harness/hook.py): only programs that

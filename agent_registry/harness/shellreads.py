@@ -20,8 +20,9 @@ _FIND_WRITES = ("-exec", "-ok", "-fprint", "-fls", "-delete")
 
 def reads_only(program: Word, args: list[Word]) -> bool:
     """Does *program* with *args* read files only?  git's reads without an option that
-    writes a file (``--output``) or runs a program (``--ext-diff``, ``grep -O``), nor
-    git's own options before them; ``find`` without an action that writes or runs; ``rg``
+    writes a file (``--output``) or runs a program (``--ext-diff``, ``grep -O`` or
+    ``--open-files-in-pager``, each also by a start of its name, as git reads them), nor
+    git's own options before them but ``--no-pager``; ``find`` without an action that writes or runs; ``rg``
     without ``--pre``."""
     text = program.text
     if program.dynamic or "/" in text and \
@@ -31,8 +32,10 @@ def reads_only(program: Word, args: list[Word]) -> bool:
     if name in READERS:
         return True
     if name == "git":
+        while args and args[0].text in ("--no-pager", "-P"):  # `git --no-pager log`
+            args = args[1:]
         return bool(args) and args[0].text in _GIT_READS and not any(
-            a.text.startswith(("--ou", "--ext")) or a.text.startswith("-") and
+            a.text.startswith(("--ou", "--op", "--ext")) or a.text.startswith("-") and
             not a.text.startswith("--") and "O" in a.text for a in args)
     if name == "find":
         return not any(a.text.startswith(_FIND_WRITES) for a in args)

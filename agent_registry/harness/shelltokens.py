@@ -430,18 +430,21 @@ def assignment(text: str) -> bool:
     return re.match(_ASSIGNMENT, text) is not None
 
 
-def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word]]:
+def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
-    if they do; and the files they write (``time -o FILE``).  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
+    if they do; the files they write (``time -o FILE``); and whether an assignment
+    before the command (``PAGER=… git log``, ``env X=… ls``) sets its environment.  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
     or ``-i`` with no command is a shell reading its input."""
     i, chdir, splits, shell = 0, None, 0, False
     outputs: list[Word] = []
+    assigns = False
     while i < len(words):
         w = words[i]
         if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
             i += 1
+            assigns = True
             continue
         name = w.text.rpartition("/")[2]
         if name not in _WRAPPERS or w.dynamic:
@@ -479,7 +482,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word]]:
                          for t in tokenize(value.text) if isinstance(t, Word)]
                 words = words[:i] + split + words[i:]
             elif name == "command" and option in ("-v", "-V"):
-                return [], chdir, outputs  # it says what the name is, and runs nothing
+                return [], chdir, outputs, assigns  # it says what the name is, runs nothing
             elif name == "sudo" and (flag.text in ("--shell", "--login") or not
                                      flag.text.startswith("--") and set("si") & set(flag.text)):
                 shell = True  # with no command: a shell reading its input
@@ -487,7 +490,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word]]:
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
-    return words[i:] or ([Word("sh", False, False)] if shell else []), chdir, outputs
+    return words[i:] or ([Word("sh", False, False)] if shell else []), chdir, outputs, assigns
 
 
 def shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:

@@ -165,7 +165,8 @@ class _Walker:
             found += self.inner(w, here)
         words = self.expanded(words)
         self.forget(words)
-        if self.assigned(words):
+        if self.assigned(words):  # a value the commands after it may take (PAGER=…)
+            self.runs_writer = True
             return here
         bare = unwrap(words)[0]
         if not bare:
@@ -250,8 +251,10 @@ class _Walker:
 
     def simple(self, words: list[Word], here: str | None, stdin: Word | None = None
                ) -> list[str]:
-        words, chdir, outputs = unwrap(words)
+        words, chdir, outputs, assigns = unwrap(words)
         written = [p for w in outputs for p in self.place(w, here)]  # `time -o FILE`
+        if assigns and words:  # `PAGER=… git log`, `LD_PRELOAD=… ls`: not just a reader
+            self.runs_writer = True
         if not words:
             return written
         if chdir is not None:  # `env -C DIR`, `sudo -D DIR`: the command runs there
