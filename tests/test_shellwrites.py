@@ -60,6 +60,9 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("ln -s a b", ["b"]),
     ("cp --backup a b", ["b"]),  # --backup takes CONTROL only after "="
     ("cp --backup=numbered a b", ["b"]),
+    ("cp --t dir a b", ["dir/a", "dir/b"]),  # GNU's long options by an unambiguous start
+    ("mv --target=dir a", ["a", "dir/a"]),
+    ("sort --o=out in", ["out"]),
     ("cp --sparse always a c", ["c"]),
     ("patch --fuzz 3 -p0 src/auth.py fix.diff", ["src/auth.py"]),
     # sort -o, patch -o, the (un)packers

@@ -26,10 +26,19 @@ def word(text: str) -> Word:
     return Word(text, False, False)
 
 
-def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
-             ) -> tuple[list[Word], dict[str, str]]:
+def gnu_long(name: str, names: tuple[str, ...]) -> str:
+    """The long option *name* is, as GNU's getopt_long reads it: one of *names* (all of
+    the command's), or the one of them it is the start of when no other starts so
+    (`--in` for `--in-place`), else itself."""
+    starting = [n for n in names if n.startswith(name)] if name not in names else [name]
+    return starting[0] if len(starting) == 1 else name
+
+
+def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = (),
+             names: tuple[str, ...] = ()) -> tuple[list[Word], dict[str, str]]:
     """(the operands, the options given with their values) of a POSIX-style command
-    line; *takes* lists the short options that take an argument."""
+    line; *takes* lists the short options that take an argument; *names*, when given,
+    all the long ones, each also given by an unambiguous start of it."""
     found: list[Word] = []
     options: dict[str, str] = {}
     i = 0
@@ -41,6 +50,7 @@ def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
             break
         if text.startswith("--"):
             name, eq, value = text.partition("=")
+            name = gnu_long(name, names) if names else name
             if not eq and name in long_takes and i < len(args):
                 value, i = args[i].text, i + 1
             options[name] = value

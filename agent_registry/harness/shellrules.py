@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 
 from .gitwrites import git_targets, git_writes
-from .shellops import Place, copy_targets, operands, patch_files, word
+from .shellops import Place, copy_targets, gnu_long, operands, patch_files, word
 from .shelltokens import Word, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
@@ -27,10 +27,28 @@ def targets_of(name: str, args: list[Word], place: Place, stdin: Word | None = N
     return rule(name, args, place, stdin) if rule is not None else []
 
 
+# each one's long options (GNU coreutils): an unambiguous start of one is that one
+_COPY_NAMES = {name: tuple(f"--{n}" for n in names.split()) for name, names in {
+    "cp": "archive attributes-only backup context copy-contents dereference force help "
+          "interactive link no-clobber no-dereference no-preserve no-target-directory "
+          "one-file-system parents preserve recursive reflink remove-destination sparse "
+          "strip-trailing-slashes suffix symbolic-link target-directory update verbose "
+          "version",
+    "mv": "backup context force help interactive no-clobber no-target-directory "
+          "strip-trailing-slashes suffix target-directory update verbose version",
+    "install": "backup compare context directory group help mode no-target-directory "
+               "owner preserve-context preserve-timestamps strip strip-program suffix "
+               "target-directory verbose version",
+    "ln": "backup directory force help interactive logical no-dereference "
+          "no-target-directory physical relative suffix symbolic target-directory "
+          "verbose version"}.items()}
+
+
 def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
     # --backup takes its CONTROL only after "=": `cp --backup a b` copies a to b
     found, options = operands(args, "tSgmo" if name == "install" else "tS",
-                              ("--target-directory", "--suffix", "--sparse"))
+                              ("--target-directory", "--suffix", "--sparse"),
+                              _COPY_NAMES[name])
     if name == "ln" and len(found) == 1 and "-t" not in options:
         # `ln -s a/b`: the link is made here, named after its target
         return [word(posixpath.basename(found[0].text.rstrip("/")) or ".")]
@@ -74,12 +92,18 @@ def _archives():
     return shellarchives
 
 
+_SORT_TAKES = ("--output", "--key", "--field-separator", "--buffer-size",
+               "--temporary-directory", "--files0-from", "--random-source",
+               "--compress-program", "--batch-size", "--parallel", "--sort")
+_SORT_FLAGS = tuple(f"--{n}" for n in (
+    "check debug dictionary-order general-numeric-sort help human-numeric-sort "
+    "ignore-case ignore-leading-blanks ignore-nonprinting merge month-sort numeric-sort "
+    "random-sort reverse stable unique version version-sort zero-terminated").split())
+
+
 def _sorted_into(args: list[Word]) -> list[Word]:
     """``sort -o FILE`` (``--output``) writes FILE, which may be one of its inputs."""
-    options = operands(args, "koStT", (
-        "--output", "--key", "--field-separator", "--buffer-size", "--temporary-directory",
-        "--files0-from", "--random-source", "--compress-program", "--batch-size",
-        "--parallel", "--sort"))[1]
+    options = operands(args, "koStT", _SORT_TAKES, (*_SORT_TAKES, *_SORT_FLAGS))[1]
     given = options.get("-o") or options.get("--output")
     return [word(given)] if given else []
 
@@ -157,7 +181,7 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
             break
         if long is not None and text.startswith("--"):
             name, eq, _ = text.partition("=")
-            sets, gives, takes = long.get(_gnu_long(name, names), (False, False, False))
+            sets, gives, takes = long.get(gnu_long(name, names), (False, False, False))
             in_place |= sets
             script_given |= gives
             i += 1 if takes and not eq else 0
@@ -176,13 +200,6 @@ def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
     if not in_place:
         return []
     return files if script_given else files[1:]
-
-
-def _gnu_long(name: str, names: tuple[str, ...]) -> str:
-    """The long option *name* is, as GNU's getopt_long reads it: one of *names*, or the
-    one of them it is the start of when no other starts so (else itself)."""
-    starting = [n for n in names if n.startswith(name)] if name not in names else [name]
-    return starting[0] if len(starting) == 1 else name
 
 
 def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
