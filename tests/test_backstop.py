@@ -415,6 +415,25 @@ def test_a_command_of_programs_that_write_no_file_is_not_noted(held, harness):
             held, "claude", "ls -la src")
 
 
+@pytest.mark.parametrize("link", ["outside", "loop"])
+def test_a_held_folder_replaced_by_a_link_is_not_written_through(held, tmp_path, link):
+    """A held folder the command replaced by a symbolic link (out of the tree, or to
+    itself): nothing is written through it, which is said, and the other held file the
+    call changed is still put back."""
+    (held / "src" / "gen").mkdir(exist_ok=True)
+    (held / "src" / "gen" / "m.py").write_text("module = 1  # kimi-1's work\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = str(outside) if link == "outside" else "gen"
+    text = around("claude", held, "python3 -c \"import os, shutil; shutil.rmtree('src/gen'); "
+                                  f"os.symlink('{target}', 'src/gen'); "
+                                  "open('src/auth.py', 'w').write('mine')\"")
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert not list(outside.iterdir())  # nothing written out of the tree
+    gen = next(line for line in text.splitlines() if "src/gen/m.py" in line)
+    assert "could not be put back" in gen
+
+
 def test_a_fifo_in_a_held_folder_is_not_read(held):
     """What git stores nothing of (a FIFO, whose reading waits for a writer) is noted as
     no file: the hooks answer, and a held file beside it is still put back."""

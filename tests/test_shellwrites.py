@@ -376,6 +376,10 @@ def tree(tmp_path):
     ("runuser -l bob -c 'rm src/auth.py'", ["{top}/src/auth.py"]),
     ("runuser -u bob -- rm src/auth.py", ["{top}/src/auth.py"]),
     ("sudo runuser -u bob sed -i s/1/2/ src/auth.py", ["{top}/src/auth.py"]),
+    # the commands inside ${…} and $((…)) run too
+    ("echo ${x:-$(rm src/auth.py)}", ["{top}/src/auth.py"]),
+    ("echo \"${x/a/`rm src/auth.py`}\"", ["{top}/src/auth.py"]),
+    ("echo $(( $(rm src/auth.py) + 1 ))", ["{top}/src/auth.py"]),
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)
@@ -419,11 +423,35 @@ def test_a_git_alias_is_read_as_the_command_it_expands_to(tree):
         found = read_writes(command, top)
         assert (list(found), found.unfollowed) == (targets, []), command
     for command, why in (("git sh", "git sh: an alias that runs a shell command"),
-                         ("git l1", "aliases nested more than"),
+                         ("git l1", "more than 8 git commands to look up"),
+                         ("git -c alias.a1=a2 -c alias.a2=a1 a1", "aliases nested more than"),
                          ("git $CMD main", "a git command the shell computes ($CMD)"),
                          ("git -C nowhere co main", "git co: its alias cannot be looked up")):
         found = read_writes(command, top)
         assert any(why in note for note in found.unfollowed), (command, found.unfollowed)
+
+
+def test_git_under_options_or_variables_that_move_its_tree_or_config(tree, tmp_path):
+    """``-C DIR`` names the tree only without ``--work-tree``/``GIT_WORK_TREE``; an alias
+    is looked up in git's config only where the command changes none of it; a command
+    that would look up more than GIT_RUNS names is not followed."""
+    import subprocess
+    top, other = str(tree), str(tmp_path / "other")
+    for repo in (top, other):
+        subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(["git", "-C", top, "config", "alias.co", "checkout"], check=True)
+    subprocess.run(["git", "-C", top, "config", "alias.repo", "checkout -f"], check=True)
+    assert read_writes(f"git -C {other} pull", top) == [other]
+    for command in (f"git -C {other} --work-tree={top} reset --hard",
+                    f"GIT_WORK_TREE={top} git -C {other} reset --hard",
+                    "git repo"):  # a command git 2.39 lacks: an alias here
+        assert read_writes(command, top) == [":/"], command
+    for command in ("git --config-env=alias.zz=ENV zz", "git -c include.path=f co main",
+                    "HOME=/elsewhere git co main", "GIT_CONFIG_COUNT=1 git zz"):
+        found = read_writes(command, top)
+        assert any("change git's config" in note for note in found.unfollowed), command
+    found = read_writes("; ".join(f"git q{i}" for i in range(20)), top)
+    assert any("more than 8 git commands" in note for note in found.unfollowed)
 
 
 def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tree):
@@ -458,11 +486,29 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     ("PAGER='rm -f x' git log", False), ("env LD_PRELOAD=./x.so ls", False),
     ("export GIT_EXTERNAL_DIFF=./x.sh; git diff", False), ("x=1; ls", False),
     ("git grep --open-files-in-pager=vi x", False), ("git grep --open x", False),
+    # bash evaluates an array subscript for test -v and printf -v: $(…) in it runs
+    ("test -v 'a[$(rm x)]'", False), ("[ -R 'a[$(rm x)]' ]", False),
+    ("printf -v 'a[$(rm x)]' y", False), ("printf '%s' y", True), ("[ -f x ]", True),
+    # an option the shell computes, to a reader that has options that write or run
+    ("git diff $(echo --output=f)", False), ("find . $X", False), ("cat $F", True),
 ])
 def test_a_command_of_programs_that_write_no_file_is_told_apart(tree, command, reads_only):
     """What the backstop need not note around (harness/hook.py): only programs that
     write no file whatever their options, no redirection into a file."""
     assert read_writes(command, str(tree)).reads_only is reads_only
+
+
+def test_a_reader_found_in_a_folder_of_the_project_is_not_one(tree, monkeypatch):
+    """A bare name is what the shell finds on PATH: an ``ls`` in the project's
+    .venv/bin, before the system's, may write anything."""
+    bin_dir = tree / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "ls").write_text("#!/bin/sh\necho x > src/auth.py\n")
+    (bin_dir / "ls").chmod(0o755)
+    assert read_writes("ls -la", str(tree)).reads_only is True
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    assert read_writes("ls -la", str(tree)).reads_only is False
+    assert read_writes("echo x", str(tree)).reads_only is True  # bash's own
 
 
 def test_gnu_times_output_file_is_a_write(tree):

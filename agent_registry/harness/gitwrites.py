@@ -33,25 +33,26 @@ _CURRENT = {"HEAD", "@"}  # a start point where the tree already is
 # git's own options that take the next word as their value (``--git-dir=X`` is one word;
 # ``--exec-path`` and ``--list-cmds`` take theirs only after ``=``)
 _GLOBAL_TAKES = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
-# git's own commands (``git --list-cmds=main`` of 2.39, and those added since): git runs
-# these, never an alias of the same name, so only another word is looked up as an alias
+# git's own commands (``git --list-cmds=main`` of 2.39): git runs these, never an alias
+# of the same name, so only another word is looked up as an alias (a command a later git
+# added, `replay`, `repo`, is looked up too: where git has it, the alias is one too many)
 _OWN = frozenset("""
-add add--interactive am annotate apply archive backfill bisect bisect--helper blame branch
+add add--interactive am annotate apply archive bisect bisect--helper blame branch
 bugreport bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout
 checkout--worker checkout-index cherry cherry-pick clean clone column commit commit-graph
 commit-tree config count-objects credential credential-cache credential-cache--daemon
-credential-store daemon describe diagnose diff diff-files diff-index diff-pairs diff-tree
+credential-store daemon describe diagnose diff diff-files diff-index diff-tree
 difftool difftool--helper env--helper fast-export fast-import fetch fetch-pack
 filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects
 fsmonitor--daemon gc get-tar-commit-id grep hash-object help hook http-backend http-fetch
-http-push imap-send index-pack init init-db instaweb interpret-trailers last-modified log
+http-push imap-send index-pack init init-db instaweb interpret-trailers log
 ls-files ls-remote ls-tree mailinfo mailsplit maintenance merge merge-base merge-file
 merge-index merge-octopus merge-one-file merge-ours merge-recursive merge-recursive-ours
 merge-recursive-theirs merge-resolve merge-subtree merge-tree mergetool mktag mktree
 multi-pack-index mv name-rev notes pack-objects pack-redundant pack-refs patch-id pickaxe
 prune prune-packed pull push quiltimport range-diff read-tree rebase receive-pack reflog
-refs remote remote-ext remote-fd remote-ftp remote-ftps remote-http remote-https repack
-replace replay repo request-pull rerere reset restore rev-list rev-parse revert rm
+remote remote-ext remote-fd remote-ftp remote-ftps remote-http remote-https repack
+replace request-pull rerere reset restore rev-list rev-parse revert rm
 send-pack sh-i18n--envsubst shell shortlog show show-branch show-index show-ref
 sparse-checkout stage stash status stripspace submodule submodule--helper subtree switch
 symbolic-ref tag unpack-file unpack-objects update-index update-ref update-server-info
@@ -61,31 +62,34 @@ _ALIAS_DEPTH = 10  # aliases expanded in a row before the command is not followe
 
 
 def git_targets(args: list[Word], place: Place) -> list[Word]:
-    return _targets(args, place, None, {}, 0)
+    return _targets(args, place, None, {}, 0, True)
 
 
 def _targets(args: list[Word], place: Place, outer: Word | None, given: dict[str, str],
-             depth: int) -> list[Word]:
+             depth: int, plain: bool) -> list[Word]:
     """What ``git ARGS`` writes, run under ``-C`` *outer* (None: where the command runs),
-    *given*: the aliases set with ``-c`` so far, *depth*: aliases expanded to get here."""
-    sub, rest, where = _subcommand(args, given)
+    *given*: the aliases set with ``-c`` so far, *depth*: aliases expanded to get here,
+    *plain*: no option of git's own but those (which git's config there then tells)."""
+    sub, rest, where, own = _subcommand(args, given)
     if sub is None:
         return []
     where = outer if where is None else _under(outer, where)
+    plain = plain and own and not place.env_set
     if sub.dynamic:
         place.unfollowed(f"a git command the shell computes ({sub.text})")
         return []
     if sub.text in _OWN:
         found = _rules(sub.text, rest, place, where)
     else:  # git runs an alias of that name, when one is set
-        found = _alias(sub.text, rest, place, where, given, depth)
+        found = _alias(sub.text, rest, place, where, given, depth, plain)
         where = None  # the expansion's paths were placed under it
     if where is None:
         return found
     if where.dynamic:
         place.unfollowed(f"git -C {where.text}")
         return []
-    top = _top_of(where, place) if any(w.text.startswith(TOP) for w in found) else None
+    top = _top_of(where, place) if plain and any(w.text.startswith(TOP) for w in found) \
+        else None  # (--work-tree, GIT_WORK_TREE=: the tree is elsewhere than -C says)
     return [(w if top is None else word(posixpath.join(top, w.text[len(TOP):])))
             if w.text.startswith(TOP) else _under(where, w) for w in found]
 
@@ -100,7 +104,7 @@ def _top_of(where: Word, place: Place) -> str | None:
 
 
 def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
-           given: dict[str, str], depth: int) -> list[Word]:
+           given: dict[str, str], depth: int, plain: bool) -> list[Word]:
     """What the alias *name* writes, expanded as git expands it (``alias.NAME`` from a
     ``-c`` or git's config where the command runs; its words, then *rest*); none when
     no alias of that name is set (another program's subcommand, or a typo).  An alias
@@ -111,6 +115,10 @@ def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
         return []
     if name.lower() in given:
         expansion = given[name.lower()]
+    elif not plain:  # --config-env, -c include.path=, GIT_CONFIG_…=, HOME=: not ours to read
+        place.unfollowed(f"git {name}: an alias under options or variables that change "
+                         f"git's config")
+        return []
     else:
         ran = place.git(["config", "--get", f"alias.{name}"], where)
         if ran is None:
@@ -132,13 +140,13 @@ def _alias(name: str, rest: list[Word], place: Place, where: Word | None,
     except ValueError:
         place.unfollowed(f"git {name}: an alias we cannot split")
         return []
-    return _targets([*map(word, words), *rest], place, where, given, depth + 1)
+    return _targets([*map(word, words), *rest], place, where, given, depth + 1, plain)
 
 
 def git_writes(args: list[Word]) -> bool:
     """Whether the git command changes working-tree files (for xargs and find -exec):
     an alias, read nowhere here, may."""
-    sub, rest, _ = _subcommand(args, {})
+    sub, rest, _, _ = _subcommand(args, {})
     return sub is not None and (sub.dynamic or sub.text not in _OWN or sub.text in (
         "checkout", "restore", "rm", "mv", "clean", "apply", "am", "stash", "reset",
         "switch", "bisect", "read-tree", "merge-file", "checkout-index", "sparse-checkout",
@@ -146,24 +154,27 @@ def git_writes(args: list[Word]) -> bool:
 
 
 def _subcommand(args: list[Word], given: dict[str, str]
-                ) -> tuple[Word | None, list[Word], Word | None]:
-    """(the subcommand, its words, the ``-C`` directory) of git's command line; the
-    aliases its ``-c alias.NAME=VALUE`` set go into *given*."""
-    i, where = 0, None
+                ) -> tuple[Word | None, list[Word], Word | None, bool]:
+    """(the subcommand, its words, the ``-C`` directory, whether git's own options were
+    only ``-C`` and ``-c alias.…``) of git's command line; the aliases its ``-c
+    alias.NAME=VALUE`` set go into *given*."""
+    i, where, plain = 0, None, True
     while i < len(args) and args[i].text.startswith("-"):
         if args[i].text in _GLOBAL_TAKES and i + 1 < len(args):
+            key, _, value = args[i + 1].text.partition("=")
             if args[i].text == "-C":
                 where = _under(where, args[i + 1])
-            elif args[i].text == "-c":
-                key, _, value = args[i + 1].text.partition("=")
-                if key.lower().startswith("alias."):
-                    given[key[len("alias."):].lower()] = value
+            elif args[i].text == "-c" and key.lower().startswith("alias."):
+                given[key[len("alias."):].lower()] = value
+            else:
+                plain = False
             i += 2
         else:
+            plain = plain and args[i].text in ("--no-pager", "-P", "--paginate", "-p")
             i += 1
     if i >= len(args):
-        return None, [], where
-    return args[i], args[i + 1:], where
+        return None, [], where, plain
+    return args[i], args[i + 1:], where, plain
 
 
 def _rules(sub: str, rest: list[Word], place: Place, where: Word | None) -> list[Word]:

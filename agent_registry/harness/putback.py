@@ -119,11 +119,20 @@ def _take(path: str) -> _Note | None:
     return _Note(head, holders, (found[0], *kept, found[1]))
 
 
-def _restore(repo, full: str, entry: dict) -> str:
-    """Put the noted state back at *full*; why it could not be done ("" when done), so
-    that one file that cannot be put back leaves the others to be."""
+def _restore(repo, toplevel: str, rel: str, entry: dict) -> str:
+    """Put the noted state of *rel* back in the working tree at *toplevel*; why it
+    could not be done ("" when done), so that one file that cannot be put back leaves
+    the others to be.  Never through a link: a folder on its way that is a symbolic
+    link now would take the bytes out of the tree."""
+    top = os.path.realpath(toplevel)
+    folder = os.path.dirname(rel)
+    while folder and not os.path.lexists(os.path.join(toplevel, folder)):
+        folder = os.path.dirname(folder)  # the deepest that is there (the rest is made)
     try:
-        return _put_back(repo, full, entry)
+        if folder and os.path.realpath(os.path.join(toplevel, folder)) != \
+                os.path.join(top, folder):
+            return "a folder on its way is a symbolic link now"
+        return _put_back(repo, os.path.join(toplevel, rel), entry)
     except OSError as exc:  # its folder is a file now, the disk is full
         return f"writing it failed: {exc.strerror or exc}"
 
@@ -186,14 +195,20 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \
                 else {"blob": None, "mode": None}
             full = top + rel
-            data, mode, _ = state_of(full)  # read once: its blob is its hash and its keeping
-            theirs = repo.write_object("blob", data) if data is not None else None
+            try:  # read once: its blob is its hash and its keeping
+                data, mode, _ = state_of(full)
+                theirs = repo.write_object("blob", data) if data is not None else None
+            except OSError as exc:  # a loop of links where its folder was: said, and on
+                changes.append({"path": rel, "before": entry["blob"], "after": None,
+                                "restored": False, "holders": noted.holders_of(rel),
+                                "problem": f"it cannot be read: {exc.strerror or exc}"})
+                continue
             if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
                 continue
             holders = noted.holders_of(rel)
             # put back unless every holder works elsewhere (none known: put back)
             here = not holders or any(h.get("here", True) for h in holders)
-            problem = _restore(repo, full, entry) if here else ""
+            problem = _restore(repo, info.toplevel, rel, entry) if here else ""
             changes.append({"path": rel, "before": entry["blob"], "after": theirs,
                             "restored": here and not problem, "problem": problem,
                             "holders": holders})

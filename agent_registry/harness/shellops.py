@@ -18,7 +18,8 @@ class Place:
     """What a rule may ask about where its command runs (shellwrites._Here is the one):
     ``is_dir(word)``, ``exists(word)``, ``read(word)`` (a file's text, or None), and
     ``unfollowed(why)``, a note of a write that cannot be followed, ``git(args, where)``
-    (a read of git's run there: exit code, output and error output, or None).  (Not a
+    (a read of git's run there: exit code, output and error output, or None), and
+    ``env_set`` (the command assigned a variable before).  (Not a
     typing.Protocol: importing typing costs every hook call a few ms.)"""
 
 

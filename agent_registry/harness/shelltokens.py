@@ -339,6 +339,8 @@ def _expansion_end(text: str, i: int, subs: list[str]) -> int:
         end = _group_end(text, i + 1, opening, closing)
         if opening == "(" and not text.startswith("$((", i):  # $((…)) is arithmetic
             subs.append(text[i + 2:end - 1])
+        else:  # ${x:-$(cmd)}, $(( $(cmd) + 1 )): the commands inside run too
+            _inner_subs(text[i + 2:end - 1], subs)
         return end
     j = i + 1
     if j < n and (text[j].isalnum() or text[j] == "_"):
@@ -347,6 +349,17 @@ def _expansion_end(text: str, i: int, subs: list[str]) -> int:
     elif j < n and text[j] in "@*#?$!-0123456789":
         j += 1
     return j
+
+
+def _inner_subs(text: str, subs: list[str]) -> None:
+    """The commands of the expansions inside *text*, the inside of a ``${…}`` or a
+    ``$((…))``, to *subs* (quotes there not read: a command too many is only read)."""
+    j = 0
+    while j < len(text):
+        if text[j] == "`" or text.startswith("$(", j) or text.startswith("${", j):
+            j = _expansion_end(text, j, subs)
+        else:
+            j += 1
 
 
 def expand_braces(text: str) -> list[str]:

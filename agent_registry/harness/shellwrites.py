@@ -29,6 +29,7 @@ __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 MAX_COMMAND = 256 * 1024  # characters of a command the gate reads; a longer one is not
 MAX_DEPTH = 8  # scripts inside scripts (sh -c, $(…)) read at most
 MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it names
+GIT_RUNS, GIT_SECONDS = 8, 3.0  # git lookups of one command (aliases, rev-parse), each
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _DEVICES = ("/dev/", "/proc/self/fd/")  # as written and normalised (/dev/../x is no device)
@@ -97,6 +98,8 @@ class _Walker:
         self.dirs: list[str | None] = []  # pushd's stack
         self.notes: list[str] = []
         self.runs_writer = False  # a program not known to write no file was seen
+        self.env_set = False  # an assignment seen: what git's config says may differ
+        self.git_runs = 0  # git processes asked (Place.git), at most GIT_RUNS a command
 
     def unfollowed(self, why: str) -> None:
         self.notes.append(why)
@@ -166,7 +169,7 @@ class _Walker:
         words = self.expanded(words)
         self.forget(words)
         if self.assigned(words):  # a value the commands after it may take (PAGER=…)
-            self.runs_writer = True
+            self.runs_writer = self.env_set = True
             return here
         bare = unwrap(words)[0]
         if not bare:
@@ -254,7 +257,7 @@ class _Walker:
         words, chdir, outputs, assigns = unwrap(words)
         written = [p for w in outputs for p in self.place(w, here)]  # `time -o FILE`
         if assigns and words:  # `PAGER=… git log`, `LD_PRELOAD=… ls`: not just a reader
-            self.runs_writer = True
+            self.runs_writer = self.env_set = True
         if not words:
             return written
         if chdir is not None:  # `env -C DIR`, `sudo -D DIR`: the command runs there
@@ -374,19 +377,29 @@ class _Here:
     def unfollowed(self, why: str) -> None:
         self.walker.unfollowed(why)
 
+    @property
+    def env_set(self) -> bool:
+        """Did the command assign a variable (``GIT_CONFIG_…=``, ``HOME=``) before?"""
+        return self.walker.env_set
+
     def git(self, args: list[str], where: Word | None) -> tuple[int, str, str] | None:
         """(exit code, output, error output) of the read ``git ARGS`` (config,
         rev-parse) run where the command runs (``-C`` *where* below it); None, said
-        unfollowed, when git cannot be run there."""
+        unfollowed, when git cannot be run there, takes over GIT_SECONDS, or the command
+        asked GIT_RUNS already (the gate answers before the harness's timeout)."""
         folder = self.walker.disk(where or Word(".", False, False), self.here)
-        if folder is None:
-            self.unfollowed(f"git {args[0]} asked where we cannot follow")
+        self.walker.git_runs += 1
+        if folder is None or self.walker.git_runs > GIT_RUNS:
+            self.unfollowed(f"git {args[0]} asked where we cannot follow" if folder is None
+                            else f"more than {GIT_RUNS} git commands to look up")
             return None
         from ..store.git import clean_env, run_git  # only for a command that needs it
+        from ..store.spawn import TimedOut
         try:
-            proc = run_git(["-C", folder, *args], check=False, env=clean_env())
-        except OSError as exc:
-            self.unfollowed(f"git {args[0]} cannot run ({exc.strerror})")
+            proc = run_git(["-C", folder, *args], check=False, env=clean_env(),
+                           timeout=GIT_SECONDS)
+        except (OSError, TimedOut) as exc:
+            self.unfollowed(f"git {args[0]} cannot run ({getattr(exc, 'strerror', None) or exc})")
             return None
         return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
                 proc.stderr.decode("utf-8", "replace"))
