@@ -15,7 +15,7 @@ _GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")
 
 
 class Place:
-    """What a rule may ask about where its command runs (shellwrites._Here is the one):
+    """What a rule may ask about where its command runs (shellplace.Here is the one):
     ``is_dir(word)``, ``exists(word)``, ``read(word)`` (a file's text, or None), and
     ``unfollowed(why)``, a note of a write that cannot be followed, ``git(args, where)``
     (a read of git's run there: exit code, output and error output, or None), and

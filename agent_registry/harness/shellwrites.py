@@ -28,8 +28,6 @@ __all__ = ["Targets", "read_writes", "write_targets", "tokenize", "TOP"]
 
 MAX_COMMAND = 256 * 1024  # characters of a command the gate reads; a longer one is not
 MAX_DEPTH = 8  # scripts inside scripts (sh -c, $(…)) read at most
-MAX_PATCH = 4 * 1024 * 1024  # bytes of a patch file read to find the files it names
-GIT_RUNS, GIT_SECONDS = 8, 3.0  # git lookups of one command (aliases, rev-parse), each
 _REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&", "<", "<&", "<<", "<<-", "<<<"}
 _WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _DEVICES = ("/dev/", "/proc/self/fd/")  # as written and normalised (/dev/../x is no device)
@@ -99,7 +97,7 @@ class _Walker:
         self.notes: list[str] = []
         self.runs_writer = False  # a program not known to write no file was seen
         self.env_set = False  # an assignment seen: what git's config says may differ
-        self.git_runs = 0  # git processes asked (Place.git), at most GIT_RUNS a command
+        self.git_runs = 0  # git processes asked (shellplace.Here.git, at most GIT_RUNS)
 
     def unfollowed(self, why: str) -> None:
         self.notes.append(why)
@@ -305,8 +303,9 @@ class _Walker:
             return (self.script if name == "eval" else self.apart)(script.text, here)
         if name not in RULED:
             return []
+        from .shellplace import Here
         from .shellrules import targets_of
-        files = targets_of(name, args, _Here(self, here), stdin)
+        files = targets_of(name, args, Here(self, here), stdin)
         return [p for w in files for p in self.place(w, here)]
 
     def place(self, word: Word, here: str | None, *, quiet: bool = False) -> list[str]:
@@ -346,60 +345,3 @@ class _Walker:
         if len(placed) != 1 or placed[0].startswith(TOP):
             return None
         return placed[0]
-
-
-class _Here:
-    """What a command rule may ask about the directory its command runs in."""
-
-    def __init__(self, walker: _Walker, here: str | None) -> None:
-        self.walker, self.here = walker, here
-
-    def is_dir(self, word: Word) -> bool:
-        if word.text.endswith("/"):
-            return True
-        path = self.walker.disk(word, self.here)
-        return path is not None and os.path.isdir(path)
-
-    def exists(self, word: Word) -> bool:
-        path = self.walker.disk(word, self.here)
-        return path is not None and os.path.lexists(path)
-
-    def read(self, word: Word) -> str | None:
-        path = self.walker.disk(word, self.here)
-        if path is None or path in ("-", "/dev/stdin"):
-            return None
-        try:
-            with open(path, "rb") as f:
-                return f.read(MAX_PATCH).decode("utf-8", "replace")
-        except OSError:
-            return None
-
-    def unfollowed(self, why: str) -> None:
-        self.walker.unfollowed(why)
-
-    @property
-    def env_set(self) -> bool:
-        """Did the command assign a variable (``GIT_CONFIG_…=``, ``HOME=``) before?"""
-        return self.walker.env_set
-
-    def git(self, args: list[str], where: Word | None) -> tuple[int, str, str] | None:
-        """(exit code, output, error output) of the read ``git ARGS`` (config,
-        rev-parse) run where the command runs (``-C`` *where* below it); None, said
-        unfollowed, when git cannot be run there, takes over GIT_SECONDS, or the command
-        asked GIT_RUNS already (the gate answers before the harness's timeout)."""
-        folder = self.walker.disk(where or Word(".", False, False), self.here)
-        self.walker.git_runs += 1
-        if folder is None or self.walker.git_runs > GIT_RUNS:
-            self.unfollowed(f"git {args[0]} asked where we cannot follow" if folder is None
-                            else f"more than {GIT_RUNS} git commands to look up")
-            return None
-        from ..store.git import clean_env, run_git  # only for a command that needs it
-        from ..store.spawn import TimedOut
-        try:
-            proc = run_git(["-C", folder, *args], check=False, env=clean_env(),
-                           timeout=GIT_SECONDS)
-        except (OSError, TimedOut) as exc:
-            self.unfollowed(f"git {args[0]} cannot run ({getattr(exc, 'strerror', None) or exc})")
-            return None
-        return (proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                proc.stderr.decode("utf-8", "replace"))
