@@ -380,6 +380,13 @@ def tree(tmp_path):
     ("echo ${x:-$(rm src/auth.py)}", ["{top}/src/auth.py"]),
     ("echo \"${x/a/`rm src/auth.py`}\"", ["{top}/src/auth.py"]),
     ("echo $(( $(rm src/auth.py) + 1 ))", ["{top}/src/auth.py"]),
+    # a pipeline's commands and a background one run in subshells: values and cd end
+    ("f=src/auth.py; f=a | true; echo x > $f", ["{top}/src/auth.py"]),
+    ("f=src/auth.py; f=a & echo x > $f", ["{top}/src/auth.py"]),
+    ("cd src | true; rm auth.py", ["{top}/auth.py"]),
+    ("coproc touch src/auth.py", ["{top}/src/auth.py"]),
+    ("setsid ionice -c 3 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("su --comm='rm src/auth.py' <<< true", ["{top}/src/auth.py"]),
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)
@@ -574,6 +581,7 @@ def test_what_it_cannot_follow_inside_a_write_is_said(tree, command, why):
     "f=README.md; for f in src/auth.py; do rm $f; done",
     "f=README.md; read f <<<src/auth.py; rm $f",
     "f=README.md; printf -v f src/auth.py; rm $f",
+    "f=README.md; printf -vf src/auth.py; rm $f",
     "g=src/auth.py; declare -n f=g; echo x > $f",
     "f=README.md; : ${f:=src/auth.py}; rm $f",
     "files='README.md src/auth.py'; rm $files",  # split into two names

@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 
 from ..store.lazyre import LazyPattern
-from .shelltokens import TOP, Word  # noqa: F401  (the rules' TOP)
+from .shelltokens import TOP, Word, gnu_long  # noqa: F401  (the rules' TOP and gnu_long)
 
 _DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$")
 _GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")
@@ -25,14 +25,6 @@ class Place:
 
 def word(text: str) -> Word:
     return Word(text, False, False)
-
-
-def gnu_long(name: str, names: tuple[str, ...]) -> str:
-    """The long option *name* is, as GNU's getopt_long reads it: one of *names* (all of
-    the command's), or the one of them it is the start of when no other starts so
-    (`--in` for `--in-place`), else itself."""
-    starting = [n for n in names if n.startswith(name)] if name not in names else [name]
-    return starting[0] if len(starting) == 1 else name
 
 
 def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = (),

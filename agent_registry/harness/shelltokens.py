@@ -430,6 +430,8 @@ _WRAPPERS = {
     "builtin": ("", ()), "nice": ("n", ("--adjustment",)),
     "timeout": ("sk", ("--signal", "--kill-after")),
     "stdbuf": ("ioe", ("--input", "--output", "--error")), "doas": ("uC", ()),
+    "coproc": ("", ()), "setsid": ("", ()),
+    "ionice": ("cnpPu", ("--class", "--classdata", "--pid", "--pgid", "--uid")),
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
 _CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
@@ -532,6 +534,19 @@ def shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
     return None, operand, reads or operand is None or operand.text in ("/dev/stdin", "-")
 
 
+def gnu_long(name: str, names: tuple[str, ...]) -> str:
+    """The long option *name* is, as GNU's getopt_long reads it: one of *names* (all of
+    the command's), or the one of them it is the start of when no other starts so
+    (`--in` for `--in-place`), else itself."""
+    starting = [n for n in names if n.startswith(name)] if name not in names else [name]
+    return starting[0] if len(starting) == 1 else name
+
+
+_SU_LONG = ("--command", "--session-command", "--fast", "--group", "--supp-group",
+            "--login", "--nohup", "--preserve-environment", "--pty", "--shell",
+            "--whitelist-environment", "--user", "--help", "--version")
+
+
 def su_command(args: list[Word]) -> tuple[Word | None, None, bool]:
     """:func:`shell_args` of ``su``/``runuser``: the command of ``-c CMD`` (grouped too:
     ``-lc CMD``; ``--command``, ``--session-command``), else a shell reading its input."""
@@ -540,7 +555,8 @@ def su_command(args: list[Word]) -> tuple[Word | None, None, bool]:
         word = args[i]
         i += 1
         name, eq, value = word.text.partition("=")
-        if name in ("--command", "--session-command"):
+        if name.startswith("--") and gnu_long(name, _SU_LONG) in ("--command",
+                                                                  "--session-command"):
             given = Word(value, word.dynamic, False) if eq else \
                 (args[i] if i < len(args) else None)
             return given, None, given is None

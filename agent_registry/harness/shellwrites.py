@@ -46,6 +46,7 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
 _SU = {"su", "runuser"}  # a shell as another user: its -c command
+_SUBSHELLS = {"|", "|&", "&"}  # the command before one of these runs in a subshell
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
 
 
@@ -112,6 +113,7 @@ class _Walker:
         words: list[Word] = []
         stack: list[str | None] = []
         stdin: Word | None = None
+        piped = False  # the command after a | (each side of a pipeline is a subshell)
         tokens = tokenize(text)
         i = 0
         while i < len(tokens):
@@ -135,8 +137,14 @@ class _Walker:
                 continue
             if isinstance(tok, Op):
                 if words:
+                    # a pipeline's commands, and one sent to the background, run in
+                    # subshells: their cd and values end with them
+                    kept = (here, dict(self.vars)) if piped or tok.text in _SUBSHELLS else None
                     here = self.run(words, here, found, stdin)
+                    if kept is not None:
+                        here, self.vars = kept
                     words, stdin = [], None
+                piped = tok.text in ("|", "|&")
                 if tok.text == "(":
                     stack.append((here, dict(self.vars)))
                 elif tok.text == ")" and stack:
@@ -196,7 +204,7 @@ class _Walker:
         (``${NAME:=…}``, a loop, ``read``, ``printf -v``, ``declare -n`` …)."""
         texts = [w.text for w in words] if self.vars else []  # usually none is known
         if any(t in _BINDERS or ("${" in t and "=" in t) for t in texts) or \
-                ("printf" in texts and "-v" in texts) or \
+                ("printf" in texts and any(t.startswith("-v") for t in texts)) or \
                 (texts and texts[0] in _DECLARE and any(t.startswith("-") for t in texts)):
             self.vars = dict.fromkeys(self.vars)
 
