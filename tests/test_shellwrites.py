@@ -380,10 +380,15 @@ def tree(tmp_path):
     ("echo ${x:-$(rm src/auth.py)}", ["{top}/src/auth.py"]),
     ("echo \"${x/a/`rm src/auth.py`}\"", ["{top}/src/auth.py"]),
     ("echo $(( $(rm src/auth.py) + 1 ))", ["{top}/src/auth.py"]),
-    # a pipeline's commands and a background one run in subshells: values and cd end
-    ("f=src/auth.py; f=a | true; echo x > $f", ["{top}/src/auth.py"]),
-    ("f=src/auth.py; f=a & echo x > $f", ["{top}/src/auth.py"]),
-    ("cd src | true; rm auth.py", ["{top}/auth.py"]),
+    # $((…)) whose inner ( closes early is a command; a comment inside $(…) hides no )
+    ("echo $((rm src/auth.py) )", ["{top}/src/auth.py"]),
+    ("echo $(echo hi # )'\nrm src/auth.py\n)'\\'", ["{top}/src/auth.py"]),
+    ("cat ${HOME:+<(rm src/auth.py)}", ["{top}/src/auth.py"]),
+    # a cd after a wrapper runs the program, or in a coprocess: not the shell's folder
+    ("coproc cd src; rm auth.py", ["{top}/auth.py"]),
+    ("nohup cd src; rm auth.py", ["{top}/auth.py"]),
+    ("if cd src; then rm auth.py; fi", ["{top}/src/auth.py"]),
+    ("command cd src && rm auth.py", ["{top}/src/auth.py"]),
     ("coproc touch src/auth.py", ["{top}/src/auth.py"]),
     ("setsid ionice -c 3 rm src/auth.py", ["{top}/src/auth.py"]),
     ("su --comm='rm src/auth.py' <<< true", ["{top}/src/auth.py"]),
@@ -498,6 +503,10 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     ("printf -v 'a[$(rm x)]' y", False), ("printf '%s' y", True), ("[ -f x ]", True),
     # an option the shell computes, to a reader that has options that write or run
     ("git diff $(echo --output=f)", False), ("find . $X", False), ("cat $F", True),
+    # code taken from a value: a prompt expansion, an indirection, arithmetic, a subscript
+    ("echo '$(rm x)'; echo ${_@P}", False), ("echo ${!_}", False), ("echo $((_))", False),
+    ("echo ${a[_]}", False), ("cat <<EOF\n${_@P}\nEOF", False),
+    ("echo ${#x} ${x:-${y:-z}} ${x//\\`/}", True),
 ])
 def test_a_command_of_programs_that_write_no_file_is_told_apart(tree, command, reads_only):
     """What the backstop need not note around (harness/hook.py): only programs that

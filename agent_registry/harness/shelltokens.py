@@ -160,11 +160,11 @@ def _substitutions(body: str) -> tuple[str, ...]:
         if body[i] == "\\":
             i += 2
         elif body[i] == "$":
-            if body.startswith("$((", i):
-                i += 3  # arithmetic: no command
-                continue
             end = _group_end(body, i + 1, "(", ")")
-            subs.append(body[i + 2:end - 1])
+            if _arithmetic(body, i, end):
+                _inner_subs(body[i + 3:end - 2], subs)
+            else:
+                subs.append(body[i + 2:end - 1])
             i = end
         elif (end := body.find("`", i + 1)) != -1:
             subs.append(body[i + 1:end])
@@ -305,6 +305,10 @@ def _group_end(text: str, i: int, opening: str, closing: str) -> int:
             j += 1
         elif c in "'\"":
             quote = c
+        elif c == "#" and opening == "(" and (j == i + 1 or text[j - 1] in " \t\n;&|("):
+            end = text.find("\n", j)  # a comment, to the end of its line: `$(ls # )`
+            j = n if end == -1 else end
+            continue
         elif text.startswith("<<", j) and not text.startswith("<<<", j):
             strip = text.startswith("<<-", j)
             word, j = _word(text, _skip_blanks(text, j + 2 + strip))
@@ -337,7 +341,7 @@ def _expansion_end(text: str, i: int, subs: list[str]) -> int:
     if text.startswith("$(", i) or text.startswith("${", i):
         opening, closing = ("(", ")") if text[i + 1] == "(" else ("{", "}")
         end = _group_end(text, i + 1, opening, closing)
-        if opening == "(" and not text.startswith("$((", i):  # $((…)) is arithmetic
+        if opening == "(" and not _arithmetic(text, i, end):
             subs.append(text[i + 2:end - 1])
         else:  # ${x:-$(cmd)}, $(( $(cmd) + 1 )): the commands inside run too
             _inner_subs(text[i + 2:end - 1], subs)
@@ -351,13 +355,25 @@ def _expansion_end(text: str, i: int, subs: list[str]) -> int:
     return j
 
 
+def _arithmetic(text: str, i: int, end: int) -> bool:
+    """Is the ``$(…)`` at *i* (ending before *end*) a ``$((…))``?  Only when its second
+    ``(`` closes just before its last ``)``: bash reads ``$((rm x) )`` as a command."""
+    return text.startswith("$((", i) and _group_end(text, i + 2, "(", ")") == end - 1
+
+
 def _inner_subs(text: str, subs: list[str]) -> None:
     """The commands of the expansions inside *text*, the inside of a ``${…}`` or a
     ``$((…))``, to *subs* (quotes there not read: a command too many is only read)."""
     j = 0
     while j < len(text):
-        if text[j] == "`" or text.startswith("$(", j) or text.startswith("${", j):
+        if text[j] == "\\":
+            j += 2  # ${x//\`/}: an escaped character
+        elif text[j] == "`" or text.startswith("$(", j) or text.startswith("${", j):
             j = _expansion_end(text, j, subs)
+        elif text.startswith(("<(", ">("), j):  # ${x:+<(cmd)}
+            end = _group_end(text, j + 1, "(", ")")
+            subs.append(text[j + 2:end - 1])
+            j = end
         else:
             j += 1
 

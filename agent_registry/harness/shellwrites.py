@@ -46,8 +46,21 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "unxz zstd unzstd lzma unlzma".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
 _SU = {"su", "runuser"}  # a shell as another user: its -c command
-_SUBSHELLS = {"|", "|&", "&"}  # the command before one of these runs in a subshell
+# what may run a cd in the shell itself (another wrapper runs the cd program, or a
+# coprocess: the shell's folder stays)
+_CD_BEFORE = {"cd", "pushd", "popd", "command", "builtin", "time", "!", "if", "elif",
+              "then", "else", "while", "until", "do", "{"}
+# an expansion that makes bash evaluate text as code: a prompt expansion (`${_@P}`), an
+# indirection, an arithmetic one or an array subscript naming a value a reader set
+_EVALUATING = ("@P", "${!", "$[", "$((")
 _DECLARE = {"export", "local", "declare", "typeset", "readonly"}
+
+
+def _evaluating(texts: list[str | None]) -> bool:
+    """Does any of *texts* (words, a here-document's body) make bash evaluate a value as
+    code (``_EVALUATING``, or an array subscript ``${a[…]}``)?"""
+    return any(t and (any(e in t for e in _EVALUATING) or "${" in t and "[" in t)
+               for t in texts)
 
 
 class Targets(list):
@@ -113,7 +126,6 @@ class _Walker:
         words: list[Word] = []
         stack: list[str | None] = []
         stdin: Word | None = None
-        piped = False  # the command after a | (each side of a pipeline is a subshell)
         tokens = tokenize(text)
         i = 0
         while i < len(tokens):
@@ -137,14 +149,8 @@ class _Walker:
                 continue
             if isinstance(tok, Op):
                 if words:
-                    # a pipeline's commands, and one sent to the background, run in
-                    # subshells: their cd and values end with them
-                    kept = (here, dict(self.vars)) if piped or tok.text in _SUBSHELLS else None
                     here = self.run(words, here, found, stdin)
-                    if kept is not None:
-                        here, self.vars = kept
                     words, stdin = [], None
-                piped = tok.text in ("|", "|&")
                 if tok.text == "(":
                     stack.append((here, dict(self.vars)))
                 elif tok.text == ")" and stack:
@@ -180,9 +186,16 @@ class _Walker:
         bare = unwrap(words)[0]
         if not bare:
             return here
+        if not self.runs_writer and _evaluating(
+                [w.text for w in words if w.dynamic] + [stdin.body if stdin else None]):
+            self.runs_writer = True  # `echo '$(cmd)'; echo ${_@P}`: code from a value
         name = posixpath.basename(bare[0].text)
         if name in ("cd", "pushd", "popd") and not bare[0].dynamic:
-            return self.moved(name, bare[1:], here)
+            at = next((k for k, w in enumerate(words) if w is bare[0]), None)
+            if at is not None and all(posixpath.basename(w.text) in _CD_BEFORE or "=" in
+                                      w.text for w in words[:at]):
+                return self.moved(name, bare[1:], here)
+            return here  # `nohup cd src`, `coproc cd src`: not the shell's folder
         found += self.simple(words, here, stdin)
         return here
 
