@@ -466,6 +466,17 @@ def test_git_under_options_or_variables_that_move_its_tree_or_config(tree, tmp_p
     assert any("more than 8 git commands" in note for note in found.unfollowed)
 
 
+def test_git_is_asked_in_the_environment_the_command_inherits(tree, tmp_path, monkeypatch):
+    """A GIT_WORK_TREE the agent's shell inherits sends `git -C other reset --hard` to
+    this tree: the gate asks git in that environment, not a cleaned one."""
+    import subprocess
+    top, other = str(tree), str(tmp_path / "other")
+    for repo in (top, other):
+        subprocess.run(["git", "init", "-q", repo], check=True)
+    monkeypatch.setenv("GIT_WORK_TREE", top)
+    assert read_writes(f"git -C {other} reset --hard", top) == [top]
+
+
 def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tree):
     """git's checkout takes a name that is both a commit and a file for the commit (the
     branch switch writes the whole tree); a file that names no commit is the file."""

@@ -157,6 +157,15 @@ def _why(exc: Exception) -> str:
     return " ".join(str(text).split())  # one line
 
 
+def _unnoted(a, ctx, told: str) -> dict | None:
+    """The allowing answer of a call the backstop takes no note of, *told* handed to the
+    model.  A person's high message is else told by the after-tool hook, which
+    OpenCode's plugin runs only when this answer asks it to: asked only then."""
+    from .where import urgent_waits
+    after = not a.tells_before_tool and a.tells_after_tool and urgent_waits(ctx)
+    return a.allow_noted() if after else a.allow_telling(told)
+
+
 def _answer(value: dict | None, notice: str = "") -> Outcome:
     from ..store.jsontext import dumps
     return Outcome(dumps(value) if value is not None else "", notice)
@@ -193,10 +202,7 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
             news = "\n".join(urgent(ctx))
         targets = a.targets(event_json, ctx)
         if targets is None:
-            # else told by the after-tool hook, which OpenCode's plugin runs only when
-            # asked: asked only here, where the answer can ask it
-            after = not a.tells_before_tool and a.tells_after_tool and urgent_waits(ctx)
-            return _answer(a.allow_noted() if after else a.allow_telling(news))
+            return _answer(_unnoted(a, ctx, news))
         if targets or getattr(targets, "unfollowed", None):
             from .decision import may_write
             verdict = may_write(ctx, targets, auto_claim=auto_claim, pid=pid,
@@ -209,15 +215,10 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
                            verdict.notice)
         # what another session changed of these files (the edit goes on), and the news
         told = "\n".join(t for t in (verdict.warning, news) if t)
-        if getattr(targets, "reads_only", False) and a.after_tool:
-            # a shell command of programs that write no file (ls, grep, git status): no
-            # note to take, no check after it; OpenCode's plugin is asked to run the
-            # after-tool hook only for a high message to tell
-            after = not a.tells_before_tool and a.tells_after_tool and urgent_waits(ctx)
-            return _answer(a.allow_noted() if after else a.allow_telling(told),
-                           verdict.notice)
-        if not a.after_tool:
-            return _answer(a.allow_telling(told), verdict.notice)
+        if not a.after_tool or getattr(targets, "reads_only", False):
+            # no backstop here (Cursor), or a shell command of programs that write no
+            # file (ls, grep, git status): no note to take, no check after it
+            return _answer(_unnoted(a, ctx, told), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
         notices = [verdict.notice, note(ctx, a.call_key(event_json))]

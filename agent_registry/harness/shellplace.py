@@ -54,11 +54,10 @@ class Here:
             self.unfollowed(f"git {args[0]} asked where we cannot follow" if folder is None
                             else f"more than {GIT_RUNS} git commands to look up")
             return None
-        from ..store.git import clean_env, run_git  # only for a command that needs it
+        from ..store.git import run_git  # only for a command that needs it
         from ..store.spawn import TimedOut
-        try:
-            proc = run_git(["-C", folder, *args], check=False, env=clean_env(),
-                           timeout=GIT_SECONDS)
+        try:  # in the environment the agent's command inherits (GIT_WORK_TREE too)
+            proc = run_git(["-C", folder, *args], check=False, timeout=GIT_SECONDS)
         except (OSError, TimedOut) as exc:
             self.walker.git_runs = GIT_RUNS  # one hung: the next would too (a FIFO config)
             why = getattr(exc, "strerror", None) or exc

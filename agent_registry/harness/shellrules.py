@@ -10,8 +10,8 @@ from __future__ import annotations
 import posixpath
 
 from .gitwrites import git_targets, git_writes
-from .shellops import Place, copy_targets, gnu_long, operands, patch_files, word
-from .shelltokens import Word, unwrap
+from .shellops import Place, copy_targets, operands, patch_files, word
+from .shelltokens import Word, gnu_long, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",

@@ -466,8 +466,9 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
     ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
     if they do; the files they write (``time -o FILE``); and whether an assignment
-    before the command (``PAGER=… git log``, ``env X=… ls``) sets its environment.  ``env -S STRING``'s string is read as words of the line; ``sudo -s``
-    or ``-i`` with no command is a shell reading its input."""
+    before the command (``PAGER=… git log``, ``env X=… ls``) sets its environment.
+    ``env -S STRING``'s string is read as words of the line; ``sudo -s`` or ``-i`` with
+    no command is a shell reading its input."""
     i, chdir, splits, shell = 0, None, 0, False
     outputs: list[Word] = []
     assigns = False
