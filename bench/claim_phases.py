@@ -35,8 +35,9 @@ def read(file: Path) -> list[tuple[float, float, str, str]]:
 
 
 def breakdown(lines: list[tuple[float, float, str, str]]) -> dict:
-    """Seconds per column of one claim, with the counts of fetches, pushes lost and
-    waiting polls.  A flock held while publishing an intent counts in ``intent``."""
+    """Seconds per column of one claim, with the counts of fetches, pushes lost,
+    waiting polls and carries (another clone's intent carried once its own claim
+    landed: sync/remote.carry_now).  A flock held while publishing an intent counts in ``intent``."""
     spawn = next(s for s, _, p, _ in lines if p == "spawn")
     answered = next(e for _, e, p, _ in lines if p == "answered")
     own = [x for x in lines if x[2] not in ("spawn", "answered")]
@@ -45,9 +46,11 @@ def breakdown(lines: list[tuple[float, float, str, str]]) -> dict:
     out["start"] = (own[0][0] - spawn) if own else out["total"]
     out["exit"] = (answered - max(e for _, e, _, _ in own)) if own else 0.0
     intents = [(s, e) for s, e, p, _ in own if p == "intent"]
-    counts = {"fetches": 0, "lost": 0, "waiting polls": 0}
+    counts = {"fetches": 0, "lost": 0, "waiting polls": 0, "carries": 0}
     for s, e, phase, detail in own:
-        if phase == "fetch":
+        if phase == "carry":  # its fetch and push are counted in their columns
+            counts["carries"] += 1
+        elif phase == "fetch":
             out["fetch"] += e - s
             counts["fetches"] += 1
         elif phase == "push":
@@ -77,7 +80,7 @@ def report(files: list[Path], slowest: int = 5) -> list[str]:
     if not rows:
         return []
     rows.sort(key=lambda r: -r[1]["total"])
-    extra = ("fetches", "lost", "waiting polls")
+    extra = ("fetches", "lost", "waiting polls", "carries")
     head = ["claim", *COLUMNS, *extra]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 

@@ -364,31 +364,50 @@ def intent_beside_a_claimer(team: Team):
     return a, b, op_id
 
 
-def test_a_push_that_sees_an_intent_makes_the_next_claim_fetch_and_carry_it(team):
+def test_a_push_that_sees_an_intent_carries_it_before_its_claim_ends(team):
     """b claims back to back on its own tip, without a fetch (within FRESH of its last
     one); a, losing the race there, has published an intent.  b's next push is told of
-    it by the remote, so the claim after that fetches first and carries a's claim: it is
-    on the remote, applied once, though a pushed nothing itself.  (Before, b fetched,
-    and helped, only once FRESH ran out.)"""
-    the_next_claim_carries_the_intent_a_push_saw(team)
+    it by the remote, and once it landed that same claim fetches, carries a's claim and
+    pushes it: on the remote, applied once, though a pushed nothing itself and b made no
+    other claim.  (Before, b fetched, and helped, only once FRESH ran out; then at its
+    claim after the one told.)"""
+    the_claim_told_carries_the_intent(team)
 
 
-def test_a_push_over_https_that_sees_an_intent_makes_the_next_claim_fetch_too(https_team):
+def test_a_push_over_https_that_sees_an_intent_carries_it_too(https_team):
     """The same through a real smart-HTTPS server: there git-remote-https reads the
     remote's refs, and its packet trace names them as ``git<``, not ``push<`` (before,
     the check read only the latter and never saw an intent over HTTPS) (issue 35)."""
-    the_next_claim_carries_the_intent_a_push_saw(https_team)
+    the_claim_told_carries_the_intent(https_team)
 
 
-def the_next_claim_carries_the_intent_a_push_saw(team: Team) -> None:
+def the_claim_told_carries_the_intent(team: Team) -> None:
     a, b, op_id = intent_beside_a_claimer(team)
     ok(b(*claim("codex-2", ON_HOT[2])))  # decided on b's tip: its push sees the intent
-    ok(b(*claim("codex-2", ON_HOT[3])))  # fetches first, and carries a's claim
+    assert op_count(team, op_id) == 1  # and carried it once its own claim landed
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
+    ok(b(*claim("codex-2", ON_HOT[3])))  # nothing left to carry: not applied again
     assert op_count(team, op_id) == 1
     assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
     assert [lock_owner_on_remote(team, p) for p in ON_HOT[1:4]] == [["codex-2"]] * 3
     ok(a("sync"))
     assert op_count(team, op_id) == 1 and pending_ids(a) == []
+
+
+def test_a_carry_whose_fetch_fails_is_left_to_the_next_claim(team):
+    """b's push is told of a's intent and lands, but the fetch to carry it fails (here b's
+    upload-pack is a program that exits 1; on a network, a dropped connection): b's claim
+    stands, confirmed, and says nothing of it; b's next claim fetches first and carries
+    a's claim, applied once."""
+    a, b, op_id = intent_beside_a_claimer(team)
+    git(b.cwd, "config", "remote.origin.uploadpack", "false")
+    done = ok(b(*claim("codex-2", ON_HOT[2])))
+    assert done.stderr == "" and lock_owner_on_remote(team, ON_HOT[2]) == ["codex-2"]
+    assert op_count(team, op_id) == 0
+    git(b.cwd, "config", "--unset", "remote.origin.uploadpack")
+    ok(b(*claim("codex-2", ON_HOT[3])))
+    assert op_count(team, op_id) == 1
+    assert lock_owner_on_remote(team, "src/auth.py") == ["kimi-1"]
 
 
 def test_a_push_after_which_the_next_claim_fetches_anyway_takes_no_trace(team):

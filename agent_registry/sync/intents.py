@@ -170,11 +170,12 @@ def push_trace(registry: Registry) -> str:
     return registry.repo.state_path(f"push-{os.getpid()}-{os.urandom(4).hex()}.trace")
 
 
-def note_advertised(registry: Registry, trace: str) -> None:
+def note_advertised(registry: Registry, trace: str) -> bool:
     """After a push: when the remote advertised an intent of another clone on this
     branch that this clone's fetches have not brought (new, or republished), owe a
     fetch, so the next claim fetches and carries it instead of deciding on its own tip
-    (sync/remote._decided_here).  Without this, a clone claiming back to back learns of
+    (sync/remote._decided_here); whether it did (a push that landed carries it at once:
+    sync/remote.carry_now).  Without this, a clone claiming back to back learns of
     an intent only when FRESH runs out, and the clone that published it, losing the race
     to those very claims, waits that long.  The trace is git's, read line by line; a
     transport that does not trace the advertisement owes nothing (FRESH still bounds).
@@ -186,7 +187,7 @@ def note_advertised(registry: Registry, trace: str) -> None:
             text = f.read()
         os.unlink(trace)
     except OSError:
-        return
+        return False
     prefix, tracking = f"refs/heads/{registry.branch}-intents/", tracking_prefix(registry)
     own = None
     for line in text.splitlines():
@@ -201,7 +202,8 @@ def note_advertised(registry: Registry, trace: str) -> None:
             known = None  # cannot tell what this clone has of it: fetch and see
         if clone != own and known != fields[0]:
             owe_fetch(registry)
-            return
+            return True
+    return False
 
 
 def _advertised(line: str) -> tuple[str, str] | None:

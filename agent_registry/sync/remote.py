@@ -77,9 +77,9 @@ LOSSES = 2
 # LOSSES: at 2, a loser whose carry was on its way pushed again and lost to its helper
 MOVED = 3
 # polls in a row that find the remote unmoved before a clone waiting for help pushes again
-# itself: no one is left to carry it.  Fewer is no sign of that: a carry (the push told
-# of the intent, then the claim after it that fetches and carries) takes 2-3 polls of
-# the shard alone at 16 clones (traced: docs/benchmarks.md), and a push of ours then only
+# itself: no one is left to carry it.  Fewer is no sign of that: a carry (a rival's push
+# told of the intent, then its fetch, replay and push: carry_now) takes 2-3 polls of the
+# shard alone at 16 clones (traced: docs/benchmarks.md), and a push of ours then only
 # loses to the one carrying it
 STILL = 3
 BACKOFF_BASE, BACKOFF_CAP = 0.05, 2.0  # full-jitter exponential backoff, in seconds
@@ -231,12 +231,13 @@ def fetch(registry: Registry, narrow: bool = False) -> str | None:
 class PushResult:
     """What a push came to (a plain class: dataclasses imports inspect and ast, ~5 ms
     of every claim through a remote)."""
-    __slots__ = ("ok", "retry", "reason")
+    __slots__ = ("ok", "retry", "reason", "told")
 
-    def __init__(self, ok: bool, retry: bool, reason: str) -> None:
+    def __init__(self, ok: bool, retry: bool, reason: str, told: bool = False) -> None:
         self.ok = ok
         self.retry = retry  # a lost race: fetch and replay, then try again
         self.reason = reason
+        self.told = told  # the remote named an intent here no fetch of ours brought
 
 
 def _mark_fetched(registry: Registry, every: bool = True) -> None:
@@ -290,13 +291,14 @@ def push(registry: Registry, commit: str) -> PushResult:
     # traced: the refs the remote advertises say whether a clone asks for help here;
     # not when the next claim fetches anyway (that fetch brings every intent)
     packets = push_trace(registry) if _may_skip_fetch(registry) else None
+    told = False
     try:
         proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
                        registry.remote, f"{commit}:{dst}",
                        env={**registry.repo.env, "GIT_TRACE_PACKET": packets} if packets else None)
     finally:  # read and removed, whatever came of the push (a timeout leaves it behind)
         if packets:
-            note_advertised(registry, packets)
+            told = note_advertised(registry, packets)
     out = proc.stdout.decode(errors="replace")
     for line in out.splitlines():
         if line.endswith("\t") or "\t" not in line:
@@ -306,7 +308,7 @@ def push(registry: Registry, commit: str) -> PushResult:
             continue
         summary = rest.split("\t")[1] if "\t" in rest else ""
         if flag in (" ", "*", "=", "+"):
-            return PushResult(True, False, summary)
+            return PushResult(True, False, summary, told)
         racing = any(word in summary for word in
                      ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
                       "failed to lock", "cannot lock ref"))
@@ -314,7 +316,7 @@ def push(registry: Registry, commit: str) -> PushResult:
         return PushResult(False, racing, (summary or "rejected") + (f" ({said})" if said else ""))
     err = proc.stderr.decode(errors="replace")
     if proc.returncode == 0:
-        return PushResult(True, False, "pushed")
+        return PushResult(True, False, "pushed", told)
     raise Offline.from_stderr(registry.remote, err, f"git push exited {proc.returncode}",
                               registry.branch)
 
@@ -780,8 +782,11 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             if pushed.ok:
                 with _locked(registry):
                     _advance(registry, tip, seen, last_push_attempts=pushes)
-                return _fate(registry, {**outcome, "pushed": True, "tip": tip,
-                                        "attempts": pushes}, watch)
+                landed = _fate(registry, {**outcome, "pushed": True, "tip": tip,
+                                          "attempts": pushes}, watch)
+                if pushed.told:
+                    carry_now(registry)
+                return landed
             if not pushed.retry:
                 return _stop(registry, outcome, Offline(registry.remote, "denied",
                                                         pushed.reason, registry.branch))
@@ -846,6 +851,33 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 outcome["dropped"] = dropped
             elif watch in state.results:
                 outcome["result"] = state.results[watch]
+
+
+def carry_now(registry: Registry) -> None:
+    """After a push of ours landed and the remote named, in the refs it advertised to it,
+    another clone's intent on this branch that no fetch of ours brought: fetch the branch
+    (narrow), carry it, and push once, before this process ends.  Left to the next claim
+    here (which owes a fetch: note_advertised), a carry took two of this clone's claims,
+    the one told and the one after it, while the loser waited (docs/benchmarks.md).  Best
+    effort: our own operations are on the remote already, so what fails leaves the
+    carry to the next claim, as before (a lost push: the next claim's push takes the
+    carried commits along, or helps again on the new tip; anything else: it owes the
+    fetch), and says nothing."""
+    began = trace.start()
+    try:
+        seen = registry.repo.read_ref(registry.tracking_ref)
+        remote = fetch(registry, narrow=True)
+        with _locked(registry):
+            _rebase(registry, remote, seen)
+        tip = registry.repo.read_ref(registry.ref)
+        pushed = push(registry, tip) if tip and tip != remote else None
+        if pushed is not None and pushed.ok:
+            with _locked(registry):
+                _advance(registry, tip, remote)
+    except (Offline, CasFailed, RegistryError, OSError):
+        owe_fetch(registry)  # the next claim fetches first, and carries it
+        pushed = None
+    trace.note("carry", began, "landed" if pushed is not None and pushed.ok else "left")
 
 
 def drop_carried(registry: Registry) -> str | None:
