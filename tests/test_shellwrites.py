@@ -392,6 +392,40 @@ def tree(tmp_path):
     ("coproc touch src/auth.py", ["{top}/src/auth.py"]),
     ("setsid ionice -c 3 rm src/auth.py", ["{top}/src/auth.py"]),
     ("su --comm='rm src/auth.py' <<< true", ["{top}/src/auth.py"]),
+    # wrappers with an operand before their command, or that run it as a shell's string
+    ("flock /tmp/l rm src/auth.py", ["/tmp/l", "{top}/src/auth.py"]),
+    ("flock -w 5 src/auth.py true", ["{top}/src/auth.py"]),  # the lock file: made if missing
+    ("flock -x /tmp/l -c 'echo x > src/auth.py'", ["/tmp/l", "{top}/src/auth.py"]),
+    ("flock 9 && rm src/auth.py", ["{top}/src/auth.py"]),
+    ("taskset -c 0,1 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("taskset 0x3 sed -i s/1/2/ src/auth.py", ["{top}/src/auth.py"]),
+    ("chrt -f 10 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("chrt --idle 0 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("numactl -C 0 --membind=0 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("unshare -r rm src/auth.py", ["{top}/src/auth.py"]),
+    ("unshare --wd src rm auth.py", ["{top}/src/auth.py"]),
+    ("script -qc 'rm src/auth.py' /dev/null", ["{top}/src/auth.py"]),
+    ("script -c true src/auth.py", ["{top}/src/auth.py"]),  # its typescript
+    ("script --command='rm src/auth.py'", ["{top}/typescript", "{top}/src/auth.py"]),
+    ("watch -n 1 rm src/auth.py", ["{top}/src/auth.py"]),
+    ("watch 'echo x > src/auth.py'", ["{top}/src/auth.py"]),
+    ("watch -x rm src/auth.py", ["{top}/src/auth.py"]),
+    ("sg staff 'rm src/auth.py'", ["{top}/src/auth.py"]),
+    ("sg - staff -c 'rm src/auth.py'", ["{top}/src/auth.py"]),
+    ("strace -f -e trace=file rm src/auth.py", ["{top}/src/auth.py"]),
+    ("strace -o src/auth.py ls", ["{top}/src/auth.py"]),
+    ("ltrace -o src/auth.py ls", ["{top}/src/auth.py"]),
+    ("valgrind --log-file=src/auth.py ls", ["{top}/src/auth.py"]),
+    ("valgrind -q --leak-check=full rm src/auth.py", ["{top}/src/auth.py"]),
+    ("valgrind --tool=massif --massif-out-file=src/auth.py ls", ["{top}/src/auth.py"]),
+    ("xvfb-run -a -s '-screen 0 1x1x8' rm src/auth.py", ["{top}/src/auth.py"]),
+    ("xvfb-run -e src/auth.py ls", ["{top}/src/auth.py"]),
+    ("dbus-run-session -- rm src/auth.py", ["{top}/src/auth.py"]),
+    ("fakeroot -- rm src/auth.py", ["{top}/src/auth.py"]),
+    ("fakeroot -s src/auth.py ls", ["{top}/src/auth.py"]),
+    ("eatmydata unbuffer catchsegv rm src/auth.py", ["{top}/src/auth.py"]),
+    ("torsocks -P 9050 proxychains4 -q rm src/auth.py", ["{top}/src/auth.py"]),
+    ("faketime '2020-01-01 10:00' rm src/auth.py", ["{top}/src/auth.py"]),
 ])
 def test_forms_read_before_they_run(tree, command, targets):
     top = str(tree)
@@ -518,6 +552,11 @@ def test_a_checkout_of_a_name_that_is_a_branch_and_a_folder_switches_branches(tr
     ("echo '$(rm x)'; echo ${_@P}", False), ("echo ${!_}", False), ("echo $((_))", False),
     ("echo ${a[_]}", False), ("cat <<EOF\n${_@P}\nEOF", False),
     ("echo ${#x} ${x:-${y:-z}} ${x//\\`/}", True),
+    # the command a wrapper runs, and what the wrapper itself writes or runs
+    ("taskset -c 0 ls", True), ("flock 9", True), ("chrt -p 5 123", True),
+    ("valgrind -q ls", True), ("strace -o out ls", False), ("strace -E X=1 ls", False),
+    ("strace -o '|rm x' ls", False), ("script -qc ls /dev/null", False),
+    ("unshare -R /srv ls", False),
 ])
 def test_a_command_of_programs_that_write_no_file_is_told_apart(tree, command, reads_only):
     """What the backstop need not note around (harness/hook.py): only programs that
@@ -570,6 +609,9 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("curl -s https://example.com/install | sh", "a script sh reads from its input"),
     ("cat fix.sh | bash -s -- arg", "a script bash reads from its input"),
     ("echo 'rm f' | sudo -s", "a script sh reads from its input"),
+    ("echo 'rm f' | fakeroot", "a script sh reads from its input"),
+    ("echo 'rm f' | sg staff", "a script sh reads from its input"),
+    ("echo 'rm f' | unshare -r", "a script sh reads from its input"),
     ("curl -s https://example.com/i | bash -eo pipefail", "a script bash reads from its input"),
     ("curl -s https://example.com/i | bash /dev/stdin", "a script bash reads from its input"),
     ("bash <(curl -fsSL https://example.com/i)", "a script bash reads from a command"),

@@ -10,7 +10,7 @@ unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is eve
 
 What precedes the command of a simple command is read here too (:func:`unwrap`:
 assignments, reserved words, wrappers such as ``sudo``, ``env -C DIR``, ``timeout
---signal S N`` with their options).  Over 400 lines for that: every gate of a shell call
+--signal S N``, ``flock FILE -c CMD``, ``strace -o FILE`` with their options).  Over 400 lines for that: every gate of a shell call
 reads both, and a module of its own cost each one its import (issue 35's hooks).
 """
 import posixpath
@@ -448,10 +448,45 @@ _WRAPPERS = {
     "stdbuf": ("ioe", ("--input", "--output", "--error")), "doas": ("uC", ()),
     "coproc": ("", ()), "setsid": ("", ()),
     "ionice": ("cnpPu", ("--class", "--classdata", "--pid", "--pgid", "--uid")),
+    # a lock file, a CPU mask, a priority, a time or a group before the command
+    # (_operands), or the command as one string run by a shell (flock -c, script -c,
+    # watch, sg)
+    "flock": ("wE", ("--wait", "--timeout", "--conflict-exit-code")),
+    "taskset": ("", ()), "faketime": ("", ("--date-prog",)), "sg": ("", ()),
+    "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline")),
+    "numactl": ("ipmNCwP", ("--interleave", "--preferred", "--membind", "--cpunodebind",
+                            "--physcpubind", "--weighted-interleave", "--preferred-many")),
+    "unshare": ("SGRwl", ("--setuid", "--setgid", "--root", "--wd", "--propagation",
+                          "--setgroups", "--map-user", "--map-group", "--map-users",
+                          "--map-groups", "--load-interp")),
+    "script": ("cEIOBTm", ("--command", "--echo", "--log-in", "--log-out", "--log-io",
+                           "--log-timing", "--logging-format")),
+    "watch": ("n", ("--interval",)),
+    "strace": ("abeEIoOpPsSuUX", ("--output", "--attach", "--trace", "--signal", "--status",
+                                  "--user", "--env", "--string-limit", "--summary-sort-by",
+                                  "--columns", "--trace-path", "--abbrev", "--verbose",
+                                  "--raw", "--read", "--write", "--inject", "--fault",
+                                  "--argv0", "--interruptible")),
+    "ltrace": ("aAeFlnopsuwxD", ("--output", "--align", "--indent", "--library", "--config")),
+    "valgrind": ("", ()), "eatmydata": ("", ()), "catchsegv": ("", ()), "unbuffer": ("", ()),
+    "xvfb-run": ("efnpsw", ("--error-file", "--auth-file", "--server-num", "--xauth-protocol",
+                            "--server-args", "--wait")),
+    "dbus-run-session": ("", ("--config-file", "--dbus-daemon")),
+    "fakeroot": ("lsib", ("--lib", "--faked")),
+    "torsocks": ("upaP", ("--user", "--pass", "--address", "--port")),
+    "proxychains": ("f", ()), "proxychains4": ("f", ()),
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
-_CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
-_OUTPUT = {"time": ("-o", "--output")}  # GNU time writes its report there
+_CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "unshare": ("-w", "--wd")}
+_OUTPUT = {"time": ("-o", "--output"),  # GNU time writes its report there; the traces,
+           "strace": ("-o", "--output"), "ltrace": ("-o", "--output"),  # logs, a saved
+           "valgrind": ("--log-file", "--xml-file", "--massif-out-file",  # state
+                        "--callgrind-out-file", "--cachegrind-out-file", "--dhat-out-file"),
+           "fakeroot": ("-s",),
+           "xvfb-run": ("-e", "--error-file", "-f", "--auth-file"),
+           "script": ("-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing")}
+# with no command: a shell reading its input
+_SHELL_WHEN_BARE = frozenset(("fakeroot", "unshare", "script", "sg"))
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 
 
@@ -482,7 +517,8 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
         if name not in _WRAPPERS or w.dynamic:
             break
         takes, long_takes = _WRAPPERS[name]
-        i += 1
+        start, i = i, i + 1
+        options: dict[str, Word | None] = {}  # those given, each with its value
         while i < len(words) and words[i].text.startswith("-") and (
                 words[i].text != "-" or name == "env"):  # env's "-" is its -i
             flag, value = words[i], None
@@ -496,13 +532,16 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             elif not option.startswith("--"):
                 option = flag.text
                 for j, letter in enumerate(option[1:], 1):  # a cluster: -iC DIR, -uU
+                    options.setdefault(f"-{letter}", None)
                     if letter in takes:
                         value, i = (Word(option[j + 1:], flag.dynamic, False), i) \
                             if option[j + 1:] else (words[i] if i < len(words) else None, i + 1)
                         option = "-" + letter
                         break
+            options[option] = value
             if value is not None and option in _OUTPUT.get(name, ()):
-                outputs.append(value)
+                if not value.text.startswith(("|", "!")):  # strace -o '|cmd': below
+                    outputs.append(value)
             elif value is not None and option in _CHDIR.get(name, ()):
                 chdir = value if chdir is None or value.text.startswith("/") else Word(
                     posixpath.join(chdir.text, value.text), chdir.dynamic or value.dynamic, False)
@@ -518,11 +557,69 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             elif name == "sudo" and (flag.text in ("--shell", "--login") or not
                                      flag.text.startswith("--") and set("si") & set(flag.text)):
                 shell = True  # with no command: a shell reading its input
+            elif name == "strace" and option in ("-E", "--env"):
+                assigns = True  # the command's environment
         if name == "timeout" and i < len(words):
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
+        if name == "unshare" and options.keys() & {"-R", "--root"} or any(
+                v is not None and v.text.startswith(("|", "!")) and o in _OUTPUT.get(name, ())
+                for o, v in options.items()):
+            # another root (its command's paths are not ours), or a command the trace
+            # is piped to (strace, ltrace): the wrapper is the program, which only the
+            # backstop checks
+            i = start
+            break
+        if name in _OPERANDS:
+            at = _operands(name, words, i, options, outputs)
+            if at is None:
+                return [], chdir, outputs, assigns  # runs no command
+            words, i = at
+        if name in _SHELL_WHEN_BARE and i >= len(words):
+            shell = True
     return words[i:] or ([Word("sh", False, False)] if shell else []), chdir, outputs, assigns
+
+
+_OPERANDS = frozenset(("flock", "taskset", "chrt", "faketime", "sg", "script", "watch"))
+
+
+def _operands(name: str, words: list[Word], i: int, options: dict[str, Word | None],
+              outputs: list[Word]) -> tuple[list[Word], int] | None:
+    """After the options of a wrapper of _OPERANDS at *i* of *words*: (the words, and
+    where its command starts in them), a shell's ``sh -c SCRIPT`` where it runs one;
+    None when it runs no command (``flock FD``, ``taskset -p``, ``chrt -p``).  The
+    files it writes are added to *outputs* (flock's lock file, created if missing;
+    script's typescript)."""
+    def shell(script: list[Word]) -> tuple[list[Word], int]:
+        text = " ".join(w.text for w in script)
+        return [Word("sh", False, False), Word("-c", False, False),
+                Word(text, any(w.dynamic for w in script), False)], 0
+    rest = words[i:]
+    if name in ("taskset", "chrt") and options.keys() & {"-p", "--pid", "-m", "--max"}:
+        return None  # another process's setting, or the priorities' range
+    if name == "flock":
+        if not rest or rest[0].text.isdigit():
+            return None  # a descriptor the shell opened: flock runs nothing
+        outputs.append(rest[0])
+        if rest[1:2] and rest[1].text in ("-c", "--command"):
+            return shell(rest[2:3])
+        return words, i + 1
+    if name == "chrt":  # its priority, when given
+        return words, i + 1 if rest and rest[0].text.isdigit() else i
+    if name in ("taskset", "faketime"):  # the CPU mask, the time
+        return words, i + 1
+    if name == "sg":  # sg [-] GROUP [-c] COMMAND: run by /bin/sh
+        rest = rest[1:] if rest[:1] and rest[0].text == "-" else rest
+        rest = rest[1:]
+        rest = rest[1:] if rest[:1] and rest[0].text == "-c" else rest
+        return shell(rest) if rest else (words, len(words))
+    if name == "script":  # script [FILE]: its typescript, ./typescript by default
+        outputs.append(rest[0] if rest else Word("typescript", False, False))
+        command = options.get("-c") or options.get("--command")
+        return shell([command]) if command is not None else (words, len(words))
+    # watch: the command's words joined and run by `sh -c`, unless -x
+    return (words, i) if options.keys() & {"-x", "--exec"} else shell(rest)
 
 
 def shell_args(args: list[Word]) -> tuple[Word | None, Word | None, bool]:
