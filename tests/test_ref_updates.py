@@ -40,9 +40,11 @@ def test_claims_of_a_kept_registry_start_one_update_ref(repo, logged_git):
             assert registry.claim("s1", [f"src/m{i}/f.py"])["locks"][0]["status"] == "acquired"
         registry.release("s1", ["src/m0/f.py"])
     updates = started(logged_git, "update-ref")
-    # one per reflog reason, whatever the number of writes
+    # one per reflog reason, whatever the number of writes; none for the claims once the
+    # process moves the refs itself (store/looseref.py: the config a second old, which a
+    # slow machine reaches before the first claim)
     claims = [line for line in updates if "agent-registry: claim" in line]
-    assert len(claims) == 1 and len(set(updates)) == len(updates), updates
+    assert len(claims) <= 1 and len(set(updates)) == len(updates), updates
     out = subprocess.run([CLI, "lock", "check", "src/m1/f.py", "src/m0/f.py",
                           "--json"], cwd=repo, capture_output=True, text=True)
     assert [p["state"] for p in json.loads(out.stdout)["paths"]] == \

@@ -452,27 +452,31 @@ _WRAPPERS = {
     # (_operands), or the command as one string run by a shell (flock -c, script -c,
     # watch, sg)
     "flock": ("wE", ("--wait", "--timeout", "--conflict-exit-code")),
-    "taskset": ("", ()), "faketime": ("", ("--date-prog",)), "sg": ("", ()),
+    "taskset": ("", ()), "faketime": ("p", ("--date-prog",)), "sg": ("", ()),
     "chrt": ("TPD", ("--sched-runtime", "--sched-period", "--sched-deadline")),
-    "numactl": ("ipmNCwP", ("--interleave", "--preferred", "--membind", "--cpunodebind",
-                            "--physcpubind", "--weighted-interleave", "--preferred-many")),
+    "numactl": ("ipmNCwPcSfoLMI", ("--interleave", "--preferred", "--membind",
+                                   "--cpunodebind", "--physcpubind", "--weighted-interleave",
+                                   "--preferred-many", "--cpubind", "--shm", "--file",
+                                   "--offset", "--length", "--shmmode", "--shmid")),
     "unshare": ("SGRwl", ("--setuid", "--setgid", "--root", "--wd", "--propagation",
                           "--setgroups", "--map-user", "--map-group", "--map-users",
-                          "--map-groups", "--load-interp")),
-    "script": ("cEIOBTm", ("--command", "--echo", "--log-in", "--log-out", "--log-io",
-                           "--log-timing", "--logging-format")),
-    "watch": ("n", ("--interval",)),
+                          "--map-groups", "--load-interp", "--monotonic", "--boottime")),
+    "script": ("cEIOBTmo", ("--command", "--echo", "--log-in", "--log-out", "--log-io",
+                            "--log-timing", "--logging-format", "--output-limit")),
+    "watch": ("nq", ("--interval", "--equexit")),
     "strace": ("abeEIoOpPsSuUX", ("--output", "--attach", "--trace", "--signal", "--status",
                                   "--user", "--env", "--string-limit", "--summary-sort-by",
                                   "--columns", "--trace-path", "--abbrev", "--verbose",
                                   "--raw", "--read", "--write", "--inject", "--fault",
-                                  "--argv0", "--interruptible")),
+                                  "--argv0", "--interruptible", "--detach-on",
+                                  "--const-print-style", "--summary-columns",
+                                  "--summary-syscall-overhead", "--decode-pids", "--kvm")),
     "ltrace": ("aAeFlnopsuwxD", ("--output", "--align", "--indent", "--library", "--config")),
     "valgrind": ("", ()), "eatmydata": ("", ()), "catchsegv": ("", ()), "unbuffer": ("", ()),
     "xvfb-run": ("efnpsw", ("--error-file", "--auth-file", "--server-num", "--xauth-protocol",
                             "--server-args", "--wait")),
     "dbus-run-session": ("", ("--config-file", "--dbus-daemon")),
-    "fakeroot": ("lsib", ("--lib", "--faked")),
+    "fakeroot": ("lsibf", ("--lib", "--faked", "--fd-base")),
     "torsocks": ("upaP", ("--user", "--pass", "--address", "--port")),
     "proxychains": ("f", ()), "proxychains4": ("f", ()),
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
@@ -482,11 +486,22 @@ _OUTPUT = {"time": ("-o", "--output"),  # GNU time writes its report there; the 
            "strace": ("-o", "--output"), "ltrace": ("-o", "--output"),  # logs, a saved
            "valgrind": ("--log-file", "--xml-file", "--massif-out-file",  # state
                         "--callgrind-out-file", "--cachegrind-out-file", "--dhat-out-file"),
-           "fakeroot": ("-s",),
+           "fakeroot": ("-s",), "numactl": ("-f", "--file", "-S", "--shm"),  # shared memory
            "xvfb-run": ("-e", "--error-file", "-f", "--auth-file"),
            "script": ("-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing")}
 # with no command: a shell reading its input
 _SHELL_WHEN_BARE = frozenset(("fakeroot", "unshare", "script", "sg"))
+# options GNU getopt finds after the operands too (script FILE -c CMD); the operands are
+# kept for _operands
+_PERMUTED = frozenset(("script",))
+# a wrapper whose options are these words only: any other word, a "-30d" too, is its first
+# operand (faketime -f -30d make)
+_ONLY = {"faketime": ("-m", "-f", "-p", "--exclude-monotonic", "--date-prog", "-h", "-v")}
+# what makes a wrapper run its command with more than the command's own doing, as an
+# assignment before it does (the backstop notes around it): an environment (strace -E),
+# code it loads (fakeroot's faked and preloaded library); valgrind, always: its tools
+# write files of their own (TOOL.out.<pid>), as may options in a .valgrindrc
+_MORE = {"strace": ("-E", "--env"), "fakeroot": ("-f", "--faked", "-l", "--lib")}
 _ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?="
 
 
@@ -500,8 +515,9 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
-    if they do; the files they write (``time -o FILE``); and whether an assignment
-    before the command (``PAGER=… git log``, ``env X=… ls``) sets its environment.
+    if they do; the files they write (``time -o FILE``); and whether something before
+    the command makes it more than itself: an assignment setting its environment
+    (``PAGER=… git log``, ``env X=… ls``), or a wrapper of _MORE.
     ``env -S STRING``'s string is read as words of the line; ``sudo -s`` or ``-i`` with
     no command is a shell reading its input."""
     i, chdir, splits, shell = 0, None, 0, False
@@ -519,13 +535,26 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
         takes, long_takes = _WRAPPERS[name]
         start, i = i, i + 1
         options: dict[str, Word | None] = {}  # those given, each with its value
-        while i < len(words) and words[i].text.startswith("-") and (
-                words[i].text != "-" or name == "env"):  # env's "-" is its -i
+        operands: list[Word] = []  # of a _PERMUTED wrapper, met between its options
+        while i < len(words):
             flag, value = words[i], None
+            if not flag.text.startswith("-") or flag.text == "-" and name != "env" or \
+                    name in _ONLY and flag.text not in _ONLY[name]:
+                if name not in _PERMUTED:  # (env's "-" is its -i)
+                    break
+                operands.append(flag)
+                i += 1
+                continue
             i += 1
             if flag.text == "--":
                 break
             option, eq, given = flag.text.partition("=")
+            if option.startswith("--"):  # a start of its name will do (getopt_long)
+                option = gnu_long(option, long_takes)
+            if name == "script" and option.startswith("--tim"):
+                if given:  # --timing=FILE (else to stderr)
+                    outputs.append(Word(given, flag.dynamic, False))
+                continue
             if option.startswith("--") and (eq or option in long_takes):
                 value, i = (Word(given, flag.dynamic, False), i) if eq else \
                     (words[i] if i < len(words) else None, i + 1)
@@ -533,6 +562,11 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
                 option = flag.text
                 for j, letter in enumerate(option[1:], 1):  # a cluster: -iC DIR, -uU
                     options.setdefault(f"-{letter}", None)
+                    if name == "script" and letter == "t":  # -t[FILE]: a value attached
+                        if option[j + 1:]:
+                            outputs.append(Word(option[j + 1:], flag.dynamic, False))
+                        option = "-t"
+                        break
                     if letter in takes:
                         value, i = (Word(option[j + 1:], flag.dynamic, False), i) \
                             if option[j + 1:] else (words[i] if i < len(words) else None, i + 1)
@@ -557,12 +591,17 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             elif name == "sudo" and (flag.text in ("--shell", "--login") or not
                                      flag.text.startswith("--") and set("si") & set(flag.text)):
                 shell = True  # with no command: a shell reading its input
-            elif name == "strace" and option in ("-E", "--env"):
-                assigns = True  # the command's environment
+            elif option in _MORE.get(name, ()):
+                assigns = True
+            elif name == "torsocks" and option == "--shell":  # a shell reading its input,
+                return [Word("sh", False, False)], chdir, outputs, assigns  # whatever follows
+        if operands:
+            words, i = operands + words[i:], 0
         if name == "timeout" and i < len(words):
             i += 1  # the duration
         if name == "nice" and i < len(words) and words[i].text.lstrip("-+").isdigit():
             i += 1
+        assigns = assigns or name == "valgrind"
         if name == "unshare" and options.keys() & {"-R", "--root"} or any(
                 v is not None and v.text.startswith(("|", "!")) and o in _OUTPUT.get(name, ())
                 for o, v in options.items()):
@@ -589,8 +628,7 @@ def _operands(name: str, words: list[Word], i: int, options: dict[str, Word | No
     """After the options of a wrapper of _OPERANDS at *i* of *words*: (the words, and
     where its command starts in them), a shell's ``sh -c SCRIPT`` where it runs one;
     None when it runs no command (``flock FD``, ``taskset -p``, ``chrt -p``).  The
-    files it writes are added to *outputs* (flock's lock file, created if missing;
-    script's typescript)."""
+    files it writes are added to *outputs* (script's typescript)."""
     def shell(script: list[Word]) -> tuple[list[Word], int]:
         text = " ".join(w.text for w in script)
         return [Word("sh", False, False), Word("-c", False, False),
@@ -598,22 +636,21 @@ def _operands(name: str, words: list[Word], i: int, options: dict[str, Word | No
     rest = words[i:]
     if name in ("taskset", "chrt") and options.keys() & {"-p", "--pid", "-m", "--max"}:
         return None  # another process's setting, or the priorities' range
-    if name == "flock":
-        if not rest or rest[0].text.isdigit():
-            return None  # a descriptor the shell opened: flock runs nothing
-        outputs.append(rest[0])
-        if rest[1:2] and rest[1].text in ("-c", "--command"):
+    if name == "flock":  # its lock file is opened, made empty when missing, never changed
+        if len(rest) <= 1:
+            return None  # a descriptor the shell opened (flock 9): it runs nothing
+        if rest[1].text in ("-c", "--command"):
             return shell(rest[2:3])
         return words, i + 1
     if name == "chrt":  # its priority, when given
         return words, i + 1 if rest and rest[0].text.isdigit() else i
     if name in ("taskset", "faketime"):  # the CPU mask, the time
         return words, i + 1
-    if name == "sg":  # sg [-] GROUP [-c] COMMAND: run by /bin/sh
+    if name == "sg":  # sg [-] GROUP [-c] COMMAND: the one word run by /bin/sh -c
         rest = rest[1:] if rest[:1] and rest[0].text == "-" else rest
         rest = rest[1:]
         rest = rest[1:] if rest[:1] and rest[0].text == "-c" else rest
-        return shell(rest) if rest else (words, len(words))
+        return shell(rest[:1]) if rest else (words, len(words))
     if name == "script":  # script [FILE]: its typescript, ./typescript by default
         outputs.append(rest[0] if rest else Word("typescript", False, False))
         command = options.get("-c") or options.get("--command")
