@@ -10,8 +10,9 @@ unquoted brace form (``src/{a,b}.py``) is marked for expansion.  No shell is eve
 
 What precedes the command of a simple command is read here too (:func:`unwrap`:
 assignments, reserved words, wrappers such as ``sudo``, ``env -C DIR``, ``timeout
---signal S N``, ``flock FILE -c CMD``, ``strace -o FILE`` with their options).  Over 400 lines for that: every gate of a shell call
-reads both, and a module of its own cost each one its import (issue 35's hooks).
+--signal S N``, ``flock FILE -c CMD``, ``strace -o FILE`` with their options).  Over 400
+lines for that: every gate of a shell call reads both, and a module of its own cost each
+one its import (issue 35's hooks).
 """
 import posixpath
 
