@@ -84,7 +84,17 @@ RULES = {
         name, args)),
     "tar": lambda name, args, place, stdin: _archives().tar(args),
     "unzip": lambda name, args, place, stdin: _archives().unzip(args),
+    **dict.fromkeys(("black", "ruff", "prettier", "eslint", "gofmt", "goimports",
+                     "clang-format", "rustfmt", "sponge"),
+                    lambda name, args, place, stdin: _tools().formatted(name, args)),
+    **dict.fromkeys(("curl", "wget"),
+                    lambda name, args, place, stdin: _tools().fetched(name, args)),
 }
+
+
+def _tools():
+    from . import shelltools  # only for the commands it reads
+    return shelltools
 
 
 def _archives():

@@ -1,0 +1,160 @@
+"""The shell gate's rules for the tools agents run on files they were given
+(harness/shellrules.py): formatters that rewrite them in place (``black``, ``ruff``,
+``prettier``, ``eslint --fix``, ``gofmt -w``, ``clang-format -i``, ``rustfmt``,
+``sponge``), and downloads into a file (``curl -o``, ``wget``).  Each writes its
+operands only in the modes that write (not ``--check``, ``--diff``, a dry run, the
+standard input); a folder operand stands for every file in it."""
+import posixpath
+
+from .shellops import operands, word
+from .shelltokens import Word
+
+
+# formatters that rewrite the files and folders they are given: (the short options that
+# take a value, the long ones that do, the options that make them write (None: they
+# write unless told not to), those that keep them from writing, the folder they rewrite
+# given no operand (None: none))
+_FORMATTERS = {
+    "black": ("lWtc", ("--line-length", "--target-version", "--include", "--exclude",
+                       "--extend-exclude", "--force-exclude", "--stdin-filename",
+                       "--workers", "--config", "--required-version", "--python-cell-magics",
+                       "--line-ranges", "--enable-unstable-feature", "--code"),
+              None, ("--check", "--diff", "-c", "--code", "--stdin-filename"), None),
+    "prettier": ("", ("--config", "--ignore-path", "--plugin", "--parser", "--print-width",
+                      "--tab-width", "--trailing-comma", "--arrow-parens", "--end-of-line",
+                      "--log-level", "--loglevel", "--cache-location", "--stdin-filepath",
+                      "--config-precedence", "--prose-wrap", "--quote-props",
+                      "--cache-strategy", "--embedded-language-formatting",
+                      "--html-whitespace-sensitivity", "--object-wrap", "--cursor-offset",
+                      "--range-start", "--range-end"),
+                 ("--write", "-w"), ("--stdin-filepath",), None),
+    "eslint": ("cfo", ("--config", "--ext", "--parser", "--parser-options", "--rulesdir",
+                       "--resolve-plugins-relative-to", "--plugin", "--rule", "--env",
+                       "--global", "--ignore-path", "--ignore-pattern", "--format",
+                       "--output-file", "--max-warnings", "--cache-location",
+                       "--cache-strategy", "--fix-type", "--stdin-filename", "--flag",
+                       "--concurrency", "--report-unused-disable-directives-severity",
+                       "--print-config"),
+               ("--fix",), ("--fix-dry-run", "--stdin"), "."),
+    # Go's flags: a word each, one dash or two (-w, -r RULE, -local=PREFIX)
+    **dict.fromkeys(("gofmt", "goimports"), ("", ("r", "local", "srcdir", "cpuprofile",
+                                                  "memprofile", "memrate", "trace"),
+                                             ("-w",), (), None)),
+    # rustfmt also rewrites the module files a `mod` line pulls in: the operand's folder
+    "rustfmt": ("", ("--edition", "--config-path", "--config", "--emit", "--color",
+                     "--print-config", "--style-edition"), None, ("--check",), None),
+    "sponge": ("", (), None, (), None),
+}
+# clang-format's options that may take their value as the next word
+_CLANG_TAKES = ("style", "assume-filename", "lines", "offset", "length", "fallback-style",
+                "cursor", "qualifier-alignment", "files", "ferror-limit")
+# ruff's subcommands that write: `format` (unless --check or --diff), `check --fix`,
+# `--fix-only`, `--add-noqa`; the options of both that take a value, its own before them
+_RUFF_TAKES = ("--config", "--line-length", "--target-version", "--select", "--ignore",
+               "--extend-select", "--exclude", "--extend-exclude", "--cache-dir",
+               "--stdin-filename", "--output-format", "--output-file", "--per-file-ignores",
+               "--extend-per-file-ignores", "--fixable", "--unfixable", "--extend-fixable",
+               "--range", "--dependency", "--extension", "--target", "--python",
+               "--add-noqa")
+
+
+def formatted(name: str, args: list[Word]) -> list[Word]:
+    """The files and folders a formatter rewrites in place: its operands (a folder: each
+    file in it), when the options it is given make it write (``prettier --write``,
+    ``eslint --fix``, ``gofmt -w``, ``clang-format -i``; ``black``, ``ruff format``,
+    ``rustfmt`` but with ``--check`` or ``--diff``), what ``-o``/``--output-file`` names.
+    ``clang-format``'s options are single words (``-style=file``)."""
+    if name == "clang-format":  # LLVM's options: -opt=VALUE, or -opt VALUE for these
+        found, i, given = [], 0, set()
+        while i < len(args):
+            text = args[i].text
+            i += 1
+            option = text.lstrip("-").partition("=")[0]
+            if not text.startswith("-"):
+                found.append(args[i - 1])
+            elif "=" not in text and option in _CLANG_TAKES:
+                i += 1
+            given.add(option)
+        return found if "i" in given and not given & {"n", "dry-run"} else []
+    if name == "ruff":
+        found, options = operands(args, "o", _RUFF_TAKES)  # the subcommand: the first
+        command = found[0].text if found else ""
+        found = found[1:]
+        fixes = options.keys() & {"--fix", "--fix-only", "--add-noqa"} and \
+            "--no-fix" not in options
+        writes = "--stdin-filename" not in options and "--diff" not in options and (
+            command == "format" and "--check" not in options or command == "check" and fixes)
+        output = options.get("-o") or options.get("--output-file")
+        return ([*found] or [word(".")] if writes else []) + ([word(output)] if output else [])
+    takes, long_takes, writing, keeping, default = _FORMATTERS[name]
+    if name in ("gofmt", "goimports"):  # flags until the first operand, as Go reads them
+        i, given = 0, set()
+        while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
+            if args[i].text == "--":
+                i += 1
+                break
+            flag, eq, value = args[i].text.lstrip("-").partition("=")
+            if not eq or value in ("true", "1"):  # -w=false: not given
+                given.add(flag)
+            i += 1 if eq or flag not in long_takes else 2
+        return [a for a in args[i:] if a.text != "-"] if "w" in given else []
+    found, options = operands(args, takes, long_takes)
+    output = options.get("-o") or options.get("--output-file")
+    extra = [word(output)] if output else []
+    if name == "eslint" and "--cache" in options:  # what it learned, for the next run
+        extra.append(word(options.get("--cache-location") or ".eslintcache"))
+    if writing is not None and not options.keys() & set(writing) or \
+            options.keys() & set(keeping) or options.get("--emit") == "stdout":  # rustfmt's
+        return extra
+    found = [_glob_folder(a) if name in ("prettier", "eslint") else
+             word(posixpath.dirname(a.text) or ".") if name == "rustfmt" else a
+             for a in found if a.text != "-"]  # "-": the standard input, no file
+    return [*found] + extra if found or default is None else [word(default), *extra]
+
+
+def _glob_folder(operand: Word) -> Word:
+    """A quoted glob prettier or eslint expands itself (``'src/**/*.js'``): the folder
+    before its first pattern character, which holds every file it can match."""
+    text = operand.text
+    at = min((text.find(c) for c in "*?[{" if c in text), default=-1)
+    if at < 0 or operand.pattern:
+        return operand  # a name, or a glob the shell expanded
+    return word(posixpath.dirname(text[:at]) or ".")
+
+
+def fetched(name: str, args: list[Word]) -> list[Word]:
+    """The files a download writes (``-`` is the standard output): ``curl -o FILE``
+    (``--output``), ``-O`` (each URL's last name), under ``--output-dir``, and the
+    headers and cookies it keeps (``-D``, ``-c``); ``wget -O FILE``
+    (``--output-document``), else each URL's last name (``index.html`` for none) under
+    ``-P DIR``, the host's folder with ``-r``, and its log (``-o``, ``-a``)."""
+    from urllib.parse import urlsplit
+    if name == "curl":
+        found, options = operands(args, "AbcCdDeEFHKmoPQrTuUwxXyYz", (
+            "--output", "--header", "--data", "--data-raw", "--data-binary", "--request",
+            "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--config",
+            "--max-time", "--connect-timeout", "--write-out", "--proxy", "--form",
+            "--upload-file", "--retry", "--range", "--dump-header", "--output-dir"))
+        into = options.get("--output-dir") or ""
+        out = [posixpath.join(into, o) for o in (options.get("-o"), options.get("--output"))
+               if o]
+        if options.keys() & {"-O", "--remote-name", "--remote-name-all"}:
+            out += [posixpath.join(into, posixpath.basename(urlsplit(u.text).path))
+                    for u in found if "://" in u.text]
+        out += [options.get(k) or "" for k in ("-D", "--dump-header", "-c", "--cookie-jar")]
+        return [word(o) for o in out if o and o != "-" and not o.endswith("/")]
+    found, options = operands(args, "OoaPeUtTwQAR", (
+        "--output-document", "--output-file", "--append-output", "--directory-prefix",
+        "--user-agent", "--tries", "--timeout", "--wait", "--quota", "--header",
+        "--user", "--password", "--execute"))
+    out = [options.get(k) or "" for k in ("-o", "--output-file", "-a", "--append-output")]
+    document = options.get("-O") or options.get("--output-document")
+    if document:
+        out.append(document)
+    else:  # each URL's last name (or its host's folder, -r), under -P
+        into = options.get("-P") or options.get("--directory-prefix") or ""
+        for u in (urlsplit(u.text) for u in found if "://" in u.text):
+            last = u.netloc if options.keys() & {"-r", "--recursive", "-m", "--mirror"} \
+                else posixpath.basename(u.path) or "index.html"
+            out.append(posixpath.join(into, last))
+    return [word(o) for o in out if o and o != "-"]
