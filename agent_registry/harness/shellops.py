@@ -24,7 +24,10 @@ class Place:
 
 
 def word(text: str) -> Word:
-    return Word(text, False, False)
+    """A file name a rule took from a word's text (an option's value, part of an
+    operand), expansions kept as written: one with ``$`` or a backquote is the shell's
+    to compute (the walker follows a plain variable, else it cannot tell)."""
+    return Word(text, "$" in text or "`" in text, False)
 
 
 def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = (),
