@@ -146,11 +146,14 @@ def test_a_shell_write_to_a_held_path_is_denied(held, harness):
                     "bash -lc 'cat > src/auth.py <<EOF\nx\nEOF'", "gzip src/auth.py",
                     "timeout --signal KILL 5 rm src/auth.py", "env -C src rm auth.py",
                     "bash <<'EOF'\nrm -f src/auth.py\nEOF", "tar -xzf release.tgz",
-                    "git checkout main", "git pull --rebase", "git co main"):
+                    "git checkout main", "git pull --rebase", "git co main",
+                    "npx prettier@3 --write src/auth.py", "uv run ruff format src",
+                    "python3 -m black src/auth.py"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                        shell(harness, held, command)))
         assert reason and "kimi-1" in reason, command
     for command in ("cat src/auth.py", "echo x > notes.txt", "tar -xf a.tar -C /tmp/x",
+                    "npx prettier --check src",
                     "git switch -c topic",
                     "git commit -m \"$(cat <<'EOF'\nfix: don't stop\nEOF\n)\""):
         assert verdict(harness, hook(held, harness, "pre-tool-use",

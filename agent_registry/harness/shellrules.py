@@ -58,6 +58,9 @@ def _copy(name: str, args: list[Word], place: Place, stdin: Word | None) -> list
 _PACKERS = ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma",
             "unlzma")  # shellarchives.PACKERS
 
+_FORMATTERS = ("black", "ruff", "prettier", "eslint", "gofmt", "goimports", "clang-format",
+               "rustfmt", "sponge")  # read by harness/shelltools.py
+
 # command -> its rule (name, args, place, stdin); harness/shellwrites.RULED names the
 # same commands, so that a command with none is read without importing this module
 RULES = {
@@ -84,9 +87,10 @@ RULES = {
         name, args)),
     "tar": lambda name, args, place, stdin: _archives().tar(args),
     "unzip": lambda name, args, place, stdin: _archives().unzip(args),
-    **dict.fromkeys(("black", "ruff", "prettier", "eslint", "gofmt", "goimports",
-                     "clang-format", "rustfmt", "sponge"),
+    **dict.fromkeys(_FORMATTERS,
                     lambda name, args, place, stdin: _tools().formatted(name, args)),
+    **dict.fromkeys(("go", "cargo"), lambda name, args, place, stdin: _tools().built(
+        name, args)),
     **dict.fromkeys(("curl", "wget"),
                     lambda name, args, place, stdin: _tools().fetched(name, args)),
 }
@@ -141,6 +145,10 @@ def writes(name: str, args: list[Word]) -> bool:
     """Does command *name* write files (those it names, or those it is handed)?"""
     if name in _WRITERS:
         return True
+    if name in _FORMATTERS or name in ("curl", "wget"):  # as when handed one more name
+        handed = Word("https://host/name", False, False)
+        return bool(_tools().formatted(name, [*args, handed]) if name in _FORMATTERS
+                    else _tools().fetched(name, [*args, handed]))
     if name in ("sed", "gsed", "perl"):
         return any(a.text.startswith("-") and not a.text.startswith("--") and "i" in a.text
                    or a.text.startswith("--in-place") for a in args)

@@ -482,6 +482,9 @@ _WRAPPERS = {
     "proxychains": ("f", ()), "proxychains4": ("f", ()),
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
+# package runners, read by harness/shellrunners.py (its RUNNERS), and Python's -m
+RUNNER_NAMES = frozenset(("npx", "bunx", "uvx", "npm", "pnpm", "yarn", "bun", "uv", "poetry",
+                          "pipx", "pipenv"))
 _CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "unshare": ("-w", "--wd")}
 _OUTPUT = {"time": ("-o", "--output"),  # GNU time writes its report there; the traces,
            "strace": ("-o", "--output"), "ltrace": ("-o", "--output"),  # logs, a saved
@@ -512,6 +515,12 @@ def assignment(text: str) -> bool:
     return re.match(_ASSIGNMENT, text) is not None
 
 
+def python_like(name: str) -> bool:
+    """Is *name* a Python interpreter's (``python``, ``python3.12``, ``py``)?"""
+    return name == "py" or name.startswith("python") and name[6:].replace(".", "").isdigit() \
+        or name == "python"
+
+
 def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
@@ -531,6 +540,17 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             assigns = True
             continue
         name = w.text.rpartition("/")[2]
+        if not w.dynamic and (name in RUNNER_NAMES or python_like(name) and any(
+                x.text[:1] == "-" != x.text[1:2] and "m" in x.text for x in words[i + 1:i + 4])):
+            from .shellrunners import joined, run  # only for a runner, or python -m
+            got = run(name, words, i + 1)
+            if got is None:
+                break  # not read: the runner is the program
+            words, i, folder = got
+            assigns = True  # what it fetches by a name need not be the machine's
+            if folder is not None:
+                chdir = joined(chdir, folder)
+            continue
         if name not in _WRAPPERS or w.dynamic:
             break
         takes, long_takes = _WRAPPERS[name]

@@ -1,13 +1,14 @@
 """The shell gate's rules for the tools agents run on files they were given
 (harness/shellrules.py): formatters that rewrite them in place (``black``, ``ruff``,
 ``prettier``, ``eslint --fix``, ``gofmt -w``, ``clang-format -i``, ``rustfmt``,
-``sponge``), and downloads into a file (``curl -o``, ``wget``).  Each writes its
+``sponge``, ``go fmt``, ``cargo fmt``), and downloads into a file (``curl -o``,
+``wget``).  Each writes its
 operands only in the modes that write (not ``--check``, ``--diff``, a dry run, the
 standard input); a folder operand stands for every file in it."""
 import posixpath
 
 from .shellops import operands, word
-from .shelltokens import Word
+from .shelltokens import TOP, Word
 
 
 # formatters that rewrite the files and folders they are given: (the short options that
@@ -110,6 +111,31 @@ def formatted(name: str, args: list[Word]) -> list[Word]:
              word(posixpath.dirname(a.text) or ".") if name == "rustfmt" else a
              for a in found if a.text != "-"]  # "-": the standard input, no file
     return [*found] + extra if found or default is None else [word(default), *extra]
+
+
+def built(name: str, args: list[Word]) -> list[Word]:
+    """What ``go fmt`` and ``cargo fmt`` rewrite: each package's folder (``./...``:
+    the folder and those under it; an import path, which only Go resolves: the whole
+    tree), else the command's folder; ``cargo fmt`` the folder of ``--manifest-path``,
+    else the command's (cargo finds the manifest above it: from a crate's subfolder the
+    files above are the backstop's to check).  Not with ``-n``, ``--check`` (before or
+    after ``--``)."""
+    if not args or args[0].text != "fmt":
+        return []
+    args = args[1:]
+    if name == "go":
+        if any(a.text == "-n" for a in args):
+            return []
+        packages = [a for a in args if not a.text.startswith("-")]
+        return [word(".")] if not packages else [
+            word(posixpath.dirname(p.text) or ".") if p.text.endswith("/...") or
+            p.text == "..." else p if p.text.startswith((".", "/")) else word(TOP)
+            for p in packages]
+    if any(a.text in ("--check", "--help", "-h", "--version") for a in args):
+        return []
+    found, options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))
+    manifest = options.get("--manifest-path")
+    return [word(posixpath.dirname(manifest) or ".") if manifest else word(".")]
 
 
 def _glob_folder(operand: Word) -> Word:
