@@ -31,10 +31,13 @@ def word(text: str) -> Word:
 
 
 def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = (),
-             names: tuple[str, ...] = ()) -> tuple[list[Word], dict[str, str]]:
-    """(the operands, the options given with their values) of a POSIX-style command
-    line; *takes* lists the short options that take an argument; *names*, when given,
-    all the long ones, each also given by an unambiguous start of it."""
+             names: tuple[str, ...] = (), every: list[tuple[str, str]] | None = None
+             ) -> tuple[list[Word], dict[str, str]]:
+    """(the operands, the options given with their values, the last of each) of a
+    POSIX-style command line; *takes* lists the short options that take an argument;
+    *names*, when given, all the long ones, each also given by an unambiguous start of
+    it; *every*, when given, gets each (option, value) in their order (``curl -o a -o
+    b``)."""
     found: list[Word] = []
     options: dict[str, str] = {}
     i = 0
@@ -50,6 +53,8 @@ def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
             if not eq and name in long_takes and i < len(args):
                 value, i = args[i].text, i + 1
             options[name] = value
+            if every is not None:
+                every.append((name, value))
         elif text.startswith("-") and len(text) > 1:
             for j, flag in enumerate(text[1:], 1):
                 if flag in takes:
@@ -57,6 +62,8 @@ def operands(args: list[Word], takes: str = "", long_takes: tuple[str, ...] = ()
                     if not value and i < len(args):
                         value, i = args[i].text, i + 1
                     options["-" + flag] = value
+                    if every is not None:
+                        every.append(("-" + flag, value))
                     break
                 options["-" + flag] = ""
         else:

@@ -11,7 +11,7 @@ import posixpath
 
 from .gitwrites import git_targets, git_writes
 from .shellops import Place, copy_targets, operands, patch_files, word
-from .shelltokens import Word, gnu_long, unwrap
+from .shelltokens import Word, gnu_long, tokenize, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
@@ -78,6 +78,7 @@ RULES = {
     **dict.fromkeys(("cp", "mv", "install", "ln"), _copy),
     "patch": lambda name, args, place, stdin: _patch(args, place, stdin),
     "xargs": lambda name, args, place, stdin: _fed(_xargs_command(args), place, "xargs"),
+    "parallel": lambda name, args, place, stdin: _parallel(args, place),
     "find": lambda name, args, place, stdin: _find(args, place),
     "git": lambda name, args, place, stdin: git_targets(args, place),
     **dict.fromkeys(("chmod", "chown", "chgrp"), lambda name, args, place, stdin: _owned(
@@ -145,6 +146,8 @@ def writes(name: str, args: list[Word]) -> bool:
     """Does command *name* write files (those it names, or those it is handed)?"""
     if name in _WRITERS:
         return True
+    if name in ("go", "cargo"):
+        return bool(_tools().built(name, args))
     if name in _FORMATTERS or name in ("curl", "wget"):  # as when handed one more name
         handed = Word("https://host/name", False, False)
         return bool(_tools().formatted(name, [*args, handed]) if name in _FORMATTERS
@@ -257,10 +260,61 @@ def _xargs_command(args: list[Word]) -> list[Word]:
         i += 1
         if text == "--":
             break
-        if not text.startswith("--") and text[-1] in takes and len(text) == 2 or \
-                text in long_takes:
-            i += 1
+        if text.startswith("--"):
+            i += text in long_takes
+            continue
+        for j, letter in enumerate(text[1:], 1):  # a cluster: -0n 1, -tI {}, -n1
+            if letter in takes:
+                i += j == len(text) - 1  # its value is the next word unless attached
+                break
     return args[i:]
+
+
+# GNU parallel's options: those that take the next word, those that do not; another
+# leaves its command unknown
+_PARALLEL_TAKES = frozenset(("-j", "-a", "-I", "-d", "-E", "-S", "-n", "-N", "-L", "-s", "-C",
+                             "-P", "--jobs", "--arg-file", "--delimiter", "--colsep",
+                             "--max-args", "--max-lines", "--max-chars", "--sshlogin",
+                             "--tagstring", "--results", "--res", "--joblog", "--tmpdir",
+                             "--halt", "--delay", "--timeout", "--retries", "--memfree",
+                             "--load", "--block", "--header", "--env", "--max-procs", "--eof"))
+_PARALLEL_FLAGS = frozenset(("-k", "-q", "-v", "-u", "-0", "-r", "-t", "-X", "-m", "-p",
+                             "--keep-order", "--quote", "--verbose", "--ungroup", "--null",
+                             "--no-run-if-empty", "--dry-run", "--tag", "--line-buffer",
+                             "--group", "--bar", "--progress", "--eta", "--pipe", "--xargs",
+                             "--plus", "--will-cite"))
+
+
+def _parallel(args: list[Word], place: Place) -> list[Word]:
+    """GNU parallel: the files its ``--results`` and ``--joblog`` write, and its command
+    (the words before ``:::``/``::::``, joined and run by a shell) read as xargs's, each
+    run handed names we cannot see; a command it reads from its input, one with shell
+    operators, or an option not known here: it runs what we cannot read."""
+    written: list[Word] = []
+    i, dry = 0, False
+    while i < len(args) and args[i].text.startswith("-"):
+        option, eq, value = args[i].text.partition("=")
+        i += 1
+        if option[:2] in _PARALLEL_TAKES and len(option) > 2 and option[1] != "-":
+            option, value, eq = option[:2], args[i - 1].text[2:], "="  # -j4
+        elif option in _PARALLEL_TAKES and not eq and i < len(args):
+            value, eq, i = args[i].text, "=", i + 1
+        elif option not in _PARALLEL_FLAGS and not (eq and option in _PARALLEL_TAKES):
+            place.unfollowed("parallel runs a command we cannot read")
+            return written
+        dry = dry or option == "--dry-run"
+        if option in ("--results", "--res", "--joblog") and value:
+            written.append(word(value))
+    end = next((k for k in range(i, len(args)) if args[k].text.startswith(":::")), len(args))
+    text = " ".join(a.text for a in args[i:end])
+    if dry:
+        return written
+    command = tokenize(text) if text else []
+    if not command or any(not isinstance(t, Word) for t in command) or \
+            any(a.dynamic for a in args[i:end]):
+        place.unfollowed("parallel runs a command we cannot read")
+        return written
+    return written + _fed(command, place, "parallel")
 
 
 def _fed(command: list[Word], place: Place, how: str) -> list[Word]:

@@ -7,10 +7,10 @@ what it writes.
 A runner is read only as far as its options are known here, each by its whole name
 (uv and poetry take no abbreviation): an option not in its table (it may take the next
 word, or change where the command runs) leaves the runner the program, as before (the
-backstop checks what it did).  What a runner runs is never
-"reads only": the program it fetches by a name need not be the one of that name on the
-machine (``npx sed`` runs the npm package ``sed``), so the backstop notes around it as
-around a command with an assignment before it (shelltokens.unwrap).
+backstop checks what it did).  What a runner runs is never "reads only": the program
+it fetches by a name need not be the one of that name on the machine (``npx sed`` runs
+the npm package ``sed``), so the backstop notes around it (shelltokens.RUNNER).  The
+tokenizer imports this module only for a command that starts with a runner.
 """
 from __future__ import annotations
 
@@ -18,14 +18,25 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .shelltokens import Word  # the tokenizer imports this module: no import back
 
-# options of a runner: (those taking the next word as their value, those that do not,
-# those naming the folder the command runs in, those whose value is a command line a
-# shell runs, those naming a Python module to run instead of a command)
-_NPM = (("-p", "--package", "--cache", "--userconfig", "--registry", "--script-shell",
-         "--shell", "--loglevel"),
-        ("-y", "--yes", "--no", "--no-install", "-q", "--quiet", "--prefer-offline",
-         "--prefer-online", "--offline", "--ignore-scripts", "--foreground-scripts"),
-        (), ("-c", "--call"), ())
+
+def _spec(takes: tuple = (), flags: tuple = (), chdir: tuple = (), shell: tuple = (),
+          joins: tuple = (), module: tuple = (), quirks: tuple = ()) -> dict:
+    """A runner's options: those taking the next word as their value, those that do
+    not, those naming the folder the command runs in (the last one given counts), those
+    whose value is a command line a shell runs (npx -c), those that make the command and
+    its words one line a shell runs (pnpm dlx -c), those naming a Python module to run
+    (uv run -m); and its *quirks*: "npm" (its yes/no options may take ``true``/``false``;
+    a ``--`` after the command ends npm's own options, which it takes from the words
+    before it: npm exec), "dashdash" (the same of a ``--`` after the command: poetry),
+    "expands" (it expands ``$VAR`` in the words itself: a name it computes), "spec" (the
+    command may be a package spec)."""
+    return {"takes": takes + chdir + shell, "flags": flags + joins + module, "chdir": chdir,
+            "shell": shell, "joins": joins, "module": module, "quirks": frozenset(quirks)}
+
+
+_NPM_TAKES = ("--cache", "--userconfig", "--registry", "--script-shell", "--loglevel")
+_NPM_FLAGS = ("-y", "--yes", "--no-install", "-q", "--quiet", "--prefer-offline",
+              "--prefer-online", "--offline", "--ignore-scripts", "--foreground-scripts")
 _UV_TAKES = ("--extra", "--no-extra", "--group", "--no-group", "--only-group",
              "--no-editable-package", "--env-file", "-w", "--with", "--with-editable",
              "--with-requirements", "--package", "--python-platform", "--index",
@@ -48,23 +59,36 @@ _UV_FLAGS = ("--all-extras", "--no-dev", "--only-dev", "--no-default-groups", "-
              "--refresh", "--managed-python", "--no-managed-python",
              "--no-python-downloads", "-q", "--quiet", "-v", "--verbose", "--system-certs",
              "--offline", "--no-progress", "--no-config", "--lfs", "--native-tls")
-_UV = (_UV_TAKES, _UV_FLAGS, ("--directory",), (), ("-m", "--module"))
-_POETRY = (("-P", "--project"), ("-q", "--quiet", "--ansi", "--no-ansi", "-n",
-                                 "--no-interaction", "--no-plugins", "--no-cache", "-v",
-                                 "-vv", "-vvv", "--verbose"), ("-C", "--directory"), (), ())
-_PIPX = (("--python-args", "--with", "--spec", "--python", "--fetch-python", "--index-url",
-          "--pip-args", "--cooldown", "--backend"),
-         ("--quiet", "-q", "--verbose", "-v", "--skip-maintenance", "--global", "--no-cache",
-          "--refresh", "--no-path-check", "--path", "--pypackages", "--fetch-missing-python",
-          "--system-site-packages", "--editable", "-e"), (), (), ())
-_PIPENV = ((), ("--system",), (), (), ())
-# a runner's name -> (the words of its subcommand that runs a command, its options);
-# "" where the runner itself runs it
-RUNNERS = {"npx": ("", _NPM), "bunx": ("", _NPM), "uvx": ("", _UV),
-           "npm": (("exec", "x"), _NPM), "pnpm": (("dlx",), _NPM), "yarn": (("dlx",), _NPM),
-           "bun": (("x",), _NPM), "uv": (("run", "tool run"), _UV),
-           "poetry": (("run",), _POETRY), "pipx": (("run",), _PIPX),
-           "pipenv": (("run",), _PIPENV)}
+_UV = _spec(_UV_TAKES, _UV_FLAGS, chdir=("--directory",), module=("-m", "--module"),
+            quirks=("spec",))
+_BUN = _spec(("-p", "--package"), ("--bun", "--no-install", "--verbose", "--silent"),
+             quirks=("spec",))
+# a runner's name -> (the words of its subcommand that runs a command, "" where the
+# runner itself runs it; its options)
+RUNNERS = {
+    # npx reads -p as --package (npm-cli's own reading of npx's words; it puts a -- before
+    # the command, so a later one is the command's); npm exec reads -p as --parseable
+    "npx": ("", _spec(("-p", "--package", *_NPM_TAKES), _NPM_FLAGS, shell=("-c", "--call"),
+                      quirks=("spec",))),
+    "npm": (("exec", "x"), _spec(("--package", *_NPM_TAKES), _NPM_FLAGS,
+                                 shell=("-c", "--call"), quirks=("npm", "spec"))),
+    "pnpm": (("dlx",), _spec(("--package", "--allow-build"), ("--silent", "-s"),
+                             joins=("-c", "--shell-mode"), quirks=("spec",))),
+    "yarn": (("dlx",), _spec(("-p", "--package"), ("-q", "--quiet"), quirks=("spec",))),
+    "bunx": ("", _BUN), "bun": (("x",), _BUN),
+    "uvx": ("", _UV), "uv": (("run", "tool run"), _UV),
+    "poetry": (("run",), _spec(("-P", "--project"), (
+        "-q", "--quiet", "--ansi", "--no-ansi", "-n", "--no-interaction", "--no-plugins",
+        "--no-cache", "-v", "-vv", "-vvv", "--verbose"), chdir=("-C", "--directory"),
+        quirks=("dashdash",))),
+    "pipx": (("run",), _spec(
+        ("--python-args", "--with", "--spec", "--python", "--fetch-python", "--index-url",
+         "--pip-args", "--cooldown", "--backend"),
+        ("--quiet", "-q", "--verbose", "-v", "--skip-maintenance", "--global", "--no-cache",
+         "--refresh", "--no-path-check", "--path", "--pypackages", "--fetch-missing-python",
+         "--system-site-packages", "--editable", "-e"), quirks=("spec",))),
+    "pipenv": (("run",), _spec((), ("--system",), quirks=("expands",))),
+}
 # Python's options that take the next word, and its one-letter flags
 _PY_TAKES = frozenset("WX")
 _PY_FLAGS = frozenset("bBdEhiIOPqsSuvx")
@@ -76,75 +100,100 @@ def run(name: str, words: list[Word], i: int
         ) -> tuple[list[Word], int, Word | None] | None:
     """After the runner *name* at ``words[i - 1]``: (the words, where the command it runs
     starts in them, the folder it runs it in or None), or None when it is not read
-    here (another subcommand, an option not known, no command)."""
+    here (another subcommand, an option not known, a value the shell computes, no
+    command)."""
     if name not in RUNNERS:  # python -m (shelltokens.python_like)
         return _python(words, i)
-    subcommands, (takes, flags, chdir, shell, module) = RUNNERS[name]
-    takes, flags = takes + chdir + shell, flags + module
+    subcommands, spec = RUNNERS[name]
+    if "expands" in spec["quirks"]:  # pipenv expands $VAR in its words: names computed
+        words = words[:i] + [_word(w, w.text, True) if "$" in w.text else w
+                             for w in words[i:]]
     folder: Word | None = None
-    if subcommands:  # the runner's own options, then the subcommand
-        found = None
-        while i < len(words) and found is None:
-            if words[i].dynamic:
-                return None
-            for sub in subcommands:
-                parts = sub.split()
-                if [w.text for w in words[i:i + len(parts)]] == parts:
-                    found, i = sub, i + len(parts)
-                    break
-            else:
-                got = _option(words, i, takes, flags)
-                if got is None or got[0] in chdir and got[1].dynamic:
-                    return None  # not known here; a folder the shell computes
-                option, value, i = got
-                if option in chdir:
-                    folder = joined(folder, value)
-        if found is None:
-            return None
-    while i < len(words):
+    found, shell, joins = not subcommands, None, False
+    while i < len(words) and (not found or words[i].text.startswith("-")):
         w = words[i]
         if w.dynamic:
             return None
-        if w.text == "--":
+        if found and w.text == "--":
             i += 1
             break
-        if not w.text.startswith("-") or w.text == "-":
-            break
-        got = _option(words, i, takes, flags)
-        if got is None or got[0] in chdir and got[1].dynamic:
+        sub = next((sub for sub in subcommands if [x.text for x in words[i:i + len(
+            sub.split())]] == sub.split()), None) if not found else None
+        if sub is not None:
+            found, i = True, i + len(sub.split())
+            continue
+        got = _option(words, i, spec)
+        if got is None:
             return None
         option, value, i = got
-        if option in chdir:
-            folder = joined(folder, value)
-        elif option in shell and value is not None:  # npx -c 'CMD …': a shell runs it
-            return [_word(w, "sh"), _word(w, "-c"), value], 0, folder
-        elif option in module:  # uv run -m MODULE ARGS
+        if option in spec["chdir"]:
+            folder = value  # the last one counts, from where the runner started
+        elif option in spec["shell"]:
+            shell = value
+        elif option in spec["joins"]:
+            joins = True
+        elif option in spec["module"]:  # uv run -m MODULE ARGS
             if i >= len(words) or words[i].dynamic or words[i].text not in MODULES:
                 return None
             return words, i, folder
+    if not found:
+        return None
+    if shell is not None:  # npx -c 'CMD …': a shell runs it
+        return [_word(shell, "sh"), _word(shell, "-c"), shell], 0, folder
     if i >= len(words) or words[i].dynamic:
         return None
-    return words[:i] + [_word(words[i], _program(words[i].text))] + words[i + 1:], i, folder
+    rest = words[i + 1:]
+    if "--" in [w.text for w in rest] and spec["quirks"] & {"dashdash", "npm"}:
+        # poetry, npm exec: the runner's options until the --, which it drops; the
+        # command's words before and after it (an option not the runner's: the
+        # command's to poetry, npm's to npm)
+        cut = [w.text for w in rest].index("--")
+        before, j = [], 0
+        while j < cut:
+            got = _option(rest, j, spec) if rest[j].text.startswith("-") else None
+            if got is None:
+                if "npm" not in spec["quirks"] or not rest[j].text.startswith("-"):
+                    before.append(rest[j])
+                j += 1
+                continue
+            option, value, j = got
+            if option in spec["chdir"]:
+                folder = value
+        rest = before + rest[cut + 1:]
+    program = _program(words[i].text) if "spec" in spec["quirks"] else words[i].text
+    if program is None:
+        return None
+    words = words[:i] + [_word(words[i], program)] + rest
+    if joins:  # pnpm dlx -c: the program and its words, one line a shell runs
+        line = " ".join(w.text for w in words[i:])
+        return [_word(words[i], "sh"), _word(words[i], "-c"), _word(words[i], line)], 0, folder
+    return words, i, folder
 
 
-def _option(words: list[Word], i: int, takes: tuple[str, ...], flags: tuple[str, ...]
-            ) -> tuple[str, Word | None, int] | None:
+def _option(words: list[Word], i: int, spec: dict) -> tuple[str, Word | None, int] | None:
     """(the option at *i*, its value, the index after them); None when it is not one of
-    *takes* or *flags*."""
+    the runner's, or its value is one the shell computes."""
     text = words[i].text
+    if not text.startswith("-"):
+        return None
     option, eq, given = text.partition("=")
+    takes, flags = spec["takes"], spec["flags"]
     if option in takes:
         if eq:
-            return option, _word(words[i], given, words[i].dynamic), i + 1
-        return (option, words[i + 1], i + 2) if i + 1 < len(words) else None
+            value = _word(words[i], given, words[i].dynamic)
+        elif i + 1 < len(words):
+            value, i = words[i + 1], i + 1
+        else:
+            return None
+        return (option, value, i + 1) if not value.dynamic else None
     if option in flags and not eq:
+        if "npm" in spec["quirks"] and i + 1 < len(words) and \
+                words[i + 1].text in ("true", "false"):
+            i += 1  # npm reads a yes/no option's next word true or false as its value
         return option, None, i + 1
-    if len(text) == 2 or text.startswith("--"):
+    if len(text) == 2 or text.startswith("--") or "-" + text[1:2] not in takes:
         return None
-    short = "-" + text[1:2]  # -pVALUE, a value attached to a short option
-    if short in takes:
-        return short, _word(words[i], text[2:], words[i].dynamic), i + 1
-    return None
+    return "-" + text[1:2], _word(words[i], text[2:], words[i].dynamic), i + 1  # -pVALUE
 
 
 def joined(folder: Word | None, value: Word) -> Word:
@@ -160,13 +209,16 @@ def _word(like: Word, text: str, dynamic: bool = False) -> Word:
     return type(like)(text, dynamic, False)
 
 
-def _program(spec: str) -> str:
+def _program(spec: str) -> str | None:
     """The program a package spec runs: its name without a version, extras or scope
-    (``prettier@3`` -> ``prettier``, ``@biomejs/biome`` -> ``biome``, ``black==24.1``)."""
+    (``prettier@3`` -> ``prettier``, ``@biomejs/biome`` -> ``biome``, ``black==24.1``);
+    None for a spec that is a URL, a git remote, a file or a path (any program)."""
     name = spec[1:].partition("/")[2] if spec.startswith("@") else spec
+    if ":" in name or "/" in name or name.startswith("."):
+        return None
     for mark in ("@", "==", ">=", "<=", "~=", "[", "!="):
         name = name.partition(mark)[0]
-    return name or spec
+    return name or None
 
 
 def _python(words: list[Word], i: int) -> tuple[list[Word], int, None] | None:

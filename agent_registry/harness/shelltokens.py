@@ -482,6 +482,7 @@ _WRAPPERS = {
     "proxychains": ("f", ()), "proxychains4": ("f", ()),
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
+RUNNER = "runner"  # unwrap's "more than itself" for a runner's tool: no environment set
 # package runners, read by harness/shellrunners.py (its RUNNERS), and Python's -m
 RUNNER_NAMES = frozenset(("npx", "bunx", "uvx", "npm", "pnpm", "yarn", "bun", "uv", "poetry",
                           "pipx", "pipenv"))
@@ -521,18 +522,20 @@ def python_like(name: str) -> bool:
         or name == "python"
 
 
-def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool]:
+def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool | str]:
     """*words* without leading assignments, reserved words and wrappers (``sudo``,
     ``env``, ``nohup``, ``time`` …, also by path) and their options; the folder the
     wrappers run the command in (``env -C DIR``, ``sudo -D DIR``, nested ones joined),
     if they do; the files they write (``time -o FILE``); and whether something before
     the command makes it more than itself: an assignment setting its environment
-    (``PAGER=… git log``, ``env X=… ls``), or a wrapper of _MORE.
+    (``PAGER=… git log``, ``env X=… ls``), or a wrapper of _MORE (True), or a package
+    runner (RUNNER: ``npx``, ``uv run`` …, read as the tool it runs,
+    harness/shellrunners.py).
     ``env -S STRING``'s string is read as words of the line; ``sudo -s`` or ``-i`` with
     no command is a shell reading its input."""
     i, chdir, splits, shell = 0, None, 0, False
     outputs: list[Word] = []
-    assigns = False
+    assigns: bool | str = False
     while i < len(words):
         w = words[i]
         if "=" in w.text and assignment(w.text) and not w.text.startswith("="):
@@ -540,14 +543,15 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             assigns = True
             continue
         name = w.text.rpartition("/")[2]
-        if not w.dynamic and (name in RUNNER_NAMES or python_like(name) and any(
-                x.text[:1] == "-" != x.text[1:2] and "m" in x.text for x in words[i + 1:i + 4])):
+        if not w.dynamic and (name in RUNNER_NAMES or python_like(
+                name) and any(x.text[:1] == "-" != x.text[1:2] and "m" in x.text
+                              for x in words[i + 1:i + 4])):
             from .shellrunners import joined, run  # only for a runner, or python -m
             got = run(name, words, i + 1)
             if got is None:
                 break  # not read: the runner is the program
             words, i, folder = got
-            assigns = True  # what it fetches by a name need not be the machine's
+            assigns = assigns or RUNNER  # what it fetches need not be the machine's
             if folder is not None:
                 chdir = joined(chdir, folder)
             continue

@@ -6,6 +6,7 @@
 operands only in the modes that write (not ``--check``, ``--diff``, a dry run, the
 standard input); a folder operand stands for every file in it."""
 import posixpath
+import re
 
 from .shellops import operands, word
 from .shelltokens import TOP, Word
@@ -113,26 +114,59 @@ def formatted(name: str, args: list[Word]) -> list[Word]:
     return [*found] + extra if found or default is None else [word(default), *extra]
 
 
+# go's build flags that take the next word; cargo's options before its subcommand that do
+_GO_TAKES = frozenset(("-C", "-mod", "-modfile", "-p", "-tags", "-overlay", "-pgo",
+                       "-toolexec", "-gcflags", "-ldflags", "-asmflags", "-gccgoflags",
+                       "-compiler", "-installsuffix", "-pkgdir", "-buildmode", "-buildvcs"))
+_CARGO_TAKES = frozenset(("--color", "-Z", "--config", "-C"))
+
+
 def built(name: str, args: list[Word]) -> list[Word]:
-    """What ``go fmt`` and ``cargo fmt`` rewrite: each package's folder (``./...``:
-    the folder and those under it; an import path, which only Go resolves: the whole
-    tree), else the command's folder; ``cargo fmt`` the folder of ``--manifest-path``,
-    else the command's (cargo finds the manifest above it: from a crate's subfolder the
-    files above are the backstop's to check).  Not with ``-n``, ``--check`` (before or
-    after ``--``)."""
-    if not args or args[0].text != "fmt":
+    """What ``go fmt`` and ``cargo fmt`` rewrite.  ``go [-C DIR] fmt [PACKAGES]``: each
+    package's folder (``./…`` and ``../…``; with ``/...``, also those under it; a
+    ``.go`` file, that file), an import path (which only Go resolves) the whole tree,
+    none the command's folder; not with ``-n``.  ``cargo [+TOOLCHAIN] [OPTIONS] fmt``:
+    the command's folder, or ``--manifest-path``'s (cargo finds the manifest above the
+    folder: from a crate's subfolder the files above are the backstop's to check); with
+    ``--all``, ``-p``/``--package``, the whole tree (a workspace's other members); not
+    with ``--check`` or rustfmt's ``--emit stdout``."""
+    i, where = 0, ""
+    while i < len(args) and args[i].text != "fmt":  # the tool's own options
+        text = args[i].text
+        if not text.startswith(("-", "+")):
+            return []  # another subcommand
+        i += 1
+        if text in (_GO_TAKES if name == "go" else _CARGO_TAKES) and i < len(args):
+            if name == "go" and text == "-C":
+                where = args[i].text
+            i += 1
+    if i >= len(args):
         return []
-    args = args[1:]
+    args, top = args[i + 1:], word(TOP)
     if name == "go":
-        if any(a.text == "-n" for a in args):
-            return []
-        packages = [a for a in args if not a.text.startswith("-")]
-        return [word(".")] if not packages else [
-            word(posixpath.dirname(p.text) or ".") if p.text.endswith("/...") or
-            p.text == "..." else p if p.text.startswith((".", "/")) else word(TOP)
-            for p in packages]
-    if any(a.text in ("--check", "--help", "-h", "--version") for a in args):
+        packages, j = [], 0
+        while j < len(args):
+            text = args[j].text
+            j += 1
+            if text == "-n":
+                return []
+            if text in _GO_TAKES:
+                j += 1
+            elif not text.startswith("-"):
+                packages.append(text)
+        found = [top if not p.startswith(("./", "../", "/")) and p != "." and p != ".." and
+                 not p.endswith(".go") else p[:-4] or "." if p.endswith("/...") else p
+                 for p in packages or ["."]]
+        return [f if f is top else word(posixpath.join(where, f) if where else f)
+                for f in found]
+    texts = [a.text for a in args]
+    rustfmt = texts[texts.index("--") + 1:] if "--" in texts else []
+    if "--check" in texts or any(t in ("--emit=stdout", "stdout") for t in rustfmt) or \
+            {"--help", "-h", "--version"} & set(texts):
         return []
+    if {"--all", "-p", "--package"} & set(texts) or any(
+            t.startswith(("--package=", "-p")) for t in texts):
+        return [top]
     found, options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))
     manifest = options.get("--manifest-path")
     return [word(posixpath.dirname(manifest) or ".") if manifest else word(".")]
@@ -156,18 +190,21 @@ def fetched(name: str, args: list[Word]) -> list[Word]:
     ``-P DIR``, the host's folder with ``-r``, and its log (``-o``, ``-a``)."""
     from urllib.parse import urlsplit
     if name == "curl":
+        every: list[tuple[str, str]] = []
         found, options = operands(args, "AbcCdDeEFHKmoPQrTuUwxXyYz", (
             "--output", "--header", "--data", "--data-raw", "--data-binary", "--request",
             "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--config",
             "--max-time", "--connect-timeout", "--write-out", "--proxy", "--form",
-            "--upload-file", "--retry", "--range", "--dump-header", "--output-dir"))
+            "--upload-file", "--retry", "--range", "--dump-header", "--output-dir"),
+            every=every)
         into = options.get("--output-dir") or ""
-        out = [posixpath.join(into, o) for o in (options.get("-o"), options.get("--output"))
-               if o]
+        out = [posixpath.join(into, v) for k, v in every if k in ("-o", "--output") and v]
         if options.keys() & {"-O", "--remote-name", "--remote-name-all"}:
             out += [posixpath.join(into, posixpath.basename(urlsplit(u.text).path))
                     for u in found if "://" in u.text]
-        out += [options.get(k) or "" for k in ("-D", "--dump-header", "-c", "--cookie-jar")]
+        out += [v for k, v in every if k in ("-D", "--dump-header", "-c", "--cookie-jar")]
+        # "#1" in a name: the part of a URL's {a,b} or [1-9] each file takes: its folder
+        out = [posixpath.dirname(o) or "." if re.search("#[0-9]", o) else o for o in out]
         return [word(o) for o in out if o and o != "-" and not o.endswith("/")]
     found, options = operands(args, "OoaPeUtTwQAR", (
         "--output-document", "--output-file", "--append-output", "--directory-prefix",

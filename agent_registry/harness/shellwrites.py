@@ -42,7 +42,7 @@ _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # any other writes none of its operands, read without importing the rules (issue 35)
 RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "sed", "gsed",
                    "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
-                   "chown", "chgrp", "sort", "tar", "unzip", *"gzip gunzip bzip2 bunzip2 xz "
+                   "chown", "chgrp", "sort", "tar", "unzip", "parallel", *"gzip gunzip bzip2 bunzip2 xz "
                    "unxz zstd unzstd lzma unlzma black ruff prettier eslint gofmt goimports "
                    "clang-format rustfmt sponge go cargo curl wget".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
@@ -277,8 +277,9 @@ class _Walker:
                ) -> list[str]:
         words, chdir, outputs, assigns = unwrap(words)
         written = [p for w in outputs for p in self.place(w, here)]  # `time -o FILE`
-        if assigns and words:  # `PAGER=… git log`, `LD_PRELOAD=… ls`: not just a reader
-            self.runs_writer = self.env_set = True
+        if assigns and words:  # `PAGER=… git log`, `LD_PRELOAD=… ls`: not just a reader;
+            self.runs_writer = True  # nor what `npx NAME` fetches (no environment set)
+            self.env_set = self.env_set or assigns is True
         if not words:
             return written
         if chdir is not None:  # `env -C DIR`, `sudo -D DIR`: the command runs there
