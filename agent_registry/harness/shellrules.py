@@ -77,7 +77,7 @@ RULES = {
     "perl": lambda name, args, place, stdin: _perl(args),
     **dict.fromkeys(("cp", "mv", "install", "ln"), _copy),
     "patch": lambda name, args, place, stdin: _patch(args, place, stdin),
-    "xargs": lambda name, args, place, stdin: _fed(_xargs_command(args), place, "xargs"),
+    "xargs": lambda name, args, place, stdin: _fed(*_xargs_command(args), place, "xargs"),
     "parallel": lambda name, args, place, stdin: _parallel(args, place),
     "find": lambda name, args, place, stdin: _find(args, place),
     "git": lambda name, args, place, stdin: git_targets(args, place),
@@ -249,25 +249,41 @@ def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
             patch_files(text, int(strip) if strip and strip.isdigit() else None)]
 
 
-def _xargs_command(args: list[Word]) -> list[Word]:
-    """The command xargs runs: its words after xargs's own options."""
+_XARGS_TAKES = ("--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter",
+                "--arg-file", "--process-slot-var", "--eof")
+_XARGS_NAMES = (*_XARGS_TAKES, "--null", "--no-run-if-empty", "--open-tty", "--interactive",
+                "--verbose", "--exit", "--show-limits", "--replace", "--help", "--version")
+
+
+def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
+    """The command xargs runs (its words after xargs's own options, long ones also by an
+    unambiguous start), and the strings it replaces with each name (``-I R``: R, ``-i``,
+    ``--replace``: ``{}``)."""
     takes = "IEdLnPsa"
-    long_takes = ("--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter",
-                  "--arg-file", "--process-slot-var")
-    i = 0
+    i, marks = 0, ["{}"]
     while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
         text = args[i].text
         i += 1
         if text == "--":
             break
         if text.startswith("--"):
-            i += text in long_takes
+            option, eq, value = text.partition("=")
+            option = gnu_long(option, _XARGS_NAMES)
+            if option == "--replace" and value:
+                marks.append(value)
+            i += not eq and option in _XARGS_TAKES
             continue
         for j, letter in enumerate(text[1:], 1):  # a cluster: -0n 1, -tI {}, -n1
             if letter in takes:
+                value = text[j + 1:] or (args[i].text if i < len(args) else "")
                 i += j == len(text) - 1  # its value is the next word unless attached
+                if letter == "I" and value:
+                    marks.append(value)
                 break
-    return args[i:]
+            if letter == "i" and text[j + 1:]:  # -iR
+                marks.append(text[j + 1:])
+                break
+    return args[i:], tuple(marks)
 
 
 # GNU parallel's options: those that take the next word, those that do not; another
@@ -303,8 +319,11 @@ def _parallel(args: list[Word], place: Place) -> list[Word]:
             place.unfollowed("parallel runs a command we cannot read")
             return written
         dry = dry or option == "--dry-run"
-        if option in ("--results", "--res", "--joblog") and value:
-            written.append(word(value))
+        if option in ("--results", "--res") and "{" in value:
+            place.unfollowed("parallel writes results under names we cannot see")
+        elif option in ("--results", "--res", "--joblog") and value:
+            written.append(word(value[1:] if option == "--joblog" and value[:1] == "+"
+                                else value))  # --joblog +FILE: appended to FILE
     end = next((k for k in range(i, len(args)) if args[k].text.startswith(":::")), len(args))
     text = " ".join(a.text for a in args[i:end])
     if dry:
@@ -314,19 +333,34 @@ def _parallel(args: list[Word], place: Place) -> list[Word]:
             any(a.dynamic for a in args[i:end]):
         place.unfollowed("parallel runs a command we cannot read")
         return written
-    return written + _fed(command, place, "parallel")
+    return written + _fed(command, ("{",), place, "parallel")
 
 
-def _fed(command: list[Word], place: Place, how: str) -> list[Word]:
-    """The files of a command run by xargs or find -exec: those it names, and, when it
-    writes, a note that the names it is handed cannot be followed."""
-    command = unwrap(command)[0]  # `xargs sudo rm`, `-exec timeout 5 rm {} +`
+_FED = [0]  # commands handed names, one inside another (xargs parallel xargs …) now
+
+
+def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str) -> list[Word]:
+    """The files of a command run by xargs, parallel or find -exec: those it names, and,
+    when it writes, or a file it names holds one of *marks* (the strings replaced by a
+    name: ``{}``), or it runs in another folder, a note that the names it is handed
+    cannot be followed."""
+    if _FED[0] >= 8:
+        place.unfollowed(f"{how} runs commands nested too deep to read")
+        return []
+    command, chdir, outputs, _ = unwrap(command)  # `xargs sudo rm`, `-exec timeout 5 rm`
     if not command or command[0].dynamic:
         return []
     name = posixpath.basename(command[0].text)
-    if writes(name, command[1:]) or name in ("sh", "bash", "zsh", "dash"):
+    _FED[0] += 1
+    try:
+        found = targets_of(name, command[1:], place) + outputs
+    finally:
+        _FED[0] -= 1
+    marked = [t for t in found if any(m in t.text for m in marks)]
+    if writes(name, command[1:]) or name in ("sh", "bash", "zsh", "dash") or marked or \
+            chdir is not None and found:
         place.unfollowed(f"{how} hands {name} names we cannot see")
-    return targets_of(name, command[1:], place)
+    return [t for t in found if t not in marked]
 
 
 def _find(args: list[Word], place: Place) -> list[Word]:
@@ -343,6 +377,6 @@ def _find(args: list[Word], place: Place) -> list[Word]:
         elif text in _FIND_ACTIONS:
             end = next((j for j in range(i, len(args)) if args[j].text in (";", "+")),
                        len(args))
-            out += _fed([a for a in args[i:end] if a.text != "{}"], place, f"find {text}")
+            out += _fed(args[i:end], ("{}",), place, f"find {text}")
             i = end + 1
     return out

@@ -34,6 +34,9 @@ def _spec(takes: tuple = (), flags: tuple = (), chdir: tuple = (), shell: tuple 
             "shell": shell, "joins": joins, "module": module, "quirks": frozenset(quirks)}
 
 
+# npm's options that run the command in another folder (a workspace's): not read
+_NPM_MOVES = frozenset(("-w", "--workspace", "--workspaces", "--prefix", "-C",
+                        "--include-workspace-root"))
 _NPM_TAKES = ("--cache", "--userconfig", "--registry", "--script-shell", "--loglevel")
 _NPM_FLAGS = ("-y", "--yes", "--no-install", "-q", "--quiet", "--prefer-offline",
               "--prefer-online", "--offline", "--ignore-scripts", "--foreground-scripts")
@@ -85,7 +88,7 @@ RUNNERS = {
         ("--python-args", "--with", "--spec", "--python", "--fetch-python", "--index-url",
          "--pip-args", "--cooldown", "--backend"),
         ("--quiet", "-q", "--verbose", "-v", "--skip-maintenance", "--global", "--no-cache",
-         "--refresh", "--no-path-check", "--path", "--pypackages", "--fetch-missing-python",
+         "--refresh", "--no-path-check", "--pypackages", "--fetch-missing-python",
          "--system-site-packages", "--editable", "-e"), quirks=("spec",))),
     "pipenv": (("run",), _spec((), ("--system",), quirks=("expands",))),
 }
@@ -109,13 +112,13 @@ def run(name: str, words: list[Word], i: int
         words = words[:i] + [_word(w, w.text, True) if "$" in w.text else w
                              for w in words[i:]]
     folder: Word | None = None
-    found, shell, joins = not subcommands, None, False
+    found, shell, joins, dashed = not subcommands, None, False, False
     while i < len(words) and (not found or words[i].text.startswith("-")):
         w = words[i]
         if w.dynamic:
             return None
         if found and w.text == "--":
-            i += 1
+            i, dashed = i + 1, True  # the runner's own: the words after are the command's
             break
         sub = next((sub for sub in subcommands if [x.text for x in words[i:i + len(
             sub.split())]] == sub.split()), None) if not found else None
@@ -143,31 +146,45 @@ def run(name: str, words: list[Word], i: int
     if i >= len(words) or words[i].dynamic:
         return None
     rest = words[i + 1:]
-    if "--" in [w.text for w in rest] and spec["quirks"] & {"dashdash", "npm"}:
-        # poetry, npm exec: the runner's options until the --, which it drops; the
-        # command's words before and after it (an option not the runner's: the
-        # command's to poetry, npm's to npm)
-        cut = [w.text for w in rest].index("--")
+    texts = [w.text for w in rest]
+    if not dashed and ("npm" in spec["quirks"] or "dashdash" in spec["quirks"] and "--" in texts):
+        # npm exec takes its options from the words after the command too, up to a --;
+        # poetry those before a later --; both drop that --
+        cut = texts.index("--") if "--" in texts else len(rest)
         before, j = [], 0
         while j < cut:
-            got = _option(rest, j, spec) if rest[j].text.startswith("-") else None
-            if got is None:
-                if "npm" not in spec["quirks"] or not rest[j].text.startswith("-"):
-                    before.append(rest[j])
+            if not rest[j].text.startswith("-"):
+                before.append(rest[j])
                 j += 1
                 continue
-            option, value, j = got
+            got = _option(rest, j, spec)
+            if got is None and "dashdash" in spec["quirks"] and not _runners(rest[j].text, spec):
+                before.append(rest[j])  # not poetry's: the command's
+                j += 1
+                continue
+            if got is None and ("dashdash" in spec["quirks"] or rest[j].text.partition(
+                    "=")[0] in _NPM_MOVES or rest[j].dynamic):
+                return None  # poetry's by a start or in a cluster; npm's workspaces
+            option, value, j = got if got is not None else ("", None, j + 1)
             if option in spec["chdir"]:
                 folder = value
         rest = before + rest[cut + 1:]
+    if joins:  # pnpm dlx -c: the command and its words, one line a shell runs
+        line = " ".join(w.text for w in [words[i], *rest])
+        return [_word(words[i], "sh"), _word(words[i], "-c"), _word(words[i], line)], 0, folder
     program = _program(words[i].text) if "spec" in spec["quirks"] else words[i].text
     if program is None:
         return None
-    words = words[:i] + [_word(words[i], program)] + rest
-    if joins:  # pnpm dlx -c: the program and its words, one line a shell runs
-        line = " ".join(w.text for w in words[i:])
-        return [_word(words[i], "sh"), _word(words[i], "-c"), _word(words[i], line)], 0, folder
-    return words, i, folder
+    return words[:i] + [_word(words[i], program)] + rest, i, folder
+
+
+def _runners(text: str, spec: dict) -> bool:
+    """Might *text* be one of the runner's options, as poetry reads them (a long one also
+    by its start, short ones in a cluster; -h and -V too)?"""
+    names = (*spec["takes"], *spec["flags"], "--help", "--version", "-h", "-V")
+    if text.startswith("--"):
+        return any(name.startswith(text.partition("=")[0]) for name in names)
+    return any(len(name) == 2 and name[1] == text[1:2] for name in names)
 
 
 def _option(words: list[Word], i: int, spec: dict) -> tuple[str, Word | None, int] | None:

@@ -518,8 +518,8 @@ def assignment(text: str) -> bool:
 
 def python_like(name: str) -> bool:
     """Is *name* a Python interpreter's (``python``, ``python3.12``, ``py``)?"""
-    return name == "py" or name.startswith("python") and name[6:].replace(".", "").isdigit() \
-        or name == "python"
+    return name in ("py", "python") or name.startswith("python") and \
+        name[6:].replace(".", "").isdigit()
 
 
 def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool | str]:
@@ -533,7 +533,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
     harness/shellrunners.py).
     ``env -S STRING``'s string is read as words of the line; ``sudo -s`` or ``-i`` with
     no command is a shell reading its input."""
-    i, chdir, splits, shell = 0, None, 0, False
+    i, chdir, splits, shell, runners = 0, None, 0, False, 0
     outputs: list[Word] = []
     assigns: bool | str = False
     while i < len(words):
@@ -543,10 +543,13 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
             assigns = True
             continue
         name = w.text.rpartition("/")[2]
-        if not w.dynamic and (name in RUNNER_NAMES or python_like(
-                name) and any(x.text[:1] == "-" != x.text[1:2] and "m" in x.text
-                              for x in words[i + 1:i + 4])):
+        python_m = python_like(name) and any(  # python -m, -Bm, -X dev -m
+            x.text[:1] == "-" != x.text[1:2] and "m" in x.text for x in words[i + 1:i + 4])
+        if not w.dynamic and (name in RUNNER_NAMES or python_m):
             from .shellrunners import joined, run  # only for a runner, or python -m
+            runners += 1
+            if runners > 8:
+                raise Unparsable("too many package runners")
             got = run(name, words, i + 1)
             if got is None:
                 break  # not read: the runner is the program

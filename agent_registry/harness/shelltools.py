@@ -122,38 +122,40 @@ _CARGO_TAKES = frozenset(("--color", "-Z", "--config", "-C"))
 
 
 def built(name: str, args: list[Word]) -> list[Word]:
-    """What ``go fmt`` and ``cargo fmt`` rewrite.  ``go [-C DIR] fmt [PACKAGES]``: each
-    package's folder (``./…`` and ``../…``; with ``/...``, also those under it; a
-    ``.go`` file, that file), an import path (which only Go resolves) the whole tree,
-    none the command's folder; not with ``-n``.  ``cargo [+TOOLCHAIN] [OPTIONS] fmt``:
-    the command's folder, or ``--manifest-path``'s (cargo finds the manifest above the
-    folder: from a crate's subfolder the files above are the backstop's to check); with
-    ``--all``, ``-p``/``--package``, the whole tree (a workspace's other members); not
-    with ``--check`` or rustfmt's ``--emit stdout``."""
+    """What ``go fmt`` and ``cargo fmt`` rewrite.  ``go [-C DIR] fmt [-C DIR] [FLAGS]
+    [PACKAGES]``: each package's folder (``./…`` and ``../…``; with ``/...``, also those
+    under it; a ``.go`` file, that file), an import path (which only Go resolves) the
+    whole tree, none the command's folder; not with ``-n`` (Go's flags end at the first
+    package).  ``cargo [+TOOLCHAIN] [OPTIONS] fmt``: the whole tree (it formats the crate
+    or workspace it finds above the folder: from a subfolder, what is above), or the
+    folder of ``--manifest-path``; not with ``--check`` or rustfmt's ``--emit stdout``."""
     i, where = 0, ""
     while i < len(args) and args[i].text != "fmt":  # the tool's own options
         text = args[i].text
         if not text.startswith(("-", "+")):
             return []  # another subcommand
         i += 1
-        if text in (_GO_TAKES if name == "go" else _CARGO_TAKES) and i < len(args):
-            if name == "go" and text == "-C":
-                where = args[i].text
+        option, eq, value = text.partition("=")
+        if option.lstrip("-") == "C" and name == "go":
+            where, i = (value, i) if eq else (args[i].text if i < len(args) else "", i + 1)
+        elif not eq and text in (_GO_TAKES if name == "go" else _CARGO_TAKES):
             i += 1
     if i >= len(args):
         return []
     args, top = args[i + 1:], word(TOP)
     if name == "go":
-        packages, j = [], 0
-        while j < len(args):
-            text = args[j].text
+        j = 0
+        while j < len(args) and args[j].text.startswith("-"):  # flags end at a package
+            option, eq, value = args[j].text.partition("=")
             j += 1
-            if text == "-n":
+            if option == "-n":
                 return []
-            if text in _GO_TAKES:
+            if option.lstrip("-") == "C":
+                where, j = (posixpath.join(where, value), j) if eq else (posixpath.join(
+                    where, args[j].text if j < len(args) else ""), j + 1)
+            elif not eq and "-" + option.lstrip("-") in _GO_TAKES:
                 j += 1
-            elif not text.startswith("-"):
-                packages.append(text)
+        packages = [a.text for a in args[j:]]
         found = [top if not p.startswith(("./", "../", "/")) and p != "." and p != ".." and
                  not p.endswith(".go") else p[:-4] or "." if p.endswith("/...") else p
                  for p in packages or ["."]]
@@ -164,12 +166,9 @@ def built(name: str, args: list[Word]) -> list[Word]:
     if "--check" in texts or any(t in ("--emit=stdout", "stdout") for t in rustfmt) or \
             {"--help", "-h", "--version"} & set(texts):
         return []
-    if {"--all", "-p", "--package"} & set(texts) or any(
-            t.startswith(("--package=", "-p")) for t in texts):
-        return [top]
     found, options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))
     manifest = options.get("--manifest-path")
-    return [word(posixpath.dirname(manifest) or ".") if manifest else word(".")]
+    return [word(posixpath.dirname(manifest) or ".") if manifest else top]
 
 
 def _glob_folder(operand: Word) -> Word:
@@ -182,6 +181,23 @@ def _glob_folder(operand: Word) -> Word:
     return word(posixpath.dirname(text[:at]) or ".")
 
 
+# curl's options that take a value (an unambiguous start of a long one is that one), the
+# files those of _CURL_WRITES write, and options that take none
+_CURL_TAKES = ("--output", "--header", "--data", "--data-raw", "--data-binary", "--request",
+               "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--config",
+               "--max-time", "--connect-timeout", "--write-out", "--proxy", "--form",
+               "--upload-file", "--retry", "--range", "--dump-header", "--output-dir",
+               "--trace", "--trace-ascii", "--stderr", "--libcurl", "--etag-save",
+               "--etag-compare", "--hsts", "--alt-svc", "--url", "--cacert", "--cert",
+               "--key", "--data-urlencode", "--json", "--limit-rate", "--max-filesize")
+_CURL_WRITES = frozenset(("-D", "--dump-header", "-c", "--cookie-jar", "--trace",
+                          "--trace-ascii", "--stderr", "--libcurl", "--etag-save", "--hsts",
+                          "--alt-svc"))
+_CURL_FLAGS = ("--remote-name", "--remote-name-all", "--globoff", "--silent", "--show-error",
+               "--location", "--fail", "--insecure", "--verbose", "--include", "--head",
+               "--compressed", "--create-dirs", "--remote-header-name", "--progress-bar")
+
+
 def fetched(name: str, args: list[Word]) -> list[Word]:
     """The files a download writes (``-`` is the standard output): ``curl -o FILE``
     (``--output``), ``-O`` (each URL's last name), under ``--output-dir``, and the
@@ -191,20 +207,24 @@ def fetched(name: str, args: list[Word]) -> list[Word]:
     from urllib.parse import urlsplit
     if name == "curl":
         every: list[tuple[str, str]] = []
-        found, options = operands(args, "AbcCdDeEFHKmoPQrTuUwxXyYz", (
-            "--output", "--header", "--data", "--data-raw", "--data-binary", "--request",
-            "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--config",
-            "--max-time", "--connect-timeout", "--write-out", "--proxy", "--form",
-            "--upload-file", "--retry", "--range", "--dump-header", "--output-dir"),
-            every=every)
+        found, options = operands(args, "AbcCdDeEFHKmoPQrTuUwxXyYz", _CURL_TAKES,
+                                  names=_CURL_TAKES + _CURL_FLAGS, every=every)
+        if options.keys() & {"-K", "--config"}:
+            return [word(TOP)]  # a config file may name what it writes: not read
         into = options.get("--output-dir") or ""
         out = [posixpath.join(into, v) for k, v in every if k in ("-o", "--output") and v]
         if options.keys() & {"-O", "--remote-name", "--remote-name-all"}:
-            out += [posixpath.join(into, posixpath.basename(urlsplit(u.text).path))
+            globbed = not options.keys() & {"-g", "--globoff"}
+            out += [posixpath.join(into, "#0" if globbed and re.search(r"[{\[]", u.text)
+                                   else posixpath.basename(urlsplit(u.text).path))
                     for u in found if "://" in u.text]
-        out += [v for k, v in every if k in ("-D", "--dump-header", "-c", "--cookie-jar")]
-        # "#1" in a name: the part of a URL's {a,b} or [1-9] each file takes: its folder
-        out = [posixpath.dirname(o) or "." if re.search("#[0-9]", o) else o for o in out]
+        out += [v for k, v in every if k in _CURL_WRITES]
+        out += [m for k, v in every if k in ("-w", "--write-out")
+                for m in re.findall(r"%output\{([^}]*)\}", v)]
+        # "#1" in a name: the part of a URL's {a,b} or [1-9] each file takes: the folder
+        # before it (a URL's glob with -O: the folder it writes into)
+        out = [posixpath.dirname(o[:m.start()]) or "." if (m := re.search("#[0-9]", o))
+               else o for o in out]
         return [word(o) for o in out if o and o != "-" and not o.endswith("/")]
     found, options = operands(args, "OoaPeUtTwQAR", (
         "--output-document", "--output-file", "--append-output", "--directory-prefix",

@@ -42,9 +42,9 @@ _VARIABLE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 # any other writes none of its operands, read without importing the rules (issue 35)
 RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "sed", "gsed",
                    "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
-                   "chown", "chgrp", "sort", "tar", "unzip", "parallel", *"gzip gunzip bzip2 bunzip2 xz "
-                   "unxz zstd unzstd lzma unlzma black ruff prettier eslint gofmt goimports "
-                   "clang-format rustfmt sponge go cargo curl wget".split()})
+                   "chown", "chgrp", "sort", "tar", "unzip", "parallel", *"gzip gunzip bzip2 "
+                   "bunzip2 xz unxz zstd unzstd lzma unlzma black ruff prettier eslint gofmt "
+                   "goimports clang-format rustfmt sponge go cargo curl wget".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
 _SU = {"su", "runuser"}  # a shell as another user: its -c command
 # what may run a cd in the shell itself (another wrapper runs the cd program, or a
