@@ -249,18 +249,19 @@ def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:
             patch_files(text, int(strip) if strip and strip.isdigit() else None)]
 
 
-_XARGS_TAKES = ("--max-args", "--max-lines", "--max-procs", "--max-chars", "--delimiter",
-                "--arg-file", "--process-slot-var", "--eof")
-_XARGS_NAMES = (*_XARGS_TAKES, "--null", "--no-run-if-empty", "--open-tty", "--interactive",
+_XARGS_TAKES = ("--max-args", "--max-procs", "--max-chars", "--delimiter", "--arg-file",
+                "--process-slot-var")  # --eof, --max-lines, --replace: only with "="
+_XARGS_NAMES = (*_XARGS_TAKES, "--eof", "--max-lines", "--null", "--no-run-if-empty",
+                "--open-tty", "--interactive",
                 "--verbose", "--exit", "--show-limits", "--replace", "--help", "--version")
 
 
 def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
     """The command xargs runs (its words after xargs's own options, long ones also by an
-    unambiguous start), and the strings it replaces with each name (``-I R``: R, ``-i``,
-    ``--replace``: ``{}``)."""
+    unambiguous start), and the strings it replaces with each name (``{}``, and the last
+    ``-I R``, ``-iR``, ``--replace=R``)."""
     takes = "IEdLnPsa"
-    i, marks = 0, ["{}"]
+    i, marks = 0, ["{}", "{}"]
     while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
         text = args[i].text
         i += 1
@@ -270,7 +271,7 @@ def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
             option, eq, value = text.partition("=")
             option = gnu_long(option, _XARGS_NAMES)
             if option == "--replace" and value:
-                marks.append(value)
+                marks[1] = value
             i += not eq and option in _XARGS_TAKES
             continue
         for j, letter in enumerate(text[1:], 1):  # a cluster: -0n 1, -tI {}, -n1
@@ -278,10 +279,10 @@ def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
                 value = text[j + 1:] or (args[i].text if i < len(args) else "")
                 i += j == len(text) - 1  # its value is the next word unless attached
                 if letter == "I" and value:
-                    marks.append(value)
+                    marks[1] = value
                 break
             if letter == "i" and text[j + 1:]:  # -iR
-                marks.append(text[j + 1:])
+                marks[1] = text[j + 1:]
                 break
     return args[i:], tuple(marks)
 
@@ -307,7 +308,7 @@ def _parallel(args: list[Word], place: Place) -> list[Word]:
     run handed names we cannot see; a command it reads from its input, one with shell
     operators, or an option not known here: it runs what we cannot read."""
     written: list[Word] = []
-    i, dry = 0, False
+    i, dry, mark = 0, False, "{"
     while i < len(args) and args[i].text.startswith("-"):
         option, eq, value = args[i].text.partition("=")
         i += 1
@@ -319,6 +320,8 @@ def _parallel(args: list[Word], place: Place) -> list[Word]:
             place.unfollowed("parallel runs a command we cannot read")
             return written
         dry = dry or option == "--dry-run"
+        if option == "-I" and value:
+            mark = value  # the string replaced by each name
         if option in ("--results", "--res") and "{" in value:
             place.unfollowed("parallel writes results under names we cannot see")
         elif option in ("--results", "--res", "--joblog") and value:
@@ -329,14 +332,17 @@ def _parallel(args: list[Word], place: Place) -> list[Word]:
     if dry:
         return written
     command = tokenize(text) if text else []
-    if not command or any(not isinstance(t, Word) for t in command) or \
-            any(a.dynamic for a in args[i:end]):
+    if not command or any(not isinstance(t, Word) or t.subs or t.process for t in command) \
+            or any(a.dynamic for a in args[i:end]):
         place.unfollowed("parallel runs a command we cannot read")
         return written
-    return written + _fed(command, ("{",), place, "parallel")
+    return written + _fed(command, (mark,), place, "parallel")
 
 
 _FED = [0]  # commands handed names, one inside another (xargs parallel xargs …) now
+# what runs the command it is handed (shells, su, busybox's applets)
+_RUNS_OTHERS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "su", "runuser",
+                          "busybox", "eval"))
 
 
 def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str) -> list[Word]:
@@ -349,18 +355,19 @@ def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str) ->
         return []
     command, chdir, outputs, _ = unwrap(command)  # `xargs sudo rm`, `-exec timeout 5 rm`
     if not command or command[0].dynamic:
-        return []
+        return outputs  # what a wrapper writes all the same (`xargs time -o F $CMD`)
     name = posixpath.basename(command[0].text)
     _FED[0] += 1
     try:
         found = targets_of(name, command[1:], place) + outputs
     finally:
         _FED[0] -= 1
-    marked = [t for t in found if any(m in t.text for m in marks)]
-    if writes(name, command[1:]) or name in ("sh", "bash", "zsh", "dash") or marked or \
-            chdir is not None and found:
+    kept = [t for t in found if not any(m in t.text for m in marks)]
+    elsewhere = chdir is not None or how.endswith("dir")  # env -C, find -execdir
+    if writes(name, command[1:]) or name in _RUNS_OTHERS or len(kept) < len(found) or \
+            elsewhere and found:
         place.unfollowed(f"{how} hands {name} names we cannot see")
-    return [t for t in found if t not in marked]
+    return kept
 
 
 def _find(args: list[Word], place: Place) -> list[Word]:

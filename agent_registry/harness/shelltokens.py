@@ -266,6 +266,8 @@ def _ansi_c(text: str, i: int) -> tuple[str, int]:
             if code == 0:  # bash ends the string at a NUL: `$'src/auth.py\0x'` is src/auth.py
                 end = _ansi_c(text, i)[1]
                 return "".join(out), end
+            if code is not None and code > 0x10FFFF:  # no character: bash's own business
+                raise Unparsable("a character escape out of range")
             out.append(chr(code) if code is not None else "")
         elif e == "c" and i < n:  # \cX: control-X
             out.append(chr(ord(text[i]) & 0x1F))

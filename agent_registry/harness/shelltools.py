@@ -148,7 +148,8 @@ def built(name: str, args: list[Word]) -> list[Word]:
         while j < len(args) and args[j].text.startswith("-"):  # flags end at a package
             option, eq, value = args[j].text.partition("=")
             j += 1
-            if option == "-n":
+            if option.lstrip("-") == "n" and (not eq or value in ("true", "1", "t", "T",
+                                                                   "TRUE", "True")):
                 return []
             if option.lstrip("-") == "C":
                 where, j = (posixpath.join(where, value), j) if eq else (posixpath.join(
@@ -168,7 +169,9 @@ def built(name: str, args: list[Word]) -> list[Word]:
         return []
     found, options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))
     manifest = options.get("--manifest-path")
-    return [word(posixpath.dirname(manifest) or ".") if manifest else top]
+    if manifest is None or options.keys() & {"-p", "--package", "--all"}:
+        return [top]  # the crate above the folder, a workspace's other members
+    return [word(posixpath.dirname(manifest) or ".")]
 
 
 def _glob_folder(operand: Word) -> Word:
@@ -204,23 +207,23 @@ def fetched(name: str, args: list[Word]) -> list[Word]:
     headers and cookies it keeps (``-D``, ``-c``); ``wget -O FILE``
     (``--output-document``), else each URL's last name (``index.html`` for none) under
     ``-P DIR``, the host's folder with ``-r``, and its log (``-o``, ``-a``)."""
-    from urllib.parse import urlsplit
     if name == "curl":
         every: list[tuple[str, str]] = []
         found, options = operands(args, "AbcCdDeEFHKmoPQrTuUwxXyYz", _CURL_TAKES,
                                   names=_CURL_TAKES + _CURL_FLAGS, every=every)
-        if options.keys() & {"-K", "--config"}:
-            return [word(TOP)]  # a config file may name what it writes: not read
+        formats = [v for k, v in every if k in ("-w", "--write-out")]
+        if options.keys() & {"-K", "--config"} or any(f.startswith("@") for f in formats):
+            return [word(TOP)]  # a file that may name what it writes: not read
         into = options.get("--output-dir") or ""
         out = [posixpath.join(into, v) for k, v in every if k in ("-o", "--output") and v]
         if options.keys() & {"-O", "--remote-name", "--remote-name-all"}:
             globbed = not options.keys() & {"-g", "--globoff"}
-            out += [posixpath.join(into, "#0" if globbed and re.search(r"[{\[]", u.text)
-                                   else posixpath.basename(urlsplit(u.text).path))
-                    for u in found if "://" in u.text]
+            urls = [u.text for u in found] + [v for k, v in every if k == "--url"]
+            out += [posixpath.join(into, "#0" if globbed and re.search(r"[{\[]", u)
+                                   else _last_name(u)) for u in urls]  # "http://" or not
         out += [v for k, v in every if k in _CURL_WRITES]
-        out += [m for k, v in every if k in ("-w", "--write-out")
-                for m in re.findall(r"%output\{([^}]*)\}", v)]
+        out += [m.removeprefix(">>") for f in formats  # %output{>>F}: appended to F
+                for m in re.findall(r"%output\{([^}]*)\}", f)]
         # "#1" in a name: the part of a URL's {a,b} or [1-9] each file takes: the folder
         # before it (a URL's glob with -O: the folder it writes into)
         out = [posixpath.dirname(o[:m.start()]) or "." if (m := re.search("#[0-9]", o))
@@ -236,8 +239,19 @@ def fetched(name: str, args: list[Word]) -> list[Word]:
         out.append(document)
     else:  # each URL's last name (or its host's folder, -r), under -P
         into = options.get("-P") or options.get("--directory-prefix") or ""
-        for u in (urlsplit(u.text) for u in found if "://" in u.text):
-            last = u.netloc if options.keys() & {"-r", "--recursive", "-m", "--mirror"} \
-                else posixpath.basename(u.path) or "index.html"
+        for u in (u.text for u in found if "://" in u.text):
+            last = _last_name(u, host=bool(options.keys() & {
+                "-r", "--recursive", "-m", "--mirror"})) or "index.html"
             out.append(posixpath.join(into, last))
     return [word(o) for o in out if o and o != "-"]
+
+
+def _last_name(url: str, host: bool = False) -> str:
+    """The last name of *url*'s path (*host*: its host), as a download names its file; a
+    URL that does not parse (``http://[::1/x``), the text after its last ``/``."""
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url if "://" in url else "http://" + url)
+        return parts.netloc if host else posixpath.basename(parts.path)
+    except ValueError:
+        return url.rpartition("/")[2]
