@@ -864,3 +864,13 @@ def test_the_commands_read_without_the_rules_are_those_without_a_rule():
     writes would go unread and the gate would let them through."""
     from agent_registry.harness import shellrules, shellwrites
     assert set(shellrules.RULES) == shellwrites.RULED
+
+
+def test_the_tokenizer_knows_each_runners_subcommands():
+    """shelltokens.RUNNER_NAMES, which spares a command such as `npm test` importing
+    shellrunners, names the first word of each runner's subcommands that run a command."""
+    from agent_registry.harness.shellrunners import RUNNERS
+    from agent_registry.harness.shelltokens import RUNNER_NAMES
+    assert RUNNER_NAMES == {name: tuple(dict.fromkeys(s.split()[0] for s in subs)) or None
+                            for name, (subs, _) in RUNNERS.items()}
+

@@ -485,9 +485,12 @@ _WRAPPERS = {
     **dict.fromkeys(("!", "then", "else", "do", "if", "elif", "while", "until", "{"), ("", ())),
 }
 RUNNER = "runner"  # unwrap's "more than itself" for a runner's tool: no environment set
-# package runners, read by harness/shellrunners.py (its RUNNERS), and Python's -m
-RUNNER_NAMES = frozenset(("npx", "bunx", "uvx", "npm", "pnpm", "yarn", "bun", "uv", "poetry",
-                          "pipx", "pipenv"))
+# package runners, read by harness/shellrunners.py (its RUNNERS), and Python's -m: each
+# with the first word of its subcommands that run a command (None: it runs one itself),
+# so that `npm test` or `uv sync` costs no import
+RUNNER_NAMES = {"npx": None, "bunx": None, "uvx": None, "npm": ("exec", "x"),
+                "pnpm": ("dlx",), "yarn": ("dlx",), "bun": ("x",), "uv": ("run", "tool"),
+                "poetry": ("run",), "pipx": ("run",), "pipenv": ("run",)}
 _CHDIR = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "unshare": ("-w", "--wd")}
 _OUTPUT = {"time": ("-o", "--output"),  # GNU time writes its report there; the traces,
            "strace": ("-o", "--output"), "ltrace": ("-o", "--output"),  # logs, a saved
@@ -547,7 +550,9 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
         name = w.text.rpartition("/")[2]
         python_m = python_like(name) and any(  # python -m, -Bm, -X dev -m
             x.text[:1] == "-" != x.text[1:2] and "m" in x.text for x in words[i + 1:i + 4])
-        if not w.dynamic and (name in RUNNER_NAMES or python_m):
+        runs = name in RUNNER_NAMES and (RUNNER_NAMES[name] is None or any(
+            x.text in RUNNER_NAMES[name] for x in words[i + 1:]))
+        if not w.dynamic and (runs or python_m):
             from .shellrunners import joined, run  # only for a runner, or python -m
             runners += 1
             if runners > 8:
