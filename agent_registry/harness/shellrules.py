@@ -261,7 +261,7 @@ def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
     unambiguous start), and the strings it replaces with each name (``{}``, and the last
     ``-I R``, ``-iR``, ``--replace=R``)."""
     takes = "IEdLnPsa"
-    i, marks = 0, ["{}", "{}"]
+    i, replace = 0, "{}"
     while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
         text = args[i].text
         i += 1
@@ -271,7 +271,7 @@ def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
             option, eq, value = text.partition("=")
             option = gnu_long(option, _XARGS_NAMES)
             if option == "--replace" and value:
-                marks[1] = value
+                replace = value
             i += not eq and option in _XARGS_TAKES
             continue
         for j, letter in enumerate(text[1:], 1):  # a cluster: -0n 1, -tI {}, -n1
@@ -279,12 +279,12 @@ def _xargs_command(args: list[Word]) -> tuple[list[Word], tuple[str, ...]]:
                 value = text[j + 1:] or (args[i].text if i < len(args) else "")
                 i += j == len(text) - 1  # its value is the next word unless attached
                 if letter == "I" and value:
-                    marks[1] = value
+                    replace = value
                 break
             if letter == "i" and text[j + 1:]:  # -iR
-                marks[1] = text[j + 1:]
+                replace = text[j + 1:]
                 break
-    return args[i:], tuple(marks)
+    return args[i:], ("{}", replace)
 
 
 # GNU parallel's options: those that take the next word, those that do not; another

@@ -213,14 +213,6 @@ def _option(words: list[Word], i: int, spec: dict) -> tuple[str, Word | None, in
     return "-" + text[1:2], _word(words[i], text[2:], words[i].dynamic), i + 1  # -pVALUE
 
 
-def joined(folder: Word | None, value: Word) -> Word:
-    """The folder *value* names, from *folder* (nested runners' folders joined)."""
-    if folder is None or value.text.startswith("/"):
-        return value
-    import posixpath
-    return _word(value, posixpath.join(folder.text, value.text), folder.dynamic or value.dynamic)
-
-
 def _word(like: Word, text: str, dynamic: bool = False) -> Word:
     """A word of *text*, made as *like* was (the tokenizer's type)."""
     return type(like)(text, dynamic, False)

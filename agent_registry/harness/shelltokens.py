@@ -521,6 +521,13 @@ def assignment(text: str) -> bool:
     return re.match(_ASSIGNMENT, text) is not None
 
 
+def joined(folder: Word | None, value: Word) -> Word:
+    """The folder *value* names, from *folder* (nested wrappers' and runners' folders)."""
+    if folder is None or value.text.startswith("/"):
+        return value
+    return Word(posixpath.join(folder.text, value.text), folder.dynamic or value.dynamic, False)
+
+
 def python_like(name: str) -> bool:
     """Is *name* a Python interpreter's (``python``, ``python3.12``, ``py``)?"""
     return name in ("py", "python") or name.startswith("python") and \
@@ -553,7 +560,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
         runs = name in RUNNER_NAMES and (RUNNER_NAMES[name] is None or any(
             x.text in RUNNER_NAMES[name] for x in words[i + 1:]))
         if not w.dynamic and (runs or python_m):
-            from .shellrunners import joined, run  # only for a runner, or python -m
+            from .shellrunners import run  # only for a runner, or python -m
             runners += 1
             if runners > 8:
                 raise Unparsable("too many package runners")
@@ -612,8 +619,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], Word | None, list[Word], bool
                 if not value.text.startswith(("|", "!")):  # strace -o '|cmd': below
                     outputs.append(value)
             elif value is not None and option in _CHDIR.get(name, ()):
-                chdir = value if chdir is None or value.text.startswith("/") else Word(
-                    posixpath.join(chdir.text, value.text), chdir.dynamic or value.dynamic, False)
+                chdir = joined(chdir, value)
             elif value is not None and name == "env" and option in ("-S", "--split-string"):
                 splits += 1
                 if splits > 8:
