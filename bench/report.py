@@ -188,7 +188,7 @@ def render(run: dict, results: list, profile: dict | None, stats) -> str:
 
 def _profile_lines(profile: dict) -> list[str]:
     phases = profile["phases"]
-    out = ["", f"### Where the time goes: one whole-process `lock acquire` (state small)", "",
+    out = ["", "### Where the time goes: one whole-process `lock acquire` (state small)", "",
            f"Median over {phases['reps']} runs of an instrumented runner "
            "(`bench/claim_runner.py`: the library's git-facing functions wrapped with timers, "
            "exclusive time, nothing in `agent_registry` changed; it imports nothing of its own "

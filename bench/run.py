@@ -28,7 +28,6 @@ A benchmark, not a test: it asserts nothing about time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import platform
 import resource

@@ -2,7 +2,6 @@
 (install, uninstall, status: ``harness.install``; the hooks: ``harness.hook``)."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import posixpath
 
-from .shellops import TOP, Place, copy_targets, operands, patch_files, word
-from .shelltokens import Word
+from .shellops import Place, copy_targets, operands, patch_files, word
+from .shelltokens import TOP, Word
 
 _STASH_READS = {"list", "show", "drop", "clear", "create", "store"}
 _RESET_TREE = {"--hard", "--merge", "--keep"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 
 from ..store.lazyre import LazyPattern
-from .shelltokens import TOP, Word, gnu_long  # noqa: F401  (the rules' TOP)
+from .shelltokens import Word, gnu_long
 
 _DIFF_FILE = LazyPattern(r"(?m)^(?:\+\+\+|---|\*\*\*) (\S[^\t\n]*?)\s*(?:\t.*)?$")
 _GIT_HEADER = LazyPattern(r"(?m)^diff --git (\S+) (\S+)$")

@@ -167,7 +167,7 @@ def built(name: str, args: list[Word]) -> list[Word]:
     if "--check" in texts or any(t in ("--emit=stdout", "stdout") for t in rustfmt) or \
             {"--help", "-h", "--version"} & set(texts):
         return []
-    found, options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))
+    options = operands(args, "p", ("--manifest-path", "--package", "--message-format"))[1]
     manifest = options.get("--manifest-path")
     if manifest is None or options.keys() & {"-p", "--package", "--all"}:
         return [top]  # the crate above the folder, a workspace's other members

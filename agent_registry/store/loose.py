@@ -10,7 +10,6 @@ and the caller asks git, which reads it as before; objects are named by their
 content, so both answers agree.  git says "missing" both for a name not in a tree and
 for an object it cannot read: store/git.py's walk tells those two apart.
 """
-import os
 import zlib
 
 from .rawfile import read_bytes

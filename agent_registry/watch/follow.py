@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 
 from . import notify
-from ..errors import BadInput, Refused, RegistryError
+from ..errors import BadInput, Refused
 from ..store.atomic import replace_file
 from ..store.procinfo import hostname, is_alive, start_time
 from ..branch.clones import Clones, MainView, clone_patterns
