@@ -493,6 +493,112 @@ def test_a_command_that_leaves_the_repository_is_checked_where_it_started(held, 
     assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
 
 
+# -- calls that overlap, and calls whose after-tool event never comes ----------------
+
+WRITES_AUTH = "python3 -c \"open('src/auth.py', 'w').write('the agent was here\\n')\""
+
+
+def pre(repo: Path, command: str, call_id: str) -> dict:
+    event = call("claude", repo, command, call_id)
+    assert verdict("claude", hook(repo, "claude", "pre-tool-use", event)) is None
+    return event
+
+
+def post(repo: Path, event: dict) -> str | None:
+    proc = hook(repo, "claude", "post-tool-use", {**event, "hook_event_name": "PostToolUse"})
+    assert proc.returncode == 0, proc.stderr
+    return told("claude", proc)
+
+
+def aged(repo: Path, call_id: str, seconds: float) -> None:
+    """The note of *call_id* as if taken *seconds* ago (its age is its file's time)."""
+    import time
+    note = repo / ".git" / "agent-registry" / "backstop" / f"claude-{NATIVE}-{call_id}.note"
+    os.utime(note, (time.time() - seconds,) * 2)
+
+
+def test_a_call_noted_while_another_had_written_puts_back_the_holders_version(held):
+    """Two tool calls at once (parallel calls, a subagent): the second is noted while the
+    first's command has written a held file.  The first's check puts the holder's version
+    back; the second's then finds the file as that check left it, not as its own note
+    says: it is neither told it changed the file nor puts the first command's bytes back."""
+    first = pre(held, WRITES_AUTH, "call-1")
+    subprocess.run(["bash", "-c", WRITES_AUTH], cwd=held, check=True)
+    second = pre(held, UNSEEN, "call-2")
+    assert "kimi-1" in post(held, first)
+    assert post(held, second) is None
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_a_call_noted_while_another_had_written_that_writes_too_gets_the_holders_back(held):
+    first = pre(held, WRITES_AUTH, "call-1")
+    subprocess.run(["bash", "-c", WRITES_AUTH], cwd=held, check=True)
+    second = pre(held, UNSEEN, "call-2")
+    assert "kimi-1" in post(held, first)
+    (held / "src" / "auth.py").write_text("the second call's bytes\n")
+    assert "kimi-1" in post(held, second)
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+
+
+def test_a_call_that_never_ended_is_told_not_put_back_over_the_holders_later_work(held):
+    """A call denied at the harness's prompt (or interrupted) gets no after-tool event.
+    Its note, once after.LEFTOVER old, is told to the agent by its session's next call,
+    and nothing is put back: the holder's work since stays."""
+    pre(held, UNSEEN, "call-a")
+    later = "auth = 3  # ten more minutes of kimi-1's work\n"
+    (held / "src" / "auth.py").write_text(later)
+    aged(held, "call-a", 700)
+    text = post(held, pre(held, UNSEEN, "call-b"))
+    assert "src/auth.py" in text and "kimi-1" in text and "nothing was put back" in text
+    assert (held / "src" / "auth.py").read_text() == later
+    assert blob(held, text, "git show") == HOLDERS_WORK
+    assert post(held, pre(held, UNSEEN, "call-c")) is None  # told once
+
+
+def test_a_call_that_never_ended_says_nothing_of_a_file_no_longer_held(held, run):
+    pre(held, UNSEEN, "call-a")
+    run("lock", "release", "src/auth.py", "--session", "kimi-1")
+    (held / "src" / "auth.py").write_text("free to write now\n")
+    aged(held, "call-a", 700)
+    assert post(held, pre(held, UNSEEN, "call-b")) is None
+    assert (held / "src" / "auth.py").read_text() == "free to write now\n"
+
+
+def test_a_long_call_told_as_a_leftover_is_still_checked_when_it_ends(held):
+    """A command that runs past after.LEFTOVER: another call's check tells its note (it
+    cannot know the call still runs) and keeps it; the call's own after-tool event then
+    checks it in full."""
+    long = pre(held, WRITES_AUTH, "call-long")
+    aged(held, "call-long", 700)
+    assert post(held, pre(held, UNSEEN, "call-short")) is None  # nothing changed yet
+    subprocess.run(["bash", "-c", WRITES_AUTH], cwd=held, check=True)
+    assert "kimi-1" in post(held, long)
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert not list((held / ".git" / "agent-registry" / "backstop").glob("*.note*"))
+
+
+def test_a_file_put_back_keeps_its_permission_bits(held):
+    auth = held / "src" / "auth.py"
+    auth.chmod(0o600)
+    assert "kimi-1" in around("claude", held, WRITES_AUTH)
+    assert auth.read_text() == HOLDERS_WORK and auth.stat().st_mode & 0o777 == 0o600
+
+
+def test_after_tool_hooks_of_many_calls_at_once_all_answer(held):
+    """Parallel calls of one session: each after-tool hook looks at the notes' folder
+    while the others take their notes from it; none may fail on a note taken meanwhile."""
+    from concurrent.futures import ThreadPoolExecutor
+    for round_ in range(3):
+        events = [pre(held, UNSEEN, f"r{round_}-{i}") for i in range(8)]
+        for event in events:
+            aged(held, event["tool_use_id"], 700)  # each a leftover to the others
+        with ThreadPoolExecutor(8) as pool:
+            procs = list(pool.map(lambda e: hook(held, "claude", "post-tool-use", {
+                **e, "hook_event_name": "PostToolUse"}), events))
+        assert all(p.returncode == 0 for p in procs), [p.stderr for p in procs]
+    assert not list((held / ".git" / "agent-registry" / "backstop").glob("*.note"))
+
+
 def test_a_failed_command_is_checked_too(held):
     text = around("claude", held, "python3 -c \"open('src/auth.py', 'w').write('x')\"; exit 3",
                   event="PostToolUseFailure")

@@ -34,7 +34,11 @@ except ImportError:  # another Python than CPython
 
 from .ids import call_key, safe, urgent_waits
 
-LEFTOVER = 600  # seconds after which a note no after-tool event took is checked anyway
+# seconds after which a note no after-tool event took (a call denied, or interrupted) is
+# told to the agent by another call of its session, nothing put back (harness/putback.py)
+LEFTOVER = 600
+LATE = ".late"  # a leftover note once told: its own after-tool event may still come
+LATE_KEPT = 86400  # seconds a told leftover waits for it
 MODES = {"file": "100644", "exec": "100755", "link": "120000"}
 SUFFIX = ".note"
 NOTE_LINES = 5  # the call, who holds what, the noted paths, their blobs and modes, stats
@@ -320,12 +324,17 @@ def quick(harness: str, raw: str, env: dict) -> bool:
         return False
     old = time.time() - LEFTOVER
     mine_prefix = prefix(harness, native)
-    if any(e.name.startswith(mine_prefix) and e.path != mine and e.name.endswith(SUFFIX)
-           and e.stat().st_mtime < old for e in entries):
+    try:
+        if any(e.name.startswith(mine_prefix) and e.path != mine and e.name.endswith(SUFFIX)
+               and e.stat().st_mtime < old for e in entries):
+            return False
+    except FileNotFoundError:  # a note another after-tool hook took meanwhile: the whole
+        # hook looks again
         return False
-    if not any(e.path == mine for e in entries):
-        return True
-    return _unchanged(mine, info)
+    names = {e.path for e in entries}
+    if mine + LATE in names:  # told as a leftover, its call was still running
+        return False
+    return mine not in names or _unchanged(mine, info)
 
 
 def _unchanged(path: str, info) -> bool:

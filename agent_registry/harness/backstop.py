@@ -26,8 +26,10 @@ files are written, only back to the bytes noted a moment before, and nothing is 
 either way: the replaced version is a blob first.  A holder's own edit made while the
 other agent's command ran cannot be told apart from that command's; it is kept as a blob
 too and the holder is told.  In a separate worktree (the holder works elsewhere: another
-worktree, another host) nothing of the holder's is at stake, so the change is reported,
-not undone, and the commit guard refuses to commit it.
+worktree, another host) the holder's files are not in this tree, so the change is
+reported, not undone, and the commit guard refuses to commit it.  Only this working tree
+is noted: a write by path into the holder's own worktree from here is the gate's to
+refuse, or the commit guard's there.
 """
 import os
 import time

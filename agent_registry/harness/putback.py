@@ -11,8 +11,8 @@ import time
 from ..errors import BadInput, RegistryError, Unreadable
 from ..store.jsontext import loads
 from ..store.layout import RepoInfo
-from .after import (LEFTOVER, MODES, SUFFIX, folder, note_name, noted_blobs, noted_paths,
-                    prefix, read_note, state_of, untrusted)
+from .after import (LATE, LATE_KEPT, LEFTOVER, MODES, SUFFIX, blob_id, folder, note_name,
+                    noted_blobs, noted_paths, prefix, read_note, state_of, unpacked, untrusted)
 from .ctx import Ctx
 from .where import session_for
 
@@ -24,9 +24,10 @@ def check(ctx: Ctx, call: str, what: str) -> str:
     for info in _repositories(ctx):
         where = folder(info.git_dir)
         mine = os.path.join(where, note_name(ctx.harness, ctx.native_id, call))
-        notes = [mine] + _leftovers(where, ctx, mine)
-        told += [text for path in notes if (text := _check_note(info, ctx, path, what))]
-    return "\n".join(told)
+        for path in (mine, mine + LATE):  # its note, or told as a leftover meanwhile
+            told.append(_check_note(info, ctx, path, what))
+        told += [_told_late(info, ctx, path) for path in _leftovers(where, ctx, mine)]
+    return "\n".join(text for text in told if text)
 
 
 def _repositories(ctx: Ctx) -> list[RepoInfo]:
@@ -48,16 +49,34 @@ def _repositories(ctx: Ctx) -> list[RepoInfo]:
 # -- the notes ------------------------------------------------------------------------
 
 def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
-    """This session's notes that no after-tool event took (an interrupted call), once
-    they are LEFTOVER seconds old."""
+    """This session's notes that no after-tool event took, once they are LEFTOVER
+    seconds old (a call denied at the harness's prompt or by another hook: it never ran;
+    or interrupted); a leftover already told is removed once LATE_KEPT seconds old."""
     mine_prefix = prefix(ctx.harness, ctx.native_id)
     try:
         entries = list(os.scandir(where))
     except OSError:
         return []
-    old = time.time() - LEFTOVER
-    return [e.path for e in entries if e.name.startswith(mine_prefix) and e.path != mine
-            and e.name.endswith(SUFFIX) and e.stat().st_mtime < old]
+    now, out = time.time(), []
+    for e in entries:
+        if not e.name.startswith(mine_prefix) or e.path == mine:
+            continue
+        try:
+            age = now - e.stat().st_mtime
+        except OSError:  # taken by another after-tool hook meanwhile
+            continue
+        if e.name.endswith(SUFFIX) and age > LEFTOVER:
+            out.append(e.path)
+        elif e.name.endswith(LATE) and age > LATE_KEPT:
+            _remove(e.path)
+    return out
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # gone already
+        pass
 
 
 class _Note:
@@ -90,10 +109,11 @@ class _Unreadable(Exception):
     """A note is there but cannot be read back (damaged, cut short)."""
 
 
-def _take(path: str) -> _Note | None:
+def _take(path: str, keep: str = "") -> _Note | None:
     """The note at *path*, taken (renamed away first, so two after-hooks never both
-    act on it); None when there is none.  Raises _Unreadable for one it cannot read."""
-    taken = f"{path}.{os.getpid()}.taken"
+    act on it; to *keep* when given, else removed); None when there is none.  Raises
+    _Unreadable for one it cannot read."""
+    taken = keep or f"{path}.{os.getpid()}.taken"
     try:
         os.rename(path, taken)
     except OSError:
@@ -104,7 +124,8 @@ def _take(path: str) -> _Note | None:
     except OSError:
         read = None
     finally:
-        os.unlink(taken)
+        if not keep:
+            os.unlink(taken)
     if read is None:
         raise _Unreadable
     head, lines = read
@@ -164,6 +185,8 @@ def _put_back(repo, full: str, entry: dict) -> str:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
                          0o755 if entry["mode"] == MODES["exec"] else 0o644)
             with os.fdopen(fd, "wb") as f:
+                if entry.get("perm") is not None:  # as it was, not as git's two modes
+                    os.fchmod(f.fileno(), entry["perm"])  # (a 0600 secret stays 0600)
                 f.write(data)
         os.replace(tmp, full)
     finally:
@@ -188,12 +211,9 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     repo = Repo(info)
     changes = []
     top = info.toplevel.rstrip(os.sep) + os.sep
+    restored = _Restored(os.path.dirname(folder(info.git_dir)))
     try:
-        for i in untrusted(info.toplevel, noted.paths, noted.stats, noted.at) + \
-                _created(noted, info.toplevel):
-            rel = noted.paths[i] if isinstance(i, int) else i
-            entry = {"blob": noted.blobs[i], "mode": noted.modes[i]} if isinstance(i, int) \
-                else {"blob": None, "mode": None}
+        for rel, entry in _noted_states(noted, info.toplevel, restored):
             full = top + rel
             try:  # read once: its blob is its hash and its keeping
                 data, mode, _ = state_of(full)
@@ -209,6 +229,8 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             # put back unless every holder works elsewhere (none known: put back)
             here = not holders or any(h.get("here", True) for h in holders)
             problem = _restore(repo, info.toplevel, rel, entry) if here else ""
+            if here and not problem:
+                restored.record(rel, entry)
             changes.append({"path": rel, "before": entry["blob"], "after": theirs,
                             "restored": here and not problem, "problem": problem,
                             "holders": holders})
@@ -220,6 +242,125 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     told = _tell_holders(info, sid, changes, what, os.path.basename(path))
     from .backstoptext import agent_text
     return agent_text(sid, changes, told)
+
+
+def _noted_states(noted: _Note, toplevel: str, restored: _Restored | None = None):
+    """(path, its state as noted: blob, mode, permission bits) of each noted file whose
+    stat moved since, and of each file now in a held folder that was not noted (absent
+    then).  A file another call's check put back after this note was taken is as it put
+    it back: this note may have been taken while that call's command had changed it
+    (two tool calls at once, of one agent or of two), and that is not the holder's."""
+    stats = unpacked(noted.stats) if isinstance(noted.stats, memoryview) else noted.stats
+    for i in untrusted(toplevel, noted.paths, noted.stats, noted.at):
+        key = stats[i] if isinstance(stats, list) and i < len(stats) else None
+        entry = {"blob": noted.blobs[i], "mode": noted.modes[i],
+                 "perm": key[4] & 0o7777 if isinstance(key, (list, tuple)) and
+                 len(key) > 4 and isinstance(key[4], int) else None}
+        yield noted.paths[i], (restored and restored.since(noted.paths[i], noted.at)) or entry
+    for rel in _created(noted, toplevel):
+        entry = {"blob": None, "mode": None, "perm": None}
+        yield rel, (restored and restored.since(rel, noted.at)) or entry
+
+
+class _Restored:
+    """What the checks of this working tree put back, a small file per path beside its
+    notes' folder (``backstop-restored/<sha1 of the path>``: when, and the state put
+    back), kept a day: a check of a call noted before another call's check put a file
+    back compares the file with what was put back, not with its note."""
+
+    def __init__(self, where: str) -> None:
+        self.folder = os.path.join(where, "backstop-restored")
+
+    def _path(self, rel: str) -> str:
+        from hashlib import sha1
+        return os.path.join(self.folder, sha1(os.fsencode(rel)).hexdigest())
+
+    def since(self, rel: str, at: float) -> dict | None:
+        """The state *rel* was put back to after *at*, if it was."""
+        try:
+            with open(self._path(rel), "rb") as f:
+                record = loads(f.read())
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("at"), (int, float)) \
+                or record["at"] < at or record.get("path") != rel:
+            return None
+        return {key: record.get(key) for key in ("blob", "mode", "perm")}
+
+    def record(self, rel: str, entry: dict) -> None:
+        """Keep that *rel* was put back to *entry* now (written whole, renamed in); best
+        effort: the file is back either way, and only a check of a call running beside
+        this one would read it."""
+        from ..store.jsontext import dumps
+        path = self._path(rel)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(dumps({"at": time.time(), "path": rel, **entry}))
+            os.replace(tmp, path)
+            old = time.time() - LATE_KEPT
+            for e in os.scandir(self.folder):
+                if e.stat().st_mtime < old:
+                    _remove(e.path)
+        except OSError:  # the disk full, or a record removed by another check meanwhile
+            _remove(tmp)
+
+
+def _told_late(info: RepoInfo, ctx: Ctx, path: str) -> str:
+    """A leftover note (a call whose after-tool event never came), told to the agent:
+    which held files changed since it was taken.  Nothing is put back: the call may
+    never have run (denied at the harness's prompt), and a holder working on since
+    cannot be told from it; the note stays (renamed, LATE) for its own after-tool event,
+    which may still come, and checks it in full."""
+    try:
+        noted = _take(path, keep=path + LATE)
+    except _Unreadable:
+        return ""
+    if noted is None or not info.toplevel:
+        return ""
+    top = info.toplevel.rstrip(os.sep) + os.sep
+    changed = {}
+    for rel, entry in _noted_states(noted, info.toplevel):
+        try:
+            data, mode, _ = state_of(top + rel)
+        except OSError:
+            data, mode = None, "unreadable"
+        now = blob_id(data, info.object_format) if data is not None else None
+        if (now, mode if data is not None else None) != (entry["blob"], entry["mode"]):
+            changed[rel] = entry
+    lines = []
+    sid = str(noted.session or session_for(info, ctx))
+    for rel, holders in _held_now(info, sid, list(changed)).items():
+        entry = changed[rel]
+        then = (f"its holder's version then is kept: git show {entry['blob']}"
+                if entry["blob"] else "nothing was there then")
+        lines.append(f"agent-registry: {rel}, which {holders} holds, changed after a call "
+                     f"of yours whose end was never told (denied, or interrupted), noted "
+                     f"{time.strftime('%H:%M:%S', time.localtime(noted.at))}; nothing was "
+                     f"put back, as its holder may have written it since. If that call "
+                     f"wrote it, {then}. Tell them (agent-registry send --to HOLDER "
+                     f"--from {sid} 'TEXT').")
+    return "\n".join(lines)
+
+
+def _held_now(info: RepoInfo, sid: str, paths: list[str]) -> dict[str, str]:
+    """{path: who holds it} of those of *paths* another live session holds now (a lock
+    released since, or handed to this session, is no longer the holder's)."""
+    if not paths:
+        return {}
+    from ..enforce.guard import UNREADABLE, Guard
+    guard = Guard(info)
+    try:
+        report = guard.check(paths, committer=sid)
+    finally:
+        guard.close()
+    out: dict[str, list[str]] = {}
+    for conflict in report.conflicts:
+        out.setdefault(conflict.path, []).append(conflict.owner)
+    if report.mode.startswith(UNREADABLE):  # who holds what is unknown: each is said
+        return {path: "another session" for path in paths}
+    return {path: ", ".join(dict.fromkeys(owners)) for path, owners in out.items()}
 
 
 def _created(noted: _Note, toplevel: str) -> list[str]:
