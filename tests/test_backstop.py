@@ -584,6 +584,24 @@ def test_a_file_put_back_keeps_its_permission_bits(held):
     assert auth.read_text() == HOLDERS_WORK and auth.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_held_file_too_large_to_keep_is_noted_by_its_stat_and_a_change_told(held):
+    """A held file over after.MAX_KEPT bytes is never read (a 64 GB one would end the
+    hook in a MemoryError, and a refusal of every command): a call that leaves it alone
+    says nothing, one that changes it is told it could not be put back, and the other
+    held files are still put back."""
+    from agent_registry.harness.after import MAX_KEPT
+    (held / "src" / "gen").mkdir(exist_ok=True)
+    big = held / "src" / "gen" / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(MAX_KEPT + 1)  # sparse: no disk, nor memory if read
+    assert around("claude", held, UNSEEN) is None
+    text = around("claude", held, "python3 -c \"open('src/gen/big.bin', 'ab').write(b'x'); "
+                                   "open('src/auth.py', 'a').write('x')\"")
+    assert "src/gen/big.bin" in text and "over 64 MiB" in text
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK
+    assert big.stat().st_size == MAX_KEPT + 2
+
+
 def test_after_tool_hooks_of_many_calls_at_once_all_answer(held):
     """Parallel calls of one session: each after-tool hook looks at the notes' folder
     while the others take their notes from it; none may fail on a note taken meanwhile."""

@@ -40,6 +40,9 @@ LEFTOVER = 600
 LATE = ".late"  # a leftover note once told: its own after-tool event may still come
 LATE_KEPT = 86400  # seconds a told leftover waits for it
 MODES = {"file": "100644", "exec": "100755", "link": "120000"}
+# a regular file larger is noted by its stat alone ("large": never read, so a hook
+# stays within its harness's time limit and memory); a change to it is told, not put back
+MAX_KEPT = 64 << 20
 SUFFIX = ".note"
 NOTE_LINES = 5  # the call, who holds what, the noted paths, their blobs and modes, stats
 
@@ -62,7 +65,8 @@ def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
     one ``lstat`` taken before the bytes are read: a symbolic link is its target; (None,
     None, None) when nothing is there, (None, "dir", None) for a folder, (None,
     "special", None) for what git stores nothing of: a FIFO, whose reading would wait for
-    a writer, a socket, a device, which may never end."""
+    a writer, a socket, a device, which may never end; (None, "large", its stat key) for
+    a file over MAX_KEPT bytes, unread."""
     try:
         st = os.lstat(full)
     except (FileNotFoundError, NotADirectoryError):  # a file where a folder was: none
@@ -73,6 +77,8 @@ def state_of(full: str) -> tuple[bytes | None, str | None, list[int] | None]:
         return None, "dir", None
     if not S_ISREG(st.st_mode):
         return None, "special", None
+    if st.st_size > MAX_KEPT:
+        return None, "large", stat_key(st)
     with open(full, "rb") as f:
         data = f.read()
     return data, MODES["exec"] if st.st_mode & 0o111 else MODES["file"], stat_key(st)
@@ -219,8 +225,11 @@ def _newest(noted: list | memoryview) -> int:
 
 
 def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
-    """Does the file at *full*, read and hashed, hold *blob* with *mode*?"""
+    """Does the file at *full*, read and hashed, hold *blob* with *mode*?  (A large one
+    whose stat moved is left to the whole check.)"""
     data, now_mode, _ = state_of(full)
+    if now_mode == "large" or mode == "large":
+        return False
     now = blob_id(data, object_format) if data is not None else None
     return (now, now_mode) == (blob, mode)
 

@@ -198,7 +198,7 @@ class _States:
                 continue
             data, mode, key = state_of(top + rel)
             blobs.append(self._write(data) if data is not None else None)
-            modes.append(mode if data is not None else None)
+            modes.append(mode if data is not None or mode == "large" else None)
             stats.append(key)
         at = time.time()  # after every file was read: git's racy rule counts from here
         head = dumps({"session": self.sid, "at": at, "areas": areas})

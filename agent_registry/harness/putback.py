@@ -11,8 +11,9 @@ import time
 from ..errors import BadInput, RegistryError, Unreadable
 from ..store.jsontext import loads
 from ..store.layout import RepoInfo
-from .after import (LATE, LATE_KEPT, LEFTOVER, MODES, SUFFIX, blob_id, folder, note_name,
-                    noted_blobs, noted_paths, prefix, read_note, state_of, unpacked, untrusted)
+from .after import (LATE, LATE_KEPT, LEFTOVER, MAX_KEPT, MODES, SUFFIX, blob_id, folder,
+                    note_name, noted_blobs, noted_paths, prefix, read_note, state_of,
+                    unpacked, untrusted)
 from .ctx import Ctx
 from .where import session_for
 
@@ -216,12 +217,20 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
         for rel, entry in _noted_states(noted, info.toplevel, restored):
             full = top + rel
             try:  # read once: its blob is its hash and its keeping
-                data, mode, _ = state_of(full)
+                data, mode, key = state_of(full)
                 theirs = repo.write_object("blob", data) if data is not None else None
             except OSError as exc:  # a loop of links where its folder was: said, and on
                 changes.append({"path": rel, "before": entry["blob"], "after": None,
                                 "restored": False, "holders": noted.holders_of(rel),
                                 "problem": f"it cannot be read: {exc.strerror or exc}"})
+                continue
+            if "large" in (mode, entry["mode"]):  # noted or found by its stat alone
+                if (mode, tuple(key or ())) == (entry["mode"], tuple(entry.get("key") or ())):
+                    continue
+                changes.append({"path": rel, "before": entry["blob"], "after": theirs,
+                                "restored": False, "holders": noted.holders_of(rel),
+                                "problem": f"it is over {MAX_KEPT >> 20} MiB, so its "
+                                           f"holder's version was not kept"})
                 continue
             if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
                 continue
@@ -253,7 +262,7 @@ def _noted_states(noted: _Note, toplevel: str, restored: _Restored | None = None
     stats = unpacked(noted.stats) if isinstance(noted.stats, memoryview) else noted.stats
     for i in untrusted(toplevel, noted.paths, noted.stats, noted.at):
         key = stats[i] if isinstance(stats, list) and i < len(stats) else None
-        entry = {"blob": noted.blobs[i], "mode": noted.modes[i],
+        entry = {"blob": noted.blobs[i], "mode": noted.modes[i], "key": key,
                  "perm": key[4] & 0o7777 if isinstance(key, (list, tuple)) and
                  len(key) > 4 and isinstance(key[4], int) else None}
         yield noted.paths[i], (restored and restored.since(noted.paths[i], noted.at)) or entry
