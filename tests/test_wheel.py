@@ -45,6 +45,11 @@ def build_wheel(tmp: Path) -> Path:
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(out), str(src)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # what every `pip install .` prints otherwise, and a build that fails once setuptools
+    # drops what it deprecates (a license table: "by 2027-Feb-18")
+    said = done.stdout + done.stderr
+    assert "BuildBackendWarning" not in said and "SetuptoolsDeprecationWarning" not in said, \
+        said[-3000:]
     wheels = list(out.glob("agent_registry-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
