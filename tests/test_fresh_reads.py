@@ -63,6 +63,15 @@ def test_lock_check_fetches_a_claim_pushed_after_our_last_fetch(pair):
     assert text.returncode == 1 and "locked: src/b.py by a1 (the b module)" in text.stdout
 
 
+def test_lock_list_fetches_a_claim_pushed_after_our_last_fetch_and_says_its_age(pair):
+    _, a, b = pair
+    ok(a("lock", "acquire", "src/b.py", "--session", "a1"))
+    age_view(b)
+    found = doc(ok(b("--json", "lock", "list")))
+    assert [(l["path"], l["owner"]) for l in found["locks"]] == [("src/b.py", "a1")]
+    assert found["stale_view"] is False and found["as_of"]
+
+
 def test_lock_check_with_read_freshness_zero_always_fetches(pair):
     _, a, b = pair
     git(b.cwd, "config", "agent-registry.readFreshness", "0")

@@ -546,12 +546,16 @@ def lock_list(out: Output, every_repo: bool = False) -> None:
     if every_repo:
         from .repos import lock_list_repos
         return lock_list_repos(out)
+    from ..sync.fresh import freshen, said
+    view = freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
     locks = out.registry.locks()
+    said(out.registry)
     rows = [[l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
              ("stale" if l["stale_reason"] else "fresh")
              + ("" if l["confirmed"] else ", unconfirmed"), l["reason"]] for l in locks]
-    out.emit({"locks": locks}, render_table(["PATH", "MODE", "OWNER", "AGE", "STATE", "REASON"],
-                                            rows) if rows else "no locks")
+    out.emit({"locks": locks, **view},
+             render_table(["PATH", "MODE", "OWNER", "AGE", "STATE", "REASON"], rows)
+             if rows else "no locks")
 
 
 @lock.command("heartbeat")
