@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 
-from helpers import ROOT, git, make_repo, wait_for
+from helpers import CLI, ROOT, git, make_repo, wait_for
 from test_guard import agents, commit, edit, head, hold  # noqa: F401  (fixture)
 
 HOOKS = ("pre-commit", "pre-push", "post-merge", "post-checkout")
@@ -115,16 +115,39 @@ def test_linked_worktrees_share_the_hooks_and_the_locks(repo, run, agents, tmp_p
     assert commit(other, "-m", "fine").returncode == 0
 
 
-def test_broken_interpreter_is_reported_not_silent(repo, run):
+def test_broken_interpreter_refuses_the_commit_not_lets_it_through(repo, run):
+    """A hook whose Python is gone (and no agent-registry-guard on PATH) cannot check a
+    commit: it refuses it in one line naming the ways out; it let it through before."""
     assert run("init", "--hooks").returncode == 0
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(hook.read_text().replace(sys.executable, "/nonexistent/python"))
     env = {"PATH": "/usr/bin:/bin"}  # no agent-registry-guard either
     edit(repo, "README.md")
+    before = head(repo)
     proc = commit(repo, "-m", "unchecked", env=env)
-    assert proc.returncode == 0 and "commit not checked" in proc.stderr
-    status = json.loads(run("--json", "hooks", "status").stdout)
-    assert status["hooks"][0]["state"].startswith("broken")
+    assert proc.returncode == 1 and head(repo) == before, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("agent-registry: commit refused: /nonexistent/python, the "
+                                  "Python these hooks were installed with, is gone")
+    for way_out in ("agent-registry hooks install", "agent-registry hooks uninstall",
+                    "AGENT_REGISTRY_ALLOW=1 git commit", "git commit --no-verify"):
+        assert way_out in proc.stderr, way_out
+    allowed = commit(repo, "-m", "allowed", env={**env, "AGENT_REGISTRY_ALLOW": "1"})
+    assert allowed.returncode == 0 and "commit allowed unchecked" in allowed.stderr
+    status = json.loads(run("--json", "hooks", "status", env=env).stdout)
+    assert status["hooks"][0]["state"].startswith("broken (installed, but its Python "
+                                                  "/nonexistent/python is gone")
+    assert status["mode"].startswith("refusing: the pre-commit hook is installed but its "
+                                     "Python /nonexistent/python is gone"), status["mode"]
+    # an agent-registry-guard on PATH is run instead, and checks the commit
+    guard = shutil.which("agent-registry-guard", path=str(Path(CLI).parent))
+    assert guard, "the test install has no agent-registry-guard script"
+    env = {"PATH": os.pathsep.join([str(Path(CLI).parent), "/usr/bin", "/bin"])}
+    edit(repo, "README.md", "again\n")
+    assert commit(repo, "-m", "checked by the guard on PATH", env=env).returncode == 0
+    status = json.loads(run("--json", "hooks", "status", env=env).stdout)
+    assert status["mode"] == f"enforcing (through {guard}: the pre-commit hook's Python " \
+        "/nonexistent/python is gone; agent-registry hooks install)", status["mode"]
 
 
 def test_post_merge_brings_the_registry_up_to_date_in_the_background(tmp_path, run, agents):

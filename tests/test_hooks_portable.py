@@ -124,22 +124,25 @@ def test_commit_push_and_checkout_through_each_shell(tmp_path, agents, spaced_py
         branch = f"other-{n}"
 
 
-def test_a_gone_interpreter_falls_back_and_says_so(tmp_path):
+def test_a_gone_interpreter_refuses_and_says_so(tmp_path):
     repo = make_repo(tmp_path / "repo")
     gone = str(tmp_path / "gone venv & (y)" / "bin" / "python")
     hooks = repo / ".git" / "hooks"
     hooks.mkdir(exist_ok=True)
     (hooks / "pre-commit").write_text(hook_text("pre-commit", python=gone))
     (hooks / "pre-commit").chmod(0o755)
-    # no agent-registry-guard on PATH either: the commit passes with one line saying why
+    # no agent-registry-guard on PATH either: nothing can check the commit, so it is
+    # refused in one line saying why (it passed before)
     env = {"PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                    if not shutil.which("agent-registry-guard", path=p))}
     for shell, line in shells().items():
         run_by(hooks, line, names=("pre-commit",))
         edit(repo, "README.md", f"{shell}\n")
         proc = commit(repo, "-m", "unchecked", env=env)
-        assert proc.returncode == 0, (shell, proc.stderr)
-        assert f"{gone} is gone" in proc.stderr, shell
+        assert proc.returncode == 1, (shell, proc.stderr)
+        assert len(proc.stderr.splitlines()) == 1, (shell, proc.stderr)
+        assert f"commit refused: {gone}, the Python these hooks were installed with, is " \
+            "gone" in proc.stderr, shell
 
 
 def test_a_windows_interpreter_is_written_with_forward_slashes():

@@ -249,6 +249,92 @@ def test_hooks_of_a_package_that_is_gone_refuse_in_one_line(repo, run, tmp_path)
         hooks["verdict"] and hooks["fix"] == "agent-registry hooks install"
 
 
+
+def without_guard_on_path() -> dict:
+    """Our environment with no agent-registry-guard on PATH (the hooks' fallback)."""
+    import shutil
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                           if not shutil.which("agent-registry-guard", path=p))
+    return {**no_pythonpath(), "PATH": path}
+
+
+def test_hooks_whose_python_is_gone_refuse_every_commit_and_push(repo, run, tmp_path):
+    """The venv that installed the hooks deleted (as `pipx uninstall` or `rm -rf venv`
+    does): the guarding hooks refuse in one line, the chained hooks still run, the
+    post-checkout hook stays quiet and git's checkout succeeds; `hooks status` and
+    `doctor` from a working install say so, and `hooks install` there repairs it.
+    Before, the commit went through with "commit not checked"."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    ran = tmp_path / "chained-ran"
+    for name in ("pre-commit", "post-checkout"):  # a team's own hooks, chained by ours
+        theirs = repo / ".git" / "hooks" / name
+        theirs.write_text(f"#!/bin/sh\necho {name} >> '{ran}'\n")
+        theirs.chmod(0o755)
+    source = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
+    for args in (["init", "--hooks"], ["register", "kimi-1", "--provider", "Kimi"],
+                 ["lock", "acquire", "src/auth.py", "--session", "kimi-1"]):
+        done = subprocess.run([str(python), "-m", "agent_registry", *args], cwd=repo,
+                              capture_output=True, text=True,
+                              env={**no_pythonpath(), "PYTHONPATH": source})
+        assert done.returncode == 0, (args, done.stderr)
+    assert f"AGENT_REGISTRY_PYTHON='{python}'" in (repo / ".git/hooks/pre-commit").read_text()
+    import shutil
+    shutil.rmtree(venv)
+    env = without_guard_on_path()
+    before = git(repo, "rev-parse", "HEAD")
+    for path in ("src/auth.py", "README.md"):  # held or not: nothing can tell, so refused
+        (repo / path).write_text("changed\n")
+        git(repo, "add", path)
+        ran.unlink(missing_ok=True)
+        refused = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo,
+                                 capture_output=True, text=True, env=env)
+        assert refused.returncode == 1, refused.stderr
+        assert git(repo, "rev-parse", "HEAD") == before
+        assert ran.read_text() == "pre-commit\n"  # the team's hook ran first, as before
+        [line] = refused.stderr.splitlines()
+        assert line.startswith(f"agent-registry: commit refused: {python}, the Python these "
+                               "hooks were installed with, is gone"), line
+        for way_out in ("agent-registry hooks install", "agent-registry hooks uninstall",
+                        "delete .git/hooks/pre-commit", "AGENT_REGISTRY_ALLOW=1 git commit",
+                        "git commit --no-verify"):
+            assert way_out in line, way_out
+    # a commit made past the hook is refused at its push, by the pre-push hook
+    assert subprocess.run(["git", "commit", "-q", "--no-verify", "-m", "past it"], cwd=repo,
+                          env=env).returncode == 0
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    pushed = subprocess.run(["git", "push", "-q", "origin", "HEAD:refs/heads/main"], cwd=repo,
+                            capture_output=True, text=True, env=env)
+    assert pushed.returncode == 1 and "agent-registry: push refused: " in pushed.stderr
+    assert "AGENT_REGISTRY_ALLOW=1 git push" in pushed.stderr
+    assert git(bare, "for-each-ref") == ""
+    # the post-checkout hook only syncs: quiet, git's exit code is the chained hook's
+    ran.unlink()
+    switched = subprocess.run(["git", "checkout", "-q", "-b", "other"], cwd=repo,
+                              capture_output=True, text=True, env=env)
+    assert switched.returncode == 0 and switched.stderr == "", switched.stderr
+    assert ran.read_text() == "post-checkout\n"
+    # from a working install: the hooks are installed and their Python is gone
+    status = json.loads(run("--json", "hooks", "status", env=env).stdout)
+    assert {h["state"] for h in status["hooks"]} == {
+        f"broken (installed, but its Python {python} is gone: run hooks install)"}
+    assert status["mode"].startswith("refusing: the pre-commit hook is installed but its "
+                                     f"Python {python} is gone"), status["mode"]
+    checked = json.loads(run("--json", "doctor", env=env).stdout)
+    hooks = next(c for c in checked["checks"] if c["name"] == "hooks")
+    assert hooks["status"] == "fail" and "pointing at a Python that is gone" in \
+        hooks["verdict"] and hooks["fix"] == "agent-registry hooks install"
+    assert run("hooks", "install").returncode == 0
+    git(repo, "reset", "-q", "--hard", before.strip())
+    (repo / "README.md").write_text("fine\n")
+    git(repo, "add", "README.md")
+    assert subprocess.run(["git", "commit", "-q", "-m", "checked"], cwd=repo,
+                          env=env).returncode == 0
+
+
 # -- missing extras -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("blocked,args,extra", [

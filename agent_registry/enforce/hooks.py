@@ -116,13 +116,15 @@ def status(info: RepoInfo) -> dict:
     config = read_config(info.git_dir)
     branch = branch_name(config)
     hooks = []
+    gone: dict[str, str] = {}  # hook -> the Python written in it, which no longer exists
     for name in HOOK_NAMES:
         target, chained = directory / name, directory / (name + CHAINED_SUFFIX)
         state = ("installed" if is_ours(target) else
                  "other hook (not ours)" if _exists(target) else "not installed")
         python = installed_python(target) if state == "installed" else None
         if python is not None and not os.access(python, os.X_OK):
-            state = f"broken ({python} is gone: run hooks install)"
+            gone[name] = python
+            state = f"broken (installed, but its Python {python} is gone: run hooks install)"
         hooks.append({"hook": name, "path": str(target), "state": state,
                       "chained": str(chained) if _exists(chained) else None})
     guard = Guard(info)
@@ -131,8 +133,19 @@ def status(info: RepoInfo) -> dict:
         readable = guard.check([])
     finally:
         guard.close()
-    installed = {hook["hook"] for hook in hooks if hook["state"] == "installed"}
-    if "pre-commit" not in installed:
+    installed = {hook["hook"] for hook in hooks if hook["state"] == "installed"} | set(gone)
+    # with its Python gone the pre-commit hook runs the agent-registry-guard on PATH (git's
+    # PATH is the one seen here, give or take git's own folder), else refuses every commit
+    fallback = None
+    if "pre-commit" in gone:
+        import shutil
+        fallback = shutil.which("agent-registry-guard")
+    if "pre-commit" in gone and fallback is None:
+        mode = (f"refusing: the pre-commit hook is installed but its Python "
+                f"{gone['pre-commit']} is gone, so every commit is refused (agent-registry "
+                "hooks install from a working install, or hooks uninstall; or "
+                "AGENT_REGISTRY_ALLOW=1)")
+    elif "pre-commit" not in installed:
         mode = "off: the pre-commit hook is not installed"
     elif readable.unreadable:
         mode = readable.mode
@@ -140,6 +153,9 @@ def status(info: RepoInfo) -> dict:
         mode = f"off: no registry branch {branch!r} yet (commits pass, with a notice)"
     else:
         mode = "enforcing"
+    if fallback is not None:
+        mode += (f" (through {fallback}: the pre-commit hook's Python {gone['pre-commit']} "
+                 "is gone; agent-registry hooks install)")
     return {"hooks_dir": str(directory), "hooks": hooks, "branch": branch,
             "branch_present": has_branch, "mode": mode,
             "push_guard": "pre-push" in installed and push_guard_enabled(config, ""),
