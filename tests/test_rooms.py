@@ -84,6 +84,31 @@ def test_the_repository_room_is_implicit(world):
     assert {s["id"] for s in who["sessions"]} == {"a1", "a2"}
 
 
+
+def test_a_wrong_repo_room_names_the_right_one_not_a_hub(tmp_path):
+    """A clone in folder `proj` of `remote.git`: its room is `repo:remote`.  Asked for
+    `repo:proj` without a hub, it said "no hub for shared rooms", which a repo: room never
+    needs; it names the room to use instead."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    proj = make_repo(tmp_path / "proj")
+    git(proj, "remote", "add", "origin", str(remote))
+    run = Runner(proj)
+    assert run("register", "p1", "--provider", "Codex").returncode == 0
+    assert run("register", "p2", "--provider", "Codex").returncode == 0
+    for args in (("status", "--room", "repo:proj"),
+                 ("send", "--from", "p1", "--room", "repo:proj", "hi")):
+        proc = run(*args)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, (args, proc.stderr)
+        assert proc.stderr.startswith("agent-registry: repo:proj is not this repository's "
+                                      "room, which is repo:remote"), proc.stderr
+        assert "no hub" not in proc.stderr
+    who = js(run("--json", "status", "--room", "repo:remote"))
+    assert {s["id"] for s in who["sessions"]} == {"p1", "p2"} and who["hub"] is None
+    assert js(run("--json", "send", "--from", "p1", "--room", "repo:remote", "hi"))[
+        "recipients"] == ["p2"]
+
+
 def test_rooms_refuse_bad_input(world, tmp_path):
     _, api, _ = world
     assert api("register", "a1", "--provider", "Codex").returncode == 0

@@ -181,6 +181,21 @@ def repo_room(registry: Registry) -> str:
     return REPO + repo_name(registry)
 
 
+def _is_own(registry: Registry, room: str) -> bool:
+    """Whether *room* is this repository's own, read from its registry; any other room is
+    read through the hub.  Without a hub, another repo: room is a wrong name (a clone's
+    folder named unlike its remote: repo:proj where the room is repo:remote), said so
+    rather than as a missing hub, which a repo: room never needs."""
+    own = repo_room(registry)
+    if room == own:
+        return True
+    if room.startswith(REPO) and not hub_url(registry):
+        raise BadInput(f"{room} is not this repository's room, which is {own} (named after "
+                       "its remote's URL, else its folder, the same in every clone); other "
+                       f"repositories' rooms are read through a hub: git config {HUB_KEY} URL")
+    return False
+
+
 def hub_url(registry: Registry) -> str | None:
     return registry.config.get(HUB_KEY) or None
 
@@ -242,7 +257,7 @@ def presence(registry: Registry, room: str) -> dict:
     """Who is in *room*: each live session with its repository, and whether its
     heartbeat is within the TTL (present) or older (away)."""
     validate_room(room)
-    hub = registry if room.startswith(REPO) and room == repo_room(registry) else None
+    hub = registry if _is_own(registry, room) else None
     owned = hub is None
     if owned:
         hub = open_hub(registry)
@@ -266,7 +281,7 @@ def registry_for(registry: Registry, room: str) -> Registry:
     """Where a message to *room* is sent: this registry for its own repo: room, else the
     hub (the caller closes a registry it did not have)."""
     validate_room(room)
-    return registry if room == repo_room(registry) else open_hub(registry)
+    return registry if _is_own(registry, room) else open_hub(registry)
 
 
 def hub_pending(hub: Registry, sid: str, include_acked: bool) -> list[dict]:
