@@ -213,7 +213,8 @@ def test_the_missing_extra_hint_speaks_the_installers_words(tmp_path, home, expe
                           "from agent_registry.store.extras import install_command\n"
                           "print(install_command('web'))"],
                          capture_output=True, text=True, check=True).stdout.strip()
-    assert out == expected.format(src="agent-registry"), out
+    # no distribution installed: the checkout it runs from, never the name (not on PyPI)
+    assert out == expected.format(src=ROOT), out
 
 
 @pytest.mark.parametrize("args", [["status"], ["--json", "status"], ["lock", "list"]])

@@ -62,13 +62,19 @@ def ci() -> None:
 @ci.command("install")
 @click.argument("forge", type=click.Choice(["github", "gitlab"]))
 @click.option("--force", is_flag=True, help="Overwrite a workflow file that is not ours.")
+@click.option("--source", metavar="REQUIREMENT",
+              help="What the workflow pip-installs agent-registry from (it is not on PyPI), "
+                   "e.g. git+https://HOST/ORG/agent-registry@v0.3.0; default: the one the "
+                   "workflow has, else this install's git URL, else unset (the check fails "
+                   "until it is set).")
 @pass_out
-def ci_install(out: Output, forge: str, force: bool) -> None:
+def ci_install(out: Output, forge: str, force: bool, source: str | None) -> None:
     """Write the workflow of FORGE into this repository's worktree (GitHub Actions:
     .github/workflows/agent-registry.yml; GitLab CI: .gitlab/agent-registry.yml, to
     include from .gitlab-ci.yml); commit it like any other file."""
     from ..enforce.ci import install
     from ..store.git import discover
-    result = install(discover(out.directory), forge, force=force)
-    out.emit(result, f"wrote {result['path']} ({result['state']})"
-             + (f"\n{result['next']}" if result.get("next") else ""))
+    result = install(discover(out.directory), forge, force=force, source=source)
+    said = (f"{result['path']}: unchanged" if result["state"] == "unchanged" else
+            f"wrote {result['path']} ({result['state']})")
+    out.emit(result, said + (f"\n{result['next']}" if result.get("next") else ""))

@@ -36,28 +36,56 @@ def missing(extra: str) -> list[str]:
     return gone
 
 
-def install_command(extra: str) -> str:
-    """The line that adds *extra* to this install, in the installer's own words (pipx
-    and uv keep a tool in a venv of their own, where pip would not reach: issue 37):
-    from the folder it was installed from (a clone: the package is not on PyPI, and a
-    project of the same name there would be another program), else by name."""
-    source = "agent-registry"
+def install_source() -> str | None:
+    """Where this copy of agent-registry was installed from, as pip takes it again, from
+    the ``direct_url.json`` pip records (PEP 610) for an install not made from an index:
+    the folder (or wheel) of a local install, ``git+URL@COMMIT`` for a git checkout
+    (the commit installed), or an archive's URL.  None when nothing says (run from a
+    source tree, or installed by name from an index)."""
     try:
         import json
         from importlib.metadata import distribution
-        url = json.loads(distribution("agent-registry").read_text("direct_url.json") or "{}")
-        if str(url.get("url", "")).startswith("file://"):
-            from urllib.parse import unquote, urlparse
-            source = unquote(urlparse(url["url"]).path)
-    except Exception:  # no metadata (run from a source tree): the name is all we know
-        pass
+        recorded = json.loads(distribution("agent-registry").read_text("direct_url.json")
+                              or "{}")
+    except Exception:  # no metadata, or unreadable: nothing is known
+        return None
+    url, vcs = str(recorded.get("url", "")), recorded.get("vcs_info") or {}
+    if vcs.get("vcs") == "git" and vcs.get("commit_id"):
+        source = f"git+{url}@{vcs['commit_id']}"
+    elif url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+        return unquote(urlparse(url).path)
+    elif "archive_info" in recorded and url:
+        source = url
+    else:
+        return None
+    sub = recorded.get("subdirectory")
+    return f"{source}#subdirectory={sub}" if sub else source
+
+
+def install_command(extra: str) -> str:
+    """The line that adds *extra* to this install, in the installer's own words (pipx
+    and uv keep a tool in a venv of their own, where pip would not reach: issue 37):
+    from where it was installed (a clone's folder, a git URL: the package is not on
+    PyPI, and a project of the same name there would be another program), or the clone
+    it runs from uninstalled; by name only when installed by name from an index."""
+    source = install_source()
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if source is None and os.path.exists(os.path.join(tree, "pyproject.toml")):
+        source = tree  # run from a clone, not installed: that clone
+    if source is None:  # installed by name from an index: the same index again
+        spec, base = f"agent-registry[{extra}]", "agent-registry"
+    elif "://" in source:  # a URL: pip's "name[extra] @ URL"
+        spec, base = f"agent-registry[{extra}] @ {source}", source
+    else:
+        spec, base = f"{source}[{extra}]", source
     import sys
     parts = os.path.normpath(sys.prefix).split(os.sep)
     if len(parts) > 2 and parts[-2] == "venvs" and "pipx" in parts[-3]:  # ~/.local/share/pipx
-        return f"pipx inject {parts[-1]} '{source}[{extra}]'"
+        return f"pipx inject {parts[-1]} '{spec}'"
     if len(parts) > 2 and parts[-2] == "tools" and parts[-3] == "uv":  # ~/.local/share/uv
-        return f"uv tool install '{source}' --with '{source}[{extra}]'"
-    return f"pip install '{source}[{extra}]'"
+        return f"uv tool install '{base}' --with '{spec}'"
+    return f"pip install '{spec}'"
 
 
 def needed(extra: str, exc: ImportError | None = None) -> RegistryError:
