@@ -222,9 +222,13 @@ def test_hooks_of_a_package_that_is_gone_refuse_in_one_line(repo, run, tmp_path)
     line = refused.stderr
     assert line.startswith(f"agent-registry: commit refused: {python} cannot import "
                            "agent_registry (No module named 'agent_registry')")
-    for way_out in ("pip install agent-registry", "agent-registry uninstall",
-                    "delete .git/hooks/pre-commit", "AGENT_REGISTRY_ALLOW=1 git commit"):
+    # reinstalled as README installs it, from a clone: the name is not on PyPI
+    for way_out in (f"{python} -m pip install CLONE; it is not on PyPI",
+                    "agent-registry hooks install", "agent-registry hooks uninstall",
+                    "delete .git/hooks/pre-commit", "AGENT_REGISTRY_ALLOW=1 git commit",
+                    "git commit --no-verify"):
         assert way_out in line, way_out
+    assert "pip install agent-registry" not in line
     assert "Traceback" not in line and "module specification" not in line
     allowed = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo, capture_output=True,
                              text=True, env={**no_pythonpath(), "AGENT_REGISTRY_ALLOW": "1"})
