@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # for annotations only: collections costs a one-shot command 
 from ..errors import BadInput, RegistryError, Unreadable, os_failure, shown_path
 from .loose import CACHED, HEX, UNKNOWN, LooseObjects, tree_of_commit
 from .rawfile import create_read_only, read_bytes
-from .layout import (RefUnreadable, RepoInfo, loose_object, packed_refs, plain_layout,
-                     ref_from_files, state_path)
+from .layout import (RefUnreadable, RepoInfo, clean_env, loose_object,
+                     packed_refs, plain_layout, ref_from_files, state_path)
 from .gitconfig import branch_name, config_from_files, remote_name  # noqa: F401 (re-exported)
 
 STALE_REF_LOCK = 10.0  # seconds after which a ref's .lock file is taken for abandoned
@@ -42,25 +42,6 @@ OBJECT_REPAIR = ("run `git fsck`, then `agent-registry doctor --fix` (it fetches
 STORED_UP_TO = 4096 - 11  # zlib's header, one stored block's header, its checksum
 TREE_MODE = b"40000"
 BLOB_MODE = b"100644"
-
-# Environment variables that describe *where* git works: inherited from a hook they would
-# redirect our plumbing at the user's index.  Everything else (config, ssh, proxies,
-# tracing) is the user's and is kept.
-_GIT_LOCATION_VARS = {
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH", "GIT_REFLOG_ACTION", "GIT_EDITOR", "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
-    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
-}
-
-
-def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    for name in _GIT_LOCATION_VARS:
-        env.pop(name, None)
-    env.setdefault("GIT_TERMINAL_PROMPT", "0")
-    return env
 
 
 def _unwritable(folder: str) -> OSError | None:

@@ -2,10 +2,12 @@
 its files, without a ``git rev-parse`` process; :func:`ref_from_files`: a ref's commit from
 its files, which the Repo's read_ref reads too.
 
-Apart from store/git.py (which re-exports both) so that what runs after every tool call
-(the after-tool hook's quick path, harness/after.py) finds the repository without
-importing the git module and what it imports (zlib, the object and ref writers): about
-1 ms of a process that is mostly the interpreter starting (docs/benchmarks.md).
+Apart from store/git.py (which re-exports both, and :func:`clean_env`) so that what runs
+after every tool call (the after-tool hook's quick path, harness/after.py) finds the
+repository without importing the git module and what it imports (zlib, the object and
+ref writers): about 1 ms of a process that is mostly the interpreter starting
+(docs/benchmarks.md); and the backstop's note lists a held folder (harness/held.py)
+through store/spawn.py with the environment git runs with everywhere.
 """
 import os
 
@@ -20,6 +22,25 @@ common_dir: shared by all worktrees (refs, objects, our local state); toplevel: 
 worktree, None for a bare repository; prefix: the cwd relative to toplevel ("" or
 "sub/dir/"); object_format: "sha1" or "sha256"; ref_format: "files", "reftable", or ""
 (not read yet: the Repo reads it, ref_storage)."""
+
+# Environment variables that describe *where* git works: inherited from a hook they would
+# redirect our plumbing at the user's index.  Everything else (config, ssh, proxies,
+# tracing) is the user's and is kept.
+_GIT_LOCATION_VARS = {
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH", "GIT_REFLOG_ACTION", "GIT_EDITOR", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+}
+
+
+def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for name in _GIT_LOCATION_VARS:
+        env.pop(name, None)
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    return env
 
 
 # any of these set, git's discovery is not the plain walk up the directories
