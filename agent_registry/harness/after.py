@@ -13,8 +13,9 @@ decides and answers as for any event.  So does a person's high message marked fo
 session (store/urgent.py: one more folder listing), which the whole hook tells.
 
 **A note** is five lines, each one JSON value, so that what a check needs is parsed and
-nothing else: the call ({"session", "at", "areas"}: the session, the time it was taken, and
-whether a held folder or glob is among its targets); who holds what ({"holders": {id:
+nothing else: the call ({"session", "at", "areas", "cut"}: the session, the time it was
+taken, whether a held folder or glob is among its targets, and those of them not all of
+whose files were looked at: harness/held.py); who holds what ({"holders": {id:
 holder}, "locks": {target: [id, ...]}}: each holder once, the line harness/heldcache.py
 keeps, copied as it is); the noted files' paths; their blobs and modes ({"blobs",
 "modes"}, read only for a file its stat does not vouch for); and their stats

@@ -65,15 +65,20 @@ def note(ctx: Ctx, call: str) -> str:
     held, paths, areas = kept
     if paths == b"[]" and not areas:
         return ""  # the usual case: no held file, nothing more to import or read
+    cut: list[str] = []
     if areas:  # a held folder or glob: the files in it now (a file created there is new)
-        from .held import expand
-        listed = dict.fromkeys(loads(paths) + expand(areas, info.toplevel))
+        from .held import Unreadable, cut_notice, expand
+        try:
+            files, cut = expand(areas, info.toplevel)
+        except Unreadable as exc:
+            return f"agent-registry: backstop off for this call: {exc.message}"
+        listed = dict.fromkeys(loads(paths) + files)
         paths = dumps(list(listed)).encode("utf-8", "surrogatepass")
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
-    _States(info, sid).note(held, paths, bool(areas),
+    _States(info, sid).note(held, paths, bool(areas), cut,
                             os.path.join(where, note_name(ctx.harness, ctx.native_id, call)))
-    return ""
+    return cut_notice(cut) if cut else ""
 
 
 def _held_targets(info: RepoInfo, sid: str) -> tuple[dict[str, list[dict]], bool]:
@@ -135,15 +140,17 @@ class _States:
         from .storedblobs import StoredBlobs  # only where something is held
         self.objects = StoredBlobs(info.common_dir)
 
-    def note(self, held: bytes, line: bytes, areas: bool, note: str) -> None:
+    def note(self, held: bytes, line: bytes, areas: bool, cut: list[str], note: str
+             ) -> None:
         """Write the note at *note* of the files *line* lists (a JSON list of paths, as
-        encoded), held as *held* says (who holds what, as encoded)."""
+        encoded), held as *held* says (who holds what, as encoded), *cut*: the held
+        folders and globs not all of whose files were looked at (harness/held.py)."""
         kept = self.kept.path(self.sid)
         try:
             lines = read_bytes(kept).split(b"\n")
         except OSError:
             lines = []
-        last = _last(lines, self.sid, areas)
+        last = _last(lines, self.sid, areas, cut)
         found = None
         try:
             if last is not None:
@@ -161,7 +168,7 @@ class _States:
                         _write(note, b"\n".join(lines))
                     return
             data = self._noted(held, loads(line) if found is None else found[0], areas,
-                               _remembered(lines, last))
+                               cut, _remembered(lines, last))
         finally:
             self.objects.close()
             if self.repo is not None:
@@ -181,7 +188,8 @@ class _States:
         return kept is not None and all(
             self._absent(paths[i], kept[0][i], keys[i]) for i in moved)
 
-    def _noted(self, held: bytes, paths: list[str], areas: bool, last) -> bytes:
+    def _noted(self, held: bytes, paths: list[str], areas: bool, cut: list[str],
+               last) -> bytes:
         """The note's lines and the blobs it names, each file's blob the last note's
         where its stat says so, else read, hashed and written."""
         old = {rel: i for i, rel in enumerate(last[0])} if last is not None else {}
@@ -201,7 +209,7 @@ class _States:
             modes.append(mode if data is not None or mode == "large" else None)
             stats.append(key)
         at = time.time()  # after every file was read: git's racy rule counts from here
-        head = dumps({"session": self.sid, "at": at, "areas": areas})
+        head = dumps({"session": self.sid, "at": at, "areas": areas, "cut": cut})
         return b"\n".join((head.encode(), held, dumps(paths).encode("utf-8", "surrogatepass"),
                            dumps({"blobs": blobs, "modes": modes}).encode(),
                            stats_line(stats), self.objects.line(blobs)))
@@ -218,9 +226,10 @@ class _States:
         return self.repo.write_object("blob", data)
 
 
-def _last(lines: list[bytes], sid: str, areas: bool) -> dict | None:
+def _last(lines: list[bytes], sid: str, areas: bool, cut: list[str]) -> dict | None:
     """The head of the last note of *sid* (the remembered states' *lines*), when they
-    are one taken as this one is (with or without held folders); else None."""
+    are one taken as this one is (with or without held folders, the same of them cut
+    short: the same files listed say nothing of those beyond); else None."""
     if len(lines) != NOTE_LINES + 1:
         return None
     try:
@@ -228,7 +237,8 @@ def _last(lines: list[bytes], sid: str, areas: bool) -> dict | None:
     except (ValueError, RecursionError):
         return None
     if not isinstance(head, dict) or head.get("session") != sid or \
-            head.get("areas") is not areas or not isinstance(head.get("at"), (int, float)):
+            head.get("areas") is not areas or head.get("cut") != cut or \
+            not isinstance(head.get("at"), (int, float)):
         return None
     return head
 

@@ -6,6 +6,12 @@ from __future__ import annotations
 MAX_WHAT = 300  # characters of the command quoted to a holder
 
 
+def shown(path: str) -> str:
+    """*path* as a message can carry it: the bytes of a name that is not UTF-8 (kept as
+    surrogates, as Python reads such a name) escaped (``caf\\xe9.txt``)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _what_happened(change: dict) -> str:
     if change["before"] is None:
         return "created"

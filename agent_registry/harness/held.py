@@ -3,13 +3,14 @@
 Read from the live sessions' own lists of what they hold (one pipelined read of the
 live session files: O(live sessions), never a scan of the locks), each target expanded
 to the files it covers here (a file lock is its name, present or not; a folder or glob
-lock the files found on disk below it, at most MAX_FILES), then judged by the guard
-(enforce/guard.py), which the commit hook and the edit gate also ask, so a stale lock,
-the session's own lock and a shared one count here exactly as they do there.
+lock the files below it that git tracks or would track, as ``git ls-files`` lists them:
+tracked ones, and untracked ones git does not ignore, at most MAX_FILES looked at), then
+judged by the guard (enforce/guard.py), which the commit hook and the edit gate also ask,
+so a stale lock, the session's own lock and a shared one count here exactly as they do
+there.  What git ignores (a ``node_modules/``, a ``__pycache__/``, build output) is no
+one's work: it neither spends the cap nor is put back or moved aside.
 """
 from __future__ import annotations
-
-import os
 
 from ..branch import paths as P
 from ..errors import RegistryError
@@ -18,7 +19,8 @@ MAX_FILES = 2000  # files of folder and glob locks looked at, at most, per hook 
 
 
 class Unreadable(RegistryError):
-    """The registry branch exists and cannot be read: who holds what is unknown."""
+    """Who holds what is unknown: the registry branch exists and cannot be read, or git
+    cannot list a held folder."""
 
 
 def held_files(guard, sid: str, toplevel: str) -> dict[str, list]:
@@ -34,8 +36,10 @@ def held_files(guard, sid: str, toplevel: str) -> dict[str, list]:
         except Exception as exc:  # noqa: BLE001 - unreadable is never "nothing held"
             raise Unreadable(f"the registry branch is unreadable ({exc})") from None
     # a folder or glob lock is asked about as itself too (it covers its own name), so a
-    # held area with no file in it yet is known: a file created there is a write to it
-    files = expand(targets, toplevel) + [t for t in targets if is_area(t)]
+    # held area with no file in it yet is known: a file created there is a write to it;
+    # and a file no registry path can name (not UTF-8) is held by the area it is in
+    files = [f for f in expand(targets, toplevel)[0] if _registry_name(f)] + \
+        [t for t in targets if is_area(t)]
     if not files and guard.lookup is not None:
         return {}  # nothing held (without a tip, check says whether its ref is broken)
     report = guard.check(files, committer=sid)
@@ -73,31 +77,58 @@ def file_names(targets) -> dict[str, str | None]:
     return {target: None if is_area(target) else P.plain(target) for target in targets}
 
 
-def expand(targets: list[str], toplevel: str) -> list[str]:
-    """The files *targets* cover in the working tree at *toplevel*."""
-    out: list[str] = []
-    for target in targets:
-        if not is_area(target):
-            out.append(P.plain(target))
-            continue
-        for path in _walk(toplevel, P.literal_prefix(target), MAX_FILES - len(out)):
-            if P.covers(target, path):
-                out.append(path)
-        if len(out) >= MAX_FILES:
-            break
-    return list(dict.fromkeys(out))
+def expand(targets: list[str], toplevel: str) -> tuple[list[str], list[str]]:
+    """(the files *targets* cover in the working tree at *toplevel*, MAX_FILES at most
+    looked at for its folders and globs; those of them cut short, some of their files not
+    looked at: what else is in them is unknown).  git runs only for a folder or glob."""
+    out = [P.plain(target) for target in targets if not is_area(target)]
+    areas = [target for target in targets if is_area(target)]
+    listed = _listed(toplevel, areas) if areas else []
+    out += [path for path in listed[:MAX_FILES] if any(P.covers(a, path) for a in areas)]
+    rest = listed[MAX_FILES:]
+    # a glob's unlooked-at paths are not matched (a glob costs ~10 us a path, and the
+    # rest may be 100,000): one under its literal prefix may be its, so it is cut
+    cut = [a for a in areas if any(_under(P.literal_prefix(a), path) for path in rest)]
+    return list(dict.fromkeys(out)), cut
 
 
-def _walk(toplevel: str, folder: str, limit: int) -> list[str]:
-    """Up to *limit* files (and symbolic links) below *folder*, repository paths; the
-    repository's own ``.git`` is never entered."""
-    found: list[str] = []
-    for root, dirs, files in os.walk(os.path.join(toplevel, folder)):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        rel = os.path.relpath(root, toplevel).replace(os.sep, "/")
-        prefix = "" if rel == "." else rel + "/"
-        found += [prefix + name for name in sorted(files)]
-        found += [prefix + d for d in dirs if os.path.islink(os.path.join(root, d))]
-        if len(found) >= limit:
-            return found[:limit]
-    return found
+def cut_notice(cut: list[str]) -> str:
+    """The line a note says on stderr when held folders or globs were *cut* short."""
+    return (f"agent-registry: backstop: held {', '.join(cut)}: more than {MAX_FILES:,} "
+            f"files to look at; those looked at are kept for this call, and a file it "
+            f"creates there is not moved aside")
+
+
+def _listed(toplevel: str, areas: list[str]) -> list[str]:
+    """The files git tracks or would track under the literal prefixes of *areas*
+    (repository paths; a symbolic link is a file, never entered, as git sees it), by
+    ``git ls-files``; Unreadable when it fails."""
+    from ..store.layout import clean_env
+    from ..store.spawn import run  # not the git module: a note may hash nothing
+    prefixes = [P.literal_prefix(area).rstrip("/") for area in areas]
+    # a folder's name without its slash: a symbolic link of that name is listed too
+    specs = [] if "" in prefixes else \
+        [f":(top,literal){prefix}" for prefix in dict.fromkeys(prefixes)]
+    proc = run(["git", "-C", toplevel, "ls-files", "-z", "--cached", "--others",
+                "--exclude-standard", "--", *specs], env=clean_env())
+    if proc.returncode:
+        said = proc.stderr.decode(errors="replace").strip().splitlines()
+        why = said[-1] if said else f"exit {proc.returncode}"
+        raise Unreadable(f"git cannot list the held folders ({why})")
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    # "sub/": a repository nested here (git would add it as one entry, not its files)
+    return [name for name in names if name and not name.endswith("/")]
+
+
+def _under(prefix: str, path: str) -> bool:
+    """Is *path* (or the folder of that name) under the literal *prefix*?"""
+    return (path + "/").startswith(prefix)
+
+
+def _registry_name(path: str) -> bool:
+    """Can *path* be a registry path (UTF-8: a file system's name may be other bytes)?"""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

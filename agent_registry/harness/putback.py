@@ -87,6 +87,9 @@ class _Note:
     def __init__(self, head: dict, holders: dict, files: tuple) -> None:
         from .held import file_names
         self.session, self.at = head.get("session"), head["at"]
+        # the held folders and globs cut short (harness/held.py): an earlier version's
+        # note does not say, so none of its areas proves a file absent
+        self.cut = head.get("cut") if isinstance(head.get("cut"), list) else None
         self.holders = holders.get("holders") if isinstance(holders.get("holders"), dict) \
             else {}
         self.locks = holders.get("locks") if isinstance(holders.get("locks"), dict) else {}
@@ -209,6 +212,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     if noted is None or not info.toplevel:
         return ""
     from ..store.git import Repo
+    from .backstoptext import shown
     repo = Repo(info)
     changes = []
     top = info.toplevel.rstrip(os.sep) + os.sep
@@ -220,14 +224,14 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
                 data, mode, key = state_of(full)
                 theirs = repo.write_object("blob", data) if data is not None else None
             except OSError as exc:  # a loop of links where its folder was: said, and on
-                changes.append({"path": rel, "before": entry["blob"], "after": None,
+                changes.append({"path": shown(rel), "before": entry["blob"], "after": None,
                                 "restored": False, "holders": noted.holders_of(rel),
                                 "problem": f"it cannot be read: {exc.strerror or exc}"})
                 continue
             if "large" in (mode, entry["mode"]):  # noted or found by its stat alone
                 if (mode, tuple(key or ())) == (entry["mode"], tuple(entry.get("key") or ())):
                     continue
-                changes.append({"path": rel, "before": entry["blob"], "after": theirs,
+                changes.append({"path": shown(rel), "before": entry["blob"], "after": theirs,
                                 "restored": False, "holders": noted.holders_of(rel),
                                 "problem": f"it is over {MAX_KEPT >> 20} MiB, so its "
                                            f"holder's version was not kept"})
@@ -240,7 +244,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             problem = _restore(repo, info.toplevel, rel, entry) if here else ""
             if here and not problem:
                 restored.record(rel, entry)
-            changes.append({"path": rel, "before": entry["blob"], "after": theirs,
+            changes.append({"path": shown(rel), "before": entry["blob"], "after": theirs,
                             "restored": here and not problem, "problem": problem,
                             "holders": holders})
     finally:
@@ -338,14 +342,15 @@ def _told_late(info: RepoInfo, ctx: Ctx, path: str) -> str:
         now = blob_id(data, info.object_format) if data is not None else None
         if (now, mode if data is not None else None) != (entry["blob"], entry["mode"]):
             changed[rel] = entry
+    from .backstoptext import shown
     lines = []
     sid = str(noted.session or session_for(info, ctx))
     for rel, holders in _held_now(info, sid, list(changed)).items():
         entry = changed[rel]
         then = (f"its holder's version then is kept: git show {entry['blob']}"
                 if entry["blob"] else "nothing was there then")
-        lines.append(f"agent-registry: {rel}, which {holders} holds, changed after a call "
-                     f"of yours whose end was never told (denied, or interrupted), noted "
+        lines.append(f"agent-registry: {shown(rel)}, which {holders} holds, changed after a "
+                     f"call of yours whose end was never told (denied, or interrupted), noted "
                      f"{time.strftime('%H:%M:%S', time.localtime(noted.at))}; nothing was "
                      f"put back, as its holder may have written it since. If that call "
                      f"wrote it, {then}. Tell them (agent-registry send --to HOLDER "
@@ -373,14 +378,32 @@ def _held_now(info: RepoInfo, sid: str, paths: list[str]) -> dict[str, str]:
 
 
 def _created(noted: _Note, toplevel: str) -> list[str]:
-    """Each file now in a held folder or glob that was not noted (absent when the note
-    was taken: its holder had nothing there)."""
-    areas = [target for target, name in noted.targets.items() if name is None]
+    """Each file now in a held folder or glob that the note did not list and that was
+    absent then (its holder had nothing there), as far as can be shown: the note looked
+    at every file of that area (none cut short: harness/held.py), and the file was made
+    or changed in the note's second or later (git's racy rule), so it is not one git
+    ignored at the note and no longer does (the call changed the ignore rules)."""
+    areas = [target for target, name in noted.targets.items()
+             if name is None and noted.cut is not None and target not in noted.cut]
     if not areas:
         return []
-    from .held import expand
+    from .held import Unreadable, expand
+    try:
+        files, _ = expand(areas, toplevel)
+    except Unreadable:  # git cannot list them now: nothing is proved created
+        return []
     known = set(noted.paths)
-    return [rel for rel in expand(areas, toplevel) if rel not in known]
+    since = int(noted.at) * 1_000_000_000  # git's racy rule: the note's whole second
+    return [rel for rel in files if rel not in known and _changed_since(
+        os.path.join(toplevel, rel), since)]
+
+
+def _changed_since(full: str, ns: int) -> bool:
+    """Was the file at *full* made or changed at *ns* (nanoseconds) or later?"""
+    try:
+        return os.lstat(full).st_ctime_ns >= ns
+    except OSError:  # gone again
+        return False
 
 
 def _tell_holders(info: RepoInfo, sid: str, changes: list[dict], what: str, key: str
