@@ -15,6 +15,7 @@ from .after import (LATE, LATE_KEPT, LEFTOVER, MAX_KEPT, MODES, SUFFIX, blob_id,
                     note_name, noted_blobs, noted_paths, prefix, read_note, state_of,
                     unpacked, untrusted)
 from .ctx import Ctx
+from .restored import Restored
 from .where import session_for
 
 
@@ -216,7 +217,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     repo = Repo(info)
     changes = []
     top = info.toplevel.rstrip(os.sep) + os.sep
-    restored = _Restored(os.path.dirname(folder(info.git_dir)))
+    restored = Restored(os.path.dirname(folder(info.git_dir)))
     try:
         for rel, entry in _noted_states(noted, info.toplevel, restored):
             full = top + rel
@@ -257,7 +258,7 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     return agent_text(sid, changes, told)
 
 
-def _noted_states(noted: _Note, toplevel: str, restored: _Restored | None = None):
+def _noted_states(noted: _Note, toplevel: str, restored: Restored | None = None):
     """(path, its state as noted: blob, mode, permission bits) of each noted file whose
     stat moved since, and of each file now in a held folder that was not noted (absent
     then).  A file another call's check put back after this note was taken is as it put
@@ -273,51 +274,6 @@ def _noted_states(noted: _Note, toplevel: str, restored: _Restored | None = None
     for rel in _created(noted, toplevel):
         entry = {"blob": None, "mode": None, "perm": None}
         yield rel, (restored and restored.since(rel, noted.at)) or entry
-
-
-class _Restored:
-    """What the checks of this working tree put back, a small file per path beside its
-    notes' folder (``backstop-restored/<sha1 of the path>``: when, and the state put
-    back), kept a day: a check of a call noted before another call's check put a file
-    back compares the file with what was put back, not with its note."""
-
-    def __init__(self, where: str) -> None:
-        self.folder = os.path.join(where, "backstop-restored")
-
-    def _path(self, rel: str) -> str:
-        from hashlib import sha1
-        return os.path.join(self.folder, sha1(os.fsencode(rel)).hexdigest())
-
-    def since(self, rel: str, at: float) -> dict | None:
-        """The state *rel* was put back to after *at*, if it was."""
-        try:
-            with open(self._path(rel), "rb") as f:
-                record = loads(f.read())
-        except (OSError, ValueError, RecursionError):
-            return None
-        if not isinstance(record, dict) or not isinstance(record.get("at"), (int, float)) \
-                or record["at"] < at or record.get("path") != rel:
-            return None
-        return {key: record.get(key) for key in ("blob", "mode", "perm")}
-
-    def record(self, rel: str, entry: dict) -> None:
-        """Keep that *rel* was put back to *entry* now (written whole, renamed in); best
-        effort: the file is back either way, and only a check of a call running beside
-        this one would read it."""
-        from ..store.jsontext import dumps
-        path = self._path(rel)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(self.folder, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(dumps({"at": time.time(), "path": rel, **entry}))
-            os.replace(tmp, path)
-            old = time.time() - LATE_KEPT
-            for e in os.scandir(self.folder):
-                if e.stat().st_mtime < old:
-                    _remove(e.path)
-        except OSError:  # the disk full, or a record removed by another check meanwhile
-            _remove(tmp)
 
 
 def _told_late(info: RepoInfo, ctx: Ctx, path: str) -> str:
