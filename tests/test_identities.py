@@ -135,6 +135,41 @@ def test_registering_a_live_id_from_another_process_is_refused(run, repo, sleepe
     assert run("register", "--resume", "--provider", "Kimi").returncode == 2
 
 
+def test_a_resume_keeps_every_field_it_is_not_given(run, repo):
+    """A reviewer's finding: `register SID --resume --provider Kimi` (the README's form)
+    emptied the session's working-on, ai-version and space; and a resume required
+    --provider, which the session already has."""
+    sid = register(run, "--provider", "Kimi", "--ai-version", "2.7", "--working-on",
+                   "Refactoring auth", "--space", "src/auth.py", "--todo-present", "tokens",
+                   "--tag", "backend")
+    ok(run("lock", "acquire", "src/auth.py", sid))
+    kept = ("provider", "ai_version", "working_on", "space", "todo_present", "tags", "locks")
+
+    def fields() -> dict:
+        session = json.loads(run("--json", "show", sid).stdout)["sessions"][0]
+        return {key: session[key] for key in kept}
+    before = fields()
+    assert before["working_on"] == "Refactoring auth" and before["space"] == ["src/auth.py"]
+    ok(run("register", sid, "--resume", "--provider", "Kimi"))
+    assert fields() == before
+    # without --provider: the session's own; what is given changes, the rest stays
+    ok(run("register", sid, "--resume", "--working-on", "Token expiry"))
+    assert fields() == {**before, "working_on": "Token expiry"}
+    ok(run("register", sid, "--resume", "--space", "src/oauth.py", "--ai-version", "2.8"))
+    assert fields() == {**before, "working_on": "Token expiry", "space": ["src/oauth.py"],
+                        "ai_version": "2.8"}
+    # a resume of no session here has no provider to keep: unknown, nothing written
+    tip = git(repo, "rev-parse", "agent-registry")
+    unknown = run("register", "kimi-nobody", "--resume")
+    assert unknown.returncode == 1 and "unknown session kimi-nobody" in unknown.stderr
+    assert git(repo, "rev-parse", "agent-registry") == tip
+    # a new id still needs one
+    for args in (("register", "kimi-new"), ("register", "kimi-new", "--provider", " "),
+                 ("register", sid, "--resume", "--provider", "")):
+        refused = run(*args)
+        assert refused.returncode == 2 and "--provider is required" in refused.stderr, args
+
+
 def test_another_clone_cannot_register_a_live_id(tmp_path):
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))

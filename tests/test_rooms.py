@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 import pytest
 
@@ -72,6 +73,28 @@ def test_a_new_session_hears_what_waits_in_its_room(world):
     mid = js(api("--json", "send", "--from", "api-1", "--room", "room:contract", "v2 is live"))["id"]
     late = js(web("--json", "register", "web-3", "--provider", "Claude", "--room", "room:contract"))
     assert [m["id"] for m in late["waiting"]] == [mid]
+
+
+def test_a_session_joins_a_room_by_the_command_its_inbox_names(world):
+    """A reviewer's finding: `inbox`'s hint `register --resume --room room:NAME` failed
+    (no SID), and the documented `register "$AGENT_REGISTRY_SESSION" --resume --room
+    room:contract` asked for --provider; a resume also lost the session's other tags."""
+    _, api, _ = world
+    sid = js(api("--json", "register", "--provider", "Codex", "--working-on", "schema v2",
+                 "--tag", "backend"))["session"]["id"]
+    env = {"AGENT_REGISTRY_SESSION": sid}
+    hint = api("inbox", env=env).stdout
+    command = hint.split("join a shared room: ")[1].split(")")[0]
+    assert command == 'register "$AGENT_REGISTRY_SESSION" --resume --room room:NAME'
+    # run as printed: a shell expands the variable, the reader names the room
+    args = shlex.split(command.replace("$AGENT_REGISTRY_SESSION", sid)
+                       .replace("room:NAME", "room:contract"))
+    joined = js(api("--json", *args, env=env))
+    assert joined["rooms"]["rooms"] == ["room:contract"]
+    session = joined["session"]
+    assert (session["provider"], session["working_on"]) == ("Codex", "schema v2")
+    assert session["tags"] == ["backend", "room:contract"]
+    assert "room:contract" in api("inbox", env=env).stdout
 
 
 def test_the_repository_room_is_implicit(world):

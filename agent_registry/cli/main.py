@@ -229,11 +229,12 @@ def session_text(s) -> str:
 
 @cli.command(context_settings={"ignore_unknown_options": False})
 @click.argument("positional", nargs=-1, metavar="[SID [PROVIDER AI_VERSION WORKING_ON]]")
-@click.option("--provider", help="Agent or tool: Claude, Codex, Gemini, Kimi, human …")
+@click.option("--provider", help="Agent or tool: Claude, Codex, Gemini, Kimi, human … "
+                                 "(a resume keeps the session's).")
 @click.option("--ai-version", default=None, help="Model or tool version.")
 @click.option("--working-on", default=None, help="What this session works on.")
-@click.option("--space", default="", metavar="CSV", help="Paths this session expects to touch.")
-@click.option("--todo-present", default="", metavar="CSV", help="Current to-do items.")
+@click.option("--space", default=None, metavar="CSV", help="Paths this session expects to touch.")
+@click.option("--todo-present", default=None, metavar="CSV", help="Current to-do items.")
 @click.option("--pid", type=int, default=None,
               help="The agent's own process, which lives exactly as long as the session "
                    "(default: $AGENT_REGISTRY_PID, else an ancestor that is a known agent "
@@ -256,9 +257,11 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
     Without SID a new id is made up as <provider>-<unix time>-<random> and printed, to
     export as AGENT_REGISTRY_SESSION ($AGENT_REGISTRY_SESSION is never reused). A SID of
     a live session is refused (exit 1) unless this is its vouched-for owner (--pid the
-    same process) or --resume is given. Which process the session is bound to, and why,
-    is said on stderr, followed by the messages and handoffs waiting for it (sent to it,
-    its tags, its rooms, or paths in its --space).
+    same process) or --resume is given. A session registered again (resumed, or by its
+    owner) keeps every field not given: its provider, working-on, space, tags, rooms.
+    Which process the session is bound to, and why, is said on stderr, followed by the
+    messages and handoffs waiting for it (sent to it, its tags, its rooms, or paths in
+    its --space).
     """
     if len(positional) not in (0, 1, 4):
         raise BadInput("give SID alone, or SID PROVIDER AI_VERSION WORKING_ON")
@@ -270,7 +273,7 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
         provider = provider or positional[1]
         ai_version = ai_version if ai_version is not None else positional[2]
         working_on = working_on if working_on is not None else positional[3]
-    if not provider or not provider.strip():
+    if (provider is None and not resume) or (provider is not None and not provider.strip()):
         raise BadInput("--provider is required")
     exported = os.environ.get(SESSION_ENV)
     if not sid and exported:
@@ -284,8 +287,8 @@ def register(out: Output, positional: tuple, provider, ai_version, working_on, s
                 raise BadInput(f"{room}: a repository's room is joined by working in it; "
                                "--room takes room:<name>")
         open_hub(out.registry).close()  # no hub, or an unusable one: nothing registered
-    session = out.registry.register(sid, provider=provider, ai_version=ai_version or "",
-                                     working_on=working_on or "", space=space,
+    session = out.registry.register(sid, provider=provider, ai_version=ai_version,
+                                     working_on=working_on, space=space,
                                      todo_present=todo_present, pid=pid,
                                      notify_started=notify_started,
                                      tags=list(tags) + list(rooms), resume=resume)

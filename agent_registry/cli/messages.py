@@ -137,7 +137,8 @@ def empty_text(result: dict) -> str:
     why = f"caught up ({done} acknowledged)" if done else "nothing sent to it yet"
     rooms = ", ".join(result["rooms"]) or "no room"
     return (f"no messages for {result['session']}: {why}; it is in {rooms} "
-            "(join a shared room: register --resume --room room:NAME)")
+            "(join a shared room: register \"$AGENT_REGISTRY_SESSION\" --resume "
+            "--room room:NAME)")
 
 
 @click.command()

@@ -50,24 +50,35 @@ def apply_register(registry: Registry, view: View, op: dict) -> Outcome:
     sid, at = op["session"], iso(op["at"])
     if view.done_session(sid):
         raise Refused(f"session {sid} has already ended; register a new id")
-    session = view.session(sid)
+    session, fields = view.session(sid), op["fields"]
     if session is None:
+        if "provider" not in fields:  # a resume without --provider of no session here
+            raise registry.unknown(view, sid)
         session = Session(id=sid, registered_at=at)
-        subject = f"register {sid} ({op['fields']['provider']}): {op['fields']['working_on']}"
+        subject = f"register {sid} ({fields['provider']}): {fields.get('working_on', '')}"
     elif op.get("resume"):
         subject = f"resume {sid}"
     else:
-        held = held_by_another(session, op["fields"], registry.host)
+        held = held_by_another(session, fields, registry.host)
         if held:
             raise Refused(f"session {sid} is live ({held}): register without an id for a "
                           "new session, or resume this one with --resume (MCP: resume) if "
                           "it is yours", details={"session": sid})
         subject = f"re-register {sid}"
-    for key, value in op["fields"].items():
-        setattr(session, key, value)
+    for key, value in fields.items():  # a field not given keeps what the session has
+        setattr(session, key, given_tags(session.tags, value) if key == "tags" else value)
     session.status, session.heartbeat_at = LIVE, at
     view.put_session(session)
     return Outcome({"session": session.to_dict()}, subject)
+
+
+def given_tags(old: list[str], given: list[str]) -> list[str]:
+    """*given* replaces a session's plain tags, its rooms (``room:…``) or both, whichever
+    it has: ``register SID --resume --room room:NAME`` joins a room, keeping the tags."""
+    def kind(rooms: bool) -> list[str]:  # the given tags of a kind, else the old ones
+        return ([t for t in given if t.startswith("room:") == rooms]
+                or [t for t in old if t.startswith("room:") == rooms])
+    return list(dict.fromkeys(kind(False) + kind(True)))
 
 
 def holds(view: View, session: Session, targets: list[str] | None = None,
@@ -169,8 +180,9 @@ class SessionCalls:
     """The session half of the Registry API (core/registry.py mixes it in): each call
     validates its arguments and applies one operation of this module."""
 
-    def register(self, sid: str, *, provider: str, ai_version: str = "", working_on: str = "",
-                 space: Iterable[str] = (), todo_present: Iterable[str] = (),
+    def register(self, sid: str, *, provider: str | None = None, ai_version: str | None = None,
+                 working_on: str | None = None, space: Iterable[str] | str | None = None,
+                 todo_present: Iterable[str] | str | None = None,
                  pid: int | None = None, pid_from: str = "--pid",
                  notify_started: str = "", tags: Iterable[str] = (),
                  resume: bool = False) -> Session:
@@ -178,12 +190,14 @@ class SessionCalls:
         by *pid_from*), else $AGENT_REGISTRY_PID, else an ancestor that is a known agent
         runtime, else none (procinfo.choose_owner); ``self.bound`` says which and why.
         A live *sid* is refused (Refused) unless this owner is its vouched-for owner
-        already, that owner has exited on this host, or *resume* takes it over."""
+        already, that owner has exited on this host, or *resume* takes it over.  A field
+        left None (or empty: *notify_started*, *tags*) is not given: empty in a new
+        session, kept by one registered again (by a resume, its provider too)."""
         P.validate_session_id(sid)
         for label, value in (("provider", provider), ("ai-version", ai_version),
                              ("working-on", working_on), ("notify-started", notify_started)):
-            P.validate_text(label, value)
-        if not provider:
+            P.validate_text(label, value or "")
+        if not (provider or (provider is None and resume)):
             raise BadInput("--provider is required")
         for tag in tags:
             P.validate_tag(tag)
@@ -192,16 +206,18 @@ class SessionCalls:
         except ValueError as exc:
             raise BadInput(str(exc)) from None
         info = self.repo.info
+        given = {"provider": provider, "ai_version": ai_version, "working_on": working_on,
+                 "space": None if space is None else self.targets(space),
+                 "todo_present": None if todo_present is None else P.csv_items(todo_present),
+                 "notify_started": notify_started or None,
+                 "tags": list(dict.fromkeys(tags)) or None}
         fields = {
-            "provider": provider, "ai_version": ai_version, "working_on": working_on,
-            "space": self.targets(space), "todo_present": P.csv_items(todo_present),
+            **{key: value for key, value in given.items() if value is not None},
+            # where and by which process it runs now: always this call's
             "project": info.toplevel or info.git_dir, "repo": repo_name(self),
             "git_branch": _current_branch(info.git_dir), "host": self.host,
             "pid": owner.pid, "pid_start": owner.start, "owner": owner.how,
             "cmdline": owner.cmdline,
-            # only when given: a re-register keeps the text the first one stored
-            **({"notify_started": notify_started} if notify_started else {}),
-            **({"tags": list(dict.fromkeys(tags))} if tags else {}),
         }
         self.bound = owner.to_dict()
         extra = {"resume": True} if resume else {}
