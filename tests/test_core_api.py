@@ -484,6 +484,21 @@ def test_heartbeat_loop_stops_when_the_session_ends(registry):
     assert len(beats) == 3
 
 
+def test_heartbeat_loop_stops_when_the_session_ends_before_its_beat(registry, monkeypatch):
+    """A reviewer's finding: a session finished between the loop's liveness check and
+    its heartbeat made the loop fail (`session a has ended`, exit 1) instead of stop."""
+    reg(registry, "a")
+    checked = registry.session
+
+    def check_then_finish(sid: str):
+        found = checked(sid)
+        if found.live:  # the race, made certain: it ends right after the check
+            registry.finish(sid)
+        return found
+    monkeypatch.setattr(registry, "session", check_then_finish)
+    assert registry.heartbeat_loop("a", 1, sleep=lambda s: None) == "session a is Finished"
+
+
 def test_heartbeat_loop_stops_when_the_process_dies(registry, sleeper):
     reg(registry, "a", pid=sleeper.pid)
     sleeper.kill()

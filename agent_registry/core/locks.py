@@ -313,6 +313,12 @@ class LockCalls(CheckCalls):
                 if not beats:  # never held: an error, as for `lock heartbeat PATH SID`
                     raise
                 return exc.message
+            except Refused:
+                # it ended between the check above and the heartbeat: the normal stop
+                session = self.session(sid)
+                if session.live:
+                    raise
+                return f"session {sid} is {session.status}"
             beats += 1
             if beats == 1:
                 started()
