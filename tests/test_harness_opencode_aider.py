@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import git, make_repo
+
 CLI = str(Path(sys.executable).parent / "agent-registry")
 NODE = shutil.which("node")
 
@@ -212,3 +214,26 @@ def test_cursor_installs_the_shell_gate_and_both_gates_fail_closed(held):
                           capture_output=True, text=True, cwd=held, timeout=120)
     answer = json.loads(proc.stdout)
     assert answer["permission"] == "deny" and "locked by bob" in answer["agent_message"]
+
+
+# -- Aider: harness run -------------------------------------------------------------------------
+
+def test_harness_run_without_its_program_is_one_line_and_writes_nothing(tmp_path):
+    """A reviewer's finding: `harness run aider` without Aider made the registry,
+    registered a session, finished it and pushed, and only then failed (`system error:
+    cannot run aider`, exit 1). Bad input now, before anything is written."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "HEAD:main")
+    text = tmp_path / "aider.txt"
+    text.write_text("not a program\n")
+    refs = git(repo, "for-each-ref"), git(remote, "for-each-ref")
+    for program in ("aider-not-installed", str(tmp_path / "nowhere" / "aider"), str(text)):
+        proc = cli(repo, "harness", "run", "aider", "--executable", program, "--", "--help")
+        assert proc.returncode == 2 and proc.stdout == "", (program, proc.stderr)
+        assert proc.stderr.startswith(f"agent-registry: cannot run {program}: "), proc.stderr
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert (git(repo, "for-each-ref"), git(remote, "for-each-ref")) == refs
+    assert not (repo / ".git" / "agent-registry").exists()

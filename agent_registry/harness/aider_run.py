@@ -3,6 +3,7 @@
 Aider runs nothing of ours when it starts or ends and has no tool events, so
 ``agent-registry harness run aider -- ARGS`` wraps it:
 
+- **first**: its command is found, else bad input, and nothing is registered;
 - **before**: a session ``aider-<pid>-<time>`` is registered, bound to this wrapper's
   process (which lives exactly as long as Aider: it waits for it), and the backstop notes
   the held files of this working tree (harness/backstop.py);
@@ -26,9 +27,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import time
 
+from ..errors import BadInput
 from .backstop import note
 from .ctx import Ctx
 from .decision import end, start
@@ -46,6 +49,7 @@ def _ctx(native: str, cwd: str, env: dict) -> Ctx:
 def run(aider: list[str], cwd: str, env: dict, exe: list[str]) -> int:
     """Run the command *aider* (its executable and arguments) as a registered session;
     its exit code.  *exe*: this installation's command, for Aider's lint command."""
+    program = found(aider[0], env)  # before anything is registered or written
     native = f"{os.getpid()}-{int(time.time())}"
     ctx = _ctx(native, cwd, env)
     sid, lines = start(ctx, os.getpid())
@@ -61,13 +65,24 @@ def run(aider: list[str], cwd: str, env: dict, exe: list[str]) -> int:
         print(notice, flush=True)
     lint = shlex.join([*exe, "harness", "after-edit"])
     try:
-        return subprocess.call([*aider, "--read", told, "--lint-cmd", lint],
+        return subprocess.call([program, *aider[1:], "--read", told, "--lint-cmd", lint],
                                env={**env, SESSION_ENV: sid})
     except OSError as exc:
         raise FileNotFoundError(exc.errno, f"cannot run {aider[0]}: {exc.strerror}") from None
     finally:
         os.unlink(told)
         end(ctx)
+
+
+def found(name: str, env: dict) -> str:
+    """The executable file the command *name* runs (a path, else looked up on *env*'s
+    PATH); one that is not there is bad input: a run that cannot start registers nothing."""
+    program = shutil.which(name, path=env.get("PATH", os.defpath))
+    if program is None:
+        where = "no such executable file" if os.path.dirname(name) else "not found on PATH"
+        raise BadInput(f"cannot run {name}: {where} (install Aider, or name its command "
+                       "with --executable PATH)")
+    return program
 
 
 def after_edit(files: list[str], cwd: str, env: dict) -> str:
