@@ -105,6 +105,25 @@ def test_the_override_is_a_push_option_and_is_recorded_on_the_server(team, serve
     assert list(entry["changed_by"]) == ["src/auth.py"]
 
 
+def test_an_override_names_the_hooks_account_when_nothing_names_the_pusher(team, server_path):
+    """A reviewer's finding: with $USER unset (a service's hook) the override was recorded
+    with an empty user, and `server status` said `by ?`."""
+    import pwd
+    change(team.b.cwd, "src/auth.py", "auth = 2\n", "b changes auth")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("USER", "GL_USERNAME", "GL_USER", "GITEA_PUSHER_NAME", "REMOTE_USER")}
+    ok(subprocess.run(["git", "push", "--no-verify", "-o", "agent-registry.allow=hotfix",
+                       "origin", "HEAD:main"], cwd=team.b.cwd, capture_output=True, text=True,
+                      env={**env, **server_path}))
+    account = pwd.getpwuid(os.getuid()).pw_name
+    status = ok(subprocess.run([CLI, "--json", "server", "status", str(team.bare)],
+                               capture_output=True, text=True))
+    assert [o["user"] for o in json.loads(status.stdout)["overrides"]] == [account]
+    text = ok(subprocess.run([CLI, "server", "status", str(team.bare)], capture_output=True,
+                             text=True)).stdout
+    assert f"refs/heads/main by {account}: hotfix" in text
+
+
 def test_the_holder_pushes_what_it_holds(team, server_path):
     """The session a push names, and the session working on the pushed branch, change
     what they hold: another session's push of the same branch is still refused."""

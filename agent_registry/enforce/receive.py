@@ -24,12 +24,25 @@ ALLOW = "agent-registry.allow"
 SESSION = "agent-registry.session"
 LOG = "server-overrides.jsonl"
 # who pushes, as the usual ways of serving git name them (ssh forced commands, gitolite,
-# GitLab, Gitea/Forgejo, http with auth), else the account the hook runs as
+# GitLab, Gitea/Forgejo, http with auth), else the account the hook runs as (account())
 USER_VARS = ("GL_USERNAME", "GL_USER", "GITEA_PUSHER_NAME", "REMOTE_USER", "USER")
 
 
 def say(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def account() -> str:
+    """The name of the account the hook runs as, for a server that names no pusher and
+    leaves $USER unset (a service, a container): its passwd entry's, else its uid."""
+    try:
+        import pwd
+    except ImportError:  # Windows: no passwd, the variable names the account
+        return os.environ.get("USERNAME", "")
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # a uid with no passwd entry
+        return str(os.getuid())
 
 
 def push_options(environ: dict[str, str]) -> dict[str, str]:
@@ -118,7 +131,7 @@ def main(stdin_text: str, environ: dict[str, str]) -> int:
         say("\n".join(refusal(ref, report, changed_by, pusher)
                       for ref, _, _, report, changed_by in refused))
         return 1
-    user = next((environ[v] for v in USER_VARS if environ.get(v)), "")
+    user = next((environ[v] for v in USER_VARS if environ.get(v)), None) or account()
     try:
         for ref, old, new, report, changed_by in refused:
             record(guard.info.common_dir, {
