@@ -96,3 +96,23 @@ def test_every_command_has_its_json_documented():
     missing = [name for name in leaves() if name not in names]
     assert not missing, f"no --json shape in docs/json.md for: {missing}"
     assert '"error"' in text and '"code"' in text and '"message"' in text
+
+
+def test_the_readme_python_api_runs_as_written(tmp_path):
+    """A reviewer's finding: README's example said a claim raises Refused, but `from
+    agent_registry import Refused` failed. Its code runs here on a real repository, with
+    src/auth.py held by another session, so the claim is refused and caught."""
+    import subprocess
+    import sys
+
+    from helpers import Runner, make_repo
+    repo = make_repo(tmp_path / "repo")
+    run = Runner(repo)
+    assert run("register", "other-1", "--provider", "Codex").returncode == 0
+    assert run("lock", "acquire", "src/auth.py", "--session", "other-1").returncode == 0
+    api = section((ROOT / "README.md").read_text(), "## Python API")
+    code = api.split("```python\n")[1].split("```")[0].replace("path/to/repo", str(repo))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("src/auth.py is locked by other-1"), proc.stdout
