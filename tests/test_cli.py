@@ -353,6 +353,17 @@ def test_quiet_prints_nothing_and_help_and_version_work(run):
     assert ok(run("--version")).stdout == f"agent-registry, version {agent_registry.__version__}\n"
 
 
+def test_the_help_lists_every_exit_code(run):
+    """A reviewer's finding: `--help` listed 0-3 and left out 70 (a bug), which an agent
+    must never read as 1 (held)."""
+    from agent_registry.errors import BAD_INPUT, CRASHED, REFUSED, UNCONFIRMED
+    text = " ".join(ok(run("--help")).stdout.split())
+    for code, meaning in ((0, "done"), (REFUSED, "refused or not found"),
+                          (BAD_INPUT, "bad input"), (UNCONFIRMED, "done locally"),
+                          (CRASHED, "an internal error")):
+        assert f"{code} {meaning}" in text, (code, text)
+
+
 # -- configuration --------------------------------------------------------------------
 
 def test_git_config_branch(run, repo):

@@ -114,7 +114,7 @@ def cli(ctx: click.Context, json_mode: bool, quiet: bool, directory: str) -> Non
 
     State lives on the orphan branch `agent-registry` of this repository. Exit codes:
     0 done, 1 refused or not found, 2 bad input, 3 done locally but not confirmed by
-    the remote.
+    the remote, 70 an internal error (a bug; the line names its traceback's file).
     """
     ctx.obj = Output(json_mode, quiet, directory)
     ctx.call_on_close(ctx.obj.close)
