@@ -28,3 +28,13 @@ def test_after_a_double_dash_they_are_arguments(repo, run):
     assert not sent.stdout.lstrip().startswith("{")  # the text answer: --json was the body
     inbox = json.loads(run("--json", "inbox", "s2").stdout)
     assert [m["body"] for m in inbox["messages"]] == ["--json"]
+
+
+def test_the_short_quiet_goes_before_the_command_only(repo, run):
+    """As README's command reference says: `-q` (like `-C`) is read before the command;
+    after it, only the long `--quiet` is (a command's own short options stay its own)."""
+    assert run("register", "s1", "--provider", "Kimi").returncode == 0
+    before = run("-q", "status")
+    assert before.returncode == 0 and before.stdout == ""
+    after = run("status", "-q")
+    assert after.returncode == 2 and "No such option '-q'" in after.stderr
