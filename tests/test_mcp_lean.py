@@ -61,10 +61,12 @@ async def recorded(repo: Path):
 
 def masked(value, *same: str):
     """*value* with what differs between two equal calls made one after the other
-    replaced: times, generations (a claim's own id), and the strings *same*; a text
-    content holding the result as JSON is compared as that result."""
+    replaced: times and ages (the two calls may fall in two seconds), generations (a
+    claim's own id), and the strings *same*; a text content holding the result as JSON
+    is compared as that result."""
     if isinstance(value, dict):
         return {k: "<generation>" if k in ("generation", "generations") else
+                "<seconds>" if k.endswith("_seconds") else
                 masked(v, *same) for k, v in value.items()}
     if isinstance(value, list):
         return [masked(v, *same) for v in value]
