@@ -317,3 +317,40 @@ def newest_layout(repo, tips) -> dict:
         if marker["format"] > found["format"]:
             found = marker
     return found
+
+
+def absent(repo, branch: str, remote: str, count: int) -> list[str]:
+    """The lock shards of the registry *branch* in *count* shards that neither this
+    clone nor *remote*, as of the last fetch (its remote-tracking refs), has."""
+    names = [shard_branch(branch, index) for index in range(count)]
+    return [name for name in names if repo.read_ref(f"refs/heads/{name}") is None
+            and repo.read_ref(f"refs/remotes/{remote}/{name}") is None]
+
+
+def missing_text(repo, branch: str, remote: str | None, name: str, count: int) -> str:
+    """Why the whole view refuses: the lock shard *name* is missing here.  Where the
+    remote lacked it too at the last fetch (a shard deleted there; the registry deleted
+    there; or made anew by an older version without its shards), a sync here cannot
+    bring it back: the line says who can, and the way out when no one can."""
+    if not remote:
+        return f"{name} is missing here ({LAYOUT} names {count} lock shards): run " \
+               "`agent-registry sync`"
+    if repo.read_ref(f"refs/remotes/{remote}/{branch}") is None:  # the registry deleted there
+        return (f"{name} is missing here, and {remote} had no {branch} at the last fetch "
+                f"({LAYOUT} names {count} lock shards): " + gone_advice(remote))
+    return (f"{name} is missing here, and {remote} did not have it at the last fetch "
+            f"({LAYOUT} names {count} lock shards): `agent-registry sync` fetches it if "
+            f"{remote} has it now, and pushes it back when run in a clone that has it; if "
+            f"no clone has it, no clone can read this registry: `agent-registry uninstall "
+            f"--branches --remote --yes` in one clone deletes it, then `agent-registry "
+            f"init` there starts a new one")
+
+
+def gone_advice(remote: str) -> str:
+    """What to do about a registry deleted on *remote* whose lock shards this clone
+    lacks (sync/remote.py ``Deleted`` says it too)."""
+    return (f"`agent-registry sync` fetches them if {remote} has them again, and puts "
+            f"them back when run in a clone that has them; if the registry was removed on "
+            f"purpose (`agent-registry uninstall --branches --remote` in another clone), "
+            f"leave it here too with `agent-registry uninstall --branches --yes`, or run "
+            f"that and then `agent-registry init` to start a new one")

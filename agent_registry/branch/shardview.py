@@ -371,7 +371,6 @@ def open_whole(repo: Repo, branch: str, remote: str | None, tip: str | None,
         tips.append(shard_tip(repo, f"refs/heads/{name}",
                               f"refs/remotes/{remote}/{name}" if remote else None))
         if tips[-1] is None:  # its locks would read as none: refuse instead (fail closed)
-            raise RegistryError(f"{name} is missing here ({S.LAYOUT} names "
-                                f"{count} lock shards): run `agent-registry sync`")
+            raise RegistryError(S.missing_text(repo, branch, remote, name, count))
     main = repo.read_ref(f"refs/remotes/{remote}/{branch}") if remote else None
     return WholeView(repo, tip, tips, main, Clones(repo, branch, remote))

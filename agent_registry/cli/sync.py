@@ -78,6 +78,15 @@ def sync(out: Output, timeout: float) -> None:
     from ..sync.lost import lost_line, take_lost
     lost = report["lost"] = take_lost(out.registry)  # met by this sync or any command since
     lines += [lost_line(r) for r in lost]
+    missing = _nowhere(out.registry, report["layout"])
+    if missing:  # pushed what it could, and still no clone can read it: say so, and why
+        report["missing"] = missing
+        if not out.json and not out.quiet:
+            click.echo("\n".join(lines))
+        from ..branch.shards import missing_text
+        raise Refused(missing_text(out.registry.repo, out.registry.branch,
+                                   out.registry.remote, missing[0], report["layout"]["shards"]),
+                      details=report)
     if not refused and not lost and pushed:
         return out.emit(report, "\n".join(lines))
     if not out.json and not out.quiet:
@@ -88,6 +97,16 @@ def sync(out: Output, timeout: float) -> None:
     raise Unconfirmed(report.get("error") or report.get("messages", {}).get("error")
                       or next((p["error"] for p in branches if p.get("error")), None)
                       or "not pushed", details=report)
+
+
+def _nowhere(registry, layout: dict) -> list[str]:
+    """The lock shards *layout* names that neither this clone nor the remote has after
+    the sync (its fetch pruned the remote's deleted ones; it pushed back those this clone
+    has): a sync that leaves one so has fixed nothing, whatever it pushed."""
+    if layout["format"] < 2 or not registry.remote:
+        return []
+    from ..branch.shards import absent
+    return absent(registry.repo, registry.branch, registry.remote, layout["shards"])
 
 
 def pushed_line(report: dict, remote: str) -> str:

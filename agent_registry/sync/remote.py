@@ -35,6 +35,12 @@ sessions and their locks on the rewound remote, each refused only where another 
 took the path meanwhile, and reports each.  A ``gc`` commit that rewrote a history holding
 the confirmed tip explains the rewrite, and nothing is re-applied.
 
+The registry branch deleted on the remote is made anew by the next push, unless the
+layout it would push names lock shards that neither the remote nor this clone has (a
+clone that never wrote them, after ``uninstall --branches --remote`` elsewhere): no clone
+could read that registry, so the write is refused in one line (``Deleted``), nothing
+pushed.
+
 Because replays re-run each operation's own logic on the new base, two writers of the same
 file resolve by the operation's meaning (a release of a lock that was force-released
 elsewhere becomes a no-op), never by git's text merge; a replay that changed the outcome
@@ -217,6 +223,8 @@ def fetch(registry: Registry, narrow: bool = False) -> str | None:
     if "couldn't find remote ref" in err:  # deleted or never pushed: we will recreate it
         if registry.repo.read_ref(registry.tracking_ref):
             registry.repo.git("update-ref", "-d", registry.tracking_ref, check=False)
+        if registry.part.routes and also:
+            _fetch_parts(registry, also)
         return None
     locked = [line for line in err.splitlines() if "cannot lock ref" in line]
     if locked and all(f"'refs/remotes/{registry.remote}/" in line for line in locked):
@@ -226,6 +234,59 @@ def fetch(registry: Registry, narrow: bool = False) -> str | None:
         return registry.repo.read_ref(registry.tracking_ref)
     raise Offline.from_stderr(registry.remote, err, f"git fetch exited {proc.returncode}",
                               registry.branch)
+
+
+def _fetch_parts(registry: Registry, also: tuple[str, ...]) -> None:
+    """The registry branch is gone from the remote (deleted, or never pushed): git
+    failed the fetch that named it as a whole, which left the tracking refs of its lock
+    shards, clone refs and intents as the fetch before found them.  Fetch those alone,
+    pruned, so that they say what the remote has now: whether the branch may be made
+    anew there (:func:`nowhere`) and which shards of this clone sync pushes again
+    (sync/shardsync.py ``unpushed``).  Raises Offline when the remote cannot be used:
+    tracking refs left stale would vouch for shards the remote may have lost."""
+    proc = git_net(registry, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--no-auto-maintenance", "--prune", registry.remote,
+                   fetch_refspec(registry), *also)
+    if proc.returncode != 0:
+        raise Offline.from_stderr(registry.remote, proc.stderr.decode(errors="replace"),
+                                  f"git fetch exited {proc.returncode}", registry.branch)
+
+
+def nowhere(registry: Registry, tip: str | None) -> list[str]:
+    """The lock shards the layout at *tip* (of the registry branch) names that neither
+    this clone nor the remote, as of the last fetch, has: pushed without them, the
+    branch would be a registry no clone can read (branch/shardview.py ``open_whole``
+    refuses it).  Empty for a shard's, a clone ref's or the messages branch's registry,
+    and in the single-branch layout."""
+    if not registry.part.routes or tip is None or not registry.remote:
+        return []
+    from ..branch import shards as S
+    layout = S.layout_of(registry.repo.read_blob(f"{tip}:{S.LAYOUT}"))
+    if layout["format"] < 2:
+        return []
+    return S.absent(registry.repo, registry.branch, registry.remote, S.count_of(layout))
+
+
+class Deleted(Refused):
+    """The registry branch is gone from the remote, and this clone lacks lock shards its
+    layout names, which the remote lacks too: made anew from here, it would be a
+    registry no clone can read (each reads a shard it names as missing), so nothing is
+    pushed.  Says what went wrong as Offline does (``kind``, ``advice``, ``to_dict``)."""
+
+    kind = "deleted"
+
+    def __init__(self, registry: Registry, missing: list[str]) -> None:
+        from ..branch.shards import gone_advice
+        remote = redact(registry.remote)
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        self.advice = gone_advice(remote)
+        super().__init__(
+            f"{registry.branch} was deleted on {remote}, with lock shards this clone never "
+            f"had ({missing[0]}{more}): not made anew there, where no clone could read it; "
+            f"{self.advice}", details={"missing": missing})
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
 
 
 class PushResult:
@@ -284,8 +345,14 @@ def _all_shards(registry: Registry) -> str:
 
 
 def push(registry: Registry, commit: str) -> PushResult:
-    """Push *commit* as the remote branch: a fast-forward only (no ``+``, no lease)."""
+    """Push *commit* as the remote branch: a fast-forward only (no ``+``, no lease).
+    Raises Deleted, pushing nothing, where it would make the registry branch anew on a
+    remote that lacks lock shards its layout names and this clone lacks them too."""
     dst = f"refs/heads/{registry.branch}"
+    if registry.part.routes and registry.repo.read_ref(registry.tracking_ref) is None:
+        missing = nowhere(registry, commit)  # the push would create it there
+        if missing:
+            raise Deleted(registry, missing)
     # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
     # suite, the pre-commit framework) must not run, or fail, on every claim
     # traced: the refs the remote advertises say whether a clone asks for help here;
@@ -515,7 +582,7 @@ def rewind_lines(rewind: dict) -> list[str]:
 
 # -- the synced transaction -----------------------------------------------------------
 
-def _failed(registry: Registry, exc: Offline | MassDeletion) -> None:
+def _failed(registry: Registry, exc: Offline | MassDeletion | Deleted) -> None:
     """Record a failed attempt (caller holds the flock)."""
     save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
                 last_error_kind=exc.kind)
@@ -627,6 +694,15 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
             raise Refused(f"{registry.branch} is gone from {redact(registry.remote)} and this "
                           f"clone never wrote it: not made anew without the claims it held; "
                           f"`agent-registry sync` in a clone that wrote it pushes it back")
+        if failure is None and remote is None:
+            # the registry branch gone from the remote: made anew only where this clone
+            # or the remote has every lock shard its layout names (nothing applied here)
+            missing = nowhere(registry, registry.repo.read_ref(registry.ref))
+            if missing:
+                refused = Deleted(registry, missing)
+                with _locked(registry):
+                    _failed(registry, refused)
+                raise refused
         with _locked(registry):
             if failure is None:
                 try:
@@ -720,7 +796,7 @@ def _fetched_within(registry: Registry, mark: str) -> bool:
 
 
 def _unconfirmed(registry: Registry, op: dict, result: dict,
-                 failure: Offline | MassDeletion) -> dict:
+                 failure: Offline | MassDeletion | Deleted) -> dict:
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
     error, advice = failure.to_dict(), failure.advice
@@ -775,7 +851,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             began = trace.start()
             try:
                 pushed = push(registry, tip)
-            except Offline as exc:
+            except (Offline, Deleted) as exc:
                 return _stop(registry, outcome, exc)
             trace.note("push", began, "ok" if pushed.ok else "lost")
             pushes += 1
@@ -927,7 +1003,7 @@ def publish_intent(registry: Registry) -> bool:
     return landed
 
 
-def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion) -> dict:
+def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion | Deleted) -> dict:
     with _locked(registry):
         _failed(registry, exc)
     return {**outcome, "pushed": False, "error": exc.message, "failure": exc,
@@ -959,6 +1035,12 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
         raise Unconfirmed(f"{exc.message}; {pending} operation(s) wait to be pushed; "
                           f"{exc.advice}", details={"pending": pending,
                                                    "remote_error": exc.to_dict()}) from None
+    missing = nowhere(registry, registry.repo.read_ref(registry.ref)) if remote is None else []
+    if missing:  # the registry branch deleted there: not made anew without its shards
+        refused = Deleted(registry, missing)
+        with _locked(registry):
+            _failed(registry, refused)
+        raise refused
     with _locked(registry):
         pending = [parse_op(registry.repo.commit_info(c)[2]) or {}
                    for c in _pending(registry, before)]
