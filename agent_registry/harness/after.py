@@ -48,6 +48,14 @@ SUFFIX = ".note"
 NOTE_LINES = 5  # the call, who holds what, the noted paths, their blobs and modes, stats
 
 
+def remove(path: str) -> None:
+    """Remove the file at *path*, if it is still there (another hook may have taken it)."""
+    try:
+        os.unlink(path)
+    except OSError:  # gone already
+        pass
+
+
 def folder(git_dir: str) -> str:
     """Where this worktree's notes are (under its own git dir: they are its files')."""
     return os.path.join(git_dir, "agent-registry", "backstop")

@@ -37,7 +37,7 @@ import time
 from ..store.jsontext import dumps, loads
 from ..store.layout import RepoInfo
 from ..store.rawfile import read_bytes
-from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, state_of,
+from .after import (NOTE_LINES, folder, note_name, noted_blobs, noted_paths, remove, state_of,
                     stats_line, unpacked, untrusted)
 from .ctx import Ctx
 from .where import repo_or_none, session_for
@@ -257,22 +257,15 @@ def _link(kept: str, note: str) -> bool:
         except OSError:
             return False
         finally:  # renamed over a link to the same file, tmp stays (rename(2)): removed
-            _remove(tmp)
+            remove(tmp)
     except OSError:
         return False
     try:
         os.utime(note)
     except OSError:  # a note as old as the states would be taken for a leftover
-        _remove(note)
+        remove(note)
         return False
     return True
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:  # gone already
-        pass
 
 
 def _remembered(lines: list[bytes], head: dict | None

@@ -12,7 +12,7 @@ from ..errors import BadInput, RegistryError, Unreadable
 from ..store.jsontext import loads
 from ..store.layout import RepoInfo
 from .after import (LATE, LATE_KEPT, LEFTOVER, MAX_KEPT, MODES, SUFFIX, blob_id, folder,
-                    note_name, noted_blobs, noted_paths, prefix, read_note, state_of,
+                    note_name, noted_blobs, noted_paths, prefix, read_note, remove, state_of,
                     unpacked, untrusted)
 from .ctx import Ctx
 from .restored import Restored
@@ -70,15 +70,8 @@ def _leftovers(where: str, ctx: Ctx, mine: str) -> list[str]:
         if e.name.endswith(SUFFIX) and age > LEFTOVER:
             out.append(e.path)
         elif e.name.endswith(LATE) and age > LATE_KEPT:
-            _remove(e.path)
+            remove(e.path)
     return out
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:  # gone already
-        pass
 
 
 class _Note:

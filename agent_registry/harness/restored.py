@@ -8,7 +8,7 @@ import os
 import time
 
 from ..store.jsontext import loads
-from .after import LATE_KEPT
+from .after import LATE_KEPT, remove
 
 
 class Restored:
@@ -51,9 +51,6 @@ class Restored:
             old = time.time() - LATE_KEPT
             for e in os.scandir(self.folder):
                 if e.stat().st_mtime < old:
-                    os.unlink(e.path)
+                    remove(e.path)
         except OSError:  # the disk full, or a record removed by another check meanwhile
-            try:
-                os.unlink(tmp)
-            except OSError:  # never made
-                pass
+            remove(tmp)
