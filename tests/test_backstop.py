@@ -564,6 +564,14 @@ def test_a_call_that_never_ended_says_nothing_of_a_file_no_longer_held(held, run
     assert (held / "src" / "auth.py").read_text() == "free to write now\n"
 
 
+def test_a_damaged_note_of_a_call_that_never_ended_is_said(held):
+    pre(held, UNSEEN, "call-a")
+    note = held / ".git" / "agent-registry" / "backstop" / f"claude-{NATIVE}-call-a.note"
+    note.write_bytes(b"damaged")
+    aged(held, "call-a", 700)
+    assert "could not be read" in post(held, pre(held, UNSEEN, "call-b"))
+
+
 def test_a_long_call_told_as_a_leftover_is_still_checked_when_it_ends(held):
     """A command that runs past after.LEFTOVER: another call's check tells its note (it
     cannot know the call still runs) and keeps it; the call's own after-tool event then

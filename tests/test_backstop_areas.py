@@ -102,3 +102,13 @@ def test_what_git_ignores_a_command_writes_in_a_held_folder_is_left_alone(held,
     time.sleep(1.1)  # past the second it was written in (git's racy rule)
     said, text = around(held, "python3 -c \"open('.gitignore', 'w').write('')\"", "call-2")
     assert pyc.exists() and text is None
+
+
+def test_a_held_folder_git_cannot_list_leaves_the_files_held_by_name_noted(held):
+    """When git cannot list a held folder (here: a damaged index), the note says so in one
+    line and still keeps the files held by name: a write to one is put back."""
+    (held / ".git" / "index").write_bytes(b"not an index")
+    said, text = around(held, UNREADABLE_WRITES[0])
+    assert "src/gen/" in said and "files held by name" in said, said
+    assert "src/auth.py" in text and "kimi-1" in text
+    assert (held / "src" / "auth.py").read_text() == HOLDERS_WORK

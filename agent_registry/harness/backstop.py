@@ -66,19 +66,23 @@ def note(ctx: Ctx, call: str) -> str:
     if paths == b"[]" and not areas:
         return ""  # the usual case: no held file, nothing more to import or read
     cut: list[str] = []
+    said = ""
     if areas:  # a held folder or glob: the files in it now (a file created there is new)
         from .held import Unreadable, cut_notice, expand
         try:
             files, cut = expand(areas, info.toplevel)
-        except Unreadable as exc:
-            return f"agent-registry: backstop off for this call: {exc.message}"
+            said = cut_notice(cut) if cut else ""
+        except Unreadable as exc:  # the files held by name are noted all the same
+            files, cut = [], list(areas)
+            said = (f"agent-registry: backstop: {exc.message}: this call's note keeps the "
+                    f"files held by name, not those of {', '.join(areas)}")
         listed = dict.fromkeys(loads(paths) + files)
         paths = dumps(list(listed)).encode("utf-8", "surrogatepass")
     where = folder(info.git_dir)
     os.makedirs(where, exist_ok=True)
     _States(info, sid).note(held, paths, bool(areas), cut,
                             os.path.join(where, note_name(ctx.harness, ctx.native_id, call)))
-    return cut_notice(cut) if cut else ""
+    return said
 
 
 def _held_targets(info: RepoInfo, sid: str) -> tuple[dict[str, list[dict]], bool]:
@@ -89,7 +93,9 @@ def _held_targets(info: RepoInfo, sid: str) -> tuple[dict[str, list[dict]], bool
     guard = Guard(info)
     try:
         out: dict[str, list[dict]] = {}
-        for conflicts in held_files(guard, sid, info.toplevel or "").values():
+        # who holds which target: a held folder's files need not be listed for that (a
+        # note lists them itself), so a folder git cannot list leaves the rest noted
+        for conflicts in held_files(guard, sid, info.toplevel or "", listed=False).values():
             for conflict in conflicts:
                 holder = _holder(guard, conflict, info)
                 if holder not in out.setdefault(conflict.target, []):

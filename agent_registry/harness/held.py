@@ -23,10 +23,11 @@ class Unreadable(RegistryError):
     cannot list a held folder."""
 
 
-def held_files(guard, sid: str, toplevel: str) -> dict[str, list]:
+def held_files(guard, sid: str, toplevel: str, listed: bool = True) -> dict[str, list]:
     """{repository path: the guard's conflicts} for each file of the working tree at
     *toplevel* that a live session other than *sid* holds, and for each held folder or
-    glob target itself (:func:`is_area`)."""
+    glob target itself (:func:`is_area`); with *listed* False, the files a held folder
+    or glob covers are not listed (its target itself says who holds it)."""
     targets: list[str] = []
     if guard.lookup is not None:
         try:
@@ -38,8 +39,9 @@ def held_files(guard, sid: str, toplevel: str) -> dict[str, list]:
     # a folder or glob lock is asked about as itself too (it covers its own name), so a
     # held area with no file in it yet is known: a file created there is a write to it;
     # and a file no registry path can name (not UTF-8) is held by the area it is in
-    files = [f for f in expand(targets, toplevel)[0] if _registry_name(f)] + \
-        [t for t in targets if is_area(t)]
+    named = expand(targets, toplevel)[0] if listed else \
+        [P.plain(t) for t in targets if not is_area(t)]
+    files = [f for f in named if _registry_name(f)] + [t for t in targets if is_area(t)]
     if not files and guard.lookup is not None:
         return {}  # nothing held (without a tip, check says whether its ref is broken)
     report = guard.check(files, committer=sid)

@@ -277,8 +277,10 @@ def _told_late(info: RepoInfo, ctx: Ctx, path: str) -> str:
     which may still come, and checks it in full."""
     try:
         noted = _take(path, keep=path + LATE)
-    except _Unreadable:
-        return ""
+    except _Unreadable:  # said, as an unreadable note of this call is
+        return (f"agent-registry: the backstop's note of an earlier call of yours whose end "
+                f"was never told ({os.path.basename(path)}) could not be read; see `git "
+                f"status` for what changed and `agent-registry status` for who holds what")
     if noted is None or not info.toplevel:
         return ""
     top = info.toplevel.rstrip(os.sep) + os.sep

@@ -345,11 +345,13 @@ _RUNS_OTHERS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "su
                           "busybox", "eval"))
 
 
-def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str) -> list[Word]:
+def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str,
+         each_in_its_folder: bool = False) -> list[Word]:
     """The files of a command run by xargs, parallel or find -exec: those it names, and,
     when it writes, or a file it names holds one of *marks* (the strings replaced by a
-    name: ``{}``), or it runs in another folder, a note that the names it is handed
-    cannot be followed."""
+    name: ``{}``), or it runs in another folder (a wrapper's, or each name's:
+    *each_in_its_folder*, find -execdir), a note that the names it is handed cannot be
+    followed."""
     if _FED[0] >= 8:
         place.unfollowed(f"{how} runs commands nested too deep to read")
         return []
@@ -363,9 +365,8 @@ def _fed(command: list[Word], marks: tuple[str, ...], place: Place, how: str) ->
     finally:
         _FED[0] -= 1
     kept = [t for t in found if not any(m in t.text for m in marks)]
-    elsewhere = chdir is not None or how.endswith("dir")  # env -C, find -execdir
     if writes(name, command[1:]) or name in _RUNS_OTHERS or len(kept) < len(found) or \
-            elsewhere and found:
+            (chdir is not None or each_in_its_folder) and found:
         place.unfollowed(f"{how} hands {name} names we cannot see")
     return kept
 
@@ -384,6 +385,7 @@ def _find(args: list[Word], place: Place) -> list[Word]:
         elif text in _FIND_ACTIONS:
             end = next((j for j in range(i, len(args)) if args[j].text in (";", "+")),
                        len(args))
-            out += _fed(args[i:end], ("{}",), place, f"find {text}")
+            out += _fed(args[i:end], ("{}",), place, f"find {text}",
+                        each_in_its_folder=text.endswith("dir"))  # -execdir, -okdir
             i = end + 1
     return out
