@@ -15,8 +15,8 @@ from .shelltokens import Word, gnu_long, tokenize, unwrap
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
-            "ln", "dd", "patch", "chmod", "chown", "chgrp", "gzip", "gunzip", "bzip2",
-            "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma"}
+            "ln", "dd", "patch", "ed", "red", "rsync", "chmod", "chown", "chgrp", "gzip",
+            "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma"}
 _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -73,8 +73,12 @@ RULES = {
         args, "sr", ("--size", "--reference"))[0],
     "dd": lambda name, args, place, stdin: [Word(a.text[3:], a.dynamic, a.pattern)
                                            for a in args if a.text.startswith("of=")],
-    **dict.fromkeys(("sed", "gsed"), lambda name, args, place, stdin: _sed(args)),
-    "perl": lambda name, args, place, stdin: _perl(args),
+    **dict.fromkeys(("sed", "gsed"), lambda name, args, place, stdin: _edits().sed(args)),
+    "perl": lambda name, args, place, stdin: _edits().perl(args),
+    "ruby": lambda name, args, place, stdin: _edits().ruby(args),
+    **dict.fromkeys(("awk", "gawk"), lambda name, args, place, stdin: _edits().awk(args)),
+    **dict.fromkeys(("ed", "red"), lambda name, args, place, stdin: _edits().ed(args)),
+    "rsync": lambda name, args, place, stdin: _edits().rsync(args, place),
     **dict.fromkeys(("cp", "mv", "install", "ln"), _copy),
     "patch": lambda name, args, place, stdin: _patch(args, place, stdin),
     "xargs": lambda name, args, place, stdin: _fed(*_xargs_command(args), place, "xargs"),
@@ -100,6 +104,11 @@ RULES = {
 def _tools():
     from . import shelltools  # only for the commands it reads
     return shelltools
+
+
+def _edits():
+    from . import shelledits  # only for the commands it reads
+    return shelledits
 
 
 def _archives():
@@ -152,75 +161,14 @@ def writes(name: str, args: list[Word]) -> bool:
         handed = Word("https://host/name", False, False)
         return bool(_tools().formatted(name, [*args, handed]) if name in _FORMATTERS
                     else _tools().fetched(name, [*args, handed]))
-    if name in ("sed", "gsed", "perl"):
-        return any(a.text.startswith("-") and not a.text.startswith("--") and "i" in a.text
-                   or a.text.startswith("--in-place") for a in args)
+    if name in ("sed", "gsed", "perl", "ruby", "awk", "gawk"):
+        return _edits().in_place(name, args)
+    if name == "tar":  # --remove-files removes the names it is handed
+        return any(w.text.endswith("\0handed") for w in _archives().tar(
+            [*args, Word("\0handed", False, False)]))
     if name == "git":
         return git_writes(args)
     return False
-
-
-# GNU sed's long options: (sets in place, gives the script, takes the next word)
-_SED_LONG = {"--in-place": (True, False, False), "--expression": (False, True, True),
-             "--file": (False, True, True), "--line-length": (False, False, True)}
-# all of GNU sed's long options: an unambiguous start of one is that one (getopt_long:
-# `--in` is --in-place, `--f` is none, being --file's and --follow-symlinks')
-_SED_NAMES = (*_SED_LONG, "--debug", "--follow-symlinks", "--help", "--null-data",
-              "--zero-terminated", "--posix", "--quiet", "--silent", "--regexp-extended",
-              "--sandbox", "--separate", "--unbuffered", "--version")
-
-
-def _sed(args: list[Word]) -> list[Word]:
-    """``sed -i`` edits its file operands in place (options anywhere on the line)."""
-    return _in_place(args, ends="efl", next_word="efl", script="ef", long=_SED_LONG,
-                     names=_SED_NAMES)
-
-
-def _perl(args: list[Word]) -> list[Word]:
-    """``perl -i`` (``-pi``, ``-i.bak``) edits its file operands in place (options
-    before the first operand)."""
-    return _in_place(args, ends="eEMmIdxlC0", next_word="eEI", script="eE",
-                     options_first=True)
-
-
-def _in_place(args: list[Word], *, ends: str, next_word: str, script: str,
-              long: dict | None = None, names: tuple[str, ...] = (),
-              options_first: bool = False) -> list[Word]:
-    """The files an in-place editor writes: its operands (the first is the script when
-    no ``-e`` gave one), when ``-i`` is among its options.  A flag of *ends* ends its
-    cluster (the rest is its value), one of *next_word* last in its cluster takes the
-    next word, one of *script* gives the script; *long*: what its long options do, each
-    also by an unambiguous start among *names*, all of them."""
-    in_place = script_given = False
-    files: list[Word] = []
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        i += 1
-        if text == "--":
-            files += args[i:]
-            break
-        if long is not None and text.startswith("--"):
-            name, eq, _ = text.partition("=")
-            sets, gives, takes = long.get(gnu_long(name, names), (False, False, False))
-            in_place |= sets
-            script_given |= gives
-            i += 1 if takes and not eq else 0
-        elif text.startswith("-") and len(text) > 1 and not (options_first and files):
-            for j, flag in enumerate(text[1:], 1):
-                if flag == "i":
-                    in_place = True
-                    break  # the rest is the backup suffix
-                if flag in ends:
-                    script_given |= flag in script
-                    if flag in next_word and j == len(text) - 1:
-                        i += 1
-                    break
-        else:
-            files.append(args[i - 1])
-    if not in_place:
-        return []
-    return files if script_given else files[1:]
 
 
 def _patch(args: list[Word], place: Place, stdin: Word | None) -> list[Word]:

@@ -44,7 +44,8 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "perl", "cp", "mv", "install", "ln", "patch", "xargs", "find", "git", "chmod",
                    "chown", "chgrp", "sort", "tar", "unzip", "parallel", *"gzip gunzip bzip2 "
                    "bunzip2 xz unxz zstd unzstd lzma unlzma black ruff prettier eslint gofmt "
-                   "goimports clang-format rustfmt sponge go cargo curl wget".split()})
+                   "goimports clang-format rustfmt sponge go cargo curl wget ruby awk gawk ed red "
+                   "rsync".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
 _SU = {"su", "runuser"}  # a shell as another user: its -c command
 # what may run a cd in the shell itself (another wrapper runs the cd program, or a
