@@ -6,7 +6,7 @@ It runs after every shell and edit tool call, so it reads the event with store/j
 (not json), finds the repository from its files (store/layout.plain_layout), and compares
 each noted file with its note: by its stat where git's index would trust it
 (:func:`untrusted`), else by hashing it in-process (store/digest: git's blob id, no git
-process).  When this call took no note, or none of its files changed, it is done;
+process) and by its permission bits (0600 and 0644 are one mode to git).  When this call took no note, or none of its files changed, it is done;
 anything else (a change, a held folder to list again, a leftover note, an event or a
 repository it cannot read this way) goes to the whole hook (harness/hook.py), which
 decides and answers as for any event.  So does a person's high message marked for the
@@ -233,14 +233,27 @@ def _newest(noted: list | memoryview) -> int:
     return max(map(max, map(_TIMES, noted)), default=0)
 
 
-def as_noted(full: str, blob: object, mode: object, object_format: str) -> bool:
-    """Does the file at *full*, read and hashed, hold *blob* with *mode*?  (A large one
-    whose stat moved is left to the whole check.)"""
-    data, now_mode, _ = state_of(full)
-    if now_mode == "large" or mode == "large":
+def as_noted(full: str, blob: object, mode: object, object_format: str,
+             perm: int | None = None) -> bool:
+    """Does the file at *full*, read and hashed, hold *blob* with *mode* and *perm*?
+    (A large one whose stat moved is left to the whole check.)"""
+    data, now_mode, key = state_of(full)
+    if now_mode == "large" or mode == "large" or not same_perm(perm, key):
         return False
     now = blob_id(data, object_format) if data is not None else None
     return (now, now_mode) == (blob, mode)
+
+
+def perm_of(key: object) -> int | None:
+    """The permission bits of a :func:`stat_key`; None for none (not a regular file)."""
+    return key[4] & 0o7777 if isinstance(key, (list, tuple)) and len(key) == FIELDS and \
+        isinstance(key[4], int) and key[0] != -1 else None
+
+
+def same_perm(perm: int | None, key: object) -> bool:
+    """Has the stat *key* the noted permission bits *perm* (0600 and 0644: one git mode,
+    two here)?  True when either is unknown."""
+    return perm is None or perm_of(key) is None or perm == perm_of(key)
 
 
 def blob_id(data: bytes, object_format: str) -> str:
@@ -375,8 +388,9 @@ def _unchanged(path: str, info) -> bool:
         if kept is None:
             return False
         top = info.toplevel.rstrip(os.sep) + os.sep
-        if not all(as_noted(top + paths[i], kept[0][i], kept[1][i], info.object_format)
-                   for i in moved):
+        keys = unpacked(stats) if isinstance(stats, memoryview) else stats
+        if not all(as_noted(top + paths[i], kept[0][i], kept[1][i], info.object_format,
+                            perm_of(keys[i])) for i in moved):
             return False
     try:
         os.unlink(path)

@@ -19,9 +19,15 @@ def _what_happened(change: dict) -> str:
 
 
 def _kept(change: dict) -> str:
-    if change["after"] is None:
-        return ""
+    if change["after"] is None or change["after"] == change["before"]:
+        return ""  # gone, or the same bytes (its mode alone changed)
     return f"; your version is kept: git show {change['after']}"
+
+
+def _modes(change: dict) -> str:
+    """`` (its mode, 0600 to 0644)`` when the call changed the file's permission bits."""
+    perms = change.get("perms")
+    return f" (its mode, {perms[0]:04o} to {perms[1]:04o})" if perms else ""
 
 
 def agent_text(sid: str, changes: list[dict], told: list[str]) -> str:
@@ -43,7 +49,8 @@ def agent_text(sid: str, changes: list[dict], told: list[str]) -> str:
                     "but a commit of it will be refused: undo it" +
                     (f" (git show {change['before']} > {change['path']})"
                      if change["before"] else f" (rm {change['path']})"))
-        lines.append(f"agent-registry: your last command {did} {change['path']}, which "
+        lines.append(f"agent-registry: your last command {did} {change['path']}"
+                     f"{_modes(change)}, which "
                      f"{holders} holds (another live session): {done}{_kept(change)}.")
     holders = list(dict.fromkeys(h["id"] for c in changes for h in c["holders"]))
     ask = " or ".join(f"agent-registry send --to {h} --from {sid} 'TEXT'" for h in holders)
@@ -66,6 +73,6 @@ def holder_text(sid: str, changes: list[dict], what: str, worktree: str) -> str:
         else:
             done = "left as they made it (" + (change["problem"] or "not your working tree") + ")"
         theirs = f"; theirs is git show {change['after']}" if change["after"] else ""
-        lines.append(f"- {change['path']}: {did}, {done}{theirs}")
+        lines.append(f"- {change['path']}{_modes(change)}: {did}, {done}{theirs}")
     lines.append(f"Reply with agent-registry send --to {sid} --from HOLDER 'TEXT'.")
     return "\n".join(lines)

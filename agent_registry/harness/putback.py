@@ -13,7 +13,7 @@ from ..store.jsontext import loads
 from ..store.layout import RepoInfo
 from .after import (LATE, LATE_KEPT, LEFTOVER, MAX_KEPT, MODES, SUFFIX, blob_id, folder,
                     note_name, noted_blobs, noted_paths, prefix, read_note, remove, state_of,
-                    unpacked, untrusted)
+                    perm_of, same_perm, unpacked, untrusted)
 from .ctx import Ctx
 from .restored import Restored
 from .where import session_for
@@ -230,7 +230,8 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
                                 "problem": f"it is over {MAX_KEPT >> 20} MiB, so its "
                                            f"holder's version was not kept"})
                 continue
-            if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]):
+            if (theirs, mode if data is not None else None) == (entry["blob"], entry["mode"]) \
+                    and same_perm(entry.get("perm"), key):
                 continue
             holders = noted.holders_of(rel)
             # put back unless every holder works elsewhere (none known: put back)
@@ -238,9 +239,11 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
             problem = _restore(repo, info.toplevel, rel, entry) if here else ""
             if here and not problem:
                 restored.record(rel, entry)
+            perms = (entry.get("perm"), perm_of(key))  # told when they differ
             changes.append({"path": shown(rel), "before": entry["blob"], "after": theirs,
                             "restored": here and not problem, "problem": problem,
-                            "holders": holders})
+                            "holders": holders, "perms": perms if None not in perms
+                            and perms[0] != perms[1] else None})
     finally:
         repo.close()
     if not changes:
@@ -261,8 +264,7 @@ def _noted_states(noted: _Note, toplevel: str, restored: Restored | None = None)
     for i in untrusted(toplevel, noted.paths, noted.stats, noted.at):
         key = stats[i] if isinstance(stats, list) and i < len(stats) else None
         entry = {"blob": noted.blobs[i], "mode": noted.modes[i], "key": key,
-                 "perm": key[4] & 0o7777 if isinstance(key, (list, tuple)) and
-                 len(key) > 4 and isinstance(key[4], int) else None}
+                 "perm": perm_of(key)}
         yield noted.paths[i], (restored and restored.since(noted.paths[i], noted.at)) or entry
     for rel in _created(noted, toplevel):
         entry = {"blob": None, "mode": None, "perm": None}
@@ -287,11 +289,12 @@ def _told_late(info: RepoInfo, ctx: Ctx, path: str) -> str:
     changed = {}
     for rel, entry in _noted_states(noted, info.toplevel):
         try:
-            data, mode, _ = state_of(top + rel)
+            data, mode, key = state_of(top + rel)
         except OSError:
-            data, mode = None, "unreadable"
+            data, mode, key = None, "unreadable", None
         now = blob_id(data, info.object_format) if data is not None else None
-        if (now, mode if data is not None else None) != (entry["blob"], entry["mode"]):
+        if (now, mode if data is not None else None) != (entry["blob"], entry["mode"]) \
+                or not same_perm(entry.get("perm"), key):
             changed[rel] = entry
     from .backstoptext import shown
     lines = []
