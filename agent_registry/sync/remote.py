@@ -225,6 +225,12 @@ def fetch(registry: Registry, narrow: bool = False) -> str | None:
             registry.repo.git("update-ref", "-d", registry.tracking_ref, check=False)
         if registry.part.routes and also:
             _fetch_parts(registry, also)
+        elif registry.part.kind in ("shard", "clone") and also:
+            # git names the first ref missing there: this one, or the registry branch
+            # this fetch brings along.  Its own fetch says which of them the remote has
+            # (and prunes the shards and clone refs it lost): whether this ref may be
+            # made there (sync/leases.py)
+            fetch(registry.part.main)
         return None
     locked = [line for line in err.splitlines() if "cannot lock ref" in line]
     if locked and all(f"'refs/remotes/{registry.remote}/" in line for line in locked):
@@ -275,18 +281,50 @@ class Deleted(Refused):
 
     kind = "deleted"
 
-    def __init__(self, registry: Registry, missing: list[str]) -> None:
+    def __init__(self, registry: Registry, missing: list[str], part: str = "",
+                 never: bool = False) -> None:
         from ..branch.shards import gone_advice
         remote = redact(registry.remote)
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        if never:  # a registry this clone made and never pushed: sync pushes it first
+            self.advice = f"`agent-registry sync` pushes {registry.branch} there first"
+            super().__init__(f"{remote} has no {registry.branch}: {part} not made there "
+                             f"before it; {self.advice}", details={"missing": missing})
+            return
         self.advice = gone_advice(remote)
-        super().__init__(
-            f"{registry.branch} was deleted on {remote}, with lock shards this clone never "
-            f"had ({missing[0]}{more}): not made anew there, where no clone could read it; "
-            f"{self.advice}", details={"missing": missing})
+        why = (f", with lock shards this clone never had ({missing[0]}{more}): not made "
+               f"anew there, where no clone could read it" if missing else
+               f": {part or registry.branch} not made anew there, where no registry is")
+        super().__init__(f"{registry.branch} was deleted on {remote}{why}; {self.advice}",
+                         details={"missing": missing})
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "message": self.message}
+
+
+def shard_gone(registry: Registry) -> Refused:
+    """A claim's refusal of a lock shard deleted on the remote: not made anew by a claim
+    (sync, in a clone that wrote it, pushes it back with its claims); the registry
+    branch gone there too: the refusal of a registry deleted there (:func:`gone`)."""
+    main = registry.part.main
+    if main.repo.read_ref(main.tracking_ref) is None:
+        return gone(registry)
+    refused = Refused(f"{registry.branch} is gone from {redact(registry.remote)}: not made "
+                      f"anew by a claim, without the claims it held; `agent-registry sync` "
+                      f"in a clone that wrote it pushes it back")
+    refused.kind, refused.advice = "deleted", "run `agent-registry sync` in a clone that wrote it"
+    refused.to_dict = lambda: {"kind": "deleted", "message": refused.message}
+    return refused
+
+
+def gone(registry: Registry) -> Deleted:
+    """The refusal of a lock shard's or the clone ref's push (or write) where the remote
+    had no registry branch at the last fetch: the registry was deleted there (or never
+    pushed), and what this clone would make there alone is no registry."""
+    main = registry.part.main
+    if confirmed_tip(main) is None:  # never seen there
+        return Deleted(main, [], registry.branch, never=True)
+    return Deleted(main, nowhere(main, main.repo.read_ref(main.ref)), registry.branch)
 
 
 class PushResult:
@@ -353,6 +391,15 @@ def push(registry: Registry, commit: str) -> PushResult:
         missing = nowhere(registry, commit)  # the push would create it there
         if missing:
             raise Deleted(registry, missing)
+    # what this clone last saw there, as a lease (sync/leases.py): never made anew blind
+    from .leases import NOT_ON_SEEN, NoRegistry, expectation
+    try:
+        expect = expectation(registry, commit, dst)
+    except NoRegistry:
+        raise gone(registry) from None
+    if expect is None:
+        return PushResult(False, True, NOT_ON_SEEN)
+    options, more = expect
     # --no-verify: a registry push is not the user's code; their pre-push hooks (a test
     # suite, the pre-commit framework) must not run, or fail, on every claim
     # traced: the refs the remote advertises say whether a clone asks for help here;
@@ -360,8 +407,8 @@ def push(registry: Registry, commit: str) -> PushResult:
     packets = push_trace(registry) if _may_skip_fetch(registry) else None
     told = False
     try:
-        proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify",
-                       registry.remote, f"{commit}:{dst}",
+        proc = git_net(registry, "push", "--porcelain", "--quiet", "--no-verify", *options,
+                       registry.remote, f"{commit}:{dst}", *more,
                        env={**registry.repo.env, "GIT_TRACE_PACKET": packets} if packets else None)
     finally:  # read and removed, whatever came of the push (a timeout leaves it behind)
         if packets:
@@ -378,7 +425,7 @@ def push(registry: Registry, commit: str) -> PushResult:
             return PushResult(True, False, summary, told)
         racing = any(word in summary for word in
                      ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
-                      "failed to lock", "cannot lock ref"))
+                      "failed to lock", "cannot lock ref", "atomic push failed"))
         said = _remote_says(proc.stderr.decode(errors="replace"))
         return PushResult(False, racing, (summary or "rejected") + (f" ({said})" if said else ""))
     err = proc.stderr.decode(errors="replace")
@@ -688,12 +735,14 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
         except Offline as exc:
             remote, failure = None, exc
         if failure is None and remote is None and registry.part.kind == "shard" \
-                and registry.repo.read_ref(registry.ref) is None:
-            # gone from the remote (deleted) and never written here: made anew, it would
-            # lack every claim it held, which the clones that saw them still count
-            raise Refused(f"{registry.branch} is gone from {redact(registry.remote)} and this "
-                          f"clone never wrote it: not made anew without the claims it held; "
-                          f"`agent-registry sync` in a clone that wrote it pushes it back")
+                and (registry.repo.read_ref(registry.ref) is None or before is not None):
+            # gone from the remote (deleted), and never written here or there when this
+            # clone last looked: made anew, it would lack every claim it held, which the
+            # clones that saw them still count
+            raise shard_gone(registry)
+        if failure is None and remote is None and registry.part.kind in ("shard", "clone") \
+                and registry.repo.read_ref(registry.part.main.tracking_ref) is None:
+            raise gone(registry)  # no registry there: not made from here (nothing applied)
         if failure is None and remote is None:
             # the registry branch gone from the remote: made anew only where this clone
             # or the remote has every lock shard its layout names (nothing applied here)
@@ -799,6 +848,8 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
                  failure: Offline | MassDeletion | Deleted) -> dict:
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
+    if isinstance(failure, Refused):  # Deleted, shard_gone: kept here, as pending
+        raise failure  # a refusal, not "not confirmed": no ref there to confirm it
     error, advice = failure.to_dict(), failure.advice
     remote = redact(registry.remote)
     if op["op"] != "claim":
@@ -896,6 +947,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             remote = fetch(registry, narrow=bool(out))
         except Offline as exc:
             return _stop(registry, outcome, exc)
+        if remote is None and seen is not None and registry.part.kind == "shard":
+            return _stop(registry, outcome, shard_gone(registry))  # deleted since seen
         # no one is left to carry us once the remote stood still for STILL polls; only
         # polls that found it moved count towards MOVED: a narrow poll takes a
         # fraction of a carry

@@ -1,0 +1,73 @@
+"""What a push of a registry ref expects to find on the remote (sync/remote.py ``push``).
+
+A plain ``git push COMMIT:REF`` is a fast-forward when the remote has REF and a create
+when it has not: a clone that decided without a fetch (within ``FRESH`` of its last one)
+made anew a lock shard or its clone ref that another clone had deleted there meanwhile
+(``uninstall --branches --remote``), on a remote with no registry left.  So a push of a
+ref this clone has seen on the remote (its remote-tracking ref) carries that tip as a
+lease, ``--force-with-lease=REF:SEEN``: gone or moved there, git rejects it (``stale
+info``), and the fetch that follows says which (a lost race is replayed; a ref deleted
+there is decided on what the fetch found, never pushed blind).  A lease also lifts
+git's fast-forward rule, so it is given only for a commit built on SEEN (a walk of the
+commits this clone just wrote, in its cat-file reader, no git process in the common
+case); anything else is a lost race before any push (a fetch and a replay follow), as
+the remote's own rule would have answered it.
+
+A create (no tracking ref: never on the remote as far as this clone knows, or pruned by
+the fetch that found it deleted) of a lock shard or of the clone ref is made only where
+the remote had the registry branch at the last fetch, and the push carries that as a
+lease too, on the registry branch, in one ``--atomic`` push: a registry deleted there
+since is met by the push itself, not by a create.  The registry branch's own create is
+sync/remote.py's ``nowhere`` check (made anew only with every lock shard it names).
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..core.registry import Registry
+
+WALK = 16  # commits of this clone's own walked back to the tip it last saw there
+
+NOT_ON_SEEN = "non-fast-forward (not built on the remote tip last fetched)"
+
+
+class NoRegistry(Exception):
+    """A lock shard or the clone ref would be made on a remote that had no registry
+    branch at the last fetch (sync/remote.py turns it into ``Deleted``)."""
+
+
+def descends(registry: Registry, commit: str, seen: str) -> bool:
+    """Whether *commit* has *seen* in its history: its first parents walked in the
+    cat-file reader (the commits a write just made, known there), then ``merge-base``."""
+    oid = commit
+    for _ in range(WALK):
+        if oid == seen:
+            return True
+        parents = registry.repo.commit_info(oid)[1]
+        if not parents:
+            return False
+        if len(parents) > 1:
+            break
+        oid = parents[0]
+    from .replay import is_ancestor
+    return is_ancestor(registry, seen, commit)
+
+
+def expectation(registry: Registry, commit: str, dst: str) -> tuple[list[str], list[str]] | None:
+    """(options, more refspecs) of the push of *commit* to *dst*; None when *commit* is
+    not built on the tip this clone last saw there (a lost race, pushed after a fetch).
+    Raises NoRegistry for the create of a lock shard or clone ref where the remote had
+    no registry branch at the last fetch."""
+    seen = registry.repo.read_ref(registry.tracking_ref)
+    if seen is not None:
+        if seen != commit and not descends(registry, commit, seen):
+            return None
+        return [f"--force-with-lease={dst}:{seen}"], []
+    main = registry.part.main if registry.part.kind in ("shard", "clone") else None
+    if main is None or not main.tracking_ref:
+        return [], []
+    there = main.repo.read_ref(main.tracking_ref)
+    if there is None:
+        raise NoRegistry(main.branch)
+    # unchanged there: "up to date", nothing sent for it; gone or moved: all rejected
+    return ["--atomic", f"--force-with-lease={main.ref}:{there}"], [f"{there}:{main.ref}"]

@@ -1,0 +1,142 @@
+"""A push carries what this clone last saw on the remote (sync/leases.py): a ref deleted
+there since is never made anew by a write that did not fetch first, and no lock shard or
+clone ref is made on a remote without the registry branch.  Real bare remotes, real
+clones, the real CLI; no clock is faked: a clone's fetch marks are set as a fetch of a
+moment ago sets them (within FRESH, when a claim decides without fetching)."""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import time
+
+import pytest
+
+from helpers import CLI, git, make_repo
+from test_sync import BRANCH, Team, lock_owner_on_remote
+from test_sync_registry_deleted import registry_heads, two_clones
+
+
+def fetched(run, ago: float = 0.0) -> None:
+    """This clone's fetch marks say it fetched *ago* seconds ago."""
+    at = time.time() - ago
+    for path in glob.glob(str(run.cwd / ".git" / "agent-registry" / "fetched" / "*")):
+        if not path.endswith(".failed"):
+            os.utime(path, (at, at))
+
+
+def one_line(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("ago", [0.0, 60.0], ids=["within FRESH", "fetching first"])
+def test_a_claim_never_makes_anew_a_shard_of_a_registry_deleted_on_the_remote(tmp_path, ago):
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0  # b wrote it
+    assert a("uninstall", "--branches", "--remote", "--yes",
+             check_untouched=False).returncode == 0
+    assert registry_heads(team) == {}
+    fetched(b, ago)
+    # a renewal in the shard b wrote, and a claim in one b only ever fetched
+    claim = b("lock", "acquire", "src/b.py", "src/c.py", "--session", "b1")
+    assert claim.returncode == 1, claim.stdout
+    line = one_line(claim)
+    assert "agent-registry was deleted on origin" in line
+    assert "`agent-registry uninstall --branches --yes`" in line
+    assert registry_heads(team) == {}
+    assert b("sync").returncode == 1
+    assert registry_heads(team) == {}
+
+
+def test_claims_racing_in_many_processes_never_make_a_deleted_registry_anew(tmp_path):
+    """Four claims of one clone at once, each deciding within FRESH on shards another
+    clone deleted: none lands, none makes a ref there."""
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    paths = ["src/b.py", "src/c.py", "docs/d.md", "e.txt"]
+    assert b("lock", "acquire", paths[0], "--session", "b1").returncode == 0
+    assert a("uninstall", "--branches", "--remote", "--yes",
+             check_untouched=False).returncode == 0
+    fetched(b)
+    procs = [subprocess.Popen([CLI, "lock", "acquire", path, "--session", "b1"], cwd=b.cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for path in paths]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        assert "was deleted on origin" in err, err
+    assert registry_heads(team) == {}
+
+
+def test_a_claim_within_fresh_on_a_shard_deleted_alone_fetches_before_pushing(tmp_path):
+    """The lease fails, the fetch says the shard is gone: decided as a claim that
+    fetched first decides it (a shard this clone never wrote is not made anew)."""
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    shard = shard_branch(BRANCH, lock_shards("src/c.py", 16, None)[0])
+    assert b("lock", "check", "src/c.py").returncode == 0  # fetched: b saw the shard
+    git(team.bare, "update-ref", "-d", f"refs/heads/{shard}")  # a forge's "delete branch"
+    fetched(b)
+    claim = b("lock", "acquire", "src/c.py", "--session", "b1")
+    assert claim.returncode == 1 and "gone from origin" in claim.stderr, claim.stderr
+    assert git(team.bare, "for-each-ref", f"refs/heads/{shard}") == ""
+    assert a("sync").returncode == 0  # the clone that wrote it pushes it back
+    assert b("lock", "acquire", "src/c.py", "--session", "b1").returncode == 0
+
+
+def test_a_claim_within_fresh_still_lands_and_races_as_before(tmp_path):
+    """The lease is no cost to the common case: a claim decided within FRESH lands,
+    and one built on a tip the remote moved past loses the race and lands after it."""
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0
+    assert a("lock", "acquire", "src/b2.py", "--session", "a1").returncode == 0
+    fetched(b)  # b has not seen a's claim: its push is rejected, replayed, pushed
+    assert b("lock", "acquire", "src/b3.py", "--session", "b1").returncode == 0
+    owners = [lock_owner_on_remote(team, p) for p in ("src/b.py", "src/b2.py", "src/b3.py")]
+    assert owners == [["b1"], ["a1"], ["b1"]]
+
+
+def clone_heads(team: Team) -> list[str]:
+    return [ref for ref in registry_heads(team) if f"{BRANCH}-clones/" in ref]
+
+
+def test_a_heartbeat_makes_no_clone_ref_on_a_remote_whose_registry_was_deleted(tmp_path):
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    assert a("uninstall", "--branches", "--remote", "--yes",
+             check_untouched=False).returncode == 0
+    for ago in (60.0, 0.0):  # fetching first, and within FRESH of that fetch
+        fetched(b, ago)
+        beat = b("lock", "heartbeat", "--session", "b1")
+        assert beat.returncode == 1, beat.stdout
+        assert "`agent-registry uninstall --branches --yes`" in one_line(beat)
+        assert registry_heads(team) == {}
+
+
+def test_a_heartbeat_makes_no_clone_ref_on_a_remote_without_the_registry(tmp_path):
+    """A registry made here before the remote was added: a heartbeat does not put this
+    clone's ref there alone; `sync` pushes the registry, then the clone ref."""
+    repo = make_repo(tmp_path / "repo")
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    from helpers import Runner
+    run = Runner(repo)
+    assert run("init").returncode == 0
+    assert run("register", "s1", "--provider", "Kimi").returncode == 0
+    git(repo, "remote", "add", "origin", str(bare))
+    beat = run("lock", "heartbeat", "--session", "s1")
+    assert beat.returncode == 1, beat.stdout
+    line = one_line(beat)
+    assert "origin has no agent-registry" in line and "`agent-registry sync`" in line, line
+    assert git(bare, "for-each-ref", "refs/heads/") == ""
+    synced = run("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert git(bare, "for-each-ref", f"refs/heads/{BRANCH}")
+    assert run("lock", "heartbeat", "--session", "s1").returncode == 0
+    assert len([r for r in git(bare, "for-each-ref", "--format=%(refname)",
+                               "refs/heads/").split() if f"{BRANCH}-clones/" in r]) == 1
