@@ -180,3 +180,19 @@ def test_a_single_branch_registry_deleted_on_the_remote_is_made_anew(tmp_path):
         old.register("a2", provider="Kimi")
     assert git(team.bare, "ls-tree", "--name-only", f"refs/heads/{BRANCH}", "layout.json") == ""
     assert sessions_on_remote(team) == ["a1", "a2"]
+
+
+def test_sync_says_it_made_the_branch_anew_not_that_there_was_nothing_to_push(tmp_path):
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("init").returncode == 0
+    assert a("register", "a1", "--provider", "Kimi").returncode == 0
+    git(team.bare, "update-ref", "-d", f"refs/heads/{BRANCH}")  # its shards stay
+    synced = a("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert "nothing to push" not in synced.stdout, synced.stdout
+    assert "made the branch anew on origin" in synced.stdout, synced.stdout
+    assert f"refs/heads/{BRANCH}" in registry_heads(team)
+    again = a("--json", "sync")
+    assert json.loads(again.stdout)["made"] is False
+    assert "up to date with origin: nothing to push" in a("sync").stdout

@@ -64,7 +64,7 @@ def sync(out: Output, timeout: float) -> None:
             mail = {"remote": report["remote"], "pushed": False, "error": exc.message,
                     "remote_error": exc.details.get("remote_error"), "refused": []}
         report["messages"] = {k: mail.get(k) for k in ("pushed", "error", "remote_error",
-                                                        "tip", "pending", "refused", "sent")}
+                                                        "tip", "pending", "refused", "sent", "made", "landed")}
         if mail.get("tip") or mail.get("error"):  # said once there are messages
             lines.append(f"messages ({box.branch}): {pushed_line(mail, mail['remote'])}")
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
@@ -114,8 +114,13 @@ def pushed_line(report: dict, remote: str) -> str:
     was nothing to push, or why it did not push."""
     if not report["pushed"]:
         return f"not pushed to {remote}" + (f": {report['error']}" if report.get("error") else "")
+    if report.get("made"):
+        sent = f" with {report['sent']} operation(s)" if report.get("sent") else ""
+        return f"made the branch anew on {remote} (it was gone there): pushed its tip{sent}"
     if report.get("sent"):
         return f"pushed {report['sent']} operation(s) to {remote}"
+    if report.get("landed"):  # what it carried for other clones, a page rendered again
+        return f"pushed to {remote} (no operation of this clone's was pending)"
     return f"up to date with {remote}: nothing to push"
 
 

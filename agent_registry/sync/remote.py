@@ -910,7 +910,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 with _locked(registry):
                     _advance(registry, tip, seen, last_push_attempts=pushes)
                 landed = _fate(registry, {**outcome, "pushed": True, "tip": tip,
-                                          "attempts": pushes}, watch)
+                                          "attempts": pushes, "landed": True}, watch)
                 if pushed.told:
                     carry_now(registry)
                 return landed
@@ -1109,7 +1109,11 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     # how many of this clone's pending operations reached the remote now
     sent = len([op for op in pending if op.get("id") not in refused_ids]) \
         if outcome["pushed"] else 0
+    # the branch made anew there (it was gone: deleted, or never pushed) by this push,
+    # whether or not it carried pending operations: never "nothing to push"
+    made = remote is None and bool(outcome.get("landed"))
     return {"remote": redact(registry.remote), "pushed": outcome["pushed"], "sent": sent,
+            "made": made, "landed": bool(outcome.get("landed")),
             "error": outcome.get("error"), "remote_error": outcome.get("remote_error"),
             "tip": registry.repo.read_ref(registry.ref),
             "pending": len(pending), "refused": state.refused,
