@@ -88,7 +88,10 @@ class Runner:
         where = cwd or self.cwd
         before = user_state(where) if check_untouched else None
         proc = subprocess.run([CLI, *args], cwd=where, capture_output=True, text=True,
-                              env={**os.environ, **(env or {})}, input=input, timeout=120)
+                              env={**os.environ, **(env or {})}, timeout=120,
+                              # no terminal, whoever runs the suite: what an agent has
+                              **({"input": input} if input is not None
+                                 else {"stdin": subprocess.DEVNULL}))
         if check_untouched:
             assert user_state(where) == before, f"agent-registry {args} touched the user's tree"
         return proc

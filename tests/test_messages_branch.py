@@ -201,7 +201,7 @@ def test_gc_squashes_the_messages_branch_too(tmp_path):
     assert js(b("--json", "ack", *ids, "--session", "s1"))["acked"] == ids
     before = int(git(bare, "rev-list", "--count", MESSAGES))
     assert before >= 3
-    result = js(a("--json", "gc", "--keep-days", "0"))
+    result = js(a("--json", "gc", "--yes", "--keep-days", "0"))
     assert result["messages"]["squashed"] >= 2
     assert int(git(bare, "rev-list", "--count", MESSAGES)) < before
     # nothing lost: every message and acknowledgement reads as before

@@ -195,6 +195,40 @@ def test_gc_on_a_terminal_asks_about_every_ref_it_rewrites(tmp_path, monkeypatch
     assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") == before
 
 
+def test_gc_without_a_terminal_needs_yes_to_rewrite_the_remote(tmp_path, monkeypatch):
+    """An agent's gc (no terminal) that would force-push rewritten history asks for
+    --yes: exit 2, one line, nothing changed there; with --yes it runs."""
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    ok(x("lock", "acquire", FILE, "--session", "x1"))
+    ok(x("lock", "release", FILE, "--session", "x1"))
+    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    for args in (("gc",), ("--json", "gc")):
+        proc = x(*args, "--keep-days", "0")
+        assert proc.returncode == 2, proc
+        assert proc.stderr.count("\n") == 1 and "--yes" in proc.stderr, proc.stderr
+        assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") == before
+    ok(x("gc", "--keep-days", "0", "--yes"))
+    assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") != before
+
+
+def test_init_says_it_pushed_the_registry_and_a_second_clone_that_it_adopted_it(tmp_path):
+    """init with a remote changes what every clone shares: it says so, and a clone that
+    finds the registry there says it adopted it, not that it already had it."""
+    team = Team(tmp_path)
+    x = team.clone("x")
+    made = ok(x("init")).stdout
+    refs = git(team.bare, "for-each-ref", "--format=%(refname)").split()
+    assert f"pushed to origin ({len(refs) - 1} branches)" in made, (made, refs)
+    assert json.loads(ok(x("--json", "init")).stdout)["pushed"] is None  # nothing again
+    y = team.clone("y")
+    shown = json.loads(ok(y("--json", "init")).stdout)
+    assert shown["adopted"] == "origin" and not shown["created"] and not shown["pushed"]
+    assert ok(y("init")).stdout.startswith("already have")
+
+
 @pytest.mark.parametrize("home, expected", [
     ("pipx/venvs/agent-registry", "pipx inject agent-registry '{src}[web]'"),
     ("uv/tools/agent-registry", "uv tool install '{src}' --with '{src}[web]'"),

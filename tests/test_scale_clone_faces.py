@@ -138,7 +138,7 @@ def test_gc_squashes_this_clones_ref_and_not_the_others(tmp_path):
     count = int(git(a.cwd, "rev-list", "--count", f"refs/heads/{mine}"))
     assert count == 7
     tree = git(a.cwd, "rev-parse", f"refs/heads/{mine}^{{tree}}").strip()
-    result = json.loads(ok(a("--json", "gc", "--keep-days", "0")).stdout)
+    result = json.loads(ok(a("--json", "gc", "--yes", "--keep-days", "0")).stdout)
     assert result["clone"]["branch"] == mine, result
     assert result["clone"]["squashed"] == count and result["clone"]["kept"] == 0
     for repo in (a.cwd, team.bare):  # one commit, the same state, pushed
@@ -152,7 +152,7 @@ def test_gc_squashes_this_clones_ref_and_not_the_others(tmp_path):
     # writes go on on the rewritten ref; the text names it
     ok(a("context", "log", "a1", "after gc"))
     assert git(team.bare, "rev-list", "--count", f"refs/heads/{mine}").strip() == "2"
-    text = ok(a("gc", "--keep-days", "30")).stdout
+    text = ok(a("gc", "--yes", "--keep-days", "30")).stdout
     assert f"clone ref {mine}: squashed 0 commit(s), kept 2" in text
     assert diary_lines(team.clone("fresh2"), "a1")[-1] == "after gc"
 

@@ -136,7 +136,7 @@ def test_gc_squashes_every_shard_and_leaves_its_state(tmp_path):
     before = shard_state(a.cwd)
     assert all(count > 3 for _, count in before.values()), before
     locks = lock_list(a)
-    result = json.loads(ok(a("--json", "gc", "--keep-days", "0")).stdout)
+    result = json.loads(ok(a("--json", "gc", "--yes", "--keep-days", "0")).stdout)
     assert sorted(p["branch"] for p in result["shards"]) == sorted(before)
     for part in result["shards"]:
         assert part["squashed"] == before[part["branch"]][1] and part["kept"] == 0, part
@@ -150,9 +150,9 @@ def test_gc_squashes_every_shard_and_leaves_its_state(tmp_path):
     assert holders_on_remote(team, "src/auth.py") == ["a1"]
     assert int(git(team.bare, "rev-list", "--count", f"refs/heads/{shard_branch('lib/core/db.py')}")) == 2
     # nothing old enough: every shard left as it is
-    again = json.loads(ok(a("--json", "gc", "--keep-days", "30")).stdout)
+    again = json.loads(ok(a("--json", "gc", "--yes", "--keep-days", "30")).stdout)
     assert all(p["squashed"] == 0 for p in again["shards"])
-    text = ok(a("gc", "--keep-days", "30")).stdout
+    text = ok(a("gc", "--yes", "--keep-days", "30")).stdout
     assert f"shard {shard_branch(FILE)}: squashed 0 commit(s)" in text
 
 

@@ -259,7 +259,7 @@ def test_an_intent_on_a_rewritten_history_is_left_to_its_clone(team):
     publish(a)
     assert intent_refs(team)  # a's intent is out
     ok(b("sync"))  # b fetches the intent before its gc
-    done = json.loads(ok(b("--json", "gc", "--keep-days", "0")).stdout)
+    done = json.loads(ok(b("--json", "gc", "--yes", "--keep-days", "0")).stdout)
     pruned = done["pruned_intents"] + sum(p.get("pruned_intents", 0) for p in done["shards"])
     assert pruned == 1
     assert intent_refs(team) == []  # based on the replaced history: gc deleted it

@@ -169,10 +169,18 @@ def init(out: Output, branch: str | None, remote: str | None, remote_name: str |
         out._registry = Registry(repo)
     if url is not None:
         return _init_with_url(out, url, remote_name or "origin", with_hooks, count)
+    had = repo.read_ref(out.registry.ref) is not None
     result = out.registry.init(count)
     result["layout"] = layout_doc(out.registry)
+    result.setdefault("pushed", None)
+    result["adopted"] = None if had or result["created"] else out.registry.remote
     text = f"{'created' if result['created'] else 'already have'} branch {result['branch']}" \
         f" ({layout_text(result['layout'])})"
+    if result["pushed"]:  # the remote every clone shares changed: say so
+        text += f", pushed to {result['pushed']['remote']} ({result['pushed']['refs']} branches)"
+    elif result["adopted"]:
+        text = f"adopted branch {result['branch']} from {result['adopted']} " \
+            f"({layout_text(result['layout'])})"
     if with_hooks:
         from ..enforce.hooks import install
         result["hooks"] = install(repo.info)

@@ -341,7 +341,7 @@ def _tracking(registry: Registry, index: int) -> str:
 def _convert_remote(registry: Registry, count: int) -> dict:
     from .remote import Offline, sync
     from .replay import own_commits
-    from .state import confirm
+    from .state import confirm, redact
     from ..errors import Unconfirmed
     lost = False
     for _ in range(ATTEMPTS):
@@ -411,7 +411,7 @@ def _adopt(registry: Registry, count: int, remote: str | None) -> None:
     that is missing or behind its fetched one moves to it, and so does the main branch
     when this clone has nothing of its own on it (else the next sync replays it)."""
     from .replay import is_ancestor, own_commits
-    from .state import confirm
+    from .state import confirm, redact
     for index in range(count):
         fetched = registry.repo.read_ref(_tracking(registry, index))
         ref = S.shard_ref(registry.branch, index)
@@ -438,7 +438,8 @@ def _move_shards(registry: Registry, commits: list[str], tracking: bool = False)
 
 def create(registry: Registry, count: int) -> dict | None:
     """Make *registry*'s branch, new, in *count* lock shards with clone refs (format 3):
-    ``{"created": True}``.  None leaves it to the caller's init operation (the core's:
+    ``{"created": True}``, with ``"pushed": {"remote", "refs"}`` when made through the
+    remote (the branches it pushed there).  None leaves it to the caller's init operation (the core's:
     one branch, or adopting the registry the remote has): for a registry that exists
     here or on the remote (its first write converts it), and for a remote
     that cannot be used, with a warning (the next sync pushes the one branch, and
@@ -472,7 +473,7 @@ def _create_remote(registry: Registry, count: int) -> dict | None:
     """create() through the remote: the main branch and the shards in one atomic push
     that creates them; None when the remote (or this clone) has a registry already."""
     from .remote import Offline
-    from .state import confirm
+    from .state import confirm, redact
     for _ in range(ATTEMPTS):
         remote = _fetch_all(registry)
         if remote is not None or registry.repo.read_ref(registry.ref) is not None:
@@ -495,6 +496,6 @@ def _create_remote(registry: Registry, count: int) -> dict | None:
                 pass  # a process of this clone made one meanwhile: its sync replays it
             confirm(registry, built["main"], last_success=iso(registry.clock()),
                     last_error=None, last_error_kind=None)
-        return {"created": True}
+        return {"created": True, "pushed": {"remote": redact(registry.remote), "refs": len(refs)}}
     raise RegistryError(f"could not create the registry: the remote kept moving "
                         f"({ATTEMPTS} attempts)")
