@@ -323,6 +323,7 @@ def test_cursor_and_opencode_files_follow_the_documented_schemas(repo, env):
     hooks = json.loads((repo / ".cursor/hooks.json").read_text())
     assert set(hooks) == {"version", "hooks"} and hooks["version"] == 1
     assert set(hooks["hooks"]) == {"sessionStart", "preToolUse", "beforeShellExecution",
+                                   "postToolUse", "postToolUseFailure",
                                    "beforeSubmitPrompt", "stop", "sessionEnd"}
     for handlers in hooks["hooks"].values():
         assert isinstance(handlers, list)

@@ -213,6 +213,17 @@ class Adapter:
     # notes the held files before a tool call for it to check after
     after_tool = True
 
+    def notes(self, event: dict) -> bool:
+        """Whether the backstop takes its note at this before-tool event: where the
+        after-tool hook runs, at the one event whose call it checks (Cursor gates a shell
+        call twice, and notes it once: harness/cursor.py)."""
+        return self.after_tool
+
+    def after_notice(self, event: dict, text: str) -> str:
+        """The stderr line of an after-tool answer telling *text*: where the event's
+        answer cannot carry it to the model (Cursor's postToolUseFailure), the text."""
+        return ""
+
     def ends_with_turn(self, event: dict, pid: int | None) -> bool:
         """Whether the harness process *pid* exits when this turn ends, firing no session
         end of its own (a one-prompt run): its end of turn then finishes the session."""

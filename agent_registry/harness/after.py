@@ -312,11 +312,12 @@ def noted_blobs(line: bytes, count: int) -> tuple[list, list] | None:
     return blobs, modes
 
 
-PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR")  # where a harness started
+PROJECT_ENVS = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR")  # started
 # (session id, tool, tool input) keys of an after-tool event, as the adapters read them
-# (harness/adapter.py, opencode_hook.py), without importing them
+# (harness/adapter.py, cursor.py, opencode_hook.py), without importing them
 CLAUDE_KEYS = ("session_id", "tool_name", "tool_input")
-EVENT_KEYS = {"opencode": ("sessionID", "tool", "args")}
+EVENT_KEYS = {"opencode": ("sessionID", "tool", "args"),
+              "cursor": ("conversation_id", "tool_name", "tool_input")}
 TELLS_AFTER_TOOL = frozenset({"claude", "codex", "gemini", "qwen", "opencode"})  # not copilot
 
 

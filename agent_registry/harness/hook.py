@@ -104,6 +104,8 @@ def main(args: list[str]) -> int | None:
     if args[1] == "post-tool-use":
         from .after import quick
         if quick(args[0], raw, os.environ):
+            if args[0] == "cursor":  # a JSON object always (harness/cursor.py)
+                sys.stdout.write("{}\n")
             return 0  # no note, or nothing noted changed: nothing to say
     outcome = run(args[0], args[1], raw, dict(os.environ), **options)
     if outcome.stdout:
@@ -215,9 +217,10 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
                            verdict.notice)
         # what another session changed of these files (the edit goes on), and the news
         told = "\n".join(t for t in (verdict.warning, news) if t)
-        if not a.after_tool or getattr(targets, "reads_only", False):
-            # no backstop here (Cursor), or a shell command of programs that write no
-            # file (ls, grep, git status): no note to take, no check after it
+        if not a.notes(event_json) or getattr(targets, "reads_only", False):
+            # no backstop at this event (Cursor's beforeShellExecution: its preToolUse
+            # notes the call), or a shell command of programs that write no file (ls,
+            # grep, git status): no note to take, no check after it
             return _answer(_unnoted(a, ctx, told), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
@@ -231,7 +234,8 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
         # and a person's high message, where this answer reaches the model
         news = decision.urgent(ctx) if a.tells_after_tool else []
         told = "\n".join(t for t in (told, *news) if t)
-        return _answer(a.after(event_json, told) if told else a.empty())
+        return _answer(a.after(event_json, told) if told else a.empty(),
+                       a.after_notice(event_json, told) if told else "")
     if event == "session-start":
         _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env),
                                   memory=not no_memory)

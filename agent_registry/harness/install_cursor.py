@@ -8,7 +8,10 @@ with the event JSON on stdin, and for ``preToolUse`` answers ``{"permission": "d
 "agent_message": …}`` (the adapter's business) or blocks with exit 2.  The gate has no
 matcher: Cursor's tool names differ between versions, and the adapter lets through any
 tool that writes nothing.  The shell gets a gate of its own, ``beforeShellExecution``
-(``command`` and ``cwd`` at the top of its input, which the adapter reads).  Both gate
+(``command`` and ``cwd`` at the top of its input, which the adapter reads).  The
+backstop's check runs at ``postToolUse`` and ``postToolUseFailure`` (a failed, timed-out or
+denied tool), which carry the ``tool_use_id`` of the call's ``preToolUse``, where its note
+is taken; ``afterShellExecution`` (no call id) is not installed.  Both gate
 entries say ``"failClosed": true``: Cursor lets a tool call through when its hook
 crashes, times out or answers what it cannot parse, unless the entry says so.  Cursor
 cannot run here: the files are checked against the documented schema, not against Cursor.
@@ -22,7 +25,8 @@ from .files import Plan
 NAME = "cursor"
 HOOK_FILE = ".cursor/hooks.json"
 EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use",
-          "beforeShellExecution": "pre-tool-use",
+          "beforeShellExecution": "pre-tool-use", "postToolUse": "post-tool-use",
+          "postToolUseFailure": "post-tool-use",
           "beforeSubmitPrompt": "user-prompt-submit", "stop": "stop",
           "sessionEnd": "session-end"}
 
