@@ -133,7 +133,8 @@ def test_an_unreadable_command_changing_a_held_file_is_put_back_and_both_told(he
 
 def test_a_failed_command_is_put_back_the_holder_told_the_agent_on_stderr(held):
     """postToolUseFailure (a non-zero exit) has no output fields: the holder's work is
-    put back and the holder told; the agent's text goes to stderr, not to the model."""
+    put back and the holder told; the agent's text goes to stderr, not to the model, and
+    to the agent's own inbox (its next session start, or a wake, reads it)."""
     repo, hooks = held
     command = WRITES_AUTH + "; exit 3"
     gate(repo, hooks, command)
@@ -143,6 +144,9 @@ def test_a_failed_command_is_put_back_the_holder_told_the_agent_on_stderr(held):
     assert "src/auth.py" in proc.stderr and "kimi-1" in proc.stderr
     assert (repo / "src" / "auth.py").read_text() == HOLDERS_WORK
     assert len(inbox(repo, "kimi-1")) == 1 and notes(repo) == []
+    [mine] = inbox(repo, f"cursor-{NATIVE}")
+    assert mine["subject"] == "backstop" and "src/auth.py" in mine["body"] \
+        and "put back" in mine["body"], mine
 
 
 def test_a_command_that_changes_nothing_says_nothing(held):

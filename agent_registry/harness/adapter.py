@@ -219,10 +219,11 @@ class Adapter:
         call twice, and notes it once: harness/cursor.py)."""
         return self.after_tool
 
-    def after_notice(self, event: dict, text: str) -> str:
-        """The stderr line of an after-tool answer telling *text*: where the event's
-        answer cannot carry it to the model (Cursor's postToolUseFailure), the text."""
-        return ""
+    def after_reaches_model(self, event: dict) -> bool:
+        """Whether this after-tool event's answer reaches the model.  Where it cannot
+        (Cursor's postToolUseFailure has no output fields) the backstop's text goes to
+        stderr and to the agent's own inbox (its session start or a wake reads it)."""
+        return True
 
     def ends_with_turn(self, event: dict, pid: int | None) -> bool:
         """Whether the harness process *pid* exits when this turn ends, firing no session

@@ -70,12 +70,12 @@ class Cursor(Adapter):
         return {"additional_context": text} if event == "session-start" else {"continue": True}
 
     def after(self, event: dict, text: str) -> dict:
-        if event.get("hook_event_name") == "postToolUseFailure":
-            return {}  # no output fields: told on stderr (after_notice)
+        if not self.after_reaches_model(event):
+            return {}  # no output fields: told on stderr and in the agent's inbox
         return {"additional_context": text}
 
-    def after_notice(self, event: dict, text: str) -> str:
-        return text if event.get("hook_event_name") == "postToolUseFailure" else ""
+    def after_reaches_model(self, event: dict) -> bool:
+        return event.get("hook_event_name") != "postToolUseFailure"
 
     def keep_going(self, text: str) -> dict:
         return {"followup_message": text}

@@ -230,12 +230,13 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
     from . import decision
     if event == "post-tool-use":
         from .putback import check
-        told = check(ctx, a.call_key(event_json), a.described(event_json))
+        reaches = a.after_reaches_model(event_json)
+        told = check(ctx, a.call_key(event_json), a.described(event_json), inbox=not reaches)
         # and a person's high message, where this answer reaches the model
-        news = decision.urgent(ctx) if a.tells_after_tool else []
+        news = decision.urgent(ctx) if a.tells_after_tool and reaches else []
         told = "\n".join(t for t in (told, *news) if t)
         return _answer(a.after(event_json, told) if told else a.empty(),
-                       a.after_notice(event_json, told) if told else "")
+                       "" if reaches else told)
     if event == "session-start":
         _, lines = decision.start(ctx, pid, export=lambda sid: a.exported(sid, env),
                                   memory=not no_memory)

@@ -19,15 +19,17 @@ from .restored import Restored
 from .where import session_for
 
 
-def check(ctx: Ctx, call: str, what: str) -> str:
+def check(ctx: Ctx, call: str, what: str, inbox: bool = False) -> str:
     """After a tool call (*what*: the command or tool, for the holders' message): put
-    back what changed among the noted files; what to tell the agent ("" when nothing)."""
+    back what changed among the noted files; what to tell the agent ("" when nothing).
+    *inbox*: this event's answer cannot reach the model, so a put-back is also sent to
+    the agent's own inbox."""
     told = []
     for info in _repositories(ctx):
         where = folder(info.git_dir)
         mine = os.path.join(where, note_name(ctx.harness, ctx.native_id, call))
         for path in (mine, mine + LATE):  # its note, or told as a leftover meanwhile
-            told.append(_check_note(info, ctx, path, what))
+            told.append(_check_note(info, ctx, path, what, inbox))
         told += [_told_late(info, ctx, path) for path in _leftovers(where, ctx, mine)]
     return "\n".join(text for text in told if text)
 
@@ -195,7 +197,7 @@ def _put_back(repo, full: str, entry: dict) -> str:
 
 # -- after the call -------------------------------------------------------------------
 
-def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
+def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str, inbox: bool = False) -> str:
     try:
         noted = _take(path)
     except _Unreadable:  # what it noted is unknown: said, never taken as "unchanged"
@@ -251,7 +253,10 @@ def _check_note(info: RepoInfo, ctx: Ctx, path: str, what: str) -> str:
     sid = str(noted.session or session_for(info, ctx))
     told = _tell_holders(info, sid, changes, what, os.path.basename(path))
     from .backstoptext import agent_text
-    return agent_text(sid, changes, told)
+    text = agent_text(sid, changes, told)
+    if inbox:
+        _tell(info, sid, sid, text, f"backstop/{os.path.basename(path)}/{sid}")
+    return text
 
 
 def _noted_states(noted: _Note, toplevel: str, restored: Restored | None = None):
@@ -365,21 +370,23 @@ def _tell_holders(info: RepoInfo, sid: str, changes: list[dict], what: str, key:
     """Send each holder one message about its paths; the holders told."""
     from .backstoptext import holder_text
     holders = {h["id"]: h for c in changes for h in c["holders"]}
-    told = []
+    return [holder for holder in holders if _tell(
+        info, sid, holder, holder_text(sid, [c for c in changes if any(
+            h["id"] == holder for h in c["holders"])], what, info.toplevel or ""),
+        f"backstop/{key}/{holder}")]
+
+
+def _tell(info: RepoInfo, sid: str, to: str, body: str, key: str) -> bool:
+    """Send *to* a "backstop" message from *sid* (from *to* itself when *sid* is no live
+    session); whether it was sent.  A courtesy: the agent's answer says it regardless."""
     try:
         from ..core.messages import send
         from ..sync import Registry
         with Registry.open(info.toplevel or info.git_dir) as registry:
-            for holder in holders:
-                mine = [c for c in changes if any(h["id"] == holder for h in c["holders"])]
-                body = holder_text(sid, mine, what, info.toplevel or "")
-                try:
-                    send(registry, sid, {"session": holder}, body,
-                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
-                except RegistryError:  # the writer is no live session: say it as the holder
-                    send(registry, holder, {"session": holder}, body,
-                         subject="backstop", key=f"backstop/{key}/{holder}"[:200])
-                told.append(holder)
+            try:
+                send(registry, sid, {"session": to}, body, subject="backstop", key=key[:200])
+            except RegistryError:  # the writer is no live session: say it as the holder
+                send(registry, to, {"session": to}, body, subject="backstop", key=key[:200])
+        return True
     except (RegistryError, OSError):
-        pass  # the agent is told regardless; the message is a courtesy to the holder
-    return told
+        return False
