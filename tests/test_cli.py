@@ -125,6 +125,25 @@ def test_update_handoff_context_finish(run, repo):
     one_line_error(run("handoff", "s1", "x.md"), 1)
 
 
+def test_handoff_document_outside_the_repository_is_refused(run, repo):
+    """A handoff document is a path of the repository, checked as `lock acquire` checks
+    one: outside it (absolute or ../), the error names it, exit 2, nothing written."""
+    ok(run("register", "s1", "--provider", "Kimi"))
+    ok(run("lock", "acquire", "src/auth.py", "--session", "s1"))
+    before = refs(repo)
+    for args in (("/etc/passwd",), ("../x",), ("--text", "over to you", "../x"),
+                 ("--text", "over to you", "--to-path", "src/auth.py", "/etc/passwd")):
+        line = one_line_error(run("handoff", "s1", *args), 2)
+        bad = next(a for a in args if a in ("/etc/passwd", "../x"))
+        assert line == f"agent-registry: path {bad!r} is outside the repository", line
+        assert refs(repo) == before, args
+    assert as_json(ok(run("--json", "show", "s1")))["sessions"][0]["handoff"] == ""
+    # inside it, from a folder, the path is kept as the repository names it
+    (repo / "docs").mkdir()
+    out = as_json(ok(run("--json", "handoff", "s1", "./notes.md", cwd=repo / "docs")))
+    assert out["session"]["handoff"] == "docs/notes.md"
+
+
 def test_status_table_and_filters(run, repo):
     ok(run("register", "kimi-1", "Kimi", "2.7", "auth"))
     ok(run("register", "claude-1", "Claude", "4", "tests"))
@@ -294,6 +313,9 @@ BAD_INPUT = [
     ("update", "s"),
     ("finish", "../../evil"),
     ("handoff", "s", ""),
+    ("handoff", "s", "/etc/passwd"),
+    ("handoff", "s", "../x"),
+    ("handoff", "s", "--text", "t", "--to", "s", "../x"),
     ("context", "log", "s", "   "),
     ("context", "log", "../../evil", "x"),
     ("show", "../../evil"),

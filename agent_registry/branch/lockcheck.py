@@ -33,6 +33,15 @@ class CheckCalls:
                 out.append(target)
         return self.spelled(out) if rule.ignorecase else out
 
+    def repo_path(self, raw: str) -> str:
+        """The repository-relative form of one file's path *raw* (a handoff document's),
+        validated as a lock's path is (:func:`~agent_registry.branch.paths.normalize`):
+        outside the repository, inside .git, blank or with a control character is
+        BadInput.  A name with glob characters is only a name here."""
+        info = self.repo.info
+        return P.normalize(raw, toplevel=info.toplevel, prefix=info.prefix,
+                           rule=self.repo.path_rule)
+
     def session_names(self, names: "Iterable[str]") -> set[str]:
         """Which of *names* are registered sessions, live or ended (direct lookups)."""
         candidates = [n for n in names if P.is_session_id(n)]

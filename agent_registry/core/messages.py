@@ -201,6 +201,10 @@ def handoff(registry: Registry, sid: str, *, text: str | None, document: str | N
     session holds and its space.  *document* (the predecessor's handoff path) is also
     kept on the session."""
     P.validate_session_id(sid)
+    if document is not None and not document.strip():
+        raise BadInput("empty handoff path")
+    if document is not None:  # checked as a lock's path is, before anything is written
+        document = registry.repo_path(document)
     if to is not None and "paths" in to:
         to = {"paths": registry.targets(to["paths"], new=False)}
     elif to is None:
@@ -211,8 +215,6 @@ def handoff(registry: Registry, sid: str, *, text: str | None, document: str | N
             raise BadInput(f"{sid} holds no path and has no space: say who takes the work "
                            "next with --to SID or --to-path PATH")
         to = {"paths": held}
-    if document is not None and not document.strip():
-        raise BadInput("empty handoff path")
     body = text if text is not None else f"handoff document: {document}"
     result = _send(registry, sid, {"id": message_id(sid, None), "kind": "handoff", "to": to,
                                    "subject": None, "body": body, "key": None,

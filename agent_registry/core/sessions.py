@@ -267,9 +267,9 @@ class SessionCalls:
 
     def handoff(self, sid: str, path: str) -> Session:
         P.validate_session_id(sid)
-        P.validate_text("handoff path", path)
         if not path:
             raise BadInput("empty handoff path")
+        path = self.repo_path(path)  # a lock's checks: inside the repository, no .git
         return Session.from_dict(self.apply(self.new_op("handoff", session=sid, path=path))["session"])
 
     def session(self, sid: str) -> Session:
