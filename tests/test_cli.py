@@ -349,6 +349,7 @@ NOT_FOUND = [
     ("lock", "acquire", "src/a.py", "--session", "ghost"),
     ("lock", "release", "src/a.py", "--session", "ghost"),
     ("lock", "heartbeat", "--session", "ghost"),
+    ("lock", "check", "src/a.py", "--session", "ghost"),
     ("update", "ghost", "--working-on", "x"),
     ("finish", "ghost"),
     ("show", "ghost"),

@@ -193,6 +193,7 @@ def test_lock_check_of_a_holder_vouched_for_here_asks_only_whether_it_runs(tmp_p
     repo = make_repo(tmp_path / "repo")
     with Registry.open(str(repo)) as registry:
         registry.init()
+        registry.register("s1", provider="test")  # who checks
         registry.register("s2", provider="test", pid=os.getpid())
         registry.claim("s2", ["src/auth.py"])
     names, proc = imported(repo, ["lock", "check", "src/auth.py", "--session", "s1"])

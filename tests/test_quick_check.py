@@ -130,6 +130,33 @@ def test_the_arguments_are_read_as_the_core_reads_them(repo, args, said, core):
         assert proc.returncode == 0 and proc.stdout.startswith("locked-by-me: src/auth.py")
 
 
+@pytest.mark.parametrize("remote", [False, True])
+def test_an_unknown_session_is_said_never_taken_for_nobody(tmp_path, remote):
+    """`lock check --session nosuch` is NotFound (exit 1, one line naming it), as a claim
+    by it is, whether the quick check (no remote) or the core (a remote) answers; an
+    ended session is still a session: its check answers."""
+    repo = make_repo(tmp_path / "repo")
+    run = Runner(repo)
+    if remote:
+        git(tmp_path, "init", "-q", "--bare", "remote.git")
+        git(repo, "remote", "add", "origin", str(tmp_path / "remote.git"))
+    for args in (["init"], ["register", "s1", "--provider", "test"],
+                 ["register", "s2", "--provider", "test"],
+                 ["lock", "acquire", "src/auth.py", "--session", "s1"], ["finish", "s2"]):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+    for args in (["--session", "nosuch"], ["--session=nosuch"]):
+        proc, quick = answered(repo, "lock", "check", "src/auth.py", *args)
+        assert quick is False  # the error names the live ids: the core reads them
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            1, "", "agent-registry: unknown session nosuch; live sessions: s1\n")
+    proc, _ = answered(repo, "--json", "lock", "check", "src/auth.py", "--session", "nosuch")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["session"] == "nosuch"
+    proc, quick = answered(repo, "lock", "check", "src/auth.py", "--session", "s2")
+    assert proc.returncode == 1 and proc.stdout.startswith("locked: src/auth.py by s1")
+    assert quick is not remote
+
+
 @pytest.mark.parametrize("setting", ["remote", "branch", "ignorecase"])
 def test_where_more_decides_the_core_answers(tmp_path, setting):
     repo = make_repo(tmp_path / "repo")
@@ -175,6 +202,7 @@ def test_a_holder_its_own_record_vouches_for_is_judged_without_the_held_lists(
     repo = make_repo(tmp_path / "repo")
     with Registry.open(str(repo)) as registry:
         registry.init()
+        registry.register("s1", provider="test", pid=os.getpid())  # who checks
         registry.register("s2", provider="test", pid=os.getpid())
         registry.claim("s2", [f"src/f{i}.py" for i in range(64)])  # on every shard
     with closing(open_check(str(repo)) if check_with == "quick" else Registry.open(str(repo))) as check:
@@ -190,6 +218,7 @@ def test_a_holder_whose_record_aged_counts_by_a_newer_claim_on_another_shard(tmp
     clock = FakeClock(time.time() - 1000)
     with Registry.open(str(repo), clock=clock) as registry:
         registry.init()
+        registry.register("s1", provider="test", pid=os.getpid())  # who checks
         registry.register("s2", provider="test", pid=os.getpid())
         registry.claim("s2", ["src/old.py"])
         clock.advance(990)
@@ -213,6 +242,7 @@ def test_a_check_reads_only_the_lock_shards_recording_its_paths(tmp_path):
     repo = make_repo(tmp_path / "repo")
     with Registry.open(str(repo)) as registry:
         registry.init()
+        registry.register("s1", provider="test", pid=os.getpid())  # who checks
         registry.register("s2", provider="test", pid=os.getpid())
         registry.claim("s2", ["src/a.py"])
     tips = {line.split()[0]: line.split()[1] for line in git(

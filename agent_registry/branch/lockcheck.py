@@ -52,13 +52,17 @@ class CheckCalls:
                 if view.read(live_path(n)) is not None or view.read(done_path(n)) is not None}
 
     def check(self, paths: "Iterable[str]", sid: str | None = None) -> list[dict]:
-        """Per target: free, locked (by a live session), locked-by-me, or stale."""
+        """Per target: free, locked (by a live session), locked-by-me, or stale.  *sid*
+        (whose locks are "locked-by-me") must be a registered session, live or ended:
+        an unknown one is NotFound (exit 1), as for a claim, never silently nobody."""
         if sid:
             P.validate_session_id(sid)
         targets = self.targets(paths, new=False)
         if not targets:
             raise BadInput("no path to check")
         view = self.view()
+        if sid and view.read(live_path(sid)) is None and view.read(done_path(sid)) is None:
+            raise self.unknown(view, sid)
         out = check_targets(view, targets, sid, self.clock(), self.host, self.seen,
                             self.unconfirmed_claims())
         self.warnings = view.warnings
