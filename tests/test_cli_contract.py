@@ -295,3 +295,24 @@ def test_empty_and_blank_arguments_are_bad_input(run, repo):
         line = one_line_error(run(*args, env=env), 2)
         assert "empty" in line or "blank" in line or "control character" in line, (args, line)
     assert ref(repo) == before
+
+
+def test_no_session_anywhere_names_how_this_command_takes_one(run, repo):
+    """With no session given and $AGENT_REGISTRY_SESSION unset, the error names the
+    command's own way to give one (`send` is told by --from, not --session), exit 2,
+    nothing written."""
+    ok(run("register", "s1", "--provider", "Kimi"))
+    before = ref(repo)
+    for args, given_by in [
+            (("send", "--to", "s1", "hello"), "--from SID|NAME"),
+            (("lock", "acquire", "src/a.py"), "--session SID"),
+            (("lock", "release", "src/a.py"), "--session SID"),
+            (("lock", "heartbeat"), "--session SID"),
+            (("lock", "heartbeat-loop"), "--session SID"),
+            (("ack", "m-1"), "--session SID"),
+            (("context", "log", "a line"), "SID TEXT or --session SID"),
+            (("finish",), "SID"), (("update", "--working-on", "x"), "SID"), (("inbox",), "SID")]:
+        line = one_line_error(run(*args), 2)
+        assert line == f"agent-registry: no session id: pass {given_by} or set " \
+                       "AGENT_REGISTRY_SESSION", (args, line)
+        assert ref(repo) == before, args

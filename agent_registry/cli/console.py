@@ -7,17 +7,21 @@ import os
 import sys
 
 SESSION_ENV = "AGENT_REGISTRY_SESSION"
+BY_SESSION = "--session SID"  # how the lock commands, ack and the like are told a session
 
 
-def resolve_session(sid: str | None, *, required: bool = True) -> str | None:
+def resolve_session(sid: str | None, *, required: bool = True,
+                    given_by: str = "SID") -> str | None:
     """*sid* as given, else $AGENT_REGISTRY_SESSION.  A given but empty id is bad input
-    (a script's unset variable), never a reason to fall back to another session."""
+    (a script's unset variable), never a reason to fall back to another session.  None
+    anywhere (when *required*) is bad input naming *given_by*, how this command takes
+    one: its SID argument, ``--session SID``, ``--from SID|NAME``."""
     from ..errors import BadInput
     if sid is not None and not sid.strip():
         raise BadInput("empty session id")
     sid = sid or os.environ.get(SESSION_ENV) or None
     if sid is None and required:
-        raise BadInput(f"no session id: pass SID or set {SESSION_ENV}")
+        raise BadInput(f"no session id: pass {given_by} or set {SESSION_ENV}")
     return sid
 
 

@@ -16,7 +16,7 @@ import gc
 import os
 import sys
 
-from .console import (SESSION_ENV, changed_elsewhere, global_options, hoist_globals,
+from .console import (BY_SESSION, SESSION_ENV, changed_elsewhere, global_options, hoist_globals,
                       lock_arguments, resolve_session, serve)
 
 SESSION_FLAGS = ("--session", "--session-id")  # --session-id: the predecessor's `check`
@@ -96,7 +96,7 @@ def execute(opts: dict) -> int:
             return (*heartbeat_report(registry, opts["paths"], opts["sid"]), 0)
         sid, paths = lock_arguments(registry, opts["paths"], opts["sid"])
         if opts["command"] == "acquire":
-            sid = resolve_session(sid)
+            sid = resolve_session(sid, given_by=BY_SESSION)
             result = registry.claim(sid, paths, ttl=opts["ttl"], shared=opts["shared"])
             lines = output.takeover_lines(result) + changed_elsewhere(registry, sid, result)
             if not opts["quiet"]:

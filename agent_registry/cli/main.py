@@ -20,8 +20,8 @@ import sys
 import click
 
 from . import output
-from .console import (SESSION_ENV, changed_elsewhere, lock_arguments, new_session_id, report,
-                      resolve_session)
+from .console import (BY_SESSION, SESSION_ENV, changed_elsewhere, lock_arguments, new_session_id,
+                      report, resolve_session)
 from .context import Output, pass_out
 from .reports import heartbeat_report, layout_doc, layout_text, status_report
 from .table import render_table
@@ -367,7 +367,8 @@ def context_log(out: Output, words: tuple[str, ...], session_opt: str | None) ->
     from ..errors import BadInput
     if len(words) > 2 or (len(words) == 2 and session_opt):
         raise BadInput("context log takes [SID] TEXT: quote the text as one argument")
-    sid, text = (words[0], words[1]) if len(words) == 2 else (resolve_session(session_opt), words[0])
+    sid, text = (words[0], words[1]) if len(words) == 2 else \
+        (resolve_session(session_opt, given_by="SID TEXT or --session SID"), words[0])
     result = out.registry.context_log(sid, text)
     out.emit({**result, **out.registry.unpushed}, result["line"])
 
@@ -507,7 +508,7 @@ def lock_acquire(out: Output, paths, sid, ttl, shared, generations=(),
     `lock acquire PATH SID`); an argument naming a session and no file is refused.
     A symlink and its target are one lock."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    sid = resolve_session(sid)
+    sid = resolve_session(sid, given_by=BY_SESSION)
     result = out.registry.claim(sid, paths, ttl=ttl, shared=shared, generations=generations,
                                 reason=reason)
     out.notice(output.takeover_lines(result) + changed_elsewhere(out.registry, sid, result))
@@ -525,7 +526,8 @@ def lock_acquire(out: Output, paths, sid, ttl, shared, generations=(),
 def lock_release(out: Output, paths, sid, generations=()) -> None:
     """Release PATHs held by the session (refused if another session holds one)."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    result = out.registry.release(resolve_session(sid), paths, generations=generations)
+    result = out.registry.release(resolve_session(sid, given_by=BY_SESSION), paths,
+                                  generations=generations)
     out.emit(result, output.claim_text(result))
 
 
@@ -600,7 +602,7 @@ def lock_heartbeat_loop(out: Output, args, sid, interval) -> None:
         if interval < 1:
             raise BadInput(f"SECONDS {interval:g}: at least 1")
     sid, paths = lock_arguments(out.registry, args, sid, need_path=False)
-    sid = resolve_session(sid)
+    sid = resolve_session(sid, given_by=BY_SESSION)
     # the start line once the first beat landed: an unknown session or a path it does not
     # hold is the one line the command prints
     why = out.registry.heartbeat_loop(sid, interval, paths=paths, started=lambda: out.notice([

@@ -6,7 +6,7 @@ import click
 
 from ..branch.mailbox import MESSAGE_ID
 from ..errors import BadInput
-from .console import resolve_session
+from .console import BY_SESSION, resolve_session
 from .context import Output, pass_out
 from .output import local_time
 
@@ -79,7 +79,7 @@ def send(out: Output, body, sender, to, to_path, to_tag, room, everyone, key, re
     """
     from ..core.messages import send as send_message
     from ..core.persons import person_or_session
-    sender = resolve_session(sender)
+    sender = resolve_session(sender, given_by="--from SID|NAME")
     person = person_or_session(out.registry, sender)
     selector = audience(to, to_path, to_tag, room, everyone, required=reply_to is None)
     target = out.registry
@@ -149,7 +149,7 @@ def ack(out: Output, ids, sid) -> None:
     """Acknowledge messages (recipient only: exit 1 for anyone else; repeatable)."""
     from ..core.messages import ack as ack_messages
     from ..sync.whereis import where_is
-    sid = resolve_session(sid)
+    sid = resolve_session(sid, given_by=BY_SESSION)
     places: dict[int, tuple] = {}
     for mid in dict.fromkeys(ids):  # each id acknowledged where it lives: here or the hub
         target = where_is(out.registry, mid, sid) if MESSAGE_ID.fullmatch(mid) else None

@@ -9,9 +9,9 @@ from .output import age, local_time
 def heartbeat_report(registry, args, sid: str | None) -> tuple[dict, str]:
     """``lock heartbeat [PATH...] [SID]``: renew the session and its locks; carried over
     to the hub when the repository has one (sync.rooms is imported only then)."""
-    from .console import lock_arguments, resolve_session
+    from .console import BY_SESSION, lock_arguments, resolve_session
     sid, paths = lock_arguments(registry, args, sid, need_path=False)
-    result = registry.heartbeat(resolve_session(sid), paths)
+    result = registry.heartbeat(resolve_session(sid, given_by=BY_SESSION), paths)
     unpushed = dict(registry.unpushed)  # before the rooms' mirror writes elsewhere
     if registry.config.get("agent-registry.hub"):
         from ..sync.rooms import mirror
