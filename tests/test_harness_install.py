@@ -317,6 +317,23 @@ def test_options_reach_the_hooks(repo, env):
     assert len(hooks["PreToolUse"]) == 1  # replaced in place, never added twice
 
 
+def test_a_negative_wake_names_wake_and_its_range(repo, env):
+    """`--wake -1` (or `--wake=-1`) is a bad value of --wake, said in one line with its
+    range, exit 2, nothing written; never click's "No such option '-1'".  The same for
+    the hook the install writes (`harness hook H stop --wake N`, N >= 0)."""
+    before = snapshot(repo)
+    for args, value, low in [(("install", "claude", "--wake", "-1"), "-1", 1),
+                             (("install", "claude", "--wake=-1"), "-1", 1),
+                             (("install", "--all", "--wake", "-3", "--mcp"), "-3", 1),
+                             (("hook", "claude", "stop", "--wake", "-1"), "-1", 0),
+                             (("hook", "claude", "stop", "--wake=-2"), "-2", 0)]:
+        proc = cli(repo, env, "harness", *args)
+        assert (proc.returncode, proc.stdout) == (2, ""), (args, proc.stderr)
+        assert proc.stderr == (f"agent-registry harness {args[0]}: Invalid value for '--wake': "
+                               f"{value} is not in the range x>={low}. (see --help)\n"), args
+        assert snapshot(repo) == before, args
+
+
 def test_cursor_and_opencode_files_follow_the_documented_schemas(repo, env):
     install(repo, env, "cursor", "--mcp")
     install(repo, env, "opencode", "--mcp")

@@ -29,6 +29,28 @@ def _repo(out: Output):
     return info
 
 
+class NegativeValues(click.Command):
+    """A command with an option whose value may be left out (``--wake [N]``): click
+    reads a negative number after it (``--wake -1``, and ``--wake=-1``, which it splits)
+    as an unknown option ``-1``.  Here the option's own type judges that number, so the
+    error names the option and its range (``Invalid value for '--wake': -1 is not in the
+    range x>=1``), exit 2, as for any other bad value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        import re
+        optional = {name: param for param in self.params if isinstance(param, click.Option)
+                    and getattr(param, "_flag_needs_value", False) for name in param.opts}
+        for position, item in enumerate(args):
+            if item == "--":
+                break
+            name, eq, value = item.partition("=")
+            if not eq:
+                value = args[position + 1] if position + 1 < len(args) else ""
+            if name in optional and re.fullmatch(r"-\d+(\.\d*)?", value):
+                optional[name].type.convert(value, optional[name], ctx)  # raises for it
+        return super().parse_args(ctx, args)
+
+
 def _names(name: str | None, every: bool, pick) -> list[str]:
     from ..errors import BadInput
     if bool(name) == every:
@@ -36,7 +58,7 @@ def _names(name: str | None, every: bool, pick) -> list[str]:
     return [name] if name else pick()
 
 
-@harness.command("install")
+@harness.command("install", cls=NegativeValues)
 @click.argument("name", required=False, type=click.Choice(HARNESS_NAMES))
 @click.option("--all", "every", is_flag=True,
               help="Every harness found on this machine (its CLI on PATH or its config "
@@ -184,7 +206,7 @@ def harness_status(out: Output) -> None:
         click.get_current_context().exit(1)
 
 
-@harness.command("hook", hidden=True)
+@harness.command("hook", hidden=True, cls=NegativeValues)
 @click.argument("harness_name", metavar="HARNESS",
                 type=click.Choice(["claude", "codex", "gemini", "cursor", "opencode",
                                    "copilot", "qwen"]))
