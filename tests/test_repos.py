@@ -225,3 +225,41 @@ def test_a_heartbeat_dated_ahead_in_another_repository_writes_nothing_there(tmp_
                                           check_untouched=False).stdout)
     assert [(l["path"], l["owner"]) for l in locks["locks"]] == [("src/auth.py", "ahead-1")]
     assert not state.exists()  # read-only: no first sighting recorded there
+
+
+def test_two_clones_of_one_repository_list_each_session_and_lock_once(tmp_path):
+    """Two clones of one remote are two copies of one registry: a session (and its lock)
+    both copies hold is one row, under the clone it works in; what only one copy holds
+    (a session the other clone has not fetched yet) is there too."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    first = make_repo(tmp_path / "first")
+    git(first, "remote", "add", "origin", str(remote))
+    git(first, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
+    second = tmp_path / "second"
+    for repo, sid in ((first, "first-1"), (second, "second-1")):
+        run = Runner(repo)
+        assert run("register", sid, "--provider", "Kimi").returncode == 0
+        assert run("lock", "acquire", f"src/{sid}.py", "--session", sid).returncode == 0
+    assert Runner(second)("status").returncode == 0  # second has fetched first-1 too
+    listed = repos_file().read_text().splitlines()
+    assert listed == [str(first.resolve()), str(second.resolve())]
+    doc = json.loads(Runner(tmp_path)("--json", "status", "--repos",
+                                      check_untouched=False).stdout)
+    assert sorted((s["id"], s["repository"]) for s in doc["sessions"]) == [
+        ("first-1", str(first.resolve())), ("second-1", str(second.resolve()))]
+    assert [r["count"] for r in doc["repositories"]] == [1, 1]
+    text = Runner(tmp_path)("status", "--repos", check_untouched=False).stdout
+    assert text.count("first-1") == 1 and text.count("second-1") == 1
+    locks = json.loads(Runner(tmp_path)("--json", "lock", "list", "--repos",
+                                        check_untouched=False).stdout)["locks"]
+    assert sorted((l["path"], l["owner"]) for l in locks) == [
+        ("src/first-1.py", "first-1"), ("src/second-1.py", "second-1")]
+    # a repository of its own (no remote) is never taken for another one's copy
+    alone = make_repo(tmp_path / "alone")
+    assert Runner(alone)("register", "first-1", "--provider", "Kimi").returncode == 0
+    doc = json.loads(Runner(tmp_path)("--json", "status", "--repos",
+                                      check_untouched=False).stdout)
+    assert sorted(s["repository"] for s in doc["sessions"] if s["id"] == "first-1") == [
+        str(alone.resolve()), str(first.resolve())]

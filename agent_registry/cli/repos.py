@@ -51,7 +51,7 @@ def status_repos(out: Output, *, include_ended: bool, status: str | None,
     remember_here(out.directory)
     found = across(lambda registry: registry.status(
         include_ended=include_ended, status=status, provider=provider,
-        project=project)["sessions"])
+        project=project)["sessions"], key=lambda session: session["id"])
     now = time.time()
     rows = [[home_text(s["repository"]), s["id"], s["provider"], s["working_on"], s["status"],
              age(now - (parse_iso(s["registered_at"]) or now))] for s in found["rows"]]
@@ -64,7 +64,8 @@ def lock_list_repos(out: Output) -> None:
     """``lock list --repos``: the locks of every listed repository."""
     from ..sync.repos import across, remember_here
     remember_here(out.directory)
-    found = across(lambda registry: registry.locks())
+    found = across(lambda registry: registry.locks(),
+                   key=lambda lock: (lock["path"], lock["owner"], lock["mode"]))
     rows = [[home_text(l["repository"]), l["path"], l["mode"], l["owner"], age(l["age_seconds"]),
              ("stale" if l["stale_reason"] else "fresh")
              + ("" if l["confirmed"] else ", unconfirmed")] for l in found["rows"]]

@@ -6,7 +6,9 @@ Read-only: a registry is opened and read, never written: no branch is made where
 is none, nothing is fetched and nothing is synced (a remote's latest is one ``status`` in
 that repository away; each repository says ``as_of``, when its clone last fetched).  A
 repository that is gone (its folder deleted, or no longer a git repository) is skipped,
-named with the reason, so the caller says it in one line.
+named with the reason, so the caller says it in one line.  Two clones of one repository
+(the same registry remote and branch) are two copies of one registry: what both hold is
+one row, not two (:func:`one_each`).
 """
 from __future__ import annotations
 
@@ -77,17 +79,58 @@ def reading(path: str) -> Iterator[Registry]:
         registry.close()
 
 
-def across(read: Callable[[Registry], list[dict]], paths: list[str] | None = None) -> dict:
+def registry_of(registry: Registry, path: str) -> tuple[str, str]:
+    """What every clone of one repository shares, so their copies are one registry: its
+    registry remote's URL (a local one resolved) and the branch; a repository without a
+    remote is its own."""
+    url = ""
+    if registry.remote:
+        url = registry.repo.git("config", "--get", f"remote.{registry.remote}.url",
+                                check=False).stdout.decode(errors="replace").strip()
+        local = url.removeprefix("file://")
+        if local and "://" not in local and not _scp_like(local):
+            url = os.path.realpath(os.path.join(path, local))  # as git reads it there
+    return (url.rstrip("/") or f"here:{path}", registry.branch)
+
+
+def _scp_like(url: str) -> bool:
+    """``host:path``, git's scp-like syntax (a colon before any slash)."""
+    colon = url.find(":")
+    return colon > 0 and "/" not in url[:colon]
+
+
+def one_each(rows: list[dict], registries: dict[str, tuple], key: Callable[[dict], object]
+             ) -> list[dict]:
+    """*rows* with what two clones of one registry both hold (the same ``key(row)``)
+    kept once: the row read in the clone its session works in (a ``project`` inside
+    that repository), else the first listed."""
+    def own(row: dict) -> bool:
+        project, path = row.get("project") or "", row["repository"]
+        return project == path or project.startswith(path.rstrip("/") + "/")
+    kept: dict[tuple, dict] = {}
+    for row in rows:
+        name = (registries[row["repository"]], key(row))
+        if name not in kept or (own(row) and not own(kept[name])):
+            kept[name] = row
+    return list(kept.values())
+
+
+def across(read: Callable[[Registry], list[dict]], paths: list[str] | None = None,
+           *, key: Callable[[dict], object] | None = None) -> dict:
     """``read(registry)`` in every listed repository (or *paths*), each row given its
     ``repository``: ``{"repositories": [...], "rows": [...], "skipped": [...],
-    "warnings": [...]}``."""
+    "warnings": [...]}``.  With *key* (what names a row: a session's id), a row that
+    several clones of one registry hold is given once (:func:`one_each`), and each
+    repository's ``count`` is of the rows given under it."""
     repositories, rows, skipped, warnings = [], [], [], []
+    registries: dict[str, tuple] = {}
     for path in listed() if paths is None else paths:
         try:
             with reading(path) as registry:
                 found = read(registry)
                 about = described(registry, path)
                 warnings += [f"{path}: {w}" for w in registry.warnings]
+                registries[path] = registry_of(registry, path) if key else (path,)
         except Gone as exc:
             skipped.append({"repository": path, "reason": str(exc)})
             continue
@@ -95,8 +138,12 @@ def across(read: Callable[[Registry], list[dict]], paths: list[str] | None = Non
             reason = getattr(exc, "message", None) or str(exc)
             skipped.append({"repository": path, "reason": f"unreadable: {reason}"})
             continue
-        repositories.append({**about, "count": len(found)})
+        repositories.append(about)
         rows += [{"repository": path, **row} for row in found]
+    if key is not None:
+        rows = one_each(rows, registries, key)
+    for about in repositories:
+        about["count"] = sum(row["repository"] == about["repository"] for row in rows)
     return {"repositories": repositories, "rows": rows, "skipped": skipped,
             "warnings": warnings}
 
