@@ -128,6 +128,42 @@ def test_register_claim_check_release_finish(repo):
     assert held_by(repo, "src/auth.py") == []
 
 
+def test_a_resume_keeps_every_field_it_is_not_given(repo, run):
+    """register with resume (an agent restarted into its session: a new server) keeps
+    what it does not give, as `register SID --resume` does: provider, ai_version,
+    working_on, space, to-dos, tags; a field it gives replaces only that one."""
+    fields = dict(session_id="claude-mcp-2", ai_version="opus-4", working_on="auth",
+                  space=["src/auth.py"], todo_present=["tokens"], tags=["backend"])
+
+    async def first(session):
+        return await call(session, "register", provider="Claude", **fields)
+    error, text, _ = talk(repo, first)
+    assert not error, text
+
+    def kept(answer: dict) -> dict:
+        return {k: answer["session"][k] for k in ("provider", "ai_version", "working_on",
+                                                  "space", "todo_present", "tags")}
+    before = {"provider": "Claude", "ai_version": "opus-4", "working_on": "auth",
+              "space": ["src/auth.py"], "todo_present": ["tokens"], "tags": ["backend"]}
+
+    async def resumed(session):
+        return (await call(session, "register", provider="Claude",
+                           session_id="claude-mcp-2", resume=True),
+                await call(session, "register", session_id="claude-mcp-2", resume=True,
+                           working_on="auth, part two"))  # provider too: the session's
+    (error, text, again), (error2, text2, changed) = talk(repo, resumed)
+    assert not error and not error2, (text, text2)
+    assert kept(again) == before
+    assert kept(changed) == {**before, "working_on": "auth, part two"}
+    shown = json.loads(run("--json", "show", "claude-mcp-2").stdout)["sessions"][0]
+    assert {k: shown[k] for k in before} == {**before, "working_on": "auth, part two"}
+
+    async def no_provider(session):  # a new session still needs one
+        return await call(session, "register", session_id="claude-mcp-3")
+    error, text, _ = talk(repo, no_provider)
+    assert error and "provider is required" in text
+
+
 def test_the_session_is_bound_to_the_server_parent_and_kept_fresh(repo, run):
     """The harness (here: this test process) owns the session; the server's own
     heartbeat renews it while the server runs."""

@@ -266,13 +266,21 @@ def build(service: Service) -> MCPServer:
 
     @tool(annotations=WRITES)
     async def register(
-        provider: Annotated[str, Field(description="Agent or tool: Claude, Codex, Gemini …")],
+        provider: Annotated[str | None, Field(description=(
+            "Agent or tool: Claude, Codex, Gemini … (required, but for a resume: the "
+            "session's is kept)."))] = None,
         session_id: Annotated[str | None, Field(
             description="Id to register (default: made up as <provider>-<time>-<hex>).")] = None,
-        ai_version: Annotated[str, Field(description="Model or tool version.")] = "",
-        working_on: Annotated[str, Field(description="What this session works on.")] = "",
-        space: Annotated[list[str], Field(description="Paths it expects to touch.")] = [],
-        todo_present: Annotated[list[str], Field(description="Current to-do items.")] = [],
+        ai_version: Annotated[str | None, Field(description=(
+            "Model or tool version (not given: a session registered again keeps its)."))] = None,
+        working_on: Annotated[str | None, Field(description=(
+            "What this session works on (not given: a session registered again keeps "
+            "it)."))] = None,
+        space: Annotated[list[str] | None, Field(description=(
+            "Paths it expects to touch (not given: a session registered again keeps "
+            "them)."))] = None,
+        todo_present: Annotated[list[str] | None, Field(description=(
+            "Current to-do items (not given: a session registered again keeps them)."))] = None,
         pid: Annotated[int | None, Field(description=(
             "The agent's own process (default: this server's parent, the harness)."))] = None,
         notify_started: Annotated[str, Field(description=(
@@ -292,10 +300,12 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Register this agent's session first; pass the returned session.id to other tools."""
         from ..cli.console import new_session_id
-        sid = session_id or new_session_id(provider)
+        sid = session_id or new_session_id(provider or "")
 
         def run() -> dict:
             from ..sync import rooms as R
+            if provider is None and not resume:  # named as this tool names it
+                raise BadInput("provider is required (a resume keeps the session's)")
             for room in rooms:  # checked before anything is written, as `register --room`
                 if not R.validate_room(room).startswith(R.SHARED):
                     raise BadInput(f"{room}: a repository's room is joined by working in "
@@ -317,7 +327,7 @@ def build(service: Service) -> MCPServer:
                 from ..wiki.api import recall
                 result["memory"] = [{k: e[k] for k in ("id", "session_id", "what", "router",
                                                        "bugs", "why")}
-                                    for e in recall(reg, working_on, list(space))]
+                                    for e in recall(reg, session.working_on, session.space)]
             R.refresh_messages(reg)  # what other clones sent it meanwhile, as the CLI
             return {**result, "waiting": R.waiting(reg, session)}
         return await service.run(run, sid)
