@@ -1,6 +1,8 @@
 """The in-place editors and copiers the gate reads (harness/shelledits.py): rsync, gawk's
-``-i inplace``, ``ruby -i``, ``ed``, ``perl -i`` in all its clusters, and the same handed
-names by xargs or find -exec, which the gate cannot see (fail closed: never a read)."""
+``-i inplace``, ``ruby -i``, ``ed``, ``perl -i`` in all its clusters; the text editors
+(harness/shelleditors.py): vi, vim, nvim, ex, emacs; tar's long options by a start; and
+the same handed names by xargs or find -exec, which the gate cannot see (fail closed:
+never a read)."""
 from __future__ import annotations
 
 import pytest
@@ -51,6 +53,23 @@ def tree(tmp_path):
     ("perl -0777 -pi -e 1 src/auth.py", ["src/auth.py"]),
     ("perl -0x1Fpi -e 1 src/auth.py", ["src/auth.py"]),
     ("perl -Fi -ane print src/auth.py", []), ("perl -lne print src/auth.py", []),
+    # vi, vim, nvim, ex: every file each edits, whatever runs its commands (its input too)
+    ("ex src/auth.py", ["src/auth.py"]), ("ex -s src/auth.py <<< wq", ["src/auth.py"]),
+    ("vim -c wq src/auth.py", ["src/auth.py"]), ("vim -es src/auth.py", ["src/auth.py"]),
+    ("vi -e src/auth.py", ["src/auth.py"]), ("vim +wq src/auth.py", ["src/auth.py"]),
+    ("nvim --headless -c 'wq' src/auth.py", ["src/auth.py"]),
+    ("vim src/auth.py", ["src/auth.py"]), ("vim -R -- src/auth.py", ["src/auth.py"]),
+    ("vim -u NONE -i NONE -Nes -c '%s/1/2/' -c x src/auth.py", ["src/auth.py"]),
+    ("vim -S fix.vim -s keys.txt -csomething a", ["a"]),
+    ("vimdiff a b", ["a", "b"]), ("vim.tiny -o2 a", ["a"]),
+    ("vim -W out.keys -V9vim.log --startuptime t.log a", ["out.keys", "vim.log", "t.log", "a"]),
+    ("nvim -l fix.lua src/auth.py", []), ("vim --version", []), ("vim -", []),
+    # emacs: every file it visits, which -f save-buffer or --eval writes
+    ("emacs --batch src/auth.py -f save-buffer", ["src/auth.py"]),
+    ("emacs -Q --batch --eval '(find-file \"x\")' +3 src/auth.py", ["src/auth.py"]),
+    ("emacs -batch -l fix.el --visit=src/auth.py", ["src/auth.py"]),
+    ("emacs --chd src --bat auth.py -f save-buffer", ["src/auth.py"]),
+    ("emacs --batch --eval '(message 1)'", []),
 ])
 def test_the_files_editors_and_copiers_write_are_named(tree, command, targets):
     assert read_writes(command, str(tree)) == [str(tree / t) for t in targets]
@@ -62,6 +81,9 @@ def test_the_files_editors_and_copiers_write_are_named(tree, command, targets):
     "xargs perl -lpi -e 1", "xargs awk -i inplace 1", "find . -exec gawk -i inplace 1 {} +",
     "find . -name '*.rb' | xargs ruby -i -pe 1", "ls | xargs ed", "xargs rsync -a lib/",
     "find . -exec rsync {} /tmp/x \\;", "git ls-files | xargs tar --remove-files -cf x.tar",
+    "git ls-files | xargs tar --remove-f -cf x.tar", "xargs vim", "ls | xargs vim -c wq",
+    "find . -name '*.py' -exec ex -s {} +", "xargs nvim --headless -c wq",
+    "xargs emacs --batch -f save-buffer", "vim -t main", "vim -q errors.txt",
 ])
 def test_names_handed_to_them_are_not_followed_and_never_a_read(tree, command):
     found = read_writes(command, str(tree))
@@ -83,15 +105,21 @@ def test_the_gate_refuses_them_naming_the_holder(held, harness):
     for command in ("rsync a.txt src/auth.py", "rsync -a lib/ src/",
                     "awk -i inplace '{print}' src/auth.py",
                     "ruby -pi.bak -e 'x' src/auth.py", "ed -s src/auth.py <<< $'w\\nq'",
-                    "perl -lpi -e 's/1/2/' src/auth.py"):
+                    "perl -lpi -e 's/1/2/' src/auth.py", "vim -c wq src/auth.py",
+                    "ex -s src/auth.py <<< wq", "nvim --headless -c 'wq' src/auth.py",
+                    "emacs --batch src/auth.py -f save-buffer",
+                    "tar --remove-f -cf x.tar src/auth.py", "tar --extr -f a.tar"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                        shell(harness, held, command)))
         assert reason and "src/auth.py" in reason and "kimi-1" in reason, command
     for command in ("git ls-files | xargs sed --in s/1/2/", "xargs awk -i inplace 1 < list",
-                    "find . -name '*.py' | xargs ruby -i -pe 1"):
+                    "find . -name '*.py' | xargs ruby -i -pe 1",
+                    "git ls-files | xargs vim -c wq", "find . -exec ex -s {} +",
+                    "tar --re -cf x.tar src/auth.py"):
         reason = verdict(harness, hook(held, harness, "pre-tool-use",
                                        shell(harness, held, command)))
         assert reason and "cannot name" in reason and "kimi-1" in reason, command
-    for command in ("rsync -a lib/ build/", "awk '{print}' src/auth.py", "ed notes.txt"):
+    for command in ("rsync -a lib/ build/", "awk '{print}' src/auth.py", "ed notes.txt",
+                    "vim -es notes.txt", "tar --extr -f a.tar --dir=build"):
         assert verdict(harness, hook(held, harness, "pre-tool-use",
                                      shell(harness, held, command))) is None, command

@@ -97,6 +97,12 @@ from agent_registry.harness.shellwrites import read_writes, tokenize, write_targ
     ("tar -C src -xf a.tar", ["src"]),
     ("tar --extract --file=a.tar", ["."]),
     ("tar -xf x -C /tmp/build", ["/tmp/build"]),
+    # its long options by an unambiguous start, as getopt_long reads them
+    ("tar --remove-f -cf x.tar src/auth.py", ["x.tar", "src/auth.py"]),
+    ("tar --cre --file a.tar src", ["a.tar"]), ("tar --extr -f a.tar", ["."]),
+    ("tar --app -f a.tar --dir src auth.py", ["a.tar"]),
+    ("tar -x --dir=src -f a.tar", ["src"]), ("tar -xf a.tar --to-s", []),
+    ("tar -cf a.tar --index=list.txt src", ["a.tar", "list.txt"]),
     ("unzip -o a.zip", ["."]),
     ("unzip a.zip -d out", ["out"]),
     ("unzip -q t.zip -d/tmp/t", ["/tmp/t"]),
@@ -807,6 +813,9 @@ def test_a_device_path_is_one_after_normalising_and_the_shells_own_folder_is_her
     ("echo $((", "unclosed ("),
     ("echo " + "$(" * 20 + ")" * 20, "too deeply nested"),
     ("touch " + "x" * 300_000, "too long to read"),
+    # an option by a start of several of tar's (tar refuses it): not taken for either
+    ("tar --fi=src/auth.py -c a", "tar's option --fi may be any of several"),
+    ("tar --re -cf x.tar src/auth.py", "tar's option --re may be any of several"),
 ])
 def test_what_it_cannot_follow_inside_a_write_is_said(tree, command, why):
     found = read_writes(command, str(tree))

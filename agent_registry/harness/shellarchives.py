@@ -3,7 +3,7 @@ zstd and lzma (and their ``un…`` forms), ``tar`` and ``unzip``.  Imported only
 command names one of them."""
 from __future__ import annotations
 
-from .shellops import operands, word
+from .shellops import Place, operands, word
 from .shelltokens import Word
 
 SUFFIXES = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz", "zstd": ".zst", "lzma": ".lzma"}
@@ -65,19 +65,48 @@ def packed(name: str, args: list[Word]) -> list[Word]:
 
 
 _TAR_TAKES = "fCXTbKNgVLFHI"
-_TAR_LONG = ("--file", "--directory", "--exclude-from", "--files-from", "--exclude",
-             "--blocking-factor", "--starting-file", "--newer", "--after-date",
-             "--listed-incremental", "--label", "--tape-length", "--info-script",
-             "--format", "--use-compress-program", "--owner", "--group", "--mode",
-             "--mtime", "--transform", "--suffix")
+# GNU tar's long options (1.34, and 1.35's --set-mtime-…): those that take a value (the
+# next word when not given with "="), then the others; any unambiguous start of one is
+# that one, as getopt_long reads them (`--remove-f`, `--extr`, `--fi=a.tar`, `--dir`)
+_TAR_LONG = tuple(f"--{n}" for n in (
+    "add-file after-date blocking-factor checkpoint-action directory exclude exclude-from "
+    "exclude-ignore exclude-ignore-recursive exclude-tag exclude-tag-all exclude-tag-under "
+    "file files-from format group group-map hole-detection index-file info-script label "
+    "level listed-incremental mode mtime new-volume-script newer newer-mtime "
+    "no-quote-chars owner owner-map pax-option quote-chars quoting-style record-size "
+    "rmt-command rsh-command set-mtime-command set-mtime-format sort sparse-version "
+    "starting-file strip-components suffix tape-length to-command transform "
+    "use-compress-program volno-file warning xattrs-exclude xattrs-include xform").split())
+_TAR_NAMES = (*_TAR_LONG, *(f"--{n}" for n in (
+    "absolute-names acls anchored append atime-preserve auto-compress backup block-number "
+    "bzip2 catenate check-device check-links checkpoint clamp-mtime compare compress "
+    "concatenate confirmation create delay-directory-restore delete dereference diff "
+    "exclude-backups exclude-caches exclude-caches-all exclude-caches-under exclude-vcs "
+    "exclude-vcs-ignores extract force-local full-time get gunzip gzip hard-dereference "
+    "help ignore-case ignore-command-error ignore-failed-read ignore-zeros incremental "
+    "interactive keep-directory-symlink keep-newer-files keep-old-files list lzip lzma "
+    "lzop multi-volume no-acls no-anchored no-auto-compress no-check-device "
+    "no-delay-directory-restore no-ignore-case no-ignore-command-error no-null "
+    "no-overwrite-dir no-recursion no-same-owner no-same-permissions no-seek no-selinux "
+    "no-unquote no-verbatim-files-from no-wildcards no-wildcards-match-slash no-xattrs "
+    "null numeric-owner occurrence old-archive one-file-system one-top-level overwrite "
+    "overwrite-dir portability posix preserve preserve-order preserve-permissions "
+    "read-full-records recursion recursive-unlink remove-files restrict same-order "
+    "same-owner same-permissions seek selinux show-defaults show-omitted-dirs "
+    "show-snapshot-field-ranges show-stored-names show-transformed-names skip-old-files "
+    "sparse test-label to-stdout totals touch uncompress ungzip unlink-first unquote "
+    "update usage utc verbatim-files-from verbose verify version wildcards "
+    "wildcards-match-slash xattrs xz zstd").split()))
 _TAR_WRITES = {"-c", "-r", "-u", "-A", "--create", "--append", "--update",
                "--concatenate", "--catenate", "--delete"}
 
 
-def tar(args: list[Word]) -> list[Word]:
+def tar(args: list[Word], place: Place | None = None) -> list[Word]:
     """What ``tar`` writes: the archive it creates, appends to or deletes from; the
-    files ``--remove-files`` removes; and, extracting (not to the standard output or a
-    command), the folder it extracts to: the files the archive names are all in it."""
+    files ``--remove-files`` removes; its ``--index-file`` and ``--volno-file``; and,
+    extracting (not to the standard output or a command), the folder it extracts to:
+    the files the archive names are all in it.  A long option by a start of several of
+    its names, which tar refuses, is not followed (*place* is told)."""
     if args and not args[0].text.startswith("-"):  # old style: `tar cf a.tar src`
         letters, rest, args = args[0].text, args[1:], []
         for letter in letters:
@@ -85,7 +114,11 @@ def tar(args: list[Word]) -> list[Word]:
             if letter in _TAR_TAKES and rest:
                 args.append(rest.pop(0))
         args += rest
-    found, options = operands(args, _TAR_TAKES, _TAR_LONG)
+    found, options = operands(args, _TAR_TAKES, _TAR_LONG, _TAR_NAMES)
+    unsure = [o for o in options if o.startswith("--") and o not in _TAR_NAMES
+              and sum(n.startswith(o) for n in _TAR_NAMES) > 1]
+    if unsure and place is not None:
+        place.unfollowed(f"tar's option {unsure[0]} may be any of several")
     out: list[Word] = []
     archive = options.get("-f") or options.get("--file")
     if options.keys() & _TAR_WRITES and archive and archive != "-":
@@ -93,6 +126,7 @@ def tar(args: list[Word]) -> list[Word]:
     snapshot = options.get("-g") or options.get("--listed-incremental")
     if snapshot and snapshot != "/dev/null":
         out.append(word(snapshot))  # the incremental dump's record, written each run
+    out += [word(options[o]) for o in ("--index-file", "--volno-file") if options.get(o)]
     if "--remove-files" in options:
         inside = options.get("-C") or options.get("--directory")
         out += [word(f"{inside}/{f.text}") if inside and not f.text.startswith("/") else f

@@ -13,10 +13,14 @@ from .gitwrites import git_targets, git_writes
 from .shellops import Place, copy_targets, operands, patch_files, word
 from .shelltokens import Word, gnu_long, tokenize, unwrap
 
+_VIMS = ("vi", "vim", "nvim", "ex", "view", "vimdiff", "rvim", "rview", "gvim", "vim.tiny",
+         "vim.basic", "vim.nox")  # shelleditors.VIMS
+
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
             "ln", "dd", "patch", "ed", "red", "rsync", "chmod", "chown", "chgrp", "gzip",
-            "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma"}
+            "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma", "unlzma",
+            "emacs", *_VIMS}
 _FIND_ACTIONS = ("-exec", "-execdir", "-ok", "-okdir")
 
 
@@ -90,10 +94,12 @@ RULES = {
     "sort": lambda name, args, place, stdin: _sorted_into(args),
     **dict.fromkeys(_PACKERS, lambda name, args, place, stdin: _archives().packed(
         name, args)),
-    "tar": lambda name, args, place, stdin: _archives().tar(args),
+    "tar": lambda name, args, place, stdin: _archives().tar(args, place),
     "unzip": lambda name, args, place, stdin: _archives().unzip(args),
     **dict.fromkeys(_FORMATTERS,
                     lambda name, args, place, stdin: _tools().formatted(name, args)),
+    **dict.fromkeys(_VIMS, lambda name, args, place, stdin: _editors().vim(name, args, place)),
+    "emacs": lambda name, args, place, stdin: _editors().emacs(args),
     **dict.fromkeys(("go", "cargo"), lambda name, args, place, stdin: _tools().built(
         name, args)),
     **dict.fromkeys(("curl", "wget"),
@@ -109,6 +115,11 @@ def _tools():
 def _edits():
     from . import shelledits  # only for the commands it reads
     return shelledits
+
+
+def _editors():
+    from . import shelleditors  # only for the commands it reads
+    return shelleditors
 
 
 def _archives():

@@ -45,7 +45,8 @@ RULED = frozenset({"tee", "rm", "unlink", "shred", "touch", "truncate", "dd", "s
                    "chown", "chgrp", "sort", "tar", "unzip", "parallel", *"gzip gunzip bzip2 "
                    "bunzip2 xz unxz zstd unzstd lzma unlzma black ruff prettier eslint gofmt "
                    "goimports clang-format rustfmt sponge go cargo curl wget ruby awk gawk ed red "
-                   "rsync".split()})
+                   "rsync emacs vi vim nvim ex view vimdiff rvim rview gvim vim.tiny vim.basic "
+                   "vim.nox".split()})
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"}
 _SU = {"su", "runuser"}  # a shell as another user: its -c command
 # what may run a cd in the shell itself (another wrapper runs the cd program, or a
