@@ -405,7 +405,8 @@ def test_git_config_branch(run, repo):
 
 def test_init_creates_the_branch_and_saves_another_name(run, repo):
     out = as_json(ok(run("--json", "init")))
-    assert out == {"branch": BRANCH, "created": True, "layout": {"format": 3, "shards": 16}}
+    assert out == {"branch": BRANCH, "created": True, "layout": {"format": 3, "shards": 16},
+                   "pushed": None, "adopted": None}
     made = refs(repo)
     assert len(made) == 17  # the main branch and its 16 lock shards
     assert as_json(ok(run("--json", "init")))["created"] is False

@@ -137,8 +137,8 @@ def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = Fa
     own ref (layout format 3; the other clones' refs are theirs to squash) and on its
     messages branch.  With a remote this rewrites the shared history every clone
     follows: on a terminal gc first says how many commits it would squash and asks
-    (--yes skips the question; --dry-run only says it); without a terminal it needs
-    --yes (exit 2 otherwise, nothing changed).  On a terminal a progress bar on
+    (--yes skips the question; --dry-run only says it); without a terminal, a
+    rewrite it would force-push needs --yes (exit 2 otherwise, nothing changed).  On a terminal a progress bar on
     stderr counts the later commits as they are rewritten.  Exit 1 when a shard's or the
     clone ref's rewrite could not be pushed (the others stand; run gc again)."""
     import sys
@@ -148,18 +148,19 @@ def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = Fa
     from ..sync.gc import gc as run_gc
     from ..sync.shardsync import own_clone
     from ..wiki.progress import Progress
-    if not dry_run and not assume_yes and out.registry.remote and not sys.stdin.isatty():
-        # a rewrite every clone follows is forced onto the remote: never unasked
-        from ..errors import BadInput
-        from ..sync.state import redact
-        raise BadInput(f"gc would rewrite the registry's history and force-push it to "
-                       f"{redact(out.registry.remote)}: confirm on a terminal, or pass --yes")
-    if not dry_run and not assume_yes and sys.stdin.isatty() and not out.json:
+    asks = sys.stdin.isatty() and not out.json
+    if not dry_run and not assume_yes and (asks or out.registry.remote):
         # every ref gc would rewrite (and force-push), not only the registry branch's
         plans = [(each.branch, run_gc(each, keep_days, dry_run=True)["squashed"])
                  for each in _rewritten(out.registry)]
         plans = [(branch, count) for branch, count in plans if count]
         where = f" and push the rewrites to {out.registry.remote}" if out.registry.remote else ""
+        if plans and not asks:  # a rewrite every clone follows, forced there: never unasked
+            from ..errors import BadInput
+            from ..sync.state import redact
+            raise BadInput(f"gc would rewrite the registry's history and force-push it to "
+                           f"{redact(out.registry.remote)}: confirm on a terminal, or pass "
+                           f"--yes")
         if plans and not click.confirm(
                 "gc: squash " + ", ".join(f"{count} commit(s) of {branch}" for branch, count
                                           in plans)

@@ -9,8 +9,6 @@ import posixpath
 from .shellops import Place, word
 from .shelltokens import Word, gnu_long
 
-VIMS = ("vi", "vim", "nvim", "ex", "view", "vimdiff", "rvim", "rview", "gvim", "vim.tiny",
-        "vim.basic", "vim.nox")
 # vim's and nvim's short options that take the next word (-s: only when not in Ex mode;
 # -w: unless digits follow, its window height; -c: unless its command follows)
 _VIM_TAKES = "cSiTuUWws"

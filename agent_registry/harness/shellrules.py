@@ -14,7 +14,7 @@ from .shellops import Place, copy_targets, operands, patch_files, word
 from .shelltokens import Word, gnu_long, tokenize, unwrap
 
 _VIMS = ("vi", "vim", "nvim", "ex", "view", "vimdiff", "rvim", "rview", "gvim", "vim.tiny",
-         "vim.basic", "vim.nox")  # shelleditors.VIMS
+         "vim.basic", "vim.nox")  # the vims shelleditors.vim reads
 
 # commands that write the names xargs or find -exec hand them (we cannot see the names)
 _WRITERS = {"rm", "unlink", "shred", "touch", "truncate", "tee", "cp", "mv", "install",
