@@ -140,3 +140,24 @@ def test_a_heartbeat_makes_no_clone_ref_on_a_remote_without_the_registry(tmp_pat
     assert run("lock", "heartbeat", "--session", "s1").returncode == 0
     assert len([r for r in git(bare, "for-each-ref", "--format=%(refname)",
                                "refs/heads/").split() if f"{BRANCH}-clones/" in r]) == 1
+
+
+def test_a_claim_refused_after_it_was_committed_here_never_lands_later(tmp_path):
+    """Decided within FRESH, the claim is committed on this clone's shard before its push
+    meets the shard deleted there: refused (exit 1), it is taken out again, so the `sync`
+    its refusal advises (which pushes the shard back) does not put it on the remote."""
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    shard = shard_branch(BRANCH, lock_shards("src/b.py", 16, None)[0])
+    assert shard == shard_branch(BRANCH, lock_shards("src/b.py/x", 16, None)[0])
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0
+    git(team.bare, "update-ref", "-d", f"refs/heads/{shard}")
+    fetched(b)
+    claim = b("lock", "acquire", "src/b.py/x", "--session", "b1")
+    assert claim.returncode == 1 and "gone from origin" in one_line(claim), claim.stderr
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert f"refs/heads/{shard}" in registry_heads(team)  # pushed back, with b's claim
+    assert lock_owner_on_remote(team, "src/b.py") == ["b1"]
+    assert lock_owner_on_remote(team, "src/b.py/x") == []  # the refused one is not

@@ -848,8 +848,9 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
                  failure: Offline | MassDeletion | Deleted) -> dict:
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
-    if isinstance(failure, Refused):  # Deleted, shard_gone: kept here, as pending
-        raise failure  # a refusal, not "not confirmed": no ref there to confirm it
+    if isinstance(failure, Refused):  # Deleted, shard_gone: a refusal, not "not confirmed"
+        _withdraw(registry, op)  # so no later push (sync, the next claim) lands it
+        raise failure
     error, advice = failure.to_dict(), failure.advice
     remote = redact(registry.remote)
     if op["op"] != "claim":
@@ -863,6 +864,24 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
         f"claimed locally, not confirmed by {remote} ({error['message']}); "
         f"{advice}: it confirms or refuses the claim. Until then another machine may hold "
         f"the same path.", details={"confirmed": False, "remote_error": error, **result})
+
+
+def _withdraw(registry: Registry, op: dict) -> None:
+    """Take *op*, refused after it was committed here (decided within FRESH, or its push
+    met a ref deleted on the remote), out of this clone's pending commits: kept, the
+    next push of the branch (``sync`` pushing a deleted shard back, the next claim) put
+    on the remote a claim its caller was told was refused (exit 1)."""
+    with _locked(registry):
+        local, base = registry.repo.read_ref(registry.ref), confirmed_tip(registry)
+        if not op.get("id") or local is None or base is None or local == base \
+                or not commit_exists(registry, base) or not is_ancestor(registry, base, local):
+            return
+        commits = pending_commits(registry, base, local)
+        ops = [parse_op(registry.repo.commit_info(c)[2]) for c in commits]
+        if not any(isinstance(o, dict) and o.get("id") == op["id"] for o in ops):
+            return
+        state = replay(registry, commits, base, handled={op["id"]: "refused"})
+        _move_local(registry, state.tip, local)
 
 
 def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
