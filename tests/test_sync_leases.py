@@ -161,3 +161,29 @@ def test_a_claim_refused_after_it_was_committed_here_never_lands_later(tmp_path)
     assert f"refs/heads/{shard}" in registry_heads(team)  # pushed back, with b's claim
     assert lock_owner_on_remote(team, "src/b.py") == ["b1"]
     assert lock_owner_on_remote(team, "src/b.py/x") == []  # the refused one is not
+
+
+@pytest.mark.parametrize("pruned_by", ["a refused claim", "git fetch --prune"])
+def test_a_claim_after_the_refused_one_still_does_not_make_the_deleted_shard_anew(
+        tmp_path, pruned_by):
+    """The first claim's fetch (or the user's `git fetch --prune`) drops the shard's
+    tracking ref: the next claim, which finds no tracking ref to have seen it by, is
+    refused alike (it was on the remote when this clone last synced it); `sync` in
+    this clone pushes it back, and claims land again."""
+    from agent_registry.branch.shards import lock_shards, shard_branch
+    team = Team(tmp_path)
+    a, b = two_clones(team)
+    shard = shard_branch(BRANCH, lock_shards("src/b.py", 16, None)[0])
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0
+    git(team.bare, "update-ref", "-d", f"refs/heads/{shard}")
+    if pruned_by == "git fetch --prune":
+        git(b.cwd, "fetch", "-q", "--prune", "origin")
+    else:
+        assert b("lock", "acquire", "src/b.py/x", "--session", "b1").returncode == 1
+    claim = b("lock", "acquire", "src/b.py/y", "--session", "b1")
+    assert claim.returncode == 1 and "gone from origin" in one_line(claim), claim.stderr
+    assert f"refs/heads/{shard}" not in registry_heads(team)
+    assert b("sync").returncode == 0
+    assert b("lock", "acquire", "src/b.py/y", "--session", "b1").returncode == 0
+    assert lock_owner_on_remote(team, "src/b.py") == ["b1"]
+    assert lock_owner_on_remote(team, "src/b.py/y") == ["b1"]

@@ -735,10 +735,12 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
         except Offline as exc:
             remote, failure = None, exc
         if failure is None and remote is None and registry.part.kind == "shard" \
-                and (registry.repo.read_ref(registry.ref) is None or before is not None):
-            # gone from the remote (deleted), and never written here or there when this
-            # clone last looked: made anew, it would lack every claim it held, which the
-            # clones that saw them still count
+                and (registry.repo.read_ref(registry.ref) is None or before is not None
+                     or confirmed_tip(registry) is not None):
+            # gone from the remote (deleted), and never written here, or there when this
+            # clone last looked or last synced it (a claim before this one found it gone
+            # and dropped the tracking ref; so did a `git fetch --prune`): made anew, it
+            # would lack every claim it held, which the clones that saw them still count
             raise shard_gone(registry)
         if failure is None and remote is None and registry.part.kind in ("shard", "clone") \
                 and registry.repo.read_ref(registry.part.main.tracking_ref) is None:
