@@ -214,6 +214,28 @@ def test_gc_without_a_terminal_needs_yes_to_rewrite_the_remote(tmp_path, monkeyp
     assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") != before
 
 
+def test_gc_with_json_on_a_terminal_needs_yes_too(tmp_path, monkeypatch):
+    """--json asks no question: on a terminal (an agent's pty) it would force-push the
+    rewrite unasked, so it needs --yes as without a terminal."""
+    import pty
+    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
+    team = Team(tmp_path)
+    x = team.clone("x")
+    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
+    ok(x("lock", "acquire", FILE, "--session", "x1"))
+    ok(x("lock", "release", FILE, "--session", "x1"))
+    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    main, follower = pty.openpty()
+    try:
+        proc = subprocess.run([CLI, "--json", "gc", "--keep-days", "0"], cwd=x.cwd,
+                              stdin=follower, capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(follower)
+        os.close(main)
+    assert proc.returncode == 2 and "--yes" in proc.stderr, (proc.stdout, proc.stderr)
+    assert git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)") == before
+
+
 def test_init_says_it_pushed_the_registry_and_a_second_clone_that_it_adopted_it(tmp_path):
     """init with a remote changes what every clone shares: it says so, and a clone that
     finds the registry there says it adopted it, not that it already had it."""
