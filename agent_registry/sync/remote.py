@@ -884,6 +884,9 @@ def _withdraw(registry: Registry, op: dict) -> None:
             return
         state = replay(registry, commits, base, handled={op["id"]: "refused"})
         _move_local(registry, state.tip, local)
+        # another pending operation that stood only on the refused one: refused as a
+        # replay refuses it, for its caller to learn (its own fate, sync's report)
+        _record_refused(registry, [r for r in state.refused if r.get("id") != op["id"]])
 
 
 def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
