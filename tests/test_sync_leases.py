@@ -118,28 +118,72 @@ def test_a_heartbeat_makes_no_clone_ref_on_a_remote_whose_registry_was_deleted(t
         assert registry_heads(team) == {}
 
 
-def test_a_heartbeat_makes_no_clone_ref_on_a_remote_without_the_registry(tmp_path):
-    """A registry made here before the remote was added: a heartbeat does not put this
-    clone's ref there alone; `sync` pushes the registry, then the clone ref."""
-    repo = make_repo(tmp_path / "repo")
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
+def made_before_its_remote(tmp_path, name: str = "repo"):
+    """A registry made (`init`, a session) before its repository had a remote; then
+    `git remote add origin` of an empty bare one: (runner, bare)."""
     from helpers import Runner
+    repo = make_repo(tmp_path / name)
+    bare = tmp_path / "remote.git"
+    if not bare.exists():
+        git(tmp_path, "init", "-q", "--bare", str(bare))
     run = Runner(repo)
     assert run("init").returncode == 0
-    assert run("register", "s1", "--provider", "Kimi").returncode == 0
+    assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
     git(repo, "remote", "add", "origin", str(bare))
-    beat = run("lock", "heartbeat", "--session", "s1")
-    assert beat.returncode == 1, beat.stdout
-    line = one_line(beat)
-    assert "origin has no agent-registry" in line and "`agent-registry sync`" in line, line
-    assert git(bare, "for-each-ref", "refs/heads/") == ""
-    synced = run("sync")
-    assert synced.returncode == 0, synced.stderr
-    assert git(bare, "for-each-ref", f"refs/heads/{BRANCH}")
-    assert run("lock", "heartbeat", "--session", "s1").returncode == 0
-    assert len([r for r in git(bare, "for-each-ref", "--format=%(refname)",
-                               "refs/heads/").split() if f"{BRANCH}-clones/" in r]) == 1
+    return run, bare
+
+
+def remote_parts(bare) -> list[str]:
+    names = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/").split()
+    return sorted(n[len("refs/heads/"):].split("/")[0] for n in names)
+
+
+@pytest.mark.parametrize("write", ["claim", "heartbeat", "register"])
+def test_a_registry_made_before_its_remote_goes_there_whole_on_its_first_write(tmp_path,
+                                                                              write):
+    """Whichever write first meets the remote without the registry pushes the registry
+    branch and all its lock shards in one atomic push (sync/leases.py first_push): never
+    the one ref alone (a shard or a clone ref with no registry, a registry branch naming
+    shards the remote lacks), and never a refusal of a registry no one else has."""
+    run, bare = made_before_its_remote(tmp_path)
+    args = {"claim": ("lock", "acquire", "src/auth.py", "--session", "repo-1"),
+            "heartbeat": ("lock", "heartbeat", "--session", "repo-1"),
+            "register": ("register", "second", "--provider", "Kimi")}[write]
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    parts = remote_parts(bare)
+    assert parts.count(BRANCH) == 1 and parts.count(f"{BRANCH}-shards") == 16, parts
+    assert parts.count(f"{BRANCH}-clones") == (1 if write == "heartbeat" else 0), parts
+    fresh = Team.__new__(Team)  # a clone of that remote, as a teammate makes one
+    fresh.root, fresh.bare, fresh.url = tmp_path, bare, str(bare)
+    other = fresh.clone("teammate")
+    sessions = other("--json", "status")
+    assert sessions.returncode == 0, sessions.stderr
+    if write == "claim":
+        held = other("lock", "check", "src/auth.py")
+        assert held.returncode == 1 and "repo-1" in held.stdout, held.stdout
+
+
+def test_two_registries_made_apart_racing_onto_one_remote_both_land(tmp_path):
+    """Two repositories, each with a registry of its own, get one empty remote and claim
+    at once: exactly one registry is the remote's; the other clone's claim loses the
+    atomic create, fetches it and lands on it."""
+    a, bare = made_before_its_remote(tmp_path, "a")
+    b, _ = made_before_its_remote(tmp_path, "b")
+    procs = [subprocess.Popen([CLI, "lock", "acquire", path, "--session", sid], cwd=run.cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL)
+             for run, path, sid in ((a, "src/a.py", "a-1"), (b, "src/b.py", "b-1"))]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert remote_parts(bare).count(f"{BRANCH}-shards") == 16
+    roots = git(bare, "rev-list", "--max-parents=0", f"refs/heads/{BRANCH}").split()
+    assert len(roots) == 1, roots  # one registry there, not two side by side
+    for run in (a, b):
+        for path, holder in (("src/a.py", "a-1"), ("src/b.py", "b-1")):
+            check = run("sync"), run("lock", "check", path)
+            assert check[1].returncode == 1 and holder in check[1].stdout, (path, check)
 
 
 def test_a_claim_refused_after_it_was_committed_here_never_lands_later(tmp_path):

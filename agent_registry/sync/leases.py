@@ -19,6 +19,15 @@ the remote had the registry branch at the last fetch, and the push carries that 
 lease too, on the registry branch, in one ``--atomic`` push: a registry deleted there
 since is met by the push itself, not by a create.  The registry branch's own create is
 sync/remote.py's ``nowhere`` check (made anew only with every lock shard it names).
+
+A registry made here before the remote was (``init``, then ``git remote add``), never
+seen on it: whichever write first pushes it (a claim on a shard, a register on the
+registry branch, a heartbeat on the clone ref) publishes it whole (:func:`first_push`):
+the registry branch and every lock shard, each a create the remote must not have
+(``--force-with-lease=REF:``), in one ``--atomic`` push.  Pushed one ref at a time, other
+clones would meanwhile read a registry branch naming shards the remote lacks (a registry
+no clone can read), or a shard with no registry; a clone that made one there first wins
+and the loser fetches and replays on it, as any lost race.
 """
 from __future__ import annotations
 
@@ -51,6 +60,39 @@ def descends(registry: Registry, commit: str, seen: str) -> bool:
         oid = parents[0]
     from .replay import is_ancestor
     return is_ancestor(registry, seen, commit)
+
+
+def first_push(registry: Registry) -> list[tuple[str, str]] | None:
+    """(ref, tip) of the registry branch and every lock shard of *registry*'s registry,
+    when it was made here and never seen on the remote (no tracking ref of the registry
+    branch, no confirmed tip there) and this clone has all of them; else None (a registry
+    deleted there, or one this clone lacks parts of, is sync/remote.py's to refuse)."""
+    from ..branch import shards as S
+    from .state import confirmed_tip
+    main = registry.part.main if registry.part.kind in ("shard", "clone") else registry
+    if main is None or not main.part.routes or main.repo.read_ref(main.tracking_ref) \
+            is not None or confirmed_tip(main) is not None:
+        return None
+    tip = main.repo.read_ref(main.ref)
+    layout = S.layout_of(main.repo.read_blob(f"{tip}:{S.LAYOUT}")) if tip else {"format": 1}
+    if layout["format"] < 2:
+        return None
+    refs = [(main.ref, tip)] + [(ref, main.repo.read_ref(ref))
+                                for ref in S.shard_refs(main.branch, S.count_of(layout))]
+    return refs if all(oid for _, oid in refs) else None  # type: ignore[misc]
+
+
+def published_whole(registry: Registry, commit: str, dst: str
+                    ) -> tuple[list[str], list[str]] | None:
+    """(options, more refspecs) of the first push of a registry made here
+    (:func:`first_push`), carrying *commit* to *dst*; None when this is not one."""
+    refs = first_push(registry)
+    if refs is None:
+        return None
+    if dst not in (ref for ref, _ in refs):
+        refs.append((dst, commit))  # the clone ref: made with them
+    options = ["--atomic"] + [f"--force-with-lease={ref}:" for ref, _ in refs]
+    return options, [f"{oid}:{ref}" for ref, oid in refs if ref != dst]
 
 
 def expectation(registry: Registry, commit: str, dst: str) -> tuple[list[str], list[str]] | None:

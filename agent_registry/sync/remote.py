@@ -387,16 +387,19 @@ def push(registry: Registry, commit: str) -> PushResult:
     Raises Deleted, pushing nothing, where it would make the registry branch anew on a
     remote that lacks lock shards its layout names and this clone lacks them too."""
     dst = f"refs/heads/{registry.branch}"
-    if registry.part.routes and registry.repo.read_ref(registry.tracking_ref) is None:
-        missing = nowhere(registry, commit)  # the push would create it there
-        if missing:
-            raise Deleted(registry, missing)
-    # what this clone last saw there, as a lease (sync/leases.py): never made anew blind
-    from .leases import NOT_ON_SEEN, NoRegistry, expectation
-    try:
-        expect = expectation(registry, commit, dst)
-    except NoRegistry:
-        raise gone(registry) from None
+    # what this clone last saw there, as a lease (sync/leases.py): never made anew blind;
+    # a registry made here and never pushed goes there whole, in one atomic push
+    from .leases import NOT_ON_SEEN, NoRegistry, expectation, published_whole
+    expect = published_whole(registry, commit, dst)
+    if expect is None:
+        if registry.part.routes and registry.repo.read_ref(registry.tracking_ref) is None:
+            missing = nowhere(registry, commit)  # the push would create it there
+            if missing:
+                raise Deleted(registry, missing)
+        try:
+            expect = expectation(registry, commit, dst)
+        except NoRegistry:
+            raise gone(registry) from None
     if expect is None:
         return PushResult(False, True, NOT_ON_SEEN)
     options, more = expect
@@ -423,16 +426,23 @@ def push(registry: Registry, commit: str) -> PushResult:
         summary = rest.split("\t")[1] if "\t" in rest else ""
         if flag in (" ", "*", "=", "+"):
             return PushResult(True, False, summary, told)
-        racing = any(word in summary for word in
-                     ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
-                      "failed to lock", "cannot lock ref", "atomic push failed"))
         said = _remote_says(proc.stderr.decode(errors="replace"))
+        # an atomic push's refs fail together: the reason is another ref's line (or the
+        # server's words), e.g. a create another clone made first
+        why = [summary] + ([out, said] if "atomic" in summary else [])
+        racing = any(word in text for text in why for word in _RACING)
         return PushResult(False, racing, (summary or "rejected") + (f" ({said})" if said else ""))
     err = proc.stderr.decode(errors="replace")
     if proc.returncode == 0:
         return PushResult(True, False, "pushed", told)
     raise Offline.from_stderr(registry.remote, err, f"git push exited {proc.returncode}",
                               registry.branch)
+
+
+# what git says of a push that lost a race (the remote moved, or a ref it would create
+# is there now), as opposed to one the remote refuses (a hook, a protected branch)
+_RACING = ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
+           "failed to lock", "cannot lock ref", "atomic push failed")
 
 
 def _remote_says(stderr: str) -> str:
@@ -722,6 +732,7 @@ def _advance(registry: Registry, tip: str, seen: str | None, **changes) -> None:
 def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLINE) -> dict:
     """Apply *op* and get it confirmed by the remote.  Takes the clone's flock only for
     the local work (replay and commit), never across a fetch or a push."""
+    from .leases import first_push
     trace.note("begin", 0.0, op["op"])
     before = registry.repo.read_ref(registry.tracking_ref)
     # a claim on a shard fetched within FRESH that fetches only to carry an intent a
@@ -743,8 +754,11 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
             # would lack every claim it held, which the clones that saw them still count
             raise shard_gone(registry)
         if failure is None and remote is None and registry.part.kind in ("shard", "clone") \
-                and registry.repo.read_ref(registry.part.main.tracking_ref) is None:
-            raise gone(registry)  # no registry there: not made from here (nothing applied)
+                and registry.repo.read_ref(registry.part.main.tracking_ref) is None \
+                and first_push(registry) is None:
+            # no registry there: not made from here (nothing applied), unless this clone
+            # made it and never pushed it: then the push takes it there whole (leases.py)
+            raise gone(registry)
         if failure is None and remote is None:
             # the registry branch gone from the remote: made anew only where this clone
             # or the remote has every lock shard its layout names (nothing applied here)
