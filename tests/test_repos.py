@@ -263,3 +263,31 @@ def test_two_clones_of_one_repository_list_each_session_and_lock_once(tmp_path):
                                       check_untouched=False).stdout)
     assert sorted(s["repository"] for s in doc["sessions"] if s["id"] == "first-1") == [
         str(alone.resolve()), str(first.resolve())]
+
+
+def test_the_dashboard_shows_a_session_two_clones_hold_once(tmp_path):
+    """`dashboard --repos` served from one clone does not read the other clone of its
+    repository again (a copy of the registry it serves), so no row shows twice; another
+    repository still shows."""
+    import urllib.request
+    from test_dashboard_support import served
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    first = make_repo(tmp_path / "first")
+    git(first, "remote", "add", "origin", str(remote))
+    git(first, "push", "-q", "origin", "main")
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
+    second, other = tmp_path / "second", make_repo(tmp_path / "other")
+    for repo, sid in ((first, "first-1"), (second, "second-1"), (other, "other-1")):
+        assert Runner(repo)("register", sid, "--provider", "Kimi").returncode == 0
+        assert Runner(repo)("lock", "acquire", f"src/{sid}.py", "--session", sid).returncode == 0
+    assert Runner(first)("sync").returncode == 0  # first has fetched second-1 too
+    with served(first, "--repos") as info:
+        def get(path: str) -> dict:
+            with urllib.request.urlopen(info["url"] + path, timeout=60) as answer:
+                return json.loads(answer.read())
+        sessions = get("api/sessions")["sessions"]
+        ids = sorted(s["id"] for s in sessions)
+        assert ids == ["first-1", "other-1", "second-1"], sessions
+        locks = sorted(l["path"] for l in get("api/locks")["locks"])
+        assert locks == ["src/first-1.py", "src/other-1.py", "src/second-1.py"], locks

@@ -2,7 +2,10 @@
 is sync/repolist.py's).  Each registry is opened once and read by one request at a time
 (a Registry's ``cat-file --batch`` serves one reader), never written: the page's actions
 stay with the served repository, and nothing here fetches.  A repository that goes away
-while the dashboard runs is skipped with a warning, and read again if it comes back."""
+while the dashboard runs is skipped with a warning, and read again if it comes back.
+Another clone of a registry already read (the served one's, or an earlier listed one's:
+the same registry remote and branch, sync/repos.py ``registry_of``) is a copy of it, not
+another repository: it is not read again, so no session or lock shows twice."""
 from __future__ import annotations
 
 import os
@@ -13,7 +16,7 @@ from contextlib import contextmanager
 from ..errors import BadInput, NotFound, RegistryError
 from ..sync import Registry
 from ..sync.repolist import listed
-from ..sync.repos import Gone, open_listed, skipped_line
+from ..sync.repos import Gone, open_listed, registry_of, skipped_line
 from .events import signature
 
 
@@ -22,6 +25,20 @@ class OtherRepositories:
         self.served = served
         self._open: dict[str, tuple[Registry, threading.Lock]] = {}
         self._guard = threading.Lock()
+        self._served_as: tuple | None = None  # the served registry's name (registry_of)
+        self._names: dict[str, tuple] = {}  # each open one's, read once (a git process)
+
+    def _served_key(self) -> tuple:
+        if self._served_as is None:
+            try:
+                served = open_listed(self.served)
+                try:
+                    self._served_as = registry_of(served, self.served)
+                finally:
+                    served.close()
+            except (Gone, RegistryError, OSError):
+                self._served_as = (f"here:{self.served}",)
+        return self._served_as
 
     def _get(self, path: str) -> tuple[Registry, threading.Lock]:
         with self._guard:
@@ -31,10 +48,12 @@ class OtherRepositories:
                 held = None
             if held is None:
                 held = self._open[path] = (open_listed(path), threading.Lock())
+                self._names[path] = registry_of(held[0], path)
             return held
 
     def _drop(self, path: str) -> None:
         held = self._open.pop(path, None)
+        self._names.pop(path, None)
         if held is not None:
             held[0].close()
 
@@ -47,12 +66,17 @@ class OtherRepositories:
             paths = listed()
         except OSError as exc:  # the list itself: this repository's tables still show
             return [], [f"agent-registry: could not read the list of repositories: {exc}"]
+        read_ones = {self._served_key()}
         for path in paths:
             if path == self.served:
                 continue
             try:
                 registry, lock = self._get(path)
                 with lock:
+                    name = self._names.get(path) or registry_of(registry, path)
+                    if name in read_ones:
+                        continue  # a copy of a registry already read: its rows are there
+                    read_ones.add(name)
                     found.append((path, read(registry)))
             except (Gone, RegistryError, OSError) as exc:
                 reason = str(exc) if isinstance(exc, Gone) else \
