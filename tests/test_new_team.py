@@ -173,17 +173,23 @@ def test_gc_dry_run_in_a_fresh_clone_counts_what_the_real_run_squashes(tmp_path,
     assert would == done, (would, done)
 
 
-def test_gc_on_a_terminal_asks_about_every_ref_it_rewrites(tmp_path, monkeypatch):
-    """The question names the shards gc would rewrite and force-push, not only the
-    registry branch; answered no, nothing changes (issue 37)."""
-    import pty
+def history_to_squash(tmp_path, monkeypatch):
+    """A team whose clone x has a claim and its release to squash: (team, x, the
+    remote's refs before)."""
     monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
     team = Team(tmp_path)
     x = team.clone("x")
     ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
     ok(x("lock", "acquire", FILE, "--session", "x1"))
     ok(x("lock", "release", FILE, "--session", "x1"))
-    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    return team, x, git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def test_gc_on_a_terminal_asks_about_every_ref_it_rewrites(tmp_path, monkeypatch):
+    """The question names the shards gc would rewrite and force-push, not only the
+    registry branch; answered no, nothing changes (issue 37)."""
+    import pty
+    team, x, before = history_to_squash(tmp_path, monkeypatch)
     main, follower = pty.openpty()
     os.write(main, b"n\n")
     proc = subprocess.run([CLI, "gc", "--keep-days", "0"], cwd=x.cwd, stdin=follower,
@@ -198,13 +204,7 @@ def test_gc_on_a_terminal_asks_about_every_ref_it_rewrites(tmp_path, monkeypatch
 def test_gc_without_a_terminal_needs_yes_to_rewrite_the_remote(tmp_path, monkeypatch):
     """An agent's gc (no terminal) that would force-push rewritten history asks for
     --yes: exit 2, one line, nothing changed there; with --yes it runs."""
-    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
-    team = Team(tmp_path)
-    x = team.clone("x")
-    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
-    ok(x("lock", "acquire", FILE, "--session", "x1"))
-    ok(x("lock", "release", FILE, "--session", "x1"))
-    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    team, x, before = history_to_squash(tmp_path, monkeypatch)
     for args in (("gc",), ("--json", "gc")):
         proc = x(*args, "--keep-days", "0")
         assert proc.returncode == 2, proc
@@ -218,13 +218,7 @@ def test_gc_with_json_on_a_terminal_needs_yes_too(tmp_path, monkeypatch):
     """--json asks no question: on a terminal (an agent's pty) it would force-push the
     rewrite unasked, so it needs --yes as without a terminal."""
     import pty
-    monkeypatch.setenv("AGENT_REGISTRY_PID", "none")
-    team = Team(tmp_path)
-    x = team.clone("x")
-    ok(x("register", "x1", "--provider", "Codex", "--working-on", "auth"))
-    ok(x("lock", "acquire", FILE, "--session", "x1"))
-    ok(x("lock", "release", FILE, "--session", "x1"))
-    before = git(team.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+    team, x, before = history_to_squash(tmp_path, monkeypatch)
     main, follower = pty.openpty()
     try:
         proc = subprocess.run([CLI, "--json", "gc", "--keep-days", "0"], cwd=x.cwd,

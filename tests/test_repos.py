@@ -227,17 +227,22 @@ def test_a_heartbeat_dated_ahead_in_another_repository_writes_nothing_there(tmp_
     assert not state.exists()  # read-only: no first sighting recorded there
 
 
-def test_two_clones_of_one_repository_list_each_session_and_lock_once(tmp_path):
-    """Two clones of one remote are two copies of one registry: a session (and its lock)
-    both copies hold is one row, under the clone it works in; what only one copy holds
-    (a session the other clone has not fetched yet) is there too."""
+def two_clones(tmp_path: Path) -> tuple[Path, Path]:
+    """Two clones, first and second, of one bare remote."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     first = make_repo(tmp_path / "first")
     git(first, "remote", "add", "origin", str(remote))
     git(first, "push", "-q", "origin", "main")
     git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
-    second = tmp_path / "second"
+    return first, tmp_path / "second"
+
+
+def test_two_clones_of_one_repository_list_each_session_and_lock_once(tmp_path):
+    """Two clones of one remote are two copies of one registry: a session (and its lock)
+    both copies hold is one row, under the clone it works in; what only one copy holds
+    (a session the other clone has not fetched yet) is there too."""
+    first, second = two_clones(tmp_path)
     for repo, sid in ((first, "first-1"), (second, "second-1")):
         run = Runner(repo)
         assert run("register", sid, "--provider", "Kimi").returncode == 0
@@ -271,13 +276,8 @@ def test_the_dashboard_shows_a_session_two_clones_hold_once(tmp_path):
     repository still shows."""
     import urllib.request
     from test_dashboard_support import served
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    first = make_repo(tmp_path / "first")
-    git(first, "remote", "add", "origin", str(remote))
-    git(first, "push", "-q", "origin", "main")
-    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
-    second, other = tmp_path / "second", make_repo(tmp_path / "other")
+    first, second = two_clones(tmp_path)
+    other = make_repo(tmp_path / "other")
     for repo, sid in ((first, "first-1"), (second, "second-1"), (other, "other-1")):
         assert Runner(repo)("register", sid, "--provider", "Kimi").returncode == 0
         assert Runner(repo)("lock", "acquire", f"src/{sid}.py", "--session", sid).returncode == 0

@@ -341,7 +341,7 @@ def _tracking(registry: Registry, index: int) -> str:
 def _convert_remote(registry: Registry, count: int) -> dict:
     from .remote import Offline, sync
     from .replay import own_commits
-    from .state import confirm, redact
+    from .state import confirm
     from ..errors import Unconfirmed
     lost = False
     for _ in range(ATTEMPTS):
@@ -411,7 +411,7 @@ def _adopt(registry: Registry, count: int, remote: str | None) -> None:
     that is missing or behind its fetched one moves to it, and so does the main branch
     when this clone has nothing of its own on it (else the next sync replays it)."""
     from .replay import is_ancestor, own_commits
-    from .state import confirm, redact
+    from .state import confirm
     for index in range(count):
         fetched = registry.repo.read_ref(_tracking(registry, index))
         ref = S.shard_ref(registry.branch, index)
