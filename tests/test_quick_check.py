@@ -157,6 +157,24 @@ def test_an_unknown_session_is_said_never_taken_for_nobody(tmp_path, remote):
     assert quick is not remote
 
 
+def test_a_session_another_clone_registered_since_the_last_fetch_is_fetched_for(tmp_path):
+    """Within readFreshness of its last fetch, a clone asked to check as a session
+    another clone registered since fetches once more before calling it unknown."""
+    from test_sync import Team
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert a("init").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 0  # b has fetched just now
+    assert a("register", "a1", "--provider", "test").returncode == 0
+    assert a("lock", "acquire", "src/auth.py", "--session", "a1").returncode == 0
+    for args in (("lock", "check", "src/auth.py", "--session", "a1"),
+                 ("--json", "lock", "check", "src/auth.py", "--session", "a1")):
+        proc = b(*args)
+        assert proc.returncode == 0 and "locked-by-me" in proc.stdout, proc.stderr
+    nosuch = b("lock", "check", "src/auth.py", "--session", "nosuch")
+    assert nosuch.returncode == 1 and "unknown session nosuch" in nosuch.stderr
+
+
 @pytest.mark.parametrize("setting", ["remote", "branch", "ignorecase"])
 def test_where_more_decides_the_core_answers(tmp_path, setting):
     repo = make_repo(tmp_path / "repo")

@@ -103,14 +103,11 @@ def execute(opts: dict) -> int:
                 for line in lines:
                     print(line, file=sys.stderr)
             return result, output.claim_text(result), 0
-        remote = registry.remote  # without one the clone is the registry: nothing to freshen
-        if remote:
-            from ..sync.fresh import freshen, said
-        # fetched first when older than agent-registry.readFreshness
-        view = freshen(registry) if remote else {}
-        results = registry.check(paths, sid)
-        if remote:
-            said(registry)
+        if registry.remote:  # without one the clone is the registry: nothing to freshen
+            from ..sync.fresh import checked  # fetched first when older than readFreshness
+            results, view = checked(registry, paths, sid)
+        else:
+            results, view = registry.check(paths, sid), {}
         return {"paths": results, **view}, output.check_text(results), output.check_code(results)
 
     if opts["command"] == "check":  # read without the core where it can be

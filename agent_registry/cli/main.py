@@ -541,10 +541,8 @@ def lock_check(out: Output, paths, sid) -> None:
     Exit 1 when another live session holds one of the paths, 0 when all are free,
     yours or stale: `if agent-registry lock check PATH...; then edit; fi`."""
     sid, paths = lock_arguments(out.registry, paths, sid)
-    from ..sync.fresh import freshen, said
-    view = freshen(out.registry)  # fetched first when older than agent-registry.readFreshness
-    results = out.registry.check(paths, sid)
-    said(out.registry)
+    from ..sync.fresh import checked  # fetched first when older than readFreshness
+    results, view = checked(out.registry, paths, sid)
     out.emit({"paths": results, **view}, output.check_text(results))
     click.get_current_context().exit(output.check_code(results))
 

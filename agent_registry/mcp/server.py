@@ -386,10 +386,11 @@ def build(service: Service) -> MCPServer:
             description="Your session id, to tell your own locks apart.")] = None,
     ) -> dict[str, Any]:
         """Per path: free, locked (by whom), locked-by-me or stale; free_to_edit sums it up."""
-        def run() -> dict:
-            results = reg.check(paths, session_id)
-            return {"paths": results, "free_to_edit": check_code(results) == 0}
-        return await service.run(fresh(run), session_id)
+        def run() -> dict:  # fetched first as the CLI's check is (sync/fresh.checked)
+            from ..sync.fresh import checked
+            results, view = checked(reg, paths, session_id)
+            return {"paths": results, "free_to_edit": check_code(results) == 0, **view}
+        return await service.run(run, session_id)
 
     @tool(annotations=WRITES)
     async def heartbeat(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from ..errors import NotFound
 from ..store import freshness
 from ..store.freshness import view_doc
 
@@ -59,6 +60,22 @@ def freshen(registry, *, force: bool = False) -> dict:
     error = failure.to_dict()
     freshness.failed(common, branch, error["kind"], error["message"])
     return _set(registry, view_doc(last, now, error))
+
+
+def checked(registry, paths, sid: str | None) -> tuple[list[dict], dict]:
+    """`lock check`'s answer and its view's freshness: fetched first when older than the
+    freshness bound; a session id this view does not know is fetched for once more
+    before it is called unknown (another clone may have registered it since)."""
+    view = freshen(registry)
+    try:
+        results = registry.check(paths, sid)
+    except NotFound:
+        if not registry.remote or not sid:
+            raise
+        view = freshen(registry, force=True)
+        results = registry.check(paths, sid)
+    said(registry)
+    return results, view
 
 
 def _set(registry, doc: dict) -> dict:
