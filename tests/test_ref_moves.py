@@ -536,10 +536,18 @@ def test_the_gits_that_may_hold_a_ref_lock_are_those_working_here(repo, tmp_path
     reader = subprocess.Popen(["sh", "-c", "git cat-file --batch; exit $?"], cwd=repo,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     started.append(reader)
+    reader.stdin.write(b"refs/heads/held\n")  # answered: git runs as `git cat-file
+    reader.stdin.flush()  # --batch` now, not as a process between sh's fork and its exec
+    assert reader.stdout.readline().strip()
     try:
         liveness.use_backend(backend)
         info = discover(str(repo))
         found = movers(info)
+        for _ in range(100):  # a git exiting anywhere (another test's) has no cmdline nor
+            if len(found) == 1:  # cwd left to tell where it worked: named for a moment
+                break
+            time.sleep(0.05)
+            found = movers(info)
         assert len(found) == 1 and found[0].startswith("git update-ref"), found
         liveness.use_backend("none")
         assert movers(info) is None
