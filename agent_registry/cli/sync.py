@@ -137,10 +137,11 @@ def gc(out: Output, keep_days: int, dry_run: bool = False, assume_yes: bool = Fa
     own ref (layout format 3; the other clones' refs are theirs to squash) and on its
     messages branch.  With a remote this rewrites the shared history every clone
     follows: on a terminal gc first says how many commits it would squash and asks
-    (--yes skips the question; --dry-run only says it); without a terminal, or
-    with --json (which asks nothing), a rewrite it would force-push needs --yes (exit 2
-    otherwise, nothing changed).  On a terminal a progress bar on stderr counts the later commits as they are rewritten.  Exit 1 when a shard's or the
-    clone ref's rewrite could not be pushed (the others stand; run gc again)."""
+    (--yes skips the question; --dry-run only says it); without a terminal, or with
+    --json (which asks nothing), a rewrite it would force-push needs --yes (exit 2
+    otherwise, nothing changed).  On a terminal a progress bar on stderr counts the
+    later commits as they are rewritten.  Exit 1 when a shard's or the clone ref's
+    rewrite could not be pushed (the others stand; run gc again)."""
     import sys
     from ..core.messages_branch import mailbox
     from ..core.sharded import shards_of

@@ -45,6 +45,12 @@ class NoRegistry(Exception):
     branch at the last fetch (sync/remote.py turns it into ``Deleted``)."""
 
 
+def _main(registry: Registry) -> Registry | None:
+    """The registry branch's registry of a lock shard's or clone ref's *registry*; None
+    for the registry branch itself and the messages branch."""
+    return registry.part.main if registry.part.kind in ("shard", "clone") else None
+
+
 def descends(registry: Registry, commit: str, seen: str) -> bool:
     """Whether *commit* has *seen* in its history: its first parents walked in the
     cat-file reader (the commits a write just made, known there), then ``merge-base``."""
@@ -69,8 +75,8 @@ def first_push(registry: Registry) -> list[tuple[str, str]] | None:
     deleted there, or one this clone lacks parts of, is sync/remote.py's to refuse)."""
     from ..branch import shards as S
     from .state import confirmed_tip
-    main = registry.part.main if registry.part.kind in ("shard", "clone") else registry
-    if main is None or not main.part.routes or main.repo.read_ref(main.tracking_ref) \
+    main = _main(registry) or registry
+    if not main.part.routes or main.repo.read_ref(main.tracking_ref) \
             is not None or confirmed_tip(main) is not None:
         return None
     tip = main.repo.read_ref(main.ref)
@@ -105,7 +111,7 @@ def expectation(registry: Registry, commit: str, dst: str) -> tuple[list[str], l
         if seen != commit and not descends(registry, commit, seen):
             return None
         return [f"--force-with-lease={dst}:{seen}"], []
-    main = registry.part.main if registry.part.kind in ("shard", "clone") else None
+    main = _main(registry)
     if main is None or not main.tracking_ref:
         return [], []
     there = main.repo.read_ref(main.tracking_ref)

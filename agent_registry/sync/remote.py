@@ -302,19 +302,25 @@ class Deleted(Refused):
         return {"kind": self.kind, "message": self.message}
 
 
-def shard_gone(registry: Registry) -> Refused:
-    """A claim's refusal of a lock shard deleted on the remote: not made anew by a claim
-    (sync, in a clone that wrote it, pushes it back with its claims); the registry
-    branch gone there too: the refusal of a registry deleted there (:func:`gone`)."""
+class ShardGone(Deleted):
+    """A lock shard deleted on the remote, the registry branch still there: not made anew
+    by a claim, without the claims it held (sync, in a clone that wrote it, pushes it
+    back with them)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.advice = "run `agent-registry sync` in a clone that wrote it"
+        Refused.__init__(self, f"{registry.branch} is gone from {redact(registry.remote)}: "
+                               f"not made anew by a claim, without the claims it held; "
+                               f"`agent-registry sync` in a clone that wrote it pushes it back")
+
+
+def shard_gone(registry: Registry) -> Deleted:
+    """A claim's refusal of a lock shard deleted on the remote (:class:`ShardGone`); the
+    registry branch gone there too: the refusal of a registry deleted there
+    (:func:`gone`)."""
     main = registry.part.main
-    if main.repo.read_ref(main.tracking_ref) is None:
-        return gone(registry)
-    refused = Refused(f"{registry.branch} is gone from {redact(registry.remote)}: not made "
-                      f"anew by a claim, without the claims it held; `agent-registry sync` "
-                      f"in a clone that wrote it pushes it back")
-    refused.kind, refused.advice = "deleted", "run `agent-registry sync` in a clone that wrote it"
-    refused.to_dict = lambda: {"kind": "deleted", "message": refused.message}
-    return refused
+    return gone(registry) if main.repo.read_ref(main.tracking_ref) is None \
+        else ShardGone(registry)
 
 
 def gone(registry: Registry) -> Deleted:
