@@ -839,6 +839,27 @@ def test_a_write_it_cannot_follow_goes_on_when_nothing_is_held(repo, run):
                                   call("claude", repo, "ls | xargs rm -f"))) is None
 
 
+@pytest.mark.parametrize("harness", BACKSTOP)
+def test_a_command_it_cannot_see_into_is_refused_while_the_registry_is_unreadable(
+        held, harness):
+    """Who holds what cannot be read (the registry branch names a commit that is not
+    there), so the backstop cannot note the held files around an interpreter: the call
+    is refused as a write the gate cannot check is, even after an earlier note was
+    remembered, unless the person lets it through; a command of programs that write no
+    file goes on."""
+    assert around(harness, held, UNSEEN) is None  # noted once while readable
+    ref = held / ".git" / "refs" / "heads" / "agent-registry"
+    ref.write_text("1" * 40 + "\n")
+    reason = verdict(harness, hook(held, harness, "pre-tool-use", call(harness, held, UNSEEN)))
+    assert reason and "cannot tell whether this command writes a locked file" in reason
+    assert "AGENT_REGISTRY_ALLOW=1" in reason and "\n" not in reason
+    allowed = hook(held, harness, "pre-tool-use", call(harness, held, UNSEEN),
+                   env={"AGENT_REGISTRY_ALLOW": "1"})
+    assert verdict(harness, allowed) is None and "a command run unchecked" in allowed.stderr
+    assert verdict(harness, hook(held, harness, "pre-tool-use",
+                                 call(harness, held, "ls -la src"))) is None
+
+
 def test_a_write_into_a_sibling_worktrees_held_file_is_refused(held, tmp_path):
     other = tmp_path / "wt"
     git(held, "worktree", "add", "-q", str(other))

@@ -173,3 +173,16 @@ def test_a_call_whose_after_event_never_comes_is_told_not_put_back(held):
     assert (repo / "src" / "auth.py").read_text() == later  # the holder's later work stays
     assert inbox(repo, "kimi-1") == []  # nothing put back: no holder message
     assert [n.name.endswith(".late") for n in notes(repo)] == [True]  # kept for its end
+
+
+def test_an_unreadable_command_is_refused_at_pre_tool_use_while_the_registry_is_unreadable(
+        held):
+    """Who holds what cannot be read: preToolUse, where the note is taken, refuses a
+    command the gate cannot see into (beforeShellExecution takes no note, so its answer
+    stays Cursor's own flow); nothing is noted."""
+    repo, hooks = held
+    (repo / ".git" / "refs" / "heads" / "agent-registry").write_text("1" * 40 + "\n")
+    answer = json.loads(fire(repo, hooks, "preToolUse", tool(repo, WRITES_AUTH)).stdout)
+    assert answer["permission"] == "deny"
+    assert "cannot tell whether this command writes a locked file" in answer["agent_message"]
+    assert notes(repo) == []

@@ -237,3 +237,15 @@ def test_harness_run_without_its_program_is_one_line_and_writes_nothing(tmp_path
         assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert (git(repo, "for-each-ref"), git(remote, "for-each-ref")) == refs
     assert not (repo / ".git" / "agent-registry").exists()
+
+
+def test_aiders_edit_check_says_when_the_next_edit_goes_unnoted(held):
+    """After each Aider edit its lint command checks and notes the held files again;
+    when who holds what cannot be read (the registry branch names a commit that is not
+    there) the note is not taken, and the model is told the next edit goes unchecked."""
+    (held / ".git" / "refs" / "heads" / "agent-registry").write_text("1" * 40 + "\n")
+    proc = subprocess.run([CLI, "harness", "after-edit", "README.md"], cwd=held,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "AGENT_REGISTRY_SESSION": "aider-1-2"})
+    assert proc.returncode == 1, proc.stderr
+    assert "backstop off until the next edit: the registry branch is unreadable" in proc.stdout

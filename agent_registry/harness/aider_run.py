@@ -35,6 +35,7 @@ from ..errors import BadInput
 from .backstop import note
 from .ctx import Ctx
 from .decision import end, start
+from .held import Unreadable
 from .putback import check
 
 NAME = "aider"
@@ -60,7 +61,10 @@ def run(aider: list[str], cwd: str, env: dict, exe: list[str]) -> int:
     told = os.path.join(where, f"{native}.md")
     with open(told, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    notice = note(ctx, CALL)
+    try:
+        notice = note(ctx, CALL)
+    except Unreadable as exc:  # said to the person starting it, who decides
+        notice = f"agent-registry: backstop off until the next edit: {exc.message}"
     if notice:
         print(notice, flush=True)
     lint = shlex.join([*exe, "harness", "after-edit"])
@@ -93,5 +97,9 @@ def after_edit(files: list[str], cwd: str, env: dict) -> str:
         return ""  # not a run of `harness run aider`: no note was taken
     ctx = _ctx(sid[len(NAME) + 1:].split("+")[0], cwd, env)  # the run's native id
     told = check(ctx, CALL, "an Aider edit of " + ", ".join(files))
-    note(ctx, CALL)
+    try:
+        note(ctx, CALL)
+    except Unreadable as exc:  # the next edit goes unchecked: the model is told
+        told = "\n".join(t for t in (told, f"agent-registry: backstop off until the next "
+                                           f"edit: {exc.message}") if t)
     return told

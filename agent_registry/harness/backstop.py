@@ -48,7 +48,8 @@ KEPT = 3600.0  # seconds another session's remembered states are kept (then read
 
 def note(ctx: Ctx, call: str) -> str:
     """Before a tool call: note the held files of this working tree; a notice for
-    stderr when that could not be done ("" when done, or nothing is held)."""
+    stderr when not all could be noted ("" when done, or nothing is held).  Raises
+    held.Unreadable when who holds what cannot be read: nothing is noted then."""
     from .heldcache import recall, remember
     info = repo_or_none(ctx)
     if info is None or not info.toplevel:
@@ -56,11 +57,8 @@ def note(ctx: Ctx, call: str) -> str:
     sid = session_for(info, ctx)
     kept, refs = recall(info, sid)
     if kept is None:
-        from .held import Unreadable, file_names
-        try:
-            targets, lasting = _held_targets(info, sid)
-        except Unreadable as exc:
-            return f"agent-registry: backstop off for this call: {exc.message}"
+        from .held import file_names
+        targets, lasting = _held_targets(info, sid)
         kept = remember(info, sid, refs if lasting else None, targets, file_names(targets))
     held, paths, areas = kept
     if paths == b"[]" and not areas:

@@ -241,6 +241,16 @@ def _undecided(ctx: Ctx, allowed: str, why: str, refusal: str) -> Decision:
     return Decision(False, refusal)
 
 
+def unnoted(ctx: Ctx, why: str) -> Decision:
+    """A command the gate cannot see into, when the backstop cannot note the held files
+    around it (who holds what cannot be read): refused as a write the gate cannot check
+    is, unless the person set AGENT_REGISTRY_ALLOW=1."""
+    return _undecided(ctx, "a command run unchecked", why, (
+        f"agent-registry: cannot tell whether this command writes a locked file: {why}. "
+        f"Do not run it until the registry branch is repaired (git fsck; agent-registry "
+        f"sync), or the user sets {ALLOW_ENV}=1."))
+
+
 def may_write(ctx: Ctx, targets: list[str], *, auto_claim: bool = False,
               pid: int | None = None, deny_overlap: bool = False) -> Decision:
     """May the session write *targets* (absolute, or relative to ``ctx.cwd``)?  Denied

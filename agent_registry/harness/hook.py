@@ -224,7 +224,19 @@ def _run(a, event: str, raw: str, env: dict, pid: int | None, auto_claim: bool,
             return _answer(_unnoted(a, ctx, told), verdict.notice)
         # the backstop: what the held files hold now, for the after-tool check
         from .backstop import note
-        notices = [verdict.notice, note(ctx, a.call_key(event_json))]
+        try:
+            notices = [verdict.notice, note(ctx, a.call_key(event_json))]
+        except Exception as exc:  # noqa: BLE001 - held.Unreadable, imported only then
+            from .held import Unreadable
+            if not isinstance(exc, Unreadable):
+                raise
+            # what the command may write is unchecked: refused as the gate's writes are
+            from .decision import unnoted
+            unchecked = unnoted(ctx, exc.message)
+            if not unchecked.allow:
+                return _answer(a.deny(unchecked.reason + (f"\n{news}" if news else "")))
+            return _answer(_unnoted(a, ctx, told), "\n".join(
+                n for n in (verdict.notice, unchecked.notice) if n))
         return _answer(a.warn(told, noted=True) if told else a.allow_noted(),
                        "\n".join(n for n in notices if n))
     from . import decision
