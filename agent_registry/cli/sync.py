@@ -63,8 +63,9 @@ def sync(out: Output, timeout: float) -> None:
         except Unconfirmed as exc:
             mail = {"remote": report["remote"], "pushed": False, "error": exc.message,
                     "remote_error": exc.details.get("remote_error"), "refused": []}
-        report["messages"] = {k: mail.get(k) for k in ("pushed", "error", "remote_error",
-                                                        "tip", "pending", "refused", "sent", "made", "landed")}
+        report["messages"] = {k: mail.get(k) for k in (
+            "pushed", "error", "remote_error", "tip", "pending", "refused", "sent", "made",
+            "created", "landed")}
         if mail.get("tip") or mail.get("error"):  # said once there are messages
             lines.append(f"messages ({box.branch}): {pushed_line(mail, mail['remote'])}")
         lines += [f"refused: {r.get('op')} by {r.get('session')}: {r['reason']}"
@@ -117,6 +118,9 @@ def pushed_line(report: dict, remote: str) -> str:
     if report.get("made"):
         sent = f" with {report['sent']} operation(s)" if report.get("sent") else ""
         return f"made the branch anew on {remote} (it was gone there): pushed its tip{sent}"
+    if report.get("created"):  # the remote never had it, as far as this clone knows
+        sent = f" with {report['sent']} operation(s)" if report.get("sent") else ""
+        return f"created the branch on {remote}: pushed its tip{sent}"
     if report.get("sent"):
         return f"pushed {report['sent']} operation(s) to {remote}"
     if report.get("landed"):  # what it carried for other clones, a page rendered again

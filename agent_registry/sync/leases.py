@@ -28,6 +28,18 @@ the registry branch and every lock shard, each a create the remote must not have
 clones would meanwhile read a registry branch naming shards the remote lacks (a registry
 no clone can read), or a shard with no registry; a clone that made one there first wins
 and the loser fetches and replays on it, as any lost race.
+
+A remote that does not accept atomic pushes (its git server does not advertise them:
+``receive.advertiseAtomic false``) cannot take either, and nothing replaces them safely:
+shards pushed one by one before the registry branch, two clones publishing at once split
+the shards between two registries with no registry branch, which neither could finish
+nor clear, and a kill half way leaves shards that stop every later publish; the create
+of a clone ref without the lease on the registry branch makes one on a remote whose
+registry was deleted meanwhile.  So a write that would publish a registry whole first
+asks the remote in a dry run (sync/remote.py ``check_atomic``) and is refused before
+anything is committed, in one line that names the cause and the way out; the create of a
+clone ref or a lock shard beside a registry the remote has stays committed here, not
+pushed, as with a remote that cannot be reached (its message says why, and what to do).
 """
 from __future__ import annotations
 

@@ -101,6 +101,8 @@ RESTORE_OP = "restore"
 
 # git's stderr, lower-cased, says which failure it was; the first kind that matches wins
 _FAILURES = (
+    # before "unreachable": git hangs up after saying it
+    ("no-atomic", ("does not support --atomic push",)),
     ("credentials", ("permission denied", "authentication failed", "could not read username",
                      "could not read password", "invalid username or password",
                      "host key verification failed", "returned error: 401",
@@ -136,7 +138,8 @@ class Offline(Exception):
     def message(self) -> str:
         what = {"unreachable": "is unreachable", "credentials": "refused our credentials",
                 "denied": f"denied the push to {self.branch or 'the registry branch'}",
-                "not-found": "has no repository there"}.get(self.kind, "failed")
+                "not-found": "has no repository there",
+                "no-atomic": "does not accept atomic pushes"}.get(self.kind, "failed")
         return f"{self.remote} {what}: {self.detail}"
 
     @property
@@ -149,7 +152,8 @@ class Offline(Exception):
                           "ask its administrator to allow pushes to it (or set "
                           "agent-registry.remote/branch), then run `agent-registry sync`",
                 "not-found": f"check `git remote get-url {self.remote}`, then run "
-                             "`agent-registry sync`"}.get(self.kind, "run `agent-registry sync`")
+                             "`agent-registry sync`",
+                "no-atomic": ATOMIC_ADVICE}.get(self.kind, "run `agent-registry sync`")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "message": self.message}
@@ -333,6 +337,55 @@ def gone(registry: Registry) -> Deleted:
     return Deleted(main, nowhere(main, main.repo.read_ref(main.ref)), registry.branch)
 
 
+# what a user can do about a remote that does not accept atomic pushes (no command writes
+# the one-branch layout any more, the only one that needs none)
+ATOMIC_ADVICE = ("let it accept them (`git config receive.advertiseAtomic true` in the "
+                 "remote repository: git's default), or sync the registry through another "
+                 "remote (`git config agent-registry.remote NAME`; `none`: this clone alone)")
+
+
+class NoAtomic(Refused):
+    """The remote does not accept atomic pushes, and this write's push would publish a
+    registry made here whole, in one (sync/leases.py ``first_push``): refused in one
+    line, nothing pushed.  Says what went wrong as Offline does (``kind``, ``advice``,
+    ``to_dict``)."""
+
+    kind = "no-atomic"
+    advice = ATOMIC_ADVICE
+
+    def __init__(self, registry: Registry) -> None:
+        main = registry.part.main or registry
+        super().__init__(f"{redact(registry.remote)} does not accept atomic pushes (`git push "
+                         f"--atomic`), which publishing {main.branch} with its lock shards "
+                         f"takes: nothing pushed; {self.advice}")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
+
+
+def check_atomic(registry: Registry) -> None:
+    """Raise NoAtomic when *registry*'s next push would publish a registry made here
+    whole (sync/leases.py ``first_push``) and the remote does not take atomic pushes: a
+    dry run (no pack sent, no ref moved) asks it, before the write is committed here.  A
+    remote that took one is not asked again (the sync state); one that cannot be used
+    is left to the push."""
+    from .leases import first_push
+    main = registry.part.main or registry
+    tip = main.repo.read_ref(main.ref)
+    key = redact(registry.remote)
+    if tip is None or load_state(registry).get("atomic", {}).get(key) or \
+            first_push(registry) is None:
+        return
+    proc = git_net(registry, "push", "--dry-run", "--atomic", "--porcelain", "--no-verify",
+                   registry.remote, f"{tip}:refs/heads/{registry.branch}")
+    said = proc.stderr.decode(errors="replace")
+    if "does not support --atomic push" in said:
+        raise NoAtomic(registry)
+    if proc.returncode == 0:
+        with _locked(registry):
+            save_state(registry, atomic={**load_state(registry).get("atomic", {}), key: True})
+
+
 class PushResult:
     """What a push came to (a plain class: dataclasses imports inspect and ast, ~5 ms
     of every claim through a remote)."""
@@ -396,7 +449,7 @@ def push(registry: Registry, commit: str) -> PushResult:
     # what this clone last saw there, as a lease (sync/leases.py): never made anew blind;
     # a registry made here and never pushed goes there whole, in one atomic push
     from .leases import NOT_ON_SEEN, NoRegistry, expectation, published_whole
-    expect = published_whole(registry, commit, dst)
+    expect = whole = published_whole(registry, commit, dst)
     if expect is None:
         if registry.part.routes and registry.repo.read_ref(registry.tracking_ref) is None:
             missing = nowhere(registry, commit)  # the push would create it there
@@ -441,6 +494,11 @@ def push(registry: Registry, commit: str) -> PushResult:
     err = proc.stderr.decode(errors="replace")
     if proc.returncode == 0:
         return PushResult(True, False, "pushed", told)
+    if whole is not None and "does not support --atomic push" in err:
+        with _locked(registry):  # it took them once (check_atomic): no more
+            save_state(registry, atomic={k: v for k, v in load_state(registry).get(
+                "atomic", {}).items() if k != redact(registry.remote)})
+        raise NoAtomic(registry)
     raise Offline.from_stderr(registry.remote, err, f"git push exited {proc.returncode}",
                               registry.branch)
 
@@ -645,7 +703,7 @@ def rewind_lines(rewind: dict) -> list[str]:
 
 # -- the synced transaction -----------------------------------------------------------
 
-def _failed(registry: Registry, exc: Offline | MassDeletion | Deleted) -> None:
+def _failed(registry: Registry, exc: Offline | MassDeletion | Deleted | NoAtomic) -> None:
     """Record a failed attempt (caller holds the flock)."""
     save_state(registry, last_error=exc.message, last_attempt=iso(registry.clock()),
                 last_error_kind=exc.kind)
@@ -774,6 +832,15 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
                 with _locked(registry):
                     _failed(registry, refused)
                 raise refused
+        if failure is None and remote is None:
+            try:  # its push would be an atomic one: refused before it is committed here
+                check_atomic(registry)
+            except NoAtomic as exc:
+                with _locked(registry):
+                    _failed(registry, exc)
+                raise
+            except Offline as exc:
+                failure = exc
         with _locked(registry):
             if failure is None:
                 try:
@@ -867,10 +934,10 @@ def _fetched_within(registry: Registry, mark: str) -> bool:
 
 
 def _unconfirmed(registry: Registry, op: dict, result: dict,
-                 failure: Offline | MassDeletion | Deleted) -> dict:
+                 failure: Offline | MassDeletion | Deleted | NoAtomic) -> dict:
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
-    if isinstance(failure, Refused):  # Deleted, shard_gone: a refusal, not "not confirmed"
+    if isinstance(failure, Refused):  # Deleted, NoAtomic: a refusal, not "not confirmed"
         _withdraw(registry, op)  # so no later push (sync, the next claim) lands it
         raise failure
     error, advice = failure.to_dict(), failure.advice
@@ -946,7 +1013,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             began = trace.start()
             try:
                 pushed = push(registry, tip)
-            except (Offline, Deleted) as exc:
+            except (Offline, Deleted, NoAtomic) as exc:
                 return _stop(registry, outcome, exc)
             trace.note("push", began, "ok" if pushed.ok else "lost")
             pushes += 1
@@ -954,7 +1021,8 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 with _locked(registry):
                     _advance(registry, tip, seen, last_push_attempts=pushes)
                 landed = _fate(registry, {**outcome, "pushed": True, "tip": tip,
-                                          "attempts": pushes, "landed": True}, watch)
+                                          "attempts": pushes, "landed": True,
+                                          "created": seen is None}, watch)
                 if pushed.told:
                     carry_now(registry)
                 return landed
@@ -1100,7 +1168,8 @@ def publish_intent(registry: Registry) -> bool:
     return landed
 
 
-def _stop(registry: Registry, outcome: dict, exc: Offline | MassDeletion | Deleted) -> dict:
+def _stop(registry: Registry, outcome: dict,
+          exc: Offline | MassDeletion | Deleted | NoAtomic) -> dict:
     with _locked(registry):
         _failed(registry, exc)
     return {**outcome, "pushed": False, "error": exc.message, "failure": exc,
@@ -1123,8 +1192,17 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     if not registry.remote:
         raise RegistryError("sync is off: no remote (set `git config agent-registry.remote NAME`)")
     before = registry.repo.read_ref(registry.tracking_ref)
+    # whether this clone has seen the branch on the remote: pushed there now, it is made
+    # anew (it was gone there), else created there (the remote never had it)
+    known = before is not None or confirmed_tip(registry) is not None
     try:
         remote = fetch(registry)
+        if remote is None:
+            check_atomic(registry)  # NoAtomic: refused in one line, nothing pushed
+    except NoAtomic as exc:
+        with _locked(registry):
+            _failed(registry, exc)
+        raise
     except Offline as exc:
         with _locked(registry):
             _failed(registry, exc)
@@ -1153,11 +1231,13 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     # how many of this clone's pending operations reached the remote now
     sent = len([op for op in pending if op.get("id") not in refused_ids]) \
         if outcome["pushed"] else 0
-    # the branch made anew there (it was gone: deleted, or never pushed) by this push,
-    # whether or not it carried pending operations: never "nothing to push"
-    made = remote is None and bool(outcome.get("landed"))
+    # the branch made there by a push of this sync (not after a lost race: another
+    # clone's), whether or not it carried pending operations: never "nothing to push";
+    # made anew where this clone had seen it, else created (the remote never had it)
+    made = bool(outcome.get("landed") and outcome.get("created"))
     return {"remote": redact(registry.remote), "pushed": outcome["pushed"], "sent": sent,
-            "made": made, "landed": bool(outcome.get("landed")),
+            "made": made and known, "created": made and not known,
+            "landed": bool(outcome.get("landed")),
             "error": outcome.get("error"), "remote_error": outcome.get("remote_error"),
             "tip": registry.repo.read_ref(registry.ref),
             "pending": len(pending), "refused": state.refused,

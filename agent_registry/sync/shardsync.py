@@ -78,7 +78,7 @@ def _part(registry: Registry, deadline: float, remote: str) -> dict:
                 "remote_error": exc.details.get("remote_error"),
                 "pending": exc.details.get("pending"), "refused": [], "confirmed": [], "sent": 0}
     return {"branch": registry.branch, **{k: part.get(k) for k in (
-        "remote", "pushed", "sent", "made", "landed", "error", "remote_error", "tip",
+        "remote", "pushed", "sent", "made", "created", "landed", "error", "remote_error", "tip",
         "pending", "refused", "confirmed", "rewind")}}
 
 

@@ -1,0 +1,99 @@
+"""A remote whose git server does not accept atomic pushes (``receive.advertiseAtomic
+false``), and what `sync` says of a branch it made there.  A registry made here in lock
+shards goes to its remote whole, in one ``git push --atomic`` (sync/leases.py): such a
+remote is refused in one line that names the cause and the way out, before anything is
+committed; a clone ref it cannot create stays in this clone, and says why.  `sync` says
+it *created* a branch the remote never had, and *made anew* only one this clone had
+seen there.  Real bare remotes, real clones, the real CLI."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from helpers import CLI, git
+from test_sync import BRANCH, Team
+from test_sync_leases import made_before_its_remote, one_line, remote_parts
+
+
+def no_atomic(bare, refuse: bool = True) -> None:
+    git(bare, "config", "receive.advertiseAtomic", "false" if refuse else "true")
+
+
+def test_the_first_publish_to_a_remote_without_atomic_pushes_is_refused_in_one_line(
+        tmp_path):
+    run, bare = made_before_its_remote(tmp_path)
+    no_atomic(bare)
+    for args in (("lock", "acquire", "src/auth.py", "--session", "repo-1"),
+                 ("lock", "heartbeat", "--session", "repo-1"), ("sync",)):
+        proc = run(*args)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        line = one_line(proc)
+        assert "origin does not accept atomic pushes" in line, line
+        assert "receive.advertiseAtomic true" in line and "agent-registry.remote" in line
+        assert remote_parts(bare) == [], remote_parts(bare)
+    # refused before it was committed here: no claim this clone alone would hold
+    check = run("lock", "check", "src/auth.py")
+    assert check.returncode == 0 and "free" in check.stdout, check.stdout
+    # the remote lets them in: the next write publishes the registry whole
+    no_atomic(bare, refuse=False)
+    claim = run("lock", "acquire", "src/auth.py", "--session", "repo-1")
+    assert claim.returncode == 0, claim.stderr
+    parts = remote_parts(bare)
+    assert parts.count(BRANCH) == 1 and parts.count(f"{BRANCH}-shards") == 16, parts
+
+
+def test_a_clone_ref_a_remote_without_atomic_pushes_cannot_create_says_why(tmp_path):
+    """A registry already on the remote: claims (plain pushes) land; the heartbeat that
+    would create this clone's ref stays here, and says why in words, not "unreachable";
+    once the remote takes atomic pushes, `sync` says it created the clone ref there."""
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("init").returncode == 0
+    no_atomic(team.bare)
+    b = team.clone("b")
+    assert b("register", "b1", "--provider", "Kimi").returncode == 0
+    assert b("lock", "acquire", "src/b.py", "--session", "b1").returncode == 0
+    beat = b("lock", "heartbeat", "--session", "b1")
+    assert beat.returncode == 0, beat.stderr
+    assert "origin does not accept atomic pushes" in beat.stderr, beat.stderr
+    assert "unreachable" not in beat.stderr, beat.stderr
+    synced = b("sync")
+    assert synced.returncode == 3, synced.stdout
+    assert "does not accept atomic pushes" in synced.stdout + synced.stderr
+    assert "unreachable" not in synced.stdout + synced.stderr
+    no_atomic(team.bare, refuse=False)
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert "clone ref" in synced.stdout and "created the branch on origin" in synced.stdout
+    assert "made the branch anew" not in synced.stdout, synced.stdout
+    assert remote_parts(team.bare).count(f"{BRANCH}-clones") == 1
+
+
+def test_sync_says_it_created_a_registry_the_remote_never_had(tmp_path):
+    run, bare = made_before_its_remote(tmp_path)
+    synced = run("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert "created the branch on origin" in synced.stdout, synced.stdout
+    assert "made the branch anew" not in synced.stdout, synced.stdout
+    assert remote_parts(bare).count(f"{BRANCH}-shards") == 16
+    again = json.loads(run("--json", "sync").stdout)
+    assert (again["made"], again["created"]) == (False, False)
+
+
+def test_two_syncs_racing_onto_one_empty_remote_one_created_it(tmp_path):
+    """Two registries made apart, synced at once onto one empty remote: the winner says
+    it created the branch; the loser, whose push lands on the winner's, says it pushed,
+    never that it made the branch anew."""
+    a, bare = made_before_its_remote(tmp_path, "a")
+    b, _ = made_before_its_remote(tmp_path, "b")
+    procs = [subprocess.Popen([CLI, "--json", "sync"], cwd=run.cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+             for run in (a, b)]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    assert sorted(r["created"] for r in reports) == [False, True], reports
+    assert not any(r["made"] for r in reports), reports
+    assert all(r["landed"] for r in reports), reports
