@@ -377,12 +377,17 @@ def test_a_remote_that_drops_most_sessions_is_not_adopted(team):
     update = a("update", "s0", "--working-on", "kept here")  # a write of the main branch
     assert update.returncode == 0 and "not adopted" in update.stderr, update.stderr
     assert sessions_on_remote(team) == []  # nothing pushed over the wiped branch
-    # a claim that meets no other session's lock writes its lock shard alone, which
-    # was not wiped: it lands, and s0's session waits here for the branch to be restored
+    # a claim writes its lock shard, which was not wiped, but its lock would name a
+    # session the remote no longer lists: s0 goes to the registry branch first
+    # (sync/remote.py _sessions_first), which the guard refuses, so the claim is held
+    # here, not confirmed (exit 3), and no lock of s0 lands on the remote
     claim = a("lock", "acquire", "src/auth.py", "--session", "s0")
-    assert claim.returncode == 0, claim.stderr
+    assert claim.returncode == 3 and "not adopted" in claim.stderr, claim.stderr
     check = json.loads(a("--json", "lock", "check", "src/auth.py", "--session", "s0").stdout)
-    assert check["paths"][0]["state"] == "locked-by-me" and check["paths"][0]["confirmed"]
+    assert check["paths"][0]["state"] == "locked-by-me" and not check["paths"][0]["confirmed"]
+    shards = git(team.bare, "for-each-ref", "--format=%(refname)", f"refs/heads/{BRANCH}-shards/")
+    assert not any(git(team.bare, "ls-tree", "-r", "--name-only", ref, "held").split()
+                   for ref in shards.split())
 
 
 def test_a_remote_that_rejects_pushes_leaves_claims_unconfirmed(team):

@@ -17,7 +17,9 @@ A mutation:
    another process of this one) won the race: fetch, replay again, retry with jittered
    backoff until a deadline; after ``LOSSES`` in a row, publish the pending operations
    for the winners to carry (sync/intents.py).  The replay itself is sync/replay.py,
-   the local sync state sync/state.py.
+   the local sync state sync/state.py.  Before a lock shard's push, the sessions its
+   claims name go to the registry branch first when the remote lacks them (a registry
+   made apart and adopted, a register whose push failed: _sessions_first).
 
 Fetch and push run outside the flock: the flock covers local work only, so a remote that
 accepts the connection and never answers holds up each waiting command for one network
@@ -1010,6 +1012,10 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
             return _fate(registry, {**outcome, "pushed": True, "tip": seen,
                                     "attempts": pushes + 1}, watch)
         if not waiting:
+            # no lock of ours lands naming a session the remote's registry branch lacks
+            first = _sessions_first(registry, tip, seen, start + deadline)
+            if first is not None:
+                return _stop(registry, outcome, first)
             began = trace.start()
             try:
                 pushed = push(registry, tip)
@@ -1092,6 +1098,55 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
                 outcome["dropped"] = dropped
             elif watch in state.results:
                 outcome["result"] = state.results[watch]
+
+
+def _sessions_first(registry: Registry, tip: str, seen: str | None,
+                    until: float) -> Offline | MassDeletion | Deleted | None:
+    """Before a lock shard's push: the sessions its pending claims name are put on the
+    remote's registry branch first (a ``sync`` of it), so no lock there ever names a
+    session the remote does not list.  They are there already but for a registry made
+    apart (two clones ran `init` before either pushed: the loser adopts the winner's
+    registry, and its own sessions are still only on its own branch) or a register whose
+    push failed.  Why they could not be put there, else None: the claim stays
+    unconfirmed.  Two reads of refs when the registry branch has nothing of ours to push
+    (a claim's common case); the registry branch never on the remote is none of this:
+    the shard's first push takes it there whole (sync/leases.py)."""
+    main = registry.part.main if registry.part.kind == "shard" else None
+    if main is None:
+        return None
+    local, there = main.repo.read_ref(main.ref), main.repo.read_ref(main.tracking_ref)
+    if local is None or there is None or local == there \
+            or not own_commits(main, confirmed_tip(main, there), local):
+        return None
+    named = {op["session"] for op in own_ops(registry, seen, tip)  # type: ignore[arg-type]
+             if op.get("op") == "claim" and isinstance(op.get("session"), str)}
+    missing = _not_listed(main, there, named)
+    if not missing:
+        return None
+    try:
+        report = sync(main, deadline=max(1.0, until - time.monotonic()))
+    except (MassDeletion, Deleted) as exc:
+        return exc
+    except Unconfirmed as exc:
+        said = exc.details.get("remote_error") or {}
+        return Offline(main.remote, said.get("kind", "error"), said.get("message", exc.message),
+                       main.branch)
+    if not report["pushed"]:
+        said = report.get("remote_error") or {}
+        return Offline(main.remote, said.get("kind", "error"),
+                       said.get("message") or report.get("error") or "not pushed", main.branch)
+    missing = _not_listed(main, main.repo.read_ref(main.tracking_ref), missing)
+    if missing:  # its register was refused there (`sync` says why)
+        return Offline(main.remote, "error", f"{', '.join(sorted(missing))} not registered on "
+                       f"{main.branch} there; `agent-registry sync` says why", main.branch)
+    return None
+
+
+def _not_listed(main: Registry, tip: str | None, sessions: set[str]) -> set[str]:
+    """The *sessions* that the registry branch at *tip* lists neither live nor ended."""
+    view = View(main.repo, tip) if tip else None
+    return {s for s in sessions if view is None or (
+        view.session(s, strict=False) is None and view.done_session(s) is None)}
 
 
 def carry_now(registry: Registry) -> None:

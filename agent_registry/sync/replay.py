@@ -130,6 +130,8 @@ def replay(registry: Registry, commits: list[str], onto: str | None,
         if not is_ours(message):
             continue
         op = parse_op(message)
+        if op is not None and made_apart(registry, op, state.tip):
+            continue  # the remote's registry stands in its place: adopted
         if op is not None:
             load_operation(op)
         decided = (handled or {}).get(op.get("id")) if isinstance(op, dict) else None
@@ -166,6 +168,27 @@ def replay(registry: Registry, commits: list[str], onto: str | None,
                                        f"{subject}: nothing left to do on replay",
                                        f"{note} The remote had already made this change.", extra)
     return state
+
+
+def made_apart(registry: Registry, op: dict, onto: str | None) -> bool:
+    """Whether *op* made this clone's own registry and is replayed onto a registry made
+    apart from it: two clones ran `init` before either pushed, and the loser of the race
+    to publish adopts the winner's.  Its ``init`` changes nothing on a registry that
+    exists (core/sessions.py); its ``convert`` is the remote's already: a lock shard's
+    root commit replayed onto the remote's shard, or a conversion of the registry branch
+    onto a tip in that layout already (or not holding the tip it converted).  Carried
+    over as they are, they would overwrite the winner's layout.json (its shard count) and
+    pages.  Its other operations (sessions, claims) replay as any others."""
+    if onto is None or op.get("op") not in ("init", "convert"):
+        return False
+    if op["op"] == "init" or "shard" in op:
+        return True
+    from ..branch import shards as S
+    try:
+        there = S.layout_of(registry.repo.read_blob(f"{onto}:{S.LAYOUT}"))["format"]
+    except S.NewerFormat:
+        return True
+    return there >= op.get("format", S.FORMAT) or not is_ancestor(registry, op.get("from"), onto)
 
 
 def _resolution(registry: Registry, tip: str | None, op: dict, subject: str,

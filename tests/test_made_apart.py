@@ -1,0 +1,160 @@
+"""Two registries made apart: clones of one remote each ran `init` (and registered
+sessions) before the remote had a registry, then both published there.  The loser of
+the atomic create adopts the winner's registry (its own init and layout are not carried
+over: sync/replay.py ``made_apart``); its claims land on it, and the sessions those claims
+name land first, on the registry branch (sync/remote.py ``_sessions_first``): no lock on
+the remote ever names a session the remote does not list.  Real bare remote, real
+clones, the real CLI; a watcher reads the remote while the claims race."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+from helpers import CLI, git
+from test_sync import BRANCH, Team
+
+
+def made_apart(team: Team, name: str, sessions: int = 1):
+    """A clone of *team*'s remote whose registry (init, *sessions* sessions) was made with
+    sync off, before the remote had any; then sync on (origin), never pushed."""
+    run = team.clone(name)
+    git(run.cwd, "config", "agent-registry.remote", "none")
+    assert run("init").returncode == 0
+    for n in range(1, sessions + 1):
+        proc = run("register", f"{name}-{n}", "--provider", "Kimi")
+        assert proc.returncode == 0, proc.stderr
+    git(run.cwd, "config", "--unset", "agent-registry.remote")
+    return run
+
+
+def remote_seen(bare) -> tuple[set[str], set[str]]:
+    """(sessions holding a lock in some shard, sessions the registry branch lists), the
+    shards read before the registry branch: a lock seen there names a session the
+    registry branch had by then, if its session went there first."""
+    shards = git(bare, "for-each-ref", "--format=%(objectname)",
+                 f"refs/heads/{BRANCH}-shards/").split()
+    holders = set()
+    for tip in shards:
+        names = git(bare, "ls-tree", "--name-only", f"{tip}:held", check=False).split()
+        holders |= {n[:-len(".json")] for n in names if n.endswith(".json")}
+    main = git(bare, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}", check=False).strip()
+    listed = set()
+    if main:
+        for where in ("sessions/live", "sessions/done"):
+            names = git(bare, "ls-tree", "-r", "--name-only", f"{main}:{where}", check=False)
+            listed |= {n.rsplit("/", 1)[-1][:-len(".yaml")] for n in names.split()
+                       if n.endswith(".yaml")}
+    return holders, listed
+
+
+def seen_from_a_third_clone(team: Team, paths: dict[str, str]) -> None:
+    """A fresh clone of the remote lists every session, and each path's lock names its
+    holder, a session it lists; no sync run anywhere first."""
+    other = team.clone("third")
+    proc = other("--json", "status")
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(proc.stdout)
+    assert set(paths.values()) <= {s["id"] for s in status["sessions"]}, status["sessions"]
+    for path, holder in paths.items():
+        check = other("lock", "check", path)
+        assert check.returncode == 1 and holder in check.stdout, (path, check)
+        assert "unknown" not in (check.stdout + check.stderr).lower(), check
+
+
+def one_registry(team: Team) -> None:
+    """One registry on the remote: one root, the winner's layout, and nothing of the
+    loser's init or conversion carried over onto it."""
+    roots = git(team.bare, "rev-list", "--max-parents=0", f"refs/heads/{BRANCH}").split()
+    assert len(roots) == 1, roots
+    log = git(team.bare, "log", "--format=%s", f"refs/heads/{BRANCH}")
+    assert log.count("init registry") == 1 and log.count("layout format") == 1, log
+    assert "on replay" not in log, log
+    for ref in git(team.bare, "for-each-ref", "--format=%(refname)",
+                   f"refs/heads/{BRANCH}-shards/").split():
+        assert len(git(team.bare, "rev-list", "--max-parents=0", ref).split()) == 1, ref
+
+
+def test_the_loser_brings_its_sessions_with_its_claims(tmp_path):
+    """One after the other: the second clone's claim meets the first one's registry."""
+    team = Team(tmp_path)
+    a, b = made_apart(team, "a"), made_apart(team, "b")
+    for run, name in ((a, "a"), (b, "b")):
+        proc = run("lock", "acquire", f"src/{name}.py", "--session", f"{name}-1")
+        assert proc.returncode == 0, proc.stderr
+        holders, listed = remote_seen(team.bare)
+        assert holders <= listed, (holders, listed)
+    seen_from_a_third_clone(team, {"src/a.py": "a-1", "src/b.py": "b-1"})
+    one_registry(team)
+
+
+def test_claims_racing_from_two_registries_made_apart_never_name_an_unknown_session(tmp_path):
+    """Two clones with two sessions each claim at once (four processes); a watcher reads
+    the remote all along: no lock there ever names a session it does not list, and at
+    the end a third clone sees all four sessions holding their paths."""
+    team = Team(tmp_path)
+    clones = {name: made_apart(team, name, sessions=2) for name in ("a", "b")}
+    claims = {f"src/{name}{n}.py": f"{name}-{n}" for name in clones for n in (1, 2)}
+    seen_wrong: list = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            holders, listed = remote_seen(team.bare)
+            if not holders <= listed:
+                seen_wrong.append((holders, listed))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        procs = [subprocess.Popen([CLI, "lock", "acquire", path, "--session", sid],
+                                  cwd=clones[sid[0]].cwd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                 for path, sid in claims.items()]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+    finally:
+        done.set()
+        watcher.join()
+    assert not seen_wrong, seen_wrong[0]
+    holders, listed = remote_seen(team.bare)
+    assert set(claims.values()) <= holders <= listed, (holders, listed)
+    seen_from_a_third_clone(team, claims)
+    one_registry(team)
+
+
+def test_the_loser_made_in_another_shard_count_takes_the_winners_layout(tmp_path):
+    """The loser's registry had 4 lock shards, the winner's 16: the remote keeps 16, and
+    the loser's claim is where the winner's layout puts it."""
+    team = Team(tmp_path)
+    a = made_apart(team, "a")
+    b = team.clone("b")
+    git(b.cwd, "config", "agent-registry.remote", "none")
+    assert b("init", "--shards", "4").returncode == 0
+    assert b("register", "b-1", "--provider", "Kimi").returncode == 0
+    git(b.cwd, "config", "--unset", "agent-registry.remote")
+    for run, name in ((a, "a"), (b, "b")):
+        proc = run("lock", "acquire", f"src/{name}.py", "--session", f"{name}-1")
+        assert proc.returncode == 0, proc.stderr
+    layout = json.loads(git(team.bare, "show", f"refs/heads/{BRANCH}:layout.json"))
+    assert layout["shards"] == 16, layout
+    seen_from_a_third_clone(team, {"src/a.py": "a-1", "src/b.py": "b-1"})
+    one_registry(team)
+
+
+def test_a_claim_after_a_register_whose_push_failed_puts_the_session_there_first(tmp_path):
+    """The same rule outside a registry made apart: a session registered while the remote
+    could not be used goes to the remote before the lock that names it."""
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("init").returncode == 0
+    git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    assert a("register", "a-1", "--provider", "Kimi").returncode == 0  # kept here only
+    git(a.cwd, "remote", "set-url", "origin", team.url)
+    assert "a-1" not in remote_seen(team.bare)[1]
+    proc = a("lock", "acquire", "src/a.py", "--session", "a-1")
+    assert proc.returncode == 0, proc.stderr
+    holders, listed = remote_seen(team.bare)
+    assert "a-1" in holders and holders <= listed, (holders, listed)
+    seen_from_a_third_clone(team, {"src/a.py": "a-1"})
