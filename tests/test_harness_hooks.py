@@ -306,6 +306,26 @@ def test_wake_keeps_the_agent_going_at_most_n_times_per_turn(repo, run, agents, 
         assert "fifth question" in stop("--wake", "2")
 
 
+def test_wake_takes_a_number_with_a_sign(repo, run, agents):
+    """`--wake -0` is 0 (no wake), as `--wake 0`: click, which takes what starts with
+    `-` after an option whose value may be left out for the next option, must not read
+    it as an unknown option `-0`; `--wake -1` is a bad value of --wake, in one line, exit 2."""
+    hold(repo, "kimi-1", ["docs/"], agents())
+    sid = f"claude-{NATIVE}"
+    assert hook(repo, "claude", "session-start", base("claude", repo, "SessionStart")).returncode == 0
+    stop_event = {**base("claude", repo, "Stop"), "stop_hook_active": False}
+    assert run("send", "--from", "kimi-1", "--to", sid, "a question",
+               check_untouched=False).returncode == 0
+    for args in (["--wake", "-0"], ["--wake=-0"], ["--wake", "-0", "--hold", "0"]):
+        assert kept_going("claude", hook(repo, "claude", "stop", stop_event, *args)) is None, args
+    bad = hook(repo, "claude", "stop", stop_event, "--wake", "-1")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == ("agent-registry harness hook: Invalid value for '--wake': -1 is not "
+                          "in the range x>=0. (see --help)\n")
+    assert "a question" in kept_going("claude", hook(repo, "claude", "stop", stop_event,
+                                                     "--wake", "5"))
+
+
 @pytest.mark.parametrize("harness", HARNESSES)
 def test_an_edit_gate_that_cannot_decide_blocks_in_one_line(repo, tmp_path, harness):
     for payload, cwd, why in (("not json", repo, "not JSON"),

@@ -31,23 +31,30 @@ def _repo(out: Output):
 
 class NegativeValues(click.Command):
     """A command with an option whose value may be left out (``--wake [N]``): click
-    reads a negative number after it (``--wake -1``, and ``--wake=-1``, which it splits)
-    as an unknown option ``-1``.  Here the option's own type judges that number, so the
-    error names the option and its range (``Invalid value for '--wake': -1 is not in the
-    range x>=1``), exit 2, as for any other bad value."""
+    takes a value that starts with ``-`` after such an option (``--wake -1``, ``--wake
+    -0``, and ``--wake=-0``, which it splits) for the next option, an unknown one.  Here
+    the option's own type judges a number given to an option that takes a value: a bad
+    one's error names the option and its range (``Invalid value for '--wake': -1 is not
+    in the range x>=1``), exit 2, as for any other bad value; a good one (``-0``) is
+    handed on as the value it is (``--wake=0``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         import re
-        optional = {name: param for param in self.params if isinstance(param, click.Option)
-                    and getattr(param, "_flag_needs_value", False) for name in param.opts}
-        for position, item in enumerate(args):
-            if item == "--":
-                break
-            name, eq, value = item.partition("=")
+        valued = {name: param for param in self.params if isinstance(param, click.Option)
+                  and not param.is_flag and not param.count and param.nargs == 1
+                  for name in param.opts if name.startswith("--")}
+        args = list(args)
+        position = 0
+        while position < len(args) and args[position] != "--":
+            name, eq, value = args[position].partition("=")
             if not eq:
                 value = args[position + 1] if position + 1 < len(args) else ""
-            if name in optional and re.fullmatch(r"-\d+(\.\d*)?", value):
-                optional[name].type.convert(value, optional[name], ctx)  # raises for it
+            if name in valued and re.fullmatch(r"-\d+(\.\d*)?", value):
+                param = valued[name]
+                value = str(param.type.convert(value, param, ctx))  # a bad one raises
+                if not value.startswith("-"):
+                    args[position:position + 1 + (not eq)] = [f"{name}={value}"]
+            position += 1
         return super().parse_args(ctx, args)
 
 
