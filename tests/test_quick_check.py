@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import closing
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -173,6 +174,30 @@ def test_a_session_another_clone_registered_since_the_last_fetch_is_fetched_for(
         assert proc.returncode == 0 and "locked-by-me" in proc.stdout, proc.stderr
     nosuch = b("lock", "check", "src/auth.py", "--session", "nosuch")
     assert nosuch.returncode == 1 and "unknown session nosuch" in nosuch.stderr
+
+
+def test_an_unknown_session_costs_one_fetch(tmp_path):
+    """`lock check` as a session this clone does not know goes to the remote once: the
+    fetch for it when the view was fresh, else the read's own (readFreshness 0: every
+    read fetches), never that fetch and one more.  Counted in git's own trace: each
+    `git fetch` process says `built-in: git fetch`."""
+    from test_sync import Team
+    team = Team(tmp_path)
+    a, b = team.clone("a"), team.clone("b")
+    assert a("init").returncode == 0
+    assert b("lock", "check", "src/auth.py").returncode == 0  # b has fetched just now
+    traces = iter(range(100))
+
+    def fetches() -> int:
+        trace = tmp_path / f"trace-{next(traces)}"
+        proc = b("lock", "check", "src/auth.py", "--session", "nosuch",
+                 env={"GIT_TRACE": str(trace)})
+        assert proc.returncode == 1 and "unknown session nosuch" in proc.stderr, proc.stderr
+        return len(re.findall(r"built-in: git fetch\b", trace.read_text()))
+
+    assert fetches() == 1  # within readFreshness of the last fetch: fetched for it
+    git(b.cwd, "config", "agent-registry.readFreshness", "0")
+    assert fetches() == 1  # the read's own fetch is the one more
 
 
 @pytest.mark.parametrize("setting", ["remote", "branch", "ignorecase"])

@@ -40,37 +40,46 @@ def freshen(registry, *, force: bool = False) -> dict:
     the freshness bound (*force*: whatever its age); the view's freshness for ``--json``
     (``{}`` without a remote: the clone is the registry).  A stale view adds its one
     line to ``registry.warnings`` and is kept as ``registry.view_state``."""
+    return _freshen(registry, force)[0]
+
+
+def _freshen(registry, force: bool) -> tuple[dict, bool]:
+    """:func:`freshen`'s answer, and whether it went to the remote for it."""
     if not registry.remote:
-        return {}
+        return {}, False
     common, branch = registry.repo.info.common_dir, registry.branch
     now = time.time()
     if not force and (doc := freshness.fresh_view(common, branch, registry.config, now)):
-        return _set(registry, doc)
+        return _set(registry, doc), False
     limit = freshness.bound(registry.config)
     last = freshness.last_fetch(common, branch)
     recent = freshness.last_failure(common, branch)
     if not force and recent is not None and limit > 0 and now - recent[0] < limit \
             and (last is None or recent[0] > last):
-        return _set(registry, view_doc(last, now, recent[1]))  # tried just now: no second wait
+        # tried just now: no second wait
+        return _set(registry, view_doc(last, now, recent[1])), False
     from .remote import catch_up
     failure = catch_up(registry)
     now = time.time()
     if failure is None:
-        return _set(registry, view_doc(freshness.last_fetch(common, branch) or now, now, None))
+        last = freshness.last_fetch(common, branch) or now
+        return _set(registry, view_doc(last, now, None)), True
     error = failure.to_dict()
     freshness.failed(common, branch, error["kind"], error["message"])
-    return _set(registry, view_doc(last, now, error))
+    return _set(registry, view_doc(last, now, error)), True
 
 
 def checked(registry, paths, sid: str | None) -> tuple[list[dict], dict]:
     """`lock check`'s answer and its view's freshness: fetched first when older than the
     freshness bound; a session id this view does not know is fetched for once more
-    before it is called unknown (another clone may have registered it since)."""
-    view = freshen(registry)
+    before it is called unknown (another clone may have registered it since), unless
+    this read went to the remote already (a view older than the bound, or a
+    ``readFreshness`` of 0): one fetch either way."""
+    view, fetched = _freshen(registry, False)
     try:
         results = registry.check(paths, sid)
     except NotFound:
-        if not registry.remote or not sid:
+        if not registry.remote or not sid or fetched:
             raise
         view = freshen(registry, force=True)
         results = registry.check(paths, sid)
