@@ -42,12 +42,22 @@ def update_refs(log: Path, reason: str = REASON) -> list[str]:
             if line.startswith("update-ref") and reason in line] if log.exists() else []
 
 
+def gits_clock() -> float:
+    """The clock git stamps its reflog lines by: time(2), which on Linux reads the
+    kernel's coarse clock, up to a tick behind time.time() (more on a loaded host): a
+    git that starts just after time.time() turned a second still writes the one before."""
+    if sys.platform.startswith("linux"):
+        return time.clock_gettime(getattr(time, "CLOCK_REALTIME_COARSE", 5))
+    return time.time()
+
+
 def settled(repo: Path) -> None:
     """Wait until the config files are older than the second git's next reflog line
-    falls in (store/looseref.py learns git's identity only from such a line)."""
+    falls in (store/looseref.py learns git's identity only from such a line), by git's
+    own clock."""
     newest = max(os.stat(p).st_ctime for p in (repo / ".git" / "config",
                                                 Path(os.environ["GIT_CONFIG_GLOBAL"])))
-    while int(time.time()) - MARGIN <= newest:
+    while int(gits_clock()) - MARGIN <= newest:
         time.sleep(0.05)
 
 
