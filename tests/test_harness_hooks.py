@@ -543,6 +543,42 @@ def test_the_quick_path_knows_the_harnesses_told_after_a_tool_call():
     assert TELLS_AFTER_TOOL == {h for h in HARNESSES if adapter(h).tells_after_tool}
 
 
+def test_the_quick_path_says_nothing_as_each_adapter_does():
+    """harness/after.py keeps each harness's answer that says nothing without importing
+    the adapters (the after-tool hook's quick path may not): each adapter's empty()."""
+    from agent_registry.harness.after import SAYS_NOTHING
+    from agent_registry.harness.hook import HARNESSES, adapter
+    from agent_registry.store.jsontext import dumps
+    assert SAYS_NOTHING == {h: dumps(adapter(h).empty()) for h in HARNESSES
+                            if adapter(h).empty() is not None}
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_an_after_tool_hook_with_nothing_noted_answers_as_the_whole_hook(repo, harness):
+    """The quick path settles an after-tool event no note was taken for, without the
+    adapter, in the harness's own format: what the whole hook answers (Cursor's `{}`)."""
+    import sys
+
+    from test_import_budget import LAUNCHER
+
+    from agent_registry.harness.hook import adapter
+    from agent_registry.store.jsontext import dumps
+    event = {**base(harness, repo, "postToolUse" if harness == "cursor" else "PostToolUse"),
+             "cwd": str(repo), "tool_name": "Write", "tool_input": {"file_path": "a"},
+             "tool": "write", "args": {"filePath": "a"}, "tool_use_id": "t1"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", LAUNCHER, "harness",
+                           "hook", harness, "post-tool-use"], cwd=repo,
+                          input=json.dumps(event), capture_output=True, text=True, timeout=120)
+    empty = adapter(harness).empty()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == (dumps(empty) + "\n" if empty is not None else "")
+    names = {line.split("|")[2].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "agent_registry.harness.after" in names  # the quick path ran
+    assert not any(n.startswith("agent_registry.harness.") and n.endswith(
+        ("adapter", f".{harness}", "opencode_hook")) for n in names), names  # and settled it
+
+
 def claude_in_clone_a(tmp_path):
     """Two clones, a and b, and a Claude Code session started in a (synced): (a, b, its
     session id)."""

@@ -319,12 +319,16 @@ CLAUDE_KEYS = ("session_id", "tool_name", "tool_input")
 EVENT_KEYS = {"opencode": ("sessionID", "tool", "args"),
               "cursor": ("conversation_id", "tool_name", "tool_input")}
 TELLS_AFTER_TOOL = frozenset({"claude", "codex", "gemini", "qwen", "opencode"})  # not copilot
+# the answer that says nothing, as each adapter's empty() writes it (none: no output):
+# Cursor's is a JSON object always, OpenCode's plugin parses every answer as JSON
+SAYS_NOTHING = {"cursor": "{}", "opencode": "{}"}
 
 
 def quick(harness: str, raw: str, env: dict) -> bool:
-    """Settle the after-tool event *raw* of *harness* if nothing needs doing; False
-    leaves it to the whole hook (also when the harness's project is another worktree
-    than the event's cwd: the command may have moved it, and the note is there)."""
+    """Settle the after-tool event *raw* of *harness* if nothing needs doing (the hook
+    then answers ``SAYS_NOTHING``'s, if any); False leaves it to the whole hook (also
+    when the harness's project is another worktree than the event's cwd: the command
+    may have moved it, and the note is there)."""
     from ..store.jsontext import loads
     from ..store.layout import plain_layout
     try:

@@ -102,11 +102,11 @@ def main(args: list[str]) -> int | None:
     except (OSError, UnicodeDecodeError) as exc:
         raw = f"\0unreadable stdin: {exc}"  # not JSON: the hook answers as for bad input
     if args[1] == "post-tool-use":
-        from .after import quick
-        if quick(args[0], raw, os.environ):
-            if args[0] == "cursor":  # a JSON object always (harness/cursor.py)
-                sys.stdout.write("{}\n")
-            return 0  # no note, or nothing noted changed: nothing to say
+        from .after import SAYS_NOTHING, quick
+        if quick(args[0], raw, os.environ):  # no note, or nothing noted changed
+            if args[0] in SAYS_NOTHING:  # the harness's answer that says nothing
+                sys.stdout.write(SAYS_NOTHING[args[0]] + "\n")
+            return 0
     outcome = run(args[0], args[1], raw, dict(os.environ), **options)
     if outcome.stdout:
         sys.stdout.write(outcome.stdout + "\n")
