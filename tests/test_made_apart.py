@@ -158,3 +158,31 @@ def test_a_claim_after_a_register_whose_push_failed_puts_the_session_there_first
     holders, listed = remote_seen(team.bare)
     assert "a-1" in holders and holders <= listed, (holders, listed)
     seen_from_a_third_clone(team, {"src/a.py": "a-1"})
+
+
+def test_a_claim_whose_session_cannot_go_first_says_why_once(tmp_path):
+    """The session's register could not be pushed, and the remote now refuses the
+    registry branch (a hook) while it takes the shards: the claim stays unconfirmed (exit
+    3), nothing of it lands, and the remote's words are said once, not wrapped twice in
+    "origin denied the push to ...: "."""
+    team = Team(tmp_path)
+    a = team.clone("a")
+    assert a("init").returncode == 0
+    git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    assert a("register", "a-1", "--provider", "Kimi").returncode == 0  # kept here only
+    git(a.cwd, "remote", "set-url", "origin", team.url)
+    hook = team.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
+                    f"  [ \"$ref\" = refs/heads/{BRANCH} ] && echo 'main is protected' >&2 "
+                    "&& exit 1\ndone\nexit 0\n")
+    hook.chmod(0o755)
+    proc = a("--json", "lock", "acquire", "src/a.py", "--session", "a-1")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    error = json.loads(proc.stdout)["error"]
+    said = error["remote_error"]
+    assert said["kind"] == "denied", said
+    assert said["message"].count("denied the push") == 1, said["message"]
+    assert error["message"].count("denied the push") == 1, error["message"]
+    assert "main is protected" in said["message"], said
+    holders, listed = remote_seen(team.bare)
+    assert "a-1" not in holders and holders <= listed, (holders, listed)

@@ -1128,18 +1128,26 @@ def _sessions_first(registry: Registry, tip: str, seen: str | None,
     except (MassDeletion, Deleted) as exc:
         return exc
     except Unconfirmed as exc:
-        said = exc.details.get("remote_error") or {}
-        return Offline(main.remote, said.get("kind", "error"), said.get("message", exc.message),
-                       main.branch)
+        return _said_again(main, exc.details.get("remote_error") or {}, exc.message)
     if not report["pushed"]:
-        said = report.get("remote_error") or {}
-        return Offline(main.remote, said.get("kind", "error"),
-                       said.get("message") or report.get("error") or "not pushed", main.branch)
+        return _said_again(main, report.get("remote_error") or {},
+                           report.get("error") or "not pushed")
     missing = _not_listed(main, main.repo.read_ref(main.tracking_ref), missing)
     if missing:  # its register was refused there (`sync` says why)
         return Offline(main.remote, "error", f"{', '.join(sorted(missing))} not registered on "
                        f"{main.branch} there; `agent-registry sync` says why", main.branch)
     return None
+
+
+def _said_again(main: Registry, said: dict, fallback: str) -> Offline:
+    """The Offline a sync of *main* failed with, from its ``remote_error`` (*said*):
+    its message names the remote and what went wrong already, so only git's own words
+    (the detail) are taken, not wrapped in that prefix twice."""
+    kind = said.get("kind") or "error"
+    message = said.get("message") or fallback
+    head = Offline(main.remote, kind, "", main.branch).message
+    return Offline(main.remote, kind, message[len(head):] if message.startswith(head)
+                   else message, main.branch)
 
 
 def _not_listed(main: Registry, tip: str | None, sessions: set[str]) -> set[str]:
