@@ -11,6 +11,8 @@ import json
 import subprocess
 import threading
 
+import pytest
+
 from helpers import CLI, git
 from test_sync import BRANCH, Team
 
@@ -186,3 +188,34 @@ def test_a_claim_whose_session_cannot_go_first_says_why_once(tmp_path):
     assert "main is protected" in said["message"], said
     holders, listed = remote_seen(team.bare)
     assert "a-1" not in holders and holders <= listed, (holders, listed)
+
+
+@pytest.mark.parametrize("counts", [(4, 16), (16, 4)], ids=["winner-4", "winner-16"])
+def test_the_losers_first_claims_go_where_the_winners_layout_puts_them(tmp_path, counts):
+    """Registries made apart in different shard counts: the loser's first claim was
+    routed by its own layout, which it gives up for the winner's when its session goes
+    there first; every claim each clone was told it holds is seen held from a third
+    clone (several paths: one alone may fall in the same shard under both counts), and no
+    shard the winner's layout does not name is made on the remote."""
+    team = Team(tmp_path)
+    runs = {}
+    for name, count in zip("ab", counts):
+        run = team.clone(name)
+        git(run.cwd, "config", "agent-registry.remote", "none")
+        assert run("init", "--shards", str(count)).returncode == 0
+        assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
+        git(run.cwd, "config", "--unset", "agent-registry.remote")
+        runs[name] = run
+    paths = {}
+    for name, run in runs.items():
+        for n in range(4):
+            proc = run("lock", "acquire", f"src/{name}{n}.py", "--session", f"{name}-1")
+            assert proc.returncode == 0, proc.stderr
+            paths[f"src/{name}{n}.py"] = f"{name}-1"
+    layout = json.loads(git(team.bare, "show", f"refs/heads/{BRANCH}:layout.json"))
+    assert layout["shards"] == counts[0], layout
+    shards = git(team.bare, "for-each-ref", "--format=%(refname)",
+                 f"refs/heads/{BRANCH}-shards/").split()
+    assert len(shards) == counts[0], shards
+    seen_from_a_third_clone(team, paths)
+    one_registry(team)

@@ -1014,6 +1014,10 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
         if not waiting:
             # no lock of ours lands naming a session the remote's registry branch lacks
             first = _sessions_first(registry, tip, seen, start + deadline)
+            if isinstance(first, Refused) and first.details.get("resharded"):
+                # not a failure of the remote: withdrawn and routed again by the caller
+                return {**outcome, "pushed": False, "error": first.message, "failure": first,
+                        "remote_error": None}
             if first is not None:
                 return _stop(registry, outcome, first)
             began = trace.start()
@@ -1101,7 +1105,7 @@ def publish(registry: Registry, deadline: float = DEFAULT_DEADLINE,
 
 
 def _sessions_first(registry: Registry, tip: str, seen: str | None,
-                    until: float) -> Offline | MassDeletion | Deleted | None:
+                    until: float) -> Offline | MassDeletion | Deleted | Refused | None:
     """Before a lock shard's push: the sessions its pending claims name are put on the
     remote's registry branch first (a ``sync`` of it), so no lock there ever names a
     session the remote does not list.  They are there already but for a registry made
@@ -1136,6 +1140,16 @@ def _sessions_first(registry: Registry, tip: str, seen: str | None,
     if missing:  # its register was refused there (`sync` says why)
         return Offline(main.remote, "error", f"{', '.join(sorted(missing))} not registered on "
                        f"{main.branch} there; `agent-registry sync` says why", main.branch)
+    # a registry made apart in another shard count: this claim was routed by the one given
+    # up now for the remote's, where its paths are in other shards (a shard the remote's
+    # layout does not name is read by no one): taken out here, routed again (routing.py)
+    from ..core.sharded import count_of, layout
+    count = count_of(layout(main))
+    if count != registry.part.count:
+        from ..core.routing import Resharded
+        return Resharded(f"{main.branch} on {redact(main.remote)} was made apart from this "
+                         f"clone's, in {count} lock shards, not {registry.part.count}: this "
+                         f"operation goes where its layout puts it")
     return None
 
 
