@@ -219,3 +219,22 @@ def test_the_losers_first_claims_go_where_the_winners_layout_puts_them(tmp_path,
     assert len(shards) == counts[0], shards
     seen_from_a_third_clone(team, paths)
     one_registry(team)
+
+
+def test_the_losers_sync_counts_no_operation_of_the_registry_it_gave_up(tmp_path):
+    """The loser's own shard roots (its `init`'s conversion) are not carried over: its
+    next `sync` pushes nothing, and says so, never "pushed 1 operation(s)" for each shard
+    its claims did not touch."""
+    team = Team(tmp_path)
+    a, b = made_apart(team, "a"), made_apart(team, "b")
+    for run, name in ((a, "a"), (b, "b")):
+        assert run("lock", "acquire", f"src/{name}.py", "--session", f"{name}-1").returncode == 0
+    refs = git(team.bare, "for-each-ref")
+    synced = b("--json", "sync")
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert report["sent"] == 0 and all(part["sent"] == 0 for part in report["shards"]), \
+        [(part["branch"], part["sent"]) for part in report["shards"]]
+    text = b("sync")
+    assert text.returncode == 0 and "pushed 1 operation" not in text.stdout, text.stdout
+    assert git(team.bare, "for-each-ref") == refs

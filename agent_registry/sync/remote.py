@@ -1296,6 +1296,10 @@ def sync(registry: Registry, deadline: float = DEFAULT_DEADLINE) -> dict:
     with _locked(registry):
         pending = [parse_op(registry.repo.commit_info(c)[2]) or {}
                    for c in _pending(registry, before)]
+        if remote is not None:  # a registry made apart: its own init and layout, not
+            # carried over (replay.made_apart), are no operation this sync sends
+            from .replay import made_apart
+            pending = [op for op in pending if not made_apart(registry, op, remote)]
         try:
             state = _rebase(registry, remote, before)
         except MassDeletion as exc:
