@@ -339,8 +339,10 @@ def gone(registry: Registry) -> Deleted:
     return Deleted(main, nowhere(main, main.repo.read_ref(main.ref)), registry.branch)
 
 
-# what a user can do about a remote that does not accept atomic pushes (no command writes
-# the one-branch layout any more, the only one that needs none)
+# what a user can do about a remote that does not accept atomic pushes (only `init` run
+# through such a remote writes the one-branch layout, the only one that needs none: its
+# atomic create fails and it falls back to one branch, which every later process tries,
+# and fails, to convert: docs/design.md)
 ATOMIC_ADVICE = ("let it accept them (`git config receive.advertiseAtomic true` in the "
                  "remote repository: git's default), or sync the registry through another "
                  "remote (`git config agent-registry.remote NAME`; `none`: this clone alone)")
