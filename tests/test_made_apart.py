@@ -145,15 +145,22 @@ def test_the_loser_made_in_another_shard_count_takes_the_winners_layout(tmp_path
     one_registry(team)
 
 
-def test_a_claim_after_a_register_whose_push_failed_puts_the_session_there_first(tmp_path):
-    """The same rule outside a registry made apart: a session registered while the remote
-    could not be used goes to the remote before the lock that names it."""
+def registered_offline(tmp_path):
+    """(team, clone a): a registry on the team's remote, and a-1 registered in clone a
+    while its remote could not be used (kept here only)."""
     team = Team(tmp_path)
     a = team.clone("a")
     assert a("init").returncode == 0
     git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
-    assert a("register", "a-1", "--provider", "Kimi").returncode == 0  # kept here only
+    assert a("register", "a-1", "--provider", "Kimi").returncode == 0
     git(a.cwd, "remote", "set-url", "origin", team.url)
+    return team, a
+
+
+def test_a_claim_after_a_register_whose_push_failed_puts_the_session_there_first(tmp_path):
+    """The same rule outside a registry made apart: a session registered while the remote
+    could not be used goes to the remote before the lock that names it."""
+    team, a = registered_offline(tmp_path)
     assert "a-1" not in remote_seen(team.bare)[1]
     proc = a("lock", "acquire", "src/a.py", "--session", "a-1")
     assert proc.returncode == 0, proc.stderr
@@ -167,12 +174,7 @@ def test_a_claim_whose_session_cannot_go_first_says_why_once(tmp_path):
     registry branch (a hook) while it takes the shards: the claim stays unconfirmed (exit
     3), nothing of it lands, and the remote's words are said once, not wrapped twice in
     "origin denied the push to ...: "."""
-    team = Team(tmp_path)
-    a = team.clone("a")
-    assert a("init").returncode == 0
-    git(a.cwd, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
-    assert a("register", "a-1", "--provider", "Kimi").returncode == 0  # kept here only
-    git(a.cwd, "remote", "set-url", "origin", team.url)
+    team, a = registered_offline(tmp_path)
     hook = team.bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
                     f"  [ \"$ref\" = refs/heads/{BRANCH} ] && echo 'main is protected' >&2 "
