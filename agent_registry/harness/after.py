@@ -6,8 +6,8 @@ It runs after every shell and edit tool call, so it reads the event with store/j
 (not json), finds the repository from its files (store/layout.plain_layout), and compares
 each noted file with its note: by its stat where git's index would trust it
 (:func:`untrusted`), else by hashing it in-process (store/digest: git's blob id, no git
-process) and by its permission bits (0600 and 0644 are one mode to git).  When this call took no note, or none of its files changed, it is done;
-anything else (a change, a held folder to list again, a leftover note, an event or a
+process) and by its permission bits (0600 and 0644 are one mode to git).  When this call
+took no note, or none of its files changed, it is done; anything else (a change, a held folder to list again, a leftover note, an event or a
 repository it cannot read this way) goes to the whole hook (harness/hook.py), which
 decides and answers as for any event.  So does a person's high message marked for the
 session (store/urgent.py: one more folder listing), which the whole hook tells.
@@ -23,6 +23,10 @@ keeps, copied as it is); the noted files' paths; their blobs and modes ({"blobs"
 line, the blobs it names each once, is for the backstop's next note, which takes the
 last one (its remembered states, harness/backstop.py) as it is, a hard link, when
 nothing changed since; no check reads it.
+
+It is over 400 lines because it is one module: every module the quick path imports costs
+each tool call its finding, reading and running (tests/test_import_budget.py), so the
+note's format, the check and the adapters' facts it needs live here together.
 """
 import os
 import time
