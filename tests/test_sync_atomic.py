@@ -8,6 +8,7 @@ seen there.  Real bare remotes, real clones, the real CLI."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from helpers import CLI, git
@@ -97,3 +98,55 @@ def test_two_syncs_racing_onto_one_empty_remote_one_created_it(tmp_path):
     assert sorted(r["created"] for r in reports) == [False, True], reports
     assert not any(r["made"] for r in reports), reports
     assert all(r["landed"] for r in reports), reports
+
+
+def test_a_remote_without_atomic_pushes_keeps_one_branch_and_is_not_asked_again(tmp_path):
+    """`init` through a remote that does not accept atomic pushes makes the registry one
+    branch, which it pushes, and says why in words (not "could not be used"); the
+    operations after it say the same and do not try the conversion again, each a fetch
+    and an atomic push more (git's trace counts the pushes); `agent-registry shard`
+    converts it once the remote accepts them."""
+    team = Team(tmp_path)
+    no_atomic(team.bare)
+    a = team.clone("a")
+    made = a("init")
+    assert made.returncode == 0, made.stderr
+    assert "does not accept atomic pushes" in made.stdout + made.stderr, made.stderr
+    assert "could not be used" not in made.stdout + made.stderr, made.stderr
+    assert git(team.bare, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}").strip()
+    assert a("register", "a1", "--provider", "Kimi").returncode == 0
+    pushes = []
+    for n in range(2):
+        trace = tmp_path / f"trace-{n}"
+        claim = a("lock", "acquire", f"src/{n}.py", "--session", "a1",
+                  env={"GIT_TRACE": str(trace)})
+        assert claim.returncode == 0, claim.stderr
+        assert "does not accept atomic pushes" in claim.stderr, claim.stderr
+        assert "the next operation tries again" not in claim.stderr, claim.stderr
+        pushes.append(len(re.findall(r"built-in: git push\b", trace.read_text())))
+    assert pushes == [1, 1], pushes  # the claim's own push, no conversion tried
+    no_atomic(team.bare, refuse=False)
+    converted = a("shard")
+    assert converted.returncode == 0, converted.stdout + converted.stderr
+    parts = remote_parts(team.bare)
+    assert parts.count(f"{BRANCH}-shards") == 16, parts
+
+
+def test_a_clone_finding_a_remote_without_atomic_pushes_tries_the_conversion_once(tmp_path):
+    """A one-branch registry another clone made there: this clone's first operation tries
+    to convert it, learns the remote does not accept atomic pushes, says so, and goes
+    on; the next one does not try again."""
+    team = Team(tmp_path)
+    no_atomic(team.bare)
+    assert team.clone("a")("init").returncode == 0
+    b = team.clone("b")
+    assert b("register", "b1", "--provider", "Kimi").returncode == 0
+    pushes = []
+    for n in range(2):
+        trace = tmp_path / f"trace-{n}"
+        claim = b("lock", "acquire", f"src/{n}.py", "--session", "b1",
+                  env={"GIT_TRACE": str(trace)})
+        assert claim.returncode == 0, claim.stderr
+        assert "does not accept atomic pushes" in claim.stderr, claim.stderr
+        pushes.append(len(re.findall(r"built-in: git push\b", trace.read_text())))
+    assert pushes[1] == 1, pushes  # the claim's own push alone

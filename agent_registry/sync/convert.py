@@ -124,9 +124,14 @@ def auto_convert(registry: Registry) -> list[str]:
         return []  # format 3 already (or a format convert() refuses: the operation will)
     what = f"converted to {count} lock shards" if raw is None else \
         f"upgraded to layout format {S.FORMAT}"
+    from .state import takes_atomic
+    if registry.remote and takes_atomic(registry) is False:  # said so by its server
+        return [_no_atomic(registry, f"not {what}")]
     try:
         done = convert(registry, count)
     except RemoteUnusable as exc:  # offline: work goes on as it is, converted later
+        if exc.kind == "no-atomic":
+            return [_no_atomic(registry, f"not {what}")]
         _CHECKED.discard(key)
         return [f"not {what}: {exc.message}; the next operation tries again"]
     if not (done["converted"] or done["upgraded"]):
@@ -324,14 +329,34 @@ def _fetch_all(registry: Registry) -> str | None:
 
 
 class RemoteUnusable(RegistryError):
-    """The remote could not be used (unreachable, credentials, denied): nothing was
-    converted.  Exit 1; an automatic conversion lets the operation go on without it."""
+    """The remote could not be used (unreachable, credentials, denied, no atomic pushes:
+    ``kind``, as sync/remote.py's Offline says it): nothing was converted.  Exit 1; an
+    automatic conversion lets the operation go on without it."""
+
+    kind = "error"
 
 
 def _unusable(registry: Registry, exc) -> RemoteUnusable:
     from .state import redact
-    return RemoteUnusable(f"converting needs {redact(registry.remote)}: {exc.message}; "
-                          "nothing was converted")
+    unusable = RemoteUnusable(f"converting needs {redact(registry.remote)}: {exc.message}; "
+                              "nothing was converted")
+    unusable.kind = exc.kind
+    return unusable
+
+
+def _no_atomic(registry: Registry, what: str) -> str:
+    """The warning of a registry kept in one branch because its remote does not accept
+    atomic pushes, which the lock shards are made and converted with; recorded, so that
+    no operation after it asks the remote again (auto_convert: a fetch and a push each)
+    until `agent-registry shard` converts it.  Called without the flock."""
+    from .remote import ATOMIC_ADVICE
+    from .state import found_atomic, redact, takes_atomic
+    if takes_atomic(registry) is not False:
+        with file_lock(registry.lock_file):
+            found_atomic(registry, False)
+    return (f"{what}: {redact(registry.remote)} does not accept atomic pushes, which lock "
+            f"shards are made with; {ATOMIC_ADVICE.split(', or ')[0]}, then run "
+            "`agent-registry shard`")
 
 
 def _tracking(registry: Registry, index: int) -> str:
@@ -341,7 +366,7 @@ def _tracking(registry: Registry, index: int) -> str:
 def _convert_remote(registry: Registry, count: int) -> dict:
     from .remote import Offline, sync
     from .replay import own_commits
-    from .state import confirm
+    from .state import confirm, found_atomic
     from ..errors import Unconfirmed
     lost = False
     for _ in range(ATTEMPTS):
@@ -383,6 +408,7 @@ def _convert_remote(registry: Registry, count: int) -> dict:
                                      f"agent-registry: convert to layout format {S.FORMAT}")
             confirm(registry, built["main"], last_success=iso(registry.clock()),
                     last_error=None, last_error_kind=None)
+            found_atomic(registry, True)  # a remote once found not to take them now does
             return _result(registry, built)
     raise RegistryError(f"could not convert: the remote kept moving ({ATTEMPTS} attempts); "
                         "run `agent-registry shard` again")
@@ -448,9 +474,12 @@ def create(registry: Registry, count: int) -> dict | None:
     if registry.remote:
         try:
             return _create_remote(registry, count)
-        except RemoteUnusable:  # the init operation's own warning says why
-            registry.warnings.append(f"made as one branch, not in lock shards: {registry.remote} "
-                                     "could not be used; `agent-registry shard` converts it")
+        except RemoteUnusable as exc:  # the init operation's own warning says why
+            registry.warnings.append(
+                _no_atomic(registry, "made as one branch, not in lock shards")
+                if exc.kind == "no-atomic" else
+                f"made as one branch, not in lock shards: {registry.remote} could not be "
+                "used; `agent-registry shard` converts it")
             return None
     with file_lock(registry.lock_file):
         if registry.repo.read_ref(registry.ref) is not None:

@@ -71,7 +71,8 @@ from .replay import (APPLIED, Replay, commit_exists, is_ancestor, landed_since, 
                      pending_commits, replay)
 from .lost import record_lost
 from . import trace
-from .state import confirm, confirmed_tip, load_state, redact, save_state, state_key
+from .state import (confirm, confirmed_tip, found_atomic, load_state, redact, save_state,
+                    state_key, takes_atomic)
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
@@ -341,8 +342,8 @@ def gone(registry: Registry) -> Deleted:
 
 # what a user can do about a remote that does not accept atomic pushes (only `init` run
 # through such a remote writes the one-branch layout, the only one that needs none: its
-# atomic create fails and it falls back to one branch, which every later process tries,
-# and fails, to convert: docs/design.md)
+# atomic create fails and it falls back to one branch, converted by `agent-registry
+# shard` once the remote takes them: docs/design.md)
 ATOMIC_ADVICE = ("let it accept them (`git config receive.advertiseAtomic true` in the "
                  "remote repository: git's default), or sync the registry through another "
                  "remote (`git config agent-registry.remote NAME`; `none`: this clone alone)")
@@ -376,9 +377,7 @@ def check_atomic(registry: Registry) -> None:
     from .leases import first_push
     main = registry.part.main or registry
     tip = main.repo.read_ref(main.ref)
-    key = redact(registry.remote)
-    if tip is None or load_state(registry).get("atomic", {}).get(key) or \
-            first_push(registry) is None:
+    if tip is None or takes_atomic(registry) or first_push(registry) is None:
         return
     proc = git_net(registry, "push", "--dry-run", "--atomic", "--porcelain", "--no-verify",
                    registry.remote, f"{tip}:refs/heads/{registry.branch}")
@@ -387,7 +386,7 @@ def check_atomic(registry: Registry) -> None:
         raise NoAtomic(registry)
     if proc.returncode == 0:
         with _locked(registry):
-            save_state(registry, atomic={**load_state(registry).get("atomic", {}), key: True})
+            found_atomic(registry, True)
 
 
 class PushResult:
@@ -500,8 +499,7 @@ def push(registry: Registry, commit: str) -> PushResult:
         return PushResult(True, False, "pushed", told)
     if whole is not None and "does not support --atomic push" in err:
         with _locked(registry):  # it took them once (check_atomic): no more
-            save_state(registry, atomic={k: v for k, v in load_state(registry).get(
-                "atomic", {}).items() if k != redact(registry.remote)})
+            found_atomic(registry, None)
         raise NoAtomic(registry)
     raise Offline.from_stderr(registry.remote, err, f"git push exited {proc.returncode}",
                               registry.branch)

@@ -52,3 +52,21 @@ def confirm(registry: Registry, tip: str, **changes) -> None:
     holds the flock)."""
     confirmed = {**load_state(registry).get("confirmed", {}), state_key(registry): tip}
     save_state(registry, confirmed=confirmed, **changes)
+
+
+def takes_atomic(registry: Registry) -> bool | None:
+    """Whether the remote accepts atomic pushes, as this clone last found (True: a push
+    or a dry run took one; False: its server said it does not); None when not known."""
+    return load_state(registry).get("atomic", {}).get(redact(registry.remote or ""))
+
+
+def found_atomic(registry: Registry, accepts: bool | None) -> None:
+    """Record what :func:`takes_atomic` answers from now (None forgets it; caller holds
+    the flock)."""
+    known = dict(load_state(registry).get("atomic", {}))
+    key = redact(registry.remote or "")
+    if accepts is None:
+        known.pop(key, None)
+    else:
+        known[key] = accepts
+    save_state(registry, atomic=known)
