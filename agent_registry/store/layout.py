@@ -40,6 +40,9 @@ def clean_env(base: dict[str, str] | None = None) -> dict[str, str]:
     for name in _GIT_LOCATION_VARS:
         env.pop(name, None)
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    # git's messages in English whatever the person's language: the registry reads them
+    # (which failure a push met, a ref another process holds, no atomic pushes there)
+    env["LC_ALL"] = "C"
     return env
 
 
