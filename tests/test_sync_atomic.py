@@ -115,16 +115,8 @@ def test_a_remote_without_atomic_pushes_keeps_one_branch_and_is_not_asked_again(
     assert "could not be used" not in made.stdout + made.stderr, made.stderr
     assert git(team.bare, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}").strip()
     assert a("register", "a1", "--provider", "Kimi").returncode == 0
-    pushes = []
-    for n in range(2):
-        trace = tmp_path / f"trace-{n}"
-        claim = a("lock", "acquire", f"src/{n}.py", "--session", "a1",
-                  env={"GIT_TRACE": str(trace)})
-        assert claim.returncode == 0, claim.stderr
-        assert "does not accept atomic pushes" in claim.stderr, claim.stderr
-        assert "the next operation tries again" not in claim.stderr, claim.stderr
-        pushes.append(len(re.findall(r"built-in: git push\b", trace.read_text())))
-    assert pushes == [1, 1], pushes  # the claim's own push, no conversion tried
+    # the claim's own push alone: no conversion tried
+    assert claims_pushing(a, "a1", tmp_path) == [1, 1]
     no_atomic(team.bare, refuse=False)
     converted = a("shard")
     assert converted.returncode == 0, converted.stdout + converted.stderr
@@ -141,12 +133,20 @@ def test_a_clone_finding_a_remote_without_atomic_pushes_tries_the_conversion_onc
     assert team.clone("a")("init").returncode == 0
     b = team.clone("b")
     assert b("register", "b1", "--provider", "Kimi").returncode == 0
+    assert claims_pushing(b, "b1", tmp_path)[1] == 1  # the claim's own push alone
+
+
+def claims_pushing(run, sid: str, tmp_path) -> list[int]:
+    """Two claims by *sid* on a one-branch registry whose remote does not accept atomic
+    pushes: each says so, neither says it tries again; the `git push` processes of each
+    (git's trace)."""
     pushes = []
     for n in range(2):
         trace = tmp_path / f"trace-{n}"
-        claim = b("lock", "acquire", f"src/{n}.py", "--session", "b1",
-                  env={"GIT_TRACE": str(trace)})
+        claim = run("lock", "acquire", f"src/{n}.py", "--session", sid,
+                    env={"GIT_TRACE": str(trace)})
         assert claim.returncode == 0, claim.stderr
         assert "does not accept atomic pushes" in claim.stderr, claim.stderr
+        assert "the next operation tries again" not in claim.stderr, claim.stderr
         pushes.append(len(re.findall(r"built-in: git push\b", trace.read_text())))
-    assert pushes[1] == 1, pushes  # the claim's own push alone
+    return pushes
