@@ -150,3 +150,18 @@ def claims_pushing(run, sid: str, tmp_path) -> list[int]:
         assert "the next operation tries again" not in claim.stderr, claim.stderr
         pushes.append(len(re.findall(r"built-in: git push\b", trace.read_text())))
     return pushes
+
+
+def test_init_remote_url_without_atomic_pushes_says_it_made_one_branch(tmp_path):
+    """`init --remote URL` (sync/setup.connect, which inits through a registry of its
+    own) on a remote that does not accept atomic pushes: the one branch it makes and
+    pushes is said, with why and `agent-registry shard`, as plain `init` says it."""
+    from helpers import Runner, make_repo
+    team = Team(tmp_path)
+    no_atomic(team.bare)
+    run = Runner(make_repo(tmp_path / "apart"))
+    made = run("init", "--remote", str(team.bare))
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert git(team.bare, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}").strip()
+    assert "does not accept atomic pushes" in made.stderr, made.stdout + made.stderr
+    assert "agent-registry shard" in made.stderr, made.stderr

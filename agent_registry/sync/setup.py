@@ -85,6 +85,8 @@ def connect(registry: Registry, url: str, name: str = "origin",
     # the same repository and class (a face's makes a new registry in lock shards), the new config
     shared = type(registry)(repo, branch=registry.branch)
     created = shared.init(shards)["created"]
+    # its warnings are the caller's (made as one branch: a remote without atomic pushes)
+    registry.warnings.extend(w for w in shared.warnings if w not in registry.warnings)
     from ..core.sharded import shards_of
     for shard in shards_of(shared):  # the lock shards first: the marker never lands alone
         sync(shard)
