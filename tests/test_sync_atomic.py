@@ -165,3 +165,17 @@ def test_init_remote_url_without_atomic_pushes_says_it_made_one_branch(tmp_path)
     assert git(team.bare, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}").strip()
     assert "does not accept atomic pushes" in made.stderr, made.stdout + made.stderr
     assert "agent-registry shard" in made.stderr, made.stderr
+
+
+def test_doctor_says_a_registry_is_kept_one_branch_by_its_remote(tmp_path):
+    """The one branch `init` made because the remote does not accept atomic pushes:
+    `doctor` warns in its sync line, naming `agent-registry shard`, not "ok"."""
+    team = Team(tmp_path)
+    no_atomic(team.bare)
+    a = team.clone("a")
+    assert a("init").returncode == 0
+    doctor = a("--json", "doctor")
+    found = {f["name"]: f for f in json.loads(doctor.stdout)["checks"]}
+    assert found["sync"]["status"] == "warn", found["sync"]
+    assert "does not accept atomic pushes" in found["sync"]["verdict"], found["sync"]
+    assert "agent-registry shard" in found["sync"]["fix"], found["sync"]
