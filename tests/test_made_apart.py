@@ -240,3 +240,241 @@ def test_the_losers_sync_counts_no_operation_of_the_registry_it_gave_up(tmp_path
     text = b("sync")
     assert text.returncode == 0 and "pushed 1 operation" not in text.stdout, text.stdout
     assert git(team.bare, "for-each-ref") == refs
+
+
+@pytest.mark.parametrize("counts", [(4, 16), (16, 4)], ids=["winner-4", "winner-16"])
+def test_claims_made_offline_in_a_registry_made_apart_land_where_the_winners_layout_puts_them(
+        tmp_path, counts):
+    """Registries made apart in different shard counts, the loser's claims made before its
+    first sync: its `sync` adopts the winner's layout and moves each pending claim to the
+    shard that layout puts its path in (none is left on a shard ref no reader looks at,
+    or in a shard of the same name that no longer records its path)."""
+    team = Team(tmp_path)
+    runs = {}
+    paths = {}
+    for name, count in zip("ab", counts):
+        run = team.clone(name)
+        git(run.cwd, "config", "agent-registry.remote", "none")
+        assert run("init", "--shards", str(count)).returncode == 0
+        assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
+        for n in range(4):
+            proc = run("lock", "acquire", f"src/{name}{n}.py", "--session", f"{name}-1")
+            assert proc.returncode == 0, proc.stderr
+            paths[f"src/{name}{n}.py"] = f"{name}-1"
+        git(run.cwd, "config", "--unset", "agent-registry.remote")
+        runs[name] = run
+    for run in runs.values():
+        synced = run("sync")
+        assert synced.returncode == 0, synced.stdout + synced.stderr
+    shards = git(team.bare, "for-each-ref", "--format=%(refname)",
+                 f"refs/heads/{BRANCH}-shards/").split()
+    assert len(shards) == counts[0], shards
+    seen_from_a_third_clone(team, paths)
+    assert not misplaced(team, counts[0]), misplaced(team, counts[0])
+    one_registry(team)
+
+
+def made_in(team: Team, name: str, count: int, claims: list[str]):
+    """A clone whose registry was made in *count* lock shards with sync off, its session
+    {name}-1 registered and *claims* made there (exit 0: no remote to confirm them);
+    then sync on (origin), never pushed."""
+    run = team.clone(name)
+    git(run.cwd, "config", "agent-registry.remote", "none")
+    assert run("init", "--shards", str(count)).returncode == 0
+    assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
+    for path in claims:
+        proc = run("lock", "acquire", path, "--session", f"{name}-1")
+        assert proc.returncode == 0, proc.stderr
+    git(run.cwd, "config", "--unset", "agent-registry.remote")
+    return run
+
+
+def apart(path: str, counts: tuple[int, int]) -> bool:
+    """Whether *path*'s shard under the loser's count is not its shard under the
+    winner's (where a claim routed by the loser's count is read by no one)."""
+    from agent_registry.branch.shards import path_shard
+    return path_shard(path, counts[1]) != path_shard(path, counts[0])
+
+
+def misplaced(team: Team, count: int) -> list[tuple[str, str]]:
+    """(shard, path) of each lock the remote's shards hold outside the shard *count*
+    puts its path in (where no reader looks for it), from their held lists."""
+    from agent_registry.branch.shards import path_shard
+    out = []
+    for line in git(team.bare, "for-each-ref", "--format=%(objectname) %(refname)",
+                    f"refs/heads/{BRANCH}-shards/").splitlines():
+        tip, ref = line.split()
+        for name in git(team.bare, "ls-tree", "--name-only", f"{tip}:held",
+                        check=False).split():
+            held = json.loads(git(team.bare, "show", f"{tip}:held/{name}"))
+            out += [(ref, path) for path in held["locks"]
+                    if path_shard(path, count) != int(ref.rsplit("/", 1)[1])]
+    return out
+
+
+def local_shards(run) -> list[str]:
+    return git(run.cwd, "for-each-ref", "--format=%(refname)",
+               f"refs/heads/{BRANCH}-shards/").split()
+
+
+@pytest.mark.parametrize("counts", [(4, 16), (16, 4)], ids=["winner-4", "winner-16"])
+def test_offline_claims_of_a_registry_made_apart_move_with_the_losers_first_online_claim(
+        tmp_path, counts):
+    """The same, reached through a claim: the loser's first claim online puts its session
+    on the remote first (adopting the winner's layout there), and its offline claims move
+    to the winner's shards with it; its next `sync` pushes them, and it keeps no shard
+    ref the winner's layout does not name."""
+    team = Team(tmp_path)
+    a = made_in(team, "a", counts[0], [])
+    assert a("sync").returncode == 0
+    offline = [f"src/b{n}.py" for n in range(6)]
+    b = made_in(team, "b", counts[1], offline)
+    proc = b("lock", "acquire", "src/online.py", "--session", "b-1")
+    assert proc.returncode == 0, proc.stderr
+    assert len(local_shards(b)) <= counts[0], local_shards(b)
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    seen_from_a_third_clone(team, {p: "b-1" for p in offline + ["src/online.py"]})
+    assert len(git(team.bare, "for-each-ref", f"refs/heads/{BRANCH}-shards/").split("\n")) \
+        == counts[0] + 1
+    assert not misplaced(team, counts[0]), misplaced(team, counts[0])
+    one_registry(team)
+
+
+def test_an_offline_claim_of_the_loser_on_a_path_the_winner_holds_is_refused_by_its_sync(
+        tmp_path):
+    """The winner's session holds the paths the loser claimed offline: moved to the
+    winner's shards, each claim is refused there like any lost race, and `sync` says so
+    (exit 1, a refused line per claim), never dropping one silently."""
+    team = Team(tmp_path)
+    paths = [f"src/x{n}.py" for n in range(6)]
+    a = made_in(team, "a", 4, [])
+    assert a("sync").returncode == 0
+    assert a("lock", "acquire", *paths, "--session", "a-1").returncode == 0
+    b = made_in(team, "b", 16, paths)
+    synced = b("sync")
+    assert synced.returncode == 1, synced.stdout + synced.stderr
+    for path in paths:
+        assert any(line.startswith("refused: claim") and path in line and "b-1" in line
+                   for line in synced.stdout.splitlines()), (path, synced.stdout)
+    seen_from_a_third_clone(team, {p: "a-1" for p in paths})
+    assert not misplaced(team, 4), misplaced(team, 4)
+    one_registry(team)
+
+
+@pytest.mark.parametrize("counts", [(4, 16), (16, 4)], ids=["winner-4", "winner-16"])
+def test_a_claim_routed_by_the_count_given_up_meanwhile_goes_where_the_remote_puts_it(
+        tmp_path, counts):
+    """A claim of the loser clone was committed on a shard of the loser's own count, and
+    while that process put its session on the remote first, the clone's `sync` adopted
+    the winner's count: the claim lands in the shard the winner's layout puts its path
+    in, and none is left in a shard of the count given up (read by no one for that
+    path); the remote's layout is checked before each shard push."""
+    team = Team(tmp_path)
+    a = made_in(team, "a", counts[0], [])
+    assert a("sync").returncode == 0
+    b = made_in(team, "b", counts[1], [])
+    path = next(p for p in (f"src/late{n}.py" for n in range(64)) if apart(p, counts))
+    hook = b.cwd / ".git" / "hooks" / "reference-transaction"
+    armed, ready, go = (tmp_path / w for w in ("armed", "ready", "go"))
+    # its first push (its session's, to the registry branch; no flock held), once the
+    # tracking ref is written: wait there
+    hook.write_text(f"#!/bin/sh\n[ \"$1\" = committed ] || exit 0\n"
+                    f"grep -q ' refs/remotes/origin/{BRANCH}' || exit 0\n"
+                    f"if rm \"{armed}\" 2>/dev/null; then\n  touch \"{ready}\"\n"
+                    f"  while [ ! -e \"{go}\" ]; do sleep 0.02; done\nfi\nexit 0\n")
+    hook.chmod(0o755)
+    armed.touch()
+    claim = subprocess.Popen([CLI, "lock", "acquire", path, "--session", "b-1"], cwd=b.cwd,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(3000):
+            if ready.exists() or claim.poll() is not None:
+                break
+            threading.Event().wait(0.02)
+        assert ready.exists(), claim.communicate()
+        synced = b("sync")
+        assert synced.returncode == 0, synced.stdout + synced.stderr
+    finally:
+        go.touch()
+    out, err = claim.communicate(timeout=120)
+    print("CLAIM", claim.returncode, out, err, path)
+    print("SYNC", synced.stdout)
+    print(git(team.bare, "for-each-ref"))
+    print(git(b.cwd, "for-each-ref"))
+    assert claim.returncode == 0, out + err
+    shards = git(team.bare, "for-each-ref", "--format=%(refname)",
+                 f"refs/heads/{BRANCH}-shards/").split()
+    assert len(shards) == counts[0], shards
+    # nor kept in this clone, on a ref the remote's layout does not name
+    assert all(int(ref[-2:]) < counts[0] for ref in local_shards(b)), local_shards(b)
+    seen_from_a_third_clone(team, {path: "b-1"})
+    assert not misplaced(team, counts[0]), misplaced(team, counts[0])
+    one_registry(team)
+
+
+def test_a_claim_routed_to_a_shard_the_adopted_layout_does_not_name_is_routed_again(
+        tmp_path, monkeypatch):
+    """A process of the loser clone read its layout (16 shards) before another process
+    adopted the winner's (4): its claim goes to shard 9 or above, which the remote's
+    layout does not name.  Not refused as a shard gone from the remote, and not made
+    there: routed again by the remote's count, and held where a third clone looks."""
+    from agent_registry.core import routing
+    from agent_registry.sync import Registry
+    team = Team(tmp_path)
+    a = made_in(team, "a", 4, [])
+    assert a("sync").returncode == 0
+    b = made_in(team, "b", 16, [])
+    assert b("sync").returncode == 0  # adopted: 4 shards
+    from agent_registry.branch.shards import path_shard
+    path = next(p for p in (f"src/stale{n}.py" for n in range(200))
+                if path_shard(p, 16) >= 4)
+    real, seen = routing.layout, []
+
+    def stale(registry):  # the layout this process read before the adoption
+        seen.append(registry)
+        return real(registry) if len(seen) > 1 else {**real(registry), "shards": 16}
+
+    monkeypatch.setattr(routing, "layout", stale)
+    with Registry.open(str(b.cwd)) as registry:
+        result = registry.claim("b-1", [path])
+    assert [lock["status"] for lock in result["locks"]] == ["acquired"], result
+    shards = git(team.bare, "for-each-ref", "--format=%(refname)",
+                 f"refs/heads/{BRANCH}-shards/").split()
+    assert len(shards) == 4, shards
+    assert len(local_shards(b)) == 4, local_shards(b)
+    seen_from_a_third_clone(team, {path: "b-1"})
+    assert not misplaced(team, 4), misplaced(team, 4)
+
+
+@pytest.mark.parametrize("when", ["prepared", "committed"])
+def test_a_sync_killed_while_it_moves_the_losers_claims_loses_none(tmp_path, when):
+    """`sync` killed (-9) at the one ref transaction that moves the loser's registry
+    branch and shard refs onto the winner's layout: before it commits (git killed too,
+    its .lock files left), or once it has (before the sync state says so).  Every ref
+    still reads, and the next `sync` lands every claim where the winner's layout puts it."""
+    team = Team(tmp_path)
+    paths = [f"src/k{n}.py" for n in range(6)]
+    a = made_in(team, "a", 4, [])
+    assert a("sync").returncode == 0
+    b = made_in(team, "b", 16, paths)
+    hook = b.cwd / ".git" / "hooks" / "reference-transaction"
+    armed = tmp_path / "armed"
+    kill = 'kill -9 "$py" "$PPID"' if when == "prepared" else 'kill -9 "$py"'
+    hook.write_text(f"#!/bin/sh\n[ \"$1\" = {when} ] || exit 0\nin=$(cat)\n"
+                    f"echo \"$in\" | grep -q ' refs/heads/{BRANCH}$' || exit 0\n"
+                    f"echo \"$in\" | grep -q ' refs/heads/{BRANCH}-shards/' || exit 0\n"
+                    f"rm \"{armed}\" 2>/dev/null || exit 0\n"
+                    f"py=$(ps -o ppid= -p \"$PPID\" | tr -d ' ')\n{kill}\nexit 0\n")
+    hook.chmod(0o755)
+    armed.touch()
+    killed = b("sync")
+    assert killed.returncode == -9 and not armed.exists(), (killed, armed.exists())
+    git(b.cwd, "for-each-ref")  # every ref still reads
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert all(int(ref[-2:]) < 4 for ref in local_shards(b)), local_shards(b)
+    seen_from_a_third_clone(team, {p: "b-1" for p in paths})
+    assert not misplaced(team, 4), misplaced(team, 4)
+    one_registry(team)

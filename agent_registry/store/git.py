@@ -522,6 +522,27 @@ class Repo:
             if attempt or not self._clear_stale_ref_lock(ref):
                 raise CasFailed(error)
 
+    def update_refs(self, moves: list[tuple[str, str | None, str | None]],
+                    reason: str) -> None:
+        """Compare-and-swap several refs in ONE transaction (``update-ref --stdin``): each
+        (ref, new, old) moves to *new* (None: deleted) only if it still points at *old*
+        (None: it must not exist), all of them or none.  CasFailed when one moved; a
+        ``.lock`` a killed git left on one of them is cleared as update_ref clears it."""
+        text = "".join(f"delete {ref} {old}\n" if new is None else
+                       f"update {ref} {new} {old or self.zero_oid}\n" for ref, new, old in moves)
+        for attempt in range(2):
+            proc = self.git("update-ref", "-m", reason, "--stdin", input=text.encode(),
+                            check=False)
+            if proc.returncode == 0:
+                return
+            error = proc.stderr.decode(errors="replace").strip()
+            packed = os.path.join(self.info.common_dir, "packed-refs.lock")
+            cleared = [self._clear_stale_ref_lock(ref) for ref, _, _ in moves]
+            if any(new is None for _, new, _ in moves) and self.ref_format == "files":
+                cleared.append(self._clear_stale_ref_lock("packed-refs", packed))
+            if attempt or True not in cleared:
+                raise CasFailed(error)
+
     def _ref_place(self, ref: str) -> tuple[str, str]:
         """(the folder an update of *ref* writes in, the lock file it takes there): the
         ref's own folder and ``<ref>.lock``, or in a reftable repository the table
@@ -532,7 +553,7 @@ class Repo:
         path = os.path.join(self.info.common_dir, ref)
         return os.path.dirname(path), path + ".lock"
 
-    def _clear_stale_ref_lock(self, ref: str) -> bool:
+    def _clear_stale_ref_lock(self, ref: str, lock: str | None = None) -> bool:
         """Remove ``<ref>.lock`` left by a git process killed mid-update.  git holds it
         for milliseconds, and our callers hold the registry flock, so one still there
         STALE_REF_LOCK seconds after it was made is taken for abandoned, once no live
@@ -541,9 +562,10 @@ class Repo:
         is waited for (the command right after a kill meets it), not reported as a lost
         race the caller would retry at once and give up on; one a live git still holds
         STALE_REF_LOCK seconds later is refused, naming that process.  True when the
-        ref may be tried again."""
+        ref may be tried again.  *lock*: another lock file to clear so (``packed-refs.lock``,
+        which a transaction that deletes a ref takes)."""
         from .reflocks import movers
-        lock = self._ref_place(ref)[1]
+        lock = lock or self._ref_place(ref)[1]
         if not os.path.exists(lock):
             return False  # no lock file: the ref moved (a lost race)
         give_up = asked = 0.0

@@ -19,7 +19,10 @@ A mutation:
    for the winners to carry (sync/intents.py).  The replay itself is sync/replay.py,
    the local sync state sync/state.py.  Before a lock shard's push, the sessions its
    claims name go to the registry branch first when the remote lacks them (a registry
-   made apart and adopted, a register whose push failed: _sessions_first).
+   made apart and adopted, a register whose push failed: _sessions_first), and a claim
+   routed by a shard count the remote's layout does not have is routed again (a
+   registry made apart in another count, whose adoption moves this clone's pending
+   lock operations to the remote's shards: sync/reshard.py).
 
 Fetch and push run outside the flock: the flock covers local work only, so a remote that
 accepts the connection and never answers holds up each waiting command for one network
@@ -73,6 +76,7 @@ from .lost import record_lost
 from . import trace
 from .state import (confirm, confirmed_tip, found_atomic, load_state, redact, save_state,
                     state_key, takes_atomic)
+from .state import record_refused as _record_refused
 
 NETWORK_TIMEOUT = 30.0  # seconds for one fetch or push (git config agent-registry.networkTimeout)
 DEFAULT_DEADLINE = 120.0  # seconds of retrying rejected pushes
@@ -711,13 +715,6 @@ def _failed(registry: Registry, exc: Offline | MassDeletion | Deleted | NoAtomic
                 last_error_kind=exc.kind)
 
 
-def _record_refused(registry: Registry, refused: list[dict]) -> None:
-    if refused:
-        old = load_state(registry).get("refused", [])
-        save_state(registry, refused=(old + [{**r, "at": iso(registry.clock())}
-                                              for r in refused])[-50:])
-
-
 def _move_local(registry: Registry, new: str | None, old: str | None) -> None:
     if new is not None and new != old:
         registry.repo.update_ref(registry.ref, new, old, "agent-registry: sync")
@@ -774,9 +771,16 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
                    help_others(registry, onto, intents), handled={**landed, **own["handled"]})
     settle_own(registry, onto, state)
     state.rewind = rewind
-    _move_local(registry, state.tip, local)
+    if registry.part.routes:  # onto a registry made apart in another shard count: the
+        # pending lock operations of the old shards move with it (sync/reshard.py)
+        from .reshard import move_main
+        moved = move_main(registry, state.tip, local)  # its refusals recorded already
+    else:
+        _move_local(registry, state.tip, local)
+        moved = []
     confirm(registry, remote, **({"last_rewind": rewind} if rewind else {}))
     _record_refused(registry, state.refused)
+    state.refused += moved
     return state
 
 
@@ -817,8 +821,13 @@ def apply_synced(registry: Registry, op: dict, deadline: float = DEFAULT_DEADLIN
             # gone from the remote (deleted), and never written here, or there when this
             # clone last looked or last synced it (a claim before this one found it gone
             # and dropped the tracking ref; so did a `git fetch --prune`): made anew, it
-            # would lack every claim it held, which the clones that saw them still count
-            raise shard_gone(registry)
+            # would lack every claim it held, which the clones that saw them still count;
+            # unless it was routed by a shard count this clone gave up meanwhile for the
+            # remote's (a registry made apart: sync/reshard.py), whose layout has no such
+            # shard: then routed again (core/routing.py)
+            moved = _sessions_first(registry, "", None, time.monotonic() + deadline) \
+                if _resharded(registry) else None
+            raise moved if isinstance(moved, Refused) else shard_gone(registry)
         if failure is None and remote is None and registry.part.kind in ("shard", "clone") \
                 and registry.repo.read_ref(registry.part.main.tracking_ref) is None \
                 and first_push(registry) is None:
@@ -940,7 +949,13 @@ def _unconfirmed(registry: Registry, op: dict, result: dict,
     """A change committed here but not pushed: a claim exits 3 (another machine may
     hold the same path); any other change is kept, and ``registry.unpushed`` says why."""
     if isinstance(failure, Refused):  # Deleted, NoAtomic: a refusal, not "not confirmed"
-        _withdraw(registry, op)  # so no later push (sync, the next claim) lands it
+        if failure.details.get("resharded") and registry.part.kind == "shard":
+            # routed by a shard count given up: out of whichever shard ref holds it now
+            from .reshard import withdraw
+            with _locked(registry):
+                withdraw(registry.part.main, op)
+        else:
+            _withdraw(registry, op)  # so no later push (sync, the next claim) lands it
         raise failure
     error, advice = failure.to_dict(), failure.advice
     remote = redact(registry.remote)
@@ -1112,30 +1127,40 @@ def _sessions_first(registry: Registry, tip: str, seen: str | None,
     apart (two clones ran `init` before either pushed: the loser adopts the winner's
     registry, and its own sessions are still only on its own branch) or a register whose
     push failed.  Why they could not be put there, else None: the claim stays
-    unconfirmed.  Two reads of refs when the registry branch has nothing of ours to push
-    (a claim's common case); the registry branch never on the remote is none of this:
-    the shard's first push takes it there whole (sync/leases.py)."""
+    unconfirmed.  Two reads of refs and one of a blob (_resharded) when the registry
+    branch has nothing of ours to push (a claim's common case); the registry branch
+    never on the remote is none of this: the shard's first push takes it there whole
+    (sync/leases.py).  A claim routed by a shard count the remote's registry does not
+    have is refused as ``Resharded`` (after this clone adopts that registry, if it has
+    not yet): withdrawn and routed again (core/routing.py)."""
     main = registry.part.main if registry.part.kind == "shard" else None
     if main is None:
         return None
     local, there = main.repo.read_ref(main.ref), main.repo.read_ref(main.tracking_ref)
-    if local is None or there is None or local == there \
-            or not own_commits(main, confirmed_tip(main, there), local):
+    resharded = _resharded(registry)
+    if not resharded and (local is None or there is None or local == there
+                          or not own_commits(main, confirmed_tip(main, there), local)):
         return None
-    named = {op["session"] for op in own_ops(registry, seen, tip)  # type: ignore[arg-type]
-             if op.get("op") == "claim" and isinstance(op.get("session"), str)}
-    missing = _not_listed(main, there, named)
-    if not missing:
-        return None
-    try:
-        report = sync(main, deadline=max(1.0, until - time.monotonic()))
-    except (MassDeletion, Deleted) as exc:
-        return exc
-    except Unconfirmed as exc:
-        return _said_again(main, exc.details.get("remote_error") or {}, exc.message)
-    if not report["pushed"]:
-        return _said_again(main, report.get("remote_error") or {},
-                           report.get("error") or "not pushed")
+    missing: set[str] = set()
+    if not resharded:
+        named = {op["session"] for op in own_ops(registry, seen, tip)  # type: ignore[arg-type]
+                 if op.get("op") == "claim" and isinstance(op.get("session"), str)}
+        missing = _not_listed(main, there, named)
+        if not missing:
+            return None
+    from .reshard import count_at
+    if not resharded or count_at(main, local) != count_at(main, there):
+        # the sessions first; or the remote's layout not adopted here yet: adopted now,
+        # this clone's pending claims moved to its shards (sync/reshard.py)
+        try:
+            report = sync(main, deadline=max(1.0, until - time.monotonic()))
+        except (MassDeletion, Deleted) as exc:
+            return exc
+        except Unconfirmed as exc:
+            return _said_again(main, exc.details.get("remote_error") or {}, exc.message)
+        if not report["pushed"]:
+            return _said_again(main, report.get("remote_error") or {},
+                               report.get("error") or "not pushed")
     missing = _not_listed(main, main.repo.read_ref(main.tracking_ref), missing)
     if missing:  # its register was refused there (`sync` says why)
         return Offline(main.remote, "error", f"{', '.join(sorted(missing))} not registered on "
@@ -1151,6 +1176,20 @@ def _sessions_first(registry: Registry, tip: str, seen: str | None,
                          f"clone's, in {count} lock shards, not {registry.part.count}: this "
                          f"operation goes where its layout puts it")
     return None
+
+
+def _resharded(registry: Registry) -> bool:
+    """Whether the lock shard *registry* was routed by a shard count the remote's registry
+    does not have (a registry made apart in another count, adopted by another process of
+    this clone after this one routed its claim): never pushed then to a shard that layout
+    does not name, or that no longer records its paths.  One blob read: the remote's
+    layout.json as last fetched."""
+    main = registry.part.main
+    there = main.repo.read_ref(main.tracking_ref)
+    if there is None:
+        return False
+    from .reshard import count_at
+    return count_at(main, there) not in (None, registry.part.count)
 
 
 def _said_again(main: Registry, said: dict, fallback: str) -> Offline:

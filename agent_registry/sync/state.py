@@ -70,3 +70,13 @@ def found_atomic(registry: Registry, accepts: bool | None) -> None:
     else:
         known[key] = accepts
     save_state(registry, atomic=known)
+
+
+def record_refused(registry: Registry, refused: list[dict]) -> None:
+    """Keep *refused* (operations a replay dropped) in the sync state, the last 50, each
+    with when (caller holds the flock): what `status` shows for an hour."""
+    if refused:
+        from ..branch.records import iso
+        old = load_state(registry).get("refused", [])
+        save_state(registry, refused=(old + [{**r, "at": iso(registry.clock())}
+                                              for r in refused])[-50:])
