@@ -433,10 +433,10 @@ def check_sync(registry: Registry) -> Finding:
                        "yet", "agent-registry sync", push)
     from .sync.state import takes_atomic
     if shards is None and takes_atomic(registry) is False:  # init's one-branch fallback
-        from .sync.remote import ATOMIC_ADVICE
+        from .sync.remote import ACCEPT_ATOMIC
         return Finding("sync", "warn", f"{where}; the registry is one branch, not in lock "
                        f"shards: {remote} does not accept atomic pushes, which lock shards "
-                       "are made with", f"{ATOMIC_ADVICE.split(', or ')[0]}, then run "
+                       "are made with", f"{ACCEPT_ATOMIC}, then run "
                        "`agent-registry shard`")
     return Finding("sync", "ok", where)
 

@@ -349,13 +349,13 @@ def _no_atomic(registry: Registry, what: str) -> str:
     atomic pushes, which the lock shards are made and converted with; recorded, so that
     no operation after it asks the remote again (auto_convert: a fetch and a push each)
     until `agent-registry shard` converts it.  Called without the flock."""
-    from .remote import ATOMIC_ADVICE
+    from .remote import ACCEPT_ATOMIC
     from .state import found_atomic, redact, takes_atomic
     if takes_atomic(registry) is not False:
         with file_lock(registry.lock_file):
             found_atomic(registry, False)
     return (f"{what}: {redact(registry.remote)} does not accept atomic pushes, which lock "
-            f"shards are made with; {ATOMIC_ADVICE.split(', or ')[0]}, then run "
+            f"shards are made with; {ACCEPT_ATOMIC}, then run "
             "`agent-registry shard`")
 
 

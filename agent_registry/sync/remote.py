@@ -348,9 +348,10 @@ def gone(registry: Registry) -> Deleted:
 # through such a remote writes the one-branch layout, the only one that needs none: its
 # atomic create fails and it falls back to one branch, converted by `agent-registry
 # shard` once the remote takes them: docs/design.md)
-ATOMIC_ADVICE = ("let it accept them (`git config receive.advertiseAtomic true` in the "
-                 "remote repository: git's default), or sync the registry through another "
-                 "remote (`git config agent-registry.remote NAME`; `none`: this clone alone)")
+ACCEPT_ATOMIC = ("let it accept them (`git config receive.advertiseAtomic true` in the "
+                 "remote repository: git's default)")
+ATOMIC_ADVICE = (f"{ACCEPT_ATOMIC}, or sync the registry through another remote (`git config "
+                 "agent-registry.remote NAME`; `none`: this clone alone)")
 
 
 class NoAtomic(Refused):
