@@ -200,14 +200,7 @@ def test_the_losers_first_claims_go_where_the_winners_layout_puts_them(tmp_path,
     clone (several paths: one alone may fall in the same shard under both counts), and no
     shard the winner's layout does not name is made on the remote."""
     team = Team(tmp_path)
-    runs = {}
-    for name, count in zip("ab", counts):
-        run = team.clone(name)
-        git(run.cwd, "config", "agent-registry.remote", "none")
-        assert run("init", "--shards", str(count)).returncode == 0
-        assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
-        git(run.cwd, "config", "--unset", "agent-registry.remote")
-        runs[name] = run
+    runs = {name: made_in(team, name, count, []) for name, count in zip("ab", counts)}
     paths = {}
     for name, run in runs.items():
         for n in range(4):
@@ -250,19 +243,9 @@ def test_claims_made_offline_in_a_registry_made_apart_land_where_the_winners_lay
     shard that layout puts its path in (none is left on a shard ref no reader looks at,
     or in a shard of the same name that no longer records its path)."""
     team = Team(tmp_path)
-    runs = {}
-    paths = {}
-    for name, count in zip("ab", counts):
-        run = team.clone(name)
-        git(run.cwd, "config", "agent-registry.remote", "none")
-        assert run("init", "--shards", str(count)).returncode == 0
-        assert run("register", f"{name}-1", "--provider", "Kimi").returncode == 0
-        for n in range(4):
-            proc = run("lock", "acquire", f"src/{name}{n}.py", "--session", f"{name}-1")
-            assert proc.returncode == 0, proc.stderr
-            paths[f"src/{name}{n}.py"] = f"{name}-1"
-        git(run.cwd, "config", "--unset", "agent-registry.remote")
-        runs[name] = run
+    paths = {f"src/{name}{n}.py": f"{name}-1" for name in "ab" for n in range(4)}
+    runs = {name: made_in(team, name, count, [p for p in paths if p[4] == name])
+            for name, count in zip("ab", counts)}
     for run in runs.values():
         synced = run("sync")
         assert synced.returncode == 0, synced.stdout + synced.stderr
