@@ -333,15 +333,15 @@ class RemoteUnusable(RegistryError):
     ``kind``, as sync/remote.py's Offline says it): nothing was converted.  Exit 1; an
     automatic conversion lets the operation go on without it."""
 
-    kind = "error"
+    def __init__(self, message: str, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def _unusable(registry: Registry, exc) -> RemoteUnusable:
     from .state import redact
-    unusable = RemoteUnusable(f"converting needs {redact(registry.remote)}: {exc.message}; "
-                              "nothing was converted")
-    unusable.kind = exc.kind
-    return unusable
+    return RemoteUnusable(f"converting needs {redact(registry.remote)}: {exc.message}; "
+                          "nothing was converted", exc.kind)
 
 
 def _no_atomic(registry: Registry, what: str) -> str:
