@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git
+from helpers import CLI, git
 from test_sync_atomic import no_atomic
 from test_sync_leases import made_before_its_remote, remote_parts
 
@@ -68,3 +68,21 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("language", ["C", "German"])
+def test_a_repository_this_git_cannot_read_is_named_with_gits_reason(tmp_path, language,
+                                                                      request):
+    """A repository with an extension this git does not know (as a reftable one is to a
+    git before 2.45) is not "not a git repository" without a word: git's reason, which
+    it gives on two lines, is the one line's end, in any language."""
+    env = request.getfixturevalue("german") if language == "German" else {}
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "config", "core.repositoryformatversion", "1")
+    git(repo, "config", "extensions.frobnicate", "true")
+    proc = subprocess.run([CLI, "status"], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"agent-registry: not a git repository: {repo} (unknown "
+                                   "repository extension found: frobnicate)"), proc.stderr

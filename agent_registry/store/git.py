@@ -127,12 +127,14 @@ def discover(path: str = ".") -> RepoInfo:
     from . import spawn
     proc = spawn.run(["git", "-C", path, "rev-parse", "--path-format=absolute",
                       "--absolute-git-dir", "--git-common-dir", "--show-object-format",
-                      "--is-bare-repository", "--show-prefix"])
+                      "--is-bare-repository", "--show-prefix"],
+                     env={**os.environ, "LC_ALL": "C"})  # its reason read in English
     if proc.returncode != 0:
         # git's own reason when it gives one: a repository in a format this git does not
-        # read (a reftable one for git < 2.45) is not "not a repository"
-        said = proc.stderr.decode(errors="replace").strip().splitlines()
-        why = f" ({said[-1]})" if said and "extension" in said[-1] else ""
+        # read (a reftable one for git < 2.45) is not "not a repository"; git says it
+        # on two lines ("unknown repository extension found:", then the names)
+        said = " ".join(proc.stderr.decode(errors="replace").split())
+        why = f" ({said.removeprefix('fatal: ')})" if "extension" in said else ""
         raise BadInput(f"not a git repository: {os.path.abspath(path)}{why}")
     git_dir, common, fmt, bare, prefix = (proc.stdout.decode().split("\n") + [""] * 5)[:5]
     toplevel = None
