@@ -120,18 +120,25 @@ def _by_shard(registry: Registry, targets: list[str], count: int) -> dict[int, l
     return by_shard
 
 
-def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
-    by_shard = _by_shard(registry, _targets(op), count)
-    done: list[tuple[int, dict]] = []
-    missing = offline = None
-    for index in sorted(by_shard):
+def split(registry: Registry, op: dict, count: int) -> dict[int, dict]:
+    """The lock operation *op* as its part for each shard (of *count*) recording one of
+    its targets: its paths, generations and expected generations there."""
+    parts = {}
+    for index, targets in sorted(_by_shard(registry, _targets(op), count).items()):
         part = dict(op)
         if op["op"] != "force-release":
-            part["paths"] = by_shard[index]
-        if op["op"] == "claim":
-            part["generations"] = {t: op["generations"][t] for t in by_shard[index]}
-        if op.get("expect"):
-            part["expect"] = {t: g for t, g in op["expect"].items() if t in by_shard[index]}
+            part["paths"] = targets
+        for key in ("generations", "expect"):
+            if isinstance(op.get(key), dict):
+                part[key] = {t: g for t, g in op[key].items() if t in targets}
+        parts[index] = part
+    return parts
+
+
+def _apply_lock_op(registry: Registry, op: dict, count: int) -> dict:
+    done: list[tuple[int, dict]] = []
+    missing = offline = None
+    for index, part in split(registry, op, count).items():
         shard = shard_registry(registry, index, count)
         try:
             done.append((index, shard.apply(part)))

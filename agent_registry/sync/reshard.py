@@ -28,6 +28,7 @@ from __future__ import annotations
 from ..branch import shards as S
 from ..branch.trailers import parse_op
 from ..core.registry import Registry
+from ..core.routing import split
 from ..core.sharded import shard_registry
 from ..errors import BadInput, NotFound, Refused
 from .replay import is_ancestor, is_ours, pending_commits, replay
@@ -108,21 +109,6 @@ def _merged(lists: list[list[dict]]) -> list[dict]:
     return list(out.values())
 
 
-def _parts(main: Registry, op: dict, count: int) -> dict[int, dict]:
-    """*op* split by shard under *count*, as core/routing.py ``_apply_lock_op`` splits it."""
-    from ..core.routing import _by_shard, _targets
-    out = {}
-    for index, targets in _by_shard(main, _targets(op), count).items():
-        part = dict(op)
-        if op["op"] != "force-release":
-            part["paths"] = targets
-        for key in ("generations", "expect"):
-            if isinstance(op.get(key), dict):
-                part[key] = {t: g for t, g in op[key].items() if t in targets}
-        out[index] = part
-    return out
-
-
 def _migrate(main: Registry, new: str, old: str, count: int) -> list[dict]:
     refs = _shard_refs(main)
     fetched = {index: _tracking(main, index) for index in set(refs) | set(range(count))}
@@ -130,7 +116,7 @@ def _migrate(main: Registry, new: str, old: str, count: int) -> list[dict]:
                    for index, (_, tip) in sorted(refs.items())])
     by_shard: dict[int, list[dict]] = {}
     for op in ops:
-        for index, part in sorted(_parts(main, op, count).items()):
+        for index, part in split(main, op, count).items():
             by_shard.setdefault(index, []).append(part)
     refused: list[dict] = []
     tips: dict[int, str | None] = {}
