@@ -179,3 +179,16 @@ def test_doctor_says_a_registry_is_kept_one_branch_by_its_remote(tmp_path):
     assert found["sync"]["status"] == "warn", found["sync"]
     assert "does not accept atomic pushes" in found["sync"]["verdict"], found["sync"]
     assert "agent-registry shard" in found["sync"]["fix"], found["sync"]
+
+
+def test_a_format_2_registry_is_upgraded_on_a_remote_without_atomic_pushes(tmp_path):
+    """The upgrade from lock shards of format 2 is one commit of the registry branch, a
+    push of one ref, which needs no atomic push: a remote that takes none takes it, from
+    the first write of a clone."""
+    from test_scale_convert import fmt, ref, shared_format_2
+    team, a, b = shared_format_2(tmp_path)
+    no_atomic(team.bare)
+    claim = b("lock", "acquire", "pkg/b/other.py", "--session", "bee-1")
+    assert claim.returncode == 0, claim.stderr
+    assert fmt(team.bare, ref(team.bare, BRANCH))["format"] == 3
+    assert "does not accept atomic pushes" not in claim.stderr, claim.stderr

@@ -125,8 +125,9 @@ def auto_convert(registry: Registry) -> list[str]:
     what = f"converted to {count} lock shards" if raw is None else \
         f"upgraded to layout format {S.FORMAT}"
     from .state import takes_atomic
-    if registry.remote and takes_atomic(registry) is False:  # said so by its server
-        return [_no_atomic(registry, f"not {what}")]
+    if raw is None and registry.remote and takes_atomic(registry) is False:
+        return [_no_atomic(registry, f"not {what}")]  # said so by its server (an
+        # upgrade pushes one ref: no atomic push)
     try:
         done = convert(registry, count)
     except RemoteUnusable as exc:  # offline: work goes on as it is, converted later
@@ -416,17 +417,21 @@ def _convert_remote(registry: Registry, count: int) -> dict:
 
 def _push_atomic(registry: Registry, refspecs: list[str]) -> bool:
     """Push every refspec or none (no ``+``: main a fast-forward, the shards new refs; an
-    upgrade pushes the main branch alone).
+    upgrade pushes the main branch alone, which needs no ``--atomic``: a remote that
+    does not accept atomic pushes takes it).
     False when the remote moved (a lost race); Offline when it cannot be used."""
-    from .remote import Offline, git_net
-    proc = git_net(registry, "push", "--atomic", "--porcelain", "--no-verify",
+    from .remote import RACING, Offline, git_net
+    atomic = ["--atomic"] if len(refspecs) > 1 else []
+    proc = git_net(registry, "push", *atomic, "--porcelain", "--no-verify",
                    registry.remote, *refspecs)
     if proc.returncode == 0:
         return True
     out = proc.stdout.decode(errors="replace")
     rejected = [line for line in out.splitlines() if line.startswith("!\t")]
+    # refused, not raced: a remote rejection (a hook) but for a ref another push held or
+    # moved meanwhile (one ref's push: no atomic transaction to fail)
     if rejected and not any("[remote rejected]" in line and "atomic" not in line
-                            for line in rejected):
+                            and not any(word in line for word in RACING) for line in rejected):
         return False
     raise Offline.from_stderr(registry.remote, proc.stderr.decode(errors="replace") or out,
                               f"git push --atomic exited {proc.returncode}", registry.branch)

@@ -497,7 +497,7 @@ def push(registry: Registry, commit: str) -> PushResult:
         # an atomic push's refs fail together: the reason is another ref's line (or the
         # server's words), e.g. a create another clone made first
         why = [summary] + ([out, said] if "atomic" in summary else [])
-        racing = any(word in text for text in why for word in _RACING)
+        racing = any(word in text for text in why for word in RACING)
         return PushResult(False, racing, (summary or "rejected") + (f" ({said})" if said else ""))
     err = proc.stderr.decode(errors="replace")
     if proc.returncode == 0:
@@ -512,7 +512,7 @@ def push(registry: Registry, commit: str) -> PushResult:
 
 # what git says of a push that lost a race (the remote moved, or a ref it would create
 # is there now), as opposed to one the remote refuses (a hook, a protected branch)
-_RACING = ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
+RACING = ("fetch first", "non-fast-forward", "stale info", "failed to update ref",
            "failed to lock", "cannot lock ref", "atomic push failed")
 
 
