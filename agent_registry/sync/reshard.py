@@ -28,13 +28,12 @@ from __future__ import annotations
 from ..branch import shards as S
 from ..branch.trailers import parse_op
 from ..core.registry import Registry
-from ..core.routing import split
+from ..core.routing import LOCK_OPS, split
 from ..core.sharded import shard_registry
 from ..errors import BadInput, NotFound, Refused
-from .replay import is_ancestor, is_ours, pending_commits, replay
+from .intents import own_ops
+from .replay import is_ancestor, pending_commits, replay
 from .state import load_state, record_refused, save_state, state_key
-
-LOCK_OPS = ("claim", "release", "force-release")  # core/routing.py's
 
 
 def count_at(registry: Registry, tip: str | None) -> int | None:
@@ -81,13 +80,7 @@ def _tracking(main: Registry, index: int) -> str | None:
 def _own_lock_ops(main: Registry, tip: str, fetched: str | None) -> list[dict]:
     """This clone's lock operations on a shard ref at *tip* that the remote's copy of it
     (*fetched*) lacks, oldest first."""
-    ops = []
-    for commit in pending_commits(main, None, tip, landed=fetched):
-        message = main.repo.commit_info(commit)[2]
-        op = parse_op(message) if is_ours(message) else None
-        if isinstance(op, dict) and op.get("op") in LOCK_OPS and op.get("id"):
-            ops.append(op)
-    return ops
+    return [op for op in own_ops(main, fetched, tip) if op.get("op") in LOCK_OPS]
 
 
 def _merged(lists: list[list[dict]]) -> list[dict]:
