@@ -61,6 +61,25 @@ class LockShard:
         return shard_pages(self.main.branch, self.index, self.count, view, at, subject)
 
 
+def count_at(registry: Registry, tip: str | None) -> int | None:
+    """The shard count of the layout at *tip* of the registry branch; None for one
+    branch (or no tip)."""
+    if tip is None:
+        return None
+    marker = S.layout_of(registry.repo.read_blob(f"{tip}:{S.LAYOUT}"))
+    return count_of(marker) if marker["format"] >= 2 else None
+
+
+def recounted(registry: Registry, new: str | None, old: str | None) -> bool:
+    """Whether the registry branch moving from *old* to *new* changes its shard count (a
+    registry made apart in another count, adopted: sync/reshard.py moves the old shards'
+    pending operations with it).  Two blob reads, where the branch moves at all."""
+    if new is None or old is None or new == old:
+        return False
+    was, now = count_at(registry, old), count_at(registry, new)
+    return None not in (was, now) and was != now
+
+
 def shard_registry(registry: Registry, index: int, count: int) -> Registry:
     """The registry of shard *index*: made once per registry, closed with it."""
     made = registry.__dict__.setdefault("_shards", {})

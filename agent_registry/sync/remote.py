@@ -65,6 +65,7 @@ from ..branch.trailers import parse_op
 from ..core.conflicts import describe_conflicts
 from ..core.operations import Outcome, operation
 from ..core.registry import Registry
+from ..core.sharded import count_at, recounted
 from ..store.flock import file_lock
 from ..branch.view import View
 from .intents import any_fetched, carried, fetch_owed, fetch_paid, fetch_refspec, help_others, \
@@ -772,8 +773,9 @@ def _rebase(registry: Registry, remote: str | None, before: str | None = None,
                    help_others(registry, onto, intents), handled={**landed, **own["handled"]})
     settle_own(registry, onto, state)
     state.rewind = rewind
-    if registry.part.routes:  # onto a registry made apart in another shard count: the
-        # pending lock operations of the old shards move with it (sync/reshard.py)
+    if registry.part.routes and recounted(registry, state.tip, local):
+        # onto a registry made apart in another shard count: the pending lock operations
+        # of the old shards move with it (sync/reshard.py)
         from .reshard import move_main
         moved = move_main(registry, state.tip, local)  # its refusals recorded already
     else:
@@ -1149,7 +1151,6 @@ def _sessions_first(registry: Registry, tip: str, seen: str | None,
         missing = _not_listed(main, there, named)
         if not missing:
             return None
-    from .reshard import count_at
     if not resharded or count_at(main, local) != count_at(main, there):
         # the sessions first; or the remote's layout not adopted here yet: adopted now,
         # this clone's pending claims moved to its shards (sync/reshard.py)
@@ -1187,10 +1188,7 @@ def _resharded(registry: Registry) -> bool:
     layout.json as last fetched."""
     main = registry.part.main
     there = main.repo.read_ref(main.tracking_ref)
-    if there is None:
-        return False
-    from .reshard import count_at
-    return count_at(main, there) not in (None, registry.part.count)
+    return there is not None and count_at(main, there) not in (None, registry.part.count)
 
 
 def _said_again(main: Registry, said: dict, fallback: str) -> Offline:

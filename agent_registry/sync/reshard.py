@@ -29,35 +29,20 @@ from ..branch import shards as S
 from ..branch.trailers import parse_op
 from ..core.registry import Registry
 from ..core.routing import LOCK_OPS, split
-from ..core.sharded import shard_registry
+from ..core.sharded import count_at, shard_registry
 from ..errors import BadInput, NotFound, Refused
 from .intents import own_ops
 from .replay import is_ancestor, pending_commits, replay
 from .state import load_state, record_refused, save_state, state_key
 
 
-def count_at(registry: Registry, tip: str | None) -> int | None:
-    """The shard count of the layout at *tip* of the registry branch; None for one
-    branch (or no tip)."""
-    if tip is None:
-        return None
-    marker = S.layout_of(registry.repo.read_blob(f"{tip}:{S.LAYOUT}"))
-    return S.count_of(marker) if marker["format"] >= 2 else None
-
-
-def move_main(main: Registry, new: str | None, old: str | None) -> list[dict]:
-    """Move the registry branch of *main* from *old* to *new* (caller holds the flock;
-    CasFailed when it moved meanwhile).  Where the two name different shard counts, the
-    pending lock operations of the old shard refs move with it, in one ref transaction
-    (module docstring); the ones refused on the way, as a replay reports them (already
-    recorded in the sync state, before the refs moved)."""
-    if new is None or new == old:
-        return []
-    was, now = (count_at(main, old), count_at(main, new)) if old else (None, None)
-    if was is None or now is None or was == now:
-        main.repo.update_ref(main.ref, new, old, "agent-registry: sync")
-        return []
-    return _migrate(main, new, old, now)  # type: ignore[arg-type]
+def move_main(main: Registry, new: str, old: str) -> list[dict]:
+    """Move the registry branch of *main* from *old* to *new*, which name different shard
+    counts (core/sharded.py ``recounted``; caller holds the flock; CasFailed when it
+    moved meanwhile), and the pending lock operations of the old shard refs with it, in
+    one ref transaction (module docstring); the ones refused on the way, as a replay
+    reports them (already recorded in the sync state, before the refs moved)."""
+    return _migrate(main, new, old, count_at(main, new))  # type: ignore[arg-type]
 
 
 def _shard_refs(main: Registry) -> dict[int, tuple[str, str]]:
